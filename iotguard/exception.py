@@ -1,0 +1,65 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The exceptions iotguard raises, one tree, with HTTP codes for the API."""
+
+
+class IotguardException(Exception):
+    """Base class: ``msg_fmt`` is formatted with the keyword arguments."""
+
+    msg_fmt = 'An unknown error occurred.'
+    code = 500
+
+    def __init__(self, message=None, **kwargs):
+        self.kwargs = kwargs
+        if message is None:
+            message = self.msg_fmt % kwargs
+        self.message = message
+        super().__init__(message)
+
+
+class Invalid(IotguardException):
+    msg_fmt = 'Invalid input: %(reason)s'
+    code = 400
+
+
+class InvalidScenario(Invalid):
+    msg_fmt = 'Invalid scenario %(source)s: %(field)s: %(reason)s'
+
+
+class InvalidCap(Invalid):
+    msg_fmt = 'Invalid cap: %(reason)s'
+
+
+class InvalidParameter(Invalid):
+    msg_fmt = 'Invalid parameter %(name)s: %(reason)s'
+
+
+class Forbidden(IotguardException):
+    msg_fmt = 'Policy does not allow %(action)s.'
+    code = 403
+
+
+class NotFound(IotguardException):
+    msg_fmt = 'Resource could not be found: %(what)s'
+    code = 404
+
+
+class Conflict(IotguardException):
+    msg_fmt = 'Conflict: %(reason)s'
+    code = 409
+
+
+class AdmissionRejected(Conflict):
+    msg_fmt = ('Tier %(tier)s refused on domain %(domain)s: committed floors '
+               'would be %(committed).3f of capacity, above the allowed '
+               '%(max_ratio).3f.')

@@ -1,0 +1,60 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""iotguard's local flake8 checks (I3xx).
+
+I301: no oslo, SQLAlchemy, libvirt or openstack imports in the pure core
+      (iotguard/policy, iotguard/sim).
+I302: options are declared only in iotguard/conf/.
+I303: no eventlet.
+I304: no clock reads in iotguard/policy/.
+"""
+
+import re
+
+from hacking import core
+
+_PURE = re.compile(r'iotguard/(policy|sim)/')
+_IMPURE_IMPORT = re.compile(
+    r'^\s*(import|from)\s+(oslo_\w+|sqlalchemy|libvirt|openstack)\b')
+_OPT = re.compile(r'\bcfg\.\w*Opt\(')
+_EVENTLET = re.compile(r'^\s*(import|from)\s+eventlet\b')
+_CLOCK = re.compile(r'\b(time\.time|time\.monotonic|utcnow|datetime\.now)\(')
+
+
+@core.flake8ext
+def check_pure_imports(logical_line, filename):
+    """I301: the policies and the simulator stay free of services."""
+    if _PURE.search(filename) and _IMPURE_IMPORT.match(logical_line):
+        yield 0, 'I301: no oslo/sqlalchemy/libvirt/openstack import here'
+
+
+@core.flake8ext
+def check_opts_in_conf(logical_line, filename):
+    """I302: declare options in iotguard/conf/ only."""
+    if ('iotguard/conf/' not in filename and '/tests/' not in filename
+            and _OPT.search(logical_line)):
+        yield 0, 'I302: declare options in iotguard/conf/'
+
+
+@core.flake8ext
+def check_no_eventlet(logical_line):
+    """I303: iotguard does not use eventlet."""
+    if _EVENTLET.match(logical_line):
+        yield 0, 'I303: do not use eventlet'
+
+
+@core.flake8ext
+def check_no_clock_in_policy(logical_line, filename):
+    """I304: a policy gets ``now`` passed in, it never reads a clock."""
+    if 'iotguard/policy/' in filename and _CLOCK.search(logical_line):
+        yield 0, 'I304: policies take now as an argument'

@@ -1,0 +1,90 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Weighted max-min fair allocation with floors.
+
+Used twice: by the ``guarantee`` policy on estimated demands, and by the
+simulator's oracle on true demands. Each disk ``i`` gets::
+
+    a_i = min(d_i, max(f_i, w_i * level))
+
+with ``level`` the one water level at which the shares fill the capacity:
+floors first, spare capacity by weight, nobody above its demand. When the
+floors alone exceed the capacity they are scaled down in proportion; when
+every demand fits, everyone gets its demand.
+"""
+
+import numpy as np
+
+from iotguard.policy.base import FloatArray
+
+
+def _shares(level: float, floors: FloatArray, demands: FloatArray,
+            weights: FloatArray) -> FloatArray:
+    result: FloatArray = np.minimum(demands,
+                                    np.maximum(floors, weights * level))
+    return result
+
+
+def fair_shares(capacity: float, floors: FloatArray, demands: FloatArray,
+                weights: FloatArray) -> tuple[FloatArray, float]:
+    """Return ``(allocation, level)``; ``level`` is ``inf`` when all fit.
+
+    ``demands`` may hold ``inf`` (a disk that takes all it is given);
+    ``weights`` must be > 0. Exact, O(n log n), no iteration.
+    """
+    floors = np.minimum(floors, demands)
+    n = len(floors)
+    if n == 0:
+        return np.zeros(0), np.inf
+    floor_sum = float(floors.sum())
+    if floor_sum >= capacity:
+        scale = capacity / floor_sum if floor_sum > 0 else 0.0
+        return floors * scale, 0.0
+    if np.all(np.isfinite(demands)) and float(demands.sum()) <= capacity:
+        return demands.astype(np.float64), np.inf
+
+    # g(level) = sum of shares is piecewise linear and non-decreasing,
+    # with breakpoints where w*level crosses a floor (disk starts to grow)
+    # and where it crosses a demand (disk stops).
+    start = floors / weights
+    stop = demands / weights
+    s_order = np.argsort(start)
+    e_order = np.argsort(stop)
+    s_sorted = start[s_order]
+    e_sorted = stop[e_order]
+    s_floor = np.concatenate(([0.0], np.cumsum(floors[s_order])))
+    s_weight = np.concatenate(([0.0], np.cumsum(weights[s_order])))
+    e_dem = np.concatenate(([0.0], np.cumsum(
+        np.where(np.isfinite(demands[e_order]), demands[e_order], 0.0))))
+    e_weight = np.concatenate(([0.0], np.cumsum(weights[e_order])))
+
+    def total(levels: FloatArray) -> tuple[FloatArray, FloatArray]:
+        ks = np.searchsorted(s_sorted, levels, side='right')
+        ke = np.searchsorted(e_sorted, levels, side='right')
+        slope = s_weight[ks] - e_weight[ke]
+        const = floor_sum - s_floor[ks] + e_dem[ke]
+        return const + slope * levels, slope
+
+    points = np.concatenate((s_sorted, e_sorted[np.isfinite(e_sorted)]))
+    points = np.unique(points)
+    values, _ = total(points)
+    k = int(np.searchsorted(values, capacity, side='left'))
+    if k < len(points) and values[k] == capacity:
+        level = float(points[k])
+    else:
+        # capacity lies after points[k-1] (or before the first point, which
+        # cannot be: g is constant there and equals floor_sum < capacity).
+        base = float(points[k - 1])
+        base_value, slope = total(np.array([base]))
+        level = base + (capacity - float(base_value[0])) / float(slope[0])
+    return _shares(level, floors, demands, weights), level

@@ -1,0 +1,216 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""What a decision policy sees and what it answers.
+
+A policy is pure: ``decide(snapshot, now) -> list[Decision]``. It reads no
+clock, does no I/O and imports nothing from oslo, the DB, RPC or libvirt, so
+the controller, the simulator and the tests run the very same code.
+
+The snapshot is columnar (one NumPy array per quantity, one element per disk)
+so that a decision over 100,000 disks stays a handful of vector operations.
+"No limit" is ``inf`` inside a snapshot and ``0`` on the wire (libvirt's
+convention), see :func:`Decision.limits`.
+"""
+
+import dataclasses
+import math
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+CAP = 'cap'
+RELEASE = 'release'
+ACTIONS = (CAP, RELEASE)
+
+
+@dataclasses.dataclass(frozen=True)
+class Tier:
+    """A guarantee a tenant can choose; 0 means "not set" for every limit."""
+
+    name: str
+    min_iops: float = 0.0
+    min_bytes_sec: float = 0.0
+    max_iops: float = 0.0
+    max_bytes_sec: float = 0.0
+    weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        for field in ('min_iops', 'min_bytes_sec', 'max_iops',
+                      'max_bytes_sec'):
+            value = getattr(self, field)
+            if not math.isfinite(value) or value < 0:
+                raise ValueError('tier %s: %s must be a finite number >= 0, '
+                                 'not %r' % (self.name, field, value))
+        if not math.isfinite(self.weight) or self.weight <= 0:
+            raise ValueError('tier %s: weight must be > 0, not %r'
+                             % (self.name, self.weight))
+        for low, high in (('min_iops', 'max_iops'),
+                          ('min_bytes_sec', 'max_bytes_sec')):
+            if getattr(self, high) and getattr(self, low) > getattr(self,
+                                                                    high):
+                raise ValueError('tier %s: %s is above %s'
+                                 % (self.name, low, high))
+
+
+@dataclasses.dataclass(frozen=True)
+class Profile:
+    """A domain's capacity: random 4 KiB IOPS and sequential bytes/s."""
+
+    iops_4k: float
+    bytes_sec: float
+
+    def __post_init__(self) -> None:
+        for field in ('iops_4k', 'bytes_sec'):
+            value = getattr(self, field)
+            if not math.isfinite(value) or value <= 0:
+                raise ValueError('profile: %s must be > 0, not %r'
+                                 % (field, value))
+
+
+@dataclasses.dataclass(frozen=True)
+class DiskState:
+    """One disk as the controller last saw it (row form, for building).
+
+    Rates are per second over the last sample interval; ``latency_ms`` is
+    the mean time per operation. ``cap_iops``/``cap_bytes_sec`` are the
+    dynamic cap in force (``inf`` when none) and ``cap_set_at`` when it was
+    last set (``nan`` when none). ``static_iops``/``static_bytes_sec`` are
+    the ceilings Nova or Cinder set at boot or attach (``inf`` when none).
+    """
+
+    disk_id: str
+    tier: Tier
+    read_iops: float = 0.0
+    write_iops: float = 0.0
+    read_bytes_sec: float = 0.0
+    write_bytes_sec: float = 0.0
+    latency_ms: float = 0.0
+    cap_iops: float = math.inf
+    cap_bytes_sec: float = math.inf
+    cap_set_at: float = math.nan
+    static_iops: float = math.inf
+    static_bytes_sec: float = math.inf
+    stale: bool = False
+
+
+def _inf_if_zero(value: float) -> float:
+    return value if value > 0 else math.inf
+
+
+@dataclasses.dataclass
+class DomainSnapshot:
+    """Every disk of one contention domain, one array per quantity."""
+
+    domain: str
+    profile: Profile
+    interval_s: float
+    disk_ids: tuple[str, ...]
+    iops: FloatArray
+    bytes_sec: FloatArray
+    latency_ms: FloatArray
+    floor_iops: FloatArray
+    floor_bytes_sec: FloatArray
+    ceil_iops: FloatArray
+    ceil_bytes_sec: FloatArray
+    weight: FloatArray
+    cap_iops: FloatArray
+    cap_bytes_sec: FloatArray
+    cap_set_at: FloatArray
+    stale: BoolArray
+
+    def __len__(self) -> int:
+        return len(self.disk_ids)
+
+    @property
+    def capped(self) -> BoolArray:
+        result: BoolArray = np.isfinite(self.cap_iops) | np.isfinite(
+            self.cap_bytes_sec)
+        return result
+
+    @classmethod
+    def from_disks(cls, domain: str, profile: Profile, interval_s: float,
+                   disks: list[DiskState]) -> 'DomainSnapshot':
+        """Build the columnar snapshot from per-disk rows.
+
+        A tier ceiling and the static ceiling combine into the tightest one;
+        0 in a tier means "no limit".
+        """
+        def col(values: list[float]) -> FloatArray:
+            return np.asarray(values, dtype=np.float64)
+
+        return cls(
+            domain=domain, profile=profile, interval_s=interval_s,
+            disk_ids=tuple(d.disk_id for d in disks),
+            iops=col([d.read_iops + d.write_iops for d in disks]),
+            bytes_sec=col([d.read_bytes_sec + d.write_bytes_sec
+                           for d in disks]),
+            latency_ms=col([d.latency_ms for d in disks]),
+            floor_iops=col([d.tier.min_iops for d in disks]),
+            floor_bytes_sec=col([d.tier.min_bytes_sec for d in disks]),
+            ceil_iops=col([min(_inf_if_zero(d.tier.max_iops), d.static_iops)
+                           for d in disks]),
+            ceil_bytes_sec=col([min(_inf_if_zero(d.tier.max_bytes_sec),
+                                    d.static_bytes_sec) for d in disks]),
+            weight=col([d.tier.weight for d in disks]),
+            cap_iops=col([d.cap_iops for d in disks]),
+            cap_bytes_sec=col([d.cap_bytes_sec for d in disks]),
+            cap_set_at=col([d.cap_set_at for d in disks]),
+            stale=np.asarray([d.stale for d in disks], dtype=np.bool_),
+        )
+
+
+def wire_value(value: float) -> int:
+    """A limit as libvirt wants it: a whole number, 0 for "no limit"."""
+    if not math.isfinite(value):
+        return 0
+    return max(1, int(round(value)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """What to do to one disk, and why.
+
+    ``iops``/``bytes_sec`` are the new cap (``inf`` = no limit of that
+    kind); a ``release`` has both ``inf``. ``numbers`` carries what the
+    policy saw and computed, for the audit trail.
+    """
+
+    disk_id: str
+    action: str
+    reason: str
+    iops: float = math.inf
+    bytes_sec: float = math.inf
+    numbers: dict[str, float] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.action not in ACTIONS:
+            raise ValueError('unknown action %r' % self.action)
+
+    @property
+    def limits(self) -> dict[str, int]:
+        """The libvirt iotune keys of this decision (0 = no limit)."""
+        return {'total_iops_sec': wire_value(self.iops),
+                'total_bytes_sec': wire_value(self.bytes_sec)}
+
+
+class Policy(Protocol):
+    """The decision function run per domain every interval."""
+
+    name: str
+
+    def decide(self, snapshot: DomainSnapshot, now: float) -> list[Decision]:
+        ...

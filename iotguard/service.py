@@ -1,0 +1,31 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Process set-up shared by every iotguard command."""
+
+from oslo_config import cfg
+from oslo_log import log
+
+from iotguard import conf as iotguard_conf
+from iotguard import version
+
+
+def prepare_service(argv=None, config_files=None, conf=None):
+    """Return a fresh, parsed ``ConfigOpts`` with logging set up."""
+    conf = conf if conf is not None else cfg.ConfigOpts()
+    log.register_options(conf)
+    iotguard_conf.register_opts(conf)
+    conf(argv if argv is not None else [], project='iotguard',
+         version=version.version_info.version_string(),
+         default_config_files=config_files)
+    log.setup(conf, 'iotguard')
+    return conf

@@ -1,0 +1,38 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Base test case: a fresh ConfigOpts per test, no network, no sleep."""
+
+import fixtures
+from oslo_config import cfg
+from oslo_config import fixture as config_fixture
+import testtools
+
+from iotguard import conf as iotguard_conf
+
+
+class TestCase(testtools.TestCase):
+    """Every test gets ``self.conf``, its own registered ConfigOpts."""
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.Timeout(60, gentle=True))
+        conf = cfg.ConfigOpts()
+        iotguard_conf.register_opts(conf)
+        self.conf_fixture = self.useFixture(config_fixture.Config(conf))
+        self.conf = self.conf_fixture.conf
+        self.conf([], project='iotguard', default_config_files=[])
+
+    def flags(self, group=None, **kw):
+        """Override options for this test only."""
+        for name, value in kw.items():
+            self.conf_fixture.config(group=group, **{name: value})

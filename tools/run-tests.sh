@@ -1,0 +1,13 @@
+#!/bin/bash
+# Install what the tests need and run them all: unit, functional and pep8.
+# Needs root (or sudo) the first time, for the system packages and services
+# that tools/test-setup.sh installs and starts.
+set -eu
+cd "$(dirname "$0")/.."
+bash tools/test-setup.sh
+python3 -m pip install -q 'tox>=4.6'
+rm -f .stestr-summary
+status=0
+python3 -m tox -e py3,functional,pep8 || status=$?
+python3 tools/test-summary.py --total || status=1
+exit $status
