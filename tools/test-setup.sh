@@ -24,3 +24,29 @@ apt_install() {
 
 apt_install $(grep -v '^#' "$(dirname "$0")/../bindep.txt" | grep 'test' | \
     awk '{print $1}')
+
+# The services the functional tests talk to, on loopback. Start what is down.
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+wait_port() {
+    for _ in $(seq 1 60); do port_open "$1" && return 0; sleep 1; done
+    echo "service on port $1 did not come up" >&2
+    return 1
+}
+
+if ! port_open 5432 && command -v pg_ctlcluster >/dev/null; then
+    $SUDO pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n 1)" main start
+    wait_port 5432
+fi
+if ! port_open 3306 && [ -x /usr/sbin/mariadbd ]; then
+    $SUDO start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
+    wait_port 3306
+fi
+if ! port_open 6379 && command -v redis-server >/dev/null; then
+    $SUDO redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no
+    wait_port 6379
+fi
+if ! port_open 5672 && command -v rabbitmq-server >/dev/null; then
+    $SUDO rabbitmq-server -detached
+    wait_port 5672
+fi

@@ -9,3 +9,32 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
+
+"""Decision policies: pure ``decide(snapshot, now) -> [Decision]`` objects.
+
+Policies are found by name through the ``iotguard.decision_policies``
+entry points (setup.cfg), so an operator can add one without patching
+iotguard.
+"""
+
+from importlib import metadata
+
+GROUP = 'iotguard.decision_policies'
+
+
+def names() -> list[str]:
+    """The names of the installed policies."""
+    return sorted(ep.name for ep in metadata.entry_points(group=GROUP))
+
+
+def load(name: str, **params: object) -> object:
+    """Build the policy called ``name`` with its parameters.
+
+    Raises ``ValueError`` naming the known policies for an unknown name,
+    and whatever the policy raises for bad parameters.
+    """
+    for ep in metadata.entry_points(group=GROUP):
+        if ep.name == name:
+            return ep.load()(**params)
+    raise ValueError('unknown policy %r; known: %s'
+                     % (name, ', '.join(names())))
