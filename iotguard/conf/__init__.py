@@ -16,6 +16,7 @@ There is no global ``CONF``: :func:`iotguard.service.prepare_service`
 builds a fresh ``ConfigOpts`` and every constructor takes it.
 """
 
+from iotguard.conf import database
 from iotguard.conf import opts
 
 
@@ -23,3 +24,4 @@ def register_opts(conf):
     """Register every iotguard option group on ``conf``."""
     for group, options in opts.list_opts():
         conf.register_opts(options, group=group)
+    database.register_opts(conf)

@@ -12,11 +12,17 @@
 
 """The explicit list of option groups, for oslo-config-generator."""
 
+from iotguard.conf import admission
+from iotguard.conf import api
 from iotguard.conf import controller
+from iotguard.conf import tiers
 
 
 def list_opts():
     """Return ``[(group, [options])]`` for every iotguard group."""
     return [
         (controller.GROUP, controller.OPTS),
+        (api.GROUP, api.OPTS),
+        (admission.GROUP, admission.OPTS),
+        (tiers.GROUP, tiers.OPTS),
     ]
