@@ -1,0 +1,253 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The cap wire format, shared by the controller and the agents.
+
+A cap is a plain dict::
+
+    {"instance_uuid": "<nova instance uuid>", "dev": "vda",
+     "limits": {"total_iops_sec": 500, "total_bytes_sec": 52428800},
+     "lease_expires_at": 1795000000.0,     # UNIX time, seconds (UTC)
+     "decision_id": "<uuid of the audited decision>"}
+
+``limits`` holds libvirt iotune keys (the same keys Nova's flavor
+``quota:disk_*`` extra specs set): the six base keys and their ``*_max``
+burst forms; integers, ``0`` means "no limit", a missing key is ``0``.
+A consistent set (:func:`check_limits`):
+
+* ``total_X`` is never combined with ``read_X``/``write_X`` of the same kind
+  (``bytes_sec`` or ``iops_sec``): libvirt refuses it, and QEMU silently
+  drops the read/write values when a total is set;
+* a burst ``X_max`` needs its base ``X`` and is never below it.
+
+:func:`effective` combines a cap with a disk's static ceilings (the values
+Nova or Cinder put in the domain XML): never above the static ceiling.
+Pure module: no oslo, no libvirt.
+"""
+
+import math
+
+import jsonschema
+
+from iotguard import exception
+
+KINDS = ('bytes_sec', 'iops_sec')
+DIRECTIONS = ('total', 'read', 'write')
+BASE_KEYS = tuple('%s_%s' % (d, k) for k in KINDS for d in DIRECTIONS)
+MAX_KEYS = tuple(key + '_max' for key in BASE_KEYS)
+IOTUNE_KEYS = BASE_KEYS + MAX_KEYS
+
+#: libvirt takes unsigned long long, QEMU int64.
+_MAX_VALUE = 2 ** 63 - 1
+_UUID = ('^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-'
+         '[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$')
+
+LIMITS_SCHEMA = {
+    'type': 'object',
+    'properties': {key: {'type': 'integer', 'minimum': 0,
+                         'maximum': _MAX_VALUE} for key in IOTUNE_KEYS},
+    'additionalProperties': False,
+}
+
+DISK_SCHEMA = {
+    'type': 'object',
+    'properties': {
+        'instance_uuid': {'type': 'string', 'pattern': _UUID},
+        'dev': {'type': 'string', 'pattern': '^[a-zA-Z][a-zA-Z0-9_-]{0,31}$'},
+    },
+    'required': ['instance_uuid', 'dev'],
+}
+
+CAP_SCHEMA = {
+    'type': 'object',
+    'properties': {
+        'instance_uuid': DISK_SCHEMA['properties']['instance_uuid'],
+        'dev': DISK_SCHEMA['properties']['dev'],
+        'limits': LIMITS_SCHEMA,
+        'lease_expires_at': {'type': 'number', 'exclusiveMinimum': 0},
+        'decision_id': {'type': ['string', 'null'], 'maxLength': 255},
+    },
+    'required': ['instance_uuid', 'dev', 'limits', 'lease_expires_at',
+                 'decision_id'],
+    'additionalProperties': False,
+}
+
+_NULLABLE_RATE = {'type': ['number', 'null'], 'minimum': 0}
+
+#: One disk in a ``report_samples`` batch. The rate fields are ``null``
+#: when there is no rate for the interval (``gap`` says why: first reading,
+#: counter reset, interval too long or not positive).
+SAMPLE_SCHEMA = {
+    'type': 'object',
+    'properties': {
+        'instance_uuid': DISK_SCHEMA['properties']['instance_uuid'],
+        'dev': DISK_SCHEMA['properties']['dev'],
+        'volume_id': {'type': ['string', 'null']},
+        'project_id': {'type': ['string', 'null']},
+        'timestamp': {'type': 'number'},
+        'interval_s': {'type': 'number'},
+        'gap': {'type': ['string', 'null']},
+        'read_iops': _NULLABLE_RATE,
+        'write_iops': _NULLABLE_RATE,
+        'read_bytes_sec': _NULLABLE_RATE,
+        'write_bytes_sec': _NULLABLE_RATE,
+        'read_latency_ms': _NULLABLE_RATE,
+        'write_latency_ms': _NULLABLE_RATE,
+        'flush_ops': _NULLABLE_RATE,
+        'static': LIMITS_SCHEMA,
+        'cap': {'oneOf': [{'type': 'null'}, LIMITS_SCHEMA]},
+        'lease_expires_at': {'type': ['number', 'null']},
+        'decision_id': {'type': ['string', 'null']},
+    },
+    'required': ['instance_uuid', 'dev', 'timestamp', 'gap', 'read_iops',
+                 'write_iops', 'read_bytes_sec', 'write_bytes_sec',
+                 'read_latency_ms', 'write_latency_ms', 'flush_ops',
+                 'static', 'cap'],
+}
+
+_cap_validator = jsonschema.Draft202012Validator(CAP_SCHEMA)
+_disk_validator = jsonschema.Draft202012Validator(DISK_SCHEMA)
+_sample_validator = jsonschema.Draft202012Validator(SAMPLE_SCHEMA)
+
+
+def _schema_error(validator, obj):
+    error = jsonschema.exceptions.best_match(validator.iter_errors(obj))
+    if error is None:
+        return None
+    where = '/'.join(str(p) for p in error.absolute_path) or '(top)'
+    return '%s: %s' % (where, error.message)
+
+
+def full(limits):
+    """All twelve keys, missing ones as 0."""
+    return {key: int(limits.get(key, 0)) for key in IOTUNE_KEYS}
+
+
+def check_limits(limits):
+    """Raise InvalidCap unless ``limits`` is a consistent iotune set."""
+    for kind in KINDS:
+        total = 'total_' + kind
+        for side in ('read_' + kind, 'write_' + kind):
+            if ((limits.get(total, 0) or limits.get(total + '_max', 0)) and
+                    (limits.get(side, 0) or limits.get(side + '_max', 0))):
+                raise exception.InvalidCap(
+                    reason='%s cannot be combined with %s' % (total, side))
+    for key in BASE_KEYS:
+        base, burst = limits.get(key, 0), limits.get(key + '_max', 0)
+        if burst and not base:
+            raise exception.InvalidCap(
+                reason='%s_max=%d needs %s' % (key, burst, key))
+        if burst and burst < base:
+            raise exception.InvalidCap(
+                reason='%s_max=%d is below %s=%d' % (key, burst, key, base))
+
+
+def validate(cap):
+    """Return ``cap`` if it is a well-formed cap, else raise InvalidCap."""
+    message = _schema_error(_cap_validator, cap)
+    if message:
+        raise exception.InvalidCap(reason=message)
+    check_limits(cap['limits'])
+    return cap
+
+
+def validate_disk(disk):
+    """A ``release_caps`` entry: ``{"instance_uuid", "dev"}``."""
+    message = _schema_error(_disk_validator, disk)
+    if message:
+        raise exception.InvalidCap(reason=message)
+    return disk
+
+
+def validate_sample(sample):
+    """One disk of a ``report_samples`` batch; raises Invalid."""
+    message = _schema_error(_sample_validator, sample)
+    if message:
+        raise exception.Invalid(reason='sample: ' + message)
+    return sample
+
+
+def _inf(value):
+    return value if value > 0 else math.inf
+
+
+def _wire(value):
+    return 0 if math.isinf(value) else int(value)
+
+
+def _mode(limits, kind):
+    if limits.get('total_' + kind, 0):
+        return 'total'
+    if limits.get('read_' + kind, 0) or limits.get('write_' + kind, 0):
+        return 'rw'
+    return None
+
+
+def effective(cap, static):
+    """The iotune set to apply: the cap, never above the static ceiling.
+
+    Both are iotune dicts (0 = no limit); the result has all twelve keys
+    and is consistent. Per kind, when the cap and the static ceiling use
+    the same form the result is the key-wise minimum. When they differ the
+    result takes the static ceiling's form, so the ceiling always holds:
+    a ``total`` cap over read/write ceilings limits each direction to the
+    smaller of its ceiling and the cap; read/write caps over a ``total``
+    ceiling become ``total = min(ceiling, read cap + write cap)``.
+    A burst (``*_max``) is the smaller of the two given bursts, never below
+    the base value.
+    """
+    out = dict.fromkeys(IOTUNE_KEYS, 0)
+    for kind in KINDS:
+        s_mode, c_mode = _mode(static, kind), _mode(cap, kind)
+        keys = ['%s_%s' % (d, kind) for d in DIRECTIONS]
+        if c_mode is None:
+            source = {k: _inf(static.get(k, 0)) for k in keys}
+        elif s_mode is None or s_mode == c_mode:
+            source = {k: min(_inf(static.get(k, 0)), _inf(cap.get(k, 0)))
+                      for k in keys}
+        elif s_mode == 'rw':
+            ct = _inf(cap.get('total_' + kind, 0))
+            source = {'total_' + kind: math.inf}
+            for d in ('read', 'write'):
+                k = '%s_%s' % (d, kind)
+                source[k] = min(_inf(static.get(k, 0)), ct)
+        else:
+            sum_rw = (_inf(cap.get('read_' + kind, 0)) +
+                      _inf(cap.get('write_' + kind, 0)))
+            source = {'total_' + kind: min(_inf(static.get('total_' + kind,
+                                                           0)), sum_rw),
+                      'read_' + kind: math.inf, 'write_' + kind: math.inf}
+        for key, value in source.items():
+            base = _wire(value)
+            out[key] = base
+            if base:
+                burst = min(_inf(static.get(key + '_max', 0)),
+                            _inf(cap.get(key + '_max', 0)))
+                out[key + '_max'] = max(base, _wire(burst)) if \
+                    math.isfinite(burst) else 0
+    return out
+
+
+def with_bursts(limits):
+    """A full set where every set base key has ``*_max`` >= its value.
+
+    The libvirt test driver (and QEMU) refuse a base value above its
+    burst; a burst of 0 there means "none", which the test driver reads
+    as 0 < value. Sending ``*_max = max(*_max, value)`` is always valid.
+    """
+    out = full(limits)
+    for key in BASE_KEYS:
+        if out[key]:
+            out[key + '_max'] = max(out[key + '_max'], out[key])
+        else:
+            out[key + '_max'] = 0
+    return out

@@ -1,0 +1,210 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+import copy
+
+import testtools
+
+from iotguard import caps
+from iotguard import exception
+
+UUID = '6f1e2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b'
+
+
+def cap(**limits):
+    return {'instance_uuid': UUID, 'dev': 'vda', 'limits': limits,
+            'lease_expires_at': 1800000000.5, 'decision_id': 'd-1'}
+
+
+class KeysTest(testtools.TestCase):
+
+    def test_twelve_libvirt_keys(self):
+        self.assertEqual(12, len(caps.IOTUNE_KEYS))
+        for key in ('total_bytes_sec', 'read_iops_sec', 'write_bytes_sec_max',
+                    'total_iops_sec_max'):
+            self.assertIn(key, caps.IOTUNE_KEYS)
+
+    def test_full_fills_zeros(self):
+        f = caps.full({'total_iops_sec': 5})
+        self.assertEqual(5, f['total_iops_sec'])
+        self.assertEqual(0, f['read_bytes_sec_max'])
+        self.assertEqual(set(caps.IOTUNE_KEYS), set(f))
+
+
+class ValidateTest(testtools.TestCase):
+
+    def assertInvalid(self, obj, fragment):
+        e = self.assertRaises(exception.InvalidCap, caps.validate, obj)
+        self.assertIn(fragment, str(e))
+
+    def test_good_cap_passes(self):
+        good = cap(total_iops_sec=500, total_iops_sec_max=1000,
+                   read_bytes_sec=1 << 20, write_bytes_sec=2 << 20)
+        self.assertIs(good, caps.validate(good))
+
+    def test_all_zero_limits_are_valid(self):
+        caps.validate(cap(total_iops_sec=0))
+        caps.validate(cap())
+
+    def test_missing_field(self):
+        for field in ('instance_uuid', 'dev', 'limits', 'lease_expires_at',
+                      'decision_id'):
+            bad = cap(total_iops_sec=5)
+            del bad[field]
+            self.assertInvalid(bad, field)
+
+    def test_unknown_limit_key(self):
+        self.assertInvalid(cap(total_iops=5), 'total_iops')
+
+    def test_group_name_is_not_ours(self):
+        self.assertInvalid(cap(group_name='x'), 'group_name')
+
+    def test_negative_and_non_integer(self):
+        self.assertInvalid(cap(total_iops_sec=-1), 'limits/total_iops_sec')
+        self.assertInvalid(cap(total_iops_sec=1.5), 'limits/total_iops_sec')
+        self.assertInvalid(cap(total_iops_sec='5'), 'limits/total_iops_sec')
+
+    def test_bad_uuid_and_dev(self):
+        bad = cap()
+        bad['instance_uuid'] = 'not-a-uuid'
+        self.assertInvalid(bad, 'instance_uuid')
+        bad = cap()
+        bad['dev'] = '../etc'
+        self.assertInvalid(bad, 'dev')
+
+    def test_lease_must_be_positive_number(self):
+        bad = cap()
+        bad['lease_expires_at'] = 0
+        self.assertInvalid(bad, 'lease_expires_at')
+        bad['lease_expires_at'] = 'tomorrow'
+        self.assertInvalid(bad, 'lease_expires_at')
+
+    def test_not_a_dict(self):
+        self.assertInvalid(['x'], '(top)')
+
+    def test_total_mixed_with_read_or_write(self):
+        self.assertInvalid(cap(total_bytes_sec=10, read_bytes_sec=5),
+                           'total_bytes_sec cannot be combined with '
+                           'read_bytes_sec')
+        self.assertInvalid(cap(total_iops_sec=10, write_iops_sec_max=5),
+                           'write_iops_sec')
+
+    def test_different_kinds_may_mix(self):
+        caps.validate(cap(total_bytes_sec=10, read_iops_sec=5))
+
+    def test_burst_below_base(self):
+        self.assertInvalid(cap(total_iops_sec=100, total_iops_sec_max=99),
+                           'total_iops_sec_max=99 is below total_iops_sec')
+
+    def test_burst_without_base(self):
+        self.assertInvalid(cap(read_iops_sec_max=99),
+                           'read_iops_sec_max=99 needs read_iops_sec')
+
+    def test_burst_equal_to_base(self):
+        caps.validate(cap(total_iops_sec=100, total_iops_sec_max=100))
+
+    def test_validate_disk(self):
+        caps.validate_disk({'instance_uuid': UUID, 'dev': 'vdb'})
+        self.assertRaises(exception.InvalidCap, caps.validate_disk,
+                          {'instance_uuid': UUID})
+
+
+class EffectiveTest(testtools.TestCase):
+
+    def test_no_static_gives_cap(self):
+        e = caps.effective({'total_iops_sec': 300}, {})
+        self.assertEqual(caps.full({'total_iops_sec': 300}), e)
+
+    def test_never_above_static(self):
+        static = {'total_iops_sec': 200, 'total_bytes_sec': 10 << 20}
+        e = caps.effective({'total_iops_sec': 300,
+                            'total_bytes_sec': 1 << 20}, static)
+        self.assertEqual(200, e['total_iops_sec'])
+        self.assertEqual(1 << 20, e['total_bytes_sec'])
+
+    def test_empty_cap_restores_static(self):
+        static = {'read_iops_sec': 200, 'write_iops_sec': 100,
+                  'write_iops_sec_max': 400}
+        self.assertEqual(caps.full(static), caps.effective({}, static))
+
+    def test_total_cap_over_read_write_ceiling(self):
+        static = {'read_bytes_sec': 100, 'write_bytes_sec': 50}
+        e = caps.effective({'total_bytes_sec': 80}, static)
+        self.assertEqual(0, e['total_bytes_sec'])
+        self.assertEqual(80, e['read_bytes_sec'])
+        self.assertEqual(50, e['write_bytes_sec'])
+        caps.check_limits(e)
+
+    def test_read_write_cap_over_total_ceiling(self):
+        static = {'total_iops_sec': 100}
+        e = caps.effective({'read_iops_sec': 30, 'write_iops_sec': 40},
+                           static)
+        self.assertEqual(70, e['total_iops_sec'])
+        self.assertEqual(0, e['read_iops_sec'])
+        e = caps.effective({'read_iops_sec': 30}, static)
+        self.assertEqual(100, e['total_iops_sec'])
+        caps.check_limits(e)
+
+    def test_bursts_min_and_never_below_base(self):
+        static = {'total_iops_sec': 100, 'total_iops_sec_max': 150}
+        e = caps.effective({'total_iops_sec': 80, 'total_iops_sec_max': 400},
+                           static)
+        self.assertEqual((80, 150), (e['total_iops_sec'],
+                                     e['total_iops_sec_max']))
+        static = {'total_iops_sec': 100, 'total_iops_sec_max': 120}
+        e = caps.effective({'total_iops_sec': 300,
+                            'total_iops_sec_max': 110}, static)
+        self.assertEqual((100, 110), (e['total_iops_sec'],
+                                      e['total_iops_sec_max']))
+        caps.check_limits(e)
+
+    def test_inputs_untouched(self):
+        static = {'total_iops_sec': 100}
+        cap_limits = {'total_iops_sec': 50}
+        before = copy.deepcopy((static, cap_limits))
+        caps.effective(cap_limits, static)
+        self.assertEqual(before, (static, cap_limits))
+
+
+class WithBurstsTest(testtools.TestCase):
+
+    def test_fills_max_for_set_keys_only(self):
+        b = caps.with_bursts({'total_bytes_sec': 100, 'read_iops_sec': 5,
+                              'read_iops_sec_max': 50})
+        self.assertEqual(100, b['total_bytes_sec_max'])
+        self.assertEqual(50, b['read_iops_sec_max'])
+        self.assertEqual(0, b['write_iops_sec_max'])
+        caps.check_limits(b)
+
+    def test_drops_max_without_base(self):
+        self.assertEqual(0, caps.with_bursts(
+            {'total_iops_sec_max': 7})['total_iops_sec_max'])
+
+
+class SampleTest(testtools.TestCase):
+
+    def sample(self, **kw):
+        s = {'instance_uuid': UUID, 'dev': 'vda', 'timestamp': 1.0,
+             'gap': None, 'read_iops': 1.0, 'write_iops': 2.0,
+             'read_bytes_sec': 3.0, 'write_bytes_sec': 4.0,
+             'read_latency_ms': 0.5, 'write_latency_ms': 0.7,
+             'flush_ops': 0.0, 'static': {'total_iops_sec': 5}, 'cap': None}
+        s.update(kw)
+        return s
+
+    def test_valid_and_gap(self):
+        caps.validate_sample(self.sample())
+        caps.validate_sample(self.sample(gap='reset', read_iops=None))
+
+    def test_negative_rate_refused(self):
+        self.assertRaises(exception.Invalid, caps.validate_sample,
+                          self.sample(read_iops=-1.0))
