@@ -13,14 +13,18 @@
 """The explicit list of option groups, for oslo-config-generator."""
 
 from iotguard.conf import admission
+from iotguard.conf import agent
 from iotguard.conf import api
 from iotguard.conf import controller
+from iotguard.conf import default
 from iotguard.conf import tiers
 
 
 def list_opts():
     """Return ``[(group, [options])]`` for every iotguard group."""
     return [
+        (default.GROUP, default.OPTS),
+        (agent.GROUP, agent.OPTS),
         (controller.GROUP, controller.OPTS),
         (api.GROUP, api.OPTS),
         (admission.GROUP, admission.OPTS),

@@ -1,0 +1,55 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Options of iotguard-agent, the per-compute-host eyes and hands."""
+
+from oslo_config import cfg
+
+GROUP = 'agent'
+
+OPTS = [
+    cfg.StrOpt('virt_driver',
+               default='libvirt',
+               choices=[('libvirt', 'the local libvirt daemon '
+                                    '(libvirt-python)'),
+                        ('simulated', "the storage model of iotguard.sim, "
+                                      "no hypervisor needed")],
+               help='Hypervisor driver: where block statistics are read and '
+                    'caps are applied.'),
+    cfg.StrOpt('libvirt_uri',
+               default='qemu:///system',
+               help='libvirt connection URI, the same as nova-compute uses '
+                    '(``test:///default`` for tests).'),
+    cfg.FloatOpt('sample_interval',
+                 default=5.0, min=0.1,
+                 help='Seconds between two block-statistics samples. Each '
+                      'sample is one bulk libvirt call and one '
+                      'report_samples batch to the controllers; leases and '
+                      're-applies after lifecycle events are checked at '
+                      'the same pace.'),
+    cfg.StrOpt('state_file',
+               default='/var/lib/iotguard/agent-caps.json',
+               help='Where the agent keeps the caps it applied (one small '
+                    'JSON file, this host only), so that after a restart '
+                    'it can prove which live throttles are its own and '
+                    'still leased. Empty: keep nothing, and after a '
+                    'restart restore the static limits of every disk '
+                    'whose live values differ from them.'),
+    cfg.StrOpt('simulated_scenario',
+               help='simulated driver: scenario name or path, as '
+                    'iotguard-sim takes it (required with that driver). '
+                    'The agent shows the disks the scenario puts on '
+                    '``[DEFAULT] host``.'),
+    cfg.IntOpt('simulated_seed',
+               default=0,
+               help='simulated driver: random seed of the world.'),
+]
