@@ -207,6 +207,26 @@ class Decision:
                 'total_bytes_sec': wire_value(self.bytes_sec)}
 
 
+def audit_numbers(**values: float) -> dict[str, float]:
+    """The finite ones of ``values`` as plain floats, for the audit trail.
+
+    "No limit" (``inf``) and "never" (``nan``) are left out rather than
+    written as values JSON and the database cannot hold.
+    """
+    return {key: float(value) for key, value in values.items()
+            if math.isfinite(value)}
+
+
+def tightens(iops: FloatArray, bytes_sec: FloatArray,
+             cap_iops: FloatArray, cap_bytes_sec: FloatArray) -> BoolArray:
+    """Whether each new cap is tighter than the one in force, on any kind.
+
+    A disk whose samples are ``stale`` must never be tightened.
+    """
+    result: BoolArray = (iops < cap_iops) | (bytes_sec < cap_bytes_sec)
+    return result
+
+
 class Policy(Protocol):
     """The decision function run per domain every interval."""
 

@@ -1,0 +1,45 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``none``: no control at all (best effort, the status quo).
+
+It never caps. Because a policy is level-based, "no control" also means no
+dynamic cap stays in force: any cap found on a disk (left by another policy,
+say after the operator switched the domain to ``none``) is released. The
+static ceilings Nova or Cinder set are not caps and stay, as they always do.
+"""
+
+import numpy as np
+
+from iotguard.policy import base
+
+
+class NoPolicy:
+    """Never caps; releases whatever cap is in force."""
+
+    name = 'none'
+
+    def __init__(self) -> None:
+        pass
+
+    def decide(self, snapshot: base.DomainSnapshot,
+               now: float) -> list[base.Decision]:
+        snap = snapshot
+        return [
+            base.Decision(
+                snap.disk_ids[i], base.RELEASE,
+                'policy none: no dynamic caps, releasing the cap in force',
+                numbers=base.audit_numbers(
+                    iops=snap.iops[i], bytes_sec=snap.bytes_sec[i],
+                    cap_iops=snap.cap_iops[i],
+                    cap_bytes_sec=snap.cap_bytes_sec[i]))
+            for i in np.flatnonzero(snap.capped)]

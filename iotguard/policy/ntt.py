@@ -1,0 +1,168 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``ntt``: the paper's Algorithm 1, faithfully (doc: PAPER.md).
+
+Every interval (``cap_interval``, the loop period of the caller)::
+
+    if sum(B) > b_border: cap the VM with the highest bandwidth b at rate * b
+    if sum(I) > i_border: cap the VM with the highest IOPS i at rate * i
+    each cap lasts cap_time, then it is released at once
+
+A VM picked while it is already capped gets its cap replaced by the new
+value and its ``cap_time`` restarted. ``b_border``/``i_border`` are
+``border_ratio`` of the domain maximum.
+
+Choices the paper leaves open, made here:
+
+* **Domain maximum.** The paper measured it beforehand for its one workload
+  (64 KiB random write). Here it is the domain's capacity profile converted
+  at the I/O size of the workload: ``ops_max = 1 / (1/iops_4k + s /
+  bytes_sec)`` and ``b_max = ops_max * s``, with ``s`` the ``io_size``
+  parameter when given, otherwise the domain's current mean I/O size
+  (``sum(B) / sum(I)``). With the measured size both borders are crossed
+  together, as they were for the paper's single-size workload; with a mixed
+  workload the IOPS cap then falls on the small-I/O VM, which is the
+  paper's own weakness 3, kept on purpose.
+* **rate** defaults to 0.5. The paper does not state it. The heavy VM spends
+  most of the paper's run capped, so its average with control is about
+  ``rate`` times its average without: Table 2 gives 735 / 1600 = 0.46. 0.5 is
+  that figure rounded to the conventional multiplicative decrease (TCP's
+  AIMD halves too), and a smaller rate makes the cap on a VM that is picked
+  twice in a row (weakness 1) needlessly harsh.
+* **One lease per disk.** A disk carries one ``cap_set_at``; capping it on
+  one kind (bandwidth or IOPS) restarts the lease of a cap it already has on
+  the other kind, which is kept.
+* **Stale samples** (``stale``) are neither summed nor picked: the paper's
+  loop always had fresh data, and a policy must not act on old data. Their
+  expired caps are still released.
+"""
+
+import numpy as np
+
+from iotguard.policy import base
+from iotguard.policy import costmodel
+
+#: Slack on ``now - cap_set_at >= cap_time`` against float rounding.
+_EPSILON = 1e-6
+
+
+def _check(name: str, value: float, low: float, high: float = np.inf,
+           low_open: bool = True, high_open: bool = True) -> float:
+    value = float(value)
+    too_low = value <= low if low_open else value < low
+    too_high = value >= high if high_open else value > high
+    if not np.isfinite(value) or too_low or too_high:
+        raise ValueError('ntt: %s must be in %s%g, %g%s, not %r'
+                         % (name, '(' if low_open else '[', low, high,
+                            ')' if high_open else ']', value))
+    return value
+
+
+class NttPolicy:
+    """The paper's cap-the-top-VM loop (Algorithm 1)."""
+
+    name = 'ntt'
+
+    def __init__(self, border_ratio: float = 0.9, rate: float = 0.5,
+                 cap_time: float = 60.0, cap_interval: float = 5.0,
+                 io_size: float | None = None) -> None:
+        self.border_ratio = _check('border_ratio', border_ratio, 0.0, 1.0,
+                                   high_open=False)
+        self.rate = _check('rate', rate, 0.0, 1.0)
+        self.cap_interval = _check('cap_interval', cap_interval, 0.0)
+        self.cap_time = _check('cap_time', cap_time, 0.0)
+        if self.cap_time <= self.cap_interval:
+            raise ValueError(
+                'ntt: cap_time (%g) must be greater than cap_interval (%g), '
+                'otherwise heavy VMs take turns and fairness is lost'
+                % (self.cap_time, self.cap_interval))
+        self.io_size = (None if io_size is None
+                        else _check('io_size', io_size, 0.0))
+
+    def _maximum(self, snap: base.DomainSnapshot, bytes_sum: float,
+                 iops_sum: float) -> tuple[float, float, float]:
+        """The domain's (bytes/s, IOPS) maximum and the I/O size used."""
+        if self.io_size is not None:
+            size = self.io_size
+        elif iops_sum > 0:
+            size = bytes_sum / iops_sum
+        else:
+            size = costmodel.DEFAULT_IO_SIZE
+        ops_max = float(1.0 / costmodel.op_cost(np.float64(size),
+                                                snap.profile))
+        return ops_max * size, ops_max, size
+
+    def decide(self, snapshot: base.DomainSnapshot,
+               now: float) -> list[base.Decision]:
+        snap = snapshot
+        fresh = ~snap.stale
+        bw = np.where(fresh, snap.bytes_sec, 0.0)
+        ops = np.where(fresh, snap.iops, 0.0)
+        bytes_sum, iops_sum = float(bw.sum()), float(ops.sum())
+        b_max, i_max, size = self._maximum(snap, bytes_sum, iops_sum)
+        b_border = self.border_ratio * b_max
+        i_border = self.border_ratio * i_max
+        seen = dict(sum_bytes_sec=bytes_sum, b_border=b_border,
+                    sum_iops=iops_sum, i_border=i_border, io_size=size,
+                    rate=self.rate, cap_time=self.cap_time)
+
+        # A lease older than cap_time (or of unknown age) has run out.
+        age = now - snap.cap_set_at
+        expired = snap.capped & ~(age < self.cap_time - _EPSILON)
+
+        new_bytes: dict[int, float] = {}
+        new_iops: dict[int, float] = {}
+        if len(snap) and bytes_sum > b_border:
+            top = int(np.argmax(bw))
+            new_bytes[top] = self.rate * float(bw[top])
+        if len(snap) and iops_sum > i_border:
+            top = int(np.argmax(ops))
+            new_iops[top] = self.rate * float(ops[top])
+
+        decisions = []
+        for i in sorted(set(new_bytes) | set(new_iops)):
+            keep = not expired[i]
+            iops_cap = new_iops.get(
+                i, float(snap.cap_iops[i]) if keep else np.inf)
+            bytes_cap = new_bytes.get(
+                i, float(snap.cap_bytes_sec[i]) if keep else np.inf)
+            why = []
+            if i in new_bytes:
+                why.append('bandwidth %.0f B/s above border %.0f B/s, '
+                           'highest disk %.0f B/s capped at %.0f B/s'
+                           % (bytes_sum, b_border, bw[i], bytes_cap))
+            if i in new_iops:
+                why.append('IOPS %.1f above border %.1f, highest disk '
+                           '%.1f IOPS capped at %.1f'
+                           % (iops_sum, i_border, ops[i], iops_cap))
+            restart = ' (cap restarted)' if snap.capped[i] else ''
+            decisions.append(base.Decision(
+                snap.disk_ids[i], base.CAP,
+                'ntt: %s for %gs%s'
+                % ('; '.join(why), self.cap_time, restart),
+                iops=iops_cap, bytes_sec=bytes_cap,
+                numbers=base.audit_numbers(
+                    bytes_sec=bw[i], iops=ops[i],
+                    lease_age_s=age[i], **seen)))
+        picked = set(new_bytes) | set(new_iops)
+        for i in np.flatnonzero(expired):
+            if int(i) in picked:
+                continue
+            decisions.append(base.Decision(
+                snap.disk_ids[i], base.RELEASE,
+                'ntt: cap_time %gs elapsed since the cap was set, released '
+                'at once' % self.cap_time,
+                numbers=base.audit_numbers(
+                    bytes_sec=bw[i], iops=ops[i], lease_age_s=age[i],
+                    **seen)))
+        return decisions
