@@ -1,0 +1,553 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Every query iotguard makes, behind one object.
+
+``Connection(conf)`` owns its own enginefacade transaction context
+(configured from ``[database]``; nothing global), opens no connection until
+the first query, and returns plain dicts: no session or model object leaves
+this module. Duplicates raise :class:`iotguard.exception.Conflict`, missing
+rows :class:`iotguard.exception.NotFound`.
+"""
+
+import datetime
+import types
+
+from oslo_db import exception as db_exc
+from oslo_db.sqlalchemy import enginefacade
+import sqlalchemy as sa
+
+from iotguard.db import models
+from iotguard import exception
+
+#: enginefacade options that oslo.db's [database] group has but
+#: configure() does not take.
+_NOT_FOR_FACADE = ('backend', 'db_max_retries', 'db_inc_retry_interval',
+                   'use_db_reconnect', 'db_retry_interval',
+                   'db_max_retry_interval', 'mysql_enable_ndb',
+                   'asyncio_connection', 'asyncio_slave_connection')
+
+_TIER_FIELDS = ('name', 'description', 'min_iops', 'min_bytes_sec',
+                'max_iops', 'max_bytes_sec', 'weight', 'is_public')
+_DOMAIN_FIELDS = ('name', 'kind', 'iops_4k', 'bytes_sec', 'policy',
+                  'params')
+_RATE_FIELDS = ('read_iops', 'write_iops', 'read_bytes_sec',
+                'write_bytes_sec', 'latency_ms')
+
+
+def utcnow():
+    """Naive UTC now, the form every datetime column holds."""
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+def _row(obj, fields):
+    return {f: getattr(obj, f) for f in fields}
+
+
+def _tier_dict(tier, projects):
+    result = _row(tier, ('id',) + _TIER_FIELDS + ('created_at',
+                                                  'updated_at'))
+    result['projects'] = sorted(projects)
+    return result
+
+
+class Connection:
+    """iotguard's database: construct it with the config, no I/O."""
+
+    def __init__(self, conf):
+        self._default_tier = conf.tiers.default_tier
+        settings = {k: v for k, v in conf.database.items()
+                    if k not in _NOT_FOR_FACADE}
+        settings['sqlite_fk'] = True
+        self._tx = enginefacade.transaction_context()
+        self._tx.configure(**settings)
+
+    def _reader(self):
+        return self._tx.reader.using(types.SimpleNamespace())
+
+    def _writer(self):
+        return self._tx.writer.using(types.SimpleNamespace())
+
+    def get_engine(self):
+        """The writer engine, for migrations."""
+        return self._tx.writer.get_engine()
+
+    def dispose(self):
+        """Close every pooled connection (tests, process shutdown)."""
+        self.get_engine().dispose()
+
+    # -- tiers -------------------------------------------------------------
+
+    @staticmethod
+    def _tier_row(session, name):
+        tier = session.scalars(sa.select(models.Tier).where(
+            models.Tier.name == name)).first()
+        if tier is None:
+            raise exception.NotFound(what='tier %s' % name)
+        return tier
+
+    @staticmethod
+    def _tier_projects(session, tier_ids):
+        projects = {tier_id: [] for tier_id in tier_ids}
+        if tier_ids:
+            rows = session.execute(sa.select(
+                models.TierProject.tier_id, models.TierProject.project_id
+            ).where(models.TierProject.tier_id.in_(tier_ids)))
+            for tier_id, project_id in rows:
+                projects[tier_id].append(project_id)
+        return projects
+
+    @staticmethod
+    def _visible(query, project_id):
+        if project_id is None:
+            return query
+        granted = sa.select(models.TierProject.tier_id).where(
+            models.TierProject.project_id == project_id)
+        return query.where(sa.or_(models.Tier.is_public.is_(True),
+                                  models.Tier.id.in_(granted)))
+
+    def tier_create(self, values, projects=()):
+        """Create a tier; ``projects`` may use it when it is private."""
+        try:
+            with self._writer() as session:
+                tier = models.Tier(created_at=utcnow(), **values)
+                session.add(tier)
+                session.flush()
+                for project_id in set(projects):
+                    session.add(models.TierProject(tier_id=tier.id,
+                                                   project_id=project_id))
+                session.flush()
+                return _tier_dict(tier, projects)
+        except db_exc.DBDuplicateEntry:
+            raise exception.Conflict(
+                reason='tier %s already exists' % values.get('name'))
+
+    def tier_get(self, name, project_id=None):
+        """One tier; a project only gets the tiers it may use."""
+        with self._reader() as session:
+            query = self._visible(sa.select(models.Tier).where(
+                models.Tier.name == name), project_id)
+            tier = session.scalars(query).first()
+            if tier is None:
+                raise exception.NotFound(what='tier %s' % name)
+            return _tier_dict(tier,
+                              self._tier_projects(session, [tier.id])[tier.id])
+
+    def tier_list(self, project_id=None):
+        """Every tier (``project_id=None``) or those a project may use."""
+        with self._reader() as session:
+            tiers = session.scalars(self._visible(
+                sa.select(models.Tier), project_id).order_by(
+                    models.Tier.name)).all()
+            projects = self._tier_projects(session, [t.id for t in tiers])
+            return [_tier_dict(t, projects[t.id]) for t in tiers]
+
+    def tier_update(self, name, values, projects=None):
+        """Change a tier; ``projects`` (when given) replaces its list."""
+        try:
+            with self._writer() as session:
+                tier = self._tier_row(session, name)
+                for key, value in values.items():
+                    setattr(tier, key, value)
+                tier.updated_at = utcnow()
+                if projects is not None:
+                    session.execute(sa.delete(models.TierProject).where(
+                        models.TierProject.tier_id == tier.id))
+                    for project_id in set(projects):
+                        session.add(models.TierProject(
+                            tier_id=tier.id, project_id=project_id))
+                session.flush()
+                return _tier_dict(
+                    tier, self._tier_projects(session, [tier.id])[tier.id])
+        except db_exc.DBDuplicateEntry:
+            raise exception.Conflict(
+                reason='tier %s already exists' % values.get('name'))
+
+    def tier_delete(self, name):
+        """Delete a tier that no disk uses (else Conflict)."""
+        with self._writer() as session:
+            tier = self._tier_row(session, name)
+            users = session.scalar(sa.select(sa.func.count()).where(
+                models.DiskTier.tier_id == tier.id))
+            if users or name == self._default_tier:
+                raise exception.Conflict(
+                    reason='tier %s is in use (%d tier choices%s)' % (
+                        name, users,
+                        ', and it is [tiers] default_tier'
+                        if name == self._default_tier else ''))
+            session.delete(tier)
+
+    # -- domains -----------------------------------------------------------
+
+    @staticmethod
+    def _domain_row(session, name, for_update=False):
+        query = sa.select(models.Domain).where(models.Domain.name == name)
+        if for_update:
+            query = query.with_for_update()
+        domain = session.scalars(query).first()
+        if domain is None:
+            raise exception.NotFound(what='domain %s' % name)
+        return domain
+
+    def domain_create(self, name, kind, iops_4k=None, bytes_sec=None,
+                      policy=None, params=None):
+        try:
+            with self._writer() as session:
+                domain = models.Domain(
+                    name=name, kind=kind, iops_4k=iops_4k,
+                    bytes_sec=bytes_sec, policy=policy,
+                    params=params or {}, created_at=utcnow())
+                session.add(domain)
+                session.flush()
+                return _row(domain, ('id',) + _DOMAIN_FIELDS)
+        except db_exc.DBDuplicateEntry:
+            raise exception.Conflict(reason='domain %s already exists'
+                                     % name)
+
+    def domain_get(self, name):
+        with self._reader() as session:
+            return _row(self._domain_row(session, name),
+                        ('id',) + _DOMAIN_FIELDS + ('created_at',
+                                                    'updated_at'))
+
+    def domain_list(self):
+        with self._reader() as session:
+            domains = session.scalars(sa.select(models.Domain).order_by(
+                models.Domain.name)).all()
+            return [_row(d, ('id',) + _DOMAIN_FIELDS + ('created_at',
+                                                        'updated_at'))
+                    for d in domains]
+
+    def domain_update(self, name, values):
+        """Change a domain's profile, policy or parameters."""
+        with self._writer() as session:
+            domain = self._domain_row(session, name)
+            for key, value in values.items():
+                setattr(domain, key, value)
+            domain.updated_at = utcnow()
+            session.flush()
+            return _row(domain, ('id',) + _DOMAIN_FIELDS + ('created_at',
+                                                            'updated_at'))
+
+    # -- disks and their tiers -----------------------------------------------
+
+    def disk_upsert(self, instance_uuid, dev, host, domain, project_id,
+                    volume_id=None):
+        """Record where a disk lives (membership); returns the disk."""
+        with self._writer() as session:
+            domain_id = self._domain_row(session, domain).id
+            disk = session.scalars(sa.select(models.Disk).where(
+                models.Disk.instance_uuid == instance_uuid,
+                models.Disk.dev == dev)).first()
+            if disk is None:
+                disk = models.Disk(instance_uuid=instance_uuid, dev=dev,
+                                   created_at=utcnow())
+                session.add(disk)
+            else:
+                disk.updated_at = utcnow()
+            disk.host, disk.domain_id = host, domain_id
+            disk.project_id, disk.volume_id = project_id, volume_id
+            session.flush()
+            return self._disk_views(session, [disk])[0]
+
+    def disk_delete(self, instance_uuid, dev):
+        with self._writer() as session:
+            count = session.execute(sa.delete(models.Disk).where(
+                models.Disk.instance_uuid == instance_uuid,
+                models.Disk.dev == dev)).rowcount
+            if not count:
+                raise exception.NotFound(
+                    what='disk %s of instance %s' % (dev, instance_uuid))
+
+    def disk_update_rates(self, instance_uuid, dev, sampled_at, **rates):
+        """Store the latest rates and latency seen for a disk."""
+        unknown = set(rates) - set(_RATE_FIELDS)
+        if unknown:
+            raise exception.Invalid(reason='unknown rates %s'
+                                    % sorted(unknown))
+        with self._writer() as session:
+            count = session.execute(sa.update(models.Disk).where(
+                models.Disk.instance_uuid == instance_uuid,
+                models.Disk.dev == dev).values(sampled_at=sampled_at,
+                                               **rates)).rowcount
+            if not count:
+                raise exception.NotFound(
+                    what='disk %s of instance %s' % (dev, instance_uuid))
+
+    def disk_tier_set(self, instance_uuid, dev, tier, source, project_id):
+        """Record a tier choice from a flavor or volume type (no admission).
+
+        The API's tenant choices go through :meth:`instance_tier_set`.
+        """
+        if source not in models.TIER_SOURCES:
+            raise exception.Invalid(reason='unknown tier source %r'
+                                    % source)
+        with self._writer() as session:
+            tier_id = self._tier_row(session, tier).id
+            row = session.scalars(sa.select(models.DiskTier).where(
+                models.DiskTier.instance_uuid == instance_uuid,
+                models.DiskTier.dev == dev,
+                models.DiskTier.source == source)).first()
+            if row is None:
+                session.add(models.DiskTier(
+                    instance_uuid=instance_uuid, dev=dev, source=source,
+                    tier_id=tier_id, project_id=project_id,
+                    created_at=utcnow()))
+            else:
+                row.tier_id, row.updated_at = tier_id, utcnow()
+
+    def _effective_tiers(self, session, instance_uuids):
+        """{(instance_uuid, dev or '*', rank): tier dict} and the default.
+
+        First match wins: source order of ``models.TIER_SOURCES``, and within
+        a source a choice for the disk beats one for all disks.
+        """
+        choices = {}
+        if instance_uuids:
+            rows = session.execute(
+                sa.select(models.DiskTier.instance_uuid, models.DiskTier.dev,
+                          models.DiskTier.source, models.Tier)
+                .join(models.Tier, models.Tier.id == models.DiskTier.tier_id)
+                .where(models.DiskTier.instance_uuid.in_(
+                    sorted(set(instance_uuids)))))
+            for instance_uuid, dev, source, tier in rows:
+                choices[(instance_uuid, dev, source)] = (
+                    _row(tier, _TIER_FIELDS))
+        default = None
+        if self._default_tier:
+            tier = session.scalars(sa.select(models.Tier).where(
+                models.Tier.name == self._default_tier)).first()
+            if tier is not None:
+                default = _row(tier, _TIER_FIELDS)
+        return choices, default
+
+    @staticmethod
+    def _resolve(choices, default, instance_uuid, dev):
+        for source in models.TIER_SOURCES:
+            for which in (dev, models.ALL_DISKS):
+                tier = choices.get((instance_uuid, which, source))
+                if tier is not None:
+                    return tier, source
+        return default, 'default' if default else None
+
+    def _disk_views(self, session, disks):
+        """Disks as dicts: where, tier (and its source), rates, cap."""
+        if not disks:
+            return []
+        choices, default = self._effective_tiers(
+            session, [d.instance_uuid for d in disks])
+        domains = dict(session.execute(sa.select(
+            models.Domain.id, models.Domain.name).where(
+                models.Domain.id.in_({d.domain_id for d in disks}))).all())
+        caps = {}
+        rows = session.execute(
+            sa.select(models.Cap, models.Decision.reason)
+            .outerjoin(models.Decision,
+                       models.Decision.id == models.Cap.decision_id)
+            .where(models.Cap.disk_id.in_([d.id for d in disks])))
+        for cap, reason in rows:
+            caps[cap.disk_id] = {'limits': cap.limits,
+                                 'lease_expires_at': cap.lease_expires_at,
+                                 'decision_id': cap.decision_id,
+                                 'reason': reason}
+        views = []
+        for disk in disks:
+            tier, source = self._resolve(choices, default,
+                                         disk.instance_uuid, disk.dev)
+            view = _row(disk, ('id', 'instance_uuid', 'dev', 'host',
+                               'volume_id', 'project_id', 'sampled_at')
+                        + _RATE_FIELDS)
+            view.update(domain=domains[disk.domain_id], tier=tier,
+                        tier_source=source, cap=caps.get(disk.id))
+            views.append(view)
+        return views
+
+    def disk_list(self, instance_uuid=None, domain=None, project_id=None):
+        """Disks with their tier, rates and cap, filtered."""
+        with self._reader() as session:
+            query = sa.select(models.Disk).order_by(
+                models.Disk.instance_uuid, models.Disk.dev)
+            if instance_uuid is not None:
+                query = query.where(models.Disk.instance_uuid == instance_uuid)
+            if domain is not None:
+                query = query.where(models.Disk.domain_id
+                                    == self._domain_row(session, domain).id)
+            if project_id is not None:
+                query = query.where(models.Disk.project_id == project_id)
+            return self._disk_views(session, session.scalars(query).all())
+
+    def instance_tier_set(self, instance_uuid, tier, admit,
+                          project_id=None):
+        """A tenant's tier choice for every disk of an instance.
+
+        Runs in one transaction that locks the domains involved: for each
+        domain, ``admit(tier, domain, others, before, after)`` is called
+        with the domain dict and three lists of tier dicts (the other disks
+        of the domain, and this instance's disks there before and after);
+        it returns the numbers to report or raises, in which case nothing
+        is written. ``project_id`` (when given) must own the instance and
+        be allowed the tier, else NotFound.
+        """
+        with self._writer() as session:
+            disks = session.scalars(sa.select(models.Disk).where(
+                models.Disk.instance_uuid == instance_uuid).order_by(
+                    models.Disk.dev)).all()
+            owners = {d.project_id for d in disks}
+            if not disks or (project_id is not None
+                             and owners != {project_id}):
+                raise exception.NotFound(what='instance %s' % instance_uuid)
+            owner = owners.pop()
+            new = session.scalars(self._visible(
+                sa.select(models.Tier).where(models.Tier.name == tier),
+                owner)).first()
+            if new is None:
+                raise exception.NotFound(what='tier %s' % tier)
+            new_tier = _row(new, _TIER_FIELDS)
+            numbers = []
+            domain_ids = sorted({d.domain_id for d in disks})
+            for domain_id in domain_ids:
+                domain = session.scalars(sa.select(models.Domain).where(
+                    models.Domain.id == domain_id).with_for_update()).one()
+                members = session.scalars(sa.select(models.Disk).where(
+                    models.Disk.domain_id == domain_id)).all()
+                choices, default = self._effective_tiers(
+                    session, [m.instance_uuid for m in members])
+                others, before, after = [], [], []
+                for member in members:
+                    current, _source = self._resolve(
+                        choices, default, member.instance_uuid, member.dev)
+                    if member.instance_uuid == instance_uuid:
+                        before.append(current)
+                        after.append(new_tier)
+                    else:
+                        others.append(current)
+                numbers.append(admit(
+                    tier, _row(domain, _DOMAIN_FIELDS),
+                    [t for t in others if t], [t for t in before if t],
+                    after))
+            session.execute(sa.delete(models.DiskTier).where(
+                models.DiskTier.instance_uuid == instance_uuid,
+                models.DiskTier.source == 'metadata'))
+            session.add(models.DiskTier(
+                instance_uuid=instance_uuid, dev=models.ALL_DISKS,
+                source='metadata', tier_id=new.id, project_id=owner,
+                created_at=utcnow()))
+            return {'instance_uuid': instance_uuid, 'tier': tier,
+                    'project_id': owner, 'admission': numbers}
+
+    # -- caps ----------------------------------------------------------------
+
+    @staticmethod
+    def _disk_row(session, instance_uuid, dev):
+        disk = session.scalars(sa.select(models.Disk).where(
+            models.Disk.instance_uuid == instance_uuid,
+            models.Disk.dev == dev)).first()
+        if disk is None:
+            raise exception.NotFound(
+                what='disk %s of instance %s' % (dev, instance_uuid))
+        return disk
+
+    def cap_set(self, instance_uuid, dev, limits, lease_expires_at,
+                decision_id=None):
+        """Record the cap in force on a disk (replacing any other)."""
+        with self._writer() as session:
+            disk = self._disk_row(session, instance_uuid, dev)
+            cap = session.scalars(sa.select(models.Cap).where(
+                models.Cap.disk_id == disk.id)).first()
+            if cap is None:
+                cap = models.Cap(disk_id=disk.id, created_at=utcnow())
+                session.add(cap)
+            else:
+                cap.updated_at = utcnow()
+            cap.limits, cap.lease_expires_at = limits, lease_expires_at
+            cap.decision_id = decision_id
+
+    def cap_release(self, instance_uuid, dev):
+        """Forget the cap of a disk; False when it had none."""
+        with self._writer() as session:
+            disk = self._disk_row(session, instance_uuid, dev)
+            return bool(session.execute(sa.delete(models.Cap).where(
+                models.Cap.disk_id == disk.id)).rowcount)
+
+    def cap_delete_expired(self, now):
+        """Drop the caps whose lease lapsed before ``now``; how many."""
+        with self._writer() as session:
+            return session.execute(sa.delete(models.Cap).where(
+                models.Cap.lease_expires_at < now)).rowcount
+
+    # -- decisions (audit trail) ---------------------------------------------
+
+    def decision_create(self, domain, policy, instance_uuid, dev,
+                        project_id, action, old_limits, new_limits, reason,
+                        numbers, created_at=None):
+        """Append one decision to the audit trail; returns its id."""
+        with self._writer() as session:
+            decision = models.Decision(
+                created_at=created_at or utcnow(), domain=domain,
+                policy=policy, instance_uuid=instance_uuid, dev=dev,
+                project_id=project_id, action=action,
+                old_limits=old_limits, new_limits=new_limits,
+                reason=reason, numbers=numbers)
+            session.add(decision)
+            session.flush()
+            return decision.id
+
+    def decision_list(self, limit, marker=None, instance_uuid=None,
+                      domain=None, since=None, project_id=None):
+        """Newest first; ``marker`` is the id of the last one seen.
+
+        An unknown marker (or one the project may not see) is NotFound.
+        """
+        decision = models.Decision
+        with self._reader() as session:
+            query = sa.select(decision)
+            if project_id is not None:
+                query = query.where(decision.project_id == project_id)
+            if marker is not None:
+                seen = session.scalar(query.where(decision.id == marker))
+                if seen is None:
+                    raise exception.NotFound(what='marker %s' % marker)
+                query = query.where(decision.id < marker)
+            if instance_uuid is not None:
+                query = query.where(decision.instance_uuid == instance_uuid)
+            if domain is not None:
+                query = query.where(decision.domain == domain)
+            if since is not None:
+                query = query.where(decision.created_at >= since)
+            rows = session.scalars(query.order_by(decision.id.desc()).limit(
+                limit)).all()
+            return [_row(r, ('id', 'created_at', 'domain', 'policy',
+                             'instance_uuid', 'dev', 'project_id', 'action',
+                             'old_limits', 'new_limits', 'reason',
+                             'numbers')) for r in rows]
+
+    # -- agents --------------------------------------------------------------
+
+    def agent_heartbeat(self, host, driver, now=None):
+        """Record that the agent on ``host`` is alive."""
+        now = now or utcnow()
+        with self._writer() as session:
+            agent = session.scalars(sa.select(models.Agent).where(
+                models.Agent.host == host)).first()
+            if agent is None:
+                agent = models.Agent(host=host, created_at=now)
+                session.add(agent)
+            else:
+                agent.updated_at = now
+            agent.driver, agent.last_heartbeat = driver, now
+
+    def agent_list(self):
+        with self._reader() as session:
+            agents = session.scalars(sa.select(models.Agent).order_by(
+                models.Agent.host)).all()
+            return [_row(a, ('host', 'driver', 'last_heartbeat'))
+                    for a in agents]

@@ -1,0 +1,318 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""iotguard.db.api against real databases, one fresh database per test."""
+
+import datetime
+
+from iotguard.db import api as db_api
+from iotguard import exception
+from iotguard.tests.functional.db import backends
+
+UUID_A = '11111111-1111-4111-8111-111111111111'
+UUID_B = '22222222-2222-4222-8222-222222222222'
+T0 = datetime.datetime(2026, 11, 22, 3, 0, 0, 123456)
+
+
+def _tier(name, **kw):
+    values = {'name': name, 'description': '', 'min_iops': 0.0,
+              'min_bytes_sec': 0.0, 'max_iops': 0.0, 'max_bytes_sec': 0.0,
+              'weight': 1.0, 'is_public': True}
+    values.update(kw)
+    return values
+
+
+class DbApiTests:
+
+    def _domain_with_disks(self):
+        self.db.domain_create('local:cn1', 'local', iops_4k=10000.0,
+                              bytes_sec=500e6)
+        self.db.disk_upsert(UUID_A, 'vda', 'cn1', 'local:cn1', 'proj-a')
+        self.db.disk_upsert(UUID_A, 'vdb', 'cn1', 'local:cn1', 'proj-a',
+                            volume_id=UUID_B)
+        self.db.disk_upsert(UUID_B, 'vda', 'cn1', 'local:cn1', 'proj-b')
+
+    def test_tier_crud(self):
+        made = self.db.tier_create(_tier('gold', min_iops=500.0,
+                                         max_bytes_sec=1e9))
+        self.assertEqual('gold', made['name'])
+        got = self.db.tier_get('gold')
+        self.assertEqual(500.0, got['min_iops'])
+        self.assertEqual(1e9, got['max_bytes_sec'])
+        self.assertIsNotNone(got['created_at'])
+        updated = self.db.tier_update('gold', {'weight': 3.0})
+        self.assertEqual(3.0, updated['weight'])
+        self.assertIsNotNone(updated['updated_at'])
+        self.db.tier_delete('gold')
+        self.assertRaises(exception.NotFound, self.db.tier_get, 'gold')
+        self.assertRaises(exception.NotFound, self.db.tier_delete, 'gold')
+        self.assertRaises(exception.NotFound, self.db.tier_update, 'gold',
+                          {'weight': 1.0})
+
+    def test_duplicate_tier_is_conflict(self):
+        self.db.tier_create(_tier('gold'))
+        self.db.tier_create(_tier('silver'))
+        self.assertRaises(exception.Conflict, self.db.tier_create,
+                          _tier('gold'))
+        self.assertRaises(exception.Conflict, self.db.tier_update,
+                          'silver', {'name': 'gold'})
+        self.assertEqual(['gold', 'silver'],
+                         [t['name'] for t in self.db.tier_list()])
+
+    def test_private_tier_visibility(self):
+        self.db.tier_create(_tier('public'))
+        self.db.tier_create(_tier('private', is_public=False),
+                            projects=['proj-a'])
+        self.assertEqual(['private', 'public'],
+                         [t['name'] for t in self.db.tier_list()])
+        self.assertEqual(['private', 'public'],
+                         [t['name'] for t in self.db.tier_list('proj-a')])
+        self.assertEqual(['public'],
+                         [t['name'] for t in self.db.tier_list('proj-b')])
+        self.assertRaises(exception.NotFound, self.db.tier_get, 'private',
+                          'proj-b')
+        self.assertEqual(['proj-a'],
+                         self.db.tier_get('private', 'proj-a')['projects'])
+        self.db.tier_update('private', {}, projects=['proj-b'])
+        self.assertEqual(['private', 'public'],
+                         [t['name'] for t in self.db.tier_list('proj-b')])
+        self.assertEqual(['public'],
+                         [t['name'] for t in self.db.tier_list('proj-a')])
+        # Deleting the tier deletes its project list (ON DELETE CASCADE).
+        self.db.tier_delete('private')
+        self.db.tier_create(_tier('private', is_public=False))
+        self.assertEqual([], self.db.tier_get('private')['projects'])
+
+    def test_tier_in_use_cannot_be_deleted(self):
+        self._domain_with_disks()
+        self.db.tier_create(_tier('gold'))
+        self.db.disk_tier_set(UUID_A, '*', 'gold', 'flavor', 'proj-a')
+        self.assertRaises(exception.Conflict, self.db.tier_delete, 'gold')
+        self.assertEqual('gold', self.db.tier_get('gold')['name'])
+
+    def test_default_tier_cannot_be_deleted(self):
+        self.flags(group='tiers', default_tier='bronze')
+        db = db_api.Connection(self.conf)
+        self.addCleanup(db.dispose)
+        db.tier_create(_tier('bronze'))
+        self.assertRaises(exception.Conflict, db.tier_delete, 'bronze')
+
+    def test_domain_crud(self):
+        self.db.domain_create('ceph:pool1', 'ceph')
+        self.assertRaises(exception.Conflict, self.db.domain_create,
+                          'ceph:pool1', 'ceph')
+        got = self.db.domain_get('ceph:pool1')
+        self.assertIsNone(got['iops_4k'])
+        self.assertEqual({}, got['params'])
+        self.db.domain_update('ceph:pool1', {
+            'iops_4k': 20000.0, 'bytes_sec': 1.5e9, 'policy': 'ntt',
+            'params': {'hysteresis': 0.1}})
+        got = self.db.domain_get('ceph:pool1')
+        self.assertEqual((20000.0, 1.5e9, 'ntt', {'hysteresis': 0.1}),
+                         (got['iops_4k'], got['bytes_sec'], got['policy'],
+                          got['params']))
+        self.assertEqual(['ceph:pool1'],
+                         [d['name'] for d in self.db.domain_list()])
+        self.assertRaises(exception.NotFound, self.db.domain_get, 'nope')
+        self.assertRaises(exception.NotFound, self.db.domain_update, 'nope',
+                          {'policy': 'none'})
+
+    def test_tier_resolution_order(self):
+        self._domain_with_disks()
+        for name in ('meta', 'flavor', 'voltype', 'vda-flavor', 'default'):
+            self.db.tier_create(_tier(name))
+        self.flags(group='tiers', default_tier='default')
+        db = db_api.Connection(self.conf)
+        self.addCleanup(db.dispose)
+
+        def tiers():
+            return {(d['instance_uuid'], d['dev']):
+                    (d['tier']['name'], d['tier_source'])
+                    for d in db.disk_list()}
+
+        self.assertEqual({(UUID_A, 'vda'): ('default', 'default'),
+                          (UUID_A, 'vdb'): ('default', 'default'),
+                          (UUID_B, 'vda'): ('default', 'default')}, tiers())
+        db.disk_tier_set(UUID_A, 'vdb', 'voltype', 'volume_type', 'proj-a')
+        db.disk_tier_set(UUID_A, '*', 'flavor', 'flavor', 'proj-a')
+        current = tiers()
+        self.assertEqual(('flavor', 'flavor'), current[(UUID_A, 'vda')])
+        self.assertEqual(('flavor', 'flavor'), current[(UUID_A, 'vdb')])
+        db.disk_tier_set(UUID_A, 'vda', 'vda-flavor', 'flavor', 'proj-a')
+        self.assertEqual(('vda-flavor', 'flavor'), tiers()[(UUID_A, 'vda')])
+        db.instance_tier_set(UUID_A, 'meta', lambda *a: {})
+        current = tiers()
+        self.assertEqual(('meta', 'metadata'), current[(UUID_A, 'vda')])
+        self.assertEqual(('meta', 'metadata'), current[(UUID_A, 'vdb')])
+        self.assertEqual(('default', 'default'), current[(UUID_B, 'vda')])
+        self.assertRaises(exception.Invalid, db.disk_tier_set, UUID_A, 'vda',
+                          'meta', 'guess', 'proj-a')
+
+    def test_no_default_tier_means_no_tier(self):
+        self._domain_with_disks()
+        disk = self.db.disk_list(instance_uuid=UUID_B)[0]
+        self.assertIsNone(disk['tier'])
+        self.assertIsNone(disk['tier_source'])
+
+    def test_instance_tier_set_gives_admission_the_domain(self):
+        self._domain_with_disks()
+        self.db.tier_create(_tier('gold', min_iops=100.0))
+        self.db.tier_create(_tier('silver', min_iops=10.0))
+        self.db.instance_tier_set(UUID_B, 'silver', lambda *a: {})
+        seen = []
+
+        def admit(tier, domain, others, before, after):
+            seen.append((tier, domain['name'], domain['iops_4k'],
+                         [t['name'] for t in others],
+                         [t['name'] for t in before],
+                         [t['name'] for t in after]))
+            return {'domain': domain['name'], 'ok': True}
+
+        result = self.db.instance_tier_set(UUID_A, 'gold', admit)
+        self.assertEqual([('gold', 'local:cn1', 10000.0, ['silver'], [],
+                           ['gold', 'gold'])], seen)
+        self.assertEqual([{'domain': 'local:cn1', 'ok': True}],
+                         result['admission'])
+        self.assertEqual('proj-a', result['project_id'])
+
+    def test_instance_tier_set_refused_writes_nothing(self):
+        self._domain_with_disks()
+        self.db.tier_create(_tier('gold', min_iops=100.0))
+        self.db.tier_create(_tier('silver', min_iops=10.0))
+        self.db.instance_tier_set(UUID_A, 'silver', lambda *a: {})
+
+        def refuse(*args):
+            raise exception.AdmissionRejected(tier='gold', domain='d',
+                                              committed=1.0, max_ratio=0.9)
+
+        self.assertRaises(exception.AdmissionRejected,
+                          self.db.instance_tier_set, UUID_A, 'gold', refuse)
+        self.assertEqual({'silver'}, {d['tier']['name'] for d in
+                                      self.db.disk_list(UUID_A)})
+        self.assertRaises(exception.Conflict, self.db.tier_delete, 'silver')
+        self.db.tier_delete('gold')
+
+    def test_instance_tier_set_checks_owner_and_tier(self):
+        self._domain_with_disks()
+        self.db.tier_create(_tier('gold'))
+        self.db.tier_create(_tier('mine', is_public=False),
+                            projects=['proj-b'])
+        ok = (lambda *a: {})
+        self.assertRaises(exception.NotFound, self.db.instance_tier_set,
+                          UUID_A, 'gold', ok, project_id='proj-b')
+        self.assertRaises(exception.NotFound, self.db.instance_tier_set,
+                          '33333333-3333-4333-8333-333333333333', 'gold', ok)
+        self.assertRaises(exception.NotFound, self.db.instance_tier_set,
+                          UUID_A, 'nope', ok)
+        # A private tier is for its projects only, even for an admin call.
+        self.assertRaises(exception.NotFound, self.db.instance_tier_set,
+                          UUID_A, 'mine', ok)
+        self.db.instance_tier_set(UUID_B, 'mine', ok, project_id='proj-b')
+        self.assertEqual([], [d for d in self.db.disk_list(UUID_A)
+                              if d['tier']])
+
+    def test_disks_caps_and_rates(self):
+        self._domain_with_disks()
+        self.db.disk_update_rates(UUID_A, 'vda', T0, read_iops=10.0,
+                                  write_iops=5.0, latency_ms=1.5)
+        self.assertRaises(exception.Invalid, self.db.disk_update_rates,
+                          UUID_A, 'vda', T0, iops=1.0)
+        self.assertRaises(exception.NotFound, self.db.disk_update_rates,
+                          UUID_A, 'vdz', T0, read_iops=1.0)
+        decision = self.db.decision_create(
+            'local:cn1', 'guarantee', UUID_A, 'vda', 'proj-a', 'cap',
+            {}, {'total_iops_sec': 100}, 'pushes vdb below its floor',
+            {'u': 0.95}, created_at=T0)
+        lease = T0 + datetime.timedelta(seconds=30)
+        self.db.cap_set(UUID_A, 'vda', {'total_iops_sec': 100}, lease,
+                        decision)
+        vda, vdb = self.db.disk_list(instance_uuid=UUID_A)
+        self.assertEqual((10.0, 5.0, 1.5, T0), (
+            vda['read_iops'], vda['write_iops'], vda['latency_ms'],
+            vda['sampled_at']))
+        self.assertEqual({'limits': {'total_iops_sec': 100},
+                          'lease_expires_at': lease, 'decision_id': decision,
+                          'reason': 'pushes vdb below its floor'},
+                         vda['cap'])
+        self.assertIsNone(vdb['cap'])
+        self.assertEqual(UUID_B, vdb['volume_id'])
+        self.assertEqual(['local:cn1'] * 2, [vda['domain'], vdb['domain']])
+        self.assertEqual(0, self.db.cap_delete_expired(T0))
+        self.assertEqual(1, self.db.cap_delete_expired(
+            lease + datetime.timedelta(seconds=1)))
+        self.assertFalse(self.db.cap_release(UUID_A, 'vda'))
+        self.assertRaises(exception.NotFound, self.db.cap_set, UUID_A, 'vdz',
+                          {}, lease)
+        self.assertEqual([UUID_B], [d['instance_uuid'] for d in
+                                    self.db.disk_list(project_id='proj-b')])
+        self.assertEqual(3, len(self.db.disk_list(domain='local:cn1')))
+        self.assertRaises(exception.NotFound, self.db.disk_list,
+                          domain='nope')
+
+    def test_disk_upsert_moves_and_delete(self):
+        self._domain_with_disks()
+        self.db.domain_create('local:cn2', 'local')
+        moved = self.db.disk_upsert(UUID_A, 'vda', 'cn2', 'local:cn2',
+                                    'proj-a')
+        self.assertEqual(('cn2', 'local:cn2'), (moved['host'],
+                                                moved['domain']))
+        self.assertEqual(3, len(self.db.disk_list()))
+        self.assertRaises(exception.NotFound, self.db.disk_upsert, UUID_A,
+                          'vda', 'cn3', 'local:cn3', 'proj-a')
+        self.db.disk_delete(UUID_A, 'vda')
+        self.assertRaises(exception.NotFound, self.db.disk_delete, UUID_A,
+                          'vda')
+        self.assertEqual(2, len(self.db.disk_list()))
+
+    def test_decisions_paginate_newest_first(self):
+        ids = []
+        for i in range(7):
+            ids.append(self.db.decision_create(
+                'local:cn1' if i % 2 else 'ceph:p', 'guarantee',
+                UUID_A if i < 5 else UUID_B, 'vda',
+                'proj-a' if i < 5 else 'proj-b', 'cap', {},
+                {'total_iops_sec': i}, 'r%d' % i, {'i': i},
+                created_at=T0 + datetime.timedelta(seconds=i)))
+        page = self.db.decision_list(limit=3)
+        self.assertEqual(ids[::-1][:3], [d['id'] for d in page])
+        page2 = self.db.decision_list(limit=3, marker=page[-1]['id'])
+        self.assertEqual(ids[::-1][3:6], [d['id'] for d in page2])
+        self.assertEqual({'i': 3}, page2[0]['numbers'])
+        self.assertEqual(ids[:5][::-1], [
+            d['id'] for d in self.db.decision_list(limit=10,
+                                                   project_id='proj-a')])
+        self.assertEqual([ids[5], ids[3], ids[1]], [
+            d['id'] for d in self.db.decision_list(limit=10,
+                                                   domain='local:cn1')])
+        self.assertEqual(ids[6:4:-1], [d['id'] for d in self.db.decision_list(
+            limit=10, instance_uuid=UUID_B)])
+        self.assertEqual(ids[6:3:-1], [d['id'] for d in self.db.decision_list(
+            limit=10, since=T0 + datetime.timedelta(seconds=4))])
+        self.assertRaises(exception.NotFound, self.db.decision_list, 3,
+                          marker=ids[6], project_id='proj-a')
+        self.assertRaises(exception.NotFound, self.db.decision_list, 3,
+                          marker=max(ids) + 100)
+
+    def test_agents(self):
+        self.db.agent_heartbeat('cn1', 'libvirt', now=T0)
+        self.db.agent_heartbeat('cn1', 'libvirt',
+                                now=T0 + datetime.timedelta(seconds=5))
+        self.db.agent_heartbeat('cn0', 'simulated', now=T0)
+        self.assertEqual([
+            {'host': 'cn0', 'driver': 'simulated', 'last_heartbeat': T0},
+            {'host': 'cn1', 'driver': 'libvirt',
+             'last_heartbeat': T0 + datetime.timedelta(seconds=5)}],
+            self.db.agent_list())
+
+
+backends.on_every_backend(globals(), DbApiTests)
+del DbApiTests
