@@ -1,0 +1,250 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``guarantee``: iotguard's own policy, the default.
+
+Every interval, level-based (everything it needs is in the snapshot):
+
+1. **Cost.** Each disk's load ``u = iops / iops_4k + bytes_sec / bytes_sec``
+   (device-seconds per second, :mod:`iotguard.policy.costmodel`); its floor,
+   ceiling and current cap are converted to the same unit at the disk's mean
+   I/O size. A 4 KiB stream is charged for its seeks, a 64 KiB one for its
+   transfer (the paper's weakness 3).
+2. **Engage** when the domain's load ``U = sum(u)`` passes
+   ``high_watermark``, or when a disk is *starving*: below its floor while
+   its latency (above ``latency_threshold_ms``) says it wants more (weakness
+   5: a disk below its floor with low latency simply is not asking). Once
+   caps are in force the policy stays engaged until ``U`` falls below
+   ``low_watermark`` (hysteresis).
+3. **Estimate demand.** A capped disk running at ``at_cap_ratio`` of its cap
+   or more wants more (unbounded); an uncapped disk whose latency is high
+   wants ``headroom`` more than it gets; a starving disk wants at least its
+   floor; any other disk wants what it does now. No disk wants more than
+   its ceiling.
+4. **Allocate** the capacity by weighted max-min fairness
+   (:func:`iotguard.policy.allocation.fair_shares`): floors first, spare by
+   tier weight, nobody above its estimated demand. The capacity is what the
+   domain serves now when a disk is starving (the evidence that the storage
+   is full at this queue depth), otherwise at least ``high_watermark``.
+5. **Cap** only the disks above their allocation (weakness 1: a disk at or
+   below its fair share is never capped), at their allocation, never below
+   their floor, never above their ceiling. Caps are sent as both
+   ``total_iops_sec`` and ``total_bytes_sec`` at the disk's mean I/O size,
+   which bounds its cost whatever size it switches to.
+6. **Release gradually** (weakness 2): a cap is raised by at most
+   ``release_factor`` per interval, and removed once it would reach the
+   disk's ceiling or the whole domain. Changes smaller than ``min_change``
+   are not sent, so caps do not flap with measurement noise.
+
+Disks whose samples are ``stale`` are never tightened (their caps may be
+raised or released). Everything is a handful of NumPy operations over the
+domain's columns; the only Python loop builds the decisions for the disks
+that change.
+"""
+
+import numpy as np
+
+from iotguard.policy import allocation
+from iotguard.policy import base
+from iotguard.policy import costmodel
+
+#: The domain's capacity in the cost model's unit.
+CAPACITY = 1.0
+
+DEFAULTS = {
+    'high_watermark': 0.9,
+    'low_watermark': 0.7,
+    'latency_threshold_ms': 50.0,
+    'release_factor': 1.5,
+    'headroom': 0.2,
+    'at_cap_ratio': 0.9,
+    'tolerance': 0.05,
+    'min_change': 0.1,
+}
+
+
+def _check(params: dict[str, float]) -> None:
+    def fail(name: str, rule: str) -> None:
+        raise ValueError('guarantee: %s must be %s, not %r'
+                         % (name, rule, params[name]))
+
+    for name, value in params.items():
+        if not np.isfinite(value):
+            fail(name, 'a finite number')
+    if not 0 < params['low_watermark'] < params['high_watermark']:
+        fail('low_watermark', '> 0 and below high_watermark (%r)'
+             % params['high_watermark'])
+    if params['latency_threshold_ms'] <= 0:
+        fail('latency_threshold_ms', '> 0')
+    if params['release_factor'] <= 1:
+        fail('release_factor', '> 1')
+    if params['headroom'] < 0:
+        fail('headroom', '>= 0')
+    if not 0 < params['at_cap_ratio'] <= 1:
+        fail('at_cap_ratio', 'in (0, 1]')
+    if params['tolerance'] < 0:
+        fail('tolerance', '>= 0')
+    if not 0 <= params['min_change'] < 1:
+        fail('min_change', 'in [0, 1)')
+    if params['release_factor'] <= 1 + params['min_change']:
+        fail('release_factor', 'above 1 + min_change (%r)'
+             % (1 + params['min_change']))
+
+
+def _in_load(ops_limit: base.FloatArray, bytes_limit: base.FloatArray,
+             size: base.FloatArray, cost: base.FloatArray) -> base.FloatArray:
+    """An (IOPS, bytes/s) limit pair in device-seconds per second."""
+    with np.errstate(invalid='ignore'):
+        result: base.FloatArray = np.minimum(ops_limit,
+                                             bytes_limit / size) * cost
+    return result
+
+
+class GuaranteePolicy:
+    """Floors first, fair shares above them, caps only on the culprits."""
+
+    name = 'guarantee'
+
+    def __init__(self, **params: float) -> None:
+        unknown = sorted(set(params) - set(DEFAULTS))
+        if unknown:
+            raise ValueError('guarantee: unknown parameter %s; known: %s'
+                             % (unknown[0], ', '.join(sorted(DEFAULTS))))
+        values = dict(DEFAULTS)
+        values.update({k: float(v) for k, v in params.items()})
+        _check(values)
+        self.params = values
+        self.high_watermark = values['high_watermark']
+        self.low_watermark = values['low_watermark']
+        self.latency_threshold_ms = values['latency_threshold_ms']
+        self.release_factor = values['release_factor']
+        self.headroom = values['headroom']
+        self.at_cap_ratio = values['at_cap_ratio']
+        self.tolerance = values['tolerance']
+        self.min_change = values['min_change']
+
+    def decide(self, snapshot: base.DomainSnapshot,
+               now: float) -> list[base.Decision]:
+        snap = snapshot
+        if not len(snap):
+            return []
+        profile = snap.profile
+        fresh = ~snap.stale
+        capped = snap.capped
+
+        # 1. everything in device-seconds per second
+        size = costmodel.mean_io_size(snap.iops, snap.bytes_sec)
+        cost = costmodel.op_cost(size, profile)
+        u = costmodel.load(snap.iops, snap.bytes_sec, profile)
+        floor = costmodel.floor_load(snap.floor_iops, snap.floor_bytes_sec,
+                                     size, profile)
+        ceil = _in_load(snap.ceil_iops, snap.ceil_bytes_sec, size, cost)
+        cap = _in_load(snap.cap_iops, snap.cap_bytes_sec, size, cost)
+        total = float(u.sum())
+
+        # 2. engagement, with hysteresis while caps are in force
+        slow = fresh & (snap.latency_ms > self.latency_threshold_ms)
+        starving = slow & (u < floor)
+        any_starving = bool(starving.any())
+        engaged = any_starving or total > self.high_watermark * CAPACITY
+        holding = bool(capped.any()) and total > (self.low_watermark
+                                                  * CAPACITY)
+
+        numbers = dict(domain_load=total, starving=float(starving.sum()))
+        if not (engaged or holding):
+            return self._relax(snap, u, floor, ceil, cap, size, cost,
+                               numbers)
+
+        # 3. demand estimate
+        at_cap = fresh & capped & (u >= self.at_cap_ratio * cap)
+        hungry = slow & ~capped
+        demand = np.where(hungry, u * (1.0 + self.headroom), u)
+        demand = np.where(starving, np.maximum(demand, floor), demand)
+        demand = np.minimum(np.where(at_cap, np.inf, demand), ceil)
+
+        # 4. fair shares of what the domain can serve
+        capacity = total if any_starving else max(
+            total, self.high_watermark * CAPACITY)
+        share, level = allocation.fair_shares(capacity, floor, demand,
+                                              snap.weight)
+        target = np.minimum(np.maximum(share, floor), ceil)
+        numbers.update(capacity=capacity, level=level)
+
+        # 5. tighten the disks above their share; loosen gradually
+        over = fresh & (u > share * (1.0 + self.tolerance))
+        tighten = engaged & over & (target < cap * (1.0 - self.min_change))
+        loosen = (capped & ~tighten
+                  & (target > cap * (1.0 + self.min_change)))
+        new = np.where(tighten, target,
+                       np.minimum(target, cap * self.release_factor))
+        release = loosen & (new >= np.minimum(ceil, CAPACITY))
+        change = tighten | loosen
+        extra = dict(share=share, target=target, demand=demand)
+        return self._decisions(snap, change, release, new, u, floor, ceil,
+                               cap, size, cost, numbers, extra, tighten)
+
+    def _relax(self, snap: base.DomainSnapshot, u: base.FloatArray,
+               floor: base.FloatArray, ceil: base.FloatArray,
+               cap: base.FloatArray,
+               size: base.FloatArray, cost: base.FloatArray,
+               numbers: dict[str, float]) -> list[base.Decision]:
+        """Calm domain: raise every cap one step, release the loose ones."""
+        capped = snap.capped
+        if not capped.any():
+            return []
+        new = cap * self.release_factor
+        release = capped & (new >= np.minimum(ceil, CAPACITY))
+        return self._decisions(snap, capped, release, new, u, floor, ceil,
+                               cap, size, cost, numbers, {},
+                               np.zeros(len(snap), dtype=bool))
+
+    def _decisions(self, snap: base.DomainSnapshot, change: base.BoolArray,
+                   release: base.BoolArray, new: base.FloatArray,
+                   u: base.FloatArray, floor: base.FloatArray,
+                   ceil: base.FloatArray, cap: base.FloatArray,
+                   size: base.FloatArray, cost: base.FloatArray,
+                   numbers: dict[str, float],
+                   extra: dict[str, base.FloatArray],
+                   tighten: base.BoolArray) -> list[base.Decision]:
+        """Build the decisions of the disks in ``change`` (few)."""
+        index = np.flatnonzero(change)
+        ops = np.minimum(new[index] / cost[index], snap.ceil_iops[index])
+        byts = np.minimum(ops * size[index], snap.ceil_bytes_sec[index])
+        decisions = []
+        for k, i in enumerate(index):
+            seen = base.audit_numbers(
+                load=u[i], floor=floor[i], ceiling=ceil[i], cap=cap[i],
+                new_cap=new[i], io_size=size[i], iops=snap.iops[i],
+                bytes_sec=snap.bytes_sec[i], latency_ms=snap.latency_ms[i],
+                **{k2: v[i] for k2, v in extra.items()}, **numbers)
+            if release[i]:
+                decisions.append(base.Decision(
+                    snap.disk_ids[i], base.RELEASE,
+                    'guarantee: cap raised to the %s, released'
+                    % ('ceiling' if ceil[i] <= CAPACITY else
+                       'whole domain'), numbers=seen))
+            elif tighten[i]:
+                decisions.append(base.Decision(
+                    snap.disk_ids[i], base.CAP,
+                    'guarantee: load %.4f above its fair share %.4f, '
+                    'capped at %.4f (floor %.4f)'
+                    % (u[i], extra['share'][i], new[i], floor[i]),
+                    iops=float(ops[k]), bytes_sec=float(byts[k]),
+                    numbers=seen))
+            else:
+                decisions.append(base.Decision(
+                    snap.disk_ids[i], base.CAP,
+                    'guarantee: cap raised from %.4f to %.4f (at most x%g '
+                    'per interval)' % (cap[i], new[i], self.release_factor),
+                    iops=float(ops[k]), bytes_sec=float(byts[k]),
+                    numbers=seen))
+        return decisions

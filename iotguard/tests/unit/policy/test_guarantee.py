@@ -1,0 +1,252 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+import math
+
+from iotguard import policy
+from iotguard.policy import base
+from iotguard.policy import guarantee
+from iotguard.policy import ntt
+from iotguard.tests import base as test_base
+from iotguard.tests.unit.policy import fakes
+
+KIB = fakes.KIB
+C64 = 0.011         # device-seconds of one 64 KiB op in the test profile
+C4 = 0.001625       # ... of one 4 KiB op
+SILVER = base.Tier('silver', min_iops=20)       # floor 0.22 at 64 KiB
+SLOW, FAST = 200.0, 5.0                         # latency, ms
+
+
+def capped(name, ops, cap_ops, **kw):
+    """A 64 KiB disk capped at ``cap_ops`` (IOPS and bytes/s)."""
+    return fakes.disk(name, ops=ops, cap_iops=cap_ops,
+                      cap_bytes_sec=cap_ops * 64 * KIB, cap_set_at=0.0,
+                      **kw)
+
+
+class TestGuaranteePolicy(test_base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.policy = guarantee.GuaranteePolicy()
+
+    def decide(self, *disks, policy=None):
+        return fakes.by_disk((policy or self.policy).decide(
+            fakes.snapshot(*disks), 100.0))
+
+    def test_defaults_documented_and_loaded_by_name(self):
+        loaded = policy.load('guarantee', release_factor=2)
+        self.assertIsInstance(loaded, guarantee.GuaranteePolicy)
+        self.assertEqual(2.0, loaded.release_factor)
+        self.assertEqual(guarantee.DEFAULTS['high_watermark'],
+                         loaded.high_watermark)
+        self.assertEqual('guarantee', loaded.name)
+
+    def test_no_cap_below_high_watermark_without_starving_disk(self):
+        # U = 60 * 0.011 + 21 * 0.011 = 0.891 < 0.9, and b is slow but
+        # above its floor of 20 * 0.011.
+        self.assertEqual({}, self.decide(
+            fakes.disk('a', ops=60, latency_ms=SLOW),
+            fakes.disk('b', ops=21, tier=SILVER, latency_ms=SLOW)))
+
+    def test_noisy_neighbour_capped_to_its_share_victims_untouched(self):
+        # U = (70 + 10 + 10) * 0.011 = 0.99, b and c starve (0.11 < 0.22).
+        # Capacity = what is served, 0.99. Demands: a 0.77 * 1.2 = 0.924,
+        # b and c their floor 0.22. Level L: L + 0.44 = 0.99, L = 0.55.
+        decisions = self.decide(
+            fakes.disk('a', ops=70, latency_ms=SLOW),
+            fakes.disk('b', ops=10, tier=SILVER, latency_ms=SLOW),
+            fakes.disk('c', ops=10, tier=SILVER, latency_ms=SLOW))
+        self.assertEqual(['a'], list(decisions))
+        cap = decisions['a']
+        self.assertEqual(base.CAP, cap.action)
+        self.assertAlmostEqual(0.55 / C64, cap.iops)          # 50 IOPS
+        self.assertAlmostEqual(0.55 / C64 * 64 * KIB, cap.bytes_sec)
+        self.assertAlmostEqual(0.55, cap.numbers['share'])
+        self.assertAlmostEqual(0.99, cap.numbers['capacity'])
+        self.assertEqual(2.0, cap.numbers['starving'])
+        self.assertIn('fair share', cap.reason)
+
+    def test_never_below_floor_when_floors_overcommitted(self):
+        gold = base.Tier('gold', min_iops=60)                 # 0.66
+        # floors 0.66 + 0.22 + 0.22 = 1.1 > capacity 0.99: shares are the
+        # floors scaled by 0.9, but a's cap stays at its floor, 60 IOPS.
+        decisions = self.decide(
+            fakes.disk('a', ops=70, tier=gold, latency_ms=SLOW),
+            fakes.disk('b', ops=10, tier=SILVER, latency_ms=SLOW),
+            fakes.disk('c', ops=10, tier=SILVER, latency_ms=SLOW))
+        self.assertEqual(['a'], list(decisions))
+        self.assertAlmostEqual(0.594, decisions['a'].numbers['share'])
+        self.assertAlmostEqual(60.0, decisions['a'].iops)
+        self.assertAlmostEqual(60 * 64 * KIB, decisions['a'].bytes_sec)
+
+    def test_floor_in_bytes_converted_at_mean_io_size(self):
+        # b's floor is 1.5 MiB/s = 24 ops of 64 KiB = 0.264; with a (4 KiB
+        # floor-less aggressor) at 500 ops = 0.8125: U = 0.8125 + 0.165.
+        tier = base.Tier('bytes', min_bytes_sec=24 * 64 * KIB)
+        decisions = self.decide(
+            fakes.disk('a', ops=500, size=4 * KIB, latency_ms=SLOW),
+            fakes.disk('b', ops=15, tier=tier, latency_ms=SLOW))
+        # capacity 0.9775, b wants its floor 0.264, a gets 0.7135.
+        cap = decisions['a']
+        self.assertAlmostEqual(0.9775 - 0.264, cap.numbers['share'])
+        self.assertAlmostEqual((0.9775 - 0.264) / C4, cap.iops)
+        self.assertAlmostEqual(cap.iops * 4 * KIB, cap.bytes_sec)
+        self.assertAlmostEqual(0.264, decisions['a'].numbers['capacity']
+                               - cap.numbers['share'])
+
+    def test_cap_never_above_ceiling(self):
+        # a is capped at 30 IOPS, its ceiling is 40; the domain is calm so
+        # the cap would be raised x1.5 to 45: above the ceiling, so it is
+        # released instead (the static ceiling keeps holding).
+        tier = base.Tier('ceil', max_iops=40)
+        decisions = self.decide(capped('a', 29, 30, tier=tier))
+        self.assertEqual(base.RELEASE, decisions['a'].action)
+        # With a ceiling on bytes only, a tightened cap is clipped to it.
+        tier = base.Tier('ceil', max_bytes_sec=40 * 64 * KIB)
+        decisions = self.decide(
+            fakes.disk('a', ops=70, tier=tier, latency_ms=SLOW),
+            fakes.disk('b', ops=10, tier=SILVER, latency_ms=SLOW),
+            fakes.disk('c', ops=10, tier=SILVER, latency_ms=SLOW))
+        cap = decisions['a']
+        self.assertLessEqual(cap.bytes_sec, 40 * 64 * KIB)
+        self.assertLessEqual(cap.numbers['new_cap'], 40 * C64 + 1e-12)
+
+    def test_gradual_release_steps(self):
+        # Calm domain (U < 0.7): 20 -> 30 -> 45 -> 67.5 IOPS, then the next
+        # step (101.25 IOPS = 1.11 > the whole domain) releases.
+        cap_ops, seen = 20.0, []
+        while True:
+            decisions = self.decide(capped('a', 18, cap_ops),
+                                    fakes.disk('b', ops=10))
+            decision = decisions['a']
+            if decision.action == base.RELEASE:
+                break
+            self.assertAlmostEqual(cap_ops * 1.5, decision.iops)
+            cap_ops = decision.iops
+            seen.append(round(cap_ops, 6))
+        self.assertEqual([30.0, 45.0, 67.5], seen)
+
+    def test_hysteresis_holds_caps_between_watermarks(self):
+        # a capped at 50 IOPS runs at 36 (0.396), not at its cap: it wants
+        # no more. b at 34 IOPS: U = 0.77, between low 0.7 and high 0.9.
+        self.assertEqual({}, self.decide(capped('a', 36, 50),
+                                         fakes.disk('b', ops=34)))
+        # the same with b at 24 IOPS: U = 0.66 < 0.7: calm, raised x1.5.
+        decisions = self.decide(capped('a', 36, 50),
+                                fakes.disk('b', ops=24))
+        self.assertAlmostEqual(75.0, decisions['a'].iops)
+        # and without any cap in force, U = 0.77 engages nothing.
+        self.assertEqual({}, self.decide(fakes.disk('a', ops=36),
+                                         fakes.disk('b', ops=34)))
+
+    def test_capped_disk_at_cap_raised_gradually_toward_share(self):
+        # a runs at its cap of 40 IOPS (0.44) and wants more; b does 0.22:
+        # U = 0.66 but a cap is in force, engaged by ... nothing: calm.
+        # With b at 30 IOPS (0.33): U = 0.77, holding. Capacity 0.9: a's
+        # share 0.57, so its cap goes to 0.57 / 0.011 = 51.8 IOPS (below
+        # the x1.5 limit of 60).
+        decisions = self.decide(capped('a', 40, 40),
+                                fakes.disk('b', ops=30))
+        self.assertAlmostEqual(0.57 / C64, decisions['a'].iops)
+        # Far below its share, a rises at most x1.5 per interval.
+        decisions = self.decide(capped('a', 20, 20),
+                                fakes.disk('b', ops=50))
+        self.assertAlmostEqual(30.0, decisions['a'].iops)
+
+    def test_small_changes_not_sent(self):
+        # a runs at its cap of 52 IOPS (0.572); b and c starve at 19 IOPS
+        # (0.209 < 0.22) and, with no headroom, want their floor: capacity
+        # = U = 0.99, a's share 0.99 - 0.44 = 0.55 (50 IOPS), within
+        # min_change (10 %) of its cap: no decision.
+        disks = [capped('a', 52, 52, latency_ms=SLOW),
+                 fakes.disk('b', ops=19, tier=SILVER, latency_ms=SLOW),
+                 fakes.disk('c', ops=19, tier=SILVER, latency_ms=SLOW)]
+        self.assertEqual({}, self.decide(
+            *disks, policy=guarantee.GuaranteePolicy(headroom=0)))
+        exact = guarantee.GuaranteePolicy(min_change=0, headroom=0,
+                                          tolerance=0)
+        decisions = self.decide(*disks, policy=exact)
+        self.assertAlmostEqual(50.0, decisions['a'].iops)
+
+    def test_stale_disk_never_tightened_but_may_be_raised(self):
+        disks = [fakes.disk('b', ops=10, tier=SILVER, latency_ms=SLOW),
+                 fakes.disk('c', ops=10, tier=SILVER, latency_ms=SLOW)]
+        self.assertEqual({}, self.decide(
+            fakes.disk('a', ops=70, latency_ms=SLOW, stale=True), *disks))
+        self.assertEqual({}, self.decide(
+            capped('a', 70, 75, latency_ms=SLOW, stale=True), *disks))
+        decisions = self.decide(capped('a', 10, 10, stale=True))
+        self.assertAlmostEqual(15.0, decisions['a'].iops)
+
+    def test_small_io_aggressor_not_charged_when_harmless(self):
+        # A 4 KiB disk at 300 IOPS costs 300 * 0.001625 = 0.4875; the two
+        # 64 KiB neighbours get their floor (0.22 each) with low latency.
+        # U = 0.9275 > the high watermark, but every demand fits: no cap.
+        disks = [fakes.disk('small', ops=300, size=4 * KIB,
+                            latency_ms=FAST),
+                 fakes.disk('b', ops=20, tier=SILVER, latency_ms=FAST),
+                 fakes.disk('c', ops=20, tier=SILVER, latency_ms=FAST)]
+        self.assertEqual({}, self.decide(*disks))
+        # The paper's algorithm caps it on IOPS (its weakness 3).
+        decisions = fakes.by_disk(ntt.NttPolicy().decide(
+            fakes.snapshot(*disks), 100.0))
+        self.assertAlmostEqual(150.0, decisions['small'].iops)
+
+    def test_large_io_aggressor_that_starves_neighbours_capped(self):
+        # 64 KiB at 70 IOPS (fewer ops than the 4 KiB one above, far more
+        # cost: 0.77) pushes b and c below their floor.
+        decisions = self.decide(
+            fakes.disk('big', ops=70, latency_ms=SLOW),
+            fakes.disk('b', ops=12, tier=SILVER, latency_ms=SLOW),
+            fakes.disk('c', ops=12, tier=SILVER, latency_ms=SLOW))
+        self.assertEqual(['big'], list(decisions))
+        self.assertLess(decisions['big'].iops, 70)
+
+    def test_below_floor_with_low_latency_is_not_asking(self):
+        # b is below its floor but fast: it simply does not ask for more.
+        self.assertEqual({}, self.decide(
+            fakes.disk('a', ops=60, latency_ms=SLOW),
+            fakes.disk('b', ops=5, tier=SILVER, latency_ms=FAST)))
+
+    def test_spare_shared_by_weight(self):
+        heavy = base.Tier('heavy', weight=3)
+        # Both slow and uncapped, U = 0.99 > 0.9: demands 0.66 * 1.2 and
+        # 0.33 * 1.2; capacity 0.99 by weight 1:3: a gets 0.2475 -> capped,
+        # b (weight 3) would get 0.7425 but wants only 0.396.
+        decisions = self.decide(
+            fakes.disk('a', ops=60, latency_ms=SLOW),
+            fakes.disk('b', ops=30, tier=heavy, latency_ms=SLOW))
+        self.assertEqual(['a'], list(decisions))
+        self.assertAlmostEqual(0.99 - 0.396, decisions['a'].numbers['share'])
+
+    def test_empty_domain(self):
+        self.assertEqual([], self.policy.decide(fakes.snapshot(), 0.0))
+
+    def test_bad_parameters_are_named(self):
+        for name, value in (('high_watermark', 0.5),
+                            ('low_watermark', 0),
+                            ('latency_threshold_ms', 0),
+                            ('release_factor', 1.0),
+                            ('release_factor', 1.05),
+                            ('headroom', -0.1),
+                            ('at_cap_ratio', 1.5),
+                            ('tolerance', -1),
+                            ('min_change', 1),
+                            ('headroom', math.nan)):
+            err = self.assertRaises(ValueError, guarantee.GuaranteePolicy,
+                                    **{name: value})
+            self.assertIn(name if name != 'high_watermark'
+                          else 'low_watermark', str(err))
+        err = self.assertRaises(ValueError, guarantee.GuaranteePolicy,
+                                border=1)
+        self.assertIn('border', str(err))
