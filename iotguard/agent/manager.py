@@ -1,0 +1,319 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The agent's RPC endpoint and the caps it holds.
+
+Semantics (ARCHITECTURE.md, "Decisions out"):
+
+* A cap is validated at the edge (:func:`iotguard.caps.validate`); a
+  malformed one is logged and refused, the others in the batch still apply.
+* What is applied is ``caps.effective(cap, static)``: never above the
+  disk's static ceiling. Release, or a lapsed lease, restores the static
+  limits.
+* Idempotent: the manager remembers what it last applied (or read back)
+  per disk and makes no driver call when the wanted set equals it.
+* After a lifecycle event (hard reboot, migration, re-attach: Nova rebuilt
+  the domain and dropped the live throttle) the disk is re-read and its
+  cap re-applied at the next :meth:`AgentManager.periodic` (one interval).
+* After an agent restart (:meth:`AgentManager.recover`) the live iotune of
+  every disk is read back; a cap recorded in ``[agent] state_file`` is kept
+  only if its lease still runs and the live values are exactly what the
+  agent would apply for it. Every other disk gets its static limits back.
+"""
+
+import dataclasses
+import json
+import os
+import tempfile
+import threading
+import time
+
+from oslo_log import log as logging
+import oslo_messaging
+
+from iotguard.agent import rpcapi
+from iotguard import caps as caps_mod
+from iotguard import exception
+
+LOG = logging.getLogger(__name__)
+
+
+def canonical(limits):
+    """The comparable form of an iotune set (bursts filled as sent)."""
+    return caps_mod.with_bursts(limits)
+
+
+@dataclasses.dataclass
+class Cap:
+    limits: dict
+    lease_expires_at: float
+    decision_id: str | None
+
+    def as_dict(self):
+        return dataclasses.asdict(self)
+
+
+class AgentManager:
+    """RPC endpoint of topic ``iotguard-agent``, server = host."""
+
+    target = oslo_messaging.Target(version=rpcapi.RPC_API_VERSION)
+
+    def __init__(self, conf, driver, clock=time.time, store=None):
+        self.host = conf.host
+        self.driver = driver
+        self._clock = clock
+        self._store = (store if store is not None
+                       else StateFile(conf.agent.state_file))
+        self._lock = threading.RLock()
+        self._caps = {}      # (uuid, dev) -> Cap
+        self._applied = {}   # (uuid, dev) -> canonical iotune known live
+        self._disks = {}     # (uuid, dev) -> base.Disk, last listing
+        self._dirty = set()  # instance uuids to re-read and re-apply
+        self.driver_calls = 0
+
+    # -- RPC API 1.0 --------------------------------------------------------
+    def apply_caps(self, ctxt, caps):
+        """Apply (or renew) caps; malformed ones are logged and refused."""
+        if not isinstance(caps, list):
+            LOG.error('apply_caps refused: caps must be a list, not %s',
+                      type(caps).__name__)
+            return
+        now = self._clock()
+        with self._lock:
+            changed = False
+            for cap in caps:
+                try:
+                    caps_mod.validate(cap)
+                except exception.InvalidCap as e:
+                    LOG.error('Refusing malformed cap %.300r: %s', cap, e)
+                    continue
+                key = (cap['instance_uuid'], cap['dev'])
+                if cap['lease_expires_at'] <= now:
+                    LOG.warning('Refusing cap %s on %s/%s: its lease '
+                                'expired at %.0f (now %.0f)',
+                                cap['decision_id'], key[0], key[1],
+                                cap['lease_expires_at'], now)
+                    continue
+                self._caps[key] = Cap(caps_mod.full(cap['limits']),
+                                      float(cap['lease_expires_at']),
+                                      cap['decision_id'])
+                changed = True
+                self._enforce(key)
+            if changed:
+                self._save()
+
+    def release_caps(self, ctxt, disks):
+        """Drop the caps of ``disks``; their static limits come back."""
+        if not isinstance(disks, list):
+            LOG.error('release_caps refused: disks must be a list')
+            return
+        with self._lock:
+            for disk in disks:
+                try:
+                    caps_mod.validate_disk(disk)
+                except exception.InvalidCap as e:
+                    LOG.error('Refusing malformed release %.300r: %s',
+                              disk, e)
+                    continue
+                key = (disk['instance_uuid'], disk['dev'])
+                if self._caps.pop(key, None) is not None:
+                    LOG.info('Released cap on %s/%s', *key)
+                self._enforce(key)
+            self._save()
+
+    def get_state(self, ctxt):
+        """Every known disk: static, cap, lease and what is applied."""
+        with self._lock:
+            keys = set(self._disks) | set(self._caps)
+            disks = []
+            for key in sorted(keys):
+                disk = self._disks.get(key)
+                cap = self._caps.get(key)
+                disks.append({
+                    'instance_uuid': key[0], 'dev': key[1],
+                    'known': disk is not None,
+                    'static': _nonzero(disk.static) if disk else None,
+                    'cap': _nonzero(cap.limits) if cap else None,
+                    'lease_expires_at': cap.lease_expires_at if cap else None,
+                    'decision_id': cap.decision_id if cap else None,
+                    'applied': (_nonzero(self._applied[key])
+                                if key in self._applied else None),
+                })
+            return {'host': self.host, 'time': self._clock(),
+                    'disks': disks}
+
+    # -- used by the service and the sampler --------------------------------
+    def cap_in_force(self, key):
+        """``(effective limits, lease_expires_at, decision_id)`` or None."""
+        with self._lock:
+            cap = self._caps.get(key)
+            applied = self._applied.get(key)
+            if cap is None or applied is None:
+                return None
+            return _nonzero(applied), cap.lease_expires_at, cap.decision_id
+
+    def caps_count(self):
+        return len(self._caps)
+
+    def mark_dirty(self, instance_uuid, reason='event'):
+        """Re-read and re-apply this instance at the next periodic."""
+        LOG.debug('Instance %s marked for re-apply (%s)', instance_uuid,
+                  reason)
+        with self._lock:
+            self._dirty.add(instance_uuid)
+
+    def lifecycle_event(self, instance_uuid, event):
+        """Driver callback: a domain changed; check it next interval."""
+        self.mark_dirty(instance_uuid, event)
+
+    def periodic(self, disks=None):
+        """Once per interval: leases, re-applies, new and gone disks."""
+        if disks is None:
+            disks = self.driver.list_disks()
+        now = self._clock()
+        with self._lock:
+            self._disks = dict(disks)
+            for key in [k for k in self._applied if k not in disks]:
+                # Gone (deleted, migrated away, detached, shut off): when
+                # it comes back it is read again.
+                del self._applied[key]
+            dirty, self._dirty = self._dirty, set()
+            expired = [k for k, c in self._caps.items()
+                       if c.lease_expires_at <= now]
+            for key in expired:
+                cap = self._caps.pop(key)
+                LOG.info('Lease of cap %s on %s/%s lapsed at %.0f; '
+                         'restoring the static limits',
+                         cap.decision_id, key[0], key[1],
+                         cap.lease_expires_at)
+            for key in disks:
+                if key[0] in dirty:
+                    self._applied.pop(key, None)
+            for key in set(self._caps) | set(expired) | {
+                    k for k in disks if k[0] in dirty}:
+                if key in disks:
+                    self._enforce(key)
+            if expired:
+                self._save()
+
+    def recover(self):
+        """At start: read live iotune back, keep only provable leases."""
+        recorded = self._store.load()
+        now = self._clock()
+        disks = self.driver.list_disks()
+        with self._lock:
+            self._disks = dict(disks)
+            for key, disk in disks.items():
+                try:
+                    live = canonical(self.driver.get_iotune(*key))
+                except Exception as e:
+                    LOG.warning('Cannot read iotune of %s/%s: %s',
+                                key[0], key[1], e)
+                    continue
+                self._applied[key] = live
+                cap = recorded.get(key)
+                if cap is not None and cap.lease_expires_at > now and \
+                        canonical(caps_mod.effective(cap.limits,
+                                                     disk.static)) == live:
+                    self._caps[key] = cap
+                    LOG.info('Kept cap %s on %s/%s (lease until %.0f)',
+                             cap.decision_id, key[0], key[1],
+                             cap.lease_expires_at)
+                    continue
+                if live != canonical(disk.static):
+                    LOG.info('Restoring static limits of %s/%s (no '
+                             'provable lease for live %s)', key[0], key[1],
+                             _nonzero(live))
+                self._enforce(key)
+            self._save()
+
+    # -- internals ----------------------------------------------------------
+    def _enforce(self, key):
+        """Make the disk's live iotune what it should be; one call at most."""
+        disk = self._disks.get(key)
+        if disk is None:
+            self._disks.update(self.driver.list_disks())
+            disk = self._disks.get(key)
+            if disk is None:
+                LOG.warning('Disk %s/%s is not on this host (yet); its cap '
+                            'is kept and applied when it shows up', *key)
+                return False
+        cap = self._caps.get(key)
+        limits = caps_mod.effective(cap.limits if cap else {}, disk.static)
+        wanted = canonical(limits)
+        if key not in self._applied:
+            self._applied[key] = canonical(self.driver.get_iotune(*key))
+        if self._applied[key] == wanted:
+            return False
+        try:
+            self.driver.set_iotune(key[0], key[1], limits)
+        except Exception as e:
+            # Unknown state now: read it again next time.
+            self._applied.pop(key, None)
+            LOG.error('Could not set iotune %s on %s/%s: %s',
+                      _nonzero(wanted), key[0], key[1], e)
+            return False
+        self.driver_calls += 1
+        self._applied[key] = wanted
+        LOG.info('Applied %s on %s/%s (%s)', _nonzero(wanted) or 'no limit',
+                 key[0], key[1], 'cap %s' % cap.decision_id if cap
+                 else 'static limits')
+        return True
+
+    def _save(self):
+        self._store.save(self._caps)
+
+
+class StateFile:
+    """The caps this agent applied, in one JSON file (this host only)."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def save(self, held):
+        if not self.path:
+            return
+        data = {'%s/%s' % key: cap.as_dict() for key, cap in held.items()}
+        directory = os.path.dirname(os.path.abspath(self.path))
+        try:
+            os.makedirs(directory, exist_ok=True)
+            with tempfile.NamedTemporaryFile('w', dir=directory,
+                                             delete=False) as f:
+                json.dump(data, f)
+            os.replace(f.name, self.path)
+        except OSError as e:
+            LOG.warning('Cannot write %s: %s; after a restart the caps '
+                        'will not be provable', self.path, e)
+
+    def load(self):
+        if not self.path:
+            return {}
+        try:
+            with open(self.path) as f:
+                data = json.load(f)
+            out = {}
+            for name, cap in data.items():
+                uuid, dev = name.rsplit('/', 1)
+                out[(uuid, dev)] = Cap(caps_mod.full(cap['limits']),
+                                       float(cap['lease_expires_at']),
+                                       cap.get('decision_id'))
+            return out
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError, KeyError, TypeError,
+                AttributeError) as e:
+            LOG.warning('Ignoring unreadable %s: %s', self.path, e)
+            return {}
+
+
+def _nonzero(limits):
+    return {k: v for k, v in limits.items() if v}

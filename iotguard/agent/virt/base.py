@@ -1,0 +1,86 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The hypervisor driver interface of the agent.
+
+A disk is keyed by ``(instance_uuid, dev)``: the libvirt domain UUID is the
+Nova instance UUID, ``dev`` the target dev (``vda``). Iotune dicts carry
+the twelve keys of :data:`iotguard.caps.IOTUNE_KEYS` (0 = no limit);
+counter dicts the keys of :data:`iotguard.agent.rates.COUNTER_KEYS`.
+
+Constructors do no I/O; :meth:`Driver.start` connects.
+"""
+
+import abc
+import dataclasses
+
+#: Lifecycle event names passed to the callback.
+EVENT_STARTED = 'started'
+EVENT_STOPPED = 'stopped'
+EVENT_DEFINED = 'defined'
+EVENT_DEVICE = 'device'
+EVENT_OTHER = 'other'
+
+
+@dataclasses.dataclass(frozen=True)
+class Disk:
+    """One instance disk as the hypervisor shows it.
+
+    ``static`` is the disk's static ceiling: the iotune Nova (flavor
+    ``quota:disk_*``) or Cinder (front-end QoS) put in the domain
+    definition at boot or attach, all twelve keys.
+    """
+
+    instance_uuid: str
+    dev: str
+    volume_id: str | None = None
+    project_id: str | None = None
+    static: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def key(self):
+        return (self.instance_uuid, self.dev)
+
+
+class Driver(abc.ABC):
+    """What the agent needs from a hypervisor, and nothing more."""
+
+    def start(self, lifecycle_callback=None):
+        """Connect; later call ``lifecycle_callback(instance_uuid, event)``.
+
+        The callback runs in the driver's event thread: keep it short.
+        """
+
+    def stop(self):
+        """Disconnect and stop any thread the driver started."""
+
+    @abc.abstractmethod
+    def list_disks(self):
+        """Every disk of every running instance: ``{key: Disk}``."""
+
+    @abc.abstractmethod
+    def get_all_block_stats(self):
+        """Cumulative counters of every disk, in as few calls as possible.
+
+        Returns ``{(instance_uuid, dev): {counter: int}}``.
+        """
+
+    @abc.abstractmethod
+    def get_iotune(self, instance_uuid, dev):
+        """The live iotune of one disk (twelve keys)."""
+
+    @abc.abstractmethod
+    def set_iotune(self, instance_uuid, dev, limits):
+        """Apply a complete, consistent iotune set live (twelve keys)."""
+
+    def forget(self, instance_uuid):
+        """Drop what is cached about an instance (after an event)."""

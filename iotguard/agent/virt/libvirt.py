@@ -1,0 +1,297 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The agent's libvirt driver (libvirt-python, the daemon nova-compute uses).
+
+* Statistics: one ``getAllDomainStats(VIR_DOMAIN_STATS_BLOCK)`` call per
+  interval for all running domains; a domain for which it returns nothing
+  (the ``test:///default`` driver does that) falls back to ``blockStats``
+  per disk, which has no times and no flushes.
+* Mapping: domain UUID = Nova instance UUID; disks (``device='disk'`` or
+  ``'lun'``) by target dev; volume id from ``<serial>``; project from Nova's
+  ``<nova:owner><nova:project uuid=...>`` metadata.
+* Static ceilings: the ``<iotune>`` of the persistent definition (what Nova
+  and Cinder wrote at boot/attach; a live ``setBlockIoTune`` does not touch
+  it). For a transient domain, the live ``<iotune>`` when the agent first
+  saw it.
+* Caps: ``setBlockIoTune(dev, params, VIR_DOMAIN_AFFECT_LIVE)`` with all
+  twelve keys, each set base value with ``*_max`` >= the value (the test
+  driver checks the merged state against ``*_max``, which defaults to 0).
+* A lost connection (daemon restart) is reopened once per failed call;
+  lifecycle and device events come through libvirt's default event loop,
+  run in a daemon thread.
+"""
+
+import threading
+from xml.etree import ElementTree
+
+from oslo_log import log as logging
+
+from iotguard.agent.virt import base
+from iotguard import caps
+
+try:
+    import libvirt
+except ImportError:  # pragma: no cover - checked in start()
+    libvirt = None
+
+LOG = logging.getLogger(__name__)
+
+_NOVA_NS = 'http://openstack.org/xmlns/libvirt/nova/'
+_BULK_KEYS = {'rd.reqs': 'rd_reqs', 'rd.bytes': 'rd_bytes',
+              'rd.times': 'rd_times', 'wr.reqs': 'wr_reqs',
+              'wr.bytes': 'wr_bytes', 'wr.times': 'wr_times',
+              'fl.reqs': 'fl_reqs'}
+
+_event_loop_lock = threading.Lock()
+_event_loop_started = False
+
+
+def _start_event_loop():
+    """libvirt's default event loop, once per process, in a thread."""
+    global _event_loop_started
+    with _event_loop_lock:
+        if _event_loop_started:
+            return
+        libvirt.virEventRegisterDefaultImpl()
+
+        def run():
+            while True:
+                try:
+                    libvirt.virEventRunDefaultImpl()
+                except Exception:
+                    LOG.exception('libvirt event loop iteration failed')
+
+        threading.Thread(target=run, name='libvirt-events',
+                         daemon=True).start()
+        _event_loop_started = True
+
+
+def _lifecycle_name(event):
+    return {
+        libvirt.VIR_DOMAIN_EVENT_STARTED: base.EVENT_STARTED,
+        libvirt.VIR_DOMAIN_EVENT_RESUMED: base.EVENT_STARTED,
+        libvirt.VIR_DOMAIN_EVENT_STOPPED: base.EVENT_STOPPED,
+        libvirt.VIR_DOMAIN_EVENT_DEFINED: base.EVENT_DEFINED,
+    }.get(event, base.EVENT_OTHER)
+
+
+def parse_domain_xml(uuid, xml):
+    """``{dev: Disk}`` from one domain XML (statics from its ``<iotune>``)."""
+    root = ElementTree.fromstring(xml)
+    project_id = None
+    for elem in root.iter():
+        if (elem.tag.startswith('{' + _NOVA_NS) and
+                elem.tag.endswith('}project')):
+            project_id = elem.get('uuid')
+            break
+    disks = {}
+    for disk in root.findall('./devices/disk'):
+        if disk.get('device', 'disk') not in ('disk', 'lun'):
+            continue
+        target = disk.find('target')
+        if target is None or not target.get('dev'):
+            continue
+        static = {}
+        iotune = disk.find('iotune')
+        if iotune is not None:
+            for key in caps.IOTUNE_KEYS:
+                value = iotune.findtext(key)
+                if value:
+                    static[key] = int(value)
+        dev = target.get('dev')
+        disks[dev] = base.Disk(instance_uuid=uuid, dev=dev,
+                               volume_id=disk.findtext('serial') or None,
+                               project_id=project_id,
+                               static=caps.full(static))
+    return disks
+
+
+def parse_bulk_block_stats(stats):
+    """``{dev: counters}`` from one getAllDomainStats record."""
+    out = {}
+    for i in range(stats.get('block.count', 0)):
+        prefix = 'block.%d.' % i
+        name = stats.get(prefix + 'name')
+        if name is None or name in out:
+            continue
+        out[name] = {ours: stats[prefix + theirs]
+                     for theirs, ours in _BULK_KEYS.items()
+                     if prefix + theirs in stats}
+    return out
+
+
+def _is_disconnect(error):
+    code = error.get_error_code()
+    if code in (libvirt.VIR_ERR_INVALID_CONN, libvirt.VIR_ERR_NO_CONNECT):
+        return True
+    return (code in (libvirt.VIR_ERR_SYSTEM_ERROR,
+                     libvirt.VIR_ERR_INTERNAL_ERROR) and
+            error.get_error_domain() in (libvirt.VIR_FROM_REMOTE,
+                                         libvirt.VIR_FROM_RPC))
+
+
+class LibvirtDriver(base.Driver):
+
+    def __init__(self, conf, uri=None):
+        self.uri = uri or conf.agent.libvirt_uri
+        self._conn = None
+        self._lock = threading.RLock()
+        self._callback = None
+        # uuid -> (domain id, {dev: Disk}); refreshed when the id changes.
+        self._domains = {}
+
+    # -- connection ------------------------------------------------------
+    def start(self, lifecycle_callback=None):
+        if libvirt is None:
+            raise RuntimeError('libvirt-python is not installed; the '
+                               'libvirt driver needs it')
+        libvirt.registerErrorHandler(lambda ctxt, err: None, None)
+        self._callback = lifecycle_callback
+        if lifecycle_callback is not None:
+            _start_event_loop()
+        self._connect()
+
+    def stop(self):
+        with self._lock:
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except libvirt.libvirtError:
+                pass
+
+    def _connect(self):
+        with self._lock:
+            conn = libvirt.open(self.uri)
+            if self._callback is not None:
+                conn.domainEventRegisterAny(
+                    None, libvirt.VIR_DOMAIN_EVENT_ID_LIFECYCLE,
+                    self._on_lifecycle, None)
+                for event_id in ('VIR_DOMAIN_EVENT_ID_DEVICE_ADDED',
+                                 'VIR_DOMAIN_EVENT_ID_DEVICE_REMOVED'):
+                    conn.domainEventRegisterAny(
+                        None, getattr(libvirt, event_id),
+                        self._on_device, None)
+            self._conn = conn
+            self._domains.clear()
+            LOG.info('Connected to libvirt at %s', self.uri)
+
+    def _call(self, fn, *args):
+        """Run ``fn(conn, *args)``; reopen a lost connection once."""
+        if self._conn is None:
+            self._connect()
+        try:
+            return fn(self._conn, *args)
+        except libvirt.libvirtError as e:
+            if not _is_disconnect(e):
+                raise
+            LOG.warning('Lost the libvirt connection (%s); reconnecting',
+                        e)
+        self._connect()
+        return fn(self._conn, *args)
+
+    # -- events -----------------------------------------------------------
+    def _notify(self, dom, event):
+        uuid = dom.UUIDString()
+        self.forget(uuid)
+        try:
+            self._callback(uuid, event)
+        except Exception:
+            LOG.exception('Lifecycle callback failed for %s', uuid)
+
+    def _on_lifecycle(self, conn, dom, event, detail, opaque):
+        self._notify(dom, _lifecycle_name(event))
+
+    def _on_device(self, conn, dom, dev_alias, opaque):
+        self._notify(dom, base.EVENT_DEVICE)
+
+    def forget(self, instance_uuid):
+        with self._lock:
+            self._domains.pop(instance_uuid, None)
+
+    # -- disks --------------------------------------------------------------
+    def _disks_of(self, dom):
+        uuid = dom.UUIDString()
+        dom_id = dom.ID()
+        with self._lock:
+            cached = self._domains.get(uuid)
+        if cached is not None and cached[0] == dom_id:
+            return cached[1]
+        flags = (libvirt.VIR_DOMAIN_XML_INACTIVE if dom.isPersistent()
+                 else 0)
+        disks = parse_domain_xml(uuid, dom.XMLDesc(flags))
+        if flags:
+            # Disks only in the live definition (hot-plugged without
+            # AFFECT_CONFIG) take their live iotune as the ceiling.
+            for dev, disk in parse_domain_xml(uuid,
+                                              dom.XMLDesc(0)).items():
+                disks.setdefault(dev, disk)
+        with self._lock:
+            self._domains[uuid] = (dom_id, disks)
+        return disks
+
+    def _active_domains(self, conn):
+        return conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE)
+
+    def list_disks(self):
+        out = {}
+        for dom in self._call(self._active_domains):
+            try:
+                for disk in self._disks_of(dom).values():
+                    out[disk.key] = disk
+            except libvirt.libvirtError as e:
+                # Gone between the list and the read: next interval.
+                LOG.debug('Skipping domain %s: %s', dom.UUIDString(), e)
+        return out
+
+    # -- statistics ---------------------------------------------------------
+    @staticmethod
+    def _bulk(conn):
+        return conn.getAllDomainStats(
+            libvirt.VIR_DOMAIN_STATS_BLOCK,
+            libvirt.VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE)
+
+    def get_all_block_stats(self):
+        out = {}
+        for dom, stats in self._call(self._bulk):
+            uuid = dom.UUIDString()
+            try:
+                disks = self._disks_of(dom)
+                by_dev = parse_bulk_block_stats(stats)
+                for dev in disks:
+                    counters = by_dev.get(dev)
+                    if counters is None:
+                        rd_req, rd_bytes, wr_req, wr_bytes, _errs = (
+                            dom.blockStats(dev))
+                        counters = {'rd_reqs': rd_req, 'rd_bytes': rd_bytes,
+                                    'wr_reqs': wr_req, 'wr_bytes': wr_bytes}
+                    out[(uuid, dev)] = counters
+            except libvirt.libvirtError as e:
+                LOG.debug('No block statistics for %s: %s', uuid, e)
+        return out
+
+    # -- iotune -------------------------------------------------------------
+    def get_iotune(self, instance_uuid, dev):
+        def read(conn):
+            dom = conn.lookupByUUIDString(instance_uuid)
+            return dom.blockIoTune(dev, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        tune = self._call(read)
+        return caps.full({k: tune.get(k, 0) for k in caps.IOTUNE_KEYS})
+
+    def set_iotune(self, instance_uuid, dev, limits):
+        params = caps.with_bursts(limits)
+
+        def write(conn):
+            dom = conn.lookupByUUIDString(instance_uuid)
+            dom.setBlockIoTune(dev, params, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        self._call(write)

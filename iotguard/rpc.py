@@ -1,0 +1,57 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""oslo.messaging helpers: one transport per process, threading executor.
+
+Every service passes its own ``ConfigOpts`` in (no global ``CONF``); the
+transport URL is oslo.messaging's ``[DEFAULT] transport_url``. Contexts are
+plain dicts and so are payloads.
+"""
+
+import oslo_messaging
+from oslo_messaging.rpc import dispatcher
+
+TOPIC_AGENT = 'iotguard-agent'
+TOPIC_CONTROLLER = 'iotguard-controller'
+
+
+def _register_tracing_opts(conf):
+    # oslo.messaging registers its tracing options on the global cfg.CONF
+    # only; with a private ConfigOpts a call raises NoSuchOptError
+    # (oslo_messaging_tracing). Register them where we are.
+    try:
+        from oslo_messaging._tracing import client as tracing
+    except ImportError:
+        return
+    opts = getattr(tracing, 'oslo_messaging_tracing', None)
+    if opts:
+        conf.register_opts(opts, group='oslo_messaging_tracing')
+
+
+def get_transport(conf, url=None):
+    """The RPC transport of ``conf`` (or of ``url`` when given)."""
+    _register_tracing_opts(conf)
+    return oslo_messaging.get_rpc_transport(conf, url=url)
+
+
+def get_client(transport, topic, version, timeout=None):
+    """An RPC client for ``topic``; use ``prepare(server=...)`` per call."""
+    target = oslo_messaging.Target(topic=topic, version=version)
+    return oslo_messaging.get_rpc_client(transport, target, timeout=timeout)
+
+
+def get_server(transport, topic, server, endpoints):
+    """A started-on-demand RPC server with the threading executor."""
+    target = oslo_messaging.Target(topic=topic, server=server)
+    return oslo_messaging.get_rpc_server(
+        transport, target, endpoints, executor='threading',
+        access_policy=dispatcher.DefaultRPCAccessPolicy)

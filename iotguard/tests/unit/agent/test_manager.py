@@ -1,0 +1,269 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+import json
+from unittest import mock
+
+import fixtures
+
+from iotguard.agent import manager
+from iotguard.agent.virt import base
+from iotguard import caps
+from iotguard.tests import base as test_base
+from iotguard.tests.unit.agent import fakes
+
+A = (fakes.UUID_A, 'vda')
+B = (fakes.UUID_B, 'vdb')
+STATIC_A = {'total_iops_sec': 1000, 'total_bytes_sec': 100 << 20}
+
+
+class Clock:
+    def __init__(self, now=1000.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+def cap(key=A, lease=1100.0, decision='d1', **limits):
+    return {'instance_uuid': key[0], 'dev': key[1], 'limits': limits,
+            'lease_expires_at': lease, 'decision_id': decision}
+
+
+class MemoryStore:
+    """The state file, in memory (the real one has a functional test)."""
+
+    def __init__(self):
+        self.saved = {}
+
+    def save(self, held):
+        self.saved = {k: manager.Cap(**v.as_dict()) for k, v in held.items()}
+
+    def load(self):
+        return dict(self.saved)
+
+
+class ManagerTestCase(test_base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.store = MemoryStore()
+        self.flags(host='compute1')
+        self.driver = fakes.FakeDriver([
+            base.Disk(A[0], A[1], static=caps.full(STATIC_A)),
+            base.Disk(B[0], B[1], volume_id='v1', static=caps.full({}))])
+        self.clock = Clock()
+        self.mgr = self.new_manager()
+
+    def new_manager(self):
+        m = manager.AgentManager(self.conf, self.driver, clock=self.clock,
+                                 store=self.store)
+        m.periodic()
+        return m
+
+    def live(self, key=A):
+        return {k: v for k, v in self.driver.live[key].items() if v}
+
+
+class ApplyTest(ManagerTestCase):
+
+    def test_target_version(self):
+        self.assertEqual('1.0', self.mgr.target.version)
+
+    def test_cap_applied_below_static(self):
+        self.mgr.apply_caps({}, [cap(total_iops_sec=200)])
+        self.assertEqual(200, self.live()['total_iops_sec'])
+        # The static bytes/s ceiling stays in force.
+        self.assertEqual(100 << 20, self.live()['total_bytes_sec'])
+
+    def test_never_above_static(self):
+        self.mgr.apply_caps({}, [cap(total_iops_sec=5000)])
+        self.assertEqual(1000, self.live()['total_iops_sec'])
+        # Nothing to change: the effective set is the static one.
+        self.assertEqual([], self.driver.set_calls)
+
+    def test_idempotent(self):
+        self.mgr.apply_caps({}, [cap(total_iops_sec=200)])
+        self.mgr.apply_caps({}, [cap(total_iops_sec=200, lease=1200.0,
+                                     decision='d2')])
+        self.mgr.periodic()
+        self.assertEqual(1, len(self.driver.set_calls))
+        # The renewal moved the lease.
+        self.assertEqual(1200.0, self.mgr.cap_in_force(A)[1])
+
+    def test_changed_cap_is_one_call(self):
+        self.mgr.apply_caps({}, [cap(total_iops_sec=200)])
+        self.mgr.apply_caps({}, [cap(total_iops_sec=300)])
+        self.assertEqual(2, len(self.driver.set_calls))
+        self.assertEqual(300, self.live()['total_iops_sec'])
+
+    def test_malformed_caps_refused_others_applied(self):
+        log = self.useFixture(fixtures.FakeLogger())
+        bad_mix = cap(key=B, total_iops_sec=5, read_iops_sec=3)
+        bad_key = cap(total_iops=5)
+        not_a_dict = 'x'
+        good = cap(key=B, write_bytes_sec=1 << 20)
+        self.mgr.apply_caps({}, [bad_mix, bad_key, not_a_dict, good])
+        self.assertEqual([(B, caps.full({'write_bytes_sec': 1 << 20}))],
+                         self.driver.set_calls)
+        self.assertIn('Refusing malformed cap', log.output)
+        self.assertIn('total_iops_sec cannot be combined', log.output)
+        self.assertIn('total_iops', log.output)
+
+    def test_not_a_list_refused(self):
+        log = self.useFixture(fixtures.FakeLogger())
+        self.mgr.apply_caps({}, {'instance_uuid': A[0]})
+        self.assertEqual([], self.driver.set_calls)
+        self.assertIn('must be a list', log.output)
+
+    def test_expired_on_arrival_refused(self):
+        self.mgr.apply_caps({}, [cap(total_iops_sec=200, lease=999.0)])
+        self.assertEqual([], self.driver.set_calls)
+
+    def test_driver_failure_does_not_raise_and_retries(self):
+        self.driver.fail_set = True
+        self.mgr.apply_caps({}, [cap(total_iops_sec=200)])
+        self.driver.fail_set = False
+        self.mgr.periodic()
+        self.assertEqual(200, self.live()['total_iops_sec'])
+
+    def test_cap_for_unknown_disk_applied_when_it_shows_up(self):
+        c = ('11111111-2222-4333-8444-555555555555', 'vda')
+        self.mgr.apply_caps({}, [cap(key=c, total_iops_sec=50)])
+        self.assertEqual([], self.driver.set_calls)
+        self.driver.add(base.Disk(c[0], c[1], static=caps.full({})))
+        self.mgr.periodic()
+        self.assertEqual([(c, caps.full({'total_iops_sec': 50}))],
+                         self.driver.set_calls)
+
+
+class ReleaseAndLeaseTest(ManagerTestCase):
+
+    def test_release_restores_static(self):
+        self.mgr.apply_caps({}, [cap(total_iops_sec=200)])
+        self.mgr.release_caps({}, [{'instance_uuid': A[0], 'dev': 'vda'}])
+        self.assertEqual(STATIC_A, self.live())
+        self.assertIsNone(self.mgr.cap_in_force(A))
+
+    def test_release_malformed_refused(self):
+        log = self.useFixture(fixtures.FakeLogger())
+        self.mgr.apply_caps({}, [cap(total_iops_sec=200)])
+        self.mgr.release_caps({}, [{'instance_uuid': A[0]}])
+        self.assertEqual(200, self.live()['total_iops_sec'])
+        self.assertIn('Refusing malformed release', log.output)
+
+    def test_lease_expiry_restores_static(self):
+        self.mgr.apply_caps({}, [cap(total_iops_sec=200, lease=1100.0)])
+        self.clock.now = 1099.0
+        self.mgr.periodic()
+        self.assertEqual(200, self.live()['total_iops_sec'])
+        self.clock.now = 1100.0
+        self.mgr.periodic()
+        self.assertEqual(STATIC_A, self.live())
+        self.assertEqual(2, len(self.driver.set_calls))
+
+    def test_lease_expiry_of_uncapped_static(self):
+        self.mgr.apply_caps({}, [cap(key=B, write_iops_sec=10)])
+        self.clock.now = 2000.0
+        self.mgr.periodic()
+        self.assertEqual({}, self.live(B))
+
+
+class LifecycleTest(ManagerTestCase):
+
+    def test_reapply_after_rebuild(self):
+        self.mgr.apply_caps({}, [cap(total_iops_sec=200)])
+        self.driver.rebuild(A)     # hard reboot dropped the live throttle
+        self.mgr.periodic()        # no event: idempotent, no re-read
+        self.assertEqual(1000, self.live()['total_iops_sec'])
+        self.mgr.lifecycle_event(A[0], base.EVENT_STARTED)
+        self.mgr.periodic()
+        self.assertEqual(200, self.live()['total_iops_sec'])
+
+    def test_disk_gone_and_back_is_reapplied(self):
+        self.mgr.apply_caps({}, [cap(total_iops_sec=200)])
+        disk = self.driver.disks.pop(A)
+        self.mgr.periodic()
+        self.driver.add(disk)      # back with the XML values
+        self.mgr.periodic()
+        self.assertEqual(200, self.live()['total_iops_sec'])
+
+    def test_event_on_uncapped_disk_is_only_a_read(self):
+        self.mgr.lifecycle_event(B[0], base.EVENT_STARTED)
+        self.mgr.periodic()
+        self.assertEqual([], self.driver.set_calls)
+
+
+class RecoverTest(ManagerTestCase):
+
+    def test_provable_lease_kept_other_restored(self):
+        self.mgr.apply_caps({}, [cap(total_iops_sec=200, lease=1500.0),
+                                 cap(key=B, write_iops_sec=7, lease=1500.0)])
+        self.assertEqual({A, B}, set(self.store.saved))
+        # Someone changed B behind the agent's back while it was down.
+        self.driver.live[B] = caps.full({'write_iops_sec': 9})
+        self.clock.now = 1200.0
+        self.driver.set_calls.clear()
+        m2 = manager.AgentManager(self.conf, self.driver, clock=self.clock,
+                                  store=self.store)
+        m2.recover()
+        self.assertEqual(200, self.live()['total_iops_sec'])
+        self.assertIsNotNone(m2.cap_in_force(A))
+        self.assertEqual({}, self.live(B))
+        self.assertIsNone(m2.cap_in_force(B))
+        self.assertEqual([B], [k for k, _ in self.driver.set_calls])
+        # And the kept lease still lapses.
+        self.clock.now = 1500.0
+        m2.periodic()
+        self.assertEqual(STATIC_A, self.live())
+
+    def test_expired_lease_restored_at_recovery(self):
+        self.mgr.apply_caps({}, [cap(total_iops_sec=200, lease=1100.0)])
+        self.clock.now = 1200.0
+        m2 = manager.AgentManager(self.conf, self.driver, clock=self.clock,
+                                  store=self.store)
+        m2.recover()
+        self.assertEqual(STATIC_A, self.live())
+
+    def test_no_state_file_restores_all(self):
+        self.mgr.apply_caps({}, [cap(total_iops_sec=200)])
+        self.store.saved = {}
+        m2 = manager.AgentManager(self.conf, self.driver, clock=self.clock,
+                                  store=self.store)
+        m2.recover()
+        self.assertEqual(STATIC_A, self.live())
+
+    def test_recover_without_changes_makes_no_call(self):
+        m2 = manager.AgentManager(self.conf, self.driver, clock=self.clock,
+                                  store=self.store)
+        m2.recover()
+        self.assertEqual([], self.driver.set_calls)
+
+
+class StateTest(ManagerTestCase):
+
+    def test_get_state(self):
+        self.mgr.apply_caps({}, [cap(total_iops_sec=200)])
+        state = self.mgr.get_state({})
+        self.assertEqual('compute1', state['host'])
+        by_dev = {d['dev']: d for d in state['disks']}
+        self.assertEqual({'total_iops_sec': 200}, by_dev['vda']['cap'])
+        self.assertEqual(200, by_dev['vda']['applied']['total_iops_sec'])
+        self.assertEqual(1100.0, by_dev['vda']['lease_expires_at'])
+        self.assertIsNone(by_dev['vdb']['cap'])
+        json.dumps(state)
+
+    def test_periodic_lists_disks_once(self):
+        with mock.patch.object(self.driver, 'list_disks',
+                               wraps=self.driver.list_disks) as ld:
+            self.mgr.periodic()
+        self.assertEqual(1, ld.call_count)
