@@ -1,0 +1,29 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Hypervisor drivers, found by ``[agent] virt_driver`` through the
+``iotguard.agent.virt_drivers`` entry points (``libvirt``, ``simulated``).
+"""
+
+from importlib import metadata
+
+GROUP = 'iotguard.agent.virt_drivers'
+
+
+def load(name, conf, **kwargs):
+    """Build the driver called ``name`` (no I/O until its ``start()``)."""
+    for ep in metadata.entry_points(group=GROUP):
+        if ep.name == name:
+            return ep.load()(conf, **kwargs)
+    raise ValueError('unknown virt driver %r; known: %s' % (
+        name, ', '.join(sorted(
+            ep.name for ep in metadata.entry_points(group=GROUP)))))

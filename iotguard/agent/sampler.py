@@ -1,0 +1,115 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""One sampling pass: bulk counters -> rates -> one batch to the controllers.
+
+Per interval: one bulk statistics read from the driver, the rates of every
+disk (:mod:`iotguard.agent.rates`), one ``report_samples`` fanout cast with
+every disk of the host, and one ``agent_heartbeat``. A counter that went
+backwards (reboot, re-attach) is reported as a gap and also marks the
+instance for a re-check of its cap, since the domain was likely rebuilt.
+"""
+
+import time
+
+from oslo_log import log as logging
+
+from iotguard.agent import rates
+from iotguard import version
+
+LOG = logging.getLogger(__name__)
+
+#: A sample older than this many intervals is stale (ARCHITECTURE.md), so
+#: a longer hole between two readings is a gap, not an average.
+STALE_INTERVALS = 3
+
+_RATE_FIELDS = ('read_iops', 'write_iops', 'read_bytes_sec',
+                'write_bytes_sec', 'read_latency_ms', 'write_latency_ms',
+                'flush_ops')
+
+
+class Sampler:
+
+    def __init__(self, conf, driver, manager, controller_api,
+                 clock=time.monotonic, wall_clock=time.time):
+        self.host = conf.host
+        self.interval_s = conf.agent.sample_interval
+        self.driver = driver
+        self.manager = manager
+        self.controller_api = controller_api
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self.series = rates.Series(
+            max_gap_s=STALE_INTERVALS * self.interval_s)
+        self._driver_name = type(driver).__name__
+        self._started_at = wall_clock()
+
+    def collect(self, disks):
+        """Read the counters once and build the per-disk samples."""
+        at = self._clock()
+        counters = self.driver.get_all_block_stats()
+        timestamp = self._wall_clock()
+        samples = []
+        update = self.series.update
+        cap_in_force = self.manager.cap_in_force
+        for key, values in counters.items():
+            disk = disks.get(key)
+            if disk is None:
+                continue
+            result = update(key, rates.Reading(at, values))
+            sample = {'instance_uuid': key[0], 'dev': key[1],
+                      'volume_id': disk.volume_id,
+                      'project_id': disk.project_id,
+                      'timestamp': timestamp,
+                      'static': {k: v for k, v in disk.static.items() if v}}
+            if isinstance(result, rates.Gap):
+                sample['gap'] = result.reason
+                sample['interval_s'] = result.interval_s
+                for field in _RATE_FIELDS:
+                    sample[field] = None
+                if result.reason == rates.GAP_RESET:
+                    self.manager.mark_dirty(key[0], 'counter reset')
+            else:
+                sample['gap'] = None
+                sample.update(result.as_dict())
+            in_force = cap_in_force(key)
+            if in_force is None:
+                sample['cap'] = None
+                sample['lease_expires_at'] = None
+                sample['decision_id'] = None
+            else:
+                (sample['cap'], sample['lease_expires_at'],
+                 sample['decision_id']) = in_force
+            samples.append(sample)
+        self.series.prune(counters)
+        return {'timestamp': timestamp, 'interval_s': self.interval_s,
+                'disks': samples}
+
+    def heartbeat_info(self, batch):
+        return {'driver': self._driver_name,
+                'version': version.version_info.version_string(),
+                'started_at': self._started_at,
+                'timestamp': batch['timestamp'],
+                'interval_s': self.interval_s,
+                'disks': len(batch['disks']),
+                'caps': self.manager.caps_count()}
+
+    def run_once(self, disks=None):
+        """Sample and report; returns the batch (for tests and the bench)."""
+        if disks is None:
+            disks = self.driver.list_disks()
+        batch = self.collect(disks)
+        ctxt = {}
+        self.controller_api.report_samples(ctxt, self.host, batch)
+        self.controller_api.agent_heartbeat(ctxt, self.host,
+                                            self.heartbeat_info(batch))
+        return batch

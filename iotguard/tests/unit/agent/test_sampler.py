@@ -1,0 +1,155 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+from iotguard.agent import manager
+from iotguard.agent import rates
+from iotguard.agent import sampler
+from iotguard.agent.virt import base
+from iotguard import caps
+from iotguard.tests import base as test_base
+from iotguard.tests.unit.agent import fakes
+from iotguard.tests.unit.agent import test_manager
+
+A = (fakes.UUID_A, 'vda')
+B = (fakes.UUID_B, 'vdb')
+
+
+class FakeControllerAPI:
+    def __init__(self):
+        self.batches = []
+        self.heartbeats = []
+
+    def report_samples(self, ctxt, host, samples):
+        self.batches.append((host, samples))
+
+    def agent_heartbeat(self, ctxt, host, info):
+        self.heartbeats.append((host, info))
+
+
+class Clock:
+    def __init__(self, now=0.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+class SamplerTest(test_base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.flags(host='compute1')
+        self.flags(sample_interval=5.0, group='agent')
+        self.driver = fakes.FakeDriver([
+            base.Disk(A[0], A[1], project_id='p1',
+                      static=caps.full({'total_iops_sec': 1000})),
+            base.Disk(B[0], B[1], volume_id='vol-1', static=caps.full({}))])
+        self.clock = Clock(100.0)
+        self.wall = Clock(1800000000.0)
+        self.mgr = manager.AgentManager(
+            self.conf, self.driver, clock=self.wall,
+            store=test_manager.MemoryStore())
+        self.api = FakeControllerAPI()
+        self.sampler = sampler.Sampler(self.conf, self.driver, self.mgr,
+                                       self.api, clock=self.clock,
+                                       wall_clock=self.wall)
+
+    def set_counters(self, key, **c):
+        self.driver.counters[key] = dict(
+            dict.fromkeys(rates.COUNTER_KEYS, 0), **c)
+
+    def advance(self, dt):
+        self.clock.now += dt
+        self.wall.now += dt
+
+    def by_dev(self, batch):
+        return {d['dev']: d for d in batch['disks']}
+
+    def test_first_pass_is_gap_then_rates(self):
+        self.set_counters(A, wr_reqs=0, wr_bytes=0, wr_times=0)
+        self.set_counters(B)
+        first = self.sampler.run_once()
+        self.assertEqual('first', self.by_dev(first)['vda']['gap'])
+        self.assertIsNone(self.by_dev(first)['vda']['write_iops'])
+        self.advance(5.0)
+        self.set_counters(A, wr_reqs=500, wr_bytes=500 * 4096,
+                          wr_times=500 * 3 * 10 ** 6, fl_reqs=10)
+        second = self.by_dev(self.sampler.run_once())
+        vda = second['vda']
+        self.assertIsNone(vda['gap'])
+        self.assertEqual(100.0, vda['write_iops'])
+        self.assertEqual(409600.0, vda['write_bytes_sec'])
+        self.assertAlmostEqual(3.0, vda['write_latency_ms'])
+        self.assertEqual(2.0, vda['flush_ops'])
+        self.assertEqual(0.0, vda['read_iops'])
+        self.assertEqual({'total_iops_sec': 1000}, vda['static'])
+        self.assertEqual('p1', vda['project_id'])
+        self.assertEqual('vol-1', second['vdb']['volume_id'])
+        self.assertIsNone(vda['cap'])
+
+    def test_one_batch_and_heartbeat_per_pass_all_valid(self):
+        self.set_counters(A)
+        self.set_counters(B)
+        self.sampler.run_once()
+        self.advance(5.0)
+        batch = self.sampler.run_once()
+        self.assertEqual(2, len(self.api.batches))
+        self.assertEqual(2, len(self.api.heartbeats))
+        host, sent = self.api.batches[-1]
+        self.assertEqual('compute1', host)
+        self.assertIs(batch, sent)
+        self.assertEqual(self.wall.now, batch['timestamp'])
+        for disk in batch['disks']:
+            caps.validate_sample(disk)
+        info = self.api.heartbeats[-1][1]
+        self.assertEqual(2, info['disks'])
+        self.assertEqual('FakeDriver', info['driver'])
+
+    def test_cap_in_force_reported(self):
+        self.set_counters(A)
+        self.mgr.periodic()
+        self.mgr.apply_caps({}, [test_manager.cap(
+            total_iops_sec=300, lease=self.wall.now + 60)])
+        vda = self.by_dev(self.sampler.run_once())['vda']
+        self.assertEqual({'total_iops_sec': 300, 'total_iops_sec_max': 300},
+                         vda['cap'])
+        self.assertEqual(self.wall.now + 60, vda['lease_expires_at'])
+        self.assertEqual('d1', vda['decision_id'])
+
+    def test_counter_reset_is_gap_and_marks_dirty(self):
+        self.set_counters(A, rd_reqs=1000)
+        self.sampler.run_once()
+        self.advance(5.0)
+        self.set_counters(A, rd_reqs=3)
+        vda = self.by_dev(self.sampler.run_once())['vda']
+        self.assertEqual('reset', vda['gap'])
+        self.assertIsNone(vda['read_iops'])
+        self.assertIn(A[0], self.mgr._dirty)
+
+    def test_long_hole_is_a_gap(self):
+        self.set_counters(A)
+        self.sampler.run_once()
+        self.advance(15.1)
+        self.set_counters(A, rd_reqs=10)
+        vda = self.by_dev(self.sampler.run_once())['vda']
+        self.assertEqual('too_long', vda['gap'])
+
+    def test_disk_without_listing_is_skipped(self):
+        self.set_counters(A)
+        # Appeared between the listing and the statistics read.
+        self.driver.add(base.Disk('c0ffee00-0000-4000-8000-000000000000',
+                                  'vdc', static=caps.full({})))
+        self.set_counters(('c0ffee00-0000-4000-8000-000000000000', 'vdc'))
+        self.assertEqual(3, len(self.driver.get_all_block_stats()))
+        batch = self.sampler.run_once(disks={A: self.driver.disks[A]})
+        self.assertEqual([A[0]],
+                         [d['instance_uuid'] for d in batch['disks']])

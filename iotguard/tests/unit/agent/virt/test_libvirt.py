@@ -1,0 +1,96 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+import testtools
+
+from iotguard.agent.virt import libvirt as lv
+from iotguard import caps
+
+UUID = '6f1e2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b'
+
+NOVA_XML = """<domain type='kvm'>
+  <name>instance-00000001</name>
+  <uuid>%s</uuid>
+  <metadata>
+    <nova:instance xmlns:nova="http://openstack.org/xmlns/libvirt/nova/1.1">
+      <nova:owner>
+        <nova:user uuid="u-1">alice</nova:user>
+        <nova:project uuid="8a8b8c8d8e8f40418283848586878889">d</nova:project>
+      </nova:owner>
+    </nova:instance>
+  </metadata>
+  <devices>
+    <disk type='file' device='disk'>
+      <source file='/var/lib/nova/instances/x/disk'/>
+      <target dev='vda' bus='virtio'/>
+      <iotune>
+        <total_bytes_sec>10485760</total_bytes_sec>
+        <total_iops_sec>500</total_iops_sec>
+        <total_iops_sec_max>800</total_iops_sec_max>
+        <size_iops_sec>4096</size_iops_sec>
+      </iotune>
+    </disk>
+    <disk type='network' device='disk'>
+      <source protocol='rbd' name='volumes/volume-1'/>
+      <target dev='vdb' bus='virtio'/>
+      <serial>3c2b1a00-1111-4222-8333-444455556666</serial>
+    </disk>
+    <disk type='file' device='cdrom'>
+      <target dev='hda' bus='ide'/>
+    </disk>
+  </devices>
+</domain>""" % UUID
+
+
+class ParseDomainXmlTest(testtools.TestCase):
+
+    def test_nova_domain(self):
+        disks = lv.parse_domain_xml(UUID, NOVA_XML)
+        self.assertEqual({'vda', 'vdb'}, set(disks))
+        vda, vdb = disks['vda'], disks['vdb']
+        self.assertEqual((UUID, 'vda'), vda.key)
+        self.assertEqual('8a8b8c8d8e8f40418283848586878889', vda.project_id)
+        self.assertIsNone(vda.volume_id)
+        self.assertEqual(caps.full({'total_bytes_sec': 10485760,
+                                    'total_iops_sec': 500,
+                                    'total_iops_sec_max': 800}),
+                         vda.static)
+        self.assertEqual('3c2b1a00-1111-4222-8333-444455556666',
+                         vdb.volume_id)
+        self.assertEqual(caps.full({}), vdb.static)
+
+    def test_no_metadata(self):
+        xml = ("<domain><devices><disk device='disk'><target dev='sda'/>"
+               "</disk></devices></domain>")
+        sda = lv.parse_domain_xml(UUID, xml)['sda']
+        self.assertIsNone(sda.project_id)
+
+
+class ParseBulkStatsTest(testtools.TestCase):
+
+    def test_block_records(self):
+        stats = {'block.count': 2,
+                 'block.0.name': 'vda', 'block.0.rd.reqs': 1,
+                 'block.0.rd.bytes': 2, 'block.0.rd.times': 3,
+                 'block.0.wr.reqs': 4, 'block.0.wr.bytes': 5,
+                 'block.0.wr.times': 6, 'block.0.fl.reqs': 7,
+                 'block.0.fl.times': 8, 'block.0.capacity': 9,
+                 'block.1.name': 'vdb', 'block.1.wr.reqs': 11}
+        out = lv.parse_bulk_block_stats(stats)
+        self.assertEqual({'rd_reqs': 1, 'rd_bytes': 2, 'rd_times': 3,
+                          'wr_reqs': 4, 'wr_bytes': 5, 'wr_times': 6,
+                          'fl_reqs': 7}, out['vda'])
+        self.assertEqual({'wr_reqs': 11}, out['vdb'])
+
+    def test_empty_record(self):
+        # What the test:///default driver returns.
+        self.assertEqual({}, lv.parse_bulk_block_stats({}))

@@ -1,0 +1,86 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+from iotguard.agent.virt import simulated
+from iotguard import caps
+from iotguard.tests import base as test_base
+from iotguard.tests.unit.agent import fakes
+
+U1 = fakes.UUID_A
+U2 = fakes.UUID_B
+
+
+def info(uuid, dev, host, volume_id=None):
+    return {'instance_uuid': uuid, 'name': 'vm-' + dev, 'dev': dev,
+            'host': host, 'domain': 'local:' + host, 'project_id': 'p',
+            'volume_id': volume_id, 'tier': 'gold'}
+
+
+class Clock:
+    def __init__(self):
+        self.now = 50.0
+
+    def __call__(self):
+        return self.now
+
+
+class SimulatedDriverTest(test_base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.flags(host='h1')
+        self.world = fakes.FakeWorld({
+            U1 + '/vda': (info(U1, 'vda', 'h1'), {'total_iops_sec': 500}),
+            U1 + '/vdb': (info(U1, 'vdb', 'h1', 'vol-9'), {}),
+            U2 + '/vda': (info(U2, 'vda', 'h2'), {}),
+        })
+
+    def test_shows_only_this_hosts_disks(self):
+        d = simulated.SimulatedDriver(self.conf, world=self.world)
+        d.start()
+        disks = d.list_disks()
+        self.assertEqual({(U1, 'vda'), (U1, 'vdb')}, set(disks))
+        self.assertEqual('vol-9', disks[(U1, 'vdb')].volume_id)
+        self.assertEqual(caps.full({'total_iops_sec': 500}),
+                         disks[(U1, 'vda')].static)
+        self.assertEqual(set(disks), set(d.get_all_block_stats()))
+
+    def test_external_world_is_not_advanced(self):
+        d = simulated.SimulatedDriver(self.conf, world=self.world)
+        d.start()
+        d.get_all_block_stats()
+        self.assertEqual([], self.world.steps)
+
+    def test_own_world_follows_the_clock(self):
+        clock = Clock()
+        d = simulated.SimulatedDriver(self.conf, clock=clock)
+        # As if built from [agent] simulated_scenario.
+        d._world, d._owns_world = self.world, True
+        d.start()
+        clock.now += 5.0
+        stats = d.get_all_block_stats()
+        self.assertEqual([5.0], self.world.steps)
+        self.assertEqual(500, stats[(U1, 'vda')]['wr_reqs'])
+
+    def test_iotune_round_trip(self):
+        d = simulated.SimulatedDriver(self.conf, world=self.world)
+        d.start()
+        d.set_iotune(U1, 'vda', {'total_iops_sec': 200})
+        self.assertEqual(caps.full({'total_iops_sec': 200}),
+                         d.get_iotune(U1, 'vda'))
+        disk_id, params = self.world.set_calls[-1]
+        self.assertEqual(U1 + '/vda', disk_id)
+        self.assertEqual(set(caps.IOTUNE_KEYS), set(params))
+
+    def test_scenario_required_without_world(self):
+        d = simulated.SimulatedDriver(self.conf)
+        self.assertRaises(ValueError, d.start)
