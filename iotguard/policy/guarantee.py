@@ -19,28 +19,35 @@ Every interval, level-based (everything it needs is in the snapshot):
    ceiling and current cap are converted to the same unit at the disk's mean
    I/O size. A 4 KiB stream is charged for its seeks, a 64 KiB one for its
    transfer (the paper's weakness 3).
-2. **Engage** when the domain's load ``U = sum(u)`` passes
-   ``high_watermark``, or when a disk is *starving*: below its floor while
-   its latency (above ``latency_threshold_ms``) says it wants more (weakness
-   5: a disk below its floor with low latency simply is not asking). Once
-   caps are in force the policy stays engaged until ``U`` falls below
-   ``low_watermark`` (hysteresis).
-3. **Estimate demand.** A capped disk running at ``at_cap_ratio`` of its cap
-   or more wants more (unbounded); an uncapped disk whose latency is high
-   wants ``headroom`` more than it gets; a starving disk wants at least its
-   floor; any other disk wants what it does now. No disk wants more than
-   its ceiling.
-4. **Allocate** the capacity by weighted max-min fairness
+2. **Unmet demand** (the paper's weakness 5: demand is not observable
+   from outside) is read from two signals together: the disk's operations
+   are slow (mean latency above ``latency_threshold_ms``) *and* it always
+   has one in flight (by Little's law, ``iops x latency >= busy_depth``
+   operations outstanding). A disk that is slow but idle between its
+   operations (a rate-limited or synchronous client that gets what it
+   asks) does not count. A disk is *starving* when it has unmet demand
+   below its floor.
+3. **Engage** when the domain's load ``U = sum(u)`` passes
+   ``high_watermark`` or a disk is starving. Once caps are in force the
+   policy stays engaged until ``U`` falls below ``low_watermark``
+   (hysteresis).
+4. **Estimate demand.** A capped disk running at ``at_cap_ratio`` of its cap
+   or more wants more (unbounded); an uncapped disk with unmet demand wants
+   ``headroom`` more than it gets, and at least its floor; any other disk
+   wants what it does now. No disk wants more than its ceiling.
+5. **Allocate** the capacity by weighted max-min fairness
    (:func:`iotguard.policy.allocation.fair_shares`): floors first, spare by
    tier weight, nobody above its estimated demand. The capacity is what the
-   domain serves now when a disk is starving (the evidence that the storage
-   is full at this queue depth), otherwise at least ``high_watermark``.
-5. **Cap** only the disks above their allocation (weakness 1: a disk at or
+   domain serves now when some disk has unmet demand (the evidence that the
+   storage is full at this queue depth: an array serves less at a shallower
+   queue, so the profile's saturated figure would over-promise), otherwise
+   at least ``high_watermark``.
+6. **Cap** only the disks above their allocation (weakness 1: a disk at or
    below its fair share is never capped), at their allocation, never below
    their floor, never above their ceiling. Caps are sent as both
    ``total_iops_sec`` and ``total_bytes_sec`` at the disk's mean I/O size,
    which bounds its cost whatever size it switches to.
-6. **Release gradually** (weakness 2): a cap is raised by at most
+7. **Release gradually** (weakness 2): a cap is raised by at most
    ``release_factor`` per interval, and removed once it would reach the
    disk's ceiling or the whole domain. Changes smaller than ``min_change``
    are not sent, so caps do not flap with measurement noise.
@@ -64,6 +71,7 @@ DEFAULTS = {
     'high_watermark': 0.9,
     'low_watermark': 0.7,
     'latency_threshold_ms': 50.0,
+    'busy_depth': 0.8,
     'release_factor': 1.5,
     'headroom': 0.2,
     'at_cap_ratio': 0.9,
@@ -85,6 +93,8 @@ def _check(params: dict[str, float]) -> None:
              % params['high_watermark'])
     if params['latency_threshold_ms'] <= 0:
         fail('latency_threshold_ms', '> 0')
+    if params['busy_depth'] < 0:
+        fail('busy_depth', '>= 0')
     if params['release_factor'] <= 1:
         fail('release_factor', '> 1')
     if params['headroom'] < 0:
@@ -126,6 +136,7 @@ class GuaranteePolicy:
         self.high_watermark = values['high_watermark']
         self.low_watermark = values['low_watermark']
         self.latency_threshold_ms = values['latency_threshold_ms']
+        self.busy_depth = values['busy_depth']
         self.release_factor = values['release_factor']
         self.headroom = values['headroom']
         self.at_cap_ratio = values['at_cap_ratio']
@@ -152,7 +163,12 @@ class GuaranteePolicy:
         total = float(u.sum())
 
         # 2. engagement, with hysteresis while caps are in force
-        slow = fresh & (snap.latency_ms > self.latency_threshold_ms)
+        # Unmet demand: slow operations *and* always one in flight (Little:
+        # outstanding = IOPS x latency); a disk that is idle between its
+        # operations gets what it asks, however slow each one is.
+        outstanding = snap.iops * snap.latency_ms / 1000.0
+        slow = (fresh & (snap.latency_ms > self.latency_threshold_ms)
+                & (outstanding >= self.busy_depth))
         starving = slow & (u < floor)
         any_starving = bool(starving.any())
         engaged = any_starving or total > self.high_watermark * CAPACITY
@@ -172,7 +188,7 @@ class GuaranteePolicy:
         demand = np.minimum(np.where(at_cap, np.inf, demand), ceil)
 
         # 4. fair shares of what the domain can serve
-        capacity = total if any_starving else max(
+        capacity = total if bool(hungry.any()) or any_starving else max(
             total, self.high_watermark * CAPACITY)
         share, level = allocation.fair_shares(capacity, floor, demand,
                                               snap.weight)

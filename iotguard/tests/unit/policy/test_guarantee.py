@@ -218,6 +218,19 @@ class TestGuaranteePolicy(test_base.TestCase):
             fakes.disk('a', ops=60, latency_ms=SLOW),
             fakes.disk('b', ops=5, tier=SILVER, latency_ms=FAST)))
 
+    def test_slow_but_idle_disk_has_no_unmet_demand(self):
+        # b: 5 IOPS at 100 ms is 0.5 operation in flight: a client that is
+        # idle half the time gets what it asks, however slow. Below its
+        # floor, it is not starving; U = 0.825 < 0.9: nothing to do.
+        self.assertEqual({}, self.decide(
+            fakes.disk('a', ops=70, latency_ms=SLOW),
+            fakes.disk('b', ops=5, tier=SILVER, latency_ms=100.0)))
+        # at 190 ms, 0.95 in flight: busy, so starving: a is capped.
+        decisions = self.decide(
+            fakes.disk('a', ops=70, latency_ms=SLOW),
+            fakes.disk('b', ops=5, tier=SILVER, latency_ms=190.0))
+        self.assertEqual(['a'], list(decisions))
+
     def test_spare_shared_by_weight(self):
         heavy = base.Tier('heavy', weight=3)
         # Both slow and uncapped, U = 0.99 > 0.9: demands 0.66 * 1.2 and
@@ -236,6 +249,7 @@ class TestGuaranteePolicy(test_base.TestCase):
         for name, value in (('high_watermark', 0.5),
                             ('low_watermark', 0),
                             ('latency_threshold_ms', 0),
+                            ('busy_depth', -1),
                             ('release_factor', 1.0),
                             ('release_factor', 1.05),
                             ('headroom', -0.1),
