@@ -1,0 +1,85 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Admission control of tier choices, pure: no I/O, no clock.
+
+A domain's committed load is the sum over its disks of the most their
+floors can cost (:func:`iotguard.policy.costmodel.committed_floor_load`),
+in device-seconds per second, so its capacity is 1.0. A tier choice is
+admitted when the committed load after it stays within ``max_ratio``, or
+when it does not raise the committed load (moving down a tier on an
+over-committed domain is always allowed). A domain without a capacity
+profile admits only tiers without floors: a floor it cannot price is a
+promise it cannot check.
+"""
+
+from iotguard import exception
+from iotguard.policy import base
+from iotguard.policy import costmodel
+
+#: Tolerance of the "does not raise the load" comparison.
+EPSILON = 1e-12
+
+
+def profile_of(domain):
+    """The domain's Profile, or None when it has not been calibrated."""
+    if domain.get('iops_4k') and domain.get('bytes_sec'):
+        return base.Profile(iops_4k=domain['iops_4k'],
+                            bytes_sec=domain['bytes_sec'])
+    return None
+
+
+def committed(tiers, profile):
+    """Committed load of disks with these tiers (dicts with the floors)."""
+    return sum(costmodel.committed_floor_load(t['min_iops'],
+                                              t['min_bytes_sec'], profile)
+               for t in tiers)
+
+
+def _has_floor(tiers):
+    return any(t['min_iops'] > 0 or t['min_bytes_sec'] > 0 for t in tiers)
+
+
+def check(tier, domain, others, before, after, max_ratio):
+    """Admit or refuse moving some disks of ``domain`` to ``tier``.
+
+    ``others`` are the tiers of the domain's other disks, ``before`` and
+    ``after`` those of the disks that change. Returns the numbers behind
+    the verdict; raises :class:`iotguard.exception.AdmissionRejected` with
+    the same numbers when refused.
+    """
+    numbers = {'domain': domain['name'], 'tier': tier,
+               'iops_4k': domain.get('iops_4k'),
+               'bytes_sec': domain.get('bytes_sec'),
+               'capacity': 1.0, 'max_commit_ratio': max_ratio,
+               'committed_before': None, 'committed_after': None}
+    profile = profile_of(domain)
+    if profile is None:
+        if not _has_floor(after):
+            return numbers
+        raise exception.AdmissionRejected(
+            'Tier %s refused on domain %s: the domain has no capacity '
+            'profile (iops_4k, bytes_sec) yet, so its floors cannot be '
+            'checked; an operator must calibrate it first.'
+            % (tier, domain['name']),
+            tier=tier, domain=domain['name'], numbers=numbers)
+    rest = committed(others, profile)
+    numbers['committed_before'] = rest + committed(before, profile)
+    numbers['committed_after'] = rest + committed(after, profile)
+    if (numbers['committed_after'] > max_ratio
+            and numbers['committed_after']
+            > numbers['committed_before'] + EPSILON):
+        raise exception.AdmissionRejected(
+            tier=tier, domain=domain['name'],
+            committed=numbers['committed_after'], max_ratio=max_ratio,
+            numbers=numbers)
+    return numbers

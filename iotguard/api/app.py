@@ -1,0 +1,91 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The iotguard-api WSGI application, middleware assembled in code.
+
+Outermost first: proxy headers, request id, then ``/`` (version document)
+and ``/healthcheck`` without authentication, everything else through
+keystonemiddleware's auth_token (or noauth) into the router.
+"""
+
+from keystonemiddleware import auth_token
+from oslo_middleware import healthcheck
+from oslo_middleware import http_proxy_to_wsgi
+from oslo_middleware import request_id
+import webob.dec
+
+from iotguard.api.handlers import common
+from iotguard.api.handlers import root
+from iotguard.api import nova
+from iotguard.api import rbac
+from iotguard.api import router
+from iotguard.api import util
+from iotguard.db import api as db_api
+from iotguard import service
+
+
+class NoAuth:
+    """Trust X-User-Id, X-Project-Id and X-Roles: tests, all-in-one."""
+
+    def __init__(self, application):
+        self.application = application
+
+    @webob.dec.wsgify
+    def __call__(self, req):
+        if not req.headers.get('X-Project-Id') or not req.headers.get(
+                'X-User-Id'):
+            return util.error_response(
+                401, 'noauth needs the X-User-Id and X-Project-Id headers.',
+                req.environ.get('openstack.request_id'))
+        req.environ['HTTP_X_IDENTITY_STATUS'] = 'Confirmed'
+        return req.get_response(self.application)
+
+
+class Dispatcher:
+    """``/`` and ``/healthcheck`` bypass auth; the rest goes to ``api``."""
+
+    def __init__(self, api, health):
+        self.api, self.health = api, health
+
+    @webob.dec.wsgify
+    def __call__(self, req):
+        if req.path_info in ('', '/'):
+            if req.method != 'GET':
+                return util.error_response(405, 'Only GET is allowed here.')
+            return root.list_versions(req)
+        if req.path_info == '/healthcheck':
+            return req.get_response(self.health)
+        return req.get_response(self.api)
+
+
+def deploy(conf, db=None, set_nova_tier=None):
+    """Build the application for ``conf`` (no I/O until a request)."""
+    state = common.State(
+        conf=conf, db=db if db is not None else db_api.Connection(conf),
+        enforcer=rbac.make_enforcer(conf),
+        set_nova_tier=(set_nova_tier if set_nova_tier is not None
+                       else nova.tier_setter(conf)))
+    api = router.Router(state)
+    if conf.api.auth_strategy == 'keystone':
+        api = auth_token.AuthProtocol(api, {'oslo_config_config': conf})
+    else:
+        api = NoAuth(api)
+    health = healthcheck.Healthcheck(None, {'oslo_config_config': conf})
+    app = Dispatcher(api, health)
+    app = request_id.RequestId(app)
+    return http_proxy_to_wsgi.HTTPProxyToWSGI(
+        app, {'oslo_config_config': conf})
+
+
+def init_application(argv=None, config_files=None):
+    """What iotguard.wsgi.api exposes: the app for /etc/iotguard."""
+    return deploy(service.prepare_service(argv, config_files))

@@ -1,0 +1,54 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""What every handler needs: its state, the caller and authorisation."""
+
+import dataclasses
+import typing
+
+from iotguard.api import rbac
+
+
+@dataclasses.dataclass
+class State:
+    """The application's collaborators, handed to every handler."""
+
+    conf: typing.Any
+    db: typing.Any
+    enforcer: typing.Any
+    #: ``set_nova_tier(context, instance_uuid, tier) -> str`` (outcome).
+    set_nova_tier: typing.Callable
+
+
+def state(req):
+    return req.environ['iotguard.state']
+
+
+def context(req):
+    return req.environ['iotguard.context']
+
+
+def authorize(req, rule, project_id=None):
+    """Raise Forbidden unless the caller may ``rule`` on ``project_id``.
+
+    ``project_id`` defaults to the caller's own project.
+    """
+    ctx = context(req)
+    rbac.authorize(state(req).enforcer, ctx, rule,
+                   {'project_id': project_id or ctx.project_id})
+
+
+def allowed(req, rule):
+    """Whether the caller passes ``rule`` (for the :all_projects rules)."""
+    ctx = context(req)
+    return rbac.authorize(state(req).enforcer, ctx, rule,
+                          {'project_id': ctx.project_id}, do_raise=False)

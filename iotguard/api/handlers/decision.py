@@ -1,0 +1,60 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""/v1/decisions: the audit trail, newest first, paginated."""
+
+import datetime
+import urllib.parse
+
+from iotguard.api.handlers import common
+from iotguard.api.schemas import decision as schema
+from iotguard.api import util
+from iotguard import exception
+
+DEFAULT_LIMIT = 100
+
+
+def _since(text):
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise exception.Invalid(reason='since: %s' % exc)
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(datetime.timezone.utc).replace(
+            tzinfo=None)
+    return moment
+
+
+def list_decisions(req):
+    common.authorize(req, 'iotguard:decision:list')
+    st = common.state(req)
+    query = util.read_query(req, schema.LIST_QUERY)
+    limit = min(int(query.get('limit', DEFAULT_LIMIT)),
+                st.conf.api.max_limit)
+    if limit < 1:
+        raise exception.Invalid(reason='limit must be at least 1')
+    project_id = None
+    if not common.allowed(req, 'iotguard:decision:all_projects'):
+        project_id = common.context(req).project_id
+    decisions = st.db.decision_list(
+        limit, marker=int(query['marker']) if 'marker' in query else None,
+        instance_uuid=(query['instance'].lower()
+                       if 'instance' in query else None),
+        domain=query.get('domain'),
+        since=_since(query['since']) if 'since' in query else None,
+        project_id=project_id)
+    body = {'decisions': decisions}
+    if len(decisions) == limit:
+        following = dict(query, marker=str(decisions[-1]['id']))
+        body['links'] = [{'rel': 'next', 'href': '%s?%s' % (
+            req.path_url, urllib.parse.urlencode(sorted(following.items())))}]
+    return util.json_response(body)

@@ -1,0 +1,64 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""How the API shows one disk (instance and domain views share it)."""
+
+from iotguard.policy import costmodel
+
+_RATES = ('read_iops', 'write_iops', 'read_bytes_sec', 'write_bytes_sec',
+          'latency_ms')
+
+
+def view(disk):
+    tier = disk['tier']
+    rates = None
+    if disk['sampled_at'] is not None:
+        rates = {k: disk[k] for k in _RATES}
+        rates['sampled_at'] = disk['sampled_at']
+    cap = disk['cap']
+    if cap is not None:
+        cap = {'limits': cap['limits'],
+               'lease_expires_at': cap['lease_expires_at'],
+               'decision_id': cap['decision_id'], 'reason': cap['reason']}
+    return {
+        'instance_uuid': disk['instance_uuid'], 'dev': disk['dev'],
+        'host': disk['host'], 'domain': disk['domain'],
+        'volume_id': disk['volume_id'], 'project_id': disk['project_id'],
+        'tier': tier['name'] if tier else None,
+        'tier_source': disk['tier_source'],
+        'floor': {'min_iops': tier['min_iops'] if tier else 0.0,
+                  'min_bytes_sec': tier['min_bytes_sec'] if tier else 0.0},
+        'ceiling': {'max_iops': tier['max_iops'] if tier else 0.0,
+                    'max_bytes_sec': (tier['max_bytes_sec']
+                                      if tier else 0.0)},
+        'rates': rates,
+        'cap': cap,
+    }
+
+
+def load(disks, profile):
+    """Device-seconds per second the disks used at their latest rates."""
+    total = 0.0
+    for disk in disks:
+        if disk['sampled_at'] is None:
+            continue
+        iops = (disk['read_iops'] or 0.0) + (disk['write_iops'] or 0.0)
+        bytes_sec = ((disk['read_bytes_sec'] or 0.0)
+                     + (disk['write_bytes_sec'] or 0.0))
+        total += float(costmodel.load(iops, bytes_sec, profile))
+    return total
+
+
+def profile_view(profile):
+    if profile is None:
+        return None
+    return {'iops_4k': profile.iops_4k, 'bytes_sec': profile.bytes_sec}

@@ -1,0 +1,107 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""/v1/domains: the admin sees everything, a project only its disks."""
+
+from iotguard import admission
+from iotguard.api.handlers import common
+from iotguard.api.handlers import disk
+from iotguard.api.schemas import common as common_schema
+from iotguard.api.schemas import domain as schema
+from iotguard.api import util
+from iotguard import exception
+from iotguard import policy
+
+EMPTY_QUERY = {'type': 'object', 'properties': {},
+               'additionalProperties': False}
+
+
+def _name(name):
+    util.validate(name, common_schema.DOMAIN_NAME, 'domain name')
+    return name
+
+
+def _full_view(domain, disks, default_policy):
+    profile = admission.profile_of(domain)
+    tiers = [d['tier'] for d in disks if d['tier']]
+    return {
+        'name': domain['name'], 'kind': domain['kind'],
+        'policy': domain['policy'] or default_policy,
+        'params': domain['params'],
+        'profile': disk.profile_view(profile),
+        'capacity': 1.0,
+        'committed': (admission.committed(tiers, profile)
+                      if profile else None),
+        'utilisation': disk.load(disks, profile) if profile else None,
+        'disks': [disk.view(d) for d in disks],
+        'created_at': domain['created_at'],
+        'updated_at': domain['updated_at'],
+    }
+
+
+def list_domains(req):
+    common.authorize(req, 'iotguard:domain:list')
+    util.read_query(req, EMPTY_QUERY)
+    st = common.state(req)
+    domains = st.db.domain_list()
+    if common.allowed(req, 'iotguard:domain:all_projects'):
+        default = st.conf.controller.default_policy
+        return util.json_response({'domains': [{
+            'name': d['name'], 'kind': d['kind'],
+            'policy': d['policy'] or default,
+            'profile': disk.profile_view(admission.profile_of(d))}
+            for d in domains]})
+    mine = {d['domain'] for d in st.db.disk_list(
+        project_id=common.context(req).project_id)}
+    return util.json_response({'domains': [
+        {'name': d['name'], 'kind': d['kind']} for d in domains
+        if d['name'] in mine]})
+
+
+def show_domain(req, name):
+    common.authorize(req, 'iotguard:domain:show')
+    st = common.state(req)
+    name = _name(name)
+    if common.allowed(req, 'iotguard:domain:all_projects'):
+        domain = st.db.domain_get(name)
+        return util.json_response({'domain': _full_view(
+            domain, st.db.disk_list(domain=name),
+            st.conf.controller.default_policy)})
+    try:
+        disks = st.db.disk_list(domain=name,
+                                project_id=common.context(req).project_id)
+    except exception.NotFound:
+        disks = []
+    if not disks:
+        raise exception.NotFound(what='domain %s' % name)
+    return util.json_response({'domain': {
+        'name': name, 'disks': [disk.view(d) for d in disks]}})
+
+
+def update_domain(req, name):
+    common.authorize(req, 'iotguard:domain:update')
+    st = common.state(req)
+    name = _name(name)
+    current = st.db.domain_get(name)
+    body = util.read_json(req, schema.UPDATE,
+                          st.conf.api.max_request_body_bytes)
+    if 'policy' in body or 'params' in body:
+        name_ = (body.get('policy') or current['policy']
+                 or st.conf.controller.default_policy)
+        try:
+            policy.load(name_, **body.get('params', current['params']))
+        except (TypeError, ValueError) as exc:
+            raise exception.Invalid(reason='policy %s: %s' % (name_, exc))
+    domain = st.db.domain_update(name, body)
+    return util.json_response({'domain': _full_view(
+        domain, st.db.disk_list(domain=name),
+        st.conf.controller.default_policy)})

@@ -1,0 +1,66 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""/v1/instances/{uuid}: a project's disks, and its tier choice."""
+
+import functools
+
+from oslo_log import log
+
+from iotguard import admission
+from iotguard.api.handlers import common
+from iotguard.api.handlers import disk
+from iotguard.api.schemas import instance as schema
+from iotguard.api import util
+from iotguard import exception
+
+LOG = log.getLogger(__name__)
+
+
+def _owner_filter(req):
+    """None for a caller who sees every project, else its own project."""
+    if common.allowed(req, 'iotguard:instance:all_projects'):
+        return None
+    return common.context(req).project_id
+
+
+def show_instance(req, uuid):
+    uuid = util.check_uuid(uuid)
+    disks = common.state(req).db.disk_list(instance_uuid=uuid,
+                                           project_id=_owner_filter(req))
+    if not disks:
+        raise exception.NotFound(what='instance %s' % uuid)
+    common.authorize(req, 'iotguard:instance:show', disks[0]['project_id'])
+    return util.json_response({'instance': {
+        'uuid': uuid, 'project_id': disks[0]['project_id'],
+        'disks': [disk.view(d) for d in disks]}})
+
+
+def set_instance_tier(req, uuid):
+    uuid = util.check_uuid(uuid)
+    common.authorize(req, 'iotguard:instance:tier:update')
+    st = common.state(req)
+    body = util.read_json(req, schema.SET_TIER,
+                          st.conf.api.max_request_body_bytes)
+    admit = functools.partial(
+        admission.check, max_ratio=st.conf.admission.max_commit_ratio)
+    result = st.db.instance_tier_set(uuid, body['tier'], admit,
+                                     project_id=_owner_filter(req))
+    nova = st.set_nova_tier(common.context(req), uuid, body['tier'])
+    LOG.info('Instance %(uuid)s of project %(project)s now has tier '
+             '%(tier)s (Nova metadata: %(nova)s)',
+             {'uuid': uuid, 'project': result['project_id'],
+              'tier': body['tier'], 'nova': nova})
+    return util.json_response({'instance': {
+        'uuid': uuid, 'project_id': result['project_id'],
+        'tier': body['tier'], 'admission': result['admission'],
+        'nova_metadata': nova}})

@@ -1,0 +1,111 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""/v1/tiers: read by every project, changed by the admin."""
+
+from iotguard.api.handlers import common
+from iotguard.api.schemas import common as common_schema
+from iotguard.api.schemas import tier as schema
+from iotguard.api import util
+from iotguard import exception
+from iotguard.policy import base
+
+FIELDS = ('name', 'description', 'min_iops', 'min_bytes_sec', 'max_iops',
+          'max_bytes_sec', 'weight', 'is_public')
+DEFAULTS = {'description': '', 'min_iops': 0.0, 'min_bytes_sec': 0.0,
+            'max_iops': 0.0, 'max_bytes_sec': 0.0, 'weight': 1.0,
+            'is_public': True}
+
+
+def view(tier, show_projects):
+    result = {f: tier[f] for f in FIELDS}
+    result['created_at'] = tier['created_at']
+    result['updated_at'] = tier['updated_at']
+    if show_projects:
+        result['projects'] = tier['projects']
+    return result
+
+
+def _check(values):
+    """The numbers must make a Tier (floors below ceilings ...)."""
+    try:
+        base.Tier(**{f: values[f] for f in FIELDS if f not in (
+            'description', 'is_public')})
+    except ValueError as exc:
+        raise exception.Invalid(reason=str(exc))
+    values.update({f: float(values[f]) for f in FIELDS
+                   if f.startswith(('min_', 'max_')) or f == 'weight'})
+
+
+def _name(name):
+    util.validate(name, common_schema.NAME, 'tier name')
+    return name
+
+
+def _visible_to(req):
+    """None (every tier) for the admin, else the caller's project."""
+    if common.allowed(req, 'iotguard:tier:all_projects'):
+        return None
+    return common.context(req).project_id
+
+
+def list_tiers(req):
+    common.authorize(req, 'iotguard:tier:list')
+    util.read_query(req, schema.LIST_QUERY)
+    project_id = _visible_to(req)
+    tiers = common.state(req).db.tier_list(project_id)
+    return util.json_response(
+        {'tiers': [view(t, project_id is None) for t in tiers]})
+
+
+def show_tier(req, name):
+    common.authorize(req, 'iotguard:tier:show')
+    project_id = _visible_to(req)
+    tier = common.state(req).db.tier_get(_name(name), project_id)
+    return util.json_response({'tier': view(tier, project_id is None)})
+
+
+def create_tier(req):
+    common.authorize(req, 'iotguard:tier:create')
+    st = common.state(req)
+    body = util.read_json(req, schema.CREATE,
+                          st.conf.api.max_request_body_bytes)
+    projects = body.pop('projects', [])
+    values = dict(DEFAULTS, **body)
+    _check(values)
+    tier = st.db.tier_create(values, projects)
+    response = util.json_response(
+        {'tier': view(st.db.tier_get(tier['name']), True)}, status=201)
+    response.location = '%s/v1/tiers/%s' % (req.application_url,
+                                            tier['name'])
+    return response
+
+
+def update_tier(req, name):
+    common.authorize(req, 'iotguard:tier:update')
+    st = common.state(req)
+    current = st.db.tier_get(_name(name))
+    body = util.read_json(req, schema.UPDATE,
+                          st.conf.api.max_request_body_bytes)
+    projects = body.pop('projects', None)
+    values = {f: current[f] for f in FIELDS}
+    values.update(body)
+    _check(values)
+    values.pop('name')
+    tier = st.db.tier_update(name, values, projects)
+    return util.json_response({'tier': view(tier, True)})
+
+
+def delete_tier(req, name):
+    common.authorize(req, 'iotguard:tier:delete')
+    common.state(req).db.tier_delete(_name(name))
+    return util.json_response(None, status=204)

@@ -1,0 +1,91 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""URL -> handler, in one table, and the dispatcher with the fault wrap."""
+
+import re
+
+from oslo_log import log
+import webob.dec
+
+from iotguard.api.handlers import decision
+from iotguard.api.handlers import domain
+from iotguard.api.handlers import instance
+from iotguard.api.handlers import root
+from iotguard.api.handlers import tier
+from iotguard.api import util
+from iotguard import context as iotguard_context
+from iotguard import exception
+
+LOG = log.getLogger(__name__)
+
+ROUTES = {
+    '/v1': {'GET': root.show_version},
+    '/v1/tiers': {'GET': tier.list_tiers, 'POST': tier.create_tier},
+    '/v1/tiers/{name}': {'GET': tier.show_tier, 'PATCH': tier.update_tier,
+                         'DELETE': tier.delete_tier},
+    '/v1/instances/{uuid}': {'GET': instance.show_instance},
+    '/v1/instances/{uuid}/tier': {'PUT': instance.set_instance_tier},
+    '/v1/domains': {'GET': domain.list_domains},
+    '/v1/domains/{name}': {'GET': domain.show_domain,
+                           'PATCH': domain.update_domain},
+    '/v1/decisions': {'GET': decision.list_decisions},
+}
+
+
+def _compile(template):
+    pattern = re.sub(r'\{(\w+)\}', r'(?P<\1>[^/]+)', template)
+    return re.compile('^%s/?$' % pattern)
+
+
+_TABLE = [(_compile(t), methods) for t, methods in ROUTES.items()]
+
+
+class Router:
+    """The /v1 application: context, dispatch, errors as JSON."""
+
+    def __init__(self, state):
+        self.state = state
+
+    @webob.dec.wsgify
+    def __call__(self, req):
+        request_id = req.environ.get('openstack.request_id')
+        try:
+            return self._dispatch(req)
+        except exception.IotguardException as exc:
+            if exc.code >= 500:
+                LOG.error('Request %s failed: %s', request_id, exc.message)
+            extra = {}
+            if 'numbers' in exc.kwargs:
+                extra['numbers'] = exc.kwargs['numbers']
+            return util.error_response(exc.code, exc.message, request_id,
+                                       **extra)
+        except Exception:
+            LOG.exception('Unexpected error in request %s', request_id)
+            return util.error_response(
+                500, 'Internal error; the operator will find request %s in '
+                     'the log.' % request_id, request_id)
+
+    def _dispatch(self, req):
+        for regex, methods in _TABLE:
+            match = regex.match(req.path_info)
+            if match is None:
+                continue
+            handler = methods.get(req.method)
+            if handler is None:
+                raise util.MethodNotAllowed(method=req.method[:16],
+                                            allowed=', '.join(methods))
+            req.environ['iotguard.state'] = self.state
+            req.environ['iotguard.context'] = (
+                iotguard_context.from_environ(req.environ))
+            return handler(req, **match.groupdict())
+        raise exception.NotFound(what=req.path_info[:200])

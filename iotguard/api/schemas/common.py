@@ -1,0 +1,30 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Schema pieces shared by the API's request schemas."""
+
+#: A name: letters, digits, dot, dash, underscore, colon and @ # / for
+#: domain names such as ``host@backend#pool``.
+NAME = {'type': 'string', 'minLength': 1, 'maxLength': 64,
+        'pattern': r'^[A-Za-z0-9._-]+$'}
+DOMAIN_NAME = {'type': 'string', 'minLength': 1, 'maxLength': 255,
+               'pattern': r'^[A-Za-z0-9._:@#/-]+$'}
+PROJECT_ID = {'type': 'string', 'minLength': 1, 'maxLength': 64,
+              'pattern': r'^[A-Za-z0-9._-]+$'}
+#: A rate (IOPS, bytes/s), 0 = no limit; up to 10^15.
+RATE = {'type': 'number', 'minimum': 0, 'maximum': 1e15}
+POSITIVE = {'type': 'number', 'exclusiveMinimum': 0, 'maximum': 1e15}
+UUID = {'type': 'string',
+        'pattern': r'^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-'
+                   r'[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'}
+#: Query parameters arrive as strings.
+QUERY_INT = {'type': 'string', 'pattern': r'^[0-9]{1,9}$'}

@@ -1,0 +1,31 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Request bodies of /v1/domains."""
+
+from iotguard.api.schemas import common
+
+_PARAM = {'type': ['number', 'string', 'boolean'], 'maxLength': 255}
+
+UPDATE = {
+    'type': 'object',
+    'properties': {
+        'iops_4k': common.POSITIVE,
+        'bytes_sec': common.POSITIVE,
+        'policy': common.NAME,
+        'params': {'type': 'object', 'maxProperties': 64,
+                   'propertyNames': common.NAME,
+                   'additionalProperties': _PARAM},
+    },
+    'minProperties': 1,
+    'additionalProperties': False,
+}

@@ -1,0 +1,128 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""JSON in and out, validation and the error format of the API.
+
+Errors are ``{"error": {"code": 409, "title": "Conflict", "message":
+"..."}}``, with ``numbers`` added to admission refusals.
+"""
+
+import datetime
+import json
+import re
+
+import jsonschema
+import webob
+
+from iotguard import exception
+
+UUID_RE = re.compile(r'^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-'
+                     r'[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$')
+JSON = 'application/json'
+
+
+class RequestTooLarge(exception.IotguardException):
+    msg_fmt = 'Request body larger than %(limit)d bytes.'
+    code = 413
+
+
+class UnsupportedMediaType(exception.IotguardException):
+    msg_fmt = 'Content type %(content_type)s is not supported: use ' + JSON
+    code = 415
+
+
+class NotAuthenticated(exception.IotguardException):
+    msg_fmt = 'Authentication required: %(reason)s'
+    code = 401
+
+
+class MethodNotAllowed(exception.IotguardException):
+    msg_fmt = 'Method %(method)s not allowed here; allowed: %(allowed)s.'
+    code = 405
+
+
+def _default(value):
+    if isinstance(value, datetime.datetime):
+        return value.isoformat() + 'Z'
+    raise TypeError('%r is not JSON serialisable' % type(value))
+
+
+def json_response(body, status=200):
+    """A JSON response (``body=None``: no content)."""
+    response = webob.Response(status=status)
+    if body is not None:
+        response.content_type = JSON
+        response.charset = 'utf-8'
+        response.body = json.dumps(body, default=_default,
+                                   allow_nan=False).encode('utf-8')
+    else:
+        response.content_type = None
+    return response
+
+
+def error_response(code, message, request_id=None, **extra):
+    title = webob.exc.status_map[code].title
+    error = {'code': code, 'title': title, 'message': message}
+    if request_id:
+        error['request_id'] = request_id
+    error.update(extra)
+    return json_response({'error': error}, status=code)
+
+
+def _reject(reason):
+    raise exception.Invalid(reason=reason)
+
+
+def read_json(req, schema, max_bytes):
+    """The request body, parsed and checked against ``schema``."""
+    if req.content_length is not None and req.content_length > max_bytes:
+        raise RequestTooLarge(limit=max_bytes)
+    raw = req.body_file.read(max_bytes + 1)
+    if len(raw) > max_bytes:
+        raise RequestTooLarge(limit=max_bytes)
+    if req.content_type != JSON:
+        raise UnsupportedMediaType(
+            content_type=req.content_type or 'none')
+    try:
+        body = json.loads(raw.decode('utf-8'), parse_constant=_reject)
+    except (UnicodeDecodeError, ValueError) as exc:
+        _reject('the body is not valid JSON: %s' % exc)
+    validate(body, schema, 'body')
+    return body
+
+
+def validate(value, schema, what):
+    """Check ``value`` against a JSON schema; Invalid (400) if it fails."""
+    validator = jsonschema.Draft202012Validator(
+        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    if error is not None:
+        where = '/'.join(str(p) for p in error.absolute_path)
+        _reject('%s%s: %s' % (what, '/' + where if where else '',
+                              error.message[:300]))
+
+
+def read_query(req, schema):
+    """The query string as a dict of strings, checked against ``schema``."""
+    query = {}
+    for key, value in req.GET.items():
+        if key in query:
+            _reject('query parameter %s given more than once' % key[:64])
+        query[key] = value
+    validate(query, schema, 'query')
+    return query
+
+
+def check_uuid(value, what='instance'):
+    if not UUID_RE.match(value):
+        _reject('%s %r is not a UUID' % (what, value[:64]))
+    return value.lower()

@@ -1,0 +1,80 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The real WSGI application over a real database, called in process."""
+
+import json
+
+import webob
+
+from iotguard.api import app
+from iotguard.tests import base
+from iotguard.tests.fixtures import database
+
+ADMIN = {'project': 'admin-proj', 'roles': 'admin,member,reader'}
+MEMBER_A = {'project': 'proj-a', 'roles': 'member,reader'}
+READER_A = {'project': 'proj-a', 'roles': 'reader'}
+NOROLE_A = {'project': 'proj-a', 'roles': ''}
+MEMBER_B = {'project': 'proj-b', 'roles': 'member,reader'}
+
+
+class APITestCase(base.TestCase):
+    """``self.call(...)`` talks to iotguard.api.app.deploy() on ``backend``.
+
+    Auth is noauth; Nova is a recorder (``self.nova_calls``).
+    """
+
+    backend = 'sqlite'
+
+    def setUp(self):
+        super().setUp()
+        why = database.unavailable(self.backend)
+        if why:
+            self.skipTest(why)
+        self.flags(group='api', auth_strategy='noauth',
+                   nova_metadata_sync=False)
+        self.db = self.useFixture(database.Database(self.backend,
+                                                    self.conf)).db
+        self.nova_calls = []
+        self.app = app.deploy(self.conf, db=self.db,
+                              set_nova_tier=self._nova)
+
+    def _nova(self, context, instance_uuid, tier):
+        self.nova_calls.append((context.project_id, instance_uuid, tier))
+        return 'synced'
+
+    def call(self, method, path, body=None, who=None, raw=None,
+             content_type='application/json', headers=None):
+        """One request; ``who`` is a dict of project and roles."""
+        req = webob.Request.blank(path, method=method)
+        if who is not None:
+            req.headers['X-User-Id'] = 'user-%s' % who['project']
+            req.headers['X-Project-Id'] = who['project']
+            req.headers['X-Roles'] = who['roles']
+        if body is not None:
+            raw = json.dumps(body).encode()
+        if raw is not None:
+            req.body = raw
+            req.content_type = content_type
+        req.headers.update(headers or {})
+        return req.get_response(self.app)
+
+    def assertError(self, response, code, message_part=None):
+        """A JSON error of the OpenStack format with ``code``."""
+        self.assertEqual(code, response.status_code, response.text)
+        error = response.json['error']
+        self.assertEqual(code, error['code'])
+        self.assertTrue(error['title'])
+        self.assertTrue(error['message'])
+        if message_part:
+            self.assertIn(message_part, error['message'])
+        return error

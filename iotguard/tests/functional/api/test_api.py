@@ -1,0 +1,475 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Every call and every error code of /v1, over a real database."""
+
+import datetime
+
+from iotguard.tests.functional.api import base
+
+A1 = 'aaaaaaaa-0000-4000-8000-000000000001'
+A2 = 'aaaaaaaa-0000-4000-8000-000000000002'
+A3 = 'aaaaaaaa-0000-4000-8000-000000000003'
+B1 = 'bbbbbbbb-0000-4000-8000-000000000001'
+VOL = 'cccccccc-0000-4000-8000-000000000001'
+T0 = datetime.datetime(2026, 11, 22, 3, 0, 0)
+
+ADMIN, MEMBER_A, READER_A = base.ADMIN, base.MEMBER_A, base.READER_A
+NOROLE_A, MEMBER_B = base.NOROLE_A, base.MEMBER_B
+
+
+def _tier(name, **kw):
+    values = {'name': name, 'description': '', 'min_iops': 0.0,
+              'min_bytes_sec': 0.0, 'max_iops': 0.0, 'max_bytes_sec': 0.0,
+              'weight': 1.0, 'is_public': True}
+    values.update(kw)
+    return values
+
+
+class APITests:
+
+    def setUp(self):
+        super().setUp()
+        db = self.db
+        db.tier_create(_tier('bronze', min_iops=100.0))
+        db.tier_create(_tier('gold', min_iops=2000.0, max_iops=5000.0,
+                             weight=4.0))
+        db.tier_create(_tier('private-b', is_public=False, min_iops=10.0),
+                       projects=['proj-b'])
+        db.domain_create('local:cn1', 'local', iops_4k=10000.0,
+                         bytes_sec=400e6)
+        db.domain_create('ceph:new', 'ceph')
+        for uuid, dev, domain, project in (
+                (A1, 'vda', 'local:cn1', 'proj-a'),
+                (A1, 'vdb', 'local:cn1', 'proj-a'),
+                (A3, 'vda', 'local:cn1', 'proj-a'),
+                (A3, 'vdb', 'local:cn1', 'proj-a'),
+                (B1, 'vda', 'local:cn1', 'proj-b'),
+                (A2, 'vda', 'ceph:new', 'proj-a')):
+            db.disk_upsert(uuid, dev, 'cn1', domain, project,
+                           volume_id=VOL if dev == 'vdb' and uuid == A1
+                           else None)
+        db.instance_tier_set(B1, 'gold', lambda *a: {})
+        db.disk_update_rates(A1, 'vda', T0, read_iops=300.0,
+                             write_iops=100.0, read_bytes_sec=4e6,
+                             write_bytes_sec=1e6, latency_ms=2.5)
+        self.decisions = []
+        for i in range(7):
+            uuid, project = (A1, 'proj-a') if i < 5 else (B1, 'proj-b')
+            self.decisions.append(db.decision_create(
+                'local:cn1', 'guarantee', uuid, 'vda', project, 'cap', {},
+                {'total_iops_sec': 100 + i}, 'reason %d' % i, {'u': 0.5},
+                created_at=T0 + datetime.timedelta(seconds=i)))
+        db.cap_set(A1, 'vda', {'total_iops_sec': 104},
+                   T0 + datetime.timedelta(seconds=30), self.decisions[4])
+
+    # -- root, auth, routing -------------------------------------------------
+
+    def test_version_document_needs_no_auth(self):
+        response = self.call('GET', '/')
+        self.assertEqual(200, response.status_code)
+        version = response.json['versions'][0]
+        self.assertEqual(('v1', 'CURRENT'),
+                         (version['id'], version['status']))
+        self.assertEqual('http://localhost/v1', version['links'][0]['href'])
+        self.assertTrue(response.headers['x-openstack-request-id'])
+        self.assertError(self.call('POST', '/'), 405)
+
+    def test_v1_version(self):
+        response = self.call('GET', '/v1', who=READER_A)
+        self.assertEqual('v1', response.json['version']['id'])
+
+    def test_healthcheck(self):
+        response = self.call('GET', '/healthcheck')
+        self.assertEqual(200, response.status_code)
+
+    def test_no_identity_is_401(self):
+        error = self.assertError(self.call('GET', '/v1/tiers'), 401)
+        self.assertIn('X-Project-Id', error['message'])
+
+    def test_unknown_path_and_method(self):
+        self.assertError(self.call('GET', '/v1/nope', who=ADMIN), 404)
+        response = self.call('POST', '/v1/decisions', who=ADMIN, body={})
+        self.assertError(response, 405, 'GET')
+
+    # -- tiers ----------------------------------------------------------------
+
+    def test_tier_list_is_per_project(self):
+        names = [t['name'] for t in self.call(
+            'GET', '/v1/tiers', who=READER_A).json['tiers']]
+        self.assertEqual(['bronze', 'gold'], names)
+        tiers = self.call('GET', '/v1/tiers', who=MEMBER_B).json['tiers']
+        self.assertEqual(['bronze', 'gold', 'private-b'],
+                         [t['name'] for t in tiers])
+        self.assertNotIn('projects', tiers[2])
+        tiers = self.call('GET', '/v1/tiers', who=ADMIN).json['tiers']
+        self.assertEqual(['proj-b'], tiers[2]['projects'])
+        self.assertError(self.call('GET', '/v1/tiers', who=NOROLE_A), 403)
+        self.assertError(self.call('GET', '/v1/tiers?x=1', who=READER_A),
+                         400, 'x')
+
+    def test_tier_show(self):
+        tier = self.call('GET', '/v1/tiers/gold', who=READER_A).json['tier']
+        self.assertEqual((2000.0, 5000.0, 4.0), (
+            tier['min_iops'], tier['max_iops'], tier['weight']))
+        self.assertError(self.call('GET', '/v1/tiers/private-b',
+                                   who=READER_A), 404)
+        self.assertEqual(200, self.call('GET', '/v1/tiers/private-b',
+                                        who=MEMBER_B).status_code)
+        self.assertError(self.call('GET', '/v1/tiers/nope', who=ADMIN), 404)
+        self.assertError(self.call('GET', '/v1/tiers/b%20d', who=ADMIN), 400)
+
+    def test_tier_create_update_delete(self):
+        body = {'name': 'silver', 'min_iops': 500, 'min_bytes_sec': 20e6,
+                'max_iops': 1000, 'weight': 2, 'is_public': False,
+                'projects': ['proj-a'], 'description': 'for databases'}
+        response = self.call('POST', '/v1/tiers', body=body, who=ADMIN)
+        self.assertEqual(201, response.status_code, response.text)
+        self.assertEqual('http://localhost/v1/tiers/silver',
+                         response.location)
+        self.assertEqual(['proj-a'], response.json['tier']['projects'])
+        self.assertEqual(500.0, response.json['tier']['min_iops'])
+        self.assertIn('silver', [t['name'] for t in self.call(
+            'GET', '/v1/tiers', who=READER_A).json['tiers']])
+        response = self.call('PATCH', '/v1/tiers/silver', who=ADMIN,
+                             body={'weight': 3, 'projects': []})
+        self.assertEqual(200, response.status_code, response.text)
+        self.assertEqual(3.0, response.json['tier']['weight'])
+        self.assertEqual(20e6, response.json['tier']['min_bytes_sec'])
+        self.assertNotIn('silver', [t['name'] for t in self.call(
+            'GET', '/v1/tiers', who=READER_A).json['tiers']])
+        response = self.call('DELETE', '/v1/tiers/silver', who=ADMIN)
+        self.assertEqual(204, response.status_code)
+        self.assertEqual(b'', response.body)
+        self.assertError(self.call('GET', '/v1/tiers/silver', who=ADMIN),
+                         404)
+        self.assertError(self.call('DELETE', '/v1/tiers/silver', who=ADMIN),
+                         404)
+        self.assertError(self.call('PATCH', '/v1/tiers/silver', who=ADMIN,
+                                   body={'weight': 1}), 404)
+
+    def test_tier_changes_are_admin_only(self):
+        for who in (MEMBER_A, READER_A, NOROLE_A):
+            self.assertError(self.call('POST', '/v1/tiers', who=who,
+                                       body={'name': 'x'}), 403)
+            self.assertError(self.call('PATCH', '/v1/tiers/gold', who=who,
+                                       body={'weight': 9}), 403)
+            self.assertError(self.call('DELETE', '/v1/tiers/bronze',
+                                       who=who), 403)
+        self.assertEqual(4.0, self.db.tier_get('gold')['weight'])
+        self.assertEqual(3, len(self.db.tier_list()))
+
+    def test_tier_conflicts(self):
+        self.assertError(self.call('POST', '/v1/tiers', who=ADMIN,
+                                   body={'name': 'gold'}), 409,
+                         'already exists')
+        error = self.assertError(self.call('DELETE', '/v1/tiers/gold',
+                                           who=ADMIN), 409, 'in use')
+        self.assertNotIn('numbers', error)
+        self.assertEqual('gold', self.db.tier_get('gold')['name'])
+
+    def test_tier_bad_bodies(self):
+        cases = [
+            ({'name': 'x', 'colour': 'red'}, 'colour'),
+            ({'name': 'x', 'min_iops': 'many'}, 'min_iops'),
+            ({'name': 'x', 'min_iops': -1}, 'min_iops'),
+            ({'name': 'x', 'weight': 0}, 'weight'),
+            ({'name': 'x', 'min_iops': 10, 'max_iops': 5}, 'above'),
+            ({'name': 'x', 'is_public': 'yes'}, 'is_public'),
+            ({'name': 'x' * 65}, 'name'),
+            ({'name': 'a/b'}, 'name'),
+            ({'min_iops': 1}, 'name'),
+            ({'name': 'x', 'projects': ['p', 'p']}, 'projects'),
+            ([], 'object'),
+        ]
+        for body, part in cases:
+            self.assertError(self.call('POST', '/v1/tiers', who=ADMIN,
+                                       body=body), 400, part)
+        self.assertError(self.call('PATCH', '/v1/tiers/gold', who=ADMIN,
+                                   body={}), 400)
+        self.assertError(self.call('PATCH', '/v1/tiers/gold', who=ADMIN,
+                                   body={'name': 'platinum'}), 400, 'name')
+        self.assertError(self.call('PATCH', '/v1/tiers/gold', who=ADMIN,
+                                   body={'max_iops': 1000}), 400, 'above')
+        self.assertEqual(3, len(self.db.tier_list()))
+
+    def test_malformed_requests(self):
+        for raw, part in ((b'{"name": ', 'JSON'), (b'\xff\xfe', 'JSON'),
+                          (b'{"name": "x", "min_iops": NaN}', 'NaN'),
+                          (b'', 'JSON')):
+            self.assertError(self.call('POST', '/v1/tiers', who=ADMIN,
+                                       raw=raw), 400, part)
+        self.assertError(self.call('POST', '/v1/tiers', who=ADMIN,
+                                   raw=b'name=x',
+                                   content_type='text/plain'), 415)
+        big = b'{"name": "x", "description": "%s"}' % (b'a' * 70000)
+        self.assertError(self.call('POST', '/v1/tiers', who=ADMIN, raw=big),
+                         413)
+        self.assertEqual(3, len(self.db.tier_list()))
+
+    # -- instances ------------------------------------------------------------
+
+    def test_show_own_instance(self):
+        response = self.call('GET', '/v1/instances/%s' % A1, who=READER_A)
+        self.assertEqual(200, response.status_code, response.text)
+        instance = response.json['instance']
+        self.assertEqual((A1, 'proj-a'), (instance['uuid'],
+                                          instance['project_id']))
+        vda, vdb = instance['disks']
+        self.assertEqual(('vda', 'local:cn1', 'cn1'),
+                         (vda['dev'], vda['domain'], vda['host']))
+        self.assertEqual(VOL, vdb['volume_id'])
+        self.assertEqual(300.0, vda['rates']['read_iops'])
+        self.assertEqual(2.5, vda['rates']['latency_ms'])
+        self.assertEqual('2026-11-22T03:00:00Z', vda['rates']['sampled_at'])
+        self.assertIsNone(vdb['rates'])
+        self.assertEqual({'total_iops_sec': 104}, vda['cap']['limits'])
+        self.assertEqual('reason 4', vda['cap']['reason'])
+        self.assertEqual(self.decisions[4], vda['cap']['decision_id'])
+        self.assertIsNone(vdb['cap'])
+        self.assertIsNone(vda['tier'])
+        self.assertEqual({'min_iops': 0.0, 'min_bytes_sec': 0.0},
+                         vda['floor'])
+        gold = self.call('GET', '/v1/instances/%s' % B1,
+                         who=MEMBER_B).json['instance']['disks'][0]
+        self.assertEqual(('gold', 'metadata', 2000.0, 5000.0), (
+            gold['tier'], gold['tier_source'], gold['floor']['min_iops'],
+            gold['ceiling']['max_iops']))
+
+    def test_instance_isolation(self):
+        for path in ('/v1/instances/%s' % A1,
+                     '/v1/instances/%s' % A1.upper()):
+            response = self.call('GET', path, who=MEMBER_B)
+            self.assertError(response, 404)
+            self.assertNotIn('vda', response.text)
+            self.assertNotIn('proj-a', response.text)
+        self.assertError(self.call('GET', '/v1/instances/%s' % A1,
+                                   who=NOROLE_A), 403)
+        response = self.call('GET', '/v1/instances/%s' % A1, who=ADMIN)
+        self.assertEqual(2, len(response.json['instance']['disks']))
+
+    def test_instance_bad_and_unknown_uuid(self):
+        for bad in ('not-a-uuid', 'aaaaaaaa00004000800000000000000z',
+                    'x' * 300):
+            self.assertError(self.call('GET', '/v1/instances/%s' % bad,
+                                       who=READER_A), 400, 'UUID')
+            self.assertError(self.call('PUT', '/v1/instances/%s/tier' % bad,
+                                       who=MEMBER_A, body={'tier': 'gold'}),
+                             400, 'UUID')
+        self.assertError(self.call(
+            'GET', '/v1/instances/dddddddd-0000-4000-8000-000000000000',
+            who=ADMIN), 404)
+
+    def test_set_tier_admitted(self):
+        response = self.call('PUT', '/v1/instances/%s/tier' % A1,
+                             who=MEMBER_A, body={'tier': 'gold'})
+        self.assertEqual(200, response.status_code, response.text)
+        instance = response.json['instance']
+        self.assertEqual('synced', instance['nova_metadata'])
+        numbers = instance['admission'][0]
+        # B1 has gold (0.22048); A1 adds two gold disks.
+        self.assertAlmostEqual(0.22048, numbers['committed_before'])
+        self.assertAlmostEqual(3 * 0.22048, numbers['committed_after'])
+        self.assertEqual(0.9, numbers['max_commit_ratio'])
+        self.assertEqual([('proj-a', A1, 'gold')], self.nova_calls)
+        disks = self.call('GET', '/v1/instances/%s' % A1,
+                          who=READER_A).json['instance']['disks']
+        self.assertEqual(['gold', 'gold'], [d['tier'] for d in disks])
+
+    def test_set_tier_refused_writes_nothing(self):
+        self.call('PUT', '/v1/instances/%s/tier' % A1, who=MEMBER_A,
+                  body={'tier': 'gold'})
+        self.nova_calls.clear()
+        response = self.call('PUT', '/v1/instances/%s/tier' % A3,
+                             who=MEMBER_A, body={'tier': 'gold'})
+        error = self.assertError(response, 409, 'local:cn1')
+        self.assertAlmostEqual(5 * 0.22048,
+                               error['numbers']['committed_after'])
+        self.assertAlmostEqual(3 * 0.22048,
+                               error['numbers']['committed_before'])
+        self.assertEqual([], self.nova_calls)
+        disks = self.db.disk_list(instance_uuid=A3)
+        self.assertEqual([None, None], [d['tier'] for d in disks])
+        # A smaller tier still fits.
+        response = self.call('PUT', '/v1/instances/%s/tier' % A3,
+                             who=MEMBER_A, body={'tier': 'bronze'})
+        self.assertEqual(200, response.status_code, response.text)
+
+    def test_set_tier_on_uncalibrated_domain(self):
+        self.assertError(self.call('PUT', '/v1/instances/%s/tier' % A2,
+                                   who=MEMBER_A, body={'tier': 'gold'}),
+                         409, 'calibrate')
+        self.assertIsNone(self.db.disk_list(instance_uuid=A2)[0]['tier'])
+
+    def test_set_tier_isolation_and_roles(self):
+        response = self.call('PUT', '/v1/instances/%s/tier' % A1,
+                             who=MEMBER_B, body={'tier': 'bronze'})
+        self.assertError(response, 404)
+        self.assertNotIn('proj-a', response.text)
+        self.assertError(self.call('PUT', '/v1/instances/%s/tier' % A1,
+                                   who=READER_A, body={'tier': 'bronze'}),
+                         403)
+        self.assertError(self.call('PUT', '/v1/instances/%s/tier' % A1,
+                                   who=MEMBER_A,
+                                   body={'tier': 'private-b'}), 404)
+        self.assertError(self.call('PUT', '/v1/instances/%s/tier' % A1,
+                                   who=MEMBER_A, body={'tier': 'nope'}), 404)
+        self.assertEqual([None, None], [
+            d['tier'] for d in self.db.disk_list(instance_uuid=A1)])
+        self.assertEqual([], self.nova_calls)
+        response = self.call('PUT', '/v1/instances/%s/tier' % A1, who=ADMIN,
+                             body={'tier': 'bronze'})
+        self.assertEqual(200, response.status_code, response.text)
+        self.assertEqual('proj-a', response.json['instance']['project_id'])
+
+    def test_set_tier_bad_bodies(self):
+        for body in ({}, {'tier': 5}, {'tier': 'gold', 'dev': 'vda'},
+                     {'tier': ''}, ['gold']):
+            self.assertError(self.call('PUT', '/v1/instances/%s/tier' % A1,
+                                       who=MEMBER_A, body=body), 400)
+        self.assertEqual([], self.nova_calls)
+
+    # -- domains --------------------------------------------------------------
+
+    def test_domains_for_the_admin(self):
+        domains = self.call('GET', '/v1/domains', who=ADMIN).json['domains']
+        self.assertEqual(['ceph:new', 'local:cn1'],
+                         [d['name'] for d in domains])
+        self.assertIsNone(domains[0]['profile'])
+        self.assertEqual({'iops_4k': 10000.0, 'bytes_sec': 400e6},
+                         domains[1]['profile'])
+        domain = self.call('GET', '/v1/domains/local:cn1',
+                           who=ADMIN).json['domain']
+        self.assertAlmostEqual(0.22048, domain['committed'])
+        # A1 vda: 400 IOPS and 5e6 B/s.
+        self.assertAlmostEqual(400 / 10000.0 + 5e6 / 400e6,
+                               domain['utilisation'])
+        self.assertEqual(5, len(domain['disks']))
+        self.assertEqual('guarantee', domain['policy'])
+        self.assertError(self.call('GET', '/v1/domains/nope', who=ADMIN),
+                         404)
+
+    def test_domains_for_a_project(self):
+        domains = self.call('GET', '/v1/domains',
+                            who=MEMBER_B).json['domains']
+        self.assertEqual([{'name': 'local:cn1', 'kind': 'local'}], domains)
+        response = self.call('GET', '/v1/domains/local:cn1', who=MEMBER_B)
+        domain = response.json['domain']
+        self.assertEqual([B1], [d['instance_uuid'] for d in domain['disks']])
+        for secret in ('committed', 'utilisation', 'profile', 'params'):
+            self.assertNotIn(secret, domain)
+        self.assertNotIn(A1, response.text)
+        response = self.call('GET', '/v1/domains/ceph:new', who=MEMBER_B)
+        self.assertError(response, 404)
+        self.assertError(self.call('GET', '/v1/domains/nope',
+                                   who=MEMBER_B), 404)
+        self.assertError(self.call('GET', '/v1/domains', who=NOROLE_A), 403)
+
+    def test_domain_update(self):
+        response = self.call('PATCH', '/v1/domains/ceph:new', who=ADMIN,
+                             body={'iops_4k': 20000, 'bytes_sec': 1e9,
+                                   'policy': 'none', 'params': {}})
+        self.assertEqual(200, response.status_code, response.text)
+        self.assertEqual({'iops_4k': 20000.0, 'bytes_sec': 1e9},
+                         response.json['domain']['profile'])
+        self.assertEqual('none', self.db.domain_get('ceph:new')['policy'])
+        # Now calibrated, the domain admits a floor.
+        self.assertEqual(200, self.call(
+            'PUT', '/v1/instances/%s/tier' % A2, who=MEMBER_A,
+            body={'tier': 'bronze'}).status_code)
+
+    def test_domain_update_refusals(self):
+        for body, code, part in (
+                ({'iops_4k': -5}, 400, 'iops_4k'),
+                ({'iops_4k': 0}, 400, 'iops_4k'),
+                ({'policy': 'magic'}, 400, 'magic'),
+                ({'policy': 'none', 'params': {'bogus': 1}}, 400, 'none'),
+                ({'kind': 'ceph'}, 400, 'kind'),
+                ({}, 400, None)):
+            self.assertError(self.call('PATCH', '/v1/domains/local:cn1',
+                                       who=ADMIN, body=body), code, part)
+        self.assertError(self.call('PATCH', '/v1/domains/local:cn1',
+                                   who=MEMBER_A, body={'iops_4k': 1}), 403)
+        self.assertError(self.call('PATCH', '/v1/domains/nope', who=ADMIN,
+                                   body={'iops_4k': 1}), 404)
+        domain = self.db.domain_get('local:cn1')
+        self.assertEqual((10000.0, None), (domain['iops_4k'],
+                                           domain['policy']))
+
+    # -- decisions ------------------------------------------------------------
+
+    def test_decisions_paginate(self):
+        seen, path = [], '/v1/decisions?limit=3'
+        while path:
+            response = self.call('GET', path, who=ADMIN)
+            self.assertEqual(200, response.status_code, response.text)
+            seen.extend(d['id'] for d in response.json['decisions'])
+            links = response.json.get('links')
+            path = links[0]['href'].replace('http://localhost', '') \
+                if links else None
+        self.assertEqual(self.decisions[::-1], seen)
+
+    def test_decisions_are_per_project(self):
+        decisions = self.call('GET', '/v1/decisions',
+                              who=READER_A).json['decisions']
+        self.assertEqual(self.decisions[:5][::-1],
+                         [d['id'] for d in decisions])
+        self.assertEqual({'proj-a'}, {d['project_id'] for d in decisions})
+        response = self.call('GET', '/v1/decisions?instance=%s' % B1,
+                             who=READER_A)
+        self.assertEqual([], response.json['decisions'])
+        self.assertError(self.call(
+            'GET', '/v1/decisions?marker=%d' % self.decisions[6],
+            who=READER_A), 404)
+        self.assertError(self.call('GET', '/v1/decisions', who=NOROLE_A),
+                         403)
+
+    def test_decisions_filters(self):
+        response = self.call('GET', '/v1/decisions?instance=%s' % B1,
+                             who=ADMIN)
+        self.assertEqual(self.decisions[5:][::-1],
+                         [d['id'] for d in response.json['decisions']])
+        response = self.call(
+            'GET', '/v1/decisions?since=2026-11-22T03:00:04Z', who=ADMIN)
+        self.assertEqual(self.decisions[4:][::-1],
+                         [d['id'] for d in response.json['decisions']])
+        response = self.call(
+            'GET', '/v1/decisions?since=2026-11-22T04:00:04%2B01:00',
+            who=ADMIN)
+        self.assertEqual(3, len(response.json['decisions']))
+        response = self.call('GET', '/v1/decisions?domain=ceph:new',
+                             who=ADMIN)
+        self.assertEqual([], response.json['decisions'])
+        decision = self.call('GET', '/v1/decisions?limit=1',
+                             who=ADMIN).json['decisions'][0]
+        self.assertEqual(('reason 6', {'total_iops_sec': 106}, {'u': 0.5}),
+                         (decision['reason'], decision['new_limits'],
+                          decision['numbers']))
+
+    def test_decisions_bad_queries(self):
+        for query, part in (('limit=0', 'limit'), ('limit=-1', 'limit'),
+                            ('limit=ten', 'limit'), ('marker=x', 'marker'),
+                            ('since=yesterday', 'since'),
+                            ('since=2026-13-45', 'since'),
+                            ('instance=nope', 'instance'),
+                            ('colour=red', 'colour'),
+                            ('limit=1&limit=2', 'more than once')):
+            self.assertError(self.call('GET', '/v1/decisions?' + query,
+                                       who=ADMIN), 400, part)
+
+
+class APITestsSqlite(APITests, base.APITestCase):
+    backend = 'sqlite'
+
+
+class APITestsPostgresql(APITests, base.APITestCase):
+    backend = 'postgresql'

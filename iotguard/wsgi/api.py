@@ -1,0 +1,29 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""WSGI entry point: ``module = iotguard.wsgi.api:application`` (uWSGI).
+
+Reads /etc/iotguard/iotguard.conf (or ``OS_IOTGUARD_CONFIG_FILES``, a
+semicolon-separated list of files).
+"""
+
+import os
+
+from iotguard.api import app
+
+
+def _config_files():
+    files = os.environ.get('OS_IOTGUARD_CONFIG_FILES')
+    return files.split(';') if files else None
+
+
+application = app.init_application(config_files=_config_files())
