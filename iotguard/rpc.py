@@ -17,6 +17,8 @@ transport URL is oslo.messaging's ``[DEFAULT] transport_url``. Contexts are
 plain dicts and so are payloads.
 """
 
+import importlib
+
 import oslo_messaging
 from oslo_messaging.rpc import dispatcher
 
@@ -24,22 +26,25 @@ TOPIC_AGENT = 'iotguard-agent'
 TOPIC_CONTROLLER = 'iotguard-controller'
 
 
-def _register_tracing_opts(conf):
-    # oslo.messaging registers its tracing options on the global cfg.CONF
-    # only; with a private ConfigOpts a call raises NoSuchOptError
-    # (oslo_messaging_tracing). Register them where we are.
-    try:
-        from oslo_messaging._tracing import client as tracing
-    except ImportError:
-        return
-    opts = getattr(tracing, 'oslo_messaging_tracing', None)
-    if opts:
-        conf.register_opts(opts, group='oslo_messaging_tracing')
+def _register_global_only_opts(conf):
+    # oslo.messaging registers its metrics and tracing options on the
+    # global cfg.CONF only; with a private ConfigOpts a cast or call raises
+    # NoSuchOptError (oslo_messaging_metrics / oslo_messaging_tracing).
+    # Register them where we are, as oslo_messaging.conffixture does.
+    for module, name in (('oslo_messaging._metrics.client',
+                          'oslo_messaging_metrics'),
+                         ('oslo_messaging._tracing.client',
+                          'oslo_messaging_tracing')):
+        try:
+            opts = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            continue
+        conf.register_opts(opts, group=name)
 
 
 def get_transport(conf, url=None):
     """The RPC transport of ``conf`` (or of ``url`` when given)."""
-    _register_tracing_opts(conf)
+    _register_global_only_opts(conf)
     return oslo_messaging.get_rpc_transport(conf, url=url)
 
 

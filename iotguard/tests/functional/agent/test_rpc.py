@@ -1,0 +1,193 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The whole agent over real RabbitMQ, on libvirt's ``test:///default``.
+
+A test controller endpoint (topic ``iotguard-controller``) receives the
+agent's ``report_samples`` and ``agent_heartbeat`` fanout casts, and the
+controller's client (:class:`iotguard.agent.rpcapi.AgentAPI`) casts
+``apply_caps``/``release_caps`` and calls ``get_state``. Each test uses its
+own exchange (``control_exchange``) and host name, so concurrent runs do not
+see each other. The broker URL defaults to the RabbitMQ that
+tools/test-setup.sh starts; ``IOTGUARD_TEST_RABBIT_URL`` overrides it.
+"""
+
+import os
+import socket
+import threading
+import time
+from urllib import parse
+import uuid
+
+import oslo_messaging
+import testtools
+
+from iotguard.agent import rpcapi as agent_rpcapi
+from iotguard.agent import service as agent_service
+from iotguard.agent.virt import libvirt as lv
+from iotguard import caps
+from iotguard import rpc
+from iotguard.tests import base as test_base
+from iotguard.tests.functional.agent import test_libvirt_driver as tld
+
+try:
+    import libvirt
+except ImportError:
+    libvirt = None
+
+RABBIT_URL = os.environ.get('IOTGUARD_TEST_RABBIT_URL',
+                            'rabbit://guest:guest@127.0.0.1:5672/')
+
+
+def _rabbit_unreachable():
+    url = parse.urlparse(RABBIT_URL)
+    try:
+        socket.create_connection((url.hostname, url.port or 5672),
+                                 timeout=2).close()
+        return None
+    except OSError as e:
+        return 'RabbitMQ unreachable at %s: %s' % (RABBIT_URL, e)
+
+
+class ControllerEndpoint:
+    """What iotguard-controller serves, recording what it gets."""
+
+    target = oslo_messaging.Target(version='1.0')
+
+    def __init__(self):
+        self.batches = []
+        self.heartbeats = []
+        self.arrived = threading.Condition()
+
+    def report_samples(self, ctxt, host, samples):
+        with self.arrived:
+            self.batches.append((host, samples))
+            self.arrived.notify_all()
+
+    def agent_heartbeat(self, ctxt, host, info):
+        with self.arrived:
+            self.heartbeats.append((host, info))
+            self.arrived.notify_all()
+
+    def wait_for(self, predicate, timeout=15.0):
+        deadline = time.monotonic() + timeout
+        with self.arrived:
+            while True:
+                found = predicate()
+                if found:
+                    return found
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self.arrived.wait(left)
+
+
+@testtools.skipIf(libvirt is None, 'libvirt-python is not installed')
+class AgentOverRabbitTest(test_base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        reason = _rabbit_unreachable()
+        if reason:
+            self.skipTest(reason)
+        run = uuid.uuid4().hex[:10]
+        self.host = 'compute-' + run
+        self.flags(host=self.host)
+        self.flags(sample_interval=0.5, libvirt_uri=tld.URI, state_file='',
+                   group='agent')
+        self.transport = rpc.get_transport(self.conf, url=RABBIT_URL)
+        self.conf.set_override('control_exchange', 'iotguard-ft-' + run)
+        self.addCleanup(self.transport.cleanup)
+
+        self.keeper = libvirt.open(tld.URI)
+        self.addCleanup(self.keeper.close)
+        self.uuid = str(uuid.uuid4())
+        self.dom = self.keeper.defineXML(tld.DOMAIN_XML % {
+            'name': 'rpc-' + run, 'uuid': self.uuid})
+        self.dom.create()
+        self.addCleanup(self.dom.undefine)
+        self.addCleanup(self.dom.destroy)
+
+        self.controller = ControllerEndpoint()
+        server = rpc.get_server(self.transport, rpc.TOPIC_CONTROLLER,
+                                'controller-' + run, [self.controller])
+        server.start()
+        self.addCleanup(server.wait)
+        self.addCleanup(server.stop)
+
+        self.agent = agent_service.AgentService(
+            self.conf, driver=lv.LibvirtDriver(self.conf),
+            transport=self.transport)
+        self.agent.start()
+        self.addCleanup(self.agent.stop)
+        self.api = agent_rpcapi.AgentAPI(self.transport, timeout=15)
+
+    def my_disk(self, dev='vda'):
+        def find():
+            for host, batch in reversed(self.controller.batches):
+                for disk in batch['disks']:
+                    if (host == self.host and
+                            disk['instance_uuid'] == self.uuid and
+                            disk['dev'] == dev):
+                        return disk
+        return find
+
+    def test_samples_and_heartbeat_arrive(self):
+        def with_rates():
+            disk = self.my_disk()()
+            return disk if disk and disk['gap'] is None else None
+        disk = self.controller.wait_for(with_rates)
+        self.assertIsNotNone(disk, 'no report_samples with rates arrived')
+        caps.validate_sample(disk)
+        self.assertGreater(disk['read_iops'], 0)
+        self.assertEqual({'total_iops_sec': 1000,
+                          'total_bytes_sec': 10485760}, disk['static'])
+        self.assertIsNone(disk['cap'])
+        beat = self.controller.wait_for(
+            lambda: [i for h, i in self.controller.heartbeats
+                     if h == self.host])
+        self.assertEqual('LibvirtDriver', beat[-1]['driver'])
+
+    def test_apply_caps_cast_shows_in_libvirt_and_samples(self):
+        lease = time.time() + 60
+        bad = {'instance_uuid': self.uuid, 'dev': 'vda',
+               'limits': {'total_iops_sec': -5},
+               'lease_expires_at': lease, 'decision_id': 'bad'}
+        good = {'instance_uuid': self.uuid, 'dev': 'vda',
+                'limits': {'total_iops_sec': 250},
+                'lease_expires_at': lease, 'decision_id': 'dec-1'}
+        self.api.apply_caps({}, self.host, [bad, good])
+
+        def capped():
+            disk = self.my_disk()()
+            return disk if disk and disk['cap'] else None
+        disk = self.controller.wait_for(capped)
+        self.assertIsNotNone(disk, 'the cap never showed in the samples')
+        self.assertEqual(250, disk['cap']['total_iops_sec'])
+        self.assertEqual('dec-1', disk['decision_id'])
+        tune = self.dom.blockIoTune('vda', libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        self.assertEqual(250, tune['total_iops_sec'])
+
+        state = self.api.get_state({}, self.host)
+        vda = [d for d in state['disks']
+               if d['instance_uuid'] == self.uuid and d['dev'] == 'vda'][0]
+        self.assertEqual({'total_iops_sec': 250}, vda['cap'])
+
+        self.api.release_caps({}, self.host, [{'instance_uuid': self.uuid,
+                                               'dev': 'vda'}])
+        # get_state is a call: it is served after the release cast.
+        state = self.api.get_state({}, self.host)
+        vda = [d for d in state['disks']
+               if d['instance_uuid'] == self.uuid and d['dev'] == 'vda'][0]
+        self.assertIsNone(vda['cap'])
+        tune = self.dom.blockIoTune('vda', libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        self.assertEqual(1000, tune['total_iops_sec'])
