@@ -33,7 +33,9 @@ Every interval, level-based (everything it needs is in the snapshot):
    (hysteresis).
 4. **Estimate demand.** A capped disk running at ``at_cap_ratio`` of its cap
    or more wants more (unbounded); an uncapped disk with unmet demand wants
-   ``headroom`` more than it gets, and at least its floor; any other disk
+   ``headroom`` more than it gets, and at least its floor plus
+   ``headroom`` (what it gets once the aggressor is capped shrinks with the
+   shallower queue, so aim above the floor); any other disk
    wants what it does now. No disk wants more than its ceiling.
 5. **Allocate** the capacity by weighted max-min fairness
    (:func:`iotguard.policy.allocation.fair_shares`): floors first, spare by
@@ -184,7 +186,8 @@ class GuaranteePolicy:
         at_cap = fresh & capped & (u >= self.at_cap_ratio * cap)
         hungry = slow & ~capped
         demand = np.where(hungry, u * (1.0 + self.headroom), u)
-        demand = np.where(starving, np.maximum(demand, floor), demand)
+        demand = np.where(starving, np.maximum(demand, floor * (
+            1.0 + self.headroom)), demand)
         demand = np.minimum(np.where(at_cap, np.inf, demand), ceil)
 
         # 4. fair shares of what the domain can serve

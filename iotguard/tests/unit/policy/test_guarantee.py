@@ -61,7 +61,8 @@ class TestGuaranteePolicy(test_base.TestCase):
     def test_noisy_neighbour_capped_to_its_share_victims_untouched(self):
         # U = (70 + 10 + 10) * 0.011 = 0.99, b and c starve (0.11 < 0.22).
         # Capacity = what is served, 0.99. Demands: a 0.77 * 1.2 = 0.924,
-        # b and c their floor 0.22. Level L: L + 0.44 = 0.99, L = 0.55.
+        # b and c their floor with headroom, 0.22 * 1.2 = 0.264. Level L:
+        # L + 0.528 = 0.99, L = 0.462.
         decisions = self.decide(
             fakes.disk('a', ops=70, latency_ms=SLOW),
             fakes.disk('b', ops=10, tier=SILVER, latency_ms=SLOW),
@@ -69,9 +70,9 @@ class TestGuaranteePolicy(test_base.TestCase):
         self.assertEqual(['a'], list(decisions))
         cap = decisions['a']
         self.assertEqual(base.CAP, cap.action)
-        self.assertAlmostEqual(0.55 / C64, cap.iops)          # 50 IOPS
-        self.assertAlmostEqual(0.55 / C64 * 64 * KIB, cap.bytes_sec)
-        self.assertAlmostEqual(0.55, cap.numbers['share'])
+        self.assertAlmostEqual(0.462 / C64, cap.iops)         # 42 IOPS
+        self.assertAlmostEqual(0.462 / C64 * 64 * KIB, cap.bytes_sec)
+        self.assertAlmostEqual(0.462, cap.numbers['share'])
         self.assertAlmostEqual(0.99, cap.numbers['capacity'])
         self.assertEqual(2.0, cap.numbers['starving'])
         self.assertIn('fair share', cap.reason)
@@ -96,13 +97,12 @@ class TestGuaranteePolicy(test_base.TestCase):
         decisions = self.decide(
             fakes.disk('a', ops=500, size=4 * KIB, latency_ms=SLOW),
             fakes.disk('b', ops=15, tier=tier, latency_ms=SLOW))
-        # capacity 0.9775, b wants its floor 0.264, a gets 0.7135.
+        # capacity 0.9775, b wants its floor with headroom, 0.264 * 1.2 =
+        # 0.3168, a gets 0.6607.
         cap = decisions['a']
-        self.assertAlmostEqual(0.9775 - 0.264, cap.numbers['share'])
-        self.assertAlmostEqual((0.9775 - 0.264) / C4, cap.iops)
+        self.assertAlmostEqual(0.9775 - 0.3168, cap.numbers['share'])
+        self.assertAlmostEqual((0.9775 - 0.3168) / C4, cap.iops)
         self.assertAlmostEqual(cap.iops * 4 * KIB, cap.bytes_sec)
-        self.assertAlmostEqual(0.264, decisions['a'].numbers['capacity']
-                               - cap.numbers['share'])
 
     def test_cap_never_above_ceiling(self):
         # a is capped at 30 IOPS, its ceiling is 40; the domain is calm so
