@@ -1,0 +1,147 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""CPU cost of one agent sampling pass over N simulated disks on one host.
+
+    python -m iotguard.agent.bench --disks 200 --disks 2000
+
+One pass is what the agent does every ``[agent] sample_interval``: list the
+disks, ``manager.periodic`` (leases, re-applies; a tenth of the disks hold a
+cap), one bulk statistics read, the rates of every disk, and the
+``report_samples`` batch serialised as oslo.messaging does (JSON) plus the
+heartbeat. The simulated world is advanced between passes, outside the
+measurement. CPU is ``time.process_time()`` of this process.
+"""
+
+import argparse
+import statistics
+import sys
+import time
+
+from oslo_config import cfg
+from oslo_serialization import jsonutils
+
+from iotguard.agent import manager as manager_mod
+from iotguard.agent import sampler as sampler_mod
+from iotguard.agent.virt import simulated
+from iotguard import conf as iotguard_conf
+
+HOST = 'bench-host'
+INTERVAL_S = 5.0
+
+
+class _SerialisingAPI:
+    """Stands for ControllerAPI: pays the JSON cost, sends nothing."""
+
+    def __init__(self):
+        self.last_bytes = 0
+
+    def report_samples(self, ctxt, host, samples):
+        self.last_bytes = len(jsonutils.dumps(
+            {'method': 'report_samples',
+             'args': {'host': host, 'samples': samples}}))
+
+    def agent_heartbeat(self, ctxt, host, info):
+        jsonutils.dumps({'method': 'agent_heartbeat',
+                         'args': {'host': host, 'info': info}})
+
+
+class _NoStore:
+    def save(self, held):
+        pass
+
+    def load(self):
+        return {}
+
+
+def _scenario(disks):
+    from iotguard.sim import scenario
+    return scenario.parse({
+        'name': 'agent-bench',
+        'duration_s': 3600,
+        'interval_s': INTERVAL_S,
+        'tick_s': 1.0,
+        'domain': {'name': 'local:' + HOST, 'iops_4k': 50.0 * disks,
+                   'bytes_sec': 2.0e6 * disks},
+        'tiers': [{'name': 'std', 'min_iops': 10}],
+        'vms': [{'name': 'vm', 'count': disks, 'tier': 'std',
+                 'host': HOST,
+                 'limits': {'total_iops_sec': 5000},
+                 'jobs': [{'rw': 'randrw', 'bs': 4096, 'iodepth': 2}]}],
+    }, '<agent-bench>')
+
+
+def measure(disks, passes=5):
+    """CPU seconds of each pass (the first two warm the series up)."""
+    from iotguard.sim import world as world_mod
+
+    conf = cfg.ConfigOpts()
+    iotguard_conf.register_opts(conf)
+    conf([], project='iotguard', default_config_files=[])
+    conf.set_override('host', HOST)
+    conf.set_override('sample_interval', INTERVAL_S, group='agent')
+
+    world = world_mod.World(_scenario(disks), seed=0)
+    driver = simulated.SimulatedDriver(conf, world=world)
+    driver.start()
+    sim_clock = [time.time()]
+    manager = manager_mod.AgentManager(conf, driver,
+                                       clock=lambda: sim_clock[0],
+                                       store=_NoStore())
+    api = _SerialisingAPI()
+    sampler = sampler_mod.Sampler(conf, driver, manager, api,
+                                  clock=lambda: world.now,
+                                  wall_clock=lambda: sim_clock[0])
+    listing = driver.list_disks()
+    manager.periodic(listing)
+    manager.apply_caps({}, [
+        {'instance_uuid': key[0], 'dev': key[1],
+         'limits': {'total_iops_sec': 100}, 'decision_id': 'bench',
+         'lease_expires_at': sim_clock[0] + 3600}
+        for key in sorted(listing)[::10]])
+
+    cpu = []
+    for _ in range(passes + 2):
+        world.step(INTERVAL_S)
+        sim_clock[0] += INTERVAL_S
+        start = time.process_time()
+        listing = driver.list_disks()
+        manager.periodic(listing)
+        batch = sampler.run_once(listing)
+        cpu.append(time.process_time() - start)
+    assert len(batch['disks']) == disks, 'the pass missed disks'
+    assert all(d['gap'] is None for d in batch['disks']), 'gaps in steady'
+    return cpu[2:], api.last_bytes
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog='python -m iotguard.agent.bench', description=__doc__.split(
+            '\n\n')[0])
+    parser.add_argument('--disks', type=int, action='append',
+                        help='disks on the host (repeatable; default 200 '
+                             'and 2000)')
+    parser.add_argument('--passes', type=int, default=5,
+                        help='measured passes per size (default 5)')
+    args = parser.parse_args(argv)
+    print('disks  cpu_ms_median  cpu_ms_max  core_pct_at_5s  batch_kib')
+    for n in args.disks or [200, 2000]:
+        cpu, size = measure(n, args.passes)
+        med = statistics.median(cpu)
+        print('%5d  %13.1f  %10.1f  %14.3f  %9.0f' % (
+            n, med * 1e3, max(cpu) * 1e3, 100 * med / INTERVAL_S,
+            size / 1024.0))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
