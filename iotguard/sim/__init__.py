@@ -9,3 +9,5 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
+
+"""The storage simulator: a world to step, scenarios, measures, plots."""

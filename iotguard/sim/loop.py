@@ -1,0 +1,269 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The simulator's control loop: measure -> decide -> throttle, per window.
+
+Every control interval the loop measures what an agent would (per-disk
+rates and mean latency per operation over the last interval, the cap in
+force and when it was set, the tier), builds the domain's
+:class:`~iotguard.policy.base.DomainSnapshot`, asks the policy, and applies
+each decision's caps to the disks' throttles, never above the static
+ceilings of the scenario (a ``release`` restores them). It records the
+series the measures and the plots are computed from, and the truth the
+oracle needs: each disk's demand and the storage's capacity.
+"""
+
+import collections.abc
+import dataclasses
+import math
+
+import numpy as np
+
+from iotguard.policy import base
+from iotguard.policy import costmodel
+from iotguard.sim import scenario as scenario_mod
+from iotguard.sim import storage
+from iotguard.sim import throttle
+from iotguard.sim import workload
+from iotguard.sim import world as world_mod
+
+Progress = collections.abc.Callable[[float], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class Action:
+    """One decision as applied: ``changed`` when the limits moved."""
+
+    time: float
+    disk: int
+    action: str
+    changed: bool
+    reason: str
+
+
+@dataclasses.dataclass
+class Run:
+    """The recorded series of one run; work in device-seconds per second.
+
+    Arrays are ``(windows, disks)`` unless named otherwise; window ``k``
+    covers ``[times[k], times[k] + window_s)``.
+    """
+
+    scenario: scenario_mod.Scenario
+    policy: str
+    seed: int
+    window_s: float
+    names: list[str]
+    roles: list[str]
+    times: base.FloatArray
+    work: base.FloatArray
+    kbs: base.FloatArray
+    demand: base.FloatArray
+    floor: base.FloatArray
+    floor_kbs: base.FloatArray
+    weight: base.FloatArray
+    capacity: base.FloatArray
+    queue: base.FloatArray
+    response_ms: base.FloatArray
+    cap_kbs: base.FloatArray
+    actions: list[Action]
+    change_times: list[float]
+
+
+def policy_tier(spec: scenario_mod.TierSpec) -> base.Tier:
+    return base.Tier(name=spec.name, min_iops=spec.min_iops,
+                     min_bytes_sec=spec.min_bytes_sec,
+                     max_iops=spec.max_iops,
+                     max_bytes_sec=spec.max_bytes_sec, weight=spec.weight)
+
+
+def profile(domain: scenario_mod.Domain) -> base.Profile:
+    return base.Profile(iops_4k=domain.iops_4k, bytes_sec=domain.bytes_sec)
+
+
+def static_ceiling(limits: dict[str, int], unit: str) -> float:
+    """The total static ceiling of one unit (``inf`` when none)."""
+    total = limits['total_' + unit]
+    if total:
+        return float(total)
+    read, write = limits['read_' + unit], limits['write_' + unit]
+    return float(read + write) if read and write else math.inf
+
+
+def capped_iotune(static: dict[str, int], iops: float,
+                  bytes_sec: float) -> dict[str, int]:
+    """The static limits tightened by a cap (``inf`` = no cap of a kind).
+
+    A cap sets the ``total_`` value of its kind to the tighter of the cap
+    and the static total, which drops that kind's per-direction values (as
+    QEMU does); a kind without a cap keeps its static values.
+    """
+    target = dict(static)
+    for unit, cap in (('iops_sec', iops), ('bytes_sec', bytes_sec)):
+        if not math.isfinite(cap):
+            continue
+        value = base.wire_value(min(cap, static_ceiling(static, unit)))
+        for direction in throttle.DIRECTIONS:
+            target['%s_%s' % (direction, unit)] = 0
+            if direction != 'total' or target['total_%s_max' % unit] < value:
+                target['%s_%s_max' % (direction, unit)] = 0
+        target['total_' + unit] = value
+    return target
+
+
+def nominal_io_size(vm: scenario_mod.Vm) -> float:
+    """The I/O size a disk's floor is converted at (its jobs' mean)."""
+    if not vm.jobs:
+        return costmodel.DEFAULT_IO_SIZE
+    slots = [max(s.processes for s in j.steps) * j.iodepth or 1
+             for j in vm.jobs]
+    return float(sum(j.bs * n for j, n in zip(vm.jobs, slots)) / sum(slots))
+
+
+def demand(vm: scenario_mod.Vm, domain: scenario_mod.Domain,
+           t: float) -> tuple[float, int]:
+    """(device-seconds/s the disk asks for at ``t``, requests in flight)."""
+    work, slots = 0.0, 0
+    for job in vm.jobs:
+        step = job.state_at(t)
+        slots += step.processes * job.iodepth
+        work += (workload.demand_ops(step, job, domain)
+                 * storage.op_cost(job.bs, domain))
+    return min(work, storage.speed(slots, domain)), slots
+
+
+class _Loop:
+    """One run of a policy over a scenario (state of the control side)."""
+
+    def __init__(self, scenario: scenario_mod.Scenario, policy: base.Policy,
+                 seed: int) -> None:
+        self.scenario = scenario
+        self.policy = policy
+        self.world = world_mod.World(scenario, seed)
+        self.ids = self.world.disk_ids()
+        self.vms = [self.world.vm(d) for d in self.ids]
+        self.tiers = [policy_tier(scenario.tiers[vm.tier]) for vm in self.vms]
+        self.profile = profile(scenario.domain)
+        n = len(self.ids)
+        self.cap_iops = np.full(n, np.inf)
+        self.cap_bytes = np.full(n, np.inf)
+        self.cap_set_at = np.full(n, np.nan)
+        self.actions: list[Action] = []
+
+    def snapshot(self, delta: list[dict[str, int]]) -> base.DomainSnapshot:
+        dt = self.scenario.interval_s
+        disks = []
+        for i, (disk_id, vm, d) in enumerate(zip(self.ids, self.vms, delta)):
+            ops = d['rd_reqs'] + d['wr_reqs']
+            latency = (d['rd_times'] + d['wr_times']) / ops / 1e6 if ops else 0
+            disks.append(base.DiskState(
+                disk_id=disk_id, tier=self.tiers[i],
+                read_iops=d['rd_reqs'] / dt, write_iops=d['wr_reqs'] / dt,
+                read_bytes_sec=d['rd_bytes'] / dt,
+                write_bytes_sec=d['wr_bytes'] / dt,
+                latency_ms=latency,
+                cap_iops=float(self.cap_iops[i]),
+                cap_bytes_sec=float(self.cap_bytes[i]),
+                cap_set_at=float(self.cap_set_at[i]),
+                static_iops=static_ceiling(vm.limits, 'iops_sec'),
+                static_bytes_sec=static_ceiling(vm.limits, 'bytes_sec')))
+        return base.DomainSnapshot.from_disks(
+            self.scenario.domain.name, self.profile, dt, disks)
+
+    def apply(self, decisions: list[base.Decision], now: float) -> None:
+        index = {d: i for i, d in enumerate(self.ids)}
+        for decision in decisions:
+            i = index[decision.disk_id]
+            static = self.vms[i].limits
+            if decision.action == base.CAP:
+                target = capped_iotune(static, decision.iops,
+                                       decision.bytes_sec)
+                self.cap_iops[i] = decision.iops
+                self.cap_bytes[i] = decision.bytes_sec
+                self.cap_set_at[i] = now
+            else:
+                target = dict(static)
+                self.cap_iops[i] = self.cap_bytes[i] = np.inf
+                self.cap_set_at[i] = np.nan
+            before = self.world.get_iotune(decision.disk_id)
+            self.world.set_iotune(decision.disk_id, throttle.call_for(target))
+            self.actions.append(Action(
+                time=now, disk=i, action=decision.action,
+                changed=self.world.get_iotune(decision.disk_id) != before,
+                reason=decision.reason))
+
+    def run(self, progress: Progress | None = None) -> Run:
+        sc = self.scenario
+        dt = sc.interval_s
+        windows = int(round(sc.duration_s / dt))
+        n = len(self.ids)
+        shape = (windows, n)
+        work, kbs = np.zeros(shape), np.zeros(shape)
+        dem, cap_kbs = np.zeros(shape), np.zeros(shape)
+        capacity, queue = np.zeros(windows), np.zeros(windows)
+        response = np.zeros(windows)
+        prev = [self.world.counters(d) for d in self.ids]
+        for k in range(windows):
+            t = self.world.now
+            slots = 0
+            for i, vm in enumerate(self.vms):
+                dem[k, i], disk_slots = demand(vm, sc.domain, t)
+                slots += disk_slots if dem[k, i] > 0 else 0
+            capacity[k] = storage.speed(slots, sc.domain)
+            cap_kbs[k] = np.where(np.isfinite(self.cap_bytes),
+                                  self.cap_bytes / workload.KIB, np.nan)
+            queue_before = self.world.storage.queue_seconds
+            self.world.step(dt)
+            queue[k] = (self.world.storage.queue_seconds - queue_before) / dt
+            now = self.world.now
+            cur = [self.world.counters(d) for d in self.ids]
+            delta = [{key: c[key] - p[key] for key in c}
+                     for c, p in zip(cur, prev)]
+            prev = cur
+            ops = np.array([d['rd_reqs'] + d['wr_reqs'] for d in delta],
+                           dtype=float)
+            size = np.array([d['rd_bytes'] + d['wr_bytes'] for d in delta],
+                            dtype=float)
+            time_ns = sum(d['rd_times'] + d['wr_times'] for d in delta)
+            work[k] = (ops / sc.domain.iops_4k
+                       + size / sc.domain.bytes_sec) / dt
+            kbs[k] = size / dt / workload.KIB
+            response[k] = (time_ns / ops.sum() / 1e6 if ops.sum()
+                           else 0.0)
+            self.apply(self.policy.decide(self.snapshot(delta), now), now)
+            if progress is not None:
+                progress((k + 1) / windows)
+        sizes = np.array([nominal_io_size(vm) for vm in self.vms])
+        floor_iops = np.array([t.min_iops for t in self.tiers])
+        floor_bytes = np.array([t.min_bytes_sec for t in self.tiers])
+        floor_ops = costmodel.floor_ops(floor_iops, floor_bytes, sizes)
+        return Run(
+            scenario=sc, policy=getattr(self.policy, 'name', '?'),
+            seed=0, window_s=dt,
+            names=[vm.name for vm in self.vms],
+            roles=[vm.role for vm in self.vms],
+            times=np.arange(windows) * dt, work=work, kbs=kbs, demand=dem,
+            floor=costmodel.floor_load(floor_iops, floor_bytes, sizes,
+                                       self.profile),
+            floor_kbs=floor_ops * sizes / workload.KIB,
+            weight=np.array([t.weight for t in self.tiers]),
+            capacity=capacity, queue=queue, response_ms=response,
+            cap_kbs=cap_kbs, actions=self.actions,
+            change_times=sc.change_times())
+
+
+def run(scenario: scenario_mod.Scenario, policy: base.Policy, seed: int = 0,
+        progress: Progress | None = None) -> Run:
+    """Run ``policy`` over ``scenario`` and record every window."""
+    result = _Loop(scenario, policy, seed).run(progress)
+    result.seed = seed
+    return result

@@ -1,0 +1,226 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""How every policy is judged (ARCHITECTURE.md, "Measures").
+
+Plain functions over ``(windows, disks)`` arrays of throughput, demand and
+oracle allocation, all in device-seconds per second (the cost model's
+unit), so a 4 KiB and a 64 KiB disk are compared by what they cost the
+storage. Windows are one control interval. ``target = min(floor, demand)``.
+A load change excludes the window it falls in and the next one (the "two
+windows after each load change") from the steady-state measures.
+"""
+
+import numpy as np
+
+from iotguard.policy import allocation
+from iotguard.policy import base
+from iotguard.sim import loop
+
+KEPT = 0.95
+SETTLE_WINDOWS = 2
+KEYS = ('floor_kept', 'worst_window', 'utilisation', 'work_conservation',
+        'time_to_restore_s', 'cap_churn_per_min', 'innocent_throttle_rate',
+        'fairness', 'oracle_distance')
+
+
+def oracle(capacity: base.FloatArray, floors: base.FloatArray,
+           demands: base.FloatArray,
+           weights: base.FloatArray) -> base.FloatArray:
+    """The weighted max-min fair allocation of each window, true demands."""
+    result = np.zeros_like(demands)
+    for k in range(len(capacity)):
+        result[k], _ = allocation.fair_shares(float(capacity[k]), floors,
+                                              demands[k], weights)
+    return result
+
+
+def settling(times: base.FloatArray, window_s: float,
+             change_times: list[float]) -> base.BoolArray:
+    """Windows that start within two windows after a load change."""
+    mask = np.zeros(len(times), dtype=bool)
+    for c in change_times:
+        mask |= (times + window_s > c) & (
+            times < c + (SETTLE_WINDOWS - 1) * window_s + 1e-9)
+    return mask
+
+
+def _judged(target: base.FloatArray, settle: base.BoolArray
+            ) -> base.BoolArray:
+    result: base.BoolArray = (target > 0) & ~settle[:, None]
+    return result
+
+
+def floor_kept(x: base.FloatArray, target: base.FloatArray,
+               settle: base.BoolArray) -> float:
+    """Share of judged (disk, window) pairs at >= 0.95 x target."""
+    judged = _judged(target, settle)
+    if not judged.any():
+        return 1.0
+    return float(np.mean(x[judged] >= KEPT * target[judged]))
+
+
+def worst_window(x: base.FloatArray, target: base.FloatArray,
+                 settle: base.BoolArray) -> float:
+    """The smallest throughput / target over the judged pairs."""
+    judged = _judged(target, settle)
+    if not judged.any():
+        return 1.0
+    return float(np.min(x[judged] / target[judged]))
+
+
+def unmet(x: base.FloatArray, demand: base.FloatArray) -> base.BoolArray:
+    """Disks that got less than 0.95 of what they asked for."""
+    result: base.BoolArray = (demand > 0) & (x < KEPT * demand)
+    return result
+
+
+def utilisation(x: base.FloatArray, demand: base.FloatArray,
+                capacity: base.FloatArray) -> float:
+    """Capacity used over the windows where some disk has unmet demand."""
+    busy = unmet(x, demand).any(axis=1) & (capacity > 0)
+    if not busy.any():
+        return 1.0
+    return float(np.mean(x[busy].sum(axis=1) / capacity[busy]))
+
+
+def work_conservation(x: base.FloatArray,
+                      reference: base.FloatArray) -> float:
+    """Aggregate throughput with the policy / without any control."""
+    total = float(reference.sum())
+    return float(x.sum()) / total if total > 0 else 1.0
+
+
+def time_to_restore(x: base.FloatArray, target: base.FloatArray,
+                    times: base.FloatArray, window_s: float,
+                    change_times: list[float]) -> float:
+    """Largest time from a load change until every disk is at 0.95 x target.
+
+    Counted to the end of the first window in which it holds. A change that
+    is never restored before the next one (or the end) counts the whole
+    span: a lower bound of the real time.
+    """
+    ok = np.all((x >= KEPT * target) | (target <= 0), axis=1)
+    end = float(times[-1] + window_s) if len(times) else 0.0
+    worst = 0.0
+    changes = sorted(change_times)
+    for n, c in enumerate(changes):
+        horizon = changes[n + 1] if n + 1 < len(changes) else end
+        after = np.nonzero((times + window_s > c + 1e-9) & (times < horizon)
+                           & ok)[0]
+        restored = (float(times[after[0]] + window_s) if len(after)
+                    else horizon)
+        worst = max(worst, restored - c)
+    return worst
+
+
+def innocent_throttle_rate(actions: list[loop.Action], x: base.FloatArray,
+                           alloc: base.FloatArray, times: base.FloatArray,
+                           window_s: float) -> float:
+    """Share of caps that hit a disk at or below its oracle allocation.
+
+    A cap decided at time ``t`` is judged on the window that ended at
+    ``t``, the one the policy saw.
+    """
+    caps = [a for a in actions if a.action == base.CAP]
+    if not caps:
+        return 0.0
+    innocent = 0
+    for a in caps:
+        k = int(round((a.time - window_s - times[0]) / window_s))
+        if 0 <= k < len(times) and x[k, a.disk] <= alloc[k, a.disk] + 1e-12:
+            innocent += 1
+    return innocent / len(caps)
+
+
+def cap_churn_per_min(actions: list[loop.Action], disks: int,
+                      times: base.FloatArray, window_s: float,
+                      settle: base.BoolArray) -> float:
+    """Changes of a disk's limits per disk per minute, in steady state."""
+    steady_s = float((~settle).sum()) * window_s
+    if not disks or steady_s <= 0:
+        return 0.0
+    changes = 0
+    for a in actions:
+        k = int(round((a.time - window_s - times[0]) / window_s))
+        if a.changed and 0 <= k < len(times) and not settle[k]:
+            changes += 1
+    return changes / disks / (steady_s / 60.0)
+
+
+def jain(values: base.FloatArray) -> float:
+    """Jain's fairness index: 1 when all equal, 1/n at worst."""
+    total = float(np.sum(values * values))
+    if not len(values) or total <= 0:
+        return 1.0
+    return float(values.sum()) ** 2 / (len(values) * total)
+
+
+def fairness(x: base.FloatArray, demand: base.FloatArray,
+             alloc: base.FloatArray) -> float:
+    """Mean over windows of Jain's index of throughput / oracle allocation.
+
+    Over the disks with unmet demand; windows with none are skipped.
+    """
+    short = unmet(x, demand) & (alloc > 0)
+    indices = [jain(x[k, short[k]] / alloc[k, short[k]])
+               for k in range(len(x)) if short[k].any()]
+    return float(np.mean(indices)) if indices else 1.0
+
+
+def oracle_distance(x: base.FloatArray, alloc: base.FloatArray,
+                    capacity: base.FloatArray) -> float:
+    """Mean over windows of sum |throughput - oracle| / capacity."""
+    valid = capacity > 0
+    if not valid.any():
+        return 0.0
+    return float(np.mean(np.abs(x - alloc)[valid].sum(axis=1)
+                         / capacity[valid]))
+
+
+def measure(run: loop.Run, reference: loop.Run) -> dict[str, float]:
+    """Every measure of ``run``; ``reference`` is the ``none`` run."""
+    alloc = oracle(run.capacity, run.floor, run.demand, run.weight)
+    target = np.minimum(run.floor[None, :], run.demand)
+    settle = settling(run.times, run.window_s, run.change_times)
+    x = run.work
+    return {
+        'floor_kept': floor_kept(x, target, settle),
+        'worst_window': worst_window(x, target, settle),
+        'utilisation': utilisation(x, run.demand, run.capacity),
+        'work_conservation': work_conservation(x, reference.work),
+        'time_to_restore_s': time_to_restore(x, target, run.times,
+                                             run.window_s, run.change_times),
+        'cap_churn_per_min': cap_churn_per_min(
+            run.actions, len(run.names), run.times, run.window_s, settle),
+        'innocent_throttle_rate': innocent_throttle_rate(
+            run.actions, x, alloc, run.times, run.window_s),
+        'fairness': fairness(x, run.demand, alloc),
+        'oracle_distance': oracle_distance(x, alloc, run.capacity),
+    }
+
+
+def vm_table(run: loop.Run) -> list[dict[str, object]]:
+    """Per-VM max/min/avg KB/s over the windows (the paper's Table 2)."""
+    rows: list[dict[str, object]] = []
+    for i, vm in enumerate(run.scenario.vms):
+        rates = [s.rate_kbs for j in vm.jobs for s in j.steps]
+        demand_kbs = (float(max(r for r in rates if r is not None))
+                      if rates and None not in rates else None)
+        series = run.kbs[:, i]
+        rows.append({'name': vm.name, 'role': vm.role,
+                     'demand_kbs': demand_kbs,
+                     'floor_kbs': round(float(run.floor_kbs[i]), 1),
+                     'avg_kbs': round(float(series.mean()), 1),
+                     'min_kbs': round(float(series.min()), 1),
+                     'max_kbs': round(float(series.max()), 1)})
+    return rows

@@ -1,0 +1,177 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The shared storage: one queue, served in proportion to parallelism.
+
+Work is counted in device-seconds, with the same cost per operation as the
+policies' cost model (:mod:`iotguard.policy.costmodel`): an operation of
+``s`` bytes costs ``1 / iops_4k + s / bytes_sec``. With ``n`` requests
+outstanding the array delivers ``speed(n) = min(1, (n / sat_depth) **
+depth_exponent)`` device-seconds per second (many spindles: a deeper queue
+is served faster, up to saturation), times a small seeded noise factor. A
+disk with ``q`` outstanding requests gets ``q ** share_exponent /
+sum(q' ** share_exponent)`` of it: more parallelism, a bigger share (an
+exponent above 1 reproduces the paper's observation that a VM with ten
+times the processes takes far more than ten times the bandwidth).
+
+Each job is a :class:`Stream`: a FIFO of numbered requests. The guest has
+sent ``issued`` of them, ``passed`` went through the throttle, ``completed``
+were served, so at every moment the requests ``[completed, passed)`` are in
+the storage queue and ``[passed, issued)`` wait at the throttle: a request
+is served once, in order, and never lost. Within a stream, the work granted
+accumulates as ``credit`` and each ``cost`` of it completes the oldest
+request; the books balance exactly (``granted == spent + credit +
+dropped``).
+"""
+
+import collections.abc
+import dataclasses
+import math
+
+from iotguard.sim import scenario as scenario_mod
+
+Refill = collections.abc.Callable[[int], int]
+
+
+def reads_before(k: int, read_fraction: float) -> int:
+    """How many of a stream's first ``k`` requests are reads.
+
+    Request ``k`` is a read when ``reads_before(k + 1) > reads_before(k)``:
+    a deterministic interleaving with exactly the job's read/write mix.
+    """
+    return math.floor(k * read_fraction + 1e-9)
+
+
+def op_cost(size: float, domain: scenario_mod.Domain) -> float:
+    """Device-seconds one operation of ``size`` bytes costs."""
+    return 1.0 / domain.iops_4k + size / domain.bytes_sec
+
+
+def speed(outstanding: float, domain: scenario_mod.Domain) -> float:
+    """Device-seconds per second served at a queue of ``outstanding``."""
+    if outstanding <= 0:
+        return 0.0
+    return min(1.0, (outstanding / domain.sat_depth) ** domain.depth_exponent)
+
+
+@dataclasses.dataclass
+class Stream:
+    """The numbered requests of one job on one disk."""
+
+    disk: int
+    size: int
+    cost: float
+    read_fraction: float
+    issued: int = 0
+    passed: int = 0
+    completed: int = 0
+    credit: float = 0.0
+
+    @property
+    def queued(self) -> int:
+        """Requests in the storage queue."""
+        return self.passed - self.completed
+
+    @property
+    def waiting(self) -> int:
+        """Requests held at the throttle."""
+        return self.issued - self.passed
+
+    def is_read(self, k: int) -> bool:
+        return (reads_before(k + 1, self.read_fraction)
+                > reads_before(k, self.read_fraction))
+
+    def reads_between(self, start: int, stop: int) -> int:
+        return (reads_before(stop, self.read_fraction)
+                - reads_before(start, self.read_fraction))
+
+
+class Storage:
+    """Serves the streams of one contention domain."""
+
+    def __init__(self, domain: scenario_mod.Domain,
+                 streams: list[Stream]) -> None:
+        self.domain = domain
+        self.streams = streams
+        self.granted = 0.0      # device-seconds handed to streams
+        self.spent = 0.0        # device-seconds that completed requests
+        self.dropped = 0.0      # credit a stream could not use
+        self.queue_seconds = 0.0  # integral of the queue length over time
+
+    def outstanding(self) -> int:
+        return sum(s.queued for s in self.streams)
+
+    def serve(self, dt: float, factor: float = 1.0,
+              refill: Refill | None = None) -> list[int]:
+        """Serve ``dt`` seconds; return the completions of each stream.
+
+        The queue at the start of the tick sets the speed and the shares.
+        ``refill(i)``, when given, is called after stream ``i`` completed
+        requests while it still has credit: it returns how many new
+        requests it put into the storage queue (a closed loop re-issuing
+        within the tick). A stream that refills every completion at once
+        (``refill(i) < 0``: no rate, no throttle) is served in closed form.
+        """
+        streams = self.streams
+        per_disk: dict[int, int] = {}
+        for s in streams:
+            if s.queued:
+                per_disk[s.disk] = per_disk.get(s.disk, 0) + s.queued
+        total = sum(per_disk.values())
+        done = [0] * len(streams)
+        if not total:
+            return done
+        alpha = self.domain.share_exponent
+        weight = {d: q ** alpha for d, q in per_disk.items()}
+        weight_sum = sum(weight.values())
+        work = speed(total, self.domain) * factor * dt
+        for i, s in enumerate(streams):
+            if not s.queued:
+                continue
+            grant = work * weight[s.disk] / weight_sum * s.queued / per_disk[
+                s.disk]
+            self.granted += grant
+            s.credit += grant
+            free = refill is not None and refill(i) < 0
+            while True:
+                n = int(s.credit / s.cost + 1e-9)
+                if not free:
+                    n = min(s.queued, n)
+                if n <= 0:
+                    break
+                if free:
+                    # completed requests are replaced at once: the queue
+                    # keeps its length, the stream's numbering runs on
+                    s.issued += n
+                    s.passed += n
+                s.completed += n
+                s.credit -= n * s.cost
+                self.spent += n * s.cost
+                done[i] += n
+                if (free or refill is None or s.credit < s.cost
+                        or refill(i) <= 0):
+                    break
+            if s.credit < 0:
+                # rounding: int() above may complete on 1e-9 less credit
+                self.spent += s.credit
+                s.credit = 0.0
+            if not s.queued:
+                # The stream emptied during the tick: what it had left
+                # stays as the head start of its next request, at most one
+                # tick's worth, so a closed loop loses no capacity to the
+                # tick boundary.
+                keep = min(s.credit, grant)
+                self.dropped += s.credit - keep
+                s.credit = keep
+        after = self.outstanding()
+        self.queue_seconds += (total + after) / 2.0 * dt
+        return done
