@@ -12,6 +12,7 @@
 
 """In-memory stand-ins for the agent's unit tests (no I/O)."""
 
+from iotguard.agent import manager
 from iotguard.agent.virt import base
 from iotguard import caps
 
@@ -102,3 +103,30 @@ class FakeWorld:
             c['wr_reqs'] += int(100 * dt)
             c['wr_bytes'] += int(100 * dt) * 4096
             c['wr_times'] += int(100 * dt) * 2 * 10 ** 6
+
+
+class MemoryStore:
+    """The manager's state file, in memory (the file has its own test)."""
+
+    def __init__(self):
+        self.saved = {}
+
+    def save(self, held):
+        self.saved = {k: manager.Cap(**v.as_dict()) for k, v in held.items()}
+
+    def load(self):
+        return dict(self.saved)
+
+
+class FakeControllerAPI:
+    """Records what the agent casts to the controllers."""
+
+    def __init__(self):
+        self.batches = []
+        self.heartbeats = []
+
+    def report_samples(self, ctxt, host, samples):
+        self.batches.append((host, samples))
+
+    def agent_heartbeat(self, ctxt, host, info):
+        self.heartbeats.append((host, info))

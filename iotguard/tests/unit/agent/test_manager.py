@@ -39,24 +39,11 @@ def cap(key=A, lease=1100.0, decision='d1', **limits):
             'lease_expires_at': lease, 'decision_id': decision}
 
 
-class MemoryStore:
-    """The state file, in memory (the real one has a functional test)."""
-
-    def __init__(self):
-        self.saved = {}
-
-    def save(self, held):
-        self.saved = {k: manager.Cap(**v.as_dict()) for k, v in held.items()}
-
-    def load(self):
-        return dict(self.saved)
-
-
 class ManagerTestCase(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.store = MemoryStore()
+        self.store = fakes.MemoryStore()
         self.flags(host='compute1')
         self.driver = fakes.FakeDriver([
             base.Disk(A[0], A[1], static=caps.full(STATIC_A)),

@@ -23,18 +23,6 @@ A = (fakes.UUID_A, 'vda')
 B = (fakes.UUID_B, 'vdb')
 
 
-class FakeControllerAPI:
-    def __init__(self):
-        self.batches = []
-        self.heartbeats = []
-
-    def report_samples(self, ctxt, host, samples):
-        self.batches.append((host, samples))
-
-    def agent_heartbeat(self, ctxt, host, info):
-        self.heartbeats.append((host, info))
-
-
 class Clock:
     def __init__(self, now=0.0):
         self.now = now
@@ -57,8 +45,8 @@ class SamplerTest(test_base.TestCase):
         self.wall = Clock(1800000000.0)
         self.mgr = manager.AgentManager(
             self.conf, self.driver, clock=self.wall,
-            store=test_manager.MemoryStore())
-        self.api = FakeControllerAPI()
+            store=fakes.MemoryStore())
+        self.api = fakes.FakeControllerAPI()
         self.sampler = sampler.Sampler(self.conf, self.driver, self.mgr,
                                        self.api, clock=self.clock,
                                        wall_clock=self.wall)

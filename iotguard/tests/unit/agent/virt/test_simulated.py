@@ -10,8 +10,12 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+from iotguard.agent import manager
+from iotguard.agent import sampler
 from iotguard.agent.virt import simulated
 from iotguard import caps
+from iotguard.sim import scenario
+from iotguard.sim import world
 from iotguard.tests import base as test_base
 from iotguard.tests.unit.agent import fakes
 
@@ -84,3 +88,71 @@ class SimulatedDriverTest(test_base.TestCase):
     def test_scenario_required_without_world(self):
         d = simulated.SimulatedDriver(self.conf)
         self.assertRaises(ValueError, d.start)
+
+
+class RealWorldTest(test_base.TestCase):
+    """The driver, manager and sampler over iotguard.sim's real World."""
+
+    def setUp(self):
+        super().setUp()
+        self.flags(host='h1')
+        self.flags(sample_interval=5.0, group='agent')
+        data = {
+            'name': 'agent-unit', 'duration_s': 600, 'interval_s': 5.0,
+            'tick_s': 0.5,
+            'domain': {'name': 'pool', 'iops_4k': 2000.0,
+                       'bytes_sec': 200.0e6},
+            'tiers': [{'name': 'std'}],
+            'vms': [
+                {'name': 'noisy', 'tier': 'std', 'host': 'h1',
+                 'limits': {'total_iops_sec': 5000},
+                 'jobs': [{'rw': 'randwrite', 'bs': 4096, 'iodepth': 8}]},
+                {'name': 'quiet', 'tier': 'std', 'host': 'h1',
+                 'volume_id': 'vol-q',
+                 'jobs': [{'rw': 'randread', 'bs': 4096, 'iodepth': 1}]},
+                {'name': 'elsewhere', 'tier': 'std', 'host': 'h2',
+                 'jobs': [{'rw': 'randread', 'bs': 4096}]},
+            ]}
+        self.world = world.World(scenario.parse(data), seed=0)
+        self.driver = simulated.SimulatedDriver(self.conf, world=self.world)
+        self.driver.start()
+        self.noisy = (world.instance_uuid('agent-unit', 'noisy'), 'vda')
+
+    def sampler(self, mgr):
+        self.api = fakes.FakeControllerAPI()
+        return sampler.Sampler(self.conf, self.driver, mgr, self.api,
+                               clock=lambda: self.world.now,
+                               wall_clock=lambda: 1000.0 + self.world.now)
+
+    def test_cap_shows_in_measured_rate_and_lease_restores(self):
+        mgr = manager.AgentManager(self.conf, self.driver,
+                                   clock=lambda: 1000.0 + self.world.now,
+                                   store=fakes.MemoryStore())
+        s = self.sampler(mgr)
+
+        def noisy_iops():
+            self.world.step(5.0)
+            mgr.periodic()
+            batch = s.run_once()
+            disk = [d for d in batch['disks']
+                    if (d['instance_uuid'], d['dev']) == self.noisy][0]
+            return batch, disk['write_iops']
+
+        noisy_iops()
+        batch, before = noisy_iops()
+        self.assertEqual(2, len(batch['disks']))     # h2's disk is not ours
+        self.assertGreater(before, 400)
+        mgr.apply_caps({}, [{'instance_uuid': self.noisy[0], 'dev': 'vda',
+                             'limits': {'total_iops_sec': 100},
+                             'lease_expires_at': 1000.0 + self.world.now
+                             + 8.0,
+                             'decision_id': 'd'}])
+        self.assertEqual(100, self.world.get_iotune(
+            '%s/%s' % self.noisy)['total_iops_sec'])
+        _batch, capped = noisy_iops()
+        self.assertLess(capped, 115)
+        noisy_iops()                                  # lease lapses here
+        self.assertEqual(5000, self.world.get_iotune(
+            '%s/%s' % self.noisy)['total_iops_sec'])
+        _batch, after = noisy_iops()
+        self.assertGreater(after, 400)
