@@ -37,4 +37,5 @@ def on_every_backend(namespace, tests):
     for backend in database.BACKENDS:
         name = '%s%s' % (tests.__name__, backend.capitalize())
         namespace[name] = type(name, (BackendMixin, tests, base.TestCase),
-                               {'backend': backend})
+                               {'backend': backend,
+                                '__module__': namespace['__name__']})

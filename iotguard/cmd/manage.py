@@ -1,0 +1,138 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""iotguard-manage: database, tiers in Nova and Cinder, domain profiles.
+
+::
+
+    iotguard-manage [--config-file FILE] db sync
+    iotguard-manage [--config-file FILE] db version
+    iotguard-manage [--config-file FILE] tier sync [--dry-run] [--os-cloud C]
+    iotguard-manage [--config-file FILE] domain calibrate NAME
+        --iops-4k N --bytes-sec N [--create --kind local|ceph|cinder]
+
+``--config-file`` and ``--config-dir`` go to oslo.config. ``tier sync``
+talks to Nova and Cinder as the cloud named by ``--os-cloud`` (clouds.yaml)
+or the ``OS_*`` environment, as an admin.
+"""
+
+import argparse
+import sys
+
+from iotguard.db import api as db_api
+from iotguard.db import migration
+from iotguard import exception
+from iotguard import service
+from iotguard import tiersync
+
+KINDS = ('local', 'ceph', 'cinder')
+
+
+def db_sync(conf, db, args):
+    migration.upgrade(db.get_engine())
+    print('Database schema at %s.' % migration.version(db.get_engine()))
+
+
+def db_version(conf, db, args):
+    print(migration.version(db.get_engine()) or 'None (run db sync)')
+
+
+def tier_sync(conf, db, args):
+    import openstack  # only this command needs the cloud
+    conn = args.connect(args.os_cloud) if args.connect else openstack.connect(
+        cloud=args.os_cloud)
+    changes = tiersync.sync(conn, db.tier_list(), conf.tiers.flavor_tiers,
+                            conf.tiers.volume_type_prefix,
+                            dry_run=args.dry_run)
+    verb = 'Would change' if args.dry_run else 'Changed'
+    for change in changes:
+        print('%s: %s' % (verb, change))
+    print('%d change(s)%s.' % (len(changes),
+                               ' to make' if args.dry_run else ' made'))
+
+
+def domain_calibrate(conf, db, args):
+    profile = {'iops_4k': args.iops_4k, 'bytes_sec': args.bytes_sec}
+    try:
+        domain = db.domain_update(args.name, profile)
+    except exception.NotFound:
+        if not args.create:
+            raise
+        domain = db.domain_create(args.name, args.kind, **profile)
+    print('Domain %(name)s: iops_4k=%(iops_4k)g bytes_sec=%(bytes_sec)g'
+          % domain)
+
+
+def _positive(text):
+    value = float(text)
+    if not value > 0 or value == float('inf'):
+        raise argparse.ArgumentTypeError('must be a number > 0')
+    return value
+
+
+def parser():
+    top = argparse.ArgumentParser(prog='iotguard-manage')
+    top.add_argument('--config-file', action='append', default=[],
+                     help='iotguard configuration file (repeatable)')
+    top.add_argument('--config-dir', action='append', default=[],
+                     help='directory of configuration files (repeatable)')
+    groups = top.add_subparsers(dest='group', required=True)
+    dbp = groups.add_parser('db', help='the database schema')
+    dbc = dbp.add_subparsers(dest='command', required=True)
+    dbc.add_parser('sync', help='upgrade to the newest schema').set_defaults(
+        func=db_sync)
+    dbc.add_parser('version', help='print the schema revision').set_defaults(
+        func=db_version)
+    tier = groups.add_parser('tier', help='tiers in Nova and Cinder')
+    tierc = tier.add_subparsers(dest='command', required=True)
+    sync = tierc.add_parser('sync', help='flavor extra specs, volume types '
+                                         'and QoS specs from the tiers')
+    sync.add_argument('--dry-run', action='store_true',
+                      help='print what would change, change nothing')
+    sync.add_argument('--os-cloud', help='cloud of clouds.yaml to use')
+    sync.set_defaults(func=tier_sync, connect=None)
+    domain = groups.add_parser('domain', help='contention domains')
+    domainc = domain.add_subparsers(dest='command', required=True)
+    cal = domainc.add_parser('calibrate', help="set a domain's capacity "
+                                               'profile')
+    cal.add_argument('name')
+    cal.add_argument('--iops-4k', type=_positive, required=True,
+                     help='random 4 KiB IOPS the storage sustains')
+    cal.add_argument('--bytes-sec', type=_positive, required=True,
+                     help='sequential bytes per second it sustains')
+    cal.add_argument('--create', action='store_true',
+                     help='create the domain when it does not exist')
+    cal.add_argument('--kind', choices=KINDS, default='local',
+                     help='kind of a domain created (default local)')
+    cal.set_defaults(func=domain_calibrate)
+    return top
+
+
+def main(argv=None, connect=None):
+    args = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    oslo_args = []
+    for path in args.config_file:
+        oslo_args += ['--config-file', path]
+    for path in args.config_dir:
+        oslo_args += ['--config-dir', path]
+    conf = service.prepare_service(oslo_args)
+    if connect is not None:
+        args.connect = connect
+    db = db_api.Connection(conf)
+    try:
+        args.func(conf, db, args)
+    except exception.IotguardException as exc:
+        print('Error: %s' % exc.message, file=sys.stderr)
+        return 1
+    finally:
+        db.dispose()
+    return 0

@@ -1,0 +1,105 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""iotguard-manage and iotguard-status on a real database."""
+
+import contextlib
+import io
+
+import fixtures
+
+from iotguard.cmd import manage
+from iotguard.cmd import status
+from iotguard.db import migration
+from iotguard.tests.functional.db import backends
+from iotguard.tests.unit import test_tiersync
+
+
+class CommandTests:
+
+    migrate = False
+
+    @property
+    def conf_file(self):
+        if not hasattr(self, '_conf_file'):
+            path = self.useFixture(fixtures.TempDir()).path
+            self._conf_file = path + '/iotguard.conf'
+            with open(self._conf_file, 'w') as conf_file:
+                conf_file.write('[database]\nconnection = %s\n'
+                                '[tiers]\nflavor_tiers = m1.gold:gold\n'
+                                % self.database.url)
+        return self._conf_file
+
+    def run_cmd(self, main, *argv, **kw):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(argv), **kw)
+        return code, out.getvalue(), err.getvalue()
+
+    def manage(self, *argv, **kw):
+        return self.run_cmd(manage.main, '--config-file', self.conf_file,
+                            *argv, **kw)
+
+    def test_db_sync_version_and_status(self):
+        code, out, _ = self.manage('db', 'version')
+        self.assertEqual((0, 'None (run db sync)'),
+                         (code, out.splitlines()[-1]))
+        code, out, _ = self.run_cmd(status.main, '--config-file',
+                                    self.conf_file, 'upgrade', 'check')
+        self.assertEqual(2, code)
+        self.assertIn('db sync', out)
+        self.assertEqual(0, self.manage('db', 'sync')[0])
+        self.assertEqual(migration.head(), migration.version(self.engine))
+        code, out, _ = self.manage('db', 'version')
+        self.assertEqual(migration.head(), out.splitlines()[-1])
+        code, out, _ = self.run_cmd(status.main, '--config-file',
+                                    self.conf_file, 'upgrade', 'check')
+        self.assertEqual(0, code, out)
+
+    def test_domain_calibrate(self):
+        self.manage('db', 'sync')
+        code, _, err = self.manage('domain', 'calibrate', 'ceph:p1',
+                                   '--iops-4k', '20000', '--bytes-sec',
+                                   '1e9')
+        self.assertEqual(1, code)
+        self.assertIn('ceph:p1', err)
+        code, out, _ = self.manage('domain', 'calibrate', 'ceph:p1',
+                                   '--iops-4k', '20000', '--bytes-sec',
+                                   '1e9', '--create', '--kind', 'ceph')
+        self.assertEqual(0, code)
+        self.manage('domain', 'calibrate', 'ceph:p1', '--iops-4k', '25000',
+                    '--bytes-sec', '1e9')
+        domain = self.db.domain_get('ceph:p1')
+        self.assertEqual(('ceph', 25000.0, 1e9), (
+            domain['kind'], domain['iops_4k'], domain['bytes_sec']))
+
+    def test_tier_sync_dry_run_then_real(self):
+        self.manage('db', 'sync')
+        self.db.tier_create({'name': 'gold', 'min_iops': 2000.0,
+                             'max_iops': 5000.0})
+        cloud = test_tiersync.FakeCloud()
+        code, out, _ = self.manage('tier', 'sync', '--dry-run',
+                                   connect=lambda name: cloud)
+        self.assertEqual(0, code)
+        self.assertIn('Would change: flavor m1.gold: set iotguard:tier=gold',
+                      out)
+        self.assertEqual(0, cloud.writes)
+        code, out, _ = self.manage('tier', 'sync', connect=lambda n: cloud)
+        self.assertIn('4 change(s) made.', out)
+        self.assertEqual('gold', cloud.flavors['m1.gold'].extra_specs[
+            'iotguard:tier'])
+        code, out, _ = self.manage('tier', 'sync', connect=lambda n: cloud)
+        self.assertEqual('0 change(s) made.', out.splitlines()[-1])
+
+
+backends.on_every_backend(globals(), CommandTests)
+del CommandTests
