@@ -55,7 +55,12 @@ class Run:
     """The recorded series of one run; work in device-seconds per second.
 
     Arrays are ``(windows, disks)`` unless named otherwise; window ``k``
-    covers ``[times[k], times[k] + window_s)``.
+    covers ``[times[k], times[k] + window_s)``. ``demand`` and ``slots``
+    (requests the disk's processes keep in flight) are the truth the
+    oracle needs; ``capacity`` is what the array serves with every
+    demanding request queued (the saturated capacity of that load);
+    ``response_ms`` is the storage's mean response time (queue length /
+    completions, Little's law).
     """
 
     scenario: scenario_mod.Scenario
@@ -71,6 +76,7 @@ class Run:
     floor: base.FloatArray
     floor_kbs: base.FloatArray
     weight: base.FloatArray
+    slots: base.FloatArray
     capacity: base.FloatArray
     queue: base.FloatArray
     response_ms: base.FloatArray
@@ -209,16 +215,16 @@ class _Loop:
         shape = (windows, n)
         work, kbs = np.zeros(shape), np.zeros(shape)
         dem, cap_kbs = np.zeros(shape), np.zeros(shape)
+        slots_in = np.zeros(shape)
         capacity, queue = np.zeros(windows), np.zeros(windows)
         response = np.zeros(windows)
         prev = [self.world.counters(d) for d in self.ids]
         for k in range(windows):
             t = self.world.now
-            slots = 0
             for i, vm in enumerate(self.vms):
-                dem[k, i], disk_slots = demand(vm, sc.domain, t)
-                slots += disk_slots if dem[k, i] > 0 else 0
-            capacity[k] = storage.speed(slots, sc.domain)
+                dem[k, i], slots_in[k, i] = demand(vm, sc.domain, t)
+            capacity[k] = storage.speed(
+                float(slots_in[k][dem[k] > 0].sum()), sc.domain)
             cap_kbs[k] = np.where(np.isfinite(self.cap_bytes),
                                   self.cap_bytes / workload.KIB, np.nan)
             queue_before = self.world.storage.queue_seconds
@@ -233,11 +239,10 @@ class _Loop:
                            dtype=float)
             size = np.array([d['rd_bytes'] + d['wr_bytes'] for d in delta],
                             dtype=float)
-            time_ns = sum(d['rd_times'] + d['wr_times'] for d in delta)
             work[k] = (ops / sc.domain.iops_4k
                        + size / sc.domain.bytes_sec) / dt
             kbs[k] = size / dt / workload.KIB
-            response[k] = (time_ns / ops.sum() / 1e6 if ops.sum()
+            response[k] = (queue[k] / ops.sum() * dt * 1e3 if ops.sum()
                            else 0.0)
             self.apply(self.policy.decide(self.snapshot(delta), now), now)
             if progress is not None:
@@ -256,7 +261,8 @@ class _Loop:
                                        self.profile),
             floor_kbs=floor_ops * sizes / workload.KIB,
             weight=np.array([t.weight for t in self.tiers]),
-            capacity=capacity, queue=queue, response_ms=response,
+            slots=slots_in, capacity=capacity, queue=queue,
+            response_ms=response,
             cap_kbs=cap_kbs, actions=self.actions,
             change_times=sc.change_times())
 
