@@ -1,0 +1,129 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+import threading
+
+from iotguard.controller import samples
+from iotguard.tests import base
+from iotguard.tests.unit.controller import fakes
+
+UUID = '11111111-2222-3333-4444-555555555555'
+
+
+class SampleStoreTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.now = 1000.0
+        self.store = samples.SampleStore(5.0, clock=lambda: self.now)
+
+    def test_add_and_latest(self):
+        s = fakes.sample(UUID, timestamp=999.0, iops=42.0)
+        self.assertTrue(self.store.add(s))
+        got = self.store.latest(UUID, 'vda')
+        self.assertEqual(21.0, got['read_iops'])
+        self.assertIsNone(self.store.latest(UUID, 'vdb'))
+        # the store keeps its own copy
+        s['read_iops'] = 0.0
+        self.assertEqual(21.0, self.store.latest(UUID, 'vda')['read_iops'])
+
+    def test_newer_replaces_older_is_refused(self):
+        self.assertTrue(self.store.add(fakes.sample(UUID, timestamp=990.0)))
+        self.assertTrue(self.store.add(fakes.sample(UUID, timestamp=995.0,
+                                                    iops=2.0)))
+        self.assertFalse(self.store.add(fakes.sample(UUID, timestamp=992.0,
+                                                     iops=99.0)))
+        self.assertEqual(995.0, self.store.latest(UUID, 'vda')['timestamp'])
+        self.assertEqual(1, self.store.rejected)
+
+    def test_duplicate_refused(self):
+        s = fakes.sample(UUID, timestamp=999.0)
+        self.assertTrue(self.store.add(s))
+        self.assertFalse(self.store.add(dict(s, read_iops=1000.0)))
+        self.assertEqual(5.0, self.store.latest(UUID, 'vda')['read_iops'])
+
+    def test_malformed_refused(self):
+        for bad in (None, 'x', {}, fakes.sample('not-a-uuid'),
+                    fakes.sample(UUID, read_iops=-1.0),
+                    fakes.sample(UUID, timestamp='yesterday'),
+                    fakes.sample(UUID, timestamp=float('nan')),
+                    fakes.sample(UUID, write_iops=float('inf')),
+                    {k: v for k, v in fakes.sample(UUID).items()
+                     if k != 'static'}):
+            self.assertFalse(self.store.add(bad), bad)
+        self.assertEqual(0, len(self.store))
+        self.assertEqual(9, self.store.rejected)
+
+    def test_future_beyond_skew_refused(self):
+        self.assertFalse(self.store.add(fakes.sample(UUID, timestamp=1010.0)))
+        self.assertTrue(self.store.add(fakes.sample(UUID, timestamp=1001.5)))
+
+    def test_received_at_overrides_clock(self):
+        s = fakes.sample(UUID, timestamp=2000.0)
+        self.assertFalse(self.store.add(s))
+        self.assertTrue(self.store.add(s, received_at=2000.5))
+
+    def test_far_past_refused(self):
+        self.assertFalse(self.store.add(fakes.sample(UUID, timestamp=900.0)))
+        # 3 intervals of 5 s: 15 s old is still usable, 16 s is not
+        self.assertTrue(self.store.add(fakes.sample(UUID, timestamp=985.0)))
+        self.assertFalse(self.store.add(fakes.sample('%s0' % UUID[:-1],
+                                                     timestamp=984.0)))
+
+    def test_counter_reset_gap_is_stored_without_rates(self):
+        self.assertTrue(self.store.add(fakes.sample(UUID, timestamp=990.0)))
+        self.assertTrue(samples.has_rates(self.store.latest(UUID, 'vda')))
+        reset = fakes.sample(UUID, timestamp=995.0, gap='reset')
+        self.assertIsNone(reset['read_iops'])
+        self.assertTrue(self.store.add(reset))
+        latest = self.store.latest(UUID, 'vda')
+        self.assertEqual('reset', latest['gap'])
+        self.assertFalse(samples.has_rates(latest))
+        self.assertFalse(samples.has_rates(None))
+
+    def test_staleness(self):
+        s = fakes.sample(UUID, timestamp=1000.0)
+        self.assertFalse(self.store.is_stale(s, 1015.0))
+        self.assertTrue(self.store.is_stale(s, 1015.1))
+        self.assertTrue(self.store.is_stale(None, 1000.0))
+
+    def test_staleness_follows_a_slow_source_interval(self):
+        s = fakes.sample(UUID, timestamp=1000.0, interval_s=300.0)
+        self.assertFalse(self.store.is_stale(s, 1800.0))
+        self.assertTrue(self.store.is_stale(s, 1901.0))
+
+    def test_forget_and_prune(self):
+        other = '%s0' % UUID[:-1]
+        self.store.add(fakes.sample(UUID, timestamp=990.0))
+        self.store.add(fakes.sample(other, timestamp=999.0))
+        self.store.forget(UUID, 'vda')
+        self.assertIsNone(self.store.latest(UUID, 'vda'))
+        self.store.forget(UUID, 'vda')  # twice is fine
+        self.assertEqual(0, self.store.prune(1010.0))
+        self.assertEqual(1, self.store.prune(1020.0))
+        self.assertEqual(0, len(self.store))
+
+    def test_bad_interval(self):
+        self.assertRaises(ValueError, samples.SampleStore, 0)
+
+    def test_concurrent_adds_keep_the_newest(self):
+        def feed(offset):
+            for i in range(200):
+                self.store.add(fakes.sample(UUID, timestamp=800.0 + offset
+                                            + 2 * i),
+                               received_at=800.0 + offset + 2 * i)
+        threads = [threading.Thread(target=feed, args=(k,)) for k in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(1199.0, self.store.latest(UUID, 'vda')['timestamp'])
