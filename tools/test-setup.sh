@@ -50,3 +50,43 @@ if ! port_open 5672 && command -v rabbitmq-server >/dev/null; then
     $SUDO rabbitmq-server -detached
     wait_port 5672
 fi
+
+# libvirtd + virtlogd (QEMU, TCG) for the agent's end-to-end test; no
+# systemd here, and no cgroup delegation, AppArmor or NAT network either.
+if command -v libvirtd >/dev/null && \
+        ! timeout 10 virsh -c qemu:///system version >/dev/null 2>&1; then
+    grep -q '^# --- iotguard' /etc/libvirt/qemu.conf || \
+        $SUDO tee -a /etc/libvirt/qemu.conf >/dev/null <<'EOC'
+# --- iotguard: container without systemd/cgroup delegation/AppArmor ---
+user = "root"
+group = "root"
+security_driver = "none"
+namespaces = [ ]
+cgroup_controllers = [ ]
+EOC
+    $SUDO rm -f /etc/libvirt/qemu/networks/autostart/*.xml
+    pgrep -x virtlogd >/dev/null || $SUDO timeout 10 virtlogd -d || true
+    $SUDO timeout 20 libvirtd -d || echo "libvirtd did not start" >&2
+    for _ in $(seq 1 120); do
+        timeout 5 virsh -c qemu:///system version >/dev/null 2>&1 && break
+        sleep 0.25
+    done
+fi
+# A guest kernel with virtio modules as plain .ko files, unpacked (not
+# installed: no initramfs rebuild), for the same test.
+GUESTKERNEL=/opt/iotguard/guestkernel
+if [ ! -d "$GUESTKERNEL/boot" ] && command -v apt-get >/dev/null; then
+    kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | \
+        awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+    if [ -n "$kpkg" ]; then
+        tmp=$(mktemp -d)
+        (cd "$tmp" && apt-get download "$kpkg" >/dev/null) && \
+            $SUDO mkdir -p "$GUESTKERNEL" && \
+            $SUDO dpkg-deb -x "$tmp/$kpkg"_*.deb "$GUESTKERNEL"
+        rm -rf "$tmp"
+    fi
+fi
+
+# Gnocchi in its own virtualenv, for the Gnocchi source's functional tests
+# (iotguard/tests/fixtures/gnocchi.py starts it per test class).
+"$(dirname "$0")/install-gnocchi.sh"

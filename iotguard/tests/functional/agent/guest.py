@@ -1,0 +1,146 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""A tiny QEMU/TCG guest that writes to its disk in a loop.
+
+Debian's kernel (direct kernel boot) and a busybox initramfs built here, no
+disk image to download: the guest loads the virtio modules, prints
+``IOTG: boot-done`` on its serial console (a file) and runs
+``dd if=/dev/zero of=/dev/vda bs=1M oflag=direct`` forever. Recipe from
+REAL-PARTS.md section 2. The kernel is looked up in
+``$IOTGUARD_TEST_GUEST_KERNEL_ROOT`` (a directory holding ``boot/`` and
+``lib/modules/``, e.g. ``dpkg-deb -x linux-image-*.deb DIR``, which
+tools/test-setup.sh does into /opt/iotguard/guestkernel), then in ``/``.
+"""
+
+import glob
+import gzip
+import io
+import os
+import shutil
+
+MODULES = ('virtio/virtio_ring', 'virtio/virtio',
+           'virtio/virtio_pci_legacy_dev', 'virtio/virtio_pci_modern_dev',
+           'virtio/virtio_pci', 'block/virtio_blk')
+BUSYBOX = '/bin/busybox'
+DEFAULT_KERNEL_ROOTS = ('/opt/iotguard/guestkernel', '/')
+
+INIT = """#!/bin/sh
+export PATH=/bin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev \
+virtio_pci virtio_blk; do insmod /mods/$m.ko; done
+sleep 1
+echo "IOTG: boot-done $(cat /proc/uptime)"
+while true; do dd if=/dev/zero of=/dev/vda bs=1M count=64 oflag=direct \
+2>/dev/null; done
+"""
+
+
+def find_kernel():
+    """``(vmlinuz path, modules dir)`` or raise LookupError saying why."""
+    roots = [os.environ.get('IOTGUARD_TEST_GUEST_KERNEL_ROOT')]
+    roots += list(DEFAULT_KERNEL_ROOTS)
+    for root in filter(None, roots):
+        for vmlinuz in sorted(glob.glob(os.path.join(root, 'boot',
+                                                     'vmlinuz-*')),
+                              reverse=True):
+            version = os.path.basename(vmlinuz)[len('vmlinuz-'):]
+            mods = os.path.join(root, 'lib', 'modules', version, 'kernel',
+                                'drivers')
+            if all(os.path.exists(os.path.join(mods, m + '.ko'))
+                   for m in MODULES):
+                return vmlinuz, mods
+    raise LookupError(
+        'no guest kernel with uncompressed virtio modules in %s (set '
+        'IOTGUARD_TEST_GUEST_KERNEL_ROOT to a dpkg-deb -x of '
+        'linux-image-amd64)' % ', '.join(filter(None, roots)))
+
+
+def _cpio_newc(entries):
+    """A newc cpio archive of ``(name, mode, data)`` entries."""
+    out = io.BytesIO()
+
+    def pad():
+        out.write(b'\0' * (-out.tell() % 4))
+
+    for ino, (name, mode, data) in enumerate(
+            entries + [('TRAILER!!!', 0, b'')], start=1):
+        raw = name.encode() + b'\0'
+        fields = (ino, mode, 0, 0, 2 if mode & 0o040000 else 1, 0,
+                  len(data), 0, 0, 0, 0, len(raw), 0)
+        out.write(b'070701' + b''.join(b'%08X' % f for f in fields))
+        out.write(raw)
+        pad()
+        out.write(data)
+        pad()
+    return out.getvalue()
+
+
+def build_initramfs(path, modules_dir):
+    """Write the gzipped initramfs to ``path``."""
+    if not os.path.exists(BUSYBOX):
+        raise LookupError('%s not found (apt-get install busybox-static)'
+                          % BUSYBOX)
+    with open(BUSYBOX, 'rb') as f:
+        busybox = f.read()
+    d, x, r, link = 0o040755, 0o100755, 0o100644, 0o120777
+    entries = [(n, d, b'') for n in ('bin', 'dev', 'proc', 'sys', 'mods')]
+    entries.append(('bin/busybox', x, busybox))
+    for applet in ('sh', 'mount', 'insmod', 'dd', 'sleep', 'echo', 'cat'):
+        entries.append(('bin/' + applet, link, b'busybox'))
+    for module in MODULES:
+        with open(os.path.join(modules_dir, module + '.ko'), 'rb') as f:
+            entries.append(('mods/%s.ko' % os.path.basename(module), r,
+                            f.read()))
+    entries.append(('init', x, INIT.encode()))
+    with gzip.open(path, 'wb', compresslevel=1) as f:
+        f.write(_cpio_newc(entries))
+
+
+def domain_xml(name, uuid, workdir, static_bytes_sec):
+    """A persistent TCG domain with one raw disk and a static ceiling."""
+    vmlinuz, modules_dir = find_kernel()
+    kernel = os.path.join(workdir, 'vmlinuz')
+    shutil.copyfile(vmlinuz, kernel)
+    initrd = os.path.join(workdir, 'initrd.gz')
+    build_initramfs(initrd, modules_dir)
+    disk = os.path.join(workdir, 'disk.img')
+    with open(disk, 'wb') as f:
+        f.truncate(256 << 20)
+    return """<domain type='qemu'>
+  <name>%(name)s</name>
+  <uuid>%(uuid)s</uuid>
+  <memory unit='MiB'>128</memory>
+  <vcpu>1</vcpu>
+  <os><type arch='x86_64' machine='pc'>hvm</type>
+    <kernel>%(kernel)s</kernel><initrd>%(initrd)s</initrd>
+    <cmdline>console=ttyS0 quiet panic=-1</cmdline></os>
+  <on_poweroff>destroy</on_poweroff><on_reboot>destroy</on_reboot>
+  <devices>
+    <emulator>/usr/bin/qemu-system-x86_64</emulator>
+    <disk type='file' device='disk'>
+      <driver name='qemu' type='raw' cache='none' io='native'/>
+      <source file='%(disk)s'/><target dev='vda' bus='virtio'/>
+      <iotune><total_bytes_sec>%(static)d</total_bytes_sec></iotune>
+    </disk>
+    <serial type='file'><source path='%(console)s'/><target port='0'/>
+    </serial>
+    <memballoon model='none'/>
+  </devices>
+</domain>""" % {'name': name, 'uuid': uuid, 'kernel': kernel,
+                'initrd': initrd, 'disk': disk, 'static': static_bytes_sec,
+                'console': console_path(workdir)}
+
+
+def console_path(workdir):
+    return os.path.join(workdir, 'console.log')

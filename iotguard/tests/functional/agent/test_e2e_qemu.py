@@ -1,0 +1,180 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""End to end on a real libvirtd + QEMU (TCG) guest that writes to its disk.
+
+The agent's libvirt driver, manager and sampler (not the RPC layer, which
+test_rpc covers) run against ``qemu:///system`` with a real guest
+(:mod:`guest`): the sampled write rate is the guest's real one, held at
+the static ceiling from the domain XML (as Nova's ``quota:disk_*`` would
+set it); a cap shows in the measured rate within one interval; when its
+lease lapses the agent restores the ceiling and the rate comes back.
+
+It skips, saying why, where libvirtd is not reachable (tools/test-setup.sh
+starts it), or the guest kernel or busybox is missing. KVM does not work in
+this sandbox; the guest is ``type='qemu'`` (TCG). About 30 s.
+"""
+
+import os
+import time
+import uuid
+
+import fixtures
+import testtools
+
+from iotguard.agent import manager as manager_mod
+from iotguard.agent import sampler as sampler_mod
+from iotguard.agent.virt import libvirt as lv
+from iotguard.tests import base as test_base
+from iotguard.tests.functional.agent import guest
+
+try:
+    import libvirt
+except ImportError:
+    libvirt = None
+
+URI = os.environ.get('IOTGUARD_TEST_LIBVIRT_URI', 'qemu:///system')
+MIB = 1 << 20
+STATIC = 40 * MIB      # the static ceiling, Nova-style, in the domain XML
+CAP = 4 * MIB
+INTERVAL = 2.0
+
+
+class Recorder:
+    def __init__(self):
+        self.batches = []
+
+    def report_samples(self, ctxt, host, samples):
+        self.batches.append(samples)
+
+    def agent_heartbeat(self, ctxt, host, info):
+        pass
+
+
+class NoStore:
+    def save(self, held):
+        pass
+
+    def load(self):
+        return {}
+
+
+@testtools.skipIf(libvirt is None, 'libvirt-python is not installed')
+class QemuGuestEndToEndTest(test_base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.Timeout(180, gentle=True))
+        libvirt.registerErrorHandler(lambda c, e: None, None)
+        try:
+            conn = libvirt.open(URI)
+        except libvirt.libvirtError as e:
+            self.skipTest('libvirtd not reachable at %s (%s); '
+                          'tools/test-setup.sh starts it' % (URI, e))
+        self.addCleanup(conn.close)
+        try:
+            guest.find_kernel()
+        except LookupError as e:
+            self.skipTest(str(e))
+        if not os.path.exists(guest.BUSYBOX):
+            self.skipTest('%s missing (busybox-static)' % guest.BUSYBOX)
+
+        self.workdir = self.useFixture(fixtures.TempDir(
+            rootdir='/var/tmp')).path
+        os.chmod(self.workdir, 0o755)
+        self.uuid = str(uuid.uuid4())
+        xml = guest.domain_xml('iotg-e2e-' + self.uuid[:8], self.uuid,
+                               self.workdir, STATIC)
+        self.dom = conn.defineXML(xml)
+        self.addCleanup(self.dom.undefine)
+        self.dom.create()
+        self.addCleanup(self._destroy)
+        self._wait_for_boot()
+
+        self.flags(host='e2e-host')
+        self.flags(sample_interval=INTERVAL, group='agent')
+        self.driver = lv.LibvirtDriver(self.conf, uri=URI)
+        self.driver.start()
+        self.addCleanup(self.driver.stop)
+        self.wall = [time.time()]
+        self.mgr = manager_mod.AgentManager(
+            self.conf, self.driver, clock=lambda: self.wall[0],
+            store=NoStore())
+        self.api = Recorder()
+        self.sampler = sampler_mod.Sampler(self.conf, self.driver, self.mgr,
+                                           self.api)
+
+    def _destroy(self):
+        if self.dom.isActive():
+            self.dom.destroy()
+
+    def _wait_for_boot(self):
+        console = guest.console_path(self.workdir)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if (os.path.exists(console) and
+                    b'IOTG: boot-done' in open(console, 'rb').read()):
+                return
+            time.sleep(0.25)
+        tail = open(console, 'rb').read()[-600:] if os.path.exists(
+            console) else b'(no console)'
+        self.fail('guest did not boot in 90 s: %r' % tail)
+
+    def tick(self):
+        """One agent interval: caps, then statistics; vda's sample."""
+        self.wall[0] = time.time()
+        disks = self.driver.list_disks()
+        self.mgr.periodic(disks)
+        batch = self.sampler.run_once(disks)
+        return [d for d in batch['disks']
+                if d['instance_uuid'] == self.uuid and d['dev'] == 'vda'][0]
+
+    def interval(self):
+        time.sleep(INTERVAL)
+        return self.tick()
+
+    def test_real_rate_cap_within_one_interval_and_lease_lapse(self):
+        self.tick()                                   # first reading
+        free = self.interval()
+        self.assertIsNone(free['gap'])
+        self.assertEqual({'total_bytes_sec': STATIC}, free['static'])
+        # The guest writes as fast as the static ceiling lets it.
+        self.assertGreater(free['write_bytes_sec'], 0.5 * STATIC, free)
+        self.assertLess(free['write_bytes_sec'], 1.3 * STATIC, free)
+        self.assertGreater(free['write_iops'], 0)
+        self.assertGreater(free['write_latency_ms'], 0)
+
+        self.mgr.apply_caps({}, [{
+            'instance_uuid': self.uuid, 'dev': 'vda',
+            'limits': {'total_bytes_sec': CAP},
+            'lease_expires_at': time.time() + 2.5 * INTERVAL,
+            'decision_id': 'e2e'}])
+        live = self.dom.blockIoTune('vda', libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        self.assertEqual(CAP, live['total_bytes_sec'])
+        self.tick()             # closes the interval the cap arrived in
+        capped = self.interval()
+        self.assertEqual(CAP, capped['cap']['total_bytes_sec'])
+        # QEMU's bucket lets one burst of the base value through.
+        self.assertLess(capped['write_bytes_sec'], 1.6 * CAP, capped)
+        self.assertGreater(capped['write_bytes_sec'], 0.3 * CAP, capped)
+
+        # The lease lapses: the agent restores the ceiling by itself.
+        deadline = time.monotonic() + 4 * INTERVAL
+        while self.mgr.cap_in_force((self.uuid, 'vda')) is not None:
+            self.assertLess(time.monotonic(), deadline, 'lease never lapsed')
+            self.interval()
+        live = self.dom.blockIoTune('vda', libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        self.assertEqual(STATIC, live['total_bytes_sec'])
+        self.tick()
+        back = self.interval()
+        self.assertIsNone(back['cap'])
+        self.assertGreater(back['write_bytes_sec'], 0.5 * STATIC, back)
