@@ -79,11 +79,10 @@ def deploy(conf, db=None, set_nova_tier=None):
         api = auth_token.AuthProtocol(api, {'oslo_config_config': conf})
     else:
         api = NoAuth(api)
-    health = healthcheck.Healthcheck(None, {'oslo_config_config': conf})
+    health = healthcheck.Healthcheck(None, conf)
     app = Dispatcher(api, health)
     app = request_id.RequestId(app)
-    return http_proxy_to_wsgi.HTTPProxyToWSGI(
-        app, {'oslo_config_config': conf})
+    return http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
 
 
 def init_application(argv=None, config_files=None):

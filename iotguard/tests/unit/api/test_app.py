@@ -1,0 +1,74 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The assembled application without a database: auth and routing."""
+
+from keystonemiddleware import auth_token
+import webob
+
+from iotguard.api import app
+from iotguard.api import router
+from iotguard.tests import base
+
+
+class NoDatabase:
+    """Any query is a bug in these tests."""
+
+    def __getattr__(self, name):
+        raise AssertionError('unexpected DB call %s' % name)
+
+
+class AppTest(base.TestCase):
+
+    def deploy(self, strategy):
+        self.flags(group='api', auth_strategy=strategy)
+        for group, options in auth_token.list_opts():
+            self.conf.register_opts(options, group=group)
+        self.flags(group='keystone_authtoken',
+                   www_authenticate_uri='http://keystone.example/identity')
+        return app.deploy(self.conf, db=NoDatabase(),
+                          set_nova_tier=lambda *a: 'disabled')
+
+    def test_keystone_without_token_is_401(self):
+        application = self.deploy('keystone')
+        response = webob.Request.blank('/v1/tiers').get_response(
+            application)
+        self.assertEqual(401, response.status_code)
+        self.assertIn('keystone.example',
+                      response.headers['WWW-Authenticate'])
+        # Spoofed identity headers do not get past auth_token.
+        req = webob.Request.blank('/v1/tiers', headers={
+            'X-Project-Id': 'p', 'X-User-Id': 'u', 'X-Roles': 'admin'})
+        self.assertEqual(401, req.get_response(application).status_code)
+
+    def test_version_document_without_auth(self):
+        response = webob.Request.blank('/').get_response(
+            self.deploy('keystone'))
+        self.assertEqual(200, response.status_code)
+        self.assertEqual('v1', response.json['versions'][0]['id'])
+
+    def test_proxy_headers(self):
+        application = self.deploy('noauth')
+        self.flags(group='oslo_middleware',
+                   enable_proxy_headers_parsing=True)
+        req = webob.Request.blank('/', headers={
+            'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': 'api.example'})
+        response = req.get_response(application)
+        self.assertEqual('https://api.example/v1',
+                         response.json['versions'][0]['links'][0]['href'])
+
+    def test_every_route_has_a_compiled_pattern(self):
+        self.assertEqual(len(router.ROUTES), len(router._TABLE))
+        for template, methods in router.ROUTES.items():
+            self.assertTrue(template.startswith('/v1'))
+            self.assertTrue(set(methods) <= {'GET', 'POST', 'PUT', 'PATCH',
+                                             'DELETE'})

@@ -1,0 +1,128 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Policy defaults, enforcement and the Nova metadata setter."""
+
+import types
+
+from oslo_context import context as oslo_context
+
+from iotguard.api import nova
+from iotguard.api import policies
+from iotguard.api import rbac
+from iotguard import exception
+from iotguard.tests import base
+
+
+def _ctx(project, *roles):
+    return oslo_context.RequestContext(user_id='u', project_id=project,
+                                       roles=list(roles))
+
+
+class PolicyTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.enforcer = rbac.make_enforcer(self.conf)
+
+    def allowed(self, rule, ctx, project):
+        return rbac.authorize(self.enforcer, ctx, rule,
+                              {'project_id': project}, do_raise=False)
+
+    def test_rule_names_and_scope(self):
+        names = [r.name for r in policies.RULES]
+        self.assertEqual(len(names), len(set(names)))
+        for rule in policies.RULES:
+            self.assertRegex(rule.name, r'^iotguard:[a-z_]+(:[a-z_]+)+$')
+            self.assertEqual(['project'], rule.scope_types)
+            self.assertTrue(rule.description)
+
+    def test_admin_only_rules(self):
+        for rule in ('iotguard:tier:create', 'iotguard:tier:update',
+                     'iotguard:tier:delete', 'iotguard:domain:update',
+                     'iotguard:decision:all_projects',
+                     'iotguard:instance:all_projects'):
+            self.assertTrue(self.allowed(rule, _ctx('p', 'admin'), 'p'))
+            self.assertFalse(self.allowed(rule, _ctx('p', 'member',
+                                                     'reader'), 'p'), rule)
+
+    def test_member_changes_only_its_own_project(self):
+        rule = 'iotguard:instance:tier:update'
+        member = _ctx('proj-a', 'member', 'reader')
+        self.assertTrue(self.allowed(rule, member, 'proj-a'))
+        self.assertFalse(self.allowed(rule, member, 'proj-b'))
+        self.assertFalse(self.allowed(rule, _ctx('proj-a', 'reader'),
+                                      'proj-a'))
+
+    def test_reader_reads_only_its_own_project(self):
+        reader = _ctx('proj-a', 'reader')
+        for rule in ('iotguard:instance:show', 'iotguard:decision:list',
+                     'iotguard:domain:show', 'iotguard:tier:list'):
+            self.assertTrue(self.allowed(rule, reader, 'proj-a'))
+            self.assertFalse(self.allowed(rule, reader, 'proj-b'))
+            self.assertFalse(self.allowed(rule, _ctx('proj-a'), 'proj-a'))
+
+    def test_forbidden_is_raised(self):
+        exc = self.assertRaises(
+            exception.Forbidden, rbac.authorize, self.enforcer,
+            _ctx('p', 'reader'), 'iotguard:tier:create', {'project_id': 'p'})
+        self.assertIn('iotguard:tier:create', exc.message)
+
+    def test_policy_file_overrides_default(self):
+        path = self.useFixture(__import__('fixtures').TempDir()).path
+        with open(path + '/policy.yaml', 'w') as policy_file:
+            policy_file.write('"iotguard:tier:create": "role:reader"\n')
+        self.flags(group='oslo_policy', policy_file=path + '/policy.yaml')
+        enforcer = rbac.make_enforcer(self.conf)
+        self.assertTrue(rbac.authorize(
+            enforcer, _ctx('p', 'reader'), 'iotguard:tier:create',
+            {'project_id': 'p'}, do_raise=False))
+
+    def test_get_enforcer_for_oslopolicy_tools(self):
+        enforcer = rbac.get_enforcer()
+        self.assertIn('iotguard:tier:create', enforcer.registered_rules)
+
+
+class NovaSetterTest(base.TestCase):
+
+    def test_disabled(self):
+        self.flags(group='api', nova_metadata_sync=False)
+
+        def connect(conf):
+            raise AssertionError('must not connect')
+
+        setter = nova.tier_setter(self.conf, connect=connect)
+        self.assertEqual('disabled', setter(None, 'uuid', 'gold'))
+
+    def test_synced_connects_once(self):
+        calls, connects = [], []
+
+        def connect(conf):
+            connects.append(conf)
+            compute = types.SimpleNamespace(
+                set_server_metadata=lambda uuid, **md: calls.append(
+                    (uuid, md)))
+            return types.SimpleNamespace(compute=compute)
+
+        setter = nova.tier_setter(self.conf, connect=connect)
+        self.assertEqual('synced', setter(None, 'u1', 'gold'))
+        self.assertEqual('synced', setter(None, 'u2', 'bronze'))
+        self.assertEqual([('u1', {'iotguard:tier': 'gold'}),
+                          ('u2', {'iotguard:tier': 'bronze'})], calls)
+        self.assertEqual(1, len(connects))
+
+    def test_failure_is_reported_not_raised(self):
+        def connect(conf):
+            raise RuntimeError('no keystone')
+
+        setter = nova.tier_setter(self.conf, connect=connect)
+        self.assertEqual('failed', setter(None, 'u1', 'gold'))

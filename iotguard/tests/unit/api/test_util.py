@@ -1,0 +1,83 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Body and query parsing, and the error format."""
+
+import webob
+
+from iotguard.api.schemas import decision as decision_schema
+from iotguard.api.schemas import tier as tier_schema
+from iotguard.api import util
+from iotguard import exception
+from iotguard.tests import base
+
+
+def _req(raw, content_type='application/json'):
+    req = webob.Request.blank('/', method='POST')
+    req.body = raw
+    req.content_type = content_type
+    return req
+
+
+class ReadJsonTest(base.TestCase):
+
+    def test_valid(self):
+        body = util.read_json(_req(b'{"name": "gold", "min_iops": 5}'),
+                              tier_schema.CREATE, 1024)
+        self.assertEqual({'name': 'gold', 'min_iops': 5}, body)
+
+    def test_invalid(self):
+        for raw in (b'{', b'{"name": "g", "x": 1}', b'{"name": Infinity}',
+                    b'"gold"', b'{"name": "g", "weight": -1}'):
+            self.assertRaises(exception.Invalid, util.read_json, _req(raw),
+                              tier_schema.CREATE, 1024)
+
+    def test_too_large(self):
+        req = _req(b'{"name": "%s"}' % (b'x' * 2000))
+        self.assertRaises(util.RequestTooLarge, util.read_json, req,
+                          tier_schema.CREATE, 1024)
+
+    def test_media_type(self):
+        self.assertRaises(util.UnsupportedMediaType, util.read_json,
+                          _req(b'{}', 'text/plain'), tier_schema.CREATE, 99)
+
+
+class QueryTest(base.TestCase):
+
+    def test_repeated_and_unknown(self):
+        req = webob.Request.blank('/?limit=1&limit=2')
+        self.assertRaises(exception.Invalid, util.read_query, req,
+                          decision_schema.LIST_QUERY)
+        req = webob.Request.blank('/?sort=id')
+        self.assertRaises(exception.Invalid, util.read_query, req,
+                          decision_schema.LIST_QUERY)
+        req = webob.Request.blank('/?limit=5&domain=local:cn1')
+        self.assertEqual({'limit': '5', 'domain': 'local:cn1'},
+                         util.read_query(req, decision_schema.LIST_QUERY))
+
+    def test_uuid(self):
+        self.assertEqual('aaaaaaaa-0000-4000-8000-00000000000a',
+                         util.check_uuid(
+                             'AAAAAAAA-0000-4000-8000-00000000000A'))
+        self.assertRaises(exception.Invalid, util.check_uuid, 'a' * 32)
+
+
+class ErrorTest(base.TestCase):
+
+    def test_format(self):
+        response = util.error_response(409, 'no room', 'req-1',
+                                       numbers={'committed_after': 1.2})
+        self.assertEqual(409, response.status_code)
+        self.assertEqual({'error': {
+            'code': 409, 'title': 'Conflict', 'message': 'no room',
+            'request_id': 'req-1', 'numbers': {'committed_after': 1.2}}},
+            response.json)
