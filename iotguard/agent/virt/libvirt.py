@@ -187,18 +187,27 @@ class LibvirtDriver(base.Driver):
             LOG.info('Connected to libvirt at %s', self.uri)
 
     def _call(self, fn, *args):
-        """Run ``fn(conn, *args)``; reopen a lost connection once."""
-        if self._conn is None:
-            self._connect()
+        """Run ``fn(conn, *args)``; reopen a lost connection once.
+
+        Thread-safe: of several threads that hit the same dead connection
+        (RPC and the interval timer), only the first reopens it.
+        """
+        with self._lock:
+            if self._conn is None:
+                self._connect()
+            conn = self._conn
         try:
-            return fn(self._conn, *args)
+            return fn(conn, *args)
         except libvirt.libvirtError as e:
             if not _is_disconnect(e):
                 raise
             LOG.warning('Lost the libvirt connection (%s); reconnecting',
                         e)
-        self._connect()
-        return fn(self._conn, *args)
+        with self._lock:
+            if self._conn is conn:
+                self._connect()
+            conn = self._conn
+        return fn(conn, *args)
 
     # -- events -----------------------------------------------------------
     def _notify(self, dom, event):
