@@ -1,0 +1,86 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+import threading
+from unittest import mock
+
+import fixtures
+
+from iotguard.agent import service
+from iotguard.agent import virt
+from iotguard.agent.virt import base
+from iotguard.agent.virt import libvirt as lv
+from iotguard.agent.virt import simulated
+from iotguard import caps
+from iotguard import rpc
+from iotguard.tests import base as test_base
+from iotguard.tests.unit.agent import fakes
+
+
+class LoadTest(test_base.TestCase):
+
+    def test_entry_points(self):
+        self.assertIsInstance(virt.load('simulated', self.conf),
+                              simulated.SimulatedDriver)
+        self.assertIsInstance(virt.load('libvirt', self.conf),
+                              lv.LibvirtDriver)
+
+    def test_unknown(self):
+        e = self.assertRaises(ValueError, virt.load, 'xen', self.conf)
+        self.assertIn('libvirt, simulated', str(e))
+
+
+class AgentServiceTest(test_base.TestCase):
+    """Wiring only, over oslo.messaging's in-memory fake:// transport."""
+
+    def setUp(self):
+        super().setUp()
+        self.flags(host='h1')
+        self.flags(sample_interval=3600.0, state_file='', group='agent')
+        self.driver = fakes.FakeDriver([base.Disk(
+            fakes.UUID_A, 'vda', static=caps.full({'total_iops_sec': 9}))])
+        self.driver.start = mock.Mock()
+        self.driver.stop = mock.Mock()
+        self.transport = rpc.get_transport(self.conf, url='fake://')
+        self.addCleanup(self.transport.cleanup)
+
+    def test_start_tick_stop(self):
+        agent = service.AgentService(self.conf, driver=self.driver,
+                                     transport=self.transport)
+        sent = []
+        first = threading.Event()
+
+        def report(ctxt, host, samples):
+            sent.append((host, samples))
+            first.set()
+        with mock.patch('iotguard.controller.rpcapi.ControllerAPI.'
+                        'report_samples', side_effect=report):
+            agent.start()
+            self.driver.start.assert_called_once_with(
+                lifecycle_callback=agent.manager.lifecycle_event)
+            self.assertTrue(first.wait(10), 'the first interval never ran')
+            agent.stop()
+        self.driver.stop.assert_called_once_with()
+        # The timer ran its first interval right away.
+        self.assertEqual('h1', sent[0][0])
+        self.assertEqual([fakes.UUID_A],
+                         [d['instance_uuid'] for d in sent[0][1]['disks']])
+
+    def test_failed_interval_is_logged_not_raised(self):
+        log = self.useFixture(fixtures.FakeLogger())
+        agent = service.AgentService(self.conf, driver=self.driver,
+                                     transport=self.transport)
+        agent.sampler = mock.Mock()
+        with mock.patch.object(self.driver, 'list_disks',
+                               side_effect=RuntimeError('boom')):
+            agent.tick()
+        self.assertIn('Agent interval failed', log.output)
