@@ -298,6 +298,8 @@ def _job(r: _Reader, source: str) -> Job:
     rate = r.number('rate_kbs', None, strict=True)
     period = r.number('period_s', None, strict=True)
     if 'steps' in r.data:
+        if 'processes' in r.data:
+            r.fail(r.name('steps'), 'give processes or steps, not both')
         steps = [_step(_Reader(s, '%s[%d]' % (r.name('steps'), i), source))
                  for i, s in enumerate(r.items('steps'))]
     else:

@@ -1,0 +1,108 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+import io
+import json
+import os
+import tempfile
+from unittest import mock
+
+import yaml
+
+from iotguard.cmd import sim
+from iotguard.tests import base
+from iotguard.tests.unit.sim import helpers
+
+
+class TestCli(base.TestCase):
+
+    def main(self, *argv):
+        out, err = io.StringIO(), io.StringIO()
+        with mock.patch('sys.stdout', out), mock.patch('sys.stderr', err):
+            code = sim.main(list(argv))
+        return code, out.getvalue(), err.getvalue()
+
+    def scenario_file(self, tmp):
+        path = os.path.join(tmp, 'unit.yaml')
+        with open(path, 'w') as f:
+            yaml.safe_dump(helpers.data(), f)
+        return path
+
+    def test_run_writes_json(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out_json = os.path.join(tmp, 'out.json')
+            code, out, err = self.main('run', self.scenario_file(tmp),
+                                       '--policy', 'none', '--json',
+                                       out_json)
+            self.assertEqual(0, code, err)
+            self.assertIn('none avg', out)
+            with open(out_json) as f:
+                doc = json.load(f)
+        self.assertEqual(('unit', 0), (doc['scenario'], doc['seed']))
+        self.assertEqual(['none'], list(doc['policies']))
+
+    def test_errors_exit_2_without_traceback(self):
+        cases = [('run', 'no-such-scenario', '--policy', 'none'),
+                 ('run', '/nonexistent/s.yaml', '--policy', 'none'),
+                 ('run', 'paper-4vm', '--policy', 'bogus'),
+                 ('run', 'paper-4vm', '--policy', 'ntt', '--param', 'rate'),
+                 ('compare', 'paper-4vm', '--policies', 'none,none')]
+        for argv in cases:
+            code, out, err = self.main(*argv)
+            self.assertEqual(2, code, argv)
+            self.assertTrue(err.startswith('iotguard-sim: error: '), err)
+            self.assertNotIn('Traceback', err)
+
+    def test_bad_param_value_for_a_policy(self):
+        code, _, err = self.main('run', 'paper-4vm', '--policy', 'ntt',
+                                 '--param', 'rate=7')
+        self.assertEqual(2, code)
+        self.assertIn('rate', err)
+
+    def test_parse_params(self):
+        self.assertEqual({'rate': 0.5, 'name': 'x', 'on': True},
+                         sim.parse_params(['rate=0.5', 'name=x', 'on=true']))
+
+    def test_list(self):
+        code, out, _ = self.main('list')
+        self.assertEqual(0, code)
+        self.assertIn('paper-4vm', out)
+
+    def test_bench_calls_the_benchmark(self):
+        fake = mock.Mock()
+        fake.run.return_value = {'disks': 10, 'cpu_s_min': 0.001}
+        with mock.patch.object(sim, 'importlib') as importlib:
+            importlib.import_module.return_value = fake
+            code, out, _ = self.main('bench', '--disks', '10',
+                                     '--domains', '2')
+        self.assertEqual(0, code)
+        fake.run.assert_called_once_with(10, 2)
+        self.assertIn('cpu_s_min', out)
+
+    def test_bench_missing_module(self):
+        with mock.patch.object(sim, 'importlib') as importlib:
+            importlib.import_module.side_effect = ImportError('gone')
+            code, _, err = self.main('bench', '--disks', '10')
+        self.assertEqual(2, code)
+        self.assertIn('not available', err)
+
+    def test_progress_only_on_a_terminal(self):
+        stream = io.StringIO()
+        progress = sim.Progress('x', stream)
+        progress(0.5)
+        self.assertEqual('', stream.getvalue())
+        stream.isatty = lambda: True
+        progress = sim.Progress('x', stream)
+        progress(0.5)
+        progress(1.0)
+        self.assertIn('100%', stream.getvalue())
+        self.assertTrue(stream.getvalue().endswith('\n'))

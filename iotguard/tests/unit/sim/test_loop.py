@@ -1,0 +1,125 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+import math
+
+from iotguard.policy import base as policy_base
+from iotguard.sim import loop
+from iotguard.sim import throttle
+from iotguard.tests import base
+from iotguard.tests.unit.sim import helpers
+
+
+class Recorder:
+    """A tiny policy: caps the first disk at 10 s, releases it at 20 s."""
+
+    name = 'recorder'
+
+    def __init__(self, cap_bytes=131072.0):
+        self.cap_bytes = cap_bytes
+        self.seen = []
+
+    def decide(self, snapshot, now):
+        self.seen.append((now, snapshot))
+        disk = snapshot.disk_ids[0]
+        if now == 10.0:
+            return [policy_base.Decision(disk, policy_base.CAP, 'test',
+                                         bytes_sec=self.cap_bytes)]
+        if now == 20.0:
+            return [policy_base.Decision(disk, policy_base.RELEASE, 'test')]
+        return []
+
+
+class TestLoop(base.TestCase):
+
+    def run_loop(self, policy, **overrides):
+        sc = helpers.make(duration_s=30, **overrides)
+        return loop.run(sc, policy, seed=0)
+
+    def test_snapshot_is_what_an_agent_measures(self):
+        policy = Recorder()
+        run = self.run_loop(policy)
+        self.assertEqual([5.0 * k for k in range(1, 7)],
+                         [t for t, _ in policy.seen])
+        _, snap = policy.seen[1]
+        self.assertEqual('pool', snap.domain)
+        self.assertEqual(5.0, snap.interval_s)
+        self.assertEqual((300.0, 3400000.0), (snap.profile.iops_4k,
+                                              snap.profile.bytes_sec))
+        # the light VM asks 300 KB/s and gets a little less next to the
+        # heavy one: 1 / (4 ** 1.5 + 1) of speed(5) = 0.84 device-s/s
+        cost = 1 / 300 + 65536 / 3400000
+        self.assertAlmostEqual(0.84 / 9 / cost * 65536, snap.bytes_sec[1],
+                               delta=13200)
+        self.assertAlmostEqual(snap.bytes_sec[1] / 65536, snap.iops[1])
+        self.assertEqual([614400.0, 614400.0], snap.floor_bytes_sec.tolist())
+        self.assertTrue(all(snap.latency_ms > 0))
+        self.assertFalse(snap.stale.any())
+        self.assertFalse(snap.capped.any())
+        # the recorded series agree with the snapshot
+        self.assertAlmostEqual(snap.bytes_sec[0] / 1024, run.kbs[1, 0])
+        self.assertAlmostEqual(snap.bytes_sec[1] / 1024, run.kbs[1, 1])
+
+    def test_cap_is_applied_and_released(self):
+        policy = Recorder(cap_bytes=131072.0)
+        run = self.run_loop(policy)
+        # windows [10, 15) and [15, 20) run under the 128 KB/s cap (the
+        # first also completes the 4 requests already in the storage)
+        self.assertGreater(run.kbs[1, 0], 500)
+        self.assertLessEqual(run.kbs[2, 0], 128 + 4 * 64 / 5 + 13)
+        self.assertLessEqual(run.kbs[3, 0], 128 + 13)
+        self.assertGreater(run.kbs[5, 0], 500)
+        _, snap = policy.seen[2]
+        self.assertEqual(131072.0, snap.cap_bytes_sec[0])
+        self.assertEqual(10.0, snap.cap_set_at[0])
+        self.assertTrue(snap.capped[0])
+        _, snap = policy.seen[4]
+        self.assertFalse(snap.capped.any())
+        self.assertEqual([('cap', True), ('release', True)],
+                         [(a.action, a.changed) for a in run.actions])
+        self.assertEqual([10.0, 20.0], [a.time for a in run.actions])
+
+    def test_cap_never_loosens_static_ceilings(self):
+        static = {'total_bytes_sec': 65536, 'read_iops_sec': 3,
+                  'write_iops_sec': 4}
+        target = loop.capped_iotune(dict(throttle.empty(), **static),
+                                    iops=100.0, bytes_sec=1e9)
+        self.assertEqual(65536, target['total_bytes_sec'])
+        # read 3 + write 4: the cap of 100 cannot loosen them
+        self.assertEqual((7, 0, 0), (target['total_iops_sec'],
+                                     target['read_iops_sec'],
+                                     target['write_iops_sec']))
+        target = loop.capped_iotune(dict(throttle.empty(), **static),
+                                    iops=math.inf, bytes_sec=1000.0)
+        self.assertEqual((1000, 3, 4), (target['total_bytes_sec'],
+                                        target['read_iops_sec'],
+                                        target['write_iops_sec']))
+
+    def test_release_restores_static_limits(self):
+        vms = [helpers.vm('a', [{'bs': 65536, 'processes': 2}],
+                          limits={'total_bytes_sec': 300000}),
+               helpers.vm('b', [{'bs': 65536, 'processes': 1}])]
+        run = self.run_loop(Recorder(cap_bytes=65536.0), vms=vms)
+        self.assertLessEqual(run.kbs[3, 0], 64 + 13)
+        # after the release the static 300000 B/s hold again
+        self.assertAlmostEqual(300000 / 1024, run.kbs[5, 0], delta=15)
+
+    def test_demand_and_capacity_are_recorded(self):
+        run = self.run_loop(Recorder())
+        cost = 1 / 300 + 65536 / 3400000
+        # heavy: 4 processes alone; light: its 300 KB/s
+        self.assertAlmostEqual((4 / 12) ** 0.2, run.demand[0, 0])
+        self.assertAlmostEqual(300 * 1024 / 65536 * cost, run.demand[0, 1])
+        self.assertEqual([4.0, 1.0], run.slots[0].tolist())
+        self.assertAlmostEqual((5 / 12) ** 0.2, run.capacity[0])
+        self.assertEqual([0.0], run.change_times)
+        self.assertAlmostEqual(614400 / 65536 * cost, run.floor[0])
