@@ -21,7 +21,9 @@ Every interval, level-based (everything it needs is in the snapshot):
    transfer (the paper's weakness 3).
 2. **Unmet demand** (the paper's weakness 5: demand is not observable
    from outside) is read from two signals together: the disk's operations
-   are slow (mean latency above ``latency_threshold_ms``) *and* it always
+   are slow (mean latency above ``latency_factor`` times what one operation
+   of its size costs the domain, and above ``latency_threshold_ms``: the
+   same rule fits a RAID6 array and an SSD pool) *and* it always
    has one in flight (by Little's law, ``iops x latency >= busy_depth``
    operations outstanding). A disk that is slow but idle between its
    operations (a rate-limited or synchronous client that gets what it
@@ -51,7 +53,10 @@ Every interval, level-based (everything it needs is in the snapshot):
    which bounds its cost whatever size it switches to.
 7. **Release gradually** (weakness 2): a cap is raised by at most
    ``release_factor`` per interval, and removed once it would reach the
-   disk's ceiling or the whole domain. Changes smaller than ``min_change``
+   disk's ceiling or the whole domain. A disk that runs at its cap is only
+   raised while no uncapped disk queues (latency as in 2.): raising it then
+   would push the neighbours back under and the cap would be cut again, the
+   oscillation that makes caps churn. Changes smaller than ``min_change``
    are not sent, so caps do not flap with measurement noise.
 
 Disks whose samples are ``stale`` are never tightened (their caps may be
@@ -72,10 +77,12 @@ CAPACITY = 1.0
 DEFAULTS = {
     'high_watermark': 0.9,
     'low_watermark': 0.7,
-    'latency_threshold_ms': 50.0,
+    'latency_threshold_ms': 1.0,
+    'latency_factor': 2.5,
     'busy_depth': 0.8,
     'release_factor': 1.5,
     'headroom': 0.2,
+    'floor_margin': 0.2,
     'at_cap_ratio': 0.9,
     'tolerance': 0.05,
     'min_change': 0.1,
@@ -95,12 +102,16 @@ def _check(params: dict[str, float]) -> None:
              % params['high_watermark'])
     if params['latency_threshold_ms'] <= 0:
         fail('latency_threshold_ms', '> 0')
+    if params['latency_factor'] < 0:
+        fail('latency_factor', '>= 0')
     if params['busy_depth'] < 0:
         fail('busy_depth', '>= 0')
     if params['release_factor'] <= 1:
         fail('release_factor', '> 1')
     if params['headroom'] < 0:
         fail('headroom', '>= 0')
+    if params['floor_margin'] < 0:
+        fail('floor_margin', '>= 0')
     if not 0 < params['at_cap_ratio'] <= 1:
         fail('at_cap_ratio', 'in (0, 1]')
     if params['tolerance'] < 0:
@@ -138,9 +149,11 @@ class GuaranteePolicy:
         self.high_watermark = values['high_watermark']
         self.low_watermark = values['low_watermark']
         self.latency_threshold_ms = values['latency_threshold_ms']
+        self.latency_factor = values['latency_factor']
         self.busy_depth = values['busy_depth']
         self.release_factor = values['release_factor']
         self.headroom = values['headroom']
+        self.floor_margin = values['floor_margin']
         self.at_cap_ratio = values['at_cap_ratio']
         self.tolerance = values['tolerance']
         self.min_change = values['min_change']
@@ -169,9 +182,17 @@ class GuaranteePolicy:
         # outstanding = IOPS x latency); a disk that is idle between its
         # operations gets what it asks, however slow each one is.
         outstanding = snap.iops * snap.latency_ms / 1000.0
-        slow = (fresh & (snap.latency_ms > self.latency_threshold_ms)
-                & (outstanding >= self.busy_depth))
-        starving = slow & (u < floor)
+        slow_ms = np.maximum(self.latency_threshold_ms,
+                             self.latency_factor * 1000.0 * cost)
+        queueing = fresh & (snap.latency_ms > slow_ms)
+        slow = queueing & (outstanding >= self.busy_depth)
+        # A cap is raised on a disk that runs at it (a probe for spare
+        # capacity) only while no other disk queues: otherwise raising it
+        # would just push the neighbours back down, then be cut again.
+        at_cap = fresh & capped & (u >= self.at_cap_ratio * cap)
+        congested = bool((queueing & ~capped & (snap.iops > 0)).any())
+        may_raise = capped & ~(at_cap & congested)
+        starving = slow & (u < floor * (1.0 - self.tolerance))
         any_starving = bool(starving.any())
         engaged = any_starving or total > self.high_watermark * CAPACITY
         holding = bool(capped.any()) and total > (self.low_watermark
@@ -179,15 +200,14 @@ class GuaranteePolicy:
 
         numbers = dict(domain_load=total, starving=float(starving.sum()))
         if not (engaged or holding):
-            return self._relax(snap, u, floor, ceil, cap, size, cost,
-                               numbers)
+            return self._relax(snap, may_raise, u, floor, ceil, cap, size,
+                               cost, numbers)
 
         # 3. demand estimate
-        at_cap = fresh & capped & (u >= self.at_cap_ratio * cap)
         hungry = slow & ~capped
         demand = np.where(hungry, u * (1.0 + self.headroom), u)
         demand = np.where(starving, np.maximum(demand, floor * (
-            1.0 + self.headroom)), demand)
+            1.0 + self.floor_margin)), demand)
         demand = np.minimum(np.where(at_cap, np.inf, demand), ceil)
 
         # 4. fair shares of what the domain can serve
@@ -201,7 +221,7 @@ class GuaranteePolicy:
         # 5. tighten the disks above their share; loosen gradually
         over = fresh & (u > share * (1.0 + self.tolerance))
         tighten = engaged & over & (target < cap * (1.0 - self.min_change))
-        loosen = (capped & ~tighten
+        loosen = (may_raise & ~tighten
                   & (target > cap * (1.0 + self.min_change)))
         new = np.where(tighten, target,
                        np.minimum(target, cap * self.release_factor))
@@ -211,18 +231,17 @@ class GuaranteePolicy:
         return self._decisions(snap, change, release, new, u, floor, ceil,
                                cap, size, cost, numbers, extra, tighten)
 
-    def _relax(self, snap: base.DomainSnapshot, u: base.FloatArray,
-               floor: base.FloatArray, ceil: base.FloatArray,
-               cap: base.FloatArray,
+    def _relax(self, snap: base.DomainSnapshot, may_raise: base.BoolArray,
+               u: base.FloatArray, floor: base.FloatArray,
+               ceil: base.FloatArray, cap: base.FloatArray,
                size: base.FloatArray, cost: base.FloatArray,
                numbers: dict[str, float]) -> list[base.Decision]:
-        """Calm domain: raise every cap one step, release the loose ones."""
-        capped = snap.capped
-        if not capped.any():
+        """Calm domain: raise caps one step, release the loose ones."""
+        if not may_raise.any():
             return []
         new = cap * self.release_factor
-        release = capped & (new >= np.minimum(ceil, CAPACITY))
-        return self._decisions(snap, capped, release, new, u, floor, ceil,
+        release = may_raise & (new >= np.minimum(ceil, CAPACITY))
+        return self._decisions(snap, may_raise, release, new, u, floor, ceil,
                                cap, size, cost, numbers, {},
                                np.zeros(len(snap), dtype=bool))
 

@@ -164,19 +164,20 @@ class TestGuaranteePolicy(test_base.TestCase):
         self.assertAlmostEqual(30.0, decisions['a'].iops)
 
     def test_small_changes_not_sent(self):
-        # a runs at its cap of 52 IOPS (0.572); b and c starve at 19 IOPS
-        # (0.209 < 0.22) and, with no headroom, want their floor: capacity
-        # = U = 0.99, a's share 0.99 - 0.44 = 0.55 (50 IOPS), within
-        # min_change (10 %) of its cap: no decision.
+        # a runs at its cap of 52 IOPS (0.572); b and c starve at 18 IOPS
+        # (0.198 < 0.95 x 0.22) and, with no margin, want their floor:
+        # capacity = U = 0.968, a's share 0.968 - 0.44 = 0.528 (48 IOPS),
+        # within min_change (10 %) of its cap: no decision.
         disks = [capped('a', 52, 52, latency_ms=SLOW),
-                 fakes.disk('b', ops=19, tier=SILVER, latency_ms=SLOW),
-                 fakes.disk('c', ops=19, tier=SILVER, latency_ms=SLOW)]
+                 fakes.disk('b', ops=18, tier=SILVER, latency_ms=SLOW),
+                 fakes.disk('c', ops=18, tier=SILVER, latency_ms=SLOW)]
         self.assertEqual({}, self.decide(
-            *disks, policy=guarantee.GuaranteePolicy(headroom=0)))
+            *disks, policy=guarantee.GuaranteePolicy(headroom=0,
+                                                     floor_margin=0)))
         exact = guarantee.GuaranteePolicy(min_change=0, headroom=0,
-                                          tolerance=0)
+                                          floor_margin=0, tolerance=0)
         decisions = self.decide(*disks, policy=exact)
-        self.assertAlmostEqual(50.0, decisions['a'].iops)
+        self.assertAlmostEqual(48.0, decisions['a'].iops)
 
     def test_stale_disk_never_tightened_but_may_be_raised(self):
         disks = [fakes.disk('b', ops=10, tier=SILVER, latency_ms=SLOW),
@@ -231,6 +232,34 @@ class TestGuaranteePolicy(test_base.TestCase):
             fakes.disk('b', ops=5, tier=SILVER, latency_ms=190.0))
         self.assertEqual(['a'], list(decisions))
 
+    def test_latency_judged_against_the_op_cost(self):
+        # b does 4 KiB ops (1.625 ms each): 5 ms is 3 times that, above
+        # latency_factor 2.5, and 180 IOPS x 5 ms = 0.9 in flight: starving
+        # (floor 200 IOPS = 0.325). U = 0.66 + 0.2925 = 0.9525 = capacity;
+        # b wants 0.39, a gets 0.5625.
+        gold = base.Tier('gold', min_iops=200)
+        disks = [fakes.disk('a', ops=60, latency_ms=SLOW),
+                 fakes.disk('b', ops=180, size=4 * KIB, tier=gold,
+                            latency_ms=5.0)]
+        decisions = self.decide(*disks)
+        self.assertAlmostEqual(0.9525 - 0.39, decisions['a'].numbers['share'])
+        # at latency_factor 4 (6.5 ms) b is not slow: every demand fits.
+        self.assertEqual({}, self.decide(
+            *disks, policy=guarantee.GuaranteePolicy(latency_factor=4)))
+
+    def test_at_cap_not_raised_while_neighbours_queue(self):
+        # Calm (U = 0.44), a runs at its cap: raised only if b does not
+        # queue (b: 10 IOPS x 100 ms, 9 times its 11 ms op cost).
+        self.assertEqual({}, self.decide(
+            capped('a', 30, 30), fakes.disk('b', ops=10, latency_ms=100.0)))
+        decisions = self.decide(capped('a', 30, 30),
+                                fakes.disk('b', ops=10, latency_ms=FAST))
+        self.assertAlmostEqual(45.0, decisions['a'].iops)
+        # a disk that does not use its cap is raised all the same.
+        decisions = self.decide(capped('a', 10, 30),
+                                fakes.disk('b', ops=10, latency_ms=100.0))
+        self.assertAlmostEqual(45.0, decisions['a'].iops)
+
     def test_spare_shared_by_weight(self):
         heavy = base.Tier('heavy', weight=3)
         # Both slow and uncapped, U = 0.99 > 0.9: demands 0.66 * 1.2 and
@@ -250,6 +279,8 @@ class TestGuaranteePolicy(test_base.TestCase):
                             ('low_watermark', 0),
                             ('latency_threshold_ms', 0),
                             ('busy_depth', -1),
+                            ('latency_factor', -1),
+                            ('floor_margin', -0.5),
                             ('release_factor', 1.0),
                             ('release_factor', 1.05),
                             ('headroom', -0.1),
