@@ -15,8 +15,11 @@
 from iotguard.conf import admission
 from iotguard.conf import agent
 from iotguard.conf import api
+from iotguard.conf import ceilometer
 from iotguard.conf import controller
 from iotguard.conf import default
+from iotguard.conf import gnocchi
+from iotguard.conf import service_credentials
 from iotguard.conf import tiers
 
 
@@ -29,4 +32,7 @@ def list_opts():
         (api.GROUP, api.OPTS),
         (admission.GROUP, admission.OPTS),
         (tiers.GROUP, tiers.OPTS),
+        (ceilometer.GROUP, ceilometer.OPTS),
+        (gnocchi.GROUP, gnocchi.OPTS),
+        (service_credentials.GROUP, service_credentials.list_opts()),
     ]

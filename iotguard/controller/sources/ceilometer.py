@@ -1,0 +1,313 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Ceilometer's samples from the message bus -> per-disk rates.
+
+Ceilometer's ``notifier://`` publisher sends, with oslo.messaging's
+``messagingv2`` driver and priority ``sample``, notifications whose event
+type is the topic (``metering``) and whose payload is a list of meter
+dicts (``counter_name, counter_volume, counter_unit, counter_type,
+resource_id, timestamp, resource_metadata, project_id, ...``). A disk's
+``resource_id`` is ``<instance uuid>-<dev>``; its metadata carries
+``instance_id`` and ``disk_name``.
+
+The disk meters are cumulative counters, one dict per meter and disk per
+poll, possibly spread over several notifications. :class:`Assembler`
+gathers the meters of one poll of one disk into one reading (requests,
+bytes and, when Ceilometer polls them, latency in ns) and turns two
+consecutive readings into rates with :mod:`iotguard.agent.rates`, the
+agent's own math: a counter that went backwards (reboot, re-attach)
+starts a new series and gives a gap, never a negative rate.
+
+Malformed meters and notifications are logged and dropped: the endpoint
+always answers ``HANDLED`` so nothing is requeued forever.
+"""
+
+import dataclasses
+import datetime
+import threading
+import time
+
+from oslo_log import log as logging
+import oslo_messaging
+from oslo_utils import timeutils
+
+from iotguard.agent import rates
+from iotguard import caps
+from iotguard.controller import sources
+from iotguard import exception
+
+LOG = logging.getLogger(__name__)
+
+SOURCE = 'ceilometer'
+
+#: Ceilometer meter -> the agent's counter name (libvirt's).
+METERS = {
+    'disk.device.read.requests': 'rd_reqs',
+    'disk.device.read.bytes': 'rd_bytes',
+    'disk.device.read.latency': 'rd_times',
+    'disk.device.write.requests': 'wr_reqs',
+    'disk.device.write.bytes': 'wr_bytes',
+    'disk.device.write.latency': 'wr_times',
+}
+REQUIRED = frozenset(('rd_reqs', 'rd_bytes', 'wr_reqs', 'wr_bytes'))
+LATENCY = frozenset(('rd_times', 'wr_times'))
+
+#: Rates a reading without flush counters cannot give.
+_UNKNOWN = {'flush_ops': None}
+_NO_LATENCY = {'read_latency_ms': None, 'write_latency_ms': None}
+
+#: Two readings more than this many polling intervals apart give a gap.
+STALE_INTERVALS = 3
+
+
+@dataclasses.dataclass
+class _Pending:
+    """The meters of one disk's current poll, as they arrive."""
+
+    at: float
+    counters: dict
+    project_id: str | None
+
+
+def parse_timestamp(value):
+    """Ceilometer's ISO 8601 timestamp (naive means UTC) -> UNIX time."""
+    if not isinstance(value, str):
+        raise exception.Invalid(reason='timestamp %r is not a string'
+                                % (value,))
+    try:
+        when = timeutils.parse_isotime(value)
+    except ValueError as e:
+        raise exception.Invalid(reason='timestamp %r: %s' % (value, e))
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return when.timestamp()
+
+
+def disk_of(meter):
+    """``(instance_uuid, dev)`` of a disk meter, or raise Invalid."""
+    metadata = meter.get('resource_metadata') or {}
+    if not isinstance(metadata, dict):
+        metadata = {}
+    uuid, dev = metadata.get('instance_id'), metadata.get('disk_name')
+    resource_id = meter.get('resource_id')
+    if (not uuid or not dev) and isinstance(resource_id, str):
+        # <36-character instance uuid>-<dev>
+        uuid, dev = resource_id[:36], resource_id[37:]
+    disk = {'instance_uuid': uuid, 'dev': dev}
+    try:
+        caps.validate_disk(disk)
+    except exception.Invalid:
+        raise exception.Invalid(reason='no disk in resource %r' %
+                                (resource_id,))
+    return uuid, dev
+
+
+def _volume(meter):
+    volume = meter.get('counter_volume')
+    if isinstance(volume, bool) or not isinstance(volume, (int, float)):
+        raise exception.Invalid(reason='counter_volume %r is not a number'
+                                % (volume,))
+    if volume < 0:
+        raise exception.Invalid(reason='counter_volume %r is negative'
+                                % (volume,))
+    return volume
+
+
+class Assembler:
+    """Meters in, per-disk samples out; thread-safe.
+
+    A poll of a disk is complete, and becomes a sample, when its four
+    request and byte counters are in and, for a disk whose latency meters
+    were ever seen, its two latency counters too. A meter that repeats
+    one already in the pending poll, or that is more than half a polling
+    interval away from it, starts the next poll; an incomplete poll is
+    then dropped (a missing counter would read as a reset).
+    """
+
+    def __init__(self, polling_interval_s):
+        self.window_s = polling_interval_s / 2.0
+        self.max_gap_s = STALE_INTERVALS * polling_interval_s
+        self._series = rates.Series(max_gap_s=self.max_gap_s)
+        self._pending = {}
+        self._last = {}
+        self._has_latency = set()
+        self._lock = threading.Lock()
+
+    def parse(self, meter):
+        """The ``(disk, counter, at, volume, project_id)`` of a meter.
+
+        None for a meter that is not a disk meter; raises Invalid when it
+        is malformed.
+        """
+        if not isinstance(meter, dict):
+            raise exception.Invalid(reason='meter %r is not a dict'
+                                    % (meter,))
+        counter = METERS.get(meter.get('counter_name'))
+        if counter is None:
+            return None
+        return (disk_of(meter), counter,
+                parse_timestamp(meter.get('timestamp')), _volume(meter),
+                meter.get('project_id'))
+
+    def add(self, meters):
+        """Take a notification's meters; return ``(samples, errors)``.
+
+        ``samples`` are those the meters complete; ``errors`` says why
+        each malformed meter was dropped. Meters of other kinds are
+        ignored. Latency meters anywhere in the batch count before any
+        poll of the batch is judged complete.
+        """
+        parsed, errors = [], []
+        for meter in meters:
+            try:
+                item = self.parse(meter)
+            except exception.Invalid as e:
+                errors.append(str(e))
+                continue
+            if item is not None:
+                parsed.append(item)
+        out = []
+        with self._lock:
+            self._has_latency.update(key for key, counter, *_ in parsed
+                                     if counter in LATENCY)
+            for item in parsed:
+                out.extend(self._add(*item))
+        return out, errors
+
+    def _add(self, key, counter, at, volume, project_id):
+        out = []
+        last = self._last.get(key)
+        if (key not in self._pending and last is not None and
+                abs(at - last[0]) <= self.window_s):
+            # A straggler of the poll already turned into a sample.
+            LOG.debug('Late %s of %s dropped', counter, key)
+            return out
+        pending = self._pending.get(key)
+        if pending is not None and (counter in pending.counters or
+                                    abs(at - pending.at) > self.window_s):
+            out.extend(self._flush(key))
+            pending = None
+        if pending is None:
+            pending = self._pending[key] = _Pending(at, {}, project_id)
+        pending.at = min(pending.at, at)
+        pending.counters[counter] = volume
+        if self._complete(key, pending):
+            out.extend(self._flush(key))
+        return out
+
+    def _complete(self, key, pending):
+        have = pending.counters.keys()
+        return REQUIRED <= have and (key not in self._has_latency or
+                                     LATENCY <= have)
+
+    def _flush(self, key):
+        pending = self._pending.pop(key)
+        have = frozenset(pending.counters)
+        if not REQUIRED <= have:
+            LOG.warning('Incomplete Ceilometer poll of %(disk)s at %(at)s '
+                        'dropped: missing %(missing)s',
+                        {'disk': '/'.join(key), 'at': pending.at,
+                         'missing': ', '.join(sorted(REQUIRED - have))})
+            return []
+        last = self._last.get(key)
+        result = self._series.update(key, rates.Reading(pending.at,
+                                                        pending.counters))
+        self._last[key] = (pending.at, have)
+        uuid, dev = key
+        if isinstance(result, rates.Gap):
+            return [sources.make_sample(
+                SOURCE, uuid, dev, pending.at, result.interval_s,
+                gap=result.reason, project_id=pending.project_id)]
+        values = result.as_dict()
+        values.update(_UNKNOWN)
+        if not (LATENCY <= have and last is not None and
+                LATENCY <= last[1]):
+            # Latency needs both readings to carry it: a missing counter
+            # reads as 0 and would give the whole since-boot total.
+            values.update(_NO_LATENCY)
+        return [sources.make_sample(
+            SOURCE, uuid, dev, pending.at, result.interval_s, rates=values,
+            project_id=pending.project_id)]
+
+    def forget_older_than(self, when):
+        """Drop the state of disks not heard of since ``when``.
+
+        Deleted instances and detached volumes: memory does not grow.
+        """
+        with self._lock:
+            old = [key for key, (at, _) in self._last.items() if at < when]
+            old += [key for key, p in self._pending.items()
+                    if p.at < when and key not in self._last]
+            for key in old:
+                self._last.pop(key, None)
+                self._pending.pop(key, None)
+                self._has_latency.discard(key)
+            self._series.prune(self._last)
+            return len(old)
+
+
+class Endpoint:
+    """The notification endpoint; ``sink(sample) -> bool`` gets samples."""
+
+    def __init__(self, sink, polling_interval_s, clock=time.time):
+        self.sink = sink
+        self.assembler = Assembler(polling_interval_s)
+        self._clock = clock
+        self._forget_every_s = polling_interval_s
+        self._forgotten_at = clock()
+
+    def sample(self, ctxt, publisher_id, event_type, payload, metadata):
+        """Ceilometer's publisher sends with priority ``sample``."""
+        if not isinstance(payload, list):
+            LOG.warning('Malformed %(type)s notification from %(pub)s '
+                        'dropped: the payload is not a list of samples',
+                        {'type': event_type, 'pub': publisher_id})
+            return oslo_messaging.NotificationResult.HANDLED
+        try:
+            samples, errors = self.assembler.add(payload)
+        except Exception:
+            LOG.exception('Ceilometer notification from %s dropped',
+                          publisher_id)
+            return oslo_messaging.NotificationResult.HANDLED
+        for error in errors:
+            LOG.warning('Malformed Ceilometer sample from %(pub)s '
+                        'dropped: %(err)s', {'pub': publisher_id,
+                                             'err': error})
+        sources.deliver(self.sink, samples)
+        self._forget_stale()
+        return oslo_messaging.NotificationResult.HANDLED
+
+    def _forget_stale(self):
+        now = self._clock()
+        if now - self._forgotten_at >= self._forget_every_s:
+            self._forgotten_at = now
+            self.assembler.forget_older_than(now -
+                                             self.assembler.max_gap_s)
+
+
+def pool_name(conf):
+    """The listener pool: ``[ceilometer] pool`` or one per controller."""
+    return conf.ceilometer.pool or 'iotguard-controller.%s' % conf.host
+
+
+def get_listener(conf, transport, sink):
+    """A (not started) notification listener on ``[ceilometer] topic``.
+
+    ``transport`` is a notification transport
+    (``oslo_messaging.get_notification_transport``) on the bus Ceilometer
+    publishes to. The caller starts, stops and waits for it.
+    """
+    endpoint = Endpoint(sink, conf.ceilometer.polling_interval)
+    return oslo_messaging.get_notification_listener(
+        transport, [oslo_messaging.Target(topic=conf.ceilometer.topic)],
+        [endpoint], executor='threading', pool=pool_name(conf))
