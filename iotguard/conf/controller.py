@@ -30,4 +30,28 @@ OPTS = [
                         ('guarantee', 'keep every floor, share the spare '
                                       'capacity by weight')],
                help='Decision policy of a domain that names none.'),
+    cfg.FloatOpt('lease_seconds',
+                 default=15.0, min=1.0,
+                 help='Lease of every cap sent to an agent: the agent '
+                      'restores the static limits by itself when a cap is '
+                      'not renewed in time, so a dead controller never '
+                      'leaves a disk throttled. Caps in force are renewed '
+                      'every decision round; keep this at least two '
+                      'decision intervals (default: three).'),
+    cfg.BoolOpt('register_local_disks',
+                default=True,
+                help='Record in the database the image-backed (ephemeral) '
+                     'disks an agent reports that membership does not know '
+                     'yet, in the domain ``local:<host>`` (created without '
+                     'a capacity profile when missing: calibrate it with '
+                     '``iotguard-manage domain calibrate``). Volume disks '
+                     'are left to membership, which asks Cinder for their '
+                     'pool.'),
+    cfg.FloatOpt('violation_latency_ms',
+                 default=20.0, min=0.0,
+                 help='A disk below its floor whose mean latency per '
+                      'operation is above this while it keeps operations '
+                      'in flight has unmet demand: its guarantee is '
+                      'violated and an ``iotguard.guarantee.violation`` '
+                      'notification is sent when that starts.'),
 ]

@@ -17,6 +17,7 @@ from iotguard.conf import agent
 from iotguard.conf import api
 from iotguard.conf import ceilometer
 from iotguard.conf import controller
+from iotguard.conf import coordination
 from iotguard.conf import default
 from iotguard.conf import gnocchi
 from iotguard.conf import service_credentials
@@ -29,6 +30,7 @@ def list_opts():
         (default.GROUP, default.OPTS),
         (agent.GROUP, agent.OPTS),
         (controller.GROUP, controller.OPTS),
+        (coordination.GROUP, coordination.OPTS),
         (api.GROUP, api.OPTS),
         (admission.GROUP, admission.OPTS),
         (tiers.GROUP, tiers.OPTS),

@@ -484,6 +484,32 @@ class Connection:
             return session.execute(sa.delete(models.Cap).where(
                 models.Cap.lease_expires_at < now)).rowcount
 
+    # -- caps: used by iotguard-controller's decision loop --------------------
+
+    def caps_renew(self, disk_ids, lease_expires_at):
+        """Extend the lease of the caps of ``disk_ids`` (disk row ids).
+
+        One statement for a whole domain's renewals; returns how many caps
+        were renewed (a disk without a cap is skipped).
+        """
+        if not disk_ids:
+            return 0
+        with self._writer() as session:
+            return session.execute(sa.update(models.Cap).where(
+                models.Cap.disk_id.in_(sorted(set(disk_ids)))).values(
+                    lease_expires_at=lease_expires_at,
+                    updated_at=utcnow())).rowcount
+
+    def decision_times(self, decision_ids):
+        """``{decision id: created_at}``: when each cap in force was set."""
+        ids = sorted({i for i in decision_ids if i is not None})
+        if not ids:
+            return {}
+        with self._reader() as session:
+            return dict(session.execute(sa.select(
+                models.Decision.id, models.Decision.created_at).where(
+                    models.Decision.id.in_(ids))).all())
+
     # -- decisions (audit trail) ---------------------------------------------
 
     def decision_create(self, domain, policy, instance_uuid, dev,

@@ -34,3 +34,174 @@ def sample(instance_uuid=None, dev='vda', timestamp=1000.0, iops=10.0,
     }
     out.update(extra)
     return out
+
+
+def tier(name='gold', **kw):
+    values = {'name': name, 'description': '', 'min_iops': 0.0,
+              'min_bytes_sec': 0.0, 'max_iops': 0.0, 'max_bytes_sec': 0.0,
+              'weight': 1.0, 'is_public': True}
+    values.update(kw)
+    return values
+
+
+class FakeDB:
+    """The part of db.api.Connection the controller uses, in memory."""
+
+    def __init__(self):
+        self.domains = {}
+        self.disks = {}       # (uuid, dev) -> view dict (without cap)
+        self.caps = {}        # (uuid, dev) -> cap dict
+        self.decisions = []   # dicts, id = index + 1
+        self.agents = {}
+        self.fail_domains = set()
+        self.renewals = []
+
+    def add_domain(self, name, iops_4k=300.0, bytes_sec=3.4e6, policy=None,
+                   params=None, kind='local'):
+        self.domains[name] = {'id': len(self.domains) + 1, 'name': name,
+                              'kind': kind, 'iops_4k': iops_4k,
+                              'bytes_sec': bytes_sec, 'policy': policy,
+                              'params': params or {}}
+        return self.domains[name]
+
+    def add_disk(self, domain, host='cn1', tier_=None, instance_uuid=None,
+                 dev='vda', project_id='p1', volume_id=None):
+        uid = instance_uuid or str(uuid.uuid4())
+        self.disks[(uid, dev)] = {
+            'id': len(self.disks) + 1, 'instance_uuid': uid, 'dev': dev,
+            'host': host, 'volume_id': volume_id, 'project_id': project_id,
+            'domain': domain, 'tier': tier_}
+        return self.disks[(uid, dev)]
+
+    # -- db.api ------------------------------------------------------------
+    def domain_list(self):
+        return [dict(d) for d in self.domains.values()]
+
+    def domain_get(self, name):
+        if name not in self.domains:
+            from iotguard import exception
+            raise exception.NotFound(what=name)
+        return dict(self.domains[name])
+
+    def domain_create(self, name, kind, iops_4k=None, bytes_sec=None,
+                      policy=None, params=None):
+        return self.add_domain(name, iops_4k, bytes_sec, policy, params,
+                               kind)
+
+    def disk_upsert(self, instance_uuid, dev, host, domain, project_id,
+                    volume_id=None):
+        self.domain_get(domain)
+        disk = self.disks.get((instance_uuid, dev))
+        if disk is None:
+            return self.add_disk(domain, host, None, instance_uuid, dev,
+                                 project_id, volume_id)
+        disk.update(host=host, domain=domain, project_id=project_id,
+                    volume_id=volume_id)
+        return disk
+
+    def disk_list(self, instance_uuid=None, domain=None, project_id=None):
+        if domain in self.fail_domains:
+            raise RuntimeError('database on fire for %s' % domain)
+        out = []
+        for key, disk in self.disks.items():
+            if domain is not None and disk['domain'] != domain:
+                continue
+            if instance_uuid is not None and key[0] != instance_uuid:
+                continue
+            view = dict(disk)
+            cap = self.caps.get(key)
+            view['cap'] = dict(cap) if cap else None
+            out.append(view)
+        return out
+
+    def decision_create(self, domain, policy, instance_uuid, dev,
+                        project_id, action, old_limits, new_limits, reason,
+                        numbers, created_at=None):
+        self.decisions.append({
+            'id': len(self.decisions) + 1, 'domain': domain,
+            'policy': policy, 'instance_uuid': instance_uuid, 'dev': dev,
+            'project_id': project_id, 'action': action,
+            'old_limits': old_limits, 'new_limits': new_limits,
+            'reason': reason, 'numbers': numbers, 'created_at': created_at})
+        return len(self.decisions)
+
+    def decision_times(self, ids):
+        return {i: self.decisions[i - 1]['created_at'] for i in ids
+                if i is not None and 0 < i <= len(self.decisions)}
+
+    def cap_set(self, instance_uuid, dev, limits, lease_expires_at,
+                decision_id=None):
+        self.caps[(instance_uuid, dev)] = {
+            'limits': limits, 'lease_expires_at': lease_expires_at,
+            'decision_id': decision_id, 'reason': None}
+
+    def cap_release(self, instance_uuid, dev):
+        return self.caps.pop((instance_uuid, dev), None) is not None
+
+    def cap_delete_expired(self, now):
+        gone = [k for k, c in self.caps.items()
+                if c['lease_expires_at'] < now]
+        for key in gone:
+            del self.caps[key]
+        return len(gone)
+
+    def caps_renew(self, disk_ids, lease_expires_at):
+        self.renewals.append(sorted(disk_ids))
+        n = 0
+        for key, disk in self.disks.items():
+            if disk['id'] in disk_ids and key in self.caps:
+                self.caps[key]['lease_expires_at'] = lease_expires_at
+                n += 1
+        return n
+
+    def agent_heartbeat(self, host, driver, now=None):
+        self.agents[host] = (driver, now)
+
+
+class FakeAgentAPI:
+    """Records the casts; hosts in ``failing`` raise like a dead broker."""
+
+    def __init__(self):
+        self.casts = []
+        self.failing = set()
+
+    def _cast(self, method, host, items):
+        if host in self.failing:
+            raise RuntimeError('broker unreachable')
+        self.casts.append((method, host, items))
+
+    def apply_caps(self, ctxt, host, caps):
+        self._cast('apply_caps', host, caps)
+
+    def release_caps(self, ctxt, host, disks):
+        self._cast('release_caps', host, disks)
+
+
+class FakeNotifier:
+
+    def __init__(self):
+        self.sent = []
+
+    def cap_apply(self, payload):
+        self.sent.append(('iotguard.cap.apply', payload))
+
+    def cap_release(self, payload):
+        self.sent.append(('iotguard.cap.release', payload))
+
+    def guarantee_violation(self, payload):
+        self.sent.append(('iotguard.guarantee.violation', payload))
+
+
+class ScriptedPolicy:
+    """A policy that answers what the test tells it, and records."""
+
+    name = 'scripted'
+
+    def __init__(self, **params):
+        self.params = params
+        self.answer = []
+        self.seen = []
+
+    def decide(self, snapshot, now):
+        self.seen.append((snapshot, now))
+        return list(self.answer)

@@ -1,0 +1,93 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The record step: the audit trail and the notifications of a decision.
+
+Every cap and release a policy decides is one row of the ``decisions``
+table (who: domain, policy, disk, project; why: the policy's reason; the
+numbers it saw and computed; the limits before and after), then the cap
+in force is written, then a notification is sent. A violated guarantee
+(a disk below its floor with unmet demand) is notified when it starts.
+"""
+
+import datetime
+
+from oslo_log import log as logging
+
+from iotguard.policy import base
+
+LOG = logging.getLogger(__name__)
+
+
+def to_datetime(timestamp):
+    """UNIX seconds -> the naive UTC datetime the DB columns hold."""
+    return datetime.datetime.fromtimestamp(
+        timestamp, datetime.timezone.utc).replace(tzinfo=None)
+
+
+def to_timestamp(value):
+    """A naive UTC datetime from the DB -> UNIX seconds."""
+    return value.replace(tzinfo=datetime.timezone.utc).timestamp()
+
+
+class Audit:
+    """Writes decisions and caps to the DB and sends the notifications."""
+
+    def __init__(self, db, notifier):
+        self.db = db
+        self.notifier = notifier
+
+    def decision(self, domain, policy, disk, decision, old_limits, now):
+        """Append ``decision`` on ``disk`` to the audit trail; its id."""
+        new_limits = decision.limits if decision.action == base.CAP else {}
+        return self.db.decision_create(
+            domain, policy, disk['instance_uuid'], disk['dev'],
+            disk['project_id'], decision.action, old_limits,
+            {k: v for k, v in new_limits.items() if v}, decision.reason,
+            decision.numbers, created_at=to_datetime(now))
+
+    def _payload(self, domain, policy, disk, decision, decision_id,
+                 old_limits):
+        return {'domain': domain, 'policy': policy,
+                'instance_uuid': disk['instance_uuid'], 'dev': disk['dev'],
+                'host': disk['host'], 'project_id': disk['project_id'],
+                'decision_id': decision_id, 'reason': decision.reason,
+                'old_limits': old_limits, 'numbers': decision.numbers}
+
+    def cap_applied(self, domain, policy, disk, decision, decision_id, cap,
+                    old_limits):
+        """The cap was sent: write it as the cap in force, notify."""
+        self.db.cap_set(disk['instance_uuid'], disk['dev'], cap['limits'],
+                        to_datetime(cap['lease_expires_at']), decision_id)
+        payload = self._payload(domain, policy, disk, decision, decision_id,
+                                old_limits)
+        payload.update(limits=cap['limits'],
+                       lease_expires_at=cap['lease_expires_at'])
+        self.notifier.cap_apply(payload)
+
+    def cap_released(self, domain, policy, disk, decision, decision_id,
+                     old_limits):
+        """The release was sent: forget the cap in force, notify."""
+        self.db.cap_release(disk['instance_uuid'], disk['dev'])
+        self.notifier.cap_release(self._payload(
+            domain, policy, disk, decision, decision_id, old_limits))
+
+    def violation(self, domain, disk, numbers, now):
+        """A disk's guarantee is not met; tell the operators."""
+        LOG.warning('Guarantee violated on %s/%s in domain %s: %s',
+                    disk['instance_uuid'], disk['dev'], domain, numbers)
+        self.notifier.guarantee_violation({
+            'domain': domain, 'instance_uuid': disk['instance_uuid'],
+            'dev': disk['dev'], 'host': disk['host'],
+            'project_id': disk['project_id'],
+            'tier': (disk.get('tier') or {}).get('name'),
+            'since': now, 'numbers': numbers})

@@ -1,0 +1,403 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The decision loop: collect -> decide -> act -> record, per domain.
+
+Level-based (every round recomputes from the current state, nothing is
+carried over that the DB and the sample store do not hold), so any
+controller can take over a domain at any round:
+
+* **collect**: the domain's disks, their tiers and caps in force from the
+  DB, the newest sample of each disk from the :class:`SampleStore`. A disk
+  with no sample, a sample without rates (gap) or a stale one is flagged
+  ``stale``: the policy may release or loosen its cap, never tighten it
+  (and the loop drops any decision that would).
+* **decide**: the domain's policy (``domain.policy`` with its ``params``,
+  else ``[controller] default_policy``) on the columnar snapshot.
+* **act**: per host one ``apply_caps`` cast with the new or changed caps
+  and the renewals of the caps in force (each with
+  ``lease_expires_at = now + [controller] lease_seconds``), and one
+  ``release_caps`` cast with the releases. Unchanged caps are not sent
+  again until their renewal is due (every round, see :func:`renew_due`).
+* **record**: each decision in the audit trail before it is sent, the
+  caps in force after, notifications ``iotguard.cap.apply`` /
+  ``iotguard.cap.release``, and ``iotguard.guarantee.violation`` when a
+  disk falls below its floor with unmet demand.
+
+One domain failing (DB, policy, messaging) is logged and the others go on;
+its caps are then not renewed and lapse at their lease, back to the
+static limits.
+"""
+
+import collections
+import dataclasses
+import json
+import math
+import time
+
+import numpy as np
+from oslo_log import log as logging
+
+from iotguard.controller import audit as audit_mod
+from iotguard.controller import samples as samples_mod
+from iotguard import policy as policy_mod
+from iotguard.policy import base
+from iotguard.policy import costmodel
+
+LOG = logging.getLogger(__name__)
+
+#: A disk below (1 - this) x its floor is below its floor.
+FLOOR_TOLERANCE = 0.05
+#: Little's law: operations in flight that make a disk "busy".
+BUSY_DEPTH = 0.8
+_NO_TIER = base.Tier(name='')
+
+
+@dataclasses.dataclass
+class RoundResult:
+    """What one round of one domain did (for logs, tests and the bench)."""
+
+    domain: str
+    disks: int = 0
+    stale: int = 0
+    decisions: int = 0
+    applied: int = 0
+    released: int = 0
+    renewed: int = 0
+    dropped: int = 0
+    casts: int = 0
+    violations: int = 0
+    skipped: str | None = None
+
+
+def disk_id(disk):
+    return '%s/%s' % (disk['instance_uuid'], disk['dev'])
+
+
+def ceiling(static, kind):
+    """A disk's static total ceiling of ``kind`` (``inf`` when none)."""
+    total = static.get('total_' + kind, 0)
+    if total:
+        return float(total)
+    read, write = static.get('read_' + kind, 0), static.get('write_' + kind, 0)
+    return float(read + write) if read and write else math.inf
+
+
+def _limit(limits, key):
+    value = (limits or {}).get(key, 0)
+    return float(value) if value else math.inf
+
+
+def _rate(sample, key):
+    value = sample.get(key) if sample else None
+    return float(value) if value is not None else 0.0
+
+
+def _tier(tier):
+    if not tier:
+        return _NO_TIER
+    return base.Tier(name=tier['name'], min_iops=tier['min_iops'],
+                     min_bytes_sec=tier['min_bytes_sec'],
+                     max_iops=tier['max_iops'],
+                     max_bytes_sec=tier['max_bytes_sec'],
+                     weight=tier['weight'])
+
+
+def disk_state(disk, sample, cap, cap_set_at, stale):
+    """One row of the snapshot from the DB view, a sample and the cap."""
+    r_iops, w_iops = _rate(sample, 'read_iops'), _rate(sample, 'write_iops')
+    ops = r_iops + w_iops
+    latency = ((r_iops * _rate(sample, 'read_latency_ms')
+                + w_iops * _rate(sample, 'write_latency_ms')) / ops
+               if ops > 0 else 0.0)
+    static = (sample or {}).get('static') or {}
+    limits = cap['limits'] if cap else None
+    return base.DiskState(
+        disk_id=disk_id(disk), tier=_tier(disk.get('tier')),
+        read_iops=r_iops, write_iops=w_iops,
+        read_bytes_sec=_rate(sample, 'read_bytes_sec'),
+        write_bytes_sec=_rate(sample, 'write_bytes_sec'),
+        latency_ms=latency,
+        cap_iops=_limit(limits, 'total_iops_sec'),
+        cap_bytes_sec=_limit(limits, 'total_bytes_sec'),
+        cap_set_at=cap_set_at,
+        static_iops=ceiling(static, 'iops_sec'),
+        static_bytes_sec=ceiling(static, 'bytes_sec'),
+        stale=stale)
+
+
+def violations(snapshot, latency_ms):
+    """Which disks are below their floor with unmet demand (bool array).
+
+    Fresh disks only: below ``1 - FLOOR_TOLERANCE`` of their floor (in
+    the cost model's unit, at their current I/O size), operations slower
+    than ``latency_ms`` and, by Little's law, always one in flight.
+    """
+    snap = snapshot
+    size = costmodel.mean_io_size(snap.iops, snap.bytes_sec)
+    load = costmodel.load(snap.iops, snap.bytes_sec, snap.profile)
+    floor = costmodel.floor_load(snap.floor_iops, snap.floor_bytes_sec,
+                                 size, snap.profile)
+    busy = snap.iops * snap.latency_ms / 1000.0 >= BUSY_DEPTH
+    result = (~snap.stale & (floor > 0)
+              & (load < floor * (1.0 - FLOOR_TOLERANCE))
+              & (snap.latency_ms > latency_ms) & busy)
+    return result, load, floor
+
+
+def renew_due(lease_expires_at, now, lease_s, interval_s):
+    """Whether a cap in force is sent again this round (to renew it).
+
+    Once it has run half an interval of its lease: with rounds every
+    interval that is every round, so a lease always has
+    ``lease_s - interval_s`` seconds left, and an extra round (ownership
+    change, restart) does not send it twice.
+    """
+    return lease_expires_at - now < lease_s - interval_s / 2.0
+
+
+class DomainLoop:
+    """Runs the rounds of the domains a controller owns.
+
+    ``db`` is :class:`iotguard.db.api.Connection`, ``store`` the
+    :class:`~iotguard.controller.samples.SampleStore`, ``agent_api``
+    :class:`iotguard.agent.rpcapi.AgentAPI` and ``audit``
+    :class:`~iotguard.controller.audit.Audit`. No I/O in the constructor.
+    """
+
+    def __init__(self, conf, db, store, agent_api, audit, clock=time.time,
+                 load_policy=policy_mod.load):
+        self.interval_s = conf.controller.decision_interval
+        self.lease_s = conf.controller.lease_seconds
+        self.default_policy = conf.controller.default_policy
+        self.violation_latency_ms = conf.controller.violation_latency_ms
+        if self.lease_s < 2 * self.interval_s:
+            LOG.warning('[controller] lease_seconds (%.1f) is below two '
+                        'decision intervals (%.1f s): one late round lets '
+                        'caps lapse', self.lease_s, 2 * self.interval_s)
+        self.db = db
+        self.store = store
+        self.agent_api = agent_api
+        self.audit = audit
+        self._clock = clock
+        self._load_policy = load_policy
+        self._policies = {}    # domain name -> (key, policy)
+        self._violating = {}   # domain name -> set of disk ids
+
+    # -- the rounds ---------------------------------------------------------
+
+    def run(self, domains, now=None):
+        """One round of every domain in ``domains``; failures are logged."""
+        now = self._clock() if now is None else now
+        try:
+            self.db.cap_delete_expired(audit_mod.to_datetime(now))
+        except Exception:
+            LOG.exception('Could not drop the lapsed caps')
+        results = []
+        for domain in domains:
+            try:
+                results.append(self.run_once(domain, now))
+            except Exception:
+                LOG.exception('Decision round of domain %s failed; its caps '
+                              'lapse unless a later round renews them',
+                              domain.get('name'))
+        self.store.prune(now)
+        return results
+
+    def forget(self, names):
+        """Drop per-domain state of domains no longer owned."""
+        for name in names:
+            self._policies.pop(name, None)
+            self._violating.pop(name, None)
+
+    def run_once(self, domain, now):
+        """collect -> decide -> act -> record for one domain."""
+        name = domain['name']
+        result = RoundResult(domain=name)
+        if not (domain.get('iops_4k') and domain.get('bytes_sec')):
+            result.skipped = 'no capacity profile'
+            LOG.warning('Domain %s has no capacity profile; nothing decided '
+                        '(iotguard-manage domain calibrate)', name)
+            return result
+        policy_name, policy = self._policy(domain)
+        disks, snapshot = self.collect(domain, now)
+        result.disks, result.stale = len(disks), int(snapshot.stale.sum())
+        decisions = policy.decide(snapshot, now) if disks else []
+        result.decisions = len(decisions)
+        self._act(name, policy_name, disks, snapshot, decisions, now, result)
+        self._violations(name, disks, snapshot, now, result)
+        LOG.debug('Round of %s: %s', name, result)
+        return result
+
+    # -- collect ------------------------------------------------------------
+
+    def collect(self, domain, now):
+        """The domain's disks and snapshot.
+
+        The disks are DB views whose ``cap`` is kept only while in force.
+        """
+        disks = self.db.disk_list(domain=domain['name'])
+        for disk in disks:
+            cap = disk.get('cap')
+            if cap is not None:
+                cap = dict(cap, lease_expires_at=audit_mod.to_timestamp(
+                    cap['lease_expires_at']))
+                if cap['lease_expires_at'] <= now:
+                    cap = None   # lapsed: the agent restored static limits
+            disk['cap'] = cap
+        set_at = self.db.decision_times(
+            [d['cap']['decision_id'] for d in disks if d['cap']])
+        states = []
+        for disk in disks:
+            sample = self.store.latest(disk['instance_uuid'], disk['dev'])
+            stale = (not samples_mod.has_rates(sample)
+                     or self.store.is_stale(sample, now))
+            cap = disk['cap']
+            when = set_at.get(cap['decision_id']) if cap else None
+            states.append(disk_state(
+                disk, sample, cap,
+                audit_mod.to_timestamp(when) if when else math.nan, stale))
+        profile = base.Profile(iops_4k=float(domain['iops_4k']),
+                               bytes_sec=float(domain['bytes_sec']))
+        return disks, base.DomainSnapshot.from_disks(
+            domain['name'], profile, self.interval_s, states)
+
+    # -- decide -------------------------------------------------------------
+
+    def _policy(self, domain):
+        name = domain.get('policy') or self.default_policy
+        params = domain.get('params') or {}
+        key = (name, json.dumps(params, sort_keys=True))
+        cached = self._policies.get(domain['name'])
+        if cached is None or cached[0] != key:
+            cached = (key, self._load_policy(name, **params))
+            self._policies[domain['name']] = cached
+        return name, cached[1]
+
+    # -- act and record -----------------------------------------------------
+
+    def _act(self, name, policy_name, disks, snapshot, decisions, now,
+             result):
+        index = {disk_id(d): i for i, d in enumerate(disks)}
+        lease = now + self.lease_s
+        applies = collections.defaultdict(list)    # host -> [(cap, rec)]
+        releases = collections.defaultdict(list)   # host -> [(disk, rec)]
+        decided = set()
+        for decision in decisions:
+            i = index.get(decision.disk_id)
+            if i is None:
+                LOG.warning('Policy %s decided on unknown disk %s; ignored',
+                            policy_name, decision.disk_id)
+                continue
+            disk = disks[i]
+            in_force = disk['cap']
+            old = in_force['limits'] if in_force else {}
+            if decision.action == base.RELEASE:
+                decided.add(i)
+                if in_force is None:
+                    continue
+                decision_id = self.audit.decision(
+                    name, policy_name, disk, decision, old, now)
+                releases[disk['host']].append(
+                    ({'instance_uuid': disk['instance_uuid'],
+                      'dev': disk['dev']},
+                     (disk, decision, decision_id, old)))
+                continue
+            limits = {k: v for k, v in decision.limits.items() if v}
+            if snapshot.stale[i] and bool(base.tightens(
+                    np.float64(decision.iops),
+                    np.float64(decision.bytes_sec),
+                    snapshot.cap_iops[i], snapshot.cap_bytes_sec[i])):
+                LOG.warning('Dropped %s on %s: its samples are stale, a cap '
+                            'is never tightened on stale data',
+                            decision.reason, decision.disk_id)
+                result.dropped += 1
+                continue
+            if in_force is not None and limits == in_force['limits']:
+                continue   # unchanged: renewed below when due
+            decided.add(i)
+            decision_id = self.audit.decision(name, policy_name, disk,
+                                              decision, old, now)
+            cap = {'instance_uuid': disk['instance_uuid'],
+                   'dev': disk['dev'], 'limits': limits,
+                   'lease_expires_at': lease,
+                   'decision_id': str(decision_id)}
+            applies[disk['host']].append(
+                (cap, (disk, decision, decision_id, old)))
+        for i, disk in enumerate(disks):
+            cap = disk['cap']
+            if i in decided or cap is None or not renew_due(
+                    cap['lease_expires_at'], now, self.lease_s,
+                    self.interval_s):
+                continue
+            decision_id = cap['decision_id']
+            applies[disk['host']].append((
+                {'instance_uuid': disk['instance_uuid'], 'dev': disk['dev'],
+                 'limits': cap['limits'], 'lease_expires_at': lease,
+                 'decision_id': (str(decision_id)
+                                 if decision_id is not None else None)},
+                disk['id']))
+        self._send(name, policy_name, applies, releases, lease, result)
+
+    def _send(self, name, policy_name, applies, releases, lease, result):
+        """Cast per host; record what was sent, renew the leases sent."""
+        renewed = []
+        ctxt = {}
+        for host, items in applies.items():
+            try:
+                self.agent_api.apply_caps(ctxt, host, [c for c, _ in items])
+            except Exception as e:
+                LOG.error('apply_caps to %s failed (%s); its caps are sent '
+                          'again next round', host, e)
+                continue
+            result.casts += 1
+            for cap, record in items:
+                if not isinstance(record, tuple):
+                    renewed.append(record)   # the disk row id
+                    continue
+                disk, decision, decision_id, old = record
+                self.audit.cap_applied(name, policy_name, disk, decision,
+                                       decision_id, cap, old)
+                result.applied += 1
+        for host, items in releases.items():
+            try:
+                self.agent_api.release_caps(ctxt, host,
+                                            [d for d, _ in items])
+            except Exception as e:
+                LOG.error('release_caps to %s failed (%s); tried again next '
+                          'round', host, e)
+                continue
+            result.casts += 1
+            for _disk, (disk, decision, decision_id, old) in items:
+                self.audit.cap_released(name, policy_name, disk, decision,
+                                        decision_id, old)
+                result.released += 1
+        if renewed:
+            result.renewed = self.db.caps_renew(
+                renewed, audit_mod.to_datetime(lease))
+
+    def _violations(self, name, disks, snapshot, now, result):
+        violated, load, floor = violations(snapshot,
+                                           self.violation_latency_ms)
+        before = self._violating.get(name, set())
+        now_violating = set()
+        for i in np.flatnonzero(violated):
+            key = disk_id(disks[i])
+            now_violating.add(key)
+            if key in before:
+                continue
+            self.audit.violation(name, disks[i], base.audit_numbers(
+                load=load[i], floor=floor[i], iops=snapshot.iops[i],
+                bytes_sec=snapshot.bytes_sec[i],
+                latency_ms=snapshot.latency_ms[i]), now)
+        self._violating[name] = now_violating
+        result.violations = len(now_violating)

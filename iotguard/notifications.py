@@ -1,0 +1,65 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""iotguard's notifications, sent with oslo.messaging's Notifier.
+
+Event types (publisher ``iotguard-controller.<host>``):
+
+* ``iotguard.cap.apply`` (INFO): a cap was set or changed on a disk;
+* ``iotguard.cap.release`` (INFO): a disk's cap was released;
+* ``iotguard.guarantee.violation`` (WARN): a disk is below its floor with
+  unmet demand, so operators can alarm.
+
+Where they go is oslo.messaging's ``[oslo_messaging_notifications]``
+(``driver = messagingv2``, ``topics``, ``transport_url``); with no driver
+set nothing is sent. A notification that cannot be sent is logged and
+never stops the caller.
+"""
+
+from oslo_log import log as logging
+import oslo_messaging
+
+LOG = logging.getLogger(__name__)
+
+CAP_APPLY = 'iotguard.cap.apply'
+CAP_RELEASE = 'iotguard.cap.release'
+GUARANTEE_VIOLATION = 'iotguard.guarantee.violation'
+EVENT_TYPES = (CAP_APPLY, CAP_RELEASE, GUARANTEE_VIOLATION)
+
+
+def publisher_id(service, host):
+    return '%s.%s' % (service, host)
+
+
+class Notifier:
+    """Sends iotguard's event types; build it once per process."""
+
+    def __init__(self, conf, transport=None, service='iotguard-controller'):
+        if transport is None:
+            transport = oslo_messaging.get_notification_transport(conf)
+        self._notifier = oslo_messaging.Notifier(
+            transport, publisher_id=publisher_id(service, conf.host))
+
+    def _send(self, method, event_type, payload):
+        try:
+            getattr(self._notifier, method)({}, event_type, payload)
+        except Exception as e:
+            LOG.warning('Could not send notification %s: %s', event_type, e)
+
+    def cap_apply(self, payload):
+        self._send('info', CAP_APPLY, payload)
+
+    def cap_release(self, payload):
+        self._send('info', CAP_RELEASE, payload)
+
+    def guarantee_violation(self, payload):
+        self._send('warn', GUARANTEE_VIOLATION, payload)

@@ -1,0 +1,49 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The DB calls the decision loop adds (caps_renew, decision_times)."""
+
+import datetime
+
+from iotguard.tests.functional.db import backends
+
+UUID_A = '11111111-1111-4111-8111-111111111111'
+UUID_B = '22222222-2222-4222-8222-222222222222'
+T0 = datetime.datetime(2026, 11, 22, 3, 0, 0, 123456)
+
+
+class ControllerDbTests:
+
+    def test_caps_renew_and_decision_times(self):
+        self.db.domain_create('local:cn1', 'local', iops_4k=1e4,
+                              bytes_sec=5e8)
+        a = self.db.disk_upsert(UUID_A, 'vda', 'cn1', 'local:cn1', 'p')
+        b = self.db.disk_upsert(UUID_B, 'vda', 'cn1', 'local:cn1', 'p')
+        decision = self.db.decision_create(
+            'local:cn1', 'guarantee', UUID_A, 'vda', 'p', 'cap', {},
+            {'total_iops_sec': 10}, 'why', {}, created_at=T0)
+        lease = T0 + datetime.timedelta(seconds=15)
+        self.db.cap_set(UUID_A, 'vda', {'total_iops_sec': 10}, lease,
+                        decision)
+        later = lease + datetime.timedelta(seconds=5)
+        self.assertEqual(0, self.db.caps_renew([], later))
+        # b has no cap: only a's is renewed
+        self.assertEqual(1, self.db.caps_renew([a['id'], b['id']], later))
+        caps = {d['instance_uuid']: d['cap'] for d in self.db.disk_list()}
+        self.assertEqual(later, caps[UUID_A]['lease_expires_at'])
+        self.assertIsNone(caps[UUID_B])
+        self.assertEqual({decision: T0},
+                         self.db.decision_times([decision, None, 999999]))
+        self.assertEqual({}, self.db.decision_times([None]))
+
+
+backends.on_every_backend(globals(), ControllerDbTests)

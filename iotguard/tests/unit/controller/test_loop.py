@@ -1,0 +1,359 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+import math
+
+from iotguard.controller import audit
+from iotguard.controller import loop
+from iotguard.controller import samples
+from iotguard import policy as policy_mod
+from iotguard.policy import base as policy_base
+from iotguard.tests import base
+from iotguard.tests.unit.controller import fakes
+
+T0 = 1_800_000_000.0
+KIB64 = 65536.0
+
+
+class LoopTestBase(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.flags(decision_interval=5.0, lease_seconds=15.0,
+                   group='controller')
+        self.db = fakes.FakeDB()
+        self.store = samples.SampleStore(5.0, clock=lambda: T0)
+        self.agents = fakes.FakeAgentAPI()
+        self.notifier = fakes.FakeNotifier()
+        self.scripted = fakes.ScriptedPolicy()
+
+        def load(name, **params):
+            if name == 'scripted':
+                return self.scripted
+            return policy_mod.load(name, **params)
+        self.loop = loop.DomainLoop(
+            self.conf, self.db, self.store, self.agents,
+            audit.Audit(self.db, self.notifier), clock=lambda: T0,
+            load_policy=load)
+
+    def feed(self, disk, at=T0 - 1, **kw):
+        self.assertTrue(self.store.add(
+            fakes.sample(disk['instance_uuid'], disk['dev'], timestamp=at,
+                         **kw), received_at=at))
+
+    def cap_of(self, disk):
+        return self.db.caps.get((disk['instance_uuid'], disk['dev']))
+
+    def events(self, event_type):
+        return [p for t, p in self.notifier.sent if t == event_type]
+
+
+class StaticPolicyRoundTest(LoopTestBase):
+    """The static policy: every disk with a ceiling gets it as a cap."""
+
+    def setUp(self):
+        super().setUp()
+        self.domain = self.db.add_domain('pool', policy='static')
+        gold = fakes.tier('gold', max_iops=500.0, max_bytes_sec=5e6)
+        self.a = self.db.add_disk('pool', 'cn1', gold)
+        self.b = self.db.add_disk('pool', 'cn1', gold)
+        self.c = self.db.add_disk('pool', 'cn2', gold)
+        self.free = self.db.add_disk('pool', 'cn2', None)
+        for disk in (self.a, self.b, self.c, self.free):
+            self.feed(disk)
+
+    def test_caps_sent_per_host_with_leases_and_audited(self):
+        result = self.loop.run_once(self.domain, T0)
+        self.assertEqual((4, 0, 3, 3, 2), (result.disks, result.stale,
+                                           result.decisions, result.applied,
+                                           result.casts))
+        by_host = {h: caps for m, h, caps in self.agents.casts}
+        self.assertEqual(['apply_caps'] * 2,
+                         [m for m, h, c in self.agents.casts])
+        self.assertEqual(2, len(by_host['cn1']))
+        self.assertEqual(1, len(by_host['cn2']))
+        for cap in by_host['cn1'] + by_host['cn2']:
+            self.assertEqual({'total_iops_sec': 500,
+                              'total_bytes_sec': 5000000}, cap['limits'])
+            self.assertEqual(T0 + 15.0, cap['lease_expires_at'])
+            row = self.db.decisions[int(cap['decision_id']) - 1]
+            self.assertEqual('cap', row['action'])
+            self.assertEqual('static', row['policy'])
+            self.assertEqual(cap['instance_uuid'], row['instance_uuid'])
+            self.assertIn('ceiling', row['reason'])
+            self.assertEqual(cap['limits'], row['new_limits'])
+            self.assertEqual({}, row['old_limits'])
+        in_force = self.cap_of(self.a)
+        self.assertEqual(audit.to_datetime(T0 + 15.0),
+                         in_force['lease_expires_at'])
+        self.assertIsNone(self.cap_of(self.free))
+        applied = self.events('iotguard.cap.apply')
+        self.assertEqual(3, len(applied))
+        self.assertEqual({'pool'}, {p['domain'] for p in applied})
+
+    def test_unchanged_caps_are_only_renewed(self):
+        self.loop.run_once(self.domain, T0)
+        first_ids = {c['instance_uuid']: c['decision_id']
+                     for _, _, caps in self.agents.casts for c in caps}
+        self.agents.casts.clear()
+        # an extra round one second later: leases are fresh, nothing sent
+        result = self.loop.run_once(self.domain, T0 + 1)
+        self.assertEqual((0, 0, 0), (result.casts, result.applied,
+                                     result.renewed))
+        # the next regular round renews every cap, same decision, new lease
+        result = self.loop.run_once(self.domain, T0 + 5)
+        self.assertEqual((2, 0, 3), (result.casts, result.applied,
+                                     result.renewed))
+        for _, _, caps in self.agents.casts:
+            for cap in caps:
+                self.assertEqual(first_ids[cap['instance_uuid']],
+                                 cap['decision_id'])
+                self.assertEqual(T0 + 20.0, cap['lease_expires_at'])
+        self.assertEqual(3, len(self.db.decisions))
+        self.assertEqual(audit.to_datetime(T0 + 20.0),
+                         self.cap_of(self.c)['lease_expires_at'])
+
+    def test_lapsed_cap_is_not_in_force(self):
+        self.loop.run_once(self.domain, T0)
+        self.agents.casts.clear()
+        # no round for 20 s (controller down): the leases lapsed, the
+        # agents restored the static limits; the caps are decided anew
+        # (on fresh samples: stale ones never tighten).
+        for disk in (self.a, self.b, self.c):
+            self.feed(disk, at=T0 + 19)
+        self.loop.run(self.db.domain_list(), T0 + 20)
+        self.assertEqual(0, len(self.db.renewals))
+        self.assertEqual(6, len(self.db.decisions))
+        self.assertEqual([{}] * 3, [d['old_limits']
+                                    for d in self.db.decisions[3:]])
+
+    def test_failed_cast_records_no_cap_for_that_host(self):
+        self.agents.failing.add('cn2')
+        result = self.loop.run_once(self.domain, T0)
+        self.assertEqual((1, 2), (result.casts, result.applied))
+        self.assertIsNotNone(self.cap_of(self.a))
+        self.assertIsNone(self.cap_of(self.c))
+        # the decision is in the audit trail all the same
+        self.assertEqual(3, len(self.db.decisions))
+        self.agents.failing.clear()
+        result = self.loop.run_once(self.domain, T0 + 5)
+        self.assertIsNotNone(self.cap_of(self.c))
+
+
+class ScriptedRoundTest(LoopTestBase):
+
+    def setUp(self):
+        super().setUp()
+        self.domain = self.db.add_domain('pool', policy='scripted')
+        self.gold = fakes.tier('gold', min_iops=50.0)
+        self.a = self.db.add_disk('pool', 'cn1', self.gold)
+        self.b = self.db.add_disk('pool', 'cn1', self.gold)
+
+    def id_of(self, disk):
+        return loop.disk_id(disk)
+
+    def test_snapshot_built_from_db_and_samples(self):
+        self.feed(self.a, iops=40.0, bytes_sec=40 * KIB64, latency_ms=8.0,
+                  static={'total_iops_sec': 900})
+        self.loop.run_once(self.domain, T0)
+        snap, now = self.scripted.seen[0]
+        self.assertEqual(T0, now)
+        self.assertEqual((self.id_of(self.a), self.id_of(self.b)),
+                         snap.disk_ids)
+        self.assertEqual([40.0, 0.0], list(snap.iops))
+        self.assertEqual([40 * KIB64, 0.0], list(snap.bytes_sec))
+        self.assertEqual([8.0, 0.0], list(snap.latency_ms))
+        self.assertEqual([50.0, 50.0], list(snap.floor_iops))
+        self.assertEqual([900.0, math.inf], list(snap.ceil_iops))
+        # b has no sample at all: stale
+        self.assertEqual([False, True], list(snap.stale))
+        self.assertEqual(300.0, snap.profile.iops_4k)
+
+    def test_gap_and_old_samples_are_stale(self):
+        self.feed(self.a, at=T0 - 1, gap='reset')
+        self.feed(self.b, at=T0 - 14)
+        self.loop.run_once(self.domain, T0)
+        self.assertEqual([True, False], list(self.scripted.seen[-1][0].stale))
+        self.loop.run_once(self.domain, T0 + 2)
+        self.assertEqual([True, True], list(self.scripted.seen[-1][0].stale))
+
+    def test_never_tightens_on_stale_data(self):
+        self.feed(self.a)
+        self.scripted.answer = [
+            policy_base.Decision(self.id_of(self.a), 'cap', 'fresh',
+                                 iops=100.0),
+            policy_base.Decision(self.id_of(self.b), 'cap', 'blind',
+                                 iops=100.0)]
+        result = self.loop.run_once(self.domain, T0)
+        self.assertEqual((1, 1), (result.applied, result.dropped))
+        self.assertIsNone(self.cap_of(self.b))
+        # loosening a cap of a stale disk is allowed
+        self.db.cap_set(self.b['instance_uuid'], 'vda',
+                        {'total_iops_sec': 50},
+                        audit.to_datetime(T0 + 15), None)
+        self.scripted.answer = [policy_base.Decision(
+            self.id_of(self.b), 'cap', 'loosen', iops=75.0)]
+        result = self.loop.run_once(self.domain, T0 + 5)
+        self.assertEqual((1, 0), (result.applied, result.dropped))
+        self.assertEqual({'total_iops_sec': 75},
+                         self.cap_of(self.b)['limits'])
+
+    def test_release(self):
+        self.feed(self.a)
+        self.scripted.answer = [policy_base.Decision(
+            self.id_of(self.a), 'cap', 'noisy', iops=100.0,
+            numbers={'load': 0.9})]
+        self.loop.run_once(self.domain, T0)
+        cap_id = int(self.cap_of(self.a)['decision_id'])
+        self.scripted.answer = [
+            policy_base.Decision(self.id_of(self.a), 'release', 'calm'),
+            policy_base.Decision(self.id_of(self.b), 'release', 'no-op')]
+        self.agents.casts.clear()
+        result = self.loop.run_once(self.domain, T0 + 5)
+        self.assertEqual((1, 1), (result.released, result.casts))
+        self.assertEqual([('release_caps', 'cn1',
+                           [{'instance_uuid': self.a['instance_uuid'],
+                             'dev': 'vda'}])], self.agents.casts)
+        self.assertIsNone(self.cap_of(self.a))
+        row = self.db.decisions[-1]
+        self.assertEqual(('release', 'calm', {'total_iops_sec': 100}, {}),
+                         (row['action'], row['reason'], row['old_limits'],
+                          row['new_limits']))
+        self.assertEqual(2, len(self.db.decisions))
+        released = self.events('iotguard.cap.release')
+        self.assertEqual(row['id'], released[0]['decision_id'])
+        self.assertEqual({'load': 0.9},
+                         self.db.decisions[cap_id - 1]['numbers'])
+
+    def test_cap_set_at_comes_from_the_decision(self):
+        self.feed(self.a)
+        self.scripted.answer = [policy_base.Decision(
+            self.id_of(self.a), 'cap', 'noisy', iops=100.0)]
+        self.loop.run_once(self.domain, T0)
+        self.scripted.answer = []
+        self.loop.run_once(self.domain, T0 + 5)
+        snap = self.scripted.seen[-1][0]
+        self.assertEqual(T0, snap.cap_set_at[0])
+        self.assertEqual(100.0, snap.cap_iops[0])
+        self.assertTrue(math.isnan(snap.cap_set_at[1]))
+
+    def test_unknown_disk_in_decision_is_ignored(self):
+        self.scripted.answer = [policy_base.Decision(
+            'ffffffff-ffff-ffff-ffff-ffffffffffff/vda', 'cap', 'x',
+            iops=1.0)]
+        result = self.loop.run_once(self.domain, T0)
+        self.assertEqual((0, 0), (result.applied, result.casts))
+
+    def test_violation_notified_when_it_starts(self):
+        # 10 IOPS against a 50 IOPS floor, 200 ms per op, 2 in flight
+        self.feed(self.a, iops=10.0, bytes_sec=10 * 4096.0,
+                  latency_ms=200.0)
+        self.feed(self.b, iops=60.0, bytes_sec=60 * 4096.0,
+                  latency_ms=200.0)
+        result = self.loop.run_once(self.domain, T0)
+        self.assertEqual(1, result.violations)
+        sent = self.events('iotguard.guarantee.violation')
+        self.assertEqual([self.a['instance_uuid']],
+                         [p['instance_uuid'] for p in sent])
+        self.assertEqual('gold', sent[0]['tier'])
+        self.feed(self.a, at=T0 + 4, iops=10.0, bytes_sec=40960.0,
+                  latency_ms=200.0)
+        self.loop.run_once(self.domain, T0 + 5)
+        self.assertEqual(1, len(self.events('iotguard.guarantee.violation')))
+        # a slow disk that is idle between its ops has no unmet demand
+        self.feed(self.a, at=T0 + 9, iops=2.0, bytes_sec=8192.0,
+                  latency_ms=200.0)
+        self.assertEqual(0, self.loop.run_once(self.domain,
+                                               T0 + 10).violations)
+
+
+class RunTest(LoopTestBase):
+
+    def test_one_failing_domain_does_not_stop_the_others(self):
+        self.db.add_domain('bad', policy='static')
+        self.db.add_domain('good', policy='static')
+        self.db.add_domain('uncalibrated', iops_4k=None, bytes_sec=None)
+        self.db.add_domain('unknown-policy', policy='nope')
+        gold = fakes.tier('gold', max_iops=100.0)
+        disk = self.db.add_disk('good', 'cn1', gold)
+        self.db.add_disk('unknown-policy', 'cn1', gold)
+        self.feed(disk)
+        self.db.fail_domains.add('bad')
+        results = self.loop.run(self.db.domain_list(), T0)
+        by_name = {r.domain: r for r in results}
+        self.assertEqual({'good', 'uncalibrated'}, set(by_name))
+        self.assertEqual(1, by_name['good'].applied)
+        self.assertEqual('no capacity profile',
+                         by_name['uncalibrated'].skipped)
+
+    def test_policy_params_and_default(self):
+        self.flags(default_policy='none', group='controller')
+        seen = []
+
+        def load(name, **params):
+            seen.append((name, params))
+            return policy_mod.load(name, **params)
+        self.loop = loop.DomainLoop(self.conf, self.db, self.store,
+                                    self.agents, audit.Audit(self.db,
+                                                             self.notifier),
+                                    clock=lambda: T0, load_policy=load)
+        plain = self.db.add_domain('plain')
+        tuned = self.db.add_domain('tuned', policy='guarantee',
+                                   params={'high_watermark': 0.8})
+        self.loop.run([plain, tuned], T0)
+        self.loop.run([plain, tuned], T0 + 5)
+        self.assertEqual([('none', {}),
+                          ('guarantee', {'high_watermark': 0.8})], seen)
+        tuned['params'] = {'high_watermark': 0.95}
+        self.loop.run([tuned], T0 + 10)
+        self.assertEqual(('guarantee', {'high_watermark': 0.95}), seen[-1])
+
+    def test_guarantee_caps_the_noisy_neighbour_only(self):
+        # paper-like: 64 KiB writes; 614400 B/s floors; the heavy disk
+        # takes most of the array while the others starve.
+        domain = self.db.add_domain('paper', iops_4k=300.0,
+                                    bytes_sec=3.4e6, policy='guarantee')
+        tier = fakes.tier('paper', min_bytes_sec=614400.0)
+        heavy = self.db.add_disk('paper', 'cn1', tier)
+        lights = [self.db.add_disk('paper', 'cn%d' % k, tier)
+                  for k in (1, 2, 3)]
+        self.feed(heavy, iops=32.0, bytes_sec=32 * KIB64, latency_ms=300.0)
+        for disk in lights:
+            self.feed(disk, iops=4.0, bytes_sec=4 * KIB64, latency_ms=300.0)
+        result = self.loop.run_once(domain, T0)
+        self.assertGreaterEqual(result.applied, 1)
+        self.assertIsNotNone(self.cap_of(heavy))
+        self.assertEqual([None] * 3, [self.cap_of(d) for d in lights])
+        row = self.db.decisions[-1]
+        self.assertEqual(heavy['instance_uuid'], row['instance_uuid'])
+        self.assertIn('guarantee', row['reason'])
+        self.assertIn('load', row['numbers'])
+        self.assertLess(self.cap_of(heavy)['limits']['total_bytes_sec'],
+                        32 * KIB64)
+
+
+class HelpersTest(base.TestCase):
+
+    def test_ceiling(self):
+        self.assertEqual(500.0, loop.ceiling({'total_iops_sec': 500},
+                                             'iops_sec'))
+        self.assertEqual(300.0, loop.ceiling({'read_iops_sec': 100,
+                                              'write_iops_sec': 200},
+                                             'iops_sec'))
+        self.assertEqual(math.inf, loop.ceiling({'read_iops_sec': 100},
+                                                'iops_sec'))
+        self.assertEqual(math.inf, loop.ceiling({}, 'bytes_sec'))
+
+    def test_renew_due(self):
+        self.assertFalse(loop.renew_due(T0 + 15, T0, 15, 5))
+        self.assertFalse(loop.renew_due(T0 + 15, T0 + 2, 15, 5))
+        self.assertTrue(loop.renew_due(T0 + 15, T0 + 5, 15, 5))
