@@ -101,6 +101,9 @@ def update_domain(req, name):
             policy.load(name_, **body.get('params', current['params']))
         except (TypeError, ValueError) as exc:
             raise exception.Invalid(reason='policy %s: %s' % (name_, exc))
+    for key in ('iops_4k', 'bytes_sec'):
+        if key in body:
+            body[key] = float(body[key])
     domain = st.db.domain_update(name, body)
     return util.json_response({'domain': _full_view(
         domain, st.db.disk_list(domain=name),

@@ -379,8 +379,9 @@ class APITests:
                              body={'iops_4k': 20000, 'bytes_sec': 1e9,
                                    'policy': 'none', 'params': {}})
         self.assertEqual(200, response.status_code, response.text)
-        self.assertEqual({'iops_4k': 20000.0, 'bytes_sec': 1e9},
-                         response.json['domain']['profile'])
+        profile = response.json['domain']['profile']
+        self.assertEqual({'iops_4k': 20000.0, 'bytes_sec': 1e9}, profile)
+        self.assertIsInstance(profile['iops_4k'], float)
         self.assertEqual('none', self.db.domain_get('ceph:new')['policy'])
         # Now calibrated, the domain admits a floor.
         self.assertEqual(200, self.call(
