@@ -500,6 +500,19 @@ class Connection:
                     lease_expires_at=lease_expires_at,
                     updated_at=utcnow())).rowcount
 
+    def disk_index(self):
+        """``{(instance_uuid, dev): (domain, host)}`` of every disk.
+
+        One light query (no tiers, caps or rates) for the controller's
+        routing of incoming samples.
+        """
+        with self._reader() as session:
+            rows = session.execute(sa.select(
+                models.Disk.instance_uuid, models.Disk.dev,
+                models.Domain.name, models.Disk.host).join(
+                    models.Domain, models.Domain.id == models.Disk.domain_id))
+            return {(u, d): (domain, host) for u, d, domain, host in rows}
+
     def decision_times(self, decision_ids):
         """``{decision id: created_at}``: when each cap in force was set."""
         ids = sorted({i for i in decision_ids if i is not None})

@@ -45,5 +45,16 @@ class ControllerDbTests:
                          self.db.decision_times([decision, None, 999999]))
         self.assertEqual({}, self.db.decision_times([None]))
 
+    def test_disk_index(self):
+        self.assertEqual({}, self.db.disk_index())
+        self.db.domain_create('local:cn1', 'local')
+        self.db.domain_create('pool', 'cinder')
+        self.db.disk_upsert(UUID_A, 'vda', 'cn1', 'local:cn1', 'p')
+        self.db.disk_upsert(UUID_A, 'vdb', 'cn1', 'pool', 'p',
+                            volume_id=UUID_B)
+        self.assertEqual({(UUID_A, 'vda'): ('local:cn1', 'cn1'),
+                          (UUID_A, 'vdb'): ('pool', 'cn1')},
+                         self.db.disk_index())
+
 
 backends.on_every_backend(globals(), ControllerDbTests)

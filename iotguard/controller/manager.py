@@ -1,0 +1,191 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The controller's RPC endpoint (topic ``iotguard-controller``, fanout).
+
+Every controller receives every agent's batch (fanout casts) and keeps
+the samples of the disks in the domains it owns, so ownership moves
+between controllers without the agents knowing:
+
+* ``report_samples(host, samples)``: each disk sample is validated
+  (:data:`iotguard.caps.SAMPLE_SCHEMA`); malformed ones, disks of domains
+  owned by another controller and disks nobody knows are dropped (logged);
+  an unknown image-backed disk of the reporting host is recorded in the
+  domain ``local:<host>`` when ``[controller] register_local_disks`` is on
+  and this controller owns that domain; the rest go to the
+  :class:`~iotguard.controller.samples.SampleStore`.
+* ``agent_heartbeat(host, info)``: the agents table (written by the one
+  controller that owns ``agent:<host>``, not by all of them).
+
+Nothing a message holds can stop the service: every error is logged and
+the message dropped.
+"""
+
+import threading
+import time
+
+from oslo_log import log as logging
+import oslo_messaging
+
+from iotguard import caps
+from iotguard.controller import rpcapi
+from iotguard import exception
+
+LOG = logging.getLogger(__name__)
+
+LOCAL_PREFIX = 'local:'
+
+
+def local_domain(host):
+    """The domain of a host's image-backed disks."""
+    return LOCAL_PREFIX + host
+
+
+def _owns_everything(name):
+    return True
+
+
+class ControllerManager:
+    """RPC API 1.0 of iotguard-controller.
+
+    ``owns(name) -> bool`` says whether this controller owns a domain (or
+    ``agent:<host>``); the default owns everything (one controller).
+    """
+
+    target = oslo_messaging.Target(version=rpcapi.RPC_API_VERSION)
+
+    def __init__(self, conf, db, store, owns=_owns_everything,
+                 clock=time.time):
+        self.db = db
+        self.store = store
+        self.owns = owns
+        self.register_local = conf.controller.register_local_disks
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._index = {}          # (uuid, dev) -> (domain, host)
+        self._unknown = set()     # disks already logged as unknown
+        self.stats = {'stored': 0, 'dropped': 0, 'foreign': 0,
+                      'registered': 0}
+
+    # -- membership index ---------------------------------------------------
+
+    def refresh_index(self):
+        """Reload which disk lives in which domain (once per round)."""
+        index = self.db.disk_index()
+        with self._lock:
+            self._index = index
+            self._unknown -= set(index)
+
+    def domain_of(self, instance_uuid, dev):
+        with self._lock:
+            found = self._index.get((instance_uuid, dev))
+        return found[0] if found else None
+
+    # -- RPC API 1.0 --------------------------------------------------------
+
+    def report_samples(self, ctxt, host, samples):
+        """One batch of one host; see :mod:`iotguard.controller.rpcapi`."""
+        try:
+            self._report(host, samples)
+        except Exception:
+            LOG.exception('Dropped the samples of host %.255r', host)
+
+    def agent_heartbeat(self, ctxt, host, info):
+        """Record that the agent on ``host`` is alive."""
+        try:
+            if not isinstance(host, str) or not host or \
+                    not isinstance(info, dict):
+                LOG.error('Malformed agent_heartbeat from %.255r dropped',
+                          host)
+                return
+            if not self.owns('agent:' + host):
+                return
+            self.db.agent_heartbeat(host[:255],
+                                    str(info.get('driver', 'unknown'))[:64])
+        except Exception:
+            LOG.exception('agent_heartbeat of %.255r failed', host)
+
+    # -- internals ----------------------------------------------------------
+
+    def _count(self, what):
+        with self._lock:
+            self.stats[what] += 1
+
+    def _report(self, host, batch):
+        received = self._clock()
+        if not isinstance(host, str) or not host or \
+                not isinstance(batch, dict) or \
+                not isinstance(batch.get('disks'), list):
+            LOG.error('Malformed report_samples from %.255r dropped: it '
+                      'needs a host and {"disks": [...]}', host)
+            self._count('dropped')
+            return
+        for sample in batch['disks']:
+            try:
+                caps.validate_sample(sample)
+            except exception.Invalid as e:
+                LOG.warning('Dropped a sample from %s: %s', host, e)
+                self._count('dropped')
+                continue
+            uuid, dev = sample['instance_uuid'], sample['dev']
+            domain = self.domain_of(uuid, dev)
+            if domain is None:
+                domain = self._register(host, sample)
+                if domain is None:
+                    continue
+            if not self.owns(domain):
+                self._count('foreign')
+                continue
+            if self.store.add(sample, received):
+                self._count('stored')
+            else:
+                self._count('dropped')
+
+    def _register(self, host, sample):
+        """Record an unknown image-backed disk of ``host``; its domain."""
+        key = (sample['instance_uuid'], sample['dev'])
+        domain = local_domain(host)
+        if (not self.register_local or sample.get('volume_id')
+                or not sample.get('project_id')
+                or not self.owns(domain)):
+            with self._lock:
+                first = key not in self._unknown
+                self._unknown.add(key)
+            if first:
+                LOG.info('Sample of unknown disk %s/%s from %s dropped '
+                         '(membership does not know it yet)', key[0],
+                         key[1], host)
+            self._count('dropped')
+            return None
+        try:
+            try:
+                self.db.domain_get(domain)
+            except exception.NotFound:
+                try:
+                    self.db.domain_create(domain, 'local')
+                    LOG.info('Created domain %s (no capacity profile yet: '
+                             'iotguard-manage domain calibrate)', domain)
+                except exception.Conflict:
+                    pass
+            self.db.disk_upsert(key[0], key[1], host, domain,
+                                sample['project_id'])
+        except Exception as e:
+            LOG.warning('Could not record disk %s/%s of %s: %s', key[0],
+                        key[1], host, e)
+            self._count('dropped')
+            return None
+        LOG.info('Recorded disk %s/%s of %s in domain %s', key[0], key[1],
+                 host, domain)
+        with self._lock:
+            self._index[key] = (domain, host)
+        self._count('registered')
+        return domain

@@ -1,0 +1,146 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+from iotguard.controller import manager
+from iotguard.controller import samples
+from iotguard.tests import base
+from iotguard.tests.unit.controller import fakes
+
+T0 = 1_800_000_000.0
+
+
+class FakeIndexDB(fakes.FakeDB):
+
+    def disk_index(self):
+        return {k: (d['domain'], d['host']) for k, d in self.disks.items()}
+
+
+class ManagerTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.db = FakeIndexDB()
+        self.db.add_domain('mine')
+        self.db.add_domain('theirs')
+        self.mine = self.db.add_disk('mine', 'cn1')
+        self.theirs = self.db.add_disk('theirs', 'cn1')
+        self.owned = {'mine', 'agent:cn1', 'local:cn1'}
+        self.store = samples.SampleStore(5.0, clock=lambda: T0)
+        self.manager = manager.ControllerManager(
+            self.conf, self.db, self.store, owns=self.owned.__contains__,
+            clock=lambda: T0)
+        self.manager.refresh_index()
+
+    def batch(self, *disks):
+        return {'timestamp': T0, 'interval_s': 5.0, 'disks': list(disks)}
+
+    def sample(self, disk=None, **kw):
+        if disk is not None:
+            kw.setdefault('instance_uuid', disk['instance_uuid'])
+            kw.setdefault('dev', disk['dev'])
+        kw.setdefault('timestamp', T0 - 0.5)
+        return fakes.sample(**kw)
+
+    def test_keeps_only_owned_domains(self):
+        self.manager.report_samples({}, 'cn1', self.batch(
+            self.sample(self.mine), self.sample(self.theirs)))
+        self.assertIsNotNone(self.store.latest(self.mine['instance_uuid'],
+                                               'vda'))
+        self.assertIsNone(self.store.latest(self.theirs['instance_uuid'],
+                                            'vda'))
+        self.assertEqual(1, self.manager.stats['foreign'])
+        self.assertEqual(1, self.manager.stats['stored'])
+
+    def test_ownership_change_is_followed(self):
+        self.owned.add('theirs')
+        self.manager.report_samples({}, 'cn1', self.batch(
+            self.sample(self.theirs)))
+        self.assertIsNotNone(self.store.latest(
+            self.theirs['instance_uuid'], 'vda'))
+
+    def test_malformed_batches_and_samples_are_dropped(self):
+        for host, batch in (('cn1', None), ('cn1', []), ('cn1', {}),
+                            ('cn1', {'disks': 'x'}), (None, self.batch()),
+                            ('', self.batch()), (42, self.batch())):
+            self.manager.report_samples({}, host, batch)
+        self.manager.report_samples({}, 'cn1', self.batch(
+            'garbage', {'instance_uuid': self.mine['instance_uuid']},
+            self.sample(self.mine, read_iops=-3.0),
+            self.sample(self.mine, timestamp=T0 + 3600),
+            self.sample(self.mine)))
+        self.assertEqual(1, self.manager.stats['stored'])
+        self.assertEqual(11, self.manager.stats['dropped'])
+        self.assertEqual(5.0, self.store.latest(self.mine['instance_uuid'],
+                                                'vda')['read_iops'])
+
+    def test_duplicate_report_stored_once(self):
+        batch = self.batch(self.sample(self.mine))
+        self.manager.report_samples({}, 'cn1', batch)
+        self.manager.report_samples({}, 'cn1', batch)
+        self.assertEqual((1, 1), (self.manager.stats['stored'],
+                                  self.manager.stats['dropped']))
+
+    def test_unknown_local_disk_is_registered(self):
+        new = self.sample(project_id='proj-x', dev='vdb')
+        self.manager.report_samples({}, 'cn1', self.batch(new))
+        disk = self.db.disks[(new['instance_uuid'], 'vdb')]
+        self.assertEqual(('local:cn1', 'cn1', 'proj-x'),
+                         (disk['domain'], disk['host'], disk['project_id']))
+        self.assertEqual('local', self.db.domains['local:cn1']['kind'])
+        self.assertIsNone(self.db.domains['local:cn1']['iops_4k'])
+        self.assertIsNotNone(self.store.latest(new['instance_uuid'], 'vdb'))
+        self.assertEqual(1, self.manager.stats['registered'])
+        # known now: the next batch does not register it again
+        self.manager.report_samples({}, 'cn1', self.batch(
+            dict(new, timestamp=T0 - 0.1)))
+        self.assertEqual(1, self.manager.stats['registered'])
+
+    def test_unknown_disks_not_registered(self):
+        volume = self.sample(volume_id='v-1')
+        no_project = self.sample(project_id=None)
+        self.manager.report_samples({}, 'cn1', self.batch(volume,
+                                                          no_project))
+        # another controller owns local:cn2
+        self.manager.report_samples({}, 'cn2', self.batch(self.sample()))
+        self.flags(register_local_disks=False, group='controller')
+        off = manager.ControllerManager(self.conf, self.db, self.store,
+                                        owns=self.owned.__contains__)
+        off.report_samples({}, 'cn1', self.batch(self.sample()))
+        self.assertEqual(2, len(self.db.disks))
+        self.assertEqual(0, len(self.store))
+
+    def test_registration_failure_is_survived(self):
+        def broken(*args, **kw):
+            raise RuntimeError('db down')
+        self.db.disk_upsert = broken
+        self.manager.report_samples({}, 'cn1', self.batch(
+            self.sample(), self.sample(self.mine)))
+        self.assertEqual(1, self.manager.stats['stored'])
+
+    def test_heartbeat(self):
+        self.manager.agent_heartbeat({}, 'cn1', {'driver': 'LibvirtDriver'})
+        self.manager.agent_heartbeat({}, 'cn9', {'driver': 'x'})  # not mine
+        self.manager.agent_heartbeat({}, 'cn1', 'garbage')
+        self.manager.agent_heartbeat({}, None, {})
+        self.assertEqual({'cn1': ('LibvirtDriver', None)}, self.db.agents)
+
+    def test_heartbeat_db_failure_is_survived(self):
+        def broken(*args, **kw):
+            raise RuntimeError('db down')
+        self.db.agent_heartbeat = broken
+        self.manager.agent_heartbeat({}, 'cn1', {'driver': 'x'})
+
+    def test_refresh_forgets_moved_disks(self):
+        self.db.disks[(self.mine['instance_uuid'], 'vda')]['domain'] = 'x'
+        self.manager.refresh_index()
+        self.assertEqual('x', self.manager.domain_of(
+            self.mine['instance_uuid'], 'vda'))
