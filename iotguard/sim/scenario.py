@@ -206,10 +206,11 @@ class _Reader:
         return self.data[key]
 
     def number(self, key: str, default: Any = ..., minimum: float = 0.0,
-               strict: bool = False) -> float:
+               strict: bool = False) -> Any:
+        """A finite number >= (or >) ``minimum``; None only by default."""
         value = self.get(key, default)
         if value is None and default is None:
-            return value  # type: ignore[no-any-return]
+            return None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             self.fail(self.name(key), 'must be a number, not %r' % (value,))
         if not math.isfinite(value) or value < minimum or (
