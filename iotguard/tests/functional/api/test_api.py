@@ -474,3 +474,7 @@ class APITestsSqlite(APITests, base.APITestCase):
 
 class APITestsPostgresql(APITests, base.APITestCase):
     backend = 'postgresql'
+
+
+class APITestsMysql(APITests, base.APITestCase):
+    backend = 'mysql'
