@@ -1,0 +1,135 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Which domains this controller owns: tooz's partitioner, or everything.
+
+With ``[coordination] backend_url`` every controller joins the tooz group
+``iotguard-controller`` and the domains are spread over the members by
+tooz's consistent hash ring (:class:`tooz.partitioner.Partitioner`): each
+domain has exactly one owner while the members agree, and when one
+leaves (or dies: its heartbeat key expires after ``[coordination]
+member_timeout`` seconds) only its domains move. tooz's heart thread
+beats every ``member_timeout / 2`` seconds; :meth:`Partition.refresh`
+(before every decision round) runs the group watchers and rejoins the
+group when this member was dropped (a network or Redis outage longer than
+the timeout). A dead controller's domains are thus decided by another one
+within ``member_timeout`` plus one decision interval.
+
+Without a backend this controller owns everything: run only one.
+"""
+
+import threading
+from urllib import parse
+import uuid
+
+from oslo_log import log as logging
+from tooz import coordination
+
+LOG = logging.getLogger(__name__)
+
+GROUP = b'iotguard-controller'
+
+
+def with_timeout(url, timeout):
+    """``url`` with tooz's ``timeout`` parameter unless it has one."""
+    parts = parse.urlsplit(url)
+    query = parse.parse_qsl(parts.query, keep_blank_values=True)
+    if any(k == 'timeout' for k, _v in query):
+        return url
+    query.append(('timeout', str(int(timeout))))
+    return parse.urlunsplit(parts._replace(query=parse.urlencode(query)))
+
+
+def _name(domain):
+    return domain['name'] if isinstance(domain, dict) else domain
+
+
+class Partition:
+    """This controller's share of the domains (constructor does no I/O)."""
+
+    def __init__(self, conf, member_id=None, group=GROUP):
+        self.group = group
+        self.url = conf.coordination.backend_url
+        self.timeout = conf.coordination.member_timeout
+        self.member_id = (member_id or '%s:%s' % (
+            conf.host, uuid.uuid4().hex[:8])).encode()
+        self._coord = None
+        self._partitioner = None
+        self._lock = threading.Lock()
+
+    @property
+    def coordinated(self):
+        return bool(self.url)
+
+    def start(self):
+        if not self.url:
+            LOG.info('No [coordination] backend_url: this controller owns '
+                     'every domain')
+            return
+        self._coord = coordination.get_coordinator(
+            with_timeout(self.url, self.timeout), self.member_id)
+        self._coord.start(start_heart=True)
+        self._join()
+        LOG.info('Joined %s as %s', self.group.decode(),
+                 self.member_id.decode())
+
+    def _join(self):
+        with self._lock:
+            if self._partitioner is not None:
+                self._partitioner.stop()   # its watchers
+            self._partitioner = self._coord.join_partitioned_group(
+                self.group)
+
+    def stop(self):
+        if self._coord is None:
+            return
+        try:
+            self._coord.leave_group(self.group).get()
+        except Exception as e:
+            LOG.warning('Could not leave %s: %s', self.group.decode(), e)
+        try:
+            self._coord.stop()
+        except Exception as e:
+            LOG.warning('Could not stop the coordinator: %s', e)
+        self._coord = None
+
+    def refresh(self):
+        """Follow the group: joins, leaves, and this member's own drop."""
+        if self._coord is None:
+            return
+        try:
+            with self._lock:
+                self._coord.run_watchers()
+                members = self._coord.get_members(self.group).get()
+            if self.member_id not in members:
+                LOG.warning('%s was dropped from %s; joining again',
+                            self.member_id.decode(), self.group.decode())
+                try:
+                    self._coord.leave_group(self.group).get()
+                except coordination.ToozError:
+                    pass
+                self._join()
+        except Exception as e:
+            LOG.warning('Coordination backend unavailable (%s); keeping '
+                        'the last known share of the domains', e)
+
+    def owns(self, name):
+        """Whether this controller owns the domain (or key) ``name``."""
+        if self._partitioner is None:
+            return not self.coordinated
+        with self._lock:
+            return self._partitioner.belongs_to_self(name)
+
+    def my_domains(self, all_domains):
+        """The domains (dicts or names) of ``all_domains`` owned here."""
+        self.refresh()
+        return [d for d in all_domains if self.owns(_name(d))]
