@@ -191,7 +191,10 @@ class GuaranteePolicy:
         # would just push the neighbours back down, then be cut again.
         at_cap = fresh & capped & (u >= self.at_cap_ratio * cap)
         congested = bool((queueing & ~capped & (snap.iops > 0)).any())
-        may_raise = capped & ~(at_cap & congested)
+        # An idle disk keeps its cap as it is: it costs nothing, tells
+        # nothing (no I/O size), and protects the neighbours the moment the
+        # disk comes back (an on/off aggressor).
+        may_raise = capped & ~(at_cap & congested) & (snap.iops > 0)
         starving = slow & (u < floor * (1.0 - self.tolerance))
         any_starving = bool(starving.any())
         engaged = any_starving or total > self.high_watermark * CAPACITY
@@ -255,8 +258,18 @@ class GuaranteePolicy:
                    tighten: base.BoolArray) -> list[base.Decision]:
         """Build the decisions of the disks in ``change`` (few)."""
         index = np.flatnonzero(change)
-        ops = np.minimum(new[index] / cost[index], snap.ceil_iops[index])
-        byts = np.minimum(ops * size[index], snap.ceil_bytes_sec[index])
+        tight = tighten[index]
+        # A tightened cap is derived from the share at the disk's current
+        # I/O size; a raised one scales the limits in force, so a change of
+        # I/O size never turns a raise into a tighter limit of one kind.
+        with np.errstate(invalid='ignore', divide='ignore'):
+            ratio = np.where(tight, 0.0, new[index] / cap[index])
+            ops = np.where(tight, new[index] / cost[index],
+                           snap.cap_iops[index] * ratio)
+            byts = np.where(tight, new[index] / cost[index] * size[index],
+                            snap.cap_bytes_sec[index] * ratio)
+        ops = np.minimum(ops, snap.ceil_iops[index])
+        byts = np.minimum(byts, snap.ceil_bytes_sec[index])
         decisions = []
         for k, i in enumerate(index):
             seen = base.audit_numbers(

@@ -260,6 +260,19 @@ class TestGuaranteePolicy(test_base.TestCase):
                                 fakes.disk('b', ops=10, latency_ms=100.0))
         self.assertAlmostEqual(45.0, decisions['a'].iops)
 
+    def test_idle_disk_keeps_its_cap(self):
+        # No I/O: nothing to learn, nothing to gain; the cap stays so that
+        # an on/off aggressor is still held when it comes back.
+        self.assertEqual({}, self.decide(capped('a', 0, 20),
+                                         fakes.disk('b', ops=10)))
+
+    def test_raise_scales_both_limits_whatever_the_io_size(self):
+        # Capped at 20 x 64 KiB, now doing 4 KiB I/O in a calm domain: both
+        # limits grow x1.5; neither kind is re-derived at the new size.
+        decisions = self.decide(capped('a', 10, 20, size=4 * KIB))
+        self.assertAlmostEqual(30.0, decisions['a'].iops)
+        self.assertAlmostEqual(30 * 64 * KIB, decisions['a'].bytes_sec)
+
     def test_spare_shared_by_weight(self):
         heavy = base.Tier('heavy', weight=3)
         # Both slow and uncapped, U = 0.99 > 0.9: demands 0.66 * 1.2 and
