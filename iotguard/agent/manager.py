@@ -48,7 +48,11 @@ LOG = logging.getLogger(__name__)
 
 
 def canonical(limits):
-    """The comparable form of an iotune set (bursts filled as sent)."""
+    """The comparable form of an iotune set.
+
+    A burst of 0 and a burst equal to its base value limit alike; the
+    libvirt test driver stores the latter where QEMU keeps the former.
+    """
     return caps_mod.with_bursts(limits)
 
 
@@ -75,7 +79,7 @@ class AgentManager:
                        else StateFile(conf.agent.state_file))
         self._lock = threading.RLock()
         self._caps = {}      # (uuid, dev) -> Cap
-        self._applied = {}   # (uuid, dev) -> canonical iotune known live
+        self._applied = {}   # (uuid, dev) -> iotune known live (12 keys)
         self._disks = {}     # (uuid, dev) -> base.Disk, last listing
         self._dirty = set()  # instance uuids to re-read and re-apply
         self.driver_calls = 0
@@ -214,7 +218,7 @@ class AgentManager:
             self._disks = dict(disks)
             for key, disk in disks.items():
                 try:
-                    live = canonical(self.driver.get_iotune(*key))
+                    live = caps_mod.full(self.driver.get_iotune(*key))
                 except Exception as e:
                     LOG.warning('Cannot read iotune of %s/%s: %s',
                                 key[0], key[1], e)
@@ -223,13 +227,14 @@ class AgentManager:
                 cap = recorded.get(key)
                 if cap is not None and cap.lease_expires_at > now and \
                         canonical(caps_mod.effective(cap.limits,
-                                                     disk.static)) == live:
+                                                     disk.static)) == \
+                        canonical(live):
                     self._caps[key] = cap
                     LOG.info('Kept cap %s on %s/%s (lease until %.0f)',
                              cap.decision_id, key[0], key[1],
                              cap.lease_expires_at)
                     continue
-                if live != canonical(disk.static):
+                if canonical(live) != canonical(disk.static):
                     LOG.info('Restoring static limits of %s/%s (no '
                              'provable lease for live %s)', key[0], key[1],
                              _nonzero(live))
@@ -251,8 +256,8 @@ class AgentManager:
         limits = caps_mod.effective(cap.limits if cap else {}, disk.static)
         wanted = canonical(limits)
         if key not in self._applied:
-            self._applied[key] = canonical(self.driver.get_iotune(*key))
-        if self._applied[key] == wanted:
+            self._applied[key] = caps_mod.full(self.driver.get_iotune(*key))
+        if canonical(self._applied[key]) == wanted:
             return False
         try:
             self.driver.set_iotune(key[0], key[1], limits)
@@ -260,11 +265,11 @@ class AgentManager:
             # Unknown state now: read it again next time.
             self._applied.pop(key, None)
             LOG.error('Could not set iotune %s on %s/%s: %s',
-                      _nonzero(wanted), key[0], key[1], e)
+                      _nonzero(limits), key[0], key[1], e)
             return False
         self.driver_calls += 1
-        self._applied[key] = wanted
-        LOG.info('Applied %s on %s/%s (%s)', _nonzero(wanted) or 'no limit',
+        self._applied[key] = limits
+        LOG.info('Applied %s on %s/%s (%s)', _nonzero(limits) or 'no limit',
                  key[0], key[1], 'cap %s' % cap.decision_id if cap
                  else 'static limits')
         return True

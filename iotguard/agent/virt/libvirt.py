@@ -24,8 +24,11 @@
   it). For a transient domain, the live ``<iotune>`` when the agent first
   saw it.
 * Caps: ``setBlockIoTune(dev, params, VIR_DOMAIN_AFFECT_LIVE)`` with all
-  twelve keys, each set base value with ``*_max`` >= the value (the test
-  driver checks the merged state against ``*_max``, which defaults to 0).
+  twelve keys, a complete and consistent set, exactly as computed (so the
+  static limits come back exactly, bursts included). The test driver checks
+  every value against its ``*_max``, 0 included; when it refuses a set for
+  that reason the driver resends it with ``*_max`` >= each value, and keeps
+  doing so on that connection URI.
 * A lost connection (daemon restart) is reopened once per failed call;
   lifecycle and device events come through libvirt's default event loop,
   run in a daemon thread.
@@ -147,6 +150,7 @@ class LibvirtDriver(base.Driver):
         self._conn = None
         self._lock = threading.RLock()
         self._callback = None
+        self._needs_bursts = False
         # uuid -> (domain id, {dev: Disk}); refreshed when the id changes.
         self._domains = {}
 
@@ -298,9 +302,22 @@ class LibvirtDriver(base.Driver):
         return caps.full({k: tune.get(k, 0) for k in caps.IOTUNE_KEYS})
 
     def set_iotune(self, instance_uuid, dev, limits):
-        params = caps.with_bursts(limits)
-
         def write(conn):
             dom = conn.lookupByUUIDString(instance_uuid)
-            dom.setBlockIoTune(dev, params, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+            params = (caps.with_bursts(limits) if self._needs_bursts
+                      else caps.full(limits))
+            try:
+                dom.setBlockIoTune(dev, params,
+                                   libvirt.VIR_DOMAIN_AFFECT_LIVE)
+            except libvirt.libvirtError as e:
+                if (self._needs_bursts or '_max' not in str(e) or
+                        e.get_error_code() != libvirt.VIR_ERR_INVALID_ARG):
+                    raise
+                # The test driver compares every value with its *_max,
+                # 0 included; QEMU takes 0 as "no burst set".
+                LOG.info('libvirt at %s wants *_max >= every value (%s); '
+                         'sending bursts from now on', self.uri, e)
+                self._needs_bursts = True
+                dom.setBlockIoTune(dev, caps.with_bursts(limits),
+                                   libvirt.VIR_DOMAIN_AFFECT_LIVE)
         self._call(write)

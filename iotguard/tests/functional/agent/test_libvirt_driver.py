@@ -184,11 +184,26 @@ class LibvirtTestDriverTest(test_base.TestCase):
         with mock.patch.object(libvirt.virDomain, 'setBlockIoTune',
                                autospec=True, side_effect=real) as spy:
             self.mgr.apply_caps({}, [self.cap(total_iops_sec=200)])
+            first = spy.call_count
             self.mgr.apply_caps({}, [self.cap(total_iops_sec=200,
                                               lease_in=120)])
             self.mgr.periodic()
-        self.assertEqual(1, spy.call_count)
-        self.assertEqual(200, self.live()['total_iops_sec'])
+            self.mgr.apply_caps({}, [self.cap(total_iops_sec=300)])
+        self.assertEqual(200, spy.call_args_list[first - 1][0][2]
+                         ['total_iops_sec'])
+        # The same cap again (a renewal) made no libvirt call; a new value
+        # makes exactly one (the driver knows by now that the test driver
+        # wants bursts).
+        self.assertEqual(first + 1, spy.call_count)
+        self.assertEqual(300, self.live()['total_iops_sec'])
+
+    def test_test_driver_gets_bursts_after_one_refusal(self):
+        log = self.useFixture(fixtures.FakeLogger())
+        self.driver.set_iotune(self.uuid, 'vda', {'total_iops_sec': 10})
+        self.assertIn('wants *_max >= every value', log.output)
+        tune = self.dom.blockIoTune('vda', libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        self.assertEqual((10, 10), (tune['total_iops_sec'],
+                                    tune['total_iops_sec_max']))
 
     def test_lease_expiry_restores_static(self):
         self.mgr.apply_caps({}, [self.cap(lease_in=10, total_iops_sec=200)])

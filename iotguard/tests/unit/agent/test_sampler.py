@@ -108,8 +108,7 @@ class SamplerTest(test_base.TestCase):
         self.mgr.apply_caps({}, [test_manager.cap(
             total_iops_sec=300, lease=self.wall.now + 60)])
         vda = self.by_dev(self.sampler.run_once())['vda']
-        self.assertEqual({'total_iops_sec': 300, 'total_iops_sec_max': 300},
-                         vda['cap'])
+        self.assertEqual({'total_iops_sec': 300}, vda['cap'])
         self.assertEqual(self.wall.now + 60, vda['lease_expires_at'])
         self.assertEqual('d1', vda['decision_id'])
 
