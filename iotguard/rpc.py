@@ -24,6 +24,7 @@ from oslo_messaging.rpc import dispatcher
 
 TOPIC_AGENT = 'iotguard-agent'
 TOPIC_CONTROLLER = 'iotguard-controller'
+EXCHANGE = 'iotguard'
 
 
 def _register_global_only_opts(conf):
@@ -43,8 +44,13 @@ def _register_global_only_opts(conf):
 
 
 def get_transport(conf, url=None):
-    """The RPC transport of ``conf`` (or of ``url`` when given)."""
+    """The RPC transport of ``conf`` (or of ``url`` when given).
+
+    iotguard's exchange defaults to ``iotguard`` (``[DEFAULT]
+    control_exchange``), as nova's is ``nova``.
+    """
     _register_global_only_opts(conf)
+    oslo_messaging.set_transport_defaults(control_exchange=EXCHANGE)
     return oslo_messaging.get_rpc_transport(conf, url=url)
 
 
