@@ -1,0 +1,251 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Per-disk rates from Gnocchi, for agentless domains and for history.
+
+Ceilometer's Gnocchi publisher stores each disk as an ``instance_disk``
+resource (attributes ``instance_id`` and ``name``, the target dev) whose
+metrics are the cumulative ``disk.device.*`` counters. Gnocchi derives
+the resource ids from the creator, so disks are found by search on
+``instance_id``, never by id, with one ``POST /v1/aggregates`` per batch
+of instances (``details=true`` returns the resources with the measures).
+
+A counter becomes a per-second rate in one of two ways
+(``[gnocchi] rate_method``):
+
+* ``rateofchangesec`` (default): ``(rateofchangesec (metric (m mean)))``,
+  the per-second change between consecutive bucket means; any archive
+  policy with ``mean`` works.
+* ``rate:mean``: the archive policy's ``rate:mean`` is the change between
+  consecutive *measures*, averaged per bucket, not per second; divided by
+  the granularity it is a per-second rate only when there is one measure
+  per bucket (granularity = Ceilometer's polling interval).
+
+Only complete buckets count (the newest, still filling, is skipped). A
+negative change (counter reset after a reboot or re-attach) is a gap,
+never a negative rate. Gnocchi down or answering nonsense: logged, no
+samples, nothing raised; the controller goes on with its other sources.
+"""
+
+import datetime
+import time
+
+from gnocchiclient import auth as gnocchi_auth
+from gnocchiclient.v1 import client as gnocchi_client
+from keystoneauth1 import session as ks_session
+from oslo_log import log as logging
+
+from iotguard.agent import rates
+from iotguard import clients
+from iotguard.controller import sources
+
+LOG = logging.getLogger(__name__)
+
+SOURCE = 'gnocchi'
+RESOURCE_TYPE = 'instance_disk'
+
+#: sample field -> Gnocchi metric (Ceilometer's meter names).
+RATE_METRICS = {
+    'read_iops': 'disk.device.read.requests',
+    'write_iops': 'disk.device.write.requests',
+    'read_bytes_sec': 'disk.device.read.bytes',
+    'write_bytes_sec': 'disk.device.write.bytes',
+}
+#: latency field -> (latency metric in ns, the requests metric it divides)
+LATENCY_METRICS = {
+    'read_latency_ms': ('disk.device.read.latency',
+                        'disk.device.read.requests'),
+    'write_latency_ms': ('disk.device.write.latency',
+                         'disk.device.write.requests'),
+}
+METRICS = tuple(RATE_METRICS.values()) + tuple(
+    m for m, _ in LATENCY_METRICS.values())
+
+#: Instances per aggregates request (the search goes in the body).
+BATCH = 100
+
+_NS_PER_MS = 1e6
+
+
+def operations(method):
+    """The aggregates ``operations`` for every disk metric."""
+    if method == 'rate:mean':
+        return '(metric %s)' % ' '.join('(%s rate:mean)' % m
+                                        for m in METRICS)
+    return '(rateofchangesec (metric %s))' % ' '.join('(%s mean)' % m
+                                                      for m in METRICS)
+
+
+def get_client(conf):
+    """A gnocchiclient on a keystoneauth session, per ``[gnocchi]``."""
+    group = conf.gnocchi
+    adapter = {'interface': conf.service_credentials.interface,
+               'region_name': conf.service_credentials.region_name}
+    if group.auth_mode == 'keystone':
+        session = clients.get_session(conf)
+        if group.endpoint:
+            adapter['endpoint_override'] = group.endpoint
+    else:
+        if not group.endpoint:
+            raise ValueError('[gnocchi] endpoint is required with auth_mode'
+                             ' %s' % group.auth_mode)
+        if group.auth_mode == 'basic':
+            plugin = gnocchi_auth.GnocchiBasicPlugin(
+                user=group.user, endpoint=group.endpoint)
+        else:
+            plugin = gnocchi_auth.GnocchiNoAuthPlugin(
+                user_id=group.user, project_id=group.user,
+                roles='admin', endpoint=group.endpoint)
+        session = ks_session.Session(auth=plugin, timeout=group.timeout)
+    return gnocchi_client.Client(session=session, adapter_options=adapter)
+
+
+def _unix(when):
+    if isinstance(when, str):
+        when = datetime.datetime.fromisoformat(when)
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return when.timestamp()
+
+
+def _series(by_aggregation):
+    """``{bucket start (unix): value}`` of one metric's only aggregation."""
+    points = {}
+    for series in by_aggregation.values():
+        for when, _granularity, value in series:
+            points[_unix(when)] = value
+    return points
+
+
+class GnocchiSource:
+    """Reads disk rates from Gnocchi; ``client`` is built when needed."""
+
+    def __init__(self, conf, client=None, clock=time.time):
+        self.granularity = conf.gnocchi.granularity
+        self.method = conf.gnocchi.rate_method
+        self.lookback_buckets = conf.gnocchi.lookback_buckets
+        self._conf = conf
+        self._client = client
+        self._clock = clock
+        self._operations = operations(self.method)
+
+    @property
+    def client(self):
+        if self._client is None:
+            self._client = get_client(self._conf)
+        return self._client
+
+    def fetch(self, instance_uuids=None, start=None, stop=None):
+        """Every complete bucket of every disk, as samples, oldest first.
+
+        ``instance_uuids``: only these instances' disks (None: every
+        ``instance_disk``); ``start``/``stop``: UNIX times. Returns ``[]``
+        when Gnocchi cannot be read.
+        """
+        if instance_uuids is None:
+            batches = [None]
+        else:
+            uuids = sorted(set(instance_uuids))
+            batches = [uuids[i:i + BATCH] for i in range(0, len(uuids),
+                                                         BATCH)]
+        now = self._clock()
+        samples = []
+        for batch in batches:
+            try:
+                answer = self._aggregates(batch, start, stop)
+                samples.extend(self._samples(answer, now))
+            except Exception as e:
+                LOG.warning('Gnocchi unavailable, no samples from it this '
+                            'time: %s', e)
+                return []
+        samples.sort(key=lambda s: s['timestamp'])
+        return samples
+
+    def latest(self, instance_uuids=None):
+        """The newest complete bucket of each disk (within the look-back)."""
+        start = self._clock() - (self.lookback_buckets + 1) * \
+            self.granularity
+        newest = {}
+        for sample in self.fetch(instance_uuids, start=start):
+            newest[(sample['instance_uuid'], sample['dev'])] = sample
+        return list(newest.values())
+
+    def poll(self, sink, instance_uuids=None):
+        """Hand the latest samples to ``sink``; how many it accepted."""
+        return sources.deliver(sink, self.latest(instance_uuids))
+
+    def _aggregates(self, uuids, start, stop):
+        search = {} if uuids is None else {'in': {'instance_id': uuids}}
+        return self.client.aggregates.fetch(
+            self._operations, search=search, resource_type=RESOURCE_TYPE,
+            start=_iso(start), stop=_iso(stop),
+            granularity=self.granularity, details=True)
+
+    def _samples(self, answer, now):
+        resources = {r['id']: r for r in answer.get('references', ())}
+        out = []
+        for rid, metrics in answer['measures'].items():
+            resource = resources.get(rid)
+            if resource is None:
+                LOG.warning('Gnocchi returned measures of unknown resource '
+                            '%s', rid)
+                continue
+            series = {name: _series(aggs) for name, aggs in metrics.items()}
+            out.extend(self._disk_samples(resource, series, now))
+        return out
+
+    def _disk_samples(self, resource, series, now):
+        divide = self.granularity if self.method == 'rate:mean' else 1.0
+        required = [series.get(m, {}) for m in RATE_METRICS.values()]
+        buckets = set(required[0]).intersection(*required[1:])
+        out = []
+        for bucket in sorted(buckets):
+            end = bucket + self.granularity
+            if end > now:
+                continue
+            values = {field: series[metric][bucket]
+                      for field, metric in RATE_METRICS.items()}
+            if any(v is None for v in values.values()):
+                continue
+            values = {field: v / divide for field, v in values.items()}
+            gap = rates.GAP_RESET if any(v < 0 for v in
+                                         values.values()) else None
+            if gap is None:
+                values.update(self._latency(series, bucket))
+                if any(v is not None and v < 0 for v in values.values()):
+                    gap = rates.GAP_RESET
+            out.append(sources.make_sample(
+                SOURCE, str(resource['instance_id']), resource['name'], end,
+                float(self.granularity), rates=values, gap=gap,
+                project_id=resource.get('project_id')))
+        return out
+
+    @staticmethod
+    def _latency(series, bucket):
+        out = {}
+        for field, (latency, requests) in LATENCY_METRICS.items():
+            ns = series.get(latency, {}).get(bucket)
+            reqs = series[requests][bucket]
+            if ns is None:
+                out[field] = None
+            else:
+                # Both are changes over the same bucket, so any divisor
+                # cancels out; per op, in ms.
+                out[field] = ns / reqs / _NS_PER_MS if reqs > 0 else 0.0
+        return out
+
+
+def _iso(when):
+    if when is None:
+        return None
+    return datetime.datetime.fromtimestamp(
+        when, tz=datetime.timezone.utc).isoformat()
