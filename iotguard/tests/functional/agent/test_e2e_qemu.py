@@ -21,7 +21,7 @@ lease lapses the agent restores the ceiling and the rate comes back.
 
 It skips, saying why, where libvirtd is not reachable (tools/test-setup.sh
 starts it), or the guest kernel or busybox is missing. KVM does not work in
-this sandbox; the guest is ``type='qemu'`` (TCG). About 30 s.
+this sandbox; the guest is ``type='qemu'`` (TCG). About 30-50 s.
 """
 
 import os
@@ -103,7 +103,8 @@ class QemuGuestEndToEndTest(test_base.TestCase):
         self.flags(host='e2e-host')
         self.flags(sample_interval=INTERVAL, group='agent')
         self.driver = lv.LibvirtDriver(self.conf, uri=URI)
-        self.driver.start()
+        self.events = []
+        self.driver.start(lifecycle_callback=self._on_event)
         self.addCleanup(self.driver.stop)
         self.wall = [time.time()]
         self.mgr = manager_mod.AgentManager(
@@ -112,6 +113,10 @@ class QemuGuestEndToEndTest(test_base.TestCase):
         self.api = Recorder()
         self.sampler = sampler_mod.Sampler(self.conf, self.driver, self.mgr,
                                            self.api)
+
+    def _on_event(self, instance_uuid, event):
+        self.events.append((instance_uuid, event))
+        self.mgr.lifecycle_event(instance_uuid, event)
 
     def _destroy(self):
         if self.dom.isActive():
@@ -178,3 +183,25 @@ class QemuGuestEndToEndTest(test_base.TestCase):
         back = self.interval()
         self.assertIsNone(back['cap'])
         self.assertGreater(back['write_bytes_sec'], 0.5 * STATIC, back)
+
+    def test_cap_reapplied_after_hard_reboot_event(self):
+        self.tick()
+        self.mgr.apply_caps({}, [{
+            'instance_uuid': self.uuid, 'dev': 'vda',
+            'limits': {'total_bytes_sec': CAP},
+            'lease_expires_at': time.time() + 120,
+            'decision_id': 'e2e-reboot'}])
+        # What Nova's hard reboot does: the domain is rebuilt from its
+        # definition, and the live throttle is gone.
+        self.dom.destroy()
+        self.dom.create()
+        live = self.dom.blockIoTune('vda', libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        self.assertEqual(STATIC, live['total_bytes_sec'])
+        deadline = time.monotonic() + 10
+        while ((self.uuid, 'started') not in self.events and
+               time.monotonic() < deadline):
+            time.sleep(0.1)
+        self.assertIn((self.uuid, 'started'), self.events)
+        self.tick()                              # the next interval
+        live = self.dom.blockIoTune('vda', libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        self.assertEqual(CAP, live['total_bytes_sec'])
