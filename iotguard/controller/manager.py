@@ -130,31 +130,45 @@ class ControllerManager:
             self._count('dropped')
             return
         for sample in batch['disks']:
-            try:
-                caps.validate_sample(sample)
-            except exception.Invalid as e:
-                LOG.warning('Dropped a sample from %s: %s', host, e)
-                self._count('dropped')
-                continue
-            uuid, dev = sample['instance_uuid'], sample['dev']
-            domain = self.domain_of(uuid, dev)
+            self._route(sample, host, received)
+
+    def add_sample(self, sample, received_at=None):
+        """The sink of the other sources (Ceilometer, Gnocchi).
+
+        Same checks as for an agent's sample, without registration: only
+        the disks membership knows, in the domains owned here, are stored.
+        """
+        return self._route(sample, None, received_at)
+
+    def _route(self, sample, host, received):
+        try:
+            caps.validate_sample(sample)
+        except exception.Invalid as e:
+            LOG.warning('Dropped a sample from %s: %s', host or 'a source',
+                        e)
+            self._count('dropped')
+            return False
+        uuid, dev = sample['instance_uuid'], sample['dev']
+        domain = self.domain_of(uuid, dev)
+        if domain is None:
+            domain = self._register(host, sample)
             if domain is None:
-                domain = self._register(host, sample)
-                if domain is None:
-                    continue
-            if not self.owns(domain):
-                self._count('foreign')
-                continue
-            if self.store.add(sample, received):
-                self._count('stored')
-            else:
-                self._count('dropped')
+                return False
+        if not self.owns(domain):
+            self._count('foreign')
+            return False
+        if self.store.add(sample, received):
+            self._count('stored')
+            return True
+        self._count('dropped')
+        return False
 
     def _register(self, host, sample):
         """Record an unknown image-backed disk of ``host``; its domain."""
         key = (sample['instance_uuid'], sample['dev'])
-        domain = local_domain(host)
-        if (not self.register_local or sample.get('volume_id')
+        domain = local_domain(host) if host else None
+        if (not self.register_local or domain is None
+                or sample.get('volume_id')
                 or not sample.get('project_id')
                 or not self.owns(domain)):
             with self._lock:
@@ -163,7 +177,7 @@ class ControllerManager:
             if first:
                 LOG.info('Sample of unknown disk %s/%s from %s dropped '
                          '(membership does not know it yet)', key[0],
-                         key[1], host)
+                         key[1], host or 'a source')
             self._count('dropped')
             return None
         try:

@@ -144,3 +144,15 @@ class ManagerTest(base.TestCase):
         self.manager.refresh_index()
         self.assertEqual('x', self.manager.domain_of(
             self.mine['instance_uuid'], 'vda'))
+
+    def test_add_sample_sink_for_other_sources(self):
+        self.assertTrue(self.manager.add_sample(self.sample(self.mine)))
+        self.assertFalse(self.manager.add_sample(self.sample(self.theirs)))
+        # unknown disks are not registered from a source without a host
+        self.assertFalse(self.manager.add_sample(self.sample(
+            project_id='p9')))
+        self.assertFalse(self.manager.add_sample({'bad': 1}))
+        self.assertEqual(2, len(self.db.disks))
+        self.assertEqual((1, 1, 2), (self.manager.stats['stored'],
+                                     self.manager.stats['foreign'],
+                                     self.manager.stats['dropped']))

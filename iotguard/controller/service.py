@@ -1,0 +1,166 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The controller process wired together: RPC server, partition, loop.
+
+Threads only (no eventlet): the RPC server (topic ``iotguard-controller``,
+fanout casts from the agents) and the optional Ceilometer listener use
+oslo.messaging's ``threading`` executor; one thread runs the decision
+rounds every ``[controller] decision_interval``: follow the tooz group,
+pick the owned domains, reload the disk index, poll Gnocchi when enabled,
+and run one round per owned domain. A failing round is logged and the
+next one runs on time.
+"""
+
+import threading
+import time
+
+from oslo_log import log as logging
+
+from iotguard.agent import rpcapi as agent_rpcapi
+from iotguard.controller import audit as audit_mod
+from iotguard.controller import loop as loop_mod
+from iotguard.controller import manager as manager_mod
+from iotguard.controller import partition as partition_mod
+from iotguard.controller import samples as samples_mod
+from iotguard.db import api as db_api
+from iotguard import notifications
+from iotguard import rpc
+
+LOG = logging.getLogger(__name__)
+
+
+class ControllerService:
+    """One iotguard-controller; ``start()`` connects, ``stop()`` leaves."""
+
+    def __init__(self, conf, transport=None, notification_transport=None,
+                 db=None, member_id=None, group=partition_mod.GROUP):
+        self.conf = conf
+        self.host = conf.host
+        self.interval_s = conf.controller.decision_interval
+        self.transport = transport
+        self.notification_transport = notification_transport
+        self.db = db
+        self.store = samples_mod.SampleStore(self.interval_s)
+        self.partition = partition_mod.Partition(conf, member_id=member_id,
+                                                 group=group)
+        self.manager = None
+        self.loop = None
+        self.server = None
+        self.listener = None
+        self.gnocchi = None
+        self.owned = set()
+        self.last_results = []
+        self._gnocchi_due = 0.0
+        self._stop = threading.Event()
+        self._thread = None
+
+    def start(self):
+        conf = self.conf
+        if self.transport is None:
+            self.transport = rpc.get_transport(conf)
+        if self.db is None:
+            self.db = db_api.Connection(conf)
+        if self.notification_transport is None:
+            import oslo_messaging
+            self.notification_transport = (
+                oslo_messaging.get_notification_transport(conf))
+        self.partition.start()
+        self.manager = manager_mod.ControllerManager(
+            conf, self.db, self.store, owns=self.partition.owns)
+        self.loop = loop_mod.DomainLoop(
+            conf, self.db, self.store,
+            agent_rpcapi.AgentAPI(self.transport),
+            audit_mod.Audit(self.db, notifications.Notifier(
+                conf, self.notification_transport)))
+        try:
+            self.manager.refresh_index()
+        except Exception:
+            LOG.exception('Could not read the disks yet; retrying every '
+                          'round')
+        self._start_sources()
+        self.server = rpc.get_server(self.transport, rpc.TOPIC_CONTROLLER,
+                                     self.host, [self.manager])
+        self.server.start()
+        self._thread = threading.Thread(target=self._run,
+                                        name='iotguard-controller-loop',
+                                        daemon=True)
+        self._thread.start()
+        LOG.info('iotguard-controller on %s started (every %.1f s, leases '
+                 '%.1f s, %s)', self.host, self.interval_s,
+                 self.conf.controller.lease_seconds,
+                 'coordinated' if self.partition.coordinated
+                 else 'owning every domain')
+
+    def _start_sources(self):
+        conf = self.conf
+        if conf.ceilometer.enabled:
+            from iotguard.controller.sources import ceilometer
+            self.listener = ceilometer.get_listener(
+                conf, self.notification_transport, self.manager.add_sample)
+            self.listener.start()
+            LOG.info('Listening to Ceilometer samples on topic %s',
+                     conf.ceilometer.topic)
+        if conf.gnocchi.enabled:
+            from iotguard.controller.sources import gnocchi
+            self.gnocchi = gnocchi.GnocchiSource(conf)
+
+    def _poll_gnocchi(self, now):
+        if self.gnocchi is None or now < self._gnocchi_due:
+            return
+        self._gnocchi_due = now + self.conf.gnocchi.granularity / 2.0
+        try:
+            self.gnocchi.poll(self.manager.add_sample)
+        except Exception as e:
+            LOG.warning('Gnocchi poll failed (%s); next poll in %.0f s', e,
+                        self.conf.gnocchi.granularity / 2.0)
+
+    def tick(self, now=None):
+        """One round over the owned domains; never raises."""
+        try:
+            now = time.time() if now is None else now
+            domains = self.partition.my_domains(self.db.domain_list())
+            names = {d['name'] for d in domains}
+            if names != self.owned:
+                LOG.info('Now owning %d domains (+%s -%s)', len(names),
+                         sorted(names - self.owned)[:10],
+                         sorted(self.owned - names)[:10])
+                self.loop.forget(self.owned - names)
+                self.owned = names
+            self.manager.refresh_index()
+            self._poll_gnocchi(now)
+            self.last_results = self.loop.run(domains, now)
+        except Exception:
+            LOG.exception('Decision round failed; retrying next interval')
+
+    def _run(self):
+        deadline = time.monotonic()
+        while not self._stop.is_set():
+            self.tick()
+            deadline += self.interval_s
+            now = time.monotonic()
+            if deadline < now:   # overran: skip, do not bunch up
+                deadline = now + self.interval_s
+            self._stop.wait(deadline - now)
+
+    def stop(self):
+        self._stop.set()
+        for server in (self.server, self.listener):
+            if server is not None:
+                server.stop()
+                server.wait()
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+        self.partition.stop()
+
+    def wait(self):
+        self._stop.wait()

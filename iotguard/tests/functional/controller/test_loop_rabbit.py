@@ -1,0 +1,279 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The controller and an agent over real RabbitMQ, on a real database.
+
+The agent runs the ``simulated`` driver on a small scenario in real time
+(a noisy neighbour with eight 64 KiB writers starts at t = 4 s next to two
+rate-limited victims with 600 KiB/s floors). Its samples reach the
+controller by the real :class:`ControllerAPI` fanout casts, the controller
+decides with the ``guarantee`` policy and casts leased caps back with the
+real :class:`AgentAPI`; decisions land in PostgreSQL (SQLite when no
+server runs) and notifications on RabbitMQ. Each test has its own
+exchange, notification topic, host name and database.
+
+Stopping the controller (no second one) leaves the caps to lapse at their
+lease: the agent restores the static limits by itself.
+"""
+
+import os
+import threading
+import time
+import uuid
+
+import fixtures
+import oslo_messaging
+
+from iotguard.agent import rpcapi as agent_rpcapi
+from iotguard.agent import service as agent_service
+from iotguard.controller import service as controller_service
+from iotguard import rpc
+from iotguard.sim import scenario as scenario_mod
+from iotguard.sim import world as world_mod
+from iotguard.tests import base
+from iotguard.tests.fixtures import database
+from iotguard.tests.functional.agent import test_rpc
+
+INTERVAL_S = 1.0
+SAMPLE_S = 0.5
+LEASE_S = 3.0
+FLOOR = 614400.0
+NOISY_AT = 4.0
+
+SCENARIO = '''
+name: %(name)s
+duration_s: 120
+interval_s: 1
+tick_s: 0.02
+domain:
+  name: %(domain)s
+  iops_4k: 300
+  bytes_sec: 3400000
+  sat_depth: 12
+  depth_exponent: 0.2
+  share_exponent: 1.5
+  noise: 0.05
+tiers:
+  - name: paper
+    min_bytes_sec: 614400
+    weight: 1
+vms:
+  - name: noisy
+    role: heavy
+    tier: paper
+    host: %(host)s
+    jobs:
+      - rw: randwrite
+        bs: 65536
+        steps:
+          - {at: 0, processes: 0}
+          - {at: %(noisy_at)s, processes: 8}
+  - name: v1
+    role: light
+    tier: paper
+    host: %(host)s
+    jobs:
+      - {rw: randwrite, bs: 65536, processes: 1, rate_kbs: 800}
+  - name: v2
+    role: light
+    tier: paper
+    host: %(host)s
+    jobs:
+      - {rw: randwrite, bs: 65536, processes: 1, rate_kbs: 600}
+'''
+
+
+class Listener:
+    """Collects iotguard's notifications from RabbitMQ."""
+
+    def __init__(self):
+        self.got = []
+        self.lock = threading.Lock()
+
+    def info(self, ctxt, publisher_id, event_type, payload, metadata):
+        with self.lock:
+            self.got.append((publisher_id, event_type, payload))
+
+    warn = info
+
+
+class ControllerOverRabbitTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        reason = test_rpc._rabbit_unreachable()
+        if reason:
+            self.skipTest(reason)
+        run = uuid.uuid4().hex[:10]
+        self.host = 'cn-' + run
+        self.domain = 'ft-pool-' + run
+        backend = ('postgresql' if database.unavailable('postgresql') is None
+                   else 'sqlite')
+        self.db = self.useFixture(database.Database(backend, self.conf)).db
+
+        path = self.useFixture(fixtures.TempDir()).path
+        scenario_file = os.path.join(path, 'noisy.yaml')
+        with open(scenario_file, 'w') as f:
+            f.write(SCENARIO % {'name': 'noisy-' + run, 'domain': self.domain,
+                                'host': self.host, 'noisy_at': NOISY_AT})
+        self.flags(host=self.host)
+        self.flags(virt_driver='simulated', simulated_scenario=scenario_file,
+                   sample_interval=SAMPLE_S, state_file='', group='agent')
+        # Fanout exchanges are not per control_exchange: other tests'
+        # agents may be heard; do not record their disks here.
+        self.flags(decision_interval=INTERVAL_S, lease_seconds=LEASE_S,
+                   register_local_disks=False, group='controller')
+        self.transport = rpc.get_transport(self.conf, url=test_rpc.RABBIT_URL)
+        self.conf.set_override('control_exchange', 'iotguard-ctl-' + run)
+        self.addCleanup(self.transport.cleanup)
+        self.ntransport = oslo_messaging.get_notification_transport(
+            self.conf, url=test_rpc.RABBIT_URL)
+        self.addCleanup(self.ntransport.cleanup)
+        topic = 'iotguard-notifications-' + run
+        self.flags(driver=['messagingv2'], topics=[topic],
+                   group='oslo_messaging_notifications')
+        self.listener = Listener()
+        server = oslo_messaging.get_notification_listener(
+            self.ntransport, [oslo_messaging.Target(topic=topic)],
+            [self.listener], executor='threading')
+        server.start()
+        self.addCleanup(server.wait)
+        self.addCleanup(server.stop)
+
+        self.disks = self._membership(scenario_file)
+
+    def _membership(self, scenario_file):
+        """What membership would find: the domain, tier and disks."""
+        self.db.domain_create(self.domain, 'local', iops_4k=300.0,
+                              bytes_sec=3400000.0, policy='guarantee')
+        self.db.tier_create({'name': 'paper', 'description': '',
+                             'min_iops': 0.0, 'min_bytes_sec': FLOOR,
+                             'max_iops': 0.0, 'max_bytes_sec': 0.0,
+                             'weight': 1.0, 'is_public': True})
+        world = world_mod.World(scenario_mod.load(scenario_file))
+        disks = {}
+        for disk_id in world.disk_ids():
+            info = world.disk_info(disk_id)
+            self.db.disk_upsert(info['instance_uuid'], info['dev'],
+                                self.host, self.domain, info['project_id'])
+            self.db.disk_tier_set(info['instance_uuid'], info['dev'],
+                                  'paper', 'flavor', info['project_id'])
+            disks[info['name']] = (info['instance_uuid'], info['dev'])
+        return disks
+
+    def start(self):
+        self.agent = agent_service.AgentService(self.conf,
+                                                transport=self.transport)
+        self.agent.start()
+        self.addCleanup(self.agent.stop)
+        self.controller = controller_service.ControllerService(
+            self.conf, transport=self.transport,
+            notification_transport=self.ntransport, db=self.db)
+        self.controller.start()
+        self.started = time.monotonic()
+        self.addCleanup(self.controller.stop)
+
+    def rate(self, name):
+        sample = self.controller.store.latest(*self.disks[name])
+        if not sample or sample['gap']:
+            return None
+        return sample['read_bytes_sec'] + sample['write_bytes_sec']
+
+    def wait_for(self, predicate, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = predicate()
+            if found:
+                return found
+            time.sleep(0.1)
+        return predicate()
+
+    def caps(self):
+        return {name: d['cap'] for name in self.disks
+                for d in self.db.disk_list(instance_uuid=self.disks[name][0])}
+
+    def test_noisy_neighbour_capped_floors_restored_then_lapse(self):
+        self.start()
+        # Before the noise: nothing to do.
+        self.assertTrue(self.wait_for(lambda: self.rate('v1'), 5))
+        self.assertEqual({'noisy': None, 'v1': None, 'v2': None},
+                         self.caps())
+
+        # The noise starts at NOISY_AT: the victims fall below their floor.
+        self.assertTrue(self.wait_for(
+            lambda: (self.rate('v1') or FLOOR) < 0.9 * FLOOR, 10),
+            'the noisy neighbour never hurt v1')
+        hurt = time.monotonic()
+        capped = self.wait_for(lambda: self.caps()['noisy'], 10)
+        self.assertTrue(capped, 'the noisy neighbour was never capped')
+        capped_after = time.monotonic() - hurt
+
+        def restored():
+            return all((self.rate(v) or 0) >= 0.95 * FLOOR
+                       for v in ('v1', 'v2'))
+        self.assertTrue(self.wait_for(restored, 2 * INTERVAL_S + SAMPLE_S),
+                        'floors not restored within two intervals of the '
+                        'cap: v1 %s, v2 %s' % (self.rate('v1'),
+                                               self.rate('v2')))
+        restored_after = time.monotonic() - hurt
+        caps = self.caps()
+        self.assertIsNone(caps['v1'])
+        self.assertIsNone(caps['v2'])
+
+        # The cap carries a lease, renewed every round, and the audit
+        # trail explains it.
+        state = agent_rpcapi.AgentAPI(self.transport, timeout=15).get_state(
+            {}, self.host)
+        held = {(d['instance_uuid'], d['dev']): d for d in state['disks']}
+        noisy = held[self.disks['noisy']]
+        self.assertIsNotNone(noisy['cap'])
+        self.assertGreater(noisy['lease_expires_at'], time.time())
+        self.assertLessEqual(noisy['lease_expires_at'],
+                             time.time() + LEASE_S + 0.5)
+        first_lease = self.caps()['noisy']['lease_expires_at']
+        self.assertTrue(self.wait_for(
+            lambda: (self.caps()['noisy'] or {}).get(
+                'lease_expires_at', first_lease) > first_lease,
+            2 * INTERVAL_S), 'the lease was not renewed')
+        audit = self.db.decision_list(limit=100, domain=self.domain)
+        self.assertTrue(audit)
+        for row in audit:
+            self.assertEqual(self.disks['noisy'][0], row['instance_uuid'])
+            self.assertIn('guarantee:', row['reason'])
+            self.assertIn('load', row['numbers'])
+            self.assertIn('floor', row['numbers'])
+        cap_ids = {str(r['id']) for r in audit if r['action'] == 'cap'}
+        self.assertIn(noisy['decision_id'], cap_ids)
+
+        events = self.wait_for(lambda: [
+            e for e in list(self.listener.got)
+            if e[1] == 'iotguard.cap.apply'], 5)
+        self.assertTrue(events, 'no iotguard.cap.apply notification')
+        self.assertEqual('iotguard-controller.' + self.host, events[0][0])
+        self.assertEqual(self.disks['noisy'][0], events[0][2]['instance_uuid'])
+
+        # No controller any more: the cap lapses at its lease.
+        self.controller.stop()
+        stopped = time.monotonic()
+        world = self.agent.driver.world
+        noisy_id = '%s/%s' % self.disks['noisy']
+
+        def lapsed():
+            return (not self.agent.manager.caps_count()
+                    and world.get_iotune(noisy_id)
+                    == world.static_iotune(noisy_id))
+        self.assertTrue(self.wait_for(lapsed, LEASE_S + 2 * SAMPLE_S + 0.5),
+                        'the cap did not lapse at its lease')
+        lapsed_after = time.monotonic() - stopped
+        print('capped %.2f s, floors restored %.2f s after v1 fell below '
+              'its floor; lapsed %.2f s after the controller stopped'
+              % (capped_after, restored_after, lapsed_after))
