@@ -20,6 +20,7 @@ from iotguard.conf import controller
 from iotguard.conf import coordination
 from iotguard.conf import default
 from iotguard.conf import gnocchi
+from iotguard.conf import membership
 from iotguard.conf import service_credentials
 from iotguard.conf import tiers
 
@@ -36,5 +37,6 @@ def list_opts():
         (tiers.GROUP, tiers.OPTS),
         (ceilometer.GROUP, ceilometer.OPTS),
         (gnocchi.GROUP, gnocchi.OPTS),
+        (membership.GROUP, membership.OPTS),
         (service_credentials.GROUP, service_credentials.list_opts()),
     ]

@@ -1,0 +1,45 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Options of the controller's membership: which disk is in which domain."""
+
+from oslo_config import cfg
+
+GROUP = 'membership'
+
+OPTS = [
+    cfg.DictOpt('ephemeral_domains',
+                default={},
+                help='Compute hosts whose image-backed disks live on '
+                     'shared storage, as host:domain pairs (e.g. '
+                     '``compute-1:ceph:vms,compute-2:ceph:vms`` for '
+                     'hosts with ``[libvirt] images_type = rbd`` on the '
+                     'same pool). Other hosts\' image-backed disks are in '
+                     '``local:<host>``.'),
+    cfg.FloatOpt('resync_interval',
+                 default=600.0, min=10.0,
+                 help='Seconds between two full resyncs of membership '
+                      'with Nova and Cinder (every server and every '
+                      'volume). Nova and Cinder notifications keep it '
+                      'current in between.'),
+    cfg.ListOpt('notification_topics',
+                default=['notifications', 'versioned_notifications'],
+                help="Topics of Nova's and Cinder's notifications: "
+                     'unversioned (``notifications``) and versioned '
+                     '(``versioned_notifications``); either format is '
+                     'understood.'),
+    cfg.StrOpt('pool',
+               help='Listener pool for those notifications. Unset: '
+                    'iotguard-controller.<[DEFAULT] host>, so every '
+                    'controller sees every event and does not take them '
+                    "from Ceilometer's own queues."),
+]

@@ -1,0 +1,386 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Membership: which disk is in which contention domain.
+
+Resolved with openstacksdk from Nova and Cinder:
+
+* a server's image-backed root disk (its ``root_device_name``, ``vda``
+  when Nova does not say) is in ``local:<compute host>``, unless
+  ``[membership] ephemeral_domains`` maps the host to a shared domain;
+* each attached volume (its attachment's ``device``) is in its Cinder
+  back-end pool, the volume's ``os-vol-host-attr:host``
+  (``host@backend#pool``); a boot-from-volume root disk is a volume disk.
+
+Ephemeral and swap disks beyond the root are not visible in Nova's API;
+the controller records those when an agent reports them
+(``[controller] register_local_disks``). Servers that run nowhere
+(shelved offloaded, building without a host) have no disks here.
+
+The result is cached in memory, persisted through :mod:`iotguard.db.api`
+(``disk_upsert``, ``disk_delete``, domains created when missing), resynced
+in full by :meth:`Membership.refresh` (the controller calls it every
+``[membership] resync_interval``) and per instance on Nova and Cinder
+notifications (:class:`NotificationEndpoint`). After an event that makes
+Nova rebuild the domain XML (and so drop live iotune values), the
+``on_rebuilt(instance_uuid, host)`` callback lets the controller ask that
+host's agent to re-apply its caps.
+"""
+
+import dataclasses
+import os
+import threading
+
+from openstack import exceptions as sdk_exc
+from oslo_log import log as logging
+import oslo_messaging
+
+from iotguard import clients
+from iotguard import exception
+
+LOG = logging.getLogger(__name__)
+
+LOCAL_PREFIX = 'local:'
+KIND_LOCAL = 'local'
+KIND_SHARED = 'ceph'
+KIND_CINDER = 'cinder'
+
+
+@dataclasses.dataclass(frozen=True)
+class Disk:
+    """Where one disk lives."""
+
+    instance_uuid: str
+    dev: str
+    host: str
+    domain: str
+    kind: str
+    project_id: str
+    volume_id: str | None = None
+
+
+def _dev(device):
+    return os.path.basename(device) if device else None
+
+
+class Membership:
+    """Disk -> domain, from Nova and Cinder, cached and persisted.
+
+    ``connection``: an openstacksdk Connection (built from
+    ``[service_credentials]`` when first needed); ``db``: an
+    :class:`iotguard.db.api.Connection` or None (memory only);
+    ``on_rebuilt(instance_uuid, host)``: see the module doc.
+    """
+
+    def __init__(self, conf, connection=None, db=None, on_rebuilt=None):
+        self._conf = conf
+        self.shared = dict(conf.membership.ephemeral_domains)
+        self._connection = connection
+        self.db = db
+        self.on_rebuilt = on_rebuilt
+        self._lock = threading.Lock()
+        self._disks = {}
+
+    @property
+    def connection(self):
+        if self._connection is None:
+            self._connection = clients.get_connection(self._conf)
+        return self._connection
+
+    # -- queries --------------------------------------------------------
+
+    def domain_of(self, instance_uuid, dev):
+        with self._lock:
+            disk = self._disks.get((instance_uuid, dev))
+        return disk.domain if disk else None
+
+    def disks(self, domain=None, instance_uuid=None):
+        with self._lock:
+            found = list(self._disks.values())
+        return sorted((d for d in found
+                       if (domain is None or d.domain == domain) and
+                       (instance_uuid is None or
+                        d.instance_uuid == instance_uuid)),
+                      key=lambda d: (d.instance_uuid, d.dev))
+
+    def ephemeral_domain(self, host):
+        """The domain of a host's image-backed disks and its kind."""
+        if host in self.shared:
+            return self.shared[host], KIND_SHARED
+        return LOCAL_PREFIX + host, KIND_LOCAL
+
+    # -- resolving ------------------------------------------------------
+
+    def disks_of(self, server, volumes):
+        """The disks of one server; ``volumes`` maps id -> volume."""
+        host = server.compute_host
+        if not host:
+            return []
+        root = _dev(server.root_device_name) or 'vda'
+        out = {}
+        for attached in server.attached_volumes or ():
+            volume = volumes.get(attached.get('id'))
+            if volume is None:
+                continue
+            for attachment in volume.attachments or ():
+                dev = _dev(attachment.get('device'))
+                if attachment.get('server_id') != server.id or not dev:
+                    continue
+                if not volume.host:
+                    LOG.warning('Volume %s has no back-end host yet; disk '
+                                '%s/%s skipped', volume.id, server.id, dev)
+                    continue
+                out[dev] = Disk(server.id, dev, host, volume.host,
+                                KIND_CINDER, server.project_id, volume.id)
+        if root not in out:
+            domain, kind = self.ephemeral_domain(host)
+            out[root] = Disk(server.id, root, host, domain, kind,
+                             server.project_id)
+        return list(out.values())
+
+    def refresh(self):
+        """Full resync with Nova and Cinder; returns counts.
+
+        Raises what openstacksdk raises when Nova or Cinder cannot be
+        read (the caller logs it and keeps the previous state).
+        """
+        servers = list(self.connection.compute.servers(details=True,
+                                                       all_projects=True))
+        volumes = {v.id: v for v in self.connection.block_storage.volumes(
+            details=True, all_projects=True)}
+        found = {}
+        for server in servers:
+            for disk in self.disks_of(server, volumes):
+                found[(disk.instance_uuid, disk.dev)] = disk
+        live = {server.id for server in servers}
+        with self._lock:
+            old, self._disks = self._disks, found
+        # Detached volumes, and every disk of an instance that is gone
+        # (also those an agent registered).
+        index = self._db_index()
+        dead = {key for key in old if key not in found}
+        dead |= {key for key in index if key[0] not in live}
+        changed = self._persist(found, index, dead)
+        return {'disks': len(found), 'written': changed,
+                'removed': len(dead)}
+
+    def refresh_instance(self, instance_uuid):
+        """Resync one instance (after a notification); its disks."""
+        try:
+            server = self.connection.compute.get_server(instance_uuid)
+        except sdk_exc.NotFoundException:
+            self.forget_instance(instance_uuid)
+            return []
+        volumes = {}
+        for attached in server.attached_volumes or ():
+            try:
+                volume = self.connection.block_storage.get_volume(
+                    attached['id'])
+            except sdk_exc.NotFoundException:
+                continue
+            volumes[volume.id] = volume
+        disks = {(d.instance_uuid, d.dev): d
+                 for d in self.disks_of(server, volumes)}
+        with self._lock:
+            old = {k: d for k, d in self._disks.items()
+                   if k[0] == instance_uuid}
+            for key in old:
+                del self._disks[key]
+            self._disks.update(disks)
+        # Only its volumes that went away: an ephemeral disk an agent
+        # registered is not in Nova's view of the server.
+        dead = {key for key in old if key not in disks}
+        self._persist(disks, self._db_index(), dead)
+        return list(disks.values())
+
+    def forget_instance(self, instance_uuid):
+        """A deleted instance: drop its disks."""
+        with self._lock:
+            gone = [k for k in self._disks if k[0] == instance_uuid]
+            for key in gone:
+                del self._disks[key]
+        self._delete_rows(
+            [k for k in self._db_index() if k[0] == instance_uuid])
+        return len(gone)
+
+    # -- persistence ----------------------------------------------------
+
+    def _db_index(self):
+        if self.db is None:
+            return {}
+        try:
+            return self.db.disk_index()
+        except Exception as e:
+            LOG.warning('Could not read the disks from the database: %s', e)
+            return {}
+
+    def _persist(self, disks, index, dead):
+        """Write what the database does not know; remove ``dead``.
+
+        Returns how many disks were written.
+        """
+        if self.db is None:
+            return 0
+        written = 0
+        for key, disk in disks.items():
+            if index.get(key) == (disk.domain, disk.host):
+                continue
+            try:
+                self._ensure_domain(disk.domain, disk.kind)
+                self.db.disk_upsert(disk.instance_uuid, disk.dev, disk.host,
+                                    disk.domain, disk.project_id,
+                                    volume_id=disk.volume_id)
+                written += 1
+            except Exception as e:
+                LOG.warning('Could not record disk %s/%s in %s: %s',
+                            key[0], key[1], disk.domain, e)
+        self._delete_rows(sorted(k for k in dead if k in index))
+        return written
+
+    def _ensure_domain(self, name, kind):
+        try:
+            self.db.domain_get(name)
+        except exception.NotFound:
+            try:
+                self.db.domain_create(name, kind)
+                LOG.info('Created domain %s (%s; no capacity profile yet: '
+                         'iotguard-manage domain calibrate)', name, kind)
+            except exception.Conflict:
+                pass
+
+    def _delete_rows(self, keys):
+        for uuid, dev in keys:
+            try:
+                self.db.disk_delete(uuid, dev)
+            except exception.NotFound:
+                pass
+            except Exception as e:
+                LOG.warning('Could not remove disk %s/%s: %s', uuid, dev, e)
+
+    def rebuilt(self, instance_uuid):
+        """Tell the controller the instance's domain XML was rebuilt."""
+        if self.on_rebuilt is None:
+            return
+        hosts = {d.host for d in self.disks(instance_uuid=instance_uuid)}
+        for host in sorted(hosts):
+            try:
+                self.on_rebuilt(instance_uuid, host)
+            except Exception:
+                LOG.exception('on_rebuilt(%s, %s) failed', instance_uuid,
+                              host)
+
+
+# -- notifications ----------------------------------------------------------
+
+#: Nova events (unversioned ``compute.instance.*`` and versioned
+#: ``instance.*``, suffix stripped) that change where disks live.
+NOVA_EVENTS = {
+    'create': False, 'delete': False,
+    'resize': False, 'resize.confirm': False, 'resize_confirm': False,
+    'finish_resize': True, 'resize_finish': True, 'resize.revert': True,
+    'resize_revert': True,
+    'live_migration.post.dest': True, 'live_migration_post_dest': True,
+    'live_migration._post': True, 'live_migration_post': True,
+    'rebuild': True, 'unshelve': True, 'evacuate': True,
+    'shelve_offload': False, 'shelve.offload': False,
+    'reboot': True, 'power_on': True,
+    'volume.attach': True, 'volume_attach': True,
+    'volume.detach': False, 'volume_detach': False,
+}
+#: Cinder events: the instances they name are resynced.
+CINDER_EVENTS = ('volume.attach', 'volume.detach', 'volume.retype',
+                 'volume.migrate', 'volume.delete')
+
+
+def _event(event_type):
+    """``(service, action)``: ('nova', 'rebuild'), ('cinder', ...), None."""
+    for suffix in ('.end', '.start', '.error'):
+        if event_type.endswith(suffix):
+            if suffix != '.end':
+                return None
+            event_type = event_type[:-len(suffix)]
+            break
+    for prefix in ('compute.instance.', 'instance.'):
+        if event_type.startswith(prefix):
+            action = event_type[len(prefix):]
+            return ('nova', action) if action in NOVA_EVENTS else None
+    if event_type in CINDER_EVENTS:
+        return 'cinder', event_type
+    return None
+
+
+def _instances(payload):
+    """Instance uuids a notification payload names (either format)."""
+    if not isinstance(payload, dict):
+        return []
+    data = payload.get('nova_object.data')
+    if isinstance(data, dict):
+        return [data['uuid']] if isinstance(data.get('uuid'), str) else []
+    found = []
+    for key in ('instance_id', 'instance_uuid'):
+        if isinstance(payload.get(key), str):
+            found.append(payload[key])
+    for attachment in payload.get('volume_attachment') or ():
+        if isinstance(attachment, dict) and \
+                isinstance(attachment.get('instance_uuid'), str):
+            found.append(attachment['instance_uuid'])
+    return sorted(set(found))
+
+
+class NotificationEndpoint:
+    """Nova's and Cinder's notifications -> membership updates."""
+
+    filter_rule = oslo_messaging.NotificationFilter(
+        event_type=r'^(compute\.instance\.|instance\.|volume\.)')
+
+    def __init__(self, membership):
+        self.membership = membership
+
+    def info(self, ctxt, publisher_id, event_type, payload, metadata):
+        try:
+            self._handle(event_type, payload)
+        except Exception:
+            LOG.exception('Notification %s from %s not applied to '
+                          'membership', event_type, publisher_id)
+        return oslo_messaging.NotificationResult.HANDLED
+
+    def _handle(self, event_type, payload):
+        event = _event(event_type if isinstance(event_type, str) else '')
+        if event is None:
+            return
+        service, action = event
+        uuids = _instances(payload)
+        if not uuids:
+            LOG.debug('%s names no instance', event_type)
+            return
+        for uuid in uuids:
+            if service == 'nova' and action == 'delete':
+                self.membership.forget_instance(uuid)
+                continue
+            disks = self.membership.refresh_instance(uuid)
+            LOG.debug('%s: instance %s has %d disk(s)', event_type, uuid,
+                      len(disks))
+            if service == 'nova' and NOVA_EVENTS[action]:
+                self.membership.rebuilt(uuid)
+
+
+def pool_name(conf):
+    return conf.membership.pool or 'iotguard-controller.%s' % conf.host
+
+
+def get_listener(conf, transport, membership):
+    """A (not started) listener on ``[membership] notification_topics``."""
+    targets = [oslo_messaging.Target(topic=topic)
+               for topic in conf.membership.notification_topics]
+    return oslo_messaging.get_notification_listener(
+        transport, targets, [NotificationEndpoint(membership)],
+        executor='threading', pool=pool_name(conf))

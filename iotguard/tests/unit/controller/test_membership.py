@@ -1,0 +1,318 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+import types
+
+from openstack import exceptions as sdk_exc
+import oslo_messaging
+
+from iotguard.controller import membership
+from iotguard import exception
+from iotguard.tests import base
+
+VM1 = '11111111-1111-4111-8111-111111111111'
+VM2 = '22222222-2222-4222-8222-222222222222'
+VM3 = '33333333-3333-4333-8333-333333333333'
+VOL1 = 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa'
+VOL2 = 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb'
+POOL = 'cinder-1@lvm#pool-a'
+
+
+def server(uuid, host, volumes=(), root='/dev/vda', project='p1'):
+    return types.SimpleNamespace(
+        id=uuid, compute_host=host, root_device_name=root,
+        project_id=project,
+        attached_volumes=[{'id': v, 'delete_on_termination': False}
+                          for v in volumes])
+
+
+def volume(uuid, pool, attachments=()):
+    return types.SimpleNamespace(
+        id=uuid, host=pool,
+        attachments=[{'server_id': s, 'device': d, 'volume_id': uuid}
+                     for s, d in attachments])
+
+
+class FakeConnection:
+    """The slice of openstacksdk's Connection membership uses."""
+
+    def __init__(self):
+        self.servers = {}
+        self.volumes = {}
+        self.calls = []
+        self.compute = types.SimpleNamespace(
+            servers=self._servers, get_server=self._get_server)
+        self.block_storage = types.SimpleNamespace(
+            volumes=self._volumes, get_volume=self._get_volume)
+
+    def _servers(self, **kw):
+        self.calls.append(('servers', kw))
+        return iter(list(self.servers.values()))
+
+    def _volumes(self, **kw):
+        self.calls.append(('volumes', kw))
+        return iter(list(self.volumes.values()))
+
+    def _get_server(self, uuid):
+        self.calls.append(('get_server', uuid))
+        if uuid not in self.servers:
+            raise sdk_exc.NotFoundException('no server %s' % uuid)
+        return self.servers[uuid]
+
+    def _get_volume(self, uuid):
+        self.calls.append(('get_volume', uuid))
+        if uuid not in self.volumes:
+            raise sdk_exc.NotFoundException('no volume %s' % uuid)
+        return self.volumes[uuid]
+
+
+class FakeDb:
+    """iotguard.db.api's disk and domain functions, in memory."""
+
+    def __init__(self):
+        self.domains = {}
+        self.rows = {}
+
+    def domain_get(self, name):
+        if name not in self.domains:
+            raise exception.NotFound(what='domain %s' % name)
+        return {'name': name, 'kind': self.domains[name]}
+
+    def domain_create(self, name, kind, **kw):
+        if name in self.domains:
+            raise exception.Conflict(reason='exists')
+        self.domains[name] = kind
+
+    def disk_upsert(self, instance_uuid, dev, host, domain, project_id,
+                    volume_id=None):
+        self.domain_get(domain)
+        self.rows[(instance_uuid, dev)] = (domain, host, project_id,
+                                           volume_id)
+
+    def disk_delete(self, instance_uuid, dev):
+        if self.rows.pop((instance_uuid, dev), None) is None:
+            raise exception.NotFound(what='disk')
+
+    def disk_index(self):
+        return {k: v[:2] for k, v in self.rows.items()}
+
+
+class TestMembership(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.conn = FakeConnection()
+        self.db = FakeDb()
+        self.rebuilt = []
+        self.conn.servers = {
+            VM1: server(VM1, 'cmp-1', volumes=[VOL1]),
+            VM2: server(VM2, 'cmp-2', volumes=[VOL2], root='/dev/vda'),
+            VM3: server(VM3, None),          # shelved offloaded
+        }
+        self.conn.volumes = {
+            VOL1: volume(VOL1, POOL, [(VM1, '/dev/vdb')]),
+            # VM2 boots from VOL2: its root disk is a volume disk.
+            VOL2: volume(VOL2, POOL, [(VM2, '/dev/vda')]),
+        }
+
+    def membership(self, **kw):
+        return membership.Membership(
+            self.conf, connection=self.conn, db=self.db,
+            on_rebuilt=lambda u, h: self.rebuilt.append((u, h)), **kw)
+
+    def test_refresh_resolves_domains(self):
+        m = self.membership()
+        result = m.refresh()
+        self.assertEqual({'disks': 3, 'written': 3, 'removed': 0}, result)
+        self.assertEqual('local:cmp-1', m.domain_of(VM1, 'vda'))
+        self.assertEqual(POOL, m.domain_of(VM1, 'vdb'))
+        self.assertEqual(POOL, m.domain_of(VM2, 'vda'))
+        self.assertIsNone(m.domain_of(VM3, 'vda'))
+        self.assertEqual([(VM1, 'vdb', VOL1), (VM2, 'vda', VOL2)],
+                         [(d.instance_uuid, d.dev, d.volume_id)
+                          for d in m.disks(domain=POOL)])
+        self.assertEqual({'local:cmp-1': 'local', POOL: 'cinder'},
+                         self.db.domains)
+        self.assertEqual((POOL, 'cmp-1', 'p1', VOL1),
+                         self.db.rows[(VM1, 'vdb')])
+        self.assertIn(('servers', {'details': True, 'all_projects': True}),
+                      self.conn.calls)
+
+    def test_shared_ephemeral_domain_from_config(self):
+        self.flags(group='membership',
+                   ephemeral_domains={'cmp-1': 'ceph:vms'})
+        m = self.membership()
+        m.refresh()
+        self.assertEqual('ceph:vms', m.domain_of(VM1, 'vda'))
+        self.assertEqual('ceph', self.db.domains['ceph:vms'])
+
+    def test_second_refresh_writes_only_changes(self):
+        m = self.membership()
+        m.refresh()
+        self.assertEqual(0, m.refresh()['written'])
+        self.conn.servers[VM1].compute_host = 'cmp-9'   # migrated
+        result = m.refresh()
+        # vda moves domain; vdb (volume) stays in the pool, new host.
+        self.assertEqual(2, result['written'])
+        self.assertEqual(('local:cmp-9', 'cmp-9'), self.db.disk_index()[
+            (VM1, 'vda')])
+
+    def test_refresh_removes_deleted_instances_and_detached_volumes(self):
+        m = self.membership()
+        m.refresh()
+        # An ephemeral disk the controller registered from an agent.
+        self.db.rows[(VM2, 'vdc')] = ('local:cmp-2', 'cmp-2', 'p1', None)
+        self.db.rows[(VM1, 'vdc')] = ('local:cmp-1', 'cmp-1', 'p1', None)
+        del self.conn.servers[VM2]
+        self.conn.volumes[VOL1].attachments = []
+        self.conn.servers[VM1].attached_volumes = []
+        result = m.refresh()
+        self.assertEqual(3, result['removed'])
+        self.assertEqual({(VM1, 'vda'), (VM1, 'vdc')},
+                         set(self.db.disk_index()))
+        self.assertIsNone(m.domain_of(VM1, 'vdb'))
+
+    def test_refresh_instance(self):
+        m = self.membership()
+        m.refresh()
+        self.conn.volumes[VOL1].attachments = []
+        self.conn.servers[VM1].attached_volumes = []
+        self.db.rows[(VM1, 'vdc')] = ('local:cmp-1', 'cmp-1', 'p1', None)
+        disks = m.refresh_instance(VM1)
+        self.assertEqual(['vda'], [d.dev for d in disks])
+        self.assertNotIn((VM1, 'vdb'), self.db.rows)
+        # A registered ephemeral disk is not Nova's to remove.
+        self.assertIn((VM1, 'vdc'), self.db.rows)
+        self.assertIn((VM2, 'vda'), self.db.rows)
+
+    def test_refresh_instance_gone_forgets_it(self):
+        m = self.membership()
+        m.refresh()
+        del self.conn.servers[VM1]
+        self.assertEqual([], m.refresh_instance(VM1))
+        self.assertIsNone(m.domain_of(VM1, 'vda'))
+        self.assertEqual({(VM2, 'vda')}, set(self.db.disk_index()))
+
+    def test_without_db_memory_only(self):
+        m = membership.Membership(self.conf, connection=self.conn)
+        self.assertEqual(0, m.refresh()['written'])
+        self.assertEqual('local:cmp-1', m.domain_of(VM1, 'vda'))
+        m.forget_instance(VM1)
+        self.assertIsNone(m.domain_of(VM1, 'vda'))
+
+    def test_nova_down_keeps_state(self):
+        m = self.membership()
+        m.refresh()
+
+        def down(**kw):
+            raise sdk_exc.HttpException('503')
+        self.conn.compute.servers = down
+        self.assertRaises(sdk_exc.HttpException, m.refresh)
+        self.assertEqual('local:cmp-1', m.domain_of(VM1, 'vda'))
+
+    def test_volume_without_backend_host_is_skipped(self):
+        self.conn.volumes[VOL1].host = None
+        m = self.membership()
+        m.refresh()
+        self.assertIsNone(m.domain_of(VM1, 'vdb'))
+        self.assertEqual('local:cmp-1', m.domain_of(VM1, 'vda'))
+
+
+class TestNotifications(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.conn = FakeConnection()
+        self.conn.servers = {VM1: server(VM1, 'cmp-1', volumes=[VOL1])}
+        self.conn.volumes = {VOL1: volume(VOL1, POOL, [(VM1, '/dev/vdb')])}
+        self.rebuilt = []
+        self.m = membership.Membership(
+            self.conf, connection=self.conn, db=FakeDb(),
+            on_rebuilt=lambda u, h: self.rebuilt.append((u, h)))
+        self.endpoint = membership.NotificationEndpoint(self.m)
+
+    def notify(self, event_type, payload):
+        return self.endpoint.info({}, 'nova-compute:cmp-1', event_type,
+                                  payload, {})
+
+    def test_create_resolves_without_rebuild(self):
+        self.assertEqual(oslo_messaging.NotificationResult.HANDLED,
+                         self.notify('compute.instance.create.end',
+                                     {'instance_id': VM1, 'host': 'cmp-1'}))
+        self.assertEqual(POOL, self.m.domain_of(VM1, 'vdb'))
+        self.assertEqual([], self.rebuilt)
+
+    def test_rebuilding_events_call_back_with_the_new_host(self):
+        self.conn.servers[VM1].compute_host = 'cmp-2'
+        for event in ('compute.instance.finish_resize.end',
+                      'compute.instance.live_migration.post.dest.end',
+                      'compute.instance.rebuild.end',
+                      'compute.instance.unshelve.end',
+                      'compute.instance.evacuate',
+                      'compute.instance.volume.attach'):
+            self.rebuilt.clear()
+            self.notify(event, {'instance_id': VM1})
+            self.assertEqual([(VM1, 'cmp-2')], self.rebuilt, event)
+        self.assertEqual('local:cmp-2', self.m.domain_of(VM1, 'vda'))
+
+    def test_versioned_format(self):
+        payload = {'nova_object.name': 'InstanceActionPayload',
+                   'nova_object.data': {'uuid': VM1, 'host': 'cmp-1'}}
+        self.notify('instance.rebuild.end', payload)
+        self.assertEqual([(VM1, 'cmp-1')], self.rebuilt)
+        self.notify('instance.delete.end', payload)
+        self.assertIsNone(self.m.domain_of(VM1, 'vda'))
+
+    def test_delete_forgets(self):
+        self.m.refresh()
+        del self.conn.servers[VM1]
+        self.notify('compute.instance.delete.end', {'instance_id': VM1})
+        self.assertEqual([], self.m.disks())
+        self.assertNotIn(('get_server', VM1), self.conn.calls)
+
+    def test_cinder_attach_resyncs_the_instance(self):
+        self.notify('volume.attach.end', {
+            'volume_id': VOL1, 'host': POOL,
+            'volume_attachment': [{'instance_uuid': VM1}]})
+        self.assertEqual(POOL, self.m.domain_of(VM1, 'vdb'))
+        self.assertEqual([], self.rebuilt)
+
+    def test_start_and_unrelated_events_ignored(self):
+        for event in ('compute.instance.rebuild.start',
+                      'compute.instance.exists', 'image.update'):
+            self.notify(event, {'instance_id': VM1})
+        self.assertEqual([], self.conn.calls)
+
+    def test_malformed_handled(self):
+        for payload in (None, [], {'instance_id': 5}, 'x',
+                        {'nova_object.data': 'x'}):
+            self.assertEqual(oslo_messaging.NotificationResult.HANDLED,
+                             self.notify('compute.instance.rebuild.end',
+                                         payload))
+        self.assertEqual([], self.conn.calls)
+
+    def test_errors_do_not_escape(self):
+        def broken(uuid):
+            raise sdk_exc.HttpException('nova down')
+        self.conn.compute.get_server = broken
+        self.assertEqual(oslo_messaging.NotificationResult.HANDLED,
+                         self.notify('compute.instance.rebuild.end',
+                                     {'instance_id': VM1}))
+
+    def test_callback_failure_is_logged(self):
+        def boom(uuid, host):
+            raise RuntimeError('agent unreachable')
+        self.m.on_rebuilt = boom
+        self.assertEqual(oslo_messaging.NotificationResult.HANDLED,
+                         self.notify('compute.instance.rebuild.end',
+                                     {'instance_id': VM1}))
+        self.assertEqual(POOL, self.m.domain_of(VM1, 'vdb'))
