@@ -57,6 +57,7 @@ class TestCompareCli(testtools.TestCase):
             for vm in result['vms']:
                 self.assertEqual(VM_KEYS, set(vm))
         self.check_calibration(doc['policies']['none'])
+        self.check_ntt_shape(doc['policies']['none'], doc['policies']['ntt'])
 
     def check_calibration(self, none):
         """``none`` has the shape of the paper's run without control."""
@@ -73,3 +74,16 @@ class TestCompareCli(testtools.TestCase):
         self.assertTrue(2200 < heavy['max_kbs'] < 2900, heavy)
         self.assertEqual(1.0, none['measures']['work_conservation'])
         self.assertEqual(0, none['caps'])
+
+    def check_ntt_shape(self, none, ntt):
+        """``ntt`` has the shape of the paper's run with control."""
+        heavy, vm2, vm3, vm4 = ntt['vms']
+        self.assertGreater(ntt['caps'], 0)
+        # VM4 near its demand, VM2 far below its 800
+        self.assertGreater(vm4['avg_kbs'], 0.85 * vm4['demand_kbs'])
+        self.assertLess(vm2['avg_kbs'], 0.7 * vm2['demand_kbs'])
+        # the heavy VM well under its uncontrolled average, and the
+        # aggregate below the uncontrolled one (a shallower queue)
+        self.assertLess(heavy['avg_kbs'], 0.8 * none['vms'][0]['avg_kbs'])
+        self.assertLess(ntt['aggregate_kbs'], none['aggregate_kbs'])
+        self.assertLess(ntt['measures']['work_conservation'], 1.0)
