@@ -12,6 +12,10 @@
 
 import math
 
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+
 from iotguard import policy
 from iotguard.policy import base
 from iotguard.policy import guarantee
@@ -308,3 +312,52 @@ class TestGuaranteePolicy(test_base.TestCase):
         err = self.assertRaises(ValueError, guarantee.GuaranteePolicy,
                                 border=1)
         self.assertIn('border', str(err))
+
+
+_disk = st.fixed_dictionaries({
+    'ops': st.floats(0, 200),
+    'size': st.sampled_from([4 * KIB, 16 * KIB, 64 * KIB]),
+    'latency_ms': st.floats(0, 500),
+    'floor': st.sampled_from([0.0, 5.0, 20.0]),
+    'ceiling': st.sampled_from([0.0, 30.0, 150.0]),
+    'cap': st.one_of(st.just(math.inf), st.floats(1, 150)),
+    'stale': st.booleans(),
+})
+
+
+class TestGuaranteeProperties(test_base.TestCase):
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(_disk, min_size=1, max_size=8))
+    def test_invariants(self, rows):
+        disks = []
+        for n, r in enumerate(rows):
+            tier = base.Tier('t', min_iops=r['floor'], max_iops=r['ceiling'])
+            kw = {}
+            if math.isfinite(r['cap']):
+                kw = dict(cap_iops=r['cap'],
+                          cap_bytes_sec=r['cap'] * r['size'], cap_set_at=0.0)
+            disks.append(fakes.disk('d%d' % n, ops=r['ops'], size=r['size'],
+                                    tier=tier, latency_ms=r['latency_ms'],
+                                    stale=r['stale'], **kw))
+        decisions = fakes.by_disk(guarantee.GuaranteePolicy().decide(
+            fakes.snapshot(*disks), 100.0))
+        for n, r in enumerate(rows):
+            d = decisions.get('d%d' % n)
+            if d is None or d.action != base.CAP:
+                continue
+            old_iops = r['cap']
+            old_bytes = r['cap'] * r['size']
+            tighter = d.iops < old_iops or d.bytes_sec < old_bytes
+            # stale disks are never tightened
+            self.assertFalse(r['stale'] and tighter, (r, d))
+            # never above the ceiling
+            if r['ceiling']:
+                self.assertLessEqual(d.iops, r['ceiling'] * (1 + 1e-9))
+            if tighter:
+                # only a disk above its share, never below its floor
+                self.assertGreater(d.numbers['load'], d.numbers['share'])
+                if r['floor'] and (not r['ceiling']
+                                   or r['ceiling'] >= r['floor']):
+                    self.assertGreaterEqual(d.iops,
+                                            r['floor'] * (1 - 1e-9), (r, d))
