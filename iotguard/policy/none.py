@@ -28,8 +28,10 @@ class NoPolicy:
 
     name = 'none'
 
-    def __init__(self) -> None:
-        pass
+    def __init__(self, **params: object) -> None:
+        if params:
+            raise ValueError('%s: unknown parameter %s; it takes none'
+                             % (self.name, sorted(params)[0]))
 
     def decide(self, snapshot: base.DomainSnapshot,
                now: float) -> list[base.Decision]:

@@ -75,7 +75,11 @@ class NttPolicy:
 
     def __init__(self, border_ratio: float = 0.9, rate: float = 0.5,
                  cap_time: float = 60.0, cap_interval: float = 5.0,
-                 io_size: float | None = None) -> None:
+                 io_size: float | None = None, **unknown: object) -> None:
+        if unknown:
+            raise ValueError('ntt: unknown parameter %s; known: border_ratio, '
+                             'rate, cap_time, cap_interval, io_size'
+                             % sorted(unknown)[0])
         self.border_ratio = _check('border_ratio', border_ratio, 0.0, 1.0,
                                    high_open=False)
         self.rate = _check('rate', rate, 0.0, 1.0)

@@ -38,3 +38,7 @@ class TestNoPolicy(test_base.TestCase):
         self.assertEqual(20.0, decisions['a'].numbers['cap_iops'])
         self.assertNotIn('cap_bytes_sec', decisions['a'].numbers)
         self.assertEqual('none', none.NoPolicy.name)
+
+    def test_takes_no_parameters(self):
+        err = self.assertRaises(ValueError, none.NoPolicy, rate=0.5)
+        self.assertIn('rate', str(err))

@@ -168,6 +168,8 @@ class TestNttPolicy(test_base.TestCase):
                                     **{name: value})
             self.assertIn(name, str(err))
         ntt.NttPolicy(border_ratio=1.0, rate=0.99)
+        err = self.assertRaises(ValueError, ntt.NttPolicy, ratio=0.5)
+        self.assertIn('ratio', str(err))
 
     def test_loaded_by_name(self):
         loaded = policy.load('ntt', rate=0.3)

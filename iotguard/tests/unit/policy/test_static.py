@@ -57,3 +57,7 @@ class TestStaticPolicy(test_base.TestCase):
                        cap_set_at=0.0, stale=True))
         self.assertEqual(['tight'], list(decisions))
         self.assertEqual(400.0, decisions['tight'].iops)
+
+    def test_takes_no_parameters(self):
+        err = self.assertRaises(ValueError, static.StaticPolicy, rate=0.5)
+        self.assertIn('rate', str(err))
