@@ -24,6 +24,10 @@ OPTS = [
                     '``etcd3+http://127.0.0.1:2379`` or '
                     '``zookeeper://127.0.0.1:2181``. Unset: this controller '
                     'owns every domain (run only one).'),
+    cfg.StrOpt('group_name',
+               default='iotguard-controller',
+               help='tooz group the controllers of one deployment join. '
+                    'Two deployments sharing one backend need two names.'),
     cfg.IntOpt('member_timeout',
                default=4, min=1,
                help='Seconds after its last heartbeat before a silent '

@@ -13,11 +13,12 @@
 """Which domains this controller owns: tooz's partitioner, or everything.
 
 With ``[coordination] backend_url`` every controller joins the tooz group
-``iotguard-controller`` and the domains are spread over the members by
-tooz's consistent hash ring (:class:`tooz.partitioner.Partitioner`): each
-domain has exactly one owner while the members agree, and when one
-leaves (or dies: its heartbeat key expires after ``[coordination]
-member_timeout`` seconds) only its domains move. tooz's heart thread
+``[coordination] group_name`` (``iotguard-controller``) and the domains
+are spread over the members by tooz's consistent hash ring
+(:class:`tooz.partitioner.Partitioner`): each domain has exactly one
+owner while the members agree, and when one leaves (or dies: its
+heartbeat key expires after ``[coordination] member_timeout`` seconds)
+only its domains move. tooz's heart thread
 beats every ``member_timeout / 2`` seconds; :meth:`Partition.refresh`
 (before every decision round) runs the group watchers and rejoins the
 group when this member was dropped (a network or Redis outage longer than
@@ -56,8 +57,8 @@ def _name(domain):
 class Partition:
     """This controller's share of the domains (constructor does no I/O)."""
 
-    def __init__(self, conf, member_id=None, group=GROUP):
-        self.group = group
+    def __init__(self, conf, member_id=None, group=None):
+        self.group = group or conf.coordination.group_name.encode()
         self.url = conf.coordination.backend_url
         self.timeout = conf.coordination.member_timeout
         self.member_id = (member_id or '%s:%s' % (

@@ -43,7 +43,7 @@ class ControllerService:
     """One iotguard-controller; ``start()`` connects, ``stop()`` leaves."""
 
     def __init__(self, conf, transport=None, notification_transport=None,
-                 db=None, member_id=None, group=partition_mod.GROUP):
+                 db=None, member_id=None, group=None):
         self.conf = conf
         self.host = conf.host
         self.interval_s = conf.controller.decision_interval
@@ -131,9 +131,11 @@ class ControllerService:
             domains = self.partition.my_domains(self.db.domain_list())
             names = {d['name'] for d in domains}
             if names != self.owned:
-                LOG.info('Now owning %d domains (+%s -%s)', len(names),
-                         sorted(names - self.owned)[:10],
-                         sorted(self.owned - names)[:10])
+                for name in sorted(names - self.owned):
+                    LOG.info('Took over domain %s', name)
+                for name in sorted(self.owned - names):
+                    LOG.info('Handed over domain %s', name)
+                LOG.info('Now owning %d domains', len(names))
                 self.loop.forget(self.owned - names)
                 self.owned = names
             self.manager.refresh_index()

@@ -32,6 +32,7 @@ import uuid
 
 import fixtures
 import oslo_messaging
+from oslo_messaging import conffixture
 
 from iotguard.agent import rpcapi as agent_rpcapi
 from iotguard.agent import service as agent_service
@@ -132,8 +133,10 @@ class ControllerOverRabbitTest(base.TestCase):
         # agents may be heard; do not record their disks here.
         self.flags(decision_interval=INTERVAL_S, lease_seconds=LEASE_S,
                    register_local_disks=False, group='controller')
-        self.transport = rpc.get_transport(self.conf, url=test_rpc.RABBIT_URL)
+        # The exchange is read when the transport is made: set it first.
+        self.useFixture(conffixture.ConfFixture(self.conf))
         self.conf.set_override('control_exchange', 'iotguard-ctl-' + run)
+        self.transport = rpc.get_transport(self.conf, url=test_rpc.RABBIT_URL)
         self.addCleanup(self.transport.cleanup)
         self.ntransport = oslo_messaging.get_notification_transport(
             self.conf, url=test_rpc.RABBIT_URL)

@@ -1,0 +1,306 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Issue 5 end to end: API, two controllers and an agent as processes.
+
+Real RabbitMQ, PostgreSQL and Redis; the agent runs the simulated
+hypervisor on a noisy-neighbour scenario in real time. The test:
+
+1. waits until the noisy neighbour is capped (audit trail read through
+   the API) and the victims' floors are back (their samples, heard on
+   the agents' fanout like a controller hears them);
+2. SIGKILLs the controller that owns the domain: the other one takes it
+   over within two decision intervals, and the cap never lapses meanwhile
+   (its lease is renewed by the new owner);
+3. SIGKILLs the second controller: with no controller left, the cap
+   lapses at its lease and the agent restores the static limits.
+
+The agent and the API never crash. Each test has its own database,
+exchange, tooz group, notification topic and host names.
+"""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+
+import fixtures
+from oslo_messaging import conffixture
+
+from iotguard.agent import rpcapi as agent_rpcapi
+from iotguard import rpc
+from iotguard.sim import scenario as scenario_mod
+from iotguard.sim import world as world_mod
+from iotguard.tests import base
+from iotguard.tests.fixtures import database
+from iotguard.tests.functional.agent import test_rpc
+from iotguard.tests.functional.controller import test_loop_rabbit as tlr
+from iotguard.tests.functional.controller import test_partition
+
+INTERVAL_S = 2.0
+MEMBER_TIMEOUT = 1
+LEASE_S = 6.0
+SAMPLE_S = 0.5
+
+CONFIG = '''
+[DEFAULT]
+host = %(host)s
+transport_url = %(rabbit)s
+control_exchange = %(exchange)s
+log_file = %(log)s
+[database]
+connection = %(db)s
+[tiers]
+[controller]
+decision_interval = %(interval)s
+lease_seconds = %(lease)s
+register_local_disks = false
+[coordination]
+backend_url = %(redis)s
+group_name = %(group)s
+member_timeout = %(member_timeout)s
+[agent]
+virt_driver = simulated
+simulated_scenario = %(scenario)s
+sample_interval = %(sample)s
+state_file =
+[api]
+auth_strategy = noauth
+nova_metadata_sync = false
+dev_server_port = %(port)s
+[oslo_messaging_notifications]
+driver = messagingv2
+topics = %(topic)s
+'''
+
+MAIN = {
+    'api': 'from iotguard.cmd.api import main; main()',
+    'agent': 'from iotguard.cmd.agent import main; main()',
+    'controller': 'from iotguard.cmd.controller import main; main()',
+}
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+class EndToEndTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        for why in (test_rpc._rabbit_unreachable(),
+                    test_partition._redis_unreachable(),
+                    database.unavailable('postgresql')):
+            if why:
+                self.skipTest(why)
+        self.useFixture(fixtures.Timeout(120, gentle=True))
+        self.run_id = run = uuid.uuid4().hex[:10]
+        # IOTGUARD_E2E_DIR keeps the configs and logs of the processes.
+        self.dir = (os.environ.get('IOTGUARD_E2E_DIR')
+                    or self.useFixture(fixtures.TempDir()).path)
+        self.db = self.useFixture(database.Database('postgresql',
+                                                    self.conf)).db
+        self.host = 'cn-' + run
+        self.domain = 'e2e-pool-' + run
+        scenario_file = os.path.join(self.dir, 'noisy.yaml')
+        with open(scenario_file, 'w') as f:
+            f.write(tlr.SCENARIO % {'name': 'e2e-' + run,
+                                    'domain': self.domain,
+                                    'host': self.host, 'noisy_at': 4.0})
+        self.disks = self._membership(scenario_file)
+        self.port = _free_port()
+        self.settings = {
+            'rabbit': test_rpc.RABBIT_URL, 'exchange': 'iotguard-e2e-' + run,
+            'db': self.conf.database.connection,
+            'interval': INTERVAL_S, 'lease': LEASE_S,
+            'redis': test_partition.REDIS_URL,
+            'group': 'iotguard-e2e-' + run,
+            'member_timeout': MEMBER_TIMEOUT, 'scenario': scenario_file,
+            'sample': SAMPLE_S, 'port': self.port,
+            'topic': 'iotguard-e2e-' + run}
+        # The test's own ears on the bus: the agent's fanout batches, and
+        # get_state calls to the agent.
+        self.flags(host='e2e-test-' + run)
+        # The exchange is read when the transport is made: set it first.
+        self.useFixture(conffixture.ConfFixture(self.conf))
+        self.conf.set_override('control_exchange', 'iotguard-e2e-' + run)
+        self.transport = rpc.get_transport(self.conf, url=test_rpc.RABBIT_URL)
+        self.addCleanup(self.transport.cleanup)
+        self.ears = test_rpc.ControllerEndpoint()
+        server = rpc.get_server(self.transport, rpc.TOPIC_CONTROLLER,
+                                'e2e-test-' + run, [self.ears])
+        server.start()
+        self.addCleanup(server.wait)
+        self.addCleanup(server.stop)
+        self.agent_api = agent_rpcapi.AgentAPI(self.transport, timeout=10)
+
+    def _membership(self, scenario_file):
+        self.db.domain_create(self.domain, 'local', iops_4k=300.0,
+                              bytes_sec=3400000.0, policy='guarantee')
+        self.db.tier_create({'name': 'paper', 'description': '',
+                             'min_iops': 0.0, 'min_bytes_sec': tlr.FLOOR,
+                             'max_iops': 0.0, 'max_bytes_sec': 0.0,
+                             'weight': 1.0, 'is_public': True})
+        world = world_mod.World(scenario_mod.load(scenario_file))
+        disks = {}
+        for disk_id in world.disk_ids():
+            info = world.disk_info(disk_id)
+            self.db.disk_upsert(info['instance_uuid'], info['dev'],
+                                self.host, self.domain, info['project_id'])
+            self.db.disk_tier_set(info['instance_uuid'], info['dev'],
+                                  'paper', 'flavor', info['project_id'])
+            disks[info['name']] = (info['instance_uuid'], info['dev'])
+        return disks
+
+    def spawn(self, kind, host):
+        config = os.path.join(self.dir, '%s.conf' % host)
+        log = os.path.join(self.dir, '%s.log' % host)
+        with open(config, 'w') as f:
+            f.write(CONFIG % dict(self.settings, host=host, log=log))
+        proc = subprocess.Popen(
+            [sys.executable, '-c', MAIN[kind], '--config-file', config],
+            stdout=subprocess.DEVNULL, stderr=open(log + '.err', 'w'),
+            start_new_session=True)
+        self.addCleanup(self._reap, proc)
+        return proc, log
+
+    @staticmethod
+    def _reap(proc):
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+    @staticmethod
+    def kill(proc):
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+    def wait_for(self, predicate, timeout, step=0.1):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = predicate()
+            if found:
+                return found
+            time.sleep(step)
+        return predicate()
+
+    def api(self, path):
+        url = 'http://127.0.0.1:%d%s' % (self.port, path)
+        req = urllib.request.Request(url, headers={
+            'X-User-Id': 'e2e-admin', 'X-Project-Id': 'admin-proj',
+            'X-Roles': 'admin,member,reader'})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.loads(r.read())
+
+    def rate(self, name):
+        for host, batch in reversed(self.ears.batches):
+            for disk in batch['disks']:
+                if (disk['instance_uuid'], disk['dev']) == self.disks[name]:
+                    if disk['gap']:
+                        return None
+                    return disk['read_bytes_sec'] + disk['write_bytes_sec']
+        return None
+
+    def noisy_cap(self):
+        state = self.agent_api.get_state({}, self.host)
+        for disk in state['disks']:
+            if (disk['instance_uuid'], disk['dev']) == self.disks['noisy']:
+                return disk
+        return None
+
+    def took_over(self, log):
+        try:
+            with open(log) as f:
+                return re.search(r'Took over domain %s\b' % re.escape(
+                    self.domain), f.read()) is not None
+        except FileNotFoundError:
+            return False
+
+    def test_cap_failover_and_lapse(self):
+        api, _ = self.spawn('api', 'api-' + self.run_id)
+        agent, _ = self.spawn('agent', self.host)
+        ctl = {name: self.spawn('controller', '%s-%s' % (name, self.run_id))
+               for name in ('ctl-a', 'ctl-b')}
+
+        # 1. the noisy neighbour is capped, the floors come back
+        self.assertTrue(self.wait_for(
+            lambda: (self.rate('v1') or tlr.FLOOR) < 0.9 * tlr.FLOOR, 30),
+            'the noisy neighbour never hurt v1')
+        self.assertTrue(self.wait_for(
+            lambda: self.noisy_cap() and self.noisy_cap()['cap'], 3 *
+            INTERVAL_S, step=0.25), 'the noisy neighbour was never capped')
+        restored = self.wait_for(
+            lambda: all((self.rate(v) or 0) >= 0.95 * tlr.FLOOR
+                        for v in ('v1', 'v2')), 3 * INTERVAL_S)
+        self.assertTrue(restored, 'floors not restored: v1 %s v2 %s'
+                        % (self.rate('v1'), self.rate('v2')))
+        decisions = self.wait_for(lambda: self.api(
+            '/v1/decisions?domain=%s' % self.domain)['decisions'], 5)
+        self.assertTrue(decisions)
+        for row in decisions:
+            self.assertEqual(self.disks['noisy'][0], row['instance_uuid'])
+            self.assertIn('guarantee:', row['reason'])
+            self.assertIn('load', row['numbers'])
+
+        # 2. kill the owner: the other takes the domain over in time and
+        #    the cap stays in force throughout
+        owners = [n for n, (_p, log) in ctl.items() if self.took_over(log)]
+        self.assertEqual(1, len(owners), owners)
+        owner = owners[0]
+        other = [n for n in ctl if n != owner][0]
+        self.kill(ctl[owner][0])
+        killed = time.monotonic()
+        leases = []
+        while time.monotonic() - killed < 2 * INTERVAL_S + 0.5:
+            disk = self.noisy_cap()
+            self.assertIsNotNone(disk['cap'], 'the cap lapsed in failover')
+            leases.append(disk['lease_expires_at'])
+            if self.took_over(ctl[other][1]):
+                break
+            time.sleep(0.1)
+        moved_after = time.monotonic() - killed
+        self.assertTrue(self.took_over(ctl[other][1]),
+                        '%s did not take the domain over within two '
+                        'intervals' % other)
+        renewed = self.wait_for(
+            lambda: self.noisy_cap()['lease_expires_at'] > max(leases),
+            2 * INTERVAL_S, step=0.25)
+        self.assertTrue(renewed, 'the new owner does not renew the lease')
+        self.assertIsNotNone(self.noisy_cap()['cap'])
+
+        # 3. no controller left: the cap lapses at its lease
+        self.kill(ctl[other][0])
+        gone = time.monotonic()
+        lapsed = self.wait_for(
+            lambda: self.noisy_cap()['cap'] is None, LEASE_S + 2,
+            step=0.25)
+        lapsed_after = time.monotonic() - gone
+        self.assertTrue(lapsed, 'the cap did not lapse')
+        disk = self.noisy_cap()
+        self.assertEqual(disk['static'] or None, disk['applied'] or None)
+
+        # nothing else crashed
+        self.assertIsNone(agent.poll())
+        self.assertIsNone(api.poll())
+        self.assertTrue(self.api('/v1/decisions?limit=1')['decisions'])
+        print('domain moved %.2f s after SIGKILL of its owner (interval '
+              '%.1f s); cap lapsed %.2f s after the last controller died '
+              '(lease %.1f s)' % (moved_after, INTERVAL_S, lapsed_after,
+                                  LEASE_S))
