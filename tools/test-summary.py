@@ -38,8 +38,9 @@ def count_last_run():
     summary.startTestRun()
     stream.run(summary)
     summary.stopTestRun()
-    skipped = sum(len(v) for v in summary.skip_reasons.values())
-    failed = len(summary.errors) + len(summary.failures)
+    skipped = len(summary.skipped)
+    failed = (len(summary.errors) + len(summary.failures)
+              + len(summary.unexpectedSuccesses))
     passed = summary.testsRun - failed - skipped
     return {'passed': passed, 'failed': failed, 'skipped': skipped}
 
