@@ -157,8 +157,9 @@ class Storage:
                 s.credit -= n * s.cost
                 self.spent += n * s.cost
                 done[i] += n
-                if (free or refill is None or s.credit < s.cost
-                        or refill(i) <= 0):
+                # a closed loop sends its next request at once; it waits
+                # in the queue with the credit left, or completes too
+                if free or refill is None or refill(i) <= 0:
                     break
             if s.credit < 0:
                 # rounding: int() above may complete on 1e-9 less credit

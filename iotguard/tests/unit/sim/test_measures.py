@@ -68,6 +68,9 @@ class TestFloor(base.TestCase):
             x, target, times, 5.0, [0.0]))
         self.assertEqual(5.0, measures.time_to_restore(
             x, target, times, 5.0, [10.0]))
+        # a later change does not stop the clock of an earlier one
+        self.assertEqual(15.0, measures.time_to_restore(
+            x, target, times, 5.0, [0.0, 5.0]))
 
 
 class TestCapacity(base.TestCase):
