@@ -129,3 +129,24 @@ class TestShare(base.TestCase):
                                delta=0.5)
         self.assertAlmostEqual(1 / per_op, ops(12), delta=0.5)
         self.assertAlmostEqual(1 / per_op, ops(24), delta=0.5)
+
+
+class TestLatency(base.TestCase):
+
+    def test_a_starved_synchronous_client_always_has_one_in_flight(self):
+        # the light VM asks 300 KB/s next to a 4-process heavy one and gets
+        # less: it is always waiting for its one request, so by Little's
+        # law its time in the system equals the elapsed time
+        w = world.World(helpers.make())
+        w.step(20)
+        light = w.counters(w.disk_ids()[1])
+        self.assertLess(light['wr_bytes'], 300 * 1024 * 20 * 0.95)
+        self.assertAlmostEqual(20.0, light['wr_times'] / 1e9, delta=0.3)
+
+    def test_closed_loop_latency_is_littles_law(self):
+        w = world.World(helpers.make(vms=[
+            helpers.vm('a', [{'bs': 65536, 'processes': 3}])]))
+        w.step(20)
+        c = w.counters(w.disk_ids()[0])
+        # 3 in flight all the time
+        self.assertAlmostEqual(3 * 20.0, c['wr_times'] / 1e9, delta=0.1)
