@@ -90,3 +90,6 @@ fi
 # Gnocchi in its own virtualenv, for the Gnocchi source's functional tests
 # (iotguard/tests/fixtures/gnocchi.py starts it per test class).
 "$(dirname "$0")/install-gnocchi.sh"
+# nova-api and cinder-api from PyPI in their own venvs, for the tier sync
+# test (iotguard/tests/fixtures/openstack.py serves them per test).
+"$(dirname "$0")/install-openstack-apis.sh"
