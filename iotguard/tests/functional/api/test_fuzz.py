@@ -123,3 +123,7 @@ for _name in [n for n in dir(test_api.APITests) if n.startswith('test_')]:
 
 class FuzzTestsSqlite(FuzzTests, base.APITestCase):
     backend = 'sqlite'
+
+
+class FuzzTestsPostgresql(FuzzTests, base.APITestCase):
+    backend = 'postgresql'
