@@ -1,0 +1,127 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""A thin REST client for iotguard-api over a keystoneauth session.
+
+It knows the URLs and nothing else: bodies go out and come back as the
+API defines them (doc/source/reference/api.rst), errors become
+:class:`APIError` with the API's message (and, for admission refusals,
+its numbers).
+"""
+
+import urllib.parse
+
+from keystoneauth1 import adapter
+from osc_lib import exceptions
+
+SERVICE_TYPE = 'resource-guarantee'
+
+
+class APIError(exceptions.CommandError):
+    """An error answer of iotguard-api (OpenStack error format)."""
+
+    def __init__(self, code, message, numbers=None):
+        self.code, self.numbers = code, numbers
+        text = 'iotguard-api answered %s: %s' % (code, message)
+        if numbers:
+            text += '\n' + '\n'.join(
+                '  %s: %s' % (key, numbers[key]) for key in sorted(numbers))
+        super().__init__(text)
+
+
+def _error(response):
+    try:
+        error = response.json()['error']
+        return APIError(error.get('code', response.status_code),
+                        error.get('message', response.reason),
+                        error.get('numbers'))
+    except (ValueError, KeyError, TypeError):
+        return APIError(response.status_code,
+                        response.text.strip()[:500] or response.reason)
+
+
+def _quote(segment):
+    return urllib.parse.quote(segment, safe='')
+
+
+class Client:
+    """iotguard's /v1 calls; ``headers`` are added to every request."""
+
+    def __init__(self, session, endpoint=None, interface=None,
+                 region_name=None, headers=None):
+        self.http = adapter.Adapter(
+            session, service_type=SERVICE_TYPE, interface=interface,
+            region_name=region_name, endpoint_override=endpoint,
+            additional_headers=headers or {})
+
+    def _call(self, method, path, body=None, params=None):
+        kwargs = {'raise_exc': False, 'params': params}
+        if body is not None:
+            kwargs['json'] = body
+        response = self.http.request('/v1' + path, method, **kwargs)
+        if response.status_code >= 400:
+            raise _error(response)
+        if response.status_code == 204 or not response.content:
+            return None
+        return response.json()
+
+    # -- tiers ---------------------------------------------------------------
+
+    def tier_list(self):
+        return self._call('GET', '/tiers')['tiers']
+
+    def tier_show(self, name):
+        return self._call('GET', '/tiers/%s' % _quote(name))['tier']
+
+    def tier_create(self, name, **fields):
+        return self._call('POST', '/tiers', dict(fields, name=name))['tier']
+
+    def tier_update(self, name, **fields):
+        return self._call('PATCH', '/tiers/%s' % _quote(name),
+                          fields)['tier']
+
+    def tier_delete(self, name):
+        self._call('DELETE', '/tiers/%s' % _quote(name))
+
+    # -- instances -----------------------------------------------------------
+
+    def instance_show(self, uuid):
+        return self._call('GET', '/instances/%s' % _quote(uuid))['instance']
+
+    def instance_set_tier(self, uuid, tier):
+        return self._call('PUT', '/instances/%s/tier' % _quote(uuid),
+                          {'tier': tier})['instance']
+
+    # -- domains -------------------------------------------------------------
+
+    def domain_list(self):
+        return self._call('GET', '/domains')['domains']
+
+    def domain_show(self, name):
+        return self._call('GET', '/domains/%s' % _quote(name))['domain']
+
+    def domain_update(self, name, **fields):
+        return self._call('PATCH', '/domains/%s' % _quote(name),
+                          fields)['domain']
+
+    # -- decisions -----------------------------------------------------------
+
+    def decision_list(self, **filters):
+        """One page: ``(decisions, marker of the next page or None)``."""
+        params = {k: v for k, v in filters.items() if v is not None}
+        body = self._call('GET', '/decisions', params=params)
+        following = [link for link in body.get('links', ())
+                     if link.get('rel') == 'next']
+        marker = None
+        if following and body['decisions']:
+            marker = body['decisions'][-1]['id']
+        return body['decisions'], marker

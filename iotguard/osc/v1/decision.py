@@ -1,0 +1,68 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``openstack iotguard decision list``: the audit trail, newest first."""
+
+from osc_lib.command import command
+
+from iotguard.osc.v1 import common
+
+COLUMNS = (('id', 'ID'), ('created_at', 'Time'), ('domain', 'Domain'),
+           ('instance_uuid', 'Instance'), ('dev', 'Dev'),
+           ('action', 'Action'), ('new_limits', 'New Limits'),
+           ('reason', 'Reason'))
+LONG_COLUMNS = COLUMNS + (('policy', 'Policy'), ('project_id', 'Project'),
+                          ('old_limits', 'Old Limits'),
+                          ('numbers', 'Numbers'))
+
+
+def fetch(client, limit=None, **filters):
+    """``limit`` decisions from one page, or every page without a limit."""
+    decisions, marker = client.decision_list(limit=limit, **filters)
+    while limit is None and marker is not None:
+        page, marker = client.decision_list(**dict(filters, marker=marker))
+        decisions.extend(page)
+    return decisions
+
+
+class ListDecision(command.Lister):
+    """List the decisions iotguard took, and why."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--instance', metavar='<instance-uuid>',
+                            help='Only the decisions on this instance')
+        parser.add_argument('--domain', metavar='<domain>',
+                            help='Only the decisions in this domain')
+        parser.add_argument('--since', metavar='<time>',
+                            help='Only decisions at or after this ISO 8601 '
+                                 'time (UTC unless an offset is given)')
+        parser.add_argument('--limit', metavar='<n>', type=int,
+                            help='At most n decisions (one page); '
+                                 'without it every page is fetched')
+        parser.add_argument('--marker', metavar='<id>',
+                            help='Start after this decision id (the last '
+                                 'one of the previous page)')
+        parser.add_argument('--long', action='store_true',
+                            help='Also show policy, project, old limits '
+                                 'and the numbers the policy saw')
+        return parser
+
+    def take_action(self, parsed_args):
+        args = parsed_args
+        decisions = fetch(common.client(self), limit=args.limit,
+                          instance=args.instance, domain=args.domain,
+                          since=args.since, marker=args.marker)
+        columns = LONG_COLUMNS if args.long else COLUMNS
+        return (tuple(header for _, header in columns),
+                (common.row(d, [key for key, _ in columns])
+                 for d in decisions))

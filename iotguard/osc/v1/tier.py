@@ -1,0 +1,155 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``openstack iotguard tier list|show|create|set|delete``."""
+
+import logging
+
+from osc_lib.command import command
+from osc_lib import exceptions
+
+from iotguard.osc.v1 import common
+
+LOG = logging.getLogger(__name__)
+
+COLUMNS = (('name', 'Name'), ('min_iops', 'Min IOPS'),
+           ('min_bytes_sec', 'Min Bytes/s'), ('max_iops', 'Max IOPS'),
+           ('max_bytes_sec', 'Max Bytes/s'), ('weight', 'Weight'),
+           ('is_public', 'Public'))
+LONG_COLUMNS = COLUMNS + (('description', 'Description'),
+                          ('projects', 'Projects'))
+SHOW_COLUMNS = LONG_COLUMNS + (('created_at', 'Created At'),
+                               ('updated_at', 'Updated At'))
+NUMBERS = (('min_iops', 'Floor: I/O operations per second'),
+           ('min_bytes_sec', 'Floor: bytes per second'),
+           ('max_iops', 'Ceiling: I/O operations per second (0: none)'),
+           ('max_bytes_sec', 'Ceiling: bytes per second (0: none)'),
+           ('weight', 'Share of the spare capacity, relative (> 0)'))
+
+
+def _add_tier_options(parser):
+    parser.add_argument('--description', metavar='<text>',
+                        help='What the tier is for')
+    for key, text in NUMBERS:
+        parser.add_argument('--' + key.replace('_', '-'), dest=key,
+                            metavar='<number>', type=float, help=text)
+    public = parser.add_mutually_exclusive_group()
+    public.add_argument('--public', dest='is_public', action='store_true',
+                        default=None, help='Every project may use it')
+    public.add_argument('--private', dest='is_public', action='store_false',
+                        help='Only the projects given with --project')
+
+
+def _fields(args):
+    keys = ['description', 'is_public'] + [key for key, _ in NUMBERS]
+    return {key: getattr(args, key) for key in keys
+            if getattr(args, key) is not None}
+
+
+class ListTier(command.Lister):
+    """List the tiers your project may use (the admin sees all)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--long', action='store_true',
+                            help='Also show description and projects')
+        return parser
+
+    def take_action(self, parsed_args):
+        tiers = common.client(self).tier_list()
+        columns = LONG_COLUMNS if parsed_args.long else COLUMNS
+        return common.listing(tiers, columns)
+
+
+class ShowTier(command.ShowOne):
+    """Show one tier."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('name', metavar='<name>', help='Tier name')
+        return parser
+
+    def take_action(self, parsed_args):
+        tier = common.client(self).tier_show(parsed_args.name)
+        return common.show(tier, SHOW_COLUMNS)
+
+
+class CreateTier(command.ShowOne):
+    """Create a tier (admin)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('name', metavar='<name>',
+                            help='New tier name ([A-Za-z0-9._-])')
+        _add_tier_options(parser)
+        parser.add_argument('--project', metavar='<project-id>',
+                            dest='projects', action='append',
+                            help='A project that may use a private tier '
+                                 '(repeat for several)')
+        return parser
+
+    def take_action(self, parsed_args):
+        fields = _fields(parsed_args)
+        if parsed_args.projects:
+            fields['projects'] = parsed_args.projects
+        tier = common.client(self).tier_create(parsed_args.name, **fields)
+        return common.show(tier, SHOW_COLUMNS)
+
+
+class SetTier(command.Command):
+    """Change a tier (admin); admission is not re-run for its disks."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('name', metavar='<name>', help='Tier name')
+        _add_tier_options(parser)
+        projects = parser.add_mutually_exclusive_group()
+        projects.add_argument('--project', metavar='<project-id>',
+                              dest='projects', action='append',
+                              help='Projects that may use the tier: '
+                                   'replaces the list (repeat for several)')
+        projects.add_argument('--no-project', dest='projects',
+                              action='store_const', const=[],
+                              help='Clear the list of projects')
+        return parser
+
+    def take_action(self, parsed_args):
+        fields = _fields(parsed_args)
+        if parsed_args.projects is not None:
+            fields['projects'] = parsed_args.projects
+        if not fields:
+            raise exceptions.CommandError('Nothing to set: give at least '
+                                          'one option.')
+        common.client(self).tier_update(parsed_args.name, **fields)
+
+
+class DeleteTier(command.Command):
+    """Delete tiers (admin); a tier in use cannot be deleted."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('names', metavar='<name>', nargs='+',
+                            help='Tier(s) to delete')
+        return parser
+
+    def take_action(self, parsed_args):
+        failed = 0
+        for name in parsed_args.names:
+            try:
+                common.client(self).tier_delete(name)
+            except exceptions.CommandError as exc:
+                LOG.error('Tier %s not deleted: %s', name, exc)
+                failed += 1
+        if failed:
+            raise exceptions.CommandError(
+                '%d of %d tiers not deleted.' % (failed,
+                                                 len(parsed_args.names)))

@@ -1,0 +1,159 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The real ``openstack iotguard`` CLI against the real API.
+
+iotguard-api (``app.deploy``, noauth, a migrated SQLite database) is
+served by wsgiref on a free loopback port in a thread; the commands run
+python-openstackclient's ``openstack`` executable in a subprocess with
+``--os-auth-type none`` and ``--os-iotguard-url``, the way an operator of
+a noauth all-in-one would, and their ``-f json`` output is checked.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import uuid
+from wsgiref import simple_server
+
+import fixtures
+
+from iotguard.api import app
+from iotguard.tests import base
+from iotguard.tests.fixtures import database
+
+ADMIN = ('admin-user', 'admin-proj', 'admin,member,reader')
+MEMBER = ('user-a', 'proj-a', 'member,reader')
+
+
+class _QuietHandler(simple_server.WSGIRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+class TestOpenstackCLI(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.openstack = shutil.which(
+            'openstack', path=os.path.dirname(sys.executable))
+        if self.openstack is None:
+            self.skipTest('python-openstackclient is not installed '
+                          '(test-requirements.txt)')
+        self.useFixture(fixtures.Timeout(240, gentle=True))
+        self.flags(group='api', auth_strategy='noauth',
+                   nova_metadata_sync=False)
+        self.db = self.useFixture(database.Database('sqlite',
+                                                    self.conf)).db
+        application = app.deploy(self.conf, db=self.db)
+        server = simple_server.make_server('127.0.0.1', 0, application,
+                                           handler_class=_QuietHandler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        self.addCleanup(thread.join, 10)
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        self.url = 'http://127.0.0.1:%d' % server.server_port
+
+    def cli(self, *args, who=ADMIN, ok=True):
+        """Run ``openstack iotguard <args>``; (rc, stdout, stderr)."""
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith('OS_')}
+        env.update(HOME=self.useFixture(fixtures.TempHomeDir()).path,
+                   OS_IOTGUARD_URL=self.url)
+        user, project, roles = who
+        command = [self.openstack, '--os-auth-type', 'none',
+                   '--os-iotguard-noauth-user', user,
+                   '--os-iotguard-noauth-project', project,
+                   '--os-iotguard-noauth-roles', roles,
+                   'iotguard'] + list(args)
+        proc = subprocess.run(command, env=env, capture_output=True,
+                              text=True, timeout=60)
+        if ok:
+            self.assertEqual(0, proc.returncode, proc.stderr)
+        else:
+            self.assertNotEqual(0, proc.returncode, proc.stdout)
+        return proc.stdout, proc.stderr
+
+    def json(self, *args, who=ADMIN):
+        return json.loads(self.cli(*(args + ('-f', 'json')), who=who)[0])
+
+    def test_tiers_instances_and_decisions(self):
+        # Tier CRUD as the admin.
+        created = self.json('tier', 'create', 'gold', '--min-iops', '2000',
+                            '--max-iops', '5000', '--weight', '4',
+                            '--description', 'databases')
+        self.assertEqual('gold', created['Name'])
+        self.assertEqual(2000.0, created['Min IOPS'])
+        self.assertEqual(4.0, created['Weight'])
+        self.json('tier', 'create', 'huge', '--min-iops', '9000')
+        self.json('tier', 'create', 'doomed', '--private',
+                  '--project', 'proj-b')
+        names = [t['Name'] for t in self.json('tier', 'list')]
+        self.assertEqual(['doomed', 'gold', 'huge'], sorted(names))
+        # A project does not see another project's private tier.
+        names = [t['Name'] for t in self.json('tier', 'list', who=MEMBER)]
+        self.assertEqual(['gold', 'huge'], sorted(names))
+        self.cli('tier', 'set', 'gold', '--min-iops', '2500')
+        shown = self.json('tier', 'show', 'gold')
+        self.assertEqual(2500.0, shown['Min IOPS'])
+        self.assertEqual('databases', shown['Description'])
+        self.cli('tier', 'delete', 'doomed')
+        _, err = self.cli('tier', 'show', 'doomed', ok=False)
+        self.assertIn('404', err)
+
+        # An instance of proj-a with one disk in a calibrated domain.
+        self.db.domain_create('local:compute1', 'local', iops_4k=10000.0,
+                              bytes_sec=400e6)
+        instance = str(uuid.uuid4())
+        self.db.disk_upsert(instance, 'vda', 'compute1', 'local:compute1',
+                            'proj-a')
+        admitted = self.json('instance', 'set', '--tier', 'gold', instance,
+                             who=MEMBER)
+        self.assertEqual('gold', admitted['Tier'])
+        self.assertEqual('local:compute1',
+                         admitted['Admission'][0]['domain'])
+        # 9000 of 10000 4k IOPS is above max_commit_ratio 0.9: refused,
+        # with the API's message and numbers, and nothing changes.
+        _, err = self.cli('instance', 'set', '--tier', 'huge', instance,
+                          who=MEMBER, ok=False)
+        self.assertIn('409', err)
+        self.assertIn('refused on domain local:compute1', err)
+        self.assertIn('committed_after', err)
+        disks = self.json('instance', 'show', instance, who=MEMBER)
+        self.assertEqual([('vda', 'gold', 'metadata')],
+                         [(d['Dev'], d['Tier'], d['Tier Source'])
+                          for d in disks])
+        # A tier in use cannot be deleted.
+        _, err = self.cli('tier', 'delete', 'gold', ok=False)
+        self.assertIn('in use', err)
+
+        # Decisions: every page without --limit, one page with it.
+        ids = [self.db.decision_create(
+            'local:compute1', 'guarantee', instance, 'vda', 'proj-a', 'cap',
+            {}, {'total_iops_sec': 3000 + i}, 'test %d' % i, {'share': i})
+            for i in range(3)]
+        everything = self.json('decision', 'list', '--instance', instance)
+        self.assertEqual(sorted(ids, reverse=True),
+                         [d['ID'] for d in everything])
+        page = self.json('decision', 'list', '--limit', '2', '--long',
+                         who=MEMBER)
+        self.assertEqual(sorted(ids, reverse=True)[:2],
+                         [d['ID'] for d in page])
+        self.assertEqual({'share': 2}, page[0]['Numbers'])
+        after = self.json('decision', 'list', '--marker', str(page[-1]['ID']))
+        self.assertEqual([min(ids)], [d['ID'] for d in after])
+        other = self.json('decision', 'list', who=('u', 'proj-b', 'member,reader'))
+        self.assertEqual([], other)
