@@ -18,22 +18,18 @@ from :func:`tier_setter`; it answers what happened (``synced``,
 the choice is already committed and is what the controller uses.
 """
 
-from keystoneauth1 import loading as ks_loading
 from oslo_log import log
+
+from iotguard import clients
 
 LOG = log.getLogger(__name__)
 
 METADATA_KEY = 'iotguard:tier'
-CREDENTIALS_GROUP = 'service_credentials'
 
 
 def connect(conf):
     """An openstacksdk Connection from [service_credentials]."""
-    import openstack  # imported late: only the API with Nova sync needs it
-    auth = ks_loading.load_auth_from_conf_options(conf, CREDENTIALS_GROUP)
-    session = ks_loading.load_session_from_conf_options(
-        conf, CREDENTIALS_GROUP, auth=auth)
-    return openstack.connection.Connection(session=session)
+    return clients.get_connection(conf)
 
 
 def _disabled(context, instance_uuid, tier):
