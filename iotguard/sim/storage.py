@@ -29,8 +29,8 @@ were served, so at every moment the requests ``[completed, passed)`` are in
 the storage queue and ``[passed, issued)`` wait at the throttle: a request
 is served once, in order, and never lost. Within a stream, the work granted
 accumulates as ``credit`` and each ``cost`` of it completes the oldest
-request; the books balance exactly (``granted == spent + credit +
-dropped``).
+request; the books balance exactly (``granted == spent + credit``, and
+``dropped`` counts the capacity left idle for want of requests).
 """
 
 import collections.abc
@@ -102,9 +102,9 @@ class Storage:
                  streams: list[Stream]) -> None:
         self.domain = domain
         self.streams = streams
-        self.granted = 0.0      # device-seconds handed to streams
+        self.granted = 0.0      # device-seconds handed to streams (net)
         self.spent = 0.0        # device-seconds that completed requests
-        self.dropped = 0.0      # credit a stream could not use
+        self.dropped = 0.0      # device-seconds idle: nothing queued
         self.queue_seconds = 0.0  # integral of the queue length over time
 
     def outstanding(self) -> int:
@@ -114,65 +114,77 @@ class Storage:
               refill: Refill | None = None) -> list[int]:
         """Serve ``dt`` seconds; return the completions of each stream.
 
-        The queue at the start of the tick sets the speed and the shares.
-        ``refill(i)``, when given, is called after stream ``i`` completed
-        requests while it still has credit: it returns how many new
-        requests it put into the storage queue (a closed loop re-issuing
-        within the tick). A stream that refills every completion at once
-        (``refill(i) < 0``: no rate, no throttle) is served in closed form.
+        The queue at the start of the tick sets the speed. The work is
+        shared among the streams with queued requests; ``refill(i)``, when
+        given, is called after stream ``i`` completed requests: it returns
+        how many new requests it put into the storage queue (a closed loop
+        re-issuing within the tick), or ``-1`` when the stream refills
+        every completion at once (no rate, no throttle), which is served in
+        closed form. A stream that empties (its next request is held by its
+        rate or its throttle) gives its unused credit back, and the others
+        share it: the array is work-conserving. Work nobody can use (no
+        request queued) is idle capacity, counted in ``dropped``.
         """
         streams = self.streams
-        per_disk: dict[int, int] = {}
-        for s in streams:
-            if s.queued:
-                per_disk[s.disk] = per_disk.get(s.disk, 0) + s.queued
-        total = sum(per_disk.values())
+        total = self.outstanding()
         done = [0] * len(streams)
         if not total:
             return done
-        alpha = self.domain.share_exponent
-        weight = {d: q ** alpha for d, q in per_disk.items()}
-        weight_sum = sum(weight.values())
-        work = speed(total, self.domain) * factor * dt
-        for i, s in enumerate(streams):
-            if not s.queued:
-                continue
-            grant = work * weight[s.disk] / weight_sum * s.queued / per_disk[
-                s.disk]
-            self.granted += grant
-            s.credit += grant
-            free = refill is not None and refill(i) < 0
-            while True:
-                n = int(s.credit / s.cost + 1e-9)
-                if not free:
-                    n = min(s.queued, n)
-                if n <= 0:
-                    break
-                if free:
-                    # completed requests are replaced at once: the queue
-                    # keeps its length, the stream's numbering runs on
-                    s.issued += n
-                    s.passed += n
-                s.completed += n
-                s.credit -= n * s.cost
-                self.spent += n * s.cost
-                done[i] += n
-                # a closed loop sends its next request at once; it waits
-                # in the queue with the credit left, or completes too
-                if free or refill is None or refill(i) <= 0:
-                    break
-            if s.credit < 0:
-                # rounding: int() above may complete on 1e-9 less credit
-                self.spent += s.credit
-                s.credit = 0.0
-            if not s.queued:
-                # The stream emptied during the tick: what it had left
-                # stays as the head start of its next request, at most one
-                # tick's worth, so a closed loop loses no capacity to the
-                # tick boundary.
-                keep = min(s.credit, grant)
-                self.dropped += s.credit - keep
-                s.credit = keep
+        pool = speed(total, self.domain) * factor * dt
+        active = [i for i, s in enumerate(streams) if s.queued]
+        while active and pool > 1e-15:
+            per_disk: dict[int, int] = {}
+            for i in active:
+                d = streams[i].disk
+                per_disk[d] = per_disk.get(d, 0) + streams[i].queued
+            alpha = self.domain.share_exponent
+            weight = {d: q ** alpha for d, q in per_disk.items()}
+            weight_sum = sum(weight.values())
+            work, pool = pool, 0.0
+            for i in active:
+                s = streams[i]
+                grant = work * weight[s.disk] / weight_sum * s.queued / (
+                    per_disk[s.disk])
+                self.granted += grant
+                s.credit += grant
+                done[i] += self._complete(i, s, refill)
+                if not s.queued:
+                    # nothing left to serve: the credit goes back
+                    self.granted -= s.credit
+                    pool += s.credit
+                    s.credit = 0.0
+            active = [i for i in active if streams[i].queued]
+        self.dropped += pool
         after = self.outstanding()
         self.queue_seconds += (total + after) / 2.0 * dt
+        return done
+
+    def _complete(self, index: int, s: Stream,
+                  refill: Refill | None) -> int:
+        """Complete what a stream's credit pays for; return how many."""
+        free = refill is not None and refill(index) < 0
+        done = 0
+        while True:
+            n = int(s.credit / s.cost + 1e-9)
+            if not free:
+                n = min(s.queued, n)
+            if n <= 0:
+                break
+            if free:
+                # completed requests are replaced at once: the queue
+                # keeps its length, the stream's numbering runs on
+                s.issued += n
+                s.passed += n
+            s.completed += n
+            s.credit -= n * s.cost
+            self.spent += n * s.cost
+            done += n
+            # a closed loop sends its next request at once; it waits in
+            # the queue with the credit left, or completes too
+            if free or refill is None or refill(index) <= 0:
+                break
+        if s.credit < 0:
+            # rounding: int() above may complete on 1e-9 less credit
+            self.spent += s.credit
+            s.credit = 0.0
         return done
