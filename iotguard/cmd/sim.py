@@ -76,8 +76,14 @@ def parse_params(items: list[str]) -> dict[str, Any]:
 
 def simulate(scenario: scenario_mod.Scenario, names: list[str], seed: int,
              params: dict[str, Any]) -> dict[str, loop.Run]:
-    """Run each policy (and ``none`` as the reference) on one scenario."""
-    policies = {name: policy_mod.load(name, **params) for name in names}
+    """Run each policy (and ``none`` as the reference) on one scenario.
+
+    A policy's parameters are the scenario's (its ``policies`` section)
+    overridden by ``params``.
+    """
+    policies = {name: policy_mod.load(
+        name, **{**scenario.policies.get(name, {}), **params})
+        for name in names}
     if 'none' not in policies:
         policies = {'none': policy_mod.load('none'), **policies}
     return {name: loop.run(scenario, policy, seed,

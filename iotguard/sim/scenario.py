@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from iotguard import exception
+from iotguard import policy
 from iotguard.sim import throttle
 
 PACKAGE = 'iotguard.sim.scenarios'
@@ -135,6 +136,8 @@ class Scenario:
     tiers: dict[str, TierSpec]
     vms: tuple[Vm, ...]
     source: str = ''
+    policies: dict[str, dict[str, Any]] = dataclasses.field(
+        default_factory=dict)
 
     def change_times(self) -> list[float]:
         """Every load change of every job (0, the start, included)."""
@@ -357,6 +360,25 @@ def _vms(r: _Reader, source: str, tiers: dict[str, TierSpec],
             for n in names]
 
 
+def _policies(data: Any, source: str) -> dict[str, dict[str, Any]]:
+    """Per-policy parameters for this scenario, checked by building each."""
+    r = _Reader(data, 'policies', source)
+    result: dict[str, dict[str, Any]] = {}
+    for name, params in r.data.items():
+        field = r.name(str(name))
+        if name not in policy.names():
+            r.fail(field, 'unknown policy; known: %s'
+                   % ', '.join(policy.names()))
+        if not isinstance(params, dict):
+            r.fail(field, 'must be a mapping of parameters')
+        try:
+            policy.load(name, **params)
+        except (TypeError, ValueError) as e:
+            r.fail(field, 'bad parameters: %s' % e)
+        result[name] = dict(params)
+    return result
+
+
 def parse(data: Any, source: str = '<data>') -> Scenario:
     """Validate a scenario's data (as YAML loads it) into a Scenario."""
     r = _Reader(data, '', source)
@@ -380,6 +402,7 @@ def parse(data: Any, source: str = '<data>') -> Scenario:
     for i, v in enumerate(r.items('vms')):
         vms.extend(_vms(_Reader(v, 'vms[%d]' % i, source), source, tiers,
                         name))
+    policies = _policies(r.get('policies', {}), source)
     seen: set[str] = set()
     for vm in vms:
         if vm.name in seen:
@@ -388,4 +411,5 @@ def parse(data: Any, source: str = '<data>') -> Scenario:
     r.done()
     return Scenario(name=name, description=description, duration_s=duration,
                     interval_s=interval, tick_s=tick, domain=domain,
-                    tiers=tiers, vms=tuple(vms), source=source)
+                    tiers=tiers, vms=tuple(vms), source=source,
+                    policies=policies)

@@ -19,6 +19,7 @@ from unittest import mock
 import yaml
 
 from iotguard.cmd import sim
+from iotguard import policy as policy_mod
 from iotguard.tests import base
 from iotguard.tests.unit.sim import helpers
 
@@ -106,3 +107,16 @@ class TestCli(base.TestCase):
         progress(1.0)
         self.assertIn('100%', stream.getvalue())
         self.assertTrue(stream.getvalue().endswith('\n'))
+
+    def test_scenario_policy_parameters_and_overrides(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, 'unit.yaml')
+            with open(path, 'w') as f:
+                yaml.safe_dump(helpers.data(policies={
+                    'ntt': {'rate': 0.3, 'cap_time': 30}}), f)
+            with mock.patch.object(sim.policy_mod, 'load',
+                                   wraps=policy_mod.load) as load:
+                code, _, err = self.main('run', path, '--policy', 'ntt',
+                                         '--param', 'rate=0.4')
+        self.assertEqual(0, code, err)
+        load.assert_any_call('ntt', rate=0.4, cap_time=30)

@@ -174,3 +174,30 @@ class TestInvalid(base.TestCase):
             e = self.assertRaises(exception.InvalidScenario, scenario.load,
                                   path)
             self.assertIn('YAML', str(e))
+
+
+class TestPolicies(base.TestCase):
+
+    def test_policy_parameters(self):
+        sc = helpers.make(policies={'ntt': {'rate': 0.3}})
+        self.assertEqual({'ntt': {'rate': 0.3}}, sc.policies)
+        self.assertEqual({}, helpers.make().policies)
+
+    def test_unknown_policy(self):
+        e = self.assertRaises(exception.InvalidScenario, helpers.make,
+                              policies={'fancy': {}})
+        self.assertEqual('policies.fancy', e.kwargs['field'])
+        self.assertIn('unknown policy', str(e))
+
+    def test_unknown_or_bad_policy_key(self):
+        e = self.assertRaises(exception.InvalidScenario, helpers.make,
+                              policies={'ntt': {'colour': 'blue'}})
+        self.assertEqual('policies.ntt', e.kwargs['field'])
+        self.assertIn('colour', str(e))
+        e = self.assertRaises(exception.InvalidScenario, helpers.make,
+                              policies={'ntt': {'rate': 7}})
+        self.assertEqual('policies.ntt', e.kwargs['field'])
+        self.assertIn('rate', str(e))
+        e = self.assertRaises(exception.InvalidScenario, helpers.make,
+                              policies={'ntt': 0.5})
+        self.assertIn('mapping', str(e))
