@@ -398,6 +398,15 @@ class Connection:
         be allowed the tier, else NotFound.
         """
         with self._writer() as session:
+            # Lock the instance's domains before reading anything else: on
+            # MySQL/MariaDB (REPEATABLE READ) the snapshot of the later
+            # plain reads is then taken after the lock, so they see what a
+            # choice that held the lock before committed.
+            domains = {d.id: d for d in session.scalars(
+                sa.select(models.Domain).where(models.Domain.id.in_(
+                    sa.select(models.Disk.domain_id).where(
+                        models.Disk.instance_uuid == instance_uuid)))
+                .order_by(models.Domain.id).with_for_update())}
             disks = session.scalars(sa.select(models.Disk).where(
                 models.Disk.instance_uuid == instance_uuid).order_by(
                     models.Disk.dev)).all()
@@ -415,8 +424,11 @@ class Connection:
             numbers = []
             domain_ids = sorted({d.domain_id for d in disks})
             for domain_id in domain_ids:
-                domain = session.scalars(sa.select(models.Domain).where(
-                    models.Domain.id == domain_id).with_for_update()).one()
+                domain = domains.get(domain_id)
+                if domain is None:
+                    raise exception.Conflict(
+                        reason='a disk of instance %s moved to another '
+                               'domain meanwhile; try again' % instance_uuid)
                 members = session.scalars(sa.select(models.Disk).where(
                     models.Disk.domain_id == domain_id)).all()
                 choices, default = self._effective_tiers(

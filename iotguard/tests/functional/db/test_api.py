@@ -13,9 +13,14 @@
 """iotguard.db.api against real databases, one fresh database per test."""
 
 import datetime
+import functools
+import threading
+import time
 
+from iotguard import admission
 from iotguard.db import api as db_api
 from iotguard import exception
+from iotguard.tests import base
 from iotguard.tests.functional.db import backends
 
 UUID_A = '11111111-1111-4111-8111-111111111111'
@@ -316,3 +321,53 @@ class DbApiTests:
 
 backends.on_every_backend(globals(), DbApiTests)
 del DbApiTests
+
+
+class ConcurrentAdmissionTests:
+    """Two tier choices at once on a domain that has room for one."""
+
+    def test_concurrent_choices_cannot_overcommit(self):
+        self.db.domain_create('local:cn1', 'local', iops_4k=10000.0,
+                              bytes_sec=400e6)
+        self.db.disk_upsert(UUID_A, 'vda', 'cn1', 'local:cn1', 'proj-a')
+        self.db.disk_upsert(UUID_B, 'vda', 'cn1', 'local:cn1', 'proj-b')
+        # 2500 IOPS cost 0.2756 each: one fits under 0.5, two do not.
+        self.db.tier_create(_tier('big', min_iops=2500.0))
+        check = functools.partial(admission.check, max_ratio=0.5)
+        inside = threading.Event()
+
+        def slow_check(*args):
+            numbers = check(*args)
+            inside.set()
+            time.sleep(1.0)     # hold the domain while the other one tries
+            return numbers
+
+        outcomes = {}
+
+        def choose(instance, admit):
+            try:
+                self.db.instance_tier_set(instance, 'big', admit)
+                outcomes[instance] = 'admitted'
+            except exception.AdmissionRejected:
+                outcomes[instance] = 'refused'
+
+        first = threading.Thread(target=choose, args=(UUID_A, slow_check))
+        first.start()
+        self.assertTrue(inside.wait(30))
+        second = threading.Thread(target=choose, args=(UUID_B, check))
+        second.start()
+        first.join(60)
+        second.join(60)
+        self.assertEqual({UUID_A: 'admitted', UUID_B: 'refused'}, outcomes)
+        self.assertEqual({UUID_A: 'big', UUID_B: None}, {
+            d['instance_uuid']: d['tier'] and d['tier']['name']
+            for d in self.db.disk_list()})
+
+
+for _backend in ('postgresql', 'mysql'):
+    _name = 'ConcurrentAdmissionTests%s' % _backend.capitalize()
+    globals()[_name] = type(_name, (backends.BackendMixin,
+                                    ConcurrentAdmissionTests,
+                                    base.TestCase),
+                            {'backend': _backend, '__module__': __name__})
+del ConcurrentAdmissionTests
