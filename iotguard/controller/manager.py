@@ -36,8 +36,8 @@ import time
 from oslo_log import log as logging
 import oslo_messaging
 
-from iotguard import caps
 from iotguard.controller import rpcapi
+from iotguard.controller import samples as samples_mod
 from iotguard import exception
 
 LOG = logging.getLogger(__name__)
@@ -142,7 +142,7 @@ class ControllerManager:
 
     def _route(self, sample, host, received):
         try:
-            caps.validate_sample(sample)
+            samples_mod.validate(sample)
         except exception.Invalid as e:
             LOG.warning('Dropped a sample from %s: %s', host or 'a source',
                         e)

@@ -38,6 +38,7 @@ Thread-safe: the RPC server's threads add while the loop reads.
 """
 
 import math
+import re
 import threading
 import time
 
@@ -56,6 +57,67 @@ MAX_SKEW_S = 2.0
 _NUMBERS = ('timestamp', 'interval_s', 'read_iops', 'write_iops',
             'read_bytes_sec', 'write_bytes_sec', 'read_latency_ms',
             'write_latency_ms', 'flush_ops')
+
+
+_UUID = re.compile(caps.DISK_SCHEMA['properties']['instance_uuid']['pattern'])
+_DEV = re.compile(caps.DISK_SCHEMA['properties']['dev']['pattern'])
+_RATES = ('read_iops', 'write_iops', 'read_bytes_sec', 'write_bytes_sec',
+          'read_latency_ms', 'write_latency_ms', 'flush_ops')
+_MAX_LIMIT = caps.LIMITS_SCHEMA['properties']['total_iops_sec']['maximum']
+_KEYS = frozenset(caps.IOTUNE_KEYS)
+
+
+def _number(value):
+    return type(value) in (int, float)
+
+
+def _limits(value):
+    return type(value) is dict and all(
+        k in _KEYS and type(v) is int and 0 <= v <= _MAX_LIMIT
+        for k, v in value.items())
+
+
+def _plainly_valid(sample):
+    """A fast, strict check: True only for a sample the schema accepts.
+
+    jsonschema costs about 150 us per sample, too much for 50,000 disks
+    every 5 s; this check takes a few microseconds. Whatever it does not
+    accept is judged by the schema itself (and its error reported).
+    """
+    if type(sample) is not dict:
+        return False
+    get = sample.get
+    uuid, dev = get('instance_uuid'), get('dev')
+    if not (type(uuid) is str and _UUID.match(uuid) and type(dev) is str
+            and _DEV.match(dev) and _number(get('timestamp'))
+            and 'gap' in sample and 'static' in sample
+            and 'cap' in sample):
+        return False
+    for key in _RATES:
+        if key not in sample:
+            return False
+        value = sample[key]
+        if value is not None and not (_number(value) and value >= 0):
+            return False
+    for key in ('volume_id', 'project_id', 'gap', 'decision_id'):
+        value = get(key)
+        if value is not None and type(value) is not str:
+            return False
+    for key in ('interval_s', 'lease_expires_at'):
+        value = get(key)
+        if value is not None and not _number(value):
+            return False
+    if 'interval_s' in sample and sample['interval_s'] is None:
+        return False
+    cap = sample['cap']
+    return _limits(sample['static']) and (cap is None or _limits(cap))
+
+
+def validate(sample):
+    """Return ``sample`` if it is a valid sample, else raise Invalid."""
+    if _plainly_valid(sample):
+        return sample
+    return caps.validate_sample(sample)
 
 
 def has_rates(sample):
@@ -98,7 +160,7 @@ class SampleStore:
     def add(self, sample, received_at=None):
         """Store ``sample`` if it is valid and newer; False (logged) if not."""
         try:
-            caps.validate_sample(sample)
+            validate(sample)
         except exception.Invalid as e:
             return self._refuse(sample, '%s', e)
         bad = [k for k in _NUMBERS if sample.get(k) is not None

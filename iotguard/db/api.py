@@ -512,6 +512,37 @@ class Connection:
                     lease_expires_at=lease_expires_at,
                     updated_at=utcnow())).rowcount
 
+    def disk_bulk_insert(self, disks):
+        """Insert many new disks in one statement (benchmarks, imports).
+
+        Each is a dict ``instance_uuid, dev, host, domain, project_id``
+        (and optionally ``volume_id``); an unknown domain is NotFound, a
+        disk that exists already Conflict. Returns how many were inserted.
+        """
+        if not disks:
+            return 0
+        try:
+            with self._writer() as session:
+                ids = dict(session.execute(sa.select(
+                    models.Domain.name, models.Domain.id)).all())
+                now = utcnow()
+                rows = []
+                for disk in disks:
+                    if disk['domain'] not in ids:
+                        raise exception.NotFound(
+                            what='domain %s' % disk['domain'])
+                    rows.append({
+                        'instance_uuid': disk['instance_uuid'],
+                        'dev': disk['dev'], 'host': disk['host'],
+                        'domain_id': ids[disk['domain']],
+                        'project_id': disk['project_id'],
+                        'volume_id': disk.get('volume_id'),
+                        'created_at': now})
+                session.execute(sa.insert(models.Disk), rows)
+                return len(rows)
+        except db_exc.DBDuplicateEntry:
+            raise exception.Conflict(reason='a disk exists already')
+
     def disk_index(self):
         """``{(instance_uuid, dev): (domain, host)}`` of every disk.
 

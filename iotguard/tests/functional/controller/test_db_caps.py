@@ -56,5 +56,23 @@ class ControllerDbTests:
                           (UUID_A, 'vdb'): ('pool', 'cn1')},
                          self.db.disk_index())
 
+    def test_disk_bulk_insert(self):
+        from iotguard import exception
+        self.db.domain_create('pool', 'cinder')
+        rows = [{'instance_uuid': UUID_A, 'dev': 'vda', 'host': 'cn1',
+                 'domain': 'pool', 'project_id': 'p'},
+                {'instance_uuid': UUID_B, 'dev': 'vdb', 'host': 'cn2',
+                 'domain': 'pool', 'project_id': 'q', 'volume_id': UUID_A}]
+        self.assertEqual(0, self.db.disk_bulk_insert([]))
+        self.assertEqual(2, self.db.disk_bulk_insert(rows))
+        disks = self.db.disk_list(domain='pool')
+        self.assertEqual([('cn1', None), ('cn2', UUID_A)],
+                         [(d['host'], d['volume_id']) for d in disks])
+        self.assertRaises(exception.Conflict, self.db.disk_bulk_insert,
+                          rows[:1])
+        self.assertRaises(exception.NotFound, self.db.disk_bulk_insert,
+                          [dict(rows[0], domain='nope', dev='vdz')])
+        self.assertEqual(2, len(self.db.disk_list()))
+
 
 backends.on_every_backend(globals(), ControllerDbTests)

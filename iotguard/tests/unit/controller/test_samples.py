@@ -12,7 +12,11 @@
 
 import threading
 
+import hypothesis
+
+from iotguard import caps
 from iotguard.controller import samples
+from iotguard import exception
 from iotguard.tests import base
 from iotguard.tests.unit.controller import fakes
 
@@ -127,3 +131,50 @@ class SampleStoreTest(base.TestCase):
         for t in threads:
             t.join()
         self.assertEqual(1199.0, self.store.latest(UUID, 'vda')['timestamp'])
+
+
+FIELDS = sorted(fakes.sample(UUID).keys()) + ['extra']
+VALUES = hypothesis.strategies.one_of(
+    hypothesis.strategies.none(), hypothesis.strategies.booleans(),
+    hypothesis.strategies.integers(-2 ** 64, 2 ** 64),
+    hypothesis.strategies.floats(allow_nan=True, allow_infinity=True),
+    hypothesis.strategies.text(max_size=40),
+    hypothesis.strategies.sampled_from([UUID, UUID + '\n', 'vda', 'v' * 33,
+                                        '1a', {}, [], {'total_iops_sec': 5},
+                                        {'total_iops_sec': -1},
+                                        {'total_iops_sec': 1.0},
+                                        {'nope': 1}, {'read_iops_sec': True},
+                                        {'total_bytes_sec': 2 ** 63}]))
+
+
+class FastValidationTest(base.TestCase):
+    """The fast check never accepts what the schema refuses."""
+
+    @hypothesis.settings(max_examples=400, deadline=None)
+    @hypothesis.given(hypothesis.strategies.dictionaries(
+        hypothesis.strategies.sampled_from(FIELDS), VALUES, max_size=4),
+        hypothesis.strategies.sets(hypothesis.strategies.sampled_from(
+            FIELDS), max_size=2))
+    def test_fast_path_agrees_with_schema(self, changes, dropped):
+        sample = fakes.sample(UUID)
+        sample.update(changes)
+        for key in dropped:
+            sample.pop(key, None)
+        if samples._plainly_valid(sample):
+            caps.validate_sample(sample)   # must not raise
+
+    def test_valid_samples_take_the_fast_path(self):
+        for sample in (fakes.sample(UUID), fakes.sample(UUID, gap='reset'),
+                       fakes.sample(UUID, static={'total_iops_sec': 100},
+                                    cap={'total_bytes_sec': 1},
+                                    lease_expires_at=5.0, decision_id='7')):
+            self.assertTrue(samples._plainly_valid(sample))
+            self.assertIs(sample, samples.validate(sample))
+
+    def test_slow_path_still_accepts_what_the_schema_accepts(self):
+        # 1.0 is an integer for JSON schema; the fast check leaves it to it
+        sample = fakes.sample(UUID, static={'total_iops_sec': 1.0})
+        self.assertFalse(samples._plainly_valid(sample))
+        self.assertIs(sample, samples.validate(sample))
+        self.assertRaises(exception.Invalid, samples.validate,
+                          fakes.sample(UUID, dev='0bad'))

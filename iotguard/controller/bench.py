@@ -1,0 +1,263 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Scale benchmark of one iotguard-controller over RabbitMQ on loopback.
+
+    python -m iotguard.controller.bench --hosts 1000 --disks-per-host 50 \\
+        --domains 100 [--db-url URL] [--rounds 3]
+
+What it does, with the controller's own code and a real broker:
+
+1. a fresh database (SQLite file by default, or ``--db-url`` pointing at
+   an empty database) gets the schema, one tier, ``--domains`` domains and
+   ``hosts x disks-per-host`` disks spread over them (each domain spans
+   many hosts, like a Ceph or Cinder pool);
+2. the hosts' ``report_samples`` batches are cast with the real
+   :class:`ControllerAPI` (fanout, RabbitMQ at ``--url``) and received by
+   the controller's RPC server and :class:`ControllerManager` into the
+   sample store: ingest time and rate are reported. In every domain a few
+   disks are noisy and a few starve, so the ``guarantee`` policy caps;
+3. ``--rounds`` decision rounds over every domain, one ``decision_interval``
+   apart (on the samples' clock): wall time per domain and in total, CPU
+   of the process per round, decisions, RPC casts (``apply_caps`` /
+   ``release_caps`` per host, to queues nobody consumes here) and renewals.
+   Round 1 caps; later rounds only renew;
+4. the controller's resident memory (VmRSS) before and after ingest.
+
+Nothing here runs in the service; it only measures.
+"""
+
+import argparse
+import logging
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+
+from oslo_config import cfg
+import oslo_messaging
+import sqlalchemy as sa
+
+from iotguard.agent import rpcapi as agent_rpcapi
+from iotguard import conf as iotguard_conf
+from iotguard.controller import audit as audit_mod
+from iotguard.controller import loop as loop_mod
+from iotguard.controller import manager as manager_mod
+from iotguard.controller import rpcapi as controller_rpcapi
+from iotguard.controller import samples as samples_mod
+from iotguard.db import api as db_api
+from iotguard.db import migration
+from iotguard import notifications
+from iotguard import rpc
+
+INTERVAL_S = 5.0
+TIER = 'bench'
+GOLD_TIER = 'bench-gold'
+#: per domain: the first NOISY disks are noisy, the next GOLD disks have a
+#: 2000 IOPS floor and starve at 500 IOPS
+NOISY = 3
+GOLD = 4
+
+
+def _rss_mib():
+    with open('/proc/self/status') as f:
+        for line in f:
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1]) / 1024.0
+    return float('nan')
+
+
+def _cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _disk_uuid(host, index):
+    return str(uuid.uuid5(uuid.NAMESPACE_URL,
+                          'iotguard-bench:%d/%d' % (host, index)))
+
+
+def _sample(host, index, domain_slot, timestamp):
+    """A disk's sample: slots 0-2 of a domain are noisy, 3-6 starve."""
+    if domain_slot < NOISY:
+        iops, latency = 15000.0, 40.0
+    elif domain_slot < NOISY + GOLD:
+        iops, latency = 500.0, 80.0
+    else:
+        iops, latency = 20.0, 2.0
+    return {'instance_uuid': _disk_uuid(host, index), 'dev': 'vda',
+            'volume_id': None, 'project_id': 'bench',
+            'timestamp': timestamp, 'interval_s': INTERVAL_S, 'gap': None,
+            'read_iops': iops / 2, 'write_iops': iops / 2,
+            'read_bytes_sec': iops * 2048.0, 'write_bytes_sec': iops * 2048.0,
+            'read_latency_ms': latency, 'write_latency_ms': latency,
+            'flush_ops': 0.0, 'static': {}, 'cap': None,
+            'lease_expires_at': None, 'decision_id': None}
+
+
+def _conf(db_url, args):
+    oslo_messaging.set_transport_defaults(
+        'iotguard-bench-%s' % uuid.uuid4().hex[:8])
+    conf = cfg.ConfigOpts()
+    iotguard_conf.register_opts(conf)
+    conf([], project='iotguard', default_config_files=[])
+    conf.set_override('host', 'bench-controller')
+    conf.set_override('connection', db_url, group='database')
+    conf.set_override('default_tier', TIER, group='tiers')
+    conf.set_override('decision_interval', INTERVAL_S, group='controller')
+    conf.set_override('register_local_disks', False, group='controller')
+    return conf
+
+
+def _populate(db, args):
+    db.tier_create({'name': TIER, 'description': '', 'min_iops': 50.0,
+                    'min_bytes_sec': 0.0, 'max_iops': 0.0,
+                    'max_bytes_sec': 0.0, 'weight': 1.0, 'is_public': True})
+    db.tier_create({'name': GOLD_TIER, 'description': '',
+                    'min_iops': 2000.0, 'min_bytes_sec': 0.0,
+                    'max_iops': 0.0, 'max_bytes_sec': 0.0, 'weight': 1.0,
+                    'is_public': True})
+    names = ['bench-%03d' % d for d in range(args.domains)]
+    for name in names:
+        db.domain_create(name, 'ceph', iops_4k=50000.0, bytes_sec=2e9,
+                         policy='guarantee')
+    slots = {}
+    rows = []
+    per_domain = max(1, args.hosts * args.disks_per_host // args.domains)
+    for host in range(args.hosts):
+        for index in range(args.disks_per_host):
+            n = host * args.disks_per_host + index
+            domain = n % args.domains
+            # spread the noisy and gold disks over the hosts
+            slots[(host, index)] = (n // args.domains * 7919) % per_domain
+            rows.append({'instance_uuid': _disk_uuid(host, index),
+                         'dev': 'vda', 'host': 'host-%04d' % host,
+                         'domain': names[domain], 'project_id': 'bench'})
+            if len(rows) >= 5000:
+                db.disk_bulk_insert(rows)
+                rows = []
+    db.disk_bulk_insert(rows)
+    for (host, index), slot in slots.items():
+        if NOISY <= slot < NOISY + GOLD:
+            db.disk_tier_set(_disk_uuid(host, index), 'vda', GOLD_TIER,
+                             'flavor', 'bench')
+    return names, slots
+
+
+def _ingest(conf, transport, args, slots, manager, timestamp):
+    api = controller_rpcapi.ControllerAPI(transport)
+    expected = args.hosts * args.disks_per_host
+    before = manager.stats['stored']
+    started = time.monotonic()
+    for host in range(args.hosts):
+        batch = {'timestamp': timestamp, 'interval_s': INTERVAL_S,
+                 'disks': [_sample(host, i, slots[(host, i)], timestamp)
+                           for i in range(args.disks_per_host)]}
+        api.report_samples({}, 'host-%04d' % host, batch)
+    sent = time.monotonic() - started
+    deadline = time.monotonic() + 600
+    while (manager.stats['stored'] - before < expected
+           and time.monotonic() < deadline):
+        time.sleep(0.05)
+    return sent, time.monotonic() - started, manager.stats['stored'] - before
+
+
+def run(args):
+    # Hundreds of starving disks: keep their warnings out of the figures.
+    logging.getLogger('iotguard').setLevel(logging.ERROR)
+    workdir = tempfile.mkdtemp(prefix='iotguard-bench-')
+    db_url = args.db_url or 'sqlite:///%s/bench.sqlite' % workdir
+    conf = _conf(db_url, args)
+    engine = sa.create_engine(db_url)
+    migration.upgrade(engine)
+    engine.dispose()
+    db = db_api.Connection(conf)
+    t = time.monotonic()
+    names, slots = _populate(db, args)
+    print('populated %d domains, %d disks in %.1f s (%s)' % (
+        len(names), len(slots), time.monotonic() - t,
+        db_url.split(':')[0]))
+
+    transport = rpc.get_transport(conf, url=args.url)
+    store = samples_mod.SampleStore(INTERVAL_S)
+    manager = manager_mod.ControllerManager(conf, db, store)
+    manager.refresh_index()
+    server = rpc.get_server(transport, rpc.TOPIC_CONTROLLER,
+                            'bench-controller', [manager])
+    server.start()
+    time.sleep(1.0)   # the fanout queue is bound before the first cast
+    rss0 = _rss_mib()
+    now = time.time()
+    sent, took, stored = _ingest(conf, transport, args, slots, manager,
+                                 now - 1.0)
+    print('ingest: %d batches cast in %.2f s; %d samples stored in %.2f s '
+          '(%.0f samples/s); RSS %.0f MiB -> %.0f MiB' % (
+              args.hosts, sent, stored, took, stored / took, rss0,
+              _rss_mib()))
+
+    notifier = notifications.Notifier(
+        conf, oslo_messaging.get_notification_transport(conf, url=args.url))
+    loop = loop_mod.DomainLoop(conf, db, store,
+                               agent_rpcapi.AgentAPI(transport),
+                               audit_mod.Audit(db, notifier))
+    domains = db.domain_list()
+    print('round  total_s  domain_mean_ms  domain_p95_ms  cpu_s  decisions'
+          '  applied  renewed  casts')
+    for k in range(args.rounds):
+        at = now + k * INTERVAL_S
+        per_domain, results = [], []
+        cpu0, wall0 = _cpu(), time.monotonic()
+        db.cap_delete_expired(audit_mod.to_datetime(at))
+        for domain in domains:
+            d0 = time.monotonic()
+            results.append(loop.run_once(domain, at))
+            per_domain.append(time.monotonic() - d0)
+        wall, cpu = time.monotonic() - wall0, _cpu() - cpu0
+        per_domain.sort()
+        p95 = per_domain[int(0.95 * (len(per_domain) - 1))]
+        print('%5d  %7.2f  %14.1f  %13.1f  %5.2f  %9d  %7d  %7d  %5d' % (
+            k + 1, wall, 1000 * statistics.mean(per_domain), 1000 * p95,
+            cpu, sum(r.decisions for r in results),
+            sum(r.applied for r in results),
+            sum(r.renewed for r in results),
+            sum(r.casts for r in results)))
+    print('controller RSS after the rounds: %.0f MiB (max %.0f MiB)' % (
+        _rss_mib(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        / 1024.0))
+    server.stop()
+    server.wait()
+    transport.cleanup()
+    db.dispose()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog='python -m iotguard.controller.bench',
+        description='Scale benchmark of iotguard-controller over RabbitMQ.')
+    parser.add_argument('--hosts', type=int, default=1000)
+    parser.add_argument('--disks-per-host', type=int, default=50)
+    parser.add_argument('--domains', type=int, default=100)
+    parser.add_argument('--rounds', type=int, default=3)
+    parser.add_argument('--db-url', help='an empty database (default: a '
+                        'fresh SQLite file)')
+    parser.add_argument('--url', default=os.environ.get(
+        'IOTGUARD_TEST_RABBIT_URL', 'rabbit://guest:guest@127.0.0.1:5672/'),
+        help='oslo.messaging transport URL')
+    run(parser.parse_args(argv))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
