@@ -1,0 +1,44 @@
+#!/bin/bash
+#
+# devstack/plugin.sh: the devstack entry point of iotguard; a dispatcher,
+# the work is in devstack/lib/iotguard.
+#
+# Enable it in local.conf:
+#   enable_plugin iotguard https://opendev.org/openstack/iotguard
+#   enable_service iotguard-api iotguard-controller
+
+source $IOTGUARD_DIR/devstack/lib/iotguard
+
+if is_service_enabled iotguard-api iotguard-controller iotguard-agent; then
+    if [[ "$1" == "stack" && "$2" == "install" ]]; then
+        echo_summary "Installing iotguard"
+        install_iotguard
+    elif [[ "$1" == "stack" && "$2" == "post-config" ]]; then
+        echo_summary "Configuring iotguard"
+        configure_iotguard
+        if is_service_enabled iotguard-api; then
+            create_iotguard_accounts
+        fi
+        if is_iotguard_central; then
+            init_iotguard
+        fi
+    elif [[ "$1" == "stack" && "$2" == "extra" ]]; then
+        echo_summary "Starting iotguard"
+        start_iotguard
+        if is_service_enabled iotguard-api; then
+            create_iotguard_tiers
+            set_iotguard_domain_profiles
+            if [[ "$IOTGUARD_SYNC_TIERS" == "True" ]]; then
+                sync_iotguard_tiers
+            fi
+        fi
+    fi
+
+    if [[ "$1" == "unstack" ]]; then
+        stop_iotguard
+    fi
+
+    if [[ "$1" == "clean" ]]; then
+        cleanup_iotguard
+    fi
+fi
