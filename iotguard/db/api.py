@@ -398,15 +398,20 @@ class Connection:
         be allowed the tier, else NotFound.
         """
         with self._writer() as session:
-            # Lock the instance's domains before reading anything else: on
-            # MySQL/MariaDB (REPEATABLE READ) the snapshot of the later
-            # plain reads is then taken after the lock, so they see what a
-            # choice that held the lock before committed.
+            # Write-lock the instance's domains before reading anything
+            # else, with an update that changes nothing: a row lock on
+            # PostgreSQL and MySQL/MariaDB (where the snapshot of the later
+            # plain reads is then taken after the lock, under REPEATABLE
+            # READ), the database write lock on SQLite. A choice that held
+            # the lock before has committed when the reads below run.
+            mine = models.Domain.id.in_(sa.select(models.Disk.domain_id).where(
+                models.Disk.instance_uuid == instance_uuid))
+            session.execute(
+                sa.update(models.Domain).where(mine).values(
+                    updated_at=models.Domain.updated_at)
+                .execution_options(synchronize_session=False))
             domains = {d.id: d for d in session.scalars(
-                sa.select(models.Domain).where(models.Domain.id.in_(
-                    sa.select(models.Disk.domain_id).where(
-                        models.Disk.instance_uuid == instance_uuid)))
-                .order_by(models.Domain.id).with_for_update())}
+                sa.select(models.Domain).where(mine))}
             disks = session.scalars(sa.select(models.Disk).where(
                 models.Disk.instance_uuid == instance_uuid).order_by(
                     models.Disk.dev)).all()

@@ -21,6 +21,7 @@ from iotguard import admission
 from iotguard.db import api as db_api
 from iotguard import exception
 from iotguard.tests import base
+from iotguard.tests.fixtures import database
 from iotguard.tests.functional.db import backends
 
 UUID_A = '11111111-1111-4111-8111-111111111111'
@@ -364,7 +365,7 @@ class ConcurrentAdmissionTests:
             for d in self.db.disk_list()})
 
 
-for _backend in ('postgresql', 'mysql'):
+for _backend in database.BACKENDS:
     _name = 'ConcurrentAdmissionTests%s' % _backend.capitalize()
     globals()[_name] = type(_name, (backends.BackendMixin,
                                     ConcurrentAdmissionTests,
