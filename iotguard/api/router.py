@@ -14,6 +14,7 @@
 
 import re
 
+from oslo_db import exception as db_exc
 from oslo_log import log
 import webob.dec
 
@@ -69,6 +70,12 @@ class Router:
                 extra['numbers'] = exc.kwargs['numbers']
             return util.error_response(exc.code, exc.message, request_id,
                                        **extra)
+        except db_exc.DBConnectionError as exc:
+            LOG.error('Request %s: database unreachable: %s', request_id,
+                      exc)
+            return util.error_response(
+                503, 'The database is unreachable; try again later.',
+                request_id)
         except Exception:
             LOG.exception('Unexpected error in request %s', request_id)
             return util.error_response(

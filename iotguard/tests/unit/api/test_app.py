@@ -13,6 +13,7 @@
 """The assembled application without a database: auth and routing."""
 
 from keystonemiddleware import auth_token
+from oslo_db import exception as db_exc
 import webob
 
 from iotguard.api import app
@@ -25,6 +26,15 @@ class NoDatabase:
 
     def __getattr__(self, name):
         raise AssertionError('unexpected DB call %s' % name)
+
+
+class DownDatabase:
+    """A database that cannot be reached."""
+
+    def __getattr__(self, name):
+        def fail(*args, **kwargs):
+            raise db_exc.DBConnectionError('connection refused')
+        return fail
 
 
 class AppTest(base.TestCase):
@@ -72,3 +82,13 @@ class AppTest(base.TestCase):
             self.assertTrue(template.startswith('/v1'))
             self.assertTrue(set(methods) <= {'GET', 'POST', 'PUT', 'PATCH',
                                              'DELETE'})
+
+    def test_database_down_is_503(self):
+        self.flags(group='api', auth_strategy='noauth')
+        application = app.deploy(self.conf, db=DownDatabase(),
+                                 set_nova_tier=lambda *a: 'disabled')
+        req = webob.Request.blank('/v1/tiers', headers={
+            'X-Project-Id': 'p', 'X-User-Id': 'u', 'X-Roles': 'reader'})
+        response = req.get_response(application)
+        self.assertEqual(503, response.status_code)
+        self.assertEqual(503, response.json['error']['code'])
