@@ -159,7 +159,9 @@ def innocent_throttle_rate(actions: list[loop.Action], x: base.FloatArray,
     """Share of caps that hit a disk at or below its oracle allocation.
 
     A cap decided at time ``t`` is judged on the window that ended at
-    ``t``, the one the policy saw.
+    ``t``, the one the policy saw. "At" allows the measures' usual 5 %
+    (throughput up to ``oracle / 0.95``): the oracle's fair capacity is an
+    estimate, and a disk within 5 % of its fair share is not a culprit.
     """
     caps = [a for a in actions if a.action == base.CAP]
     if not caps:
@@ -167,7 +169,8 @@ def innocent_throttle_rate(actions: list[loop.Action], x: base.FloatArray,
     innocent = 0
     for a in caps:
         k = int(round((a.time - window_s - times[0]) / window_s))
-        if 0 <= k < len(times) and x[k, a.disk] <= alloc[k, a.disk] + 1e-12:
+        if (0 <= k < len(times)
+                and x[k, a.disk] <= alloc[k, a.disk] / KEPT + 1e-12):
             innocent += 1
     return innocent / len(caps)
 

@@ -128,6 +128,11 @@ class TestActions(base.TestCase):
                    action(10.0, 0, 'release')]        # not a cap
         self.assertEqual(0.5, measures.innocent_throttle_rate(
             actions, x, alloc, A([0.0, 5.0]), 5.0))
+        # within 5 % of its share (.2 / .95 = .2105) is still innocent
+        x = A([[0.21, 0.1], [0.1, 0.22]])
+        self.assertEqual(0.5, measures.innocent_throttle_rate(
+            [action(5.0, 0, 'cap'), action(10.0, 1)], x,
+            A([[0.2, 0.2], [0.2, 0.2]]), A([0.0, 5.0]), 5.0))
         self.assertEqual(0.0, measures.innocent_throttle_rate(
             [], x, alloc, A([0.0, 5.0]), 5.0))
 
