@@ -245,27 +245,23 @@ class DomainLoop:
 
         The disks are DB views whose ``cap`` is kept only while in force.
         """
-        disks = self.db.disk_list(domain=domain['name'])
+        disks = self.db.domain_disks(domain['name'])
+        states = []
         for disk in disks:
             cap = disk.get('cap')
+            set_at = math.nan
             if cap is not None:
+                if cap.get('set_at') is not None:
+                    set_at = audit_mod.to_timestamp(cap['set_at'])
                 cap = dict(cap, lease_expires_at=audit_mod.to_timestamp(
                     cap['lease_expires_at']))
                 if cap['lease_expires_at'] <= now:
                     cap = None   # lapsed: the agent restored static limits
             disk['cap'] = cap
-        set_at = self.db.decision_times(
-            [d['cap']['decision_id'] for d in disks if d['cap']])
-        states = []
-        for disk in disks:
             sample = self.store.latest(disk['instance_uuid'], disk['dev'])
             stale = (not samples_mod.has_rates(sample)
                      or self.store.is_stale(sample, now))
-            cap = disk['cap']
-            when = set_at.get(cap['decision_id']) if cap else None
-            states.append(disk_state(
-                disk, sample, cap,
-                audit_mod.to_timestamp(when) if when else math.nan, stale))
+            states.append(disk_state(disk, sample, cap, set_at, stale))
         profile = base.Profile(iops_4k=float(domain['iops_4k']),
                                bytes_sec=float(domain['bytes_sec']))
         return disks, base.DomainSnapshot.from_disks(

@@ -517,6 +517,43 @@ class Connection:
                     lease_expires_at=lease_expires_at,
                     updated_at=utcnow())).rowcount
 
+    def domain_disks(self, domain):
+        """The disks of one domain as the decision loop needs them.
+
+        Like :meth:`disk_list` (same tier resolution) but one light query
+        without ORM objects, and each ``cap`` also has ``set_at``: when the
+        decision that set it was taken. NotFound for an unknown domain.
+        """
+        disk, cap = models.Disk, models.Cap
+        with self._reader() as session:
+            domain_id = self._domain_row(session, domain).id
+            rows = session.execute(
+                sa.select(disk.id, disk.instance_uuid, disk.dev, disk.host,
+                          disk.project_id, disk.volume_id, cap.limits,
+                          cap.lease_expires_at, cap.decision_id,
+                          models.Decision.created_at)
+                .outerjoin(cap, cap.disk_id == disk.id)
+                .outerjoin(models.Decision,
+                           models.Decision.id == cap.decision_id)
+                .where(disk.domain_id == domain_id)
+                .order_by(disk.instance_uuid, disk.dev)).all()
+            choices, default = self._effective_tiers(
+                session, [r.instance_uuid for r in rows])
+        out = []
+        for r in rows:
+            tier, source = self._resolve(choices, default, r.instance_uuid,
+                                         r.dev)
+            out.append({
+                'id': r.id, 'instance_uuid': r.instance_uuid, 'dev': r.dev,
+                'host': r.host, 'project_id': r.project_id,
+                'volume_id': r.volume_id, 'domain': domain, 'tier': tier,
+                'tier_source': source,
+                'cap': None if r.limits is None else {
+                    'limits': r.limits,
+                    'lease_expires_at': r.lease_expires_at,
+                    'decision_id': r.decision_id, 'set_at': r.created_at}})
+        return out
+
     def disk_bulk_insert(self, disks):
         """Insert many new disks in one statement (benchmarks, imports).
 
@@ -560,16 +597,6 @@ class Connection:
                 models.Domain.name, models.Disk.host).join(
                     models.Domain, models.Domain.id == models.Disk.domain_id))
             return {(u, d): (domain, host) for u, d, domain, host in rows}
-
-    def decision_times(self, decision_ids):
-        """``{decision id: created_at}``: when each cap in force was set."""
-        ids = sorted({i for i in decision_ids if i is not None})
-        if not ids:
-            return {}
-        with self._reader() as session:
-            return dict(session.execute(sa.select(
-                models.Decision.id, models.Decision.created_at).where(
-                    models.Decision.id.in_(ids))).all())
 
     # -- decisions (audit trail) ---------------------------------------------
 

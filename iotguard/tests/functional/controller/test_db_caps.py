@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The DB calls the decision loop adds (caps_renew, decision_times)."""
+"""The DB calls the controller adds to db.api, on every backend."""
 
 import datetime
 
@@ -23,7 +23,7 @@ T0 = datetime.datetime(2026, 11, 22, 3, 0, 0, 123456)
 
 class ControllerDbTests:
 
-    def test_caps_renew_and_decision_times(self):
+    def test_caps_renew(self):
         self.db.domain_create('local:cn1', 'local', iops_4k=1e4,
                               bytes_sec=5e8)
         a = self.db.disk_upsert(UUID_A, 'vda', 'cn1', 'local:cn1', 'p')
@@ -41,9 +41,6 @@ class ControllerDbTests:
         caps = {d['instance_uuid']: d['cap'] for d in self.db.disk_list()}
         self.assertEqual(later, caps[UUID_A]['lease_expires_at'])
         self.assertIsNone(caps[UUID_B])
-        self.assertEqual({decision: T0},
-                         self.db.decision_times([decision, None, 999999]))
-        self.assertEqual({}, self.db.decision_times([None]))
 
     def test_disk_index(self):
         self.assertEqual({}, self.db.disk_index())
@@ -73,6 +70,41 @@ class ControllerDbTests:
         self.assertRaises(exception.NotFound, self.db.disk_bulk_insert,
                           [dict(rows[0], domain='nope', dev='vdz')])
         self.assertEqual(2, len(self.db.disk_list()))
+
+    def test_domain_disks(self):
+        from iotguard import exception
+        self.db.tier_create({'name': 'gold', 'description': '',
+                             'min_iops': 10.0, 'min_bytes_sec': 0.0,
+                             'max_iops': 0.0, 'max_bytes_sec': 0.0,
+                             'weight': 2.0, 'is_public': True})
+        self.db.domain_create('pool', 'cinder')
+        self.db.domain_create('other', 'cinder')
+        self.db.disk_upsert(UUID_A, 'vda', 'cn1', 'pool', 'p')
+        self.db.disk_upsert(UUID_B, 'vda', 'cn2', 'pool', 'q',
+                            volume_id=UUID_A)
+        self.db.disk_upsert(UUID_B, 'vdb', 'cn2', 'other', 'q')
+        self.db.disk_tier_set(UUID_A, 'vda', 'gold', 'flavor', 'p')
+        decision = self.db.decision_create(
+            'pool', 'guarantee', UUID_A, 'vda', 'p', 'cap', {},
+            {'total_iops_sec': 10}, 'why', {}, created_at=T0)
+        lease = T0 + datetime.timedelta(seconds=15)
+        self.db.cap_set(UUID_A, 'vda', {'total_iops_sec': 10}, lease,
+                        decision)
+        got = self.db.domain_disks('pool')
+        listed = self.db.disk_list(domain='pool')
+        self.assertEqual([(d['instance_uuid'], d['dev']) for d in listed],
+                         [(d['instance_uuid'], d['dev']) for d in got])
+        for light, full in zip(got, listed):
+            for key in ('id', 'host', 'project_id', 'volume_id', 'domain',
+                        'tier', 'tier_source'):
+                self.assertEqual(full[key], light[key], key)
+        self.assertEqual({'limits': {'total_iops_sec': 10},
+                          'lease_expires_at': lease,
+                          'decision_id': decision, 'set_at': T0},
+                         got[0]['cap'])
+        self.assertIsNone(got[1]['cap'])
+        self.assertEqual('gold', got[0]['tier']['name'])
+        self.assertRaises(exception.NotFound, self.db.domain_disks, 'nope')
 
 
 backends.on_every_backend(globals(), ControllerDbTests)

@@ -114,6 +114,19 @@ class FakeDB:
             out.append(view)
         return out
 
+    def domain_disks(self, domain):
+        if domain not in self.domains:
+            from iotguard import exception
+            raise exception.NotFound(what=domain)
+        out = self.disk_list(domain=domain)
+        for disk in out:
+            cap = disk['cap']
+            if cap is not None:
+                decision_id = cap['decision_id']
+                cap['set_at'] = (self.decisions[decision_id - 1]['created_at']
+                                 if decision_id else None)
+        return out
+
     def decision_create(self, domain, policy, instance_uuid, dev,
                         project_id, action, old_limits, new_limits, reason,
                         numbers, created_at=None):
@@ -124,10 +137,6 @@ class FakeDB:
             'old_limits': old_limits, 'new_limits': new_limits,
             'reason': reason, 'numbers': numbers, 'created_at': created_at})
         return len(self.decisions)
-
-    def decision_times(self, ids):
-        return {i: self.decisions[i - 1]['created_at'] for i in ids
-                if i is not None and 0 < i <= len(self.decisions)}
 
     def cap_set(self, instance_uuid, dev, limits, lease_expires_at,
                 decision_id=None):
