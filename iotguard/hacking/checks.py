@@ -17,6 +17,7 @@ I301: no oslo, SQLAlchemy, libvirt or openstack imports in the pure core
 I302: options are declared only in iotguard/conf/.
 I303: no eventlet.
 I304: no clock reads in iotguard/policy/.
+I305: DB sessions (enginefacade, sqlalchemy.orm) stay in iotguard/db/.
 """
 
 import re
@@ -28,6 +29,9 @@ _IMPURE_IMPORT = re.compile(
     r'^\s*(import|from)\s+(oslo_\w+|sqlalchemy|libvirt|openstack)\b')
 _OPT = re.compile(r'\bcfg\.\w*Opt\(')
 _EVENTLET = re.compile(r'^\s*(import|from)\s+eventlet\b')
+_DB_SESSION = re.compile(
+    r'^\s*(import|from)\s+(oslo_db\.sqlalchemy(\.enginefacade)?|'
+    r'sqlalchemy\.orm)\b.*|.*\benginefacade\b')
 _CLOCK = re.compile(r'\b(time\.time|time\.monotonic|utcnow|datetime\.now)\(')
 
 
@@ -58,3 +62,11 @@ def check_no_clock_in_policy(logical_line, filename):
     """I304: a policy gets ``now`` passed in, it never reads a clock."""
     if 'iotguard/policy/' in filename and _CLOCK.search(logical_line):
         yield 0, 'I304: policies take now as an argument'
+
+
+@core.flake8ext
+def check_db_session_in_db(logical_line, filename):
+    """I305: every query lives in iotguard/db/api.py, no session leaves it."""
+    if ('iotguard/db/' not in filename and '/tests/' not in filename
+            and _DB_SESSION.match(logical_line)):
+        yield 0, 'I305: DB sessions stay in iotguard/db/'
