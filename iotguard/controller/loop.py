@@ -192,6 +192,7 @@ class DomainLoop:
         self._load_policy = load_policy
         self._policies = {}    # domain name -> (key, policy)
         self._violating = {}   # domain name -> set of disk ids
+        self._uncalibrated = set()
 
     # -- the rounds ---------------------------------------------------------
 
@@ -225,9 +226,13 @@ class DomainLoop:
         result = RoundResult(domain=name)
         if not (domain.get('iops_4k') and domain.get('bytes_sec')):
             result.skipped = 'no capacity profile'
-            LOG.warning('Domain %s has no capacity profile; nothing decided '
-                        '(iotguard-manage domain calibrate)', name)
+            if name not in self._uncalibrated:   # once, not every round
+                self._uncalibrated.add(name)
+                LOG.warning('Domain %s has no capacity profile; nothing is '
+                            'decided for it until it has one '
+                            '(iotguard-manage domain calibrate)', name)
             return result
+        self._uncalibrated.discard(name)
         policy_name, policy = self._policy(domain)
         disks, snapshot = self.collect(domain, now)
         result.disks, result.stale = len(disks), int(snapshot.stale.sum())

@@ -10,7 +10,10 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import logging
 import math
+
+import fixtures
 
 from iotguard.controller import audit
 from iotguard.controller import loop
@@ -294,6 +297,9 @@ class RunTest(LoopTestBase):
         self.assertEqual(1, by_name['good'].applied)
         self.assertEqual('no capacity profile',
                          by_name['uncalibrated'].skipped)
+        logs = self.useFixture(fixtures.FakeLogger(level=logging.WARNING))
+        self.loop.run(self.db.domain_list(), T0 + 5)
+        self.assertNotIn('no capacity profile', logs.output)
 
     def test_policy_params_and_default(self):
         self.flags(default_policy='none', group='controller')
