@@ -21,8 +21,11 @@ real :class:`AgentAPI`; decisions land in PostgreSQL (SQLite when no
 server runs) and notifications on RabbitMQ. Each test has its own
 exchange, notification topic, host name and database.
 
-Stopping the controller (no second one) leaves the caps to lapse at their
-lease: the agent restores the static limits by itself.
+Forged samples (from the future, the far past, negative rates, unknown
+disks) and garbage messages are cast on the same bus first: dropped,
+survived, never acted on. Stopping the controller (no second one) leaves
+the caps to lapse at their lease: the agent restores the static limits by
+itself.
 """
 
 import os
@@ -36,6 +39,7 @@ from oslo_messaging import conffixture
 
 from iotguard.agent import rpcapi as agent_rpcapi
 from iotguard.agent import service as agent_service
+from iotguard.controller import rpcapi as controller_rpcapi
 from iotguard.controller import service as controller_service
 from iotguard import rpc
 from iotguard.sim import scenario as scenario_mod
@@ -204,8 +208,30 @@ class ControllerOverRabbitTest(base.TestCase):
         return {name: d['cap'] for name in self.disks
                 for d in self.db.disk_list(instance_uuid=self.disks[name][0])}
 
+    def forge(self):
+        """Bad input over the real bus: must be dropped, never acted on.
+
+        v2 is made to look like a flood (10 MB/s, slow, busy) in samples
+        from the future and from the far past; a garbage batch and a
+        sample of an unknown disk come along.
+        """
+        api = controller_rpcapi.ControllerAPI(self.transport)
+        now = time.time()
+        flood = dict(read_iops=0.0, write_iops=160.0, read_bytes_sec=0.0,
+                     write_bytes_sec=10485760.0, read_latency_ms=0.0,
+                     write_latency_ms=400.0, flush_ops=0.0, gap=None,
+                     static={}, cap=None, interval_s=SAMPLE_S)
+        v2 = dict(instance_uuid=self.disks['v2'][0], dev='vda', **flood)
+        api.report_samples({}, self.host, 'garbage')
+        api.report_samples({}, self.host, {'disks': [
+            dict(v2, timestamp=now + 3600), dict(v2, timestamp=now - 3600),
+            dict(v2, timestamp=now, write_bytes_sec=-1.0),
+            dict(v2, instance_uuid=str(uuid.uuid4()), timestamp=now)]})
+        api.agent_heartbeat({}, self.host, 'garbage')
+
     def test_noisy_neighbour_capped_floors_restored_then_lapse(self):
         self.start()
+        self.forge()
         # Before the noise: nothing to do.
         self.assertTrue(self.wait_for(lambda: self.rate('v1'), 5))
         self.assertEqual({'noisy': None, 'v1': None, 'v2': None},
@@ -230,7 +256,9 @@ class ControllerOverRabbitTest(base.TestCase):
         restored_after = time.monotonic() - hurt
         caps = self.caps()
         self.assertIsNone(caps['v1'])
-        self.assertIsNone(caps['v2'])
+        self.assertIsNone(caps['v2'])   # the forged flood was not believed
+        self.assertGreaterEqual(self.controller.manager.stats['dropped'], 4)
+        self.assertGreater(self.controller.store.rejected, 1)
 
         # The cap carries a lease, renewed every round, and the audit
         # trail explains it.
