@@ -25,6 +25,7 @@ import threading
 import time
 
 from oslo_log import log as logging
+import oslo_messaging
 
 from iotguard.agent import rpcapi as agent_rpcapi
 from iotguard.controller import audit as audit_mod
@@ -71,7 +72,6 @@ class ControllerService:
         if self.db is None:
             self.db = db_api.Connection(conf)
         if self.notification_transport is None:
-            import oslo_messaging
             self.notification_transport = (
                 oslo_messaging.get_notification_transport(conf))
         self.partition.start()
