@@ -43,6 +43,36 @@ class _QuietHandler(simple_server.WSGIRequestHandler):
         pass
 
 
+class ApiServer(fixtures.Fixture):
+    """iotguard-api (noauth, migrated SQLite) on a free loopback port.
+
+    ``.url`` is its root, ``.db`` its db.api Connection.
+    """
+
+    def __init__(self, conf):
+        super().__init__()
+        self.conf = conf
+
+    def _setUp(self):
+        self.conf.set_override('auth_strategy', 'noauth', group='api')
+        self.conf.set_override('nova_metadata_sync', False, group='api')
+        self.addCleanup(self.conf.clear_override, 'auth_strategy',
+                        group='api')
+        self.addCleanup(self.conf.clear_override, 'nova_metadata_sync',
+                        group='api')
+        self.db = self.useFixture(database.Database('sqlite',
+                                                    self.conf)).db
+        server = simple_server.make_server(
+            '127.0.0.1', 0, app.deploy(self.conf, db=self.db),
+            handler_class=_QuietHandler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        self.addCleanup(thread.join, 10)
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        self.url = 'http://127.0.0.1:%d' % server.server_port
+
+
 class TestOpenstackCLI(base.TestCase):
 
     def setUp(self):
@@ -53,19 +83,8 @@ class TestOpenstackCLI(base.TestCase):
             self.skipTest('python-openstackclient is not installed '
                           '(test-requirements.txt)')
         self.useFixture(fixtures.Timeout(240, gentle=True))
-        self.flags(group='api', auth_strategy='noauth',
-                   nova_metadata_sync=False)
-        self.db = self.useFixture(database.Database('sqlite',
-                                                    self.conf)).db
-        application = app.deploy(self.conf, db=self.db)
-        server = simple_server.make_server('127.0.0.1', 0, application,
-                                           handler_class=_QuietHandler)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        self.addCleanup(thread.join, 10)
-        self.addCleanup(server.server_close)
-        self.addCleanup(server.shutdown)
-        self.url = 'http://127.0.0.1:%d' % server.server_port
+        api = self.useFixture(ApiServer(self.conf))
+        self.db, self.url = api.db, api.url
 
     def cli(self, *args, who=ADMIN, ok=True):
         """Run ``openstack iotguard <args>``; (rc, stdout, stderr)."""
@@ -155,5 +174,6 @@ class TestOpenstackCLI(base.TestCase):
         self.assertEqual({'share': 2}, page[0]['Numbers'])
         after = self.json('decision', 'list', '--marker', str(page[-1]['ID']))
         self.assertEqual([min(ids)], [d['ID'] for d in after])
-        other = self.json('decision', 'list', who=('u', 'proj-b', 'member,reader'))
+        other = self.json('decision', 'list',
+                          who=('u', 'proj-b', 'member,reader'))
         self.assertEqual([], other)

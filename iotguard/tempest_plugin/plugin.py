@@ -1,0 +1,57 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The tempest plugin of iotguard (entry point tempest.test_plugins).
+
+It lives in the iotguard tree but imports nothing from the rest of
+iotguard, so it can move to its own repository unchanged.
+"""
+
+import os
+
+from tempest import config
+from tempest.test_discover import plugins
+
+from iotguard.tempest_plugin import config as iotguard_config
+
+
+class IotguardTempestPlugin(plugins.TempestPlugin):
+
+    def load_tests(self):
+        here = os.path.dirname(os.path.abspath(__file__))
+        top = os.path.dirname(os.path.dirname(here))
+        return os.path.join(here, 'tests'), top
+
+    def register_opts(self, conf):
+        config.register_opt_group(conf, config.service_available_group,
+                                  [iotguard_config.service_option])
+        config.register_opt_group(conf, iotguard_config.iotguard_group,
+                                  iotguard_config.IotguardGroup)
+        config.register_opt_group(conf,
+                                  iotguard_config.iotguard_feature_group,
+                                  iotguard_config.IotguardFeatureGroup)
+
+    def get_opt_lists(self):
+        return [
+            (iotguard_config.iotguard_group.name,
+             iotguard_config.IotguardGroup),
+            (iotguard_config.iotguard_feature_group.name,
+             iotguard_config.IotguardFeatureGroup),
+            ('service_available', [iotguard_config.service_option]),
+        ]
+
+    def get_service_clients(self):
+        params = config.service_client_config('iotguard')
+        params.update(name='iotguard_v1', service_version='iotguard.v1',
+                      module_path='iotguard.tempest_plugin.services.v1',
+                      client_names=['IotguardClient'])
+        return [params]

@@ -1,0 +1,86 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Base class of the iotguard tempest tests."""
+
+from tempest.common import compute
+from tempest.common import waiters
+from tempest import config
+from tempest.lib.common.utils import data_utils
+from tempest.lib.common.utils import test_utils
+from tempest.lib import exceptions as lib_exc
+from tempest import test
+
+CONF = config.CONF
+
+
+class BaseIotguardTest(test.BaseTestCase):
+    """Clients for the admin, a project (primary) and another one (alt)."""
+
+    credentials = ['primary', 'alt', 'admin']
+
+    @classmethod
+    def skip_checks(cls):
+        super().skip_checks()
+        if not CONF.service_available.iotguard:
+            raise cls.skipException('iotguard is not available')
+
+    @classmethod
+    def setup_clients(cls):
+        super().setup_clients()
+        cls.admin_client = cls.os_admin.iotguard_v1.IotguardClient()
+        cls.client = cls.os_primary.iotguard_v1.IotguardClient()
+        cls.alt_client = cls.os_alt.iotguard_v1.IotguardClient()
+
+    @classmethod
+    def create_tier(cls, **fields):
+        """A tier made by the admin, deleted after the class."""
+        fields.setdefault('name', data_utils.rand_name(
+            prefix='tempest', name='iotguard-tier'))
+        tier = cls.admin_client.create_tier(**fields)['tier']
+        cls.addClassResourceCleanup(
+            test_utils.call_and_ignore_notfound_exc,
+            cls.admin_client.delete_tier, tier['name'])
+        return tier
+
+    @classmethod
+    def create_server(cls, clients, **kwargs):
+        """An ACTIVE server of ``clients``' project, deleted afterwards."""
+        server = compute.create_test_server(clients, wait_until='ACTIVE',
+                                            **kwargs)[0]
+        cls.addClassResourceCleanup(
+            waiters.wait_for_server_termination, clients.servers_client,
+            server['id'])
+        cls.addClassResourceCleanup(
+            test_utils.call_and_ignore_notfound_exc,
+            clients.servers_client.delete_server, server['id'])
+        return server
+
+    @classmethod
+    def wait_for_instance(cls, client, uuid):
+        """iotguard's view of the instance, once membership has seen it."""
+        found = {}
+
+        def known():
+            try:
+                found['instance'] = client.show_instance(uuid)['instance']
+            except lib_exc.NotFound:
+                return False
+            return True
+
+        if not test_utils.call_until_true(known,
+                                          CONF.iotguard.build_timeout,
+                                          CONF.iotguard.build_interval):
+            raise lib_exc.TimeoutException(
+                'iotguard did not learn about instance %s within %ss'
+                % (uuid, CONF.iotguard.build_timeout))
+        return found['instance']
