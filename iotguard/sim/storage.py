@@ -75,6 +75,16 @@ class Stream:
     passed: int = 0
     completed: int = 0
     credit: float = 0.0
+    #: request-seconds spent in the system (throttle wait included) during
+    #: the last tick served, by reads and by writes
+    read_s: float = 0.0
+    write_s: float = 0.0
+    # within a tick: gross work granted, work spent, and the changes of
+    # the requests in the system as (work spent when, requests, reads)
+    _gross: float = 0.0
+    _spent: float = 0.0
+    _marks: list[tuple[float, int, int]] = dataclasses.field(
+        default_factory=list)
 
     @property
     def queued(self) -> int:
@@ -128,8 +138,49 @@ class Storage:
         streams = self.streams
         total = self.outstanding()
         done = [0] * len(streams)
-        if not total:
-            return done
+        start = []
+        for s in streams:
+            start.append((s.issued - s.completed,
+                          s.reads_between(s.completed, s.issued), s.credit))
+            s._gross = s._spent = 0.0
+            s._marks = []
+        if total:
+            self._share(dt, factor, refill, done)
+            after = self.outstanding()
+            self.queue_seconds += (total + after) / 2.0 * dt
+        for s, (inside, reads, credit) in zip(streams, start):
+            self._time_inside(s, dt, inside, reads, credit)
+        return done
+
+    @staticmethod
+    def _time_inside(s: Stream, dt: float, inside: int, reads: int,
+                     credit: float) -> None:
+        """Request-seconds the stream's requests spent in the system.
+
+        The stream is served at the rate of its gross grant over the tick,
+        so the work it had spent when a request completed (or was issued)
+        dates that event within the tick; the credit carried from the last
+        tick was spent first. A request present the whole tick counts
+        ``dt``, one completing at ``t`` counts ``t``, one issued at ``t``
+        counts ``dt - t``: latency does not depend on the tick's length.
+        """
+        read_s = reads * dt
+        write_s = (inside - reads) * dt
+        for spent, count, count_reads in s._marks:
+            if s._gross > 0:
+                at = min(dt, max(0.0, spent - credit) / s._gross * dt)
+            else:
+                at = 0.0
+            read_s += count_reads * (dt - at)
+            write_s += (count - count_reads) * (dt - at)
+        s.read_s, s.write_s = read_s, write_s
+        s._marks = []
+
+    def _share(self, dt: float, factor: float, refill: Refill | None,
+               done: list[int]) -> None:
+        """Hand the tick's work to the streams with queued requests."""
+        streams = self.streams
+        total = self.outstanding()
         pool = speed(total, self.domain) * factor * dt
         active = [i for i, s in enumerate(streams) if s.queued]
         while active and pool > 1e-15:
@@ -147,6 +198,7 @@ class Storage:
                     per_disk[s.disk])
                 self.granted += grant
                 s.credit += grant
+                s._gross += grant
                 done[i] += self._complete(i, s, refill)
                 if not s.queued:
                     # nothing left to serve: the credit goes back
@@ -155,14 +207,11 @@ class Storage:
                     s.credit = 0.0
             active = [i for i in active if streams[i].queued]
         self.dropped += pool
-        after = self.outstanding()
-        self.queue_seconds += (total + after) / 2.0 * dt
-        return done
 
     def _complete(self, index: int, s: Stream,
                   refill: Refill | None) -> int:
         """Complete what a stream's credit pays for; return how many."""
-        free = refill is not None and refill(index) < 0
+        free = refill is not None and self._refill(index, s, refill) < 0
         done = 0
         while True:
             n = int(s.credit / s.cost + 1e-9)
@@ -175,16 +224,34 @@ class Storage:
                 # keeps its length, the stream's numbering runs on
                 s.issued += n
                 s.passed += n
+            if not free:
+                # a completion leaves the system when its work is done
+                for k in range(s.completed, s.completed + n):
+                    s._spent += s.cost
+                    s._marks.append((s._spent, -1, -int(s.is_read(k))))
+            else:
+                s._spent += n * s.cost
             s.completed += n
             s.credit -= n * s.cost
             self.spent += n * s.cost
             done += n
             # a closed loop sends its next request at once; it waits in
             # the queue with the credit left, or completes too
-            if free or refill is None or refill(index) <= 0:
+            if (free or refill is None
+                    or self._refill(index, s, refill) <= 0):
                 break
         if s.credit < 0:
             # rounding: int() above may complete on 1e-9 less credit
             self.spent += s.credit
             s.credit = 0.0
         return done
+
+    @staticmethod
+    def _refill(index: int, s: Stream, refill: Refill) -> int:
+        """Call ``refill``, dating the requests it issues."""
+        issued = s.issued
+        result = refill(index)
+        if result >= 0 and s.issued > issued:
+            s._marks.append((s._spent, s.issued - issued,
+                             s.reads_between(issued, s.issued)))
+        return result

@@ -160,21 +160,13 @@ class World:
             for runner in disk.runners:
                 runner.issue(now, dt)
             self._admit(disk, dt)
-        before = [(s.issued - s.completed,
-                   s.reads_between(s.completed, s.issued))
-                  for s in self.storage.streams]
         done = self.storage.serve(dt, factor, self._refill)
-        for stream, (total_before, reads_before), n in zip(
-                self.storage.streams, before, done):
+        for stream, n in zip(self.storage.streams, done):
             c = self._disk_list[stream.disk].counters
-            total_after = stream.issued - stream.completed
-            reads_after = stream.reads_between(stream.completed,
-                                               stream.issued)
             # time spent in the system this tick, from guest submission
-            # (throttle wait included, as QEMU accounts it): Little's law
-            c['rd_times'] += (reads_before + reads_after) / 2.0 * dt * NS
-            c['wr_times'] += (total_before - reads_before + total_after
-                              - reads_after) / 2.0 * dt * NS
+            # (throttle wait included, as QEMU accounts it)
+            c['rd_times'] += stream.read_s * NS
+            c['wr_times'] += stream.write_s * NS
             if n:
                 reads = stream.reads_between(stream.completed - n,
                                              stream.completed)

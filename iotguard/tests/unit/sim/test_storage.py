@@ -150,6 +150,42 @@ class TestLatency(base.TestCase):
         # 3 in flight all the time
         self.assertAlmostEqual(3 * 20.0, c['wr_times'] / 1e9, delta=0.1)
 
+    def _latency_ms(self, tick_s: float, neighbour: int) -> float:
+        """Mean latency of a rate-limited 16 KiB job on a fast array."""
+        vms = [helpers.vm('v', [{'bs': 16384, 'processes': 1,
+                                 'rate_kbs': 2000}])]
+        if neighbour:
+            vms.insert(0, helpers.vm('w', [{'bs': 65536,
+                                            'processes': neighbour}]))
+        sc = helpers.make(
+            tick_s=tick_s, vms=vms,
+            domain={'name': 'fast', 'iops_4k': 4000, 'bytes_sec': 4e8,
+                    'sat_depth': 32, 'depth_exponent': 0.2,
+                    'share_exponent': 1.5})
+        w = world.World(sc)
+        w.step(5)
+        c = w.counters(w.disk_ids()[-1])
+        return c['wr_times'] / 1e6 / c['wr_reqs']
+
+    def test_latency_does_not_depend_on_the_tick(self):
+        # served within one tick (alone: far shorter than the tick, next
+        # to a 4-process writer: a few ms) or over several (next to a
+        # 16-process writer, ~21 ms): the tick must not show in latency
+        for neighbour in (0, 4, 16):
+            fine = self._latency_ms(0.001, neighbour)
+            for tick_s in (0.005, 0.02, 0.05):
+                self.assertAlmostEqual(
+                    fine, self._latency_ms(tick_s, neighbour),
+                    delta=0.05 * fine,
+                    msg='neighbour %d, tick %s' % (neighbour, tick_s))
+
+    def test_latency_of_a_request_served_within_a_tick(self):
+        # alone, one 16 KiB request costs 1/4000 + 16384/4e8 s at speed(1)
+        # = (1/32)**0.2, far under the 20 ms tick: not half a tick
+        expected = (1 / 4000 + 16384 / 4e8) / (1 / 32) ** 0.2 * 1e3
+        self.assertAlmostEqual(expected, self._latency_ms(0.02, 0),
+                               delta=0.02 * expected)
+
     def test_work_conserving_around_a_throttled_neighbour(self):
         # a's requests are held at its throttle and its queue empties
         # within each tick: what it does not use goes to b, nothing idles
