@@ -93,3 +93,6 @@ fi
 # nova-api and cinder-api from PyPI in their own venvs, for the tier sync
 # test (iotguard/tests/fixtures/openstack.py serves them per test).
 "$(dirname "$0")/install-openstack-apis.sh"
+# Keystone from PyPI in its own venv, for the OSC and tempest plugins
+# through a real catalog (iotguard/tests/functional/test_osc_keystone.py).
+"$(dirname "$0")/install-keystone.sh"

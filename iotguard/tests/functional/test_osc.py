@@ -38,33 +38,38 @@ ADMIN = ('admin-user', 'admin-proj', 'admin,member,reader')
 MEMBER = ('user-a', 'proj-a', 'member,reader')
 
 
-class _QuietHandler(simple_server.WSGIRequestHandler):
-    def log_message(self, *args):
-        pass
+class _Handler(simple_server.WSGIRequestHandler):
+    """Quiet; keeps ``"<status> <method> <path>"`` of every request."""
+
+    def log_request(self, code='-', size='-'):
+        method, path = (self.requestline.split(' ') + ['', ''])[:2]
+        self.server.seen.append('%s %s %s' % (code, method, path))
 
 
 class ApiServer(fixtures.Fixture):
-    """iotguard-api (noauth, migrated SQLite) on a free loopback port.
+    """iotguard-api on a migrated SQLite database, on a free loopback port.
 
-    ``.url`` is its root, ``.db`` its db.api Connection.
+    ``noauth`` (the default) switches ``conf`` to noauth; otherwise
+    ``conf`` brings its own [api] and [keystone_authtoken]. ``.url`` is
+    its root, ``.db`` its db.api Connection, ``.seen`` the requests.
     """
 
-    def __init__(self, conf):
+    def __init__(self, conf, noauth=True):
         super().__init__()
-        self.conf = conf
+        self.conf, self.noauth = conf, noauth
 
     def _setUp(self):
-        self.conf.set_override('auth_strategy', 'noauth', group='api')
-        self.conf.set_override('nova_metadata_sync', False, group='api')
-        self.addCleanup(self.conf.clear_override, 'auth_strategy',
-                        group='api')
-        self.addCleanup(self.conf.clear_override, 'nova_metadata_sync',
-                        group='api')
+        if self.noauth:
+            for name, value in (('auth_strategy', 'noauth'),
+                                ('nova_metadata_sync', False)):
+                self.conf.set_override(name, value, group='api')
+                self.addCleanup(self.conf.clear_override, name, group='api')
         self.db = self.useFixture(database.Database('sqlite',
                                                     self.conf)).db
         server = simple_server.make_server(
             '127.0.0.1', 0, app.deploy(self.conf, db=self.db),
-            handler_class=_QuietHandler)
+            handler_class=_Handler)
+        server.seen = self.seen = []
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         self.addCleanup(thread.join, 10)

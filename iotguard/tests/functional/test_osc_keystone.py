@@ -1,0 +1,276 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""OSC and tempest plugins through a real Keystone and its catalog.
+
+A throwaway Keystone (the one tools/install-keystone.sh puts in its own
+virtualenv: SQLite, fernet tokens, keystone.wsgi.api under wsgiref in a
+subprocess) holds the catalog entry of service type resource-guarantee;
+iotguard-api runs with auth_strategy = keystone (keystonemiddleware
+validating every token against that Keystone). Then:
+
+* the real ``openstack`` CLI, with password authentication and no
+  ``--os-iotguard-url``, finds iotguard in the catalog: the admin creates
+  a tier, a project member lists it and is refused the creation;
+* tempest runs the plugin's tier API tests (dynamic credentials made in
+  that Keystone) and they pass.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import fixtures
+import openstack
+from oslo_config import cfg
+
+from iotguard import conf as iotguard_conf
+from iotguard.tests import base
+from iotguard.tests.functional import test_osc
+
+VENV = os.environ.get('IOTGUARD_KEYSTONE_VENV', '/opt/iotguard-keystone')
+PASSWORD = 'secret-%d' % os.getpid()
+
+SERVE = textwrap.dedent('''
+    import socketserver
+    import sys
+    from wsgiref import simple_server
+
+    sys.argv = sys.argv[:1]  # keystone parses the command line
+    from keystone.wsgi.api import application
+
+
+    class Server(socketserver.ThreadingMixIn, simple_server.WSGIServer):
+        daemon_threads = True
+
+
+    class Quiet(simple_server.WSGIRequestHandler):
+        def log_message(self, *args):
+            pass
+
+
+    server = simple_server.make_server('127.0.0.1', 0, application,
+                                       server_class=Server,
+                                       handler_class=Quiet)
+    print(server.server_port, flush=True)
+    server.serve_forever()
+''')
+
+KEYSTONE_CONF = '''
+[database]
+connection = sqlite:///%(dir)s/keystone.sqlite
+[fernet_tokens]
+key_repository = %(dir)s/fernet
+[fernet_receipts]
+key_repository = %(dir)s/fernet
+[credential]
+key_repository = %(dir)s/credential
+'''
+
+IOTGUARD_CONF = '''
+[api]
+auth_strategy = keystone
+nova_metadata_sync = false
+[keystone_authtoken]
+www_authenticate_uri = %(url)s
+auth_url = %(url)s
+interface = public
+auth_type = password
+username = admin
+password = %(password)s
+project_name = admin
+user_domain_id = default
+project_domain_id = default
+'''
+
+TEMPEST_CONF = '''
+[DEFAULT]
+log_file = %(dir)s/tempest.log
+[auth]
+admin_username = admin
+admin_password = %(password)s
+admin_project_name = admin
+admin_domain_name = Default
+use_dynamic_credentials = True
+create_isolated_networks = False
+[identity]
+uri_v3 = %(url)s
+auth_version = v3
+region = RegionOne
+v3_endpoint_type = public
+[identity-feature-enabled]
+api_v2 = False
+[service_available]
+iotguard = True
+nova = False
+neutron = False
+cinder = False
+glance = False
+swift = False
+'''
+
+TIER_TESTS = ('test_create_show_update_delete',
+              'test_floor_above_ceiling_is_refused',
+              'test_duplicate_name_is_a_conflict',
+              'test_project_cannot_change_tiers',
+              'test_private_tier_only_for_its_projects')
+
+
+def _write(directory, name, text):
+    path = os.path.join(directory, name)
+    with open(path, 'w') as out:
+        out.write(text)
+    return path
+
+
+class Keystone(fixtures.Fixture):
+    """A fresh Keystone: ``.url`` (.../v3), the admin's ``PASSWORD``."""
+
+    def _setUp(self):
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        conf = _write(self.dir, 'keystone.conf',
+                      KEYSTONE_CONF % {'dir': self.dir})
+        self.env = dict(os.environ, OS_KEYSTONE_CONFIG_FILES=conf)
+        self._manage(conf, 'db_sync')
+        for setup in ('fernet_setup', 'credential_setup'):
+            self._manage(conf, setup, '--keystone-user', 'root',
+                         '--keystone-group', 'root')
+        serve = _write(self.dir, 'serve.py', SERVE)
+        self.process = subprocess.Popen(
+            [os.path.join(VENV, 'bin', 'python'), serve], env=self.env,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.addCleanup(self.process.wait, 10)
+        self.addCleanup(self.process.terminate)
+        port = self.process.stdout.readline().strip()
+        if not port.isdigit():
+            raise RuntimeError('keystone did not start: %r' % port)
+        self.url = 'http://127.0.0.1:%s/v3' % port
+        self._manage(conf, 'bootstrap', '--bootstrap-password', PASSWORD,
+                     '--bootstrap-public-url', self.url,
+                     '--bootstrap-region-id', 'RegionOne')
+
+    def _manage(self, conf, *args):
+        subprocess.run([os.path.join(VENV, 'bin', 'keystone-manage'),
+                        '--config-file', conf] + list(args), env=self.env,
+                       check=True, capture_output=True, timeout=120)
+
+    def auth(self, user='admin', project='admin'):
+        return {'auth_url': self.url, 'username': user,
+                'password': PASSWORD, 'project_name': project,
+                'user_domain_id': 'default', 'project_domain_id': 'default'}
+
+
+class TestThroughKeystone(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        if not os.path.exists(os.path.join(VENV, 'bin', 'keystone-manage')):
+            self.skipTest('no Keystone in %s (tools/install-keystone.sh)'
+                          % VENV)
+        self.useFixture(fixtures.Timeout(300, gentle=True))
+        self.keystone = self.useFixture(Keystone())
+        self.api = self.useFixture(test_osc.ApiServer(self._api_conf(),
+                                                      noauth=False))
+        self.admin = openstack.connection.Connection(
+            region_name='RegionOne', **self.keystone.auth())
+        self.addCleanup(self.admin.close)
+        identity = self.admin.identity
+        service = identity.create_service(name='iotguard',
+                                          type='resource-guarantee')
+        identity.create_endpoint(service_id=service.id, interface='public',
+                                 url=self.api.url, region_id='RegionOne')
+
+    def _api_conf(self):
+        """[api] keystone and [keystone_authtoken] from a config file."""
+        path = _write(self.useFixture(fixtures.TempDir()).path,
+                      'iotguard.conf', IOTGUARD_CONF % {
+                          'url': self.keystone.url, 'password': PASSWORD})
+        conf = cfg.ConfigOpts()
+        iotguard_conf.register_opts(conf)
+        conf(['--config-file', path], project='iotguard',
+             default_config_files=[])
+        return conf
+
+    def _member(self, project_name, user_name):
+        identity = self.admin.identity
+        project = identity.create_project(name=project_name,
+                                          domain_id='default')
+        user = identity.create_user(name=user_name, password=PASSWORD,
+                                    domain_id='default')
+        identity.assign_project_role_to_user(
+            project, user, identity.find_role('member'))
+        return self.keystone.auth(user_name, project_name)
+
+    def openstack(self, auth, *args, ok=True):
+        command = [shutil.which('openstack',
+                                path=os.path.dirname(sys.executable)),
+                   '--os-auth-url', auth['auth_url'],
+                   '--os-username', auth['username'],
+                   '--os-password', auth['password'],
+                   '--os-project-name', auth['project_name'],
+                   '--os-user-domain-id', 'default',
+                   '--os-project-domain-id', 'default',
+                   '--os-identity-api-version', '3',
+                   '--os-region-name', 'RegionOne', 'iotguard'] + list(args)
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith('OS_')}
+        env['HOME'] = self.useFixture(fixtures.TempHomeDir()).path
+        proc = subprocess.run(command, env=env, capture_output=True,
+                              text=True, timeout=60)
+        self.assertEqual(ok, proc.returncode == 0, proc.stderr)
+        return proc.stdout, proc.stderr
+
+    def test_openstack_cli_finds_iotguard_in_the_catalog(self):
+        out, _ = self.openstack(self.keystone.auth(), 'tier', 'create',
+                                'gold', '--min-iops', '2000', '-f', 'json')
+        self.assertEqual(2000.0, json.loads(out)['Min IOPS'])
+        member = self._member('demo', 'demo')
+        out, _ = self.openstack(member, 'tier', 'list', '-f', 'json')
+        self.assertEqual(['gold'], [t['Name'] for t in json.loads(out)])
+        # The noauth options mean nothing with a password.
+        _, err = self.openstack(member, '--os-iotguard-noauth-roles',
+                                'admin', 'tier', 'create', 'mine', ok=False)
+        self.assertIn('403', err)
+        self.assertIn('iotguard:tier:create', err)
+        self.assertIn('201 POST /v1/tiers', self.api.seen)
+        self.assertIn('403 POST /v1/tiers', self.api.seen)
+
+    def test_tempest_tier_tests_pass(self):
+        work = self.useFixture(fixtures.TempDir()).path
+        _write(work, 'tempest.conf', TEMPEST_CONF % {
+            'dir': work, 'password': PASSWORD, 'url': self.keystone.url})
+        env = dict(os.environ, TEMPEST_CONFIG_DIR=work,
+                   TEMPEST_CONFIG='tempest.conf')
+        # Run outside the checkout: an iotguard.egg-info there would shadow
+        # the installed entry points tempest finds its plugins by.
+        proc = subprocess.run(
+            [sys.executable, '-m', 'subunit.run',
+             'iotguard.tempest_plugin.tests.api.test_tier'],
+            cwd=work, env=env, capture_output=True, timeout=240)
+        csv = subprocess.run(
+            [os.path.join(os.path.dirname(sys.executable), 'subunit2csv')],
+            input=proc.stdout, capture_output=True, timeout=60)
+        outcomes = {}
+        for row in csv.stdout.decode().splitlines()[1:]:
+            test_id, status = row.split(',')[:2]
+            name = test_id.rsplit('.', 1)[-1].split('[')[0]
+            outcomes[name] = status
+        self.assertEqual(dict.fromkeys(TIER_TESTS, 'success'), outcomes,
+                         proc.stderr.decode()[-2000:])
+        for request in ('201 POST /v1/tiers', '403 POST /v1/tiers',
+                        '409 POST /v1/tiers', '400 POST /v1/tiers',
+                        '204 DELETE /v1/tiers/'):
+            self.assertTrue(any(r.startswith(request)
+                                for r in self.api.seen), request)
