@@ -47,6 +47,11 @@ OPTS = [
                      '``iotguard-manage domain calibrate``). Volume disks '
                      'are left to membership, which asks Cinder for their '
                      'pool.'),
+    cfg.FloatOpt('rates_write_interval',
+                 default=30.0, min=0.0,
+                 help='Seconds between two writes of a domain\'s disk rates '
+                      'to the database, where the API\'s disk views read '
+                      'them (one bulk statement per domain). 0: never.'),
     cfg.FloatOpt('violation_latency_ms',
                  default=20.0, min=0.0,
                  help='A disk below its floor whose mean latency per '

@@ -21,17 +21,18 @@ What it does, with the controller's own code and a real broker:
    an empty database) gets the schema, one tier, ``--domains`` domains and
    ``hosts x disks-per-host`` disks spread over them (each domain spans
    many hosts, like a Ceph or Cinder pool);
-2. the hosts' ``report_samples`` batches are cast with the real
-   :class:`ControllerAPI` (fanout, RabbitMQ at ``--url``) and received by
-   the controller's RPC server and :class:`ControllerManager` into the
-   sample store: ingest time and rate are reported. In every domain a few
-   disks are noisy and a few starve, so the ``guarantee`` policy caps;
-3. ``--rounds`` decision rounds over every domain, one ``decision_interval``
-   apart (on the samples' clock): wall time per domain and in total, CPU
-   of the process per round, decisions, RPC casts (``apply_caps`` /
-   ``release_caps`` per host, to queues nobody consumes here) and renewals.
-   Round 1 caps; later rounds only renew;
-4. the controller's resident memory (VmRSS) before and after ingest.
+2. ``--rounds`` times: the hosts' ``report_samples`` batches are cast with
+   the real :class:`ControllerAPI` (fanout, RabbitMQ at ``--url``) and
+   received by the controller's RPC server and :class:`ControllerManager`
+   into the sample store (ingest time and rate; the feeder runs in this
+   process too), then one decision round over every domain: wall time per
+   domain and in total, CPU of the process during the round, decisions,
+   RPC casts (``apply_caps`` / ``release_caps`` per host, to queues nobody
+   consumes here) and renewals. In every domain a few disks are noisy and
+   a few starve, so the ``guarantee`` policy caps in round 1; later rounds
+   renew (and write a share of the domains' rates for the API);
+3. the controller's resident memory (VmRSS) before the first ingest, after
+   the first round and at the end.
 
 Nothing here runs in the service; it only measures.
 """
@@ -89,10 +90,35 @@ def _disk_uuid(host, index):
                           'iotguard-bench:%d/%d' % (host, index)))
 
 
-def _sample(host, index, domain_slot, timestamp):
+class _Agents(agent_rpcapi.AgentAPI):
+    """The real client (casts go to RabbitMQ), remembering the caps sent.
+
+    The fed samples obey them, as a throttled disk would.
+    """
+
+    def __init__(self, transport):
+        super().__init__(transport)
+        self.caps = {}
+
+    def apply_caps(self, ctxt, host, caps):
+        for cap in caps:
+            self.caps[cap['instance_uuid']] = cap['limits'].get(
+                'total_iops_sec')
+        super().apply_caps(ctxt, host, caps)
+
+    def release_caps(self, ctxt, host, disks):
+        for disk in disks:
+            self.caps.pop(disk['instance_uuid'], None)
+        super().release_caps(ctxt, host, disks)
+
+
+def _sample(host, index, domain_slot, timestamp, caps=None):
     """A disk's sample: slots 0-2 of a domain are noisy, 3-6 starve."""
     if domain_slot < NOISY:
         iops, latency = 15000.0, 40.0
+        cap = (caps or {}).get(_disk_uuid(host, index))
+        if cap:
+            iops = min(iops, float(cap))
     elif domain_slot < NOISY + GOLD:
         iops, latency = 500.0, 80.0
     else:
@@ -156,14 +182,15 @@ def _populate(db, args):
     return names, slots
 
 
-def _ingest(conf, transport, args, slots, manager, timestamp):
+def _ingest(conf, transport, args, slots, manager, timestamp, caps):
     api = controller_rpcapi.ControllerAPI(transport)
     expected = args.hosts * args.disks_per_host
     before = manager.stats['stored']
     started = time.monotonic()
     for host in range(args.hosts):
         batch = {'timestamp': timestamp, 'interval_s': INTERVAL_S,
-                 'disks': [_sample(host, i, slots[(host, i)], timestamp)
+                 'disks': [_sample(host, i, slots[(host, i)], timestamp,
+                                   caps)
                            for i in range(args.disks_per_host)]}
         api.report_samples({}, 'host-%04d' % host, batch)
     sent = time.monotonic() - started
@@ -199,24 +226,19 @@ def run(args):
     server.start()
     time.sleep(1.0)   # the fanout queue is bound before the first cast
     rss0 = _rss_mib()
-    now = time.time()
-    sent, took, stored = _ingest(conf, transport, args, slots, manager,
-                                 now - 1.0)
-    print('ingest: %d batches cast in %.2f s; %d samples stored in %.2f s '
-          '(%.0f samples/s); RSS %.0f MiB -> %.0f MiB' % (
-              args.hosts, sent, stored, took, stored / took, rss0,
-              _rss_mib()))
-
     notifier = notifications.Notifier(
         conf, oslo_messaging.get_notification_transport(conf, url=args.url))
-    loop = loop_mod.DomainLoop(conf, db, store,
-                               agent_rpcapi.AgentAPI(transport),
+    agents = _Agents(transport)
+    loop = loop_mod.DomainLoop(conf, db, store, agents,
                                audit_mod.Audit(db, notifier))
     domains = db.domain_list()
-    print('round  total_s  domain_mean_ms  domain_p95_ms  cpu_s  decisions'
-          '  applied  renewed  casts')
+    print('round  ingest_s  samples/s  total_s  domain_mean_ms  '
+          'domain_p95_ms  cpu_s  decisions  applied  renewed  casts')
     for k in range(args.rounds):
-        at = now + k * INTERVAL_S
+        # what the agents send every interval, then one round on it
+        sent, took, stored = _ingest(conf, transport, args, slots, manager,
+                                     time.time() - 0.5, agents.caps)
+        at = time.time()
         per_domain, results = [], []
         cpu0, wall0 = _cpu(), time.monotonic()
         db.cap_delete_expired(audit_mod.to_datetime(at))
@@ -227,13 +249,18 @@ def run(args):
         wall, cpu = time.monotonic() - wall0, _cpu() - cpu0
         per_domain.sort()
         p95 = per_domain[int(0.95 * (len(per_domain) - 1))]
-        print('%5d  %7.2f  %14.1f  %13.1f  %5.2f  %9d  %7d  %7d  %5d' % (
-            k + 1, wall, 1000 * statistics.mean(per_domain), 1000 * p95,
-            cpu, sum(r.decisions for r in results),
-            sum(r.applied for r in results),
-            sum(r.renewed for r in results),
-            sum(r.casts for r in results)))
-    print('controller RSS after the rounds: %.0f MiB (max %.0f MiB)' % (
+        print('%5d  %8.2f  %9.0f  %7.2f  %14.1f  %13.1f  %5.2f  %9d  '
+              '%7d  %7d  %5d' % (
+                  k + 1, took, stored / took, wall,
+                  1000 * statistics.mean(per_domain), 1000 * p95, cpu,
+                  sum(r.decisions for r in results),
+                  sum(r.applied for r in results),
+                  sum(r.renewed for r in results),
+                  sum(r.casts for r in results)))
+        if k == 0:
+            print('       (RSS %.0f MiB before the first ingest, %.0f MiB '
+                  'after the first round)' % (rss0, _rss_mib()))
+    print('controller RSS at the end: %.0f MiB (max %.0f MiB)' % (
         _rss_mib(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         / 1024.0))
     server.stop()
@@ -249,7 +276,7 @@ def main(argv=None):
     parser.add_argument('--hosts', type=int, default=1000)
     parser.add_argument('--disks-per-host', type=int, default=50)
     parser.add_argument('--domains', type=int, default=100)
-    parser.add_argument('--rounds', type=int, default=3)
+    parser.add_argument('--rounds', type=int, default=8)
     parser.add_argument('--db-url', help='an empty database (default: a '
                         'fresh SQLite file)')
     parser.add_argument('--url', default=os.environ.get(

@@ -43,6 +43,7 @@ import dataclasses
 import json
 import math
 import time
+import zlib
 
 import numpy as np
 from oslo_log import log as logging
@@ -154,6 +155,15 @@ def violations(snapshot, latency_ms):
     return result, load, floor
 
 
+def rates_offset(name, interval_s):
+    """Where, within each ``interval_s``, a domain writes its rates.
+
+    Spread by the domain's name, so that the domains of a controller do
+    not all write in the same round (not even the first one).
+    """
+    return (zlib.crc32(name.encode()) % 1000) / 1000.0 * interval_s
+
+
 def renew_due(lease_expires_at, now, lease_s, interval_s):
     """Whether a cap in force is sent again this round (to renew it).
 
@@ -180,6 +190,7 @@ class DomainLoop:
         self.lease_s = conf.controller.lease_seconds
         self.default_policy = conf.controller.default_policy
         self.violation_latency_ms = conf.controller.violation_latency_ms
+        self.rates_write_s = conf.controller.rates_write_interval
         if self.lease_s < 2 * self.interval_s:
             LOG.warning('[controller] lease_seconds (%.1f) is below two '
                         'decision intervals (%.1f s): one late round lets '
@@ -193,6 +204,7 @@ class DomainLoop:
         self._policies = {}    # domain name -> (key, policy)
         self._violating = {}   # domain name -> set of disk ids
         self._uncalibrated = set()
+        self._rates_slot = {}  # domain name -> rates_write_interval slot
 
     # -- the rounds ---------------------------------------------------------
 
@@ -219,6 +231,7 @@ class DomainLoop:
         for name in names:
             self._policies.pop(name, None)
             self._violating.pop(name, None)
+            self._rates_slot.pop(name, None)
 
     def run_once(self, domain, now):
         """collect -> decide -> act -> record for one domain."""
@@ -240,6 +253,7 @@ class DomainLoop:
         result.decisions = len(decisions)
         self._act(name, policy_name, disks, snapshot, decisions, now, result)
         self._violations(name, disks, snapshot, now, result)
+        self._write_rates(name, disks, snapshot, now)
         LOG.debug('Round of %s: %s', name, result)
         return result
 
@@ -266,6 +280,7 @@ class DomainLoop:
             sample = self.store.latest(disk['instance_uuid'], disk['dev'])
             stale = (not samples_mod.has_rates(sample)
                      or self.store.is_stale(sample, now))
+            disk['sample'] = None if stale else sample
             states.append(disk_state(disk, sample, cap, set_at, stale))
         profile = base.Profile(iops_4k=float(domain['iops_4k']),
                                bytes_sec=float(domain['bytes_sec']))
@@ -385,6 +400,29 @@ class DomainLoop:
         if renewed:
             result.renewed = self.db.caps_renew(
                 renewed, audit_mod.to_datetime(lease))
+
+    def _write_rates(self, name, disks, snapshot, now):
+        """Every rates_write_interval: the fresh rates, for the API."""
+        if not self.rates_write_s:
+            return
+        slot = math.floor((now - rates_offset(name, self.rates_write_s))
+                          / self.rates_write_s)
+        if self._rates_slot.setdefault(name, slot) == slot:
+            return   # written in this slot, or first seen in it
+        self._rates_slot[name] = slot
+        rows = []
+        for i, disk in enumerate(disks):
+            sample = disk['sample']
+            if sample is None:
+                continue
+            row = {k: sample[k] for k in ('read_iops', 'write_iops',
+                                          'read_bytes_sec',
+                                          'write_bytes_sec')}
+            row.update(id=disk['id'],
+                       sampled_at=audit_mod.to_datetime(sample['timestamp']),
+                       latency_ms=float(snapshot.latency_ms[i]))
+            rows.append(row)
+        self.db.disk_rates_bulk_update(rows)
 
     def _violations(self, name, disks, snapshot, now, result):
         violated, load, floor = violations(snapshot,

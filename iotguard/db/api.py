@@ -554,6 +554,32 @@ class Connection:
                     'decision_id': r.decision_id, 'set_at': r.created_at}})
         return out
 
+    def disk_rates_bulk_update(self, rates):
+        """Store the latest rates of many disks at once (by disk id).
+
+        Each item: ``id``, ``sampled_at`` and the rate fields of
+        :meth:`disk_update_rates` (a missing field is written as NULL).
+        One executemany statement; returns how many disks were given.
+        """
+        if not rates:
+            return 0
+        allowed = set(_RATE_FIELDS) | {'id', 'sampled_at'}
+        for row in rates:
+            unknown = set(row) - allowed
+            if unknown:
+                raise exception.Invalid(reason='unknown rates %s'
+                                        % sorted(unknown))
+        fields = sorted(allowed - {'id'})
+        table = models.Disk.__table__
+        statement = table.update().where(
+            table.c.id == sa.bindparam('b_id')).values(
+                {f: sa.bindparam('b_' + f) for f in fields})
+        params = [dict({'b_' + f: row.get(f) for f in fields},
+                       b_id=row['id']) for row in rates]
+        with self._writer() as session:
+            session.execute(statement, params)
+        return len(rates)
+
     def disk_bulk_insert(self, disks):
         """Insert many new disks in one statement (benchmarks, imports).
 

@@ -106,5 +106,26 @@ class ControllerDbTests:
         self.assertEqual('gold', got[0]['tier']['name'])
         self.assertRaises(exception.NotFound, self.db.domain_disks, 'nope')
 
+    def test_disk_rates_bulk_update(self):
+        from iotguard import exception
+        self.db.domain_create('pool', 'cinder')
+        a = self.db.disk_upsert(UUID_A, 'vda', 'cn1', 'pool', 'p')
+        b = self.db.disk_upsert(UUID_B, 'vda', 'cn1', 'pool', 'p')
+        self.assertEqual(0, self.db.disk_rates_bulk_update([]))
+        self.assertEqual(2, self.db.disk_rates_bulk_update([
+            {'id': a['id'], 'sampled_at': T0, 'read_iops': 1.5,
+             'write_iops': 2.0, 'read_bytes_sec': 3.0,
+             'write_bytes_sec': 4.0, 'latency_ms': 5.0},
+            {'id': b['id'], 'sampled_at': T0, 'read_iops': 7.0}]))
+        got = {d['instance_uuid']: d for d in self.db.disk_list()}
+        self.assertEqual((1.5, 2.0, 3.0, 4.0, 5.0, T0), tuple(
+            got[UUID_A][k] for k in ('read_iops', 'write_iops',
+                                     'read_bytes_sec', 'write_bytes_sec',
+                                     'latency_ms', 'sampled_at')))
+        self.assertEqual((7.0, None), (got[UUID_B]['read_iops'],
+                                       got[UUID_B]['write_iops']))
+        self.assertRaises(exception.Invalid, self.db.disk_rates_bulk_update,
+                          [{'id': a['id'], 'iops': 1.0}])
+
 
 backends.on_every_backend(globals(), ControllerDbTests)

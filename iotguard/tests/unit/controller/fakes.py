@@ -55,6 +55,7 @@ class FakeDB:
         self.agents = {}
         self.fail_domains = set()
         self.renewals = []
+        self.rates_written = []
 
     def add_domain(self, name, iops_4k=300.0, bytes_sec=3.4e6, policy=None,
                    params=None, kind='local'):
@@ -162,6 +163,10 @@ class FakeDB:
                 self.caps[key]['lease_expires_at'] = lease_expires_at
                 n += 1
         return n
+
+    def disk_rates_bulk_update(self, rates):
+        self.rates_written.append(list(rates))
+        return len(rates)
 
     def agent_heartbeat(self, host, driver, now=None):
         self.agents[host] = (driver, now)

@@ -249,6 +249,31 @@ class ScriptedRoundTest(LoopTestBase):
         self.assertEqual(100.0, snap.cap_iops[0])
         self.assertTrue(math.isnan(snap.cap_set_at[1]))
 
+    def test_fresh_rates_written_for_the_api_every_interval(self):
+        first = T0 + loop.rates_offset('pool', 30.0)
+        self.feed(self.a, at=first - 1, iops=40.0, bytes_sec=40 * KIB64,
+                  latency_ms=8.0)
+        self.loop.run_once(self.domain, first - 0.5)   # not due yet
+        self.assertEqual([], self.db.rates_written)
+        self.loop.run_once(self.domain, first)
+        self.assertEqual([[{
+            'id': self.a['id'], 'sampled_at': audit.to_datetime(first - 1),
+            'read_iops': 20.0, 'write_iops': 20.0,
+            'read_bytes_sec': 20 * KIB64, 'write_bytes_sec': 20 * KIB64,
+            'latency_ms': 8.0}]], self.db.rates_written)   # b: no sample
+        self.loop.run_once(self.domain, first + 5)
+        self.assertEqual(1, len(self.db.rates_written))
+        self.feed(self.b, at=first + 29)
+        self.loop.run_once(self.domain, first + 30)
+        # a's sample is stale by now: only b's rates are written
+        self.assertEqual([self.b['id']],
+                         [r['id'] for r in self.db.rates_written[-1]])
+
+    def test_rates_writes_are_spread_over_the_interval(self):
+        offsets = {loop.rates_offset('pool-%d' % i, 30.0) for i in range(50)}
+        self.assertGreater(len(offsets), 40)
+        self.assertTrue(all(0 <= o < 30.0 for o in offsets))
+
     def test_unknown_disk_in_decision_is_ignored(self):
         self.scripted.answer = [policy_base.Decision(
             'ffffffff-ffff-ffff-ffff-ffffffffffff/vda', 'cap', 'x',
