@@ -164,6 +164,23 @@ class TestOpenstackCLI(base.TestCase):
         _, err = self.cli('tier', 'delete', 'gold', ok=False)
         self.assertIn('in use', err)
 
+        # Domains: the admin's figures and settings, a project's view.
+        self.cli('domain', 'set', 'local:compute1', '--iops-4k', '20000',
+                 '--policy', 'static')
+        domain = self.json('domain', 'show', 'local:compute1')
+        self.assertEqual({'iops_4k': 20000.0, 'bytes_sec': 400e6},
+                         domain['Profile'])
+        self.assertEqual('static', domain['Policy'])
+        self.assertEqual([instance], [d['instance_uuid']
+                                      for d in domain['Disks']])
+        self.assertGreater(domain['Committed'], 0)
+        self.assertEqual([{'Name': 'local:compute1', 'Kind': 'local'}],
+                         self.json('domain', 'list', who=MEMBER))
+        _, err = self.cli('domain', 'set', 'local:compute1', '--param',
+                          'bogus=1', ok=False)
+        self.assertIn('400', err)
+        self.assertIn('bogus', err)
+
         # Decisions: every page without --limit, one page with it.
         ids = [self.db.decision_create(
             'local:compute1', 'guarantee', instance, 'vda', 'proj-a', 'cap',
