@@ -23,13 +23,14 @@ import os
 import subprocess
 import sys
 
-import subunit
-import testtools
-
 RECORD = '.stestr-summary'
 
 
 def count_last_run():
+    # Imported here: --total runs outside the test virtualenv.
+    import subunit
+    import testtools
+
     data = subprocess.run(['stestr', 'last', '--subunit'], check=True,
                           capture_output=True).stdout
     stream = subunit.ByteStreamToStreamResult(
