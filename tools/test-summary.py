@@ -48,6 +48,9 @@ def count_last_run():
 
 def main(argv):
     if argv[1:] == ['--total']:
+        if not os.path.exists(RECORD):
+            print('total: no test ran', file=sys.stderr)
+            return 1
         with open(RECORD) as f:
             runs = [json.loads(line) for line in f if line.strip()]
         counts = {k: sum(r[k] for r in runs)
