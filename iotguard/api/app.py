@@ -18,6 +18,7 @@ keystonemiddleware's auth_token (or noauth) into the router.
 """
 
 from keystonemiddleware import auth_token
+from oslo_log import log
 from oslo_middleware import healthcheck
 from oslo_middleware import http_proxy_to_wsgi
 from oslo_middleware import request_id
@@ -31,6 +32,8 @@ from iotguard.api import router
 from iotguard.api import util
 from iotguard.db import api as db_api
 from iotguard import service
+
+LOG = log.getLogger(__name__)
 
 
 class NoAuth:
@@ -48,6 +51,24 @@ class NoAuth:
                 req.environ.get('openstack.request_id'))
         req.environ['HTTP_X_IDENTITY_STATUS'] = 'Confirmed'
         return req.get_response(self.application)
+
+
+class FaultWrapper:
+    """Whatever fails outside the router (auth) still answers in JSON."""
+
+    def __init__(self, application):
+        self.application = application
+
+    @webob.dec.wsgify
+    def __call__(self, req):
+        try:
+            return req.get_response(self.application)
+        except Exception:
+            request_id = req.environ.get('openstack.request_id')
+            LOG.exception('Request %s failed before the router', request_id)
+            return util.error_response(
+                500, 'The request failed inside iotguard-api; the error '
+                'is logged under its request id.', request_id)
 
 
 class Dispatcher:
@@ -79,6 +100,7 @@ def deploy(conf, db=None, set_nova_tier=None):
         api = auth_token.AuthProtocol(api, {'oslo_config_config': conf})
     else:
         api = NoAuth(api)
+    api = FaultWrapper(api)
     health = healthcheck.Healthcheck(None, conf)
     app = Dispatcher(api, health)
     app = request_id.RequestId(app)

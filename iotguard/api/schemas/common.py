@@ -17,7 +17,7 @@
 NAME = {'type': 'string', 'minLength': 1, 'maxLength': 64,
         'pattern': r'^[A-Za-z0-9._-]+$'}
 DOMAIN_NAME = {'type': 'string', 'minLength': 1, 'maxLength': 255,
-               'pattern': r'^[A-Za-z0-9._:@#/-]+$'}
+               'pattern': r'^[A-Za-z0-9._:@#-]+$'}
 PROJECT_ID = {'type': 'string', 'minLength': 1, 'maxLength': 64,
               'pattern': r'^[A-Za-z0-9._-]+$'}
 #: A rate (IOPS, bytes/s), 0 = no limit; up to 10^15.

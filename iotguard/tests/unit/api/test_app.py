@@ -92,3 +92,18 @@ class AppTest(base.TestCase):
         response = req.get_response(application)
         self.assertEqual(503, response.status_code)
         self.assertEqual(503, response.json['error']['code'])
+
+    def test_failure_in_auth_middleware_answers_json(self):
+        application = self.deploy('keystone')
+
+        def broken(self, req):
+            raise RuntimeError('identity endpoint missing')
+
+        self.patch(auth_token.AuthProtocol, 'process_request', broken)
+        req = webob.Request.blank('/v1/tiers', headers={
+            'X-Auth-Token': 'token'})
+        response = req.get_response(application)
+        self.assertEqual(500, response.status_code)
+        self.assertEqual('application/json', response.content_type)
+        self.assertEqual(500, response.json['error']['code'])
+        self.assertIn('request id', response.json['error']['message'])
