@@ -14,8 +14,10 @@
 
 Every cap and release a policy decides is one row of the ``decisions``
 table (who: domain, policy, disk, project; why: the policy's reason; the
-numbers it saw and computed; the limits before and after), then the cap
-in force is written, then a notification is sent. A violated guarantee
+numbers it saw and computed; the limits before and after), written before
+anything is sent; once sent, the caps in force are written and the
+notifications sent. One transaction per step and domain round, not per
+disk. A violated guarantee
 (a disk below its floor with unmet demand) is notified when it starts.
 """
 
@@ -46,14 +48,23 @@ class Audit:
         self.db = db
         self.notifier = notifier
 
-    def decision(self, domain, policy, disk, decision, old_limits, now):
-        """Append ``decision`` on ``disk`` to the audit trail; its id."""
-        new_limits = decision.limits if decision.action == base.CAP else {}
-        return self.db.decision_create(
-            domain, policy, disk['instance_uuid'], disk['dev'],
-            disk['project_id'], decision.action, old_limits,
-            {k: v for k, v in new_limits.items() if v}, decision.reason,
-            decision.numbers, created_at=to_datetime(now))
+    def decisions(self, domain, policy, entries, now):
+        """Append ``[(disk, decision, old_limits)]`` to the audit trail.
+
+        One transaction for the round; returns the ids, in order.
+        """
+        rows = []
+        for disk, decision, old_limits in entries:
+            new = decision.limits if decision.action == base.CAP else {}
+            rows.append({
+                'domain': domain, 'policy': policy,
+                'instance_uuid': disk['instance_uuid'], 'dev': disk['dev'],
+                'project_id': disk['project_id'], 'action': decision.action,
+                'old_limits': old_limits,
+                'new_limits': {k: v for k, v in new.items() if v},
+                'reason': decision.reason, 'numbers': decision.numbers,
+                'created_at': to_datetime(now)})
+        return self.db.decisions_create(rows)
 
     def _payload(self, domain, policy, disk, decision, decision_id,
                  old_limits):
@@ -63,23 +74,32 @@ class Audit:
                 'decision_id': decision_id, 'reason': decision.reason,
                 'old_limits': old_limits, 'numbers': decision.numbers}
 
-    def cap_applied(self, domain, policy, disk, decision, decision_id, cap,
-                    old_limits):
-        """The cap was sent: write it as the cap in force, notify."""
-        self.db.cap_set(disk['instance_uuid'], disk['dev'], cap['limits'],
-                        to_datetime(cap['lease_expires_at']), decision_id)
-        payload = self._payload(domain, policy, disk, decision, decision_id,
-                                old_limits)
-        payload.update(limits=cap['limits'],
-                       lease_expires_at=cap['lease_expires_at'])
-        self.notifier.cap_apply(payload)
+    def caps_applied(self, domain, policy, sent):
+        """Caps were sent: write them as in force (one transaction), notify.
 
-    def cap_released(self, domain, policy, disk, decision, decision_id,
-                     old_limits):
-        """The release was sent: forget the cap in force, notify."""
-        self.db.cap_release(disk['instance_uuid'], disk['dev'])
-        self.notifier.cap_release(self._payload(
-            domain, policy, disk, decision, decision_id, old_limits))
+        ``sent`` is ``[(cap, (disk, decision, decision_id, old_limits))]``.
+        """
+        self.db.caps_set([dict(
+            cap, lease_expires_at=to_datetime(cap['lease_expires_at']),
+            decision_id=decision_id)
+            for cap, (_d, _dec, decision_id, _old) in sent])
+        for cap, (disk, decision, decision_id, old) in sent:
+            payload = self._payload(domain, policy, disk, decision,
+                                    decision_id, old)
+            payload.update(limits=cap['limits'],
+                           lease_expires_at=cap['lease_expires_at'])
+            self.notifier.cap_apply(payload)
+
+    def caps_released(self, domain, policy, sent):
+        """Releases were sent: forget those caps, notify.
+
+        ``sent`` is ``[(disk, decision, decision_id, old_limits)]``.
+        """
+        self.db.caps_release([(disk['instance_uuid'], disk['dev'])
+                              for disk, _d, _i, _o in sent])
+        for disk, decision, decision_id, old in sent:
+            self.notifier.cap_release(self._payload(
+                domain, policy, disk, decision, decision_id, old))
 
     def violation(self, domain, disk, numbers, now):
         """A disk's guarantee is not met; tell the operators."""

@@ -112,15 +112,20 @@ class _Agents(agent_rpcapi.AgentAPI):
         super().release_caps(ctxt, host, disks)
 
 
-def _sample(host, index, domain_slot, timestamp, caps=None):
-    """A disk's sample: slots 0-2 of a domain are noisy, 3-6 starve."""
+def _sample(host, index, domain_slot, timestamp, caps=None,
+            relieved=False):
+    """A disk's sample: slots 0-2 of a domain are noisy, 3-6 starve.
+
+    A capped noisy disk runs at its cap; once its domain's noisy disks are
+    capped (``relieved``) the starving ones get their floor back.
+    """
     if domain_slot < NOISY:
         iops, latency = 15000.0, 40.0
         cap = (caps or {}).get(_disk_uuid(host, index))
         if cap:
             iops = min(iops, float(cap))
     elif domain_slot < NOISY + GOLD:
-        iops, latency = 500.0, 80.0
+        iops, latency = (2200.0, 3.0) if relieved else (500.0, 80.0)
     else:
         iops, latency = 20.0, 2.0
     return {'instance_uuid': _disk_uuid(host, index), 'dev': 'vda',
@@ -159,13 +164,13 @@ def _populate(db, args):
     for name in names:
         db.domain_create(name, 'ceph', iops_4k=50000.0, bytes_sec=2e9,
                          policy='guarantee')
-    slots = {}
+    slots, domain_of = {}, {}
     rows = []
     per_domain = max(1, args.hosts * args.disks_per_host // args.domains)
     for host in range(args.hosts):
         for index in range(args.disks_per_host):
             n = host * args.disks_per_host + index
-            domain = n % args.domains
+            domain = domain_of[(host, index)] = n % args.domains
             # spread the noisy and gold disks over the hosts
             slots[(host, index)] = (n // args.domains * 7919) % per_domain
             rows.append({'instance_uuid': _disk_uuid(host, index),
@@ -179,18 +184,21 @@ def _populate(db, args):
         if NOISY <= slot < NOISY + GOLD:
             db.disk_tier_set(_disk_uuid(host, index), 'vda', GOLD_TIER,
                              'flavor', 'bench')
-    return names, slots
+    return names, slots, domain_of
 
 
-def _ingest(conf, transport, args, slots, manager, timestamp, caps):
+def _ingest(conf, transport, args, slots, domain_of, manager, timestamp,
+            caps):
     api = controller_rpcapi.ControllerAPI(transport)
+    relieved = {domain_of[key] for key, slot in slots.items()
+                if slot < NOISY and caps.get(_disk_uuid(*key))}
     expected = args.hosts * args.disks_per_host
     before = manager.stats['stored']
     started = time.monotonic()
     for host in range(args.hosts):
         batch = {'timestamp': timestamp, 'interval_s': INTERVAL_S,
                  'disks': [_sample(host, i, slots[(host, i)], timestamp,
-                                   caps)
+                                   caps, domain_of[(host, i)] in relieved)
                            for i in range(args.disks_per_host)]}
         api.report_samples({}, 'host-%04d' % host, batch)
     sent = time.monotonic() - started
@@ -212,7 +220,7 @@ def run(args):
     engine.dispose()
     db = db_api.Connection(conf)
     t = time.monotonic()
-    names, slots = _populate(db, args)
+    names, slots, domain_of = _populate(db, args)
     print('populated %d domains, %d disks in %.1f s (%s)' % (
         len(names), len(slots), time.monotonic() - t,
         db_url.split(':')[0]))
@@ -234,10 +242,14 @@ def run(args):
     domains = db.domain_list()
     print('round  ingest_s  samples/s  total_s  domain_mean_ms  '
           'domain_p95_ms  cpu_s  decisions  applied  renewed  casts')
+    start = time.monotonic()
     for k in range(args.rounds):
+        # paced like the service: one interval per round (unless late)
+        time.sleep(max(0.0, start + k * INTERVAL_S - time.monotonic()))
         # what the agents send every interval, then one round on it
-        sent, took, stored = _ingest(conf, transport, args, slots, manager,
-                                     time.time() - 0.5, agents.caps)
+        sent, took, stored = _ingest(conf, transport, args, slots,
+                                     domain_of, manager, time.time() - 0.5,
+                                     agents.caps)
         at = time.time()
         per_domain, results = [], []
         cpu0, wall0 = _cpu(), time.monotonic()
@@ -276,7 +288,7 @@ def main(argv=None):
     parser.add_argument('--hosts', type=int, default=1000)
     parser.add_argument('--disks-per-host', type=int, default=50)
     parser.add_argument('--domains', type=int, default=100)
-    parser.add_argument('--rounds', type=int, default=8)
+    parser.add_argument('--rounds', type=int, default=6)
     parser.add_argument('--db-url', help='an empty database (default: a '
                         'fresh SQLite file)')
     parser.add_argument('--url', default=os.environ.get(

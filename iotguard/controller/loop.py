@@ -305,8 +305,7 @@ class DomainLoop:
              result):
         index = {disk_id(d): i for i, d in enumerate(disks)}
         lease = now + self.lease_s
-        applies = collections.defaultdict(list)    # host -> [(cap, rec)]
-        releases = collections.defaultdict(list)   # host -> [(disk, rec)]
+        pending = []     # (disk, decision, old limits, new limits)
         decided = set()
         for decision in decisions:
             i = index.get(decision.disk_id)
@@ -319,14 +318,8 @@ class DomainLoop:
             old = in_force['limits'] if in_force else {}
             if decision.action == base.RELEASE:
                 decided.add(i)
-                if in_force is None:
-                    continue
-                decision_id = self.audit.decision(
-                    name, policy_name, disk, decision, old, now)
-                releases[disk['host']].append(
-                    ({'instance_uuid': disk['instance_uuid'],
-                      'dev': disk['dev']},
-                     (disk, decision, decision_id, old)))
+                if in_force is not None:
+                    pending.append((disk, decision, old, None))
                 continue
             limits = {k: v for k, v in decision.limits.items() if v}
             if snapshot.stale[i] and bool(base.tightens(
@@ -341,14 +334,24 @@ class DomainLoop:
             if in_force is not None and limits == in_force['limits']:
                 continue   # unchanged: renewed below when due
             decided.add(i)
-            decision_id = self.audit.decision(name, policy_name, disk,
-                                              decision, old, now)
-            cap = {'instance_uuid': disk['instance_uuid'],
-                   'dev': disk['dev'], 'limits': limits,
-                   'lease_expires_at': lease,
-                   'decision_id': str(decision_id)}
-            applies[disk['host']].append(
-                (cap, (disk, decision, decision_id, old)))
+            pending.append((disk, decision, old, limits))
+        ids = self.audit.decisions(
+            name, policy_name, [(d, dec, old) for d, dec, old, _l in pending],
+            now) if pending else []
+        applies = collections.defaultdict(list)    # host -> [(cap, rec)]
+        releases = collections.defaultdict(list)   # host -> [(disk, rec)]
+        for (disk, decision, old, limits), decision_id in zip(pending, ids):
+            record = (disk, decision, decision_id, old)
+            if limits is None:
+                releases[disk['host']].append(
+                    ({'instance_uuid': disk['instance_uuid'],
+                      'dev': disk['dev']}, record))
+            else:
+                applies[disk['host']].append((
+                    {'instance_uuid': disk['instance_uuid'],
+                     'dev': disk['dev'], 'limits': limits,
+                     'lease_expires_at': lease,
+                     'decision_id': str(decision_id)}, record))
         for i, disk in enumerate(disks):
             cap = disk['cap']
             if i in decided or cap is None or not renew_due(
@@ -366,7 +369,7 @@ class DomainLoop:
 
     def _send(self, name, policy_name, applies, releases, lease, result):
         """Cast per host; record what was sent, renew the leases sent."""
-        renewed = []
+        renewed, applied, released = [], [], []
         ctxt = {}
         for host, items in applies.items():
             try:
@@ -377,13 +380,10 @@ class DomainLoop:
                 continue
             result.casts += 1
             for cap, record in items:
-                if not isinstance(record, tuple):
+                if isinstance(record, tuple):
+                    applied.append((cap, record))
+                else:
                     renewed.append(record)   # the disk row id
-                    continue
-                disk, decision, decision_id, old = record
-                self.audit.cap_applied(name, policy_name, disk, decision,
-                                       decision_id, cap, old)
-                result.applied += 1
         for host, items in releases.items():
             try:
                 self.agent_api.release_caps(ctxt, host,
@@ -393,10 +393,13 @@ class DomainLoop:
                           'round', host, e)
                 continue
             result.casts += 1
-            for _disk, (disk, decision, decision_id, old) in items:
-                self.audit.cap_released(name, policy_name, disk, decision,
-                                        decision_id, old)
-                result.released += 1
+            released.extend(record for _disk, record in items)
+        if applied:
+            self.audit.caps_applied(name, policy_name, applied)
+            result.applied = len(applied)
+        if released:
+            self.audit.caps_released(name, policy_name, released)
+            result.released = len(released)
         if renewed:
             result.renewed = self.db.caps_renew(
                 renewed, audit_mod.to_datetime(lease))

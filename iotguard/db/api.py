@@ -503,6 +503,77 @@ class Connection:
 
     # -- caps: used by iotguard-controller's decision loop --------------------
 
+    def decisions_create(self, decisions):
+        """Append many decisions in one transaction; their ids, in order.
+
+        Each is a dict of :meth:`decision_create`'s arguments.
+        """
+        if not decisions:
+            return []
+        fields = ('domain', 'policy', 'instance_uuid', 'dev', 'project_id',
+                  'action', 'old_limits', 'new_limits', 'reason', 'numbers')
+        with self._writer() as session:
+            rows = [models.Decision(
+                created_at=d.get('created_at') or utcnow(),
+                **{f: d[f] for f in fields}) for d in decisions]
+            session.add_all(rows)
+            session.flush()
+            return [row.id for row in rows]
+
+    def _disk_ids(self, session, keys):
+        uuids = sorted({k[0] for k in keys})
+        found = {}
+        for start in range(0, len(uuids), 500):
+            found.update({(u, d): i for i, u, d in session.execute(
+                sa.select(models.Disk.id, models.Disk.instance_uuid,
+                          models.Disk.dev).where(
+                    models.Disk.instance_uuid.in_(uuids[start:start + 500])))
+            })
+        missing = [k for k in keys if k not in found]
+        if missing:
+            raise exception.NotFound(what='disk %s of instance %s' % (
+                missing[0][1], missing[0][0]))
+        return found
+
+    def caps_set(self, caps):
+        """Record many caps in force in one transaction.
+
+        Each: ``instance_uuid, dev, limits, lease_expires_at,
+        decision_id``; a disk's cap replaces the one it had. NotFound (and
+        nothing written) when a disk is unknown.
+        """
+        if not caps:
+            return 0
+        with self._writer() as session:
+            ids = self._disk_ids(session, [(c['instance_uuid'], c['dev'])
+                                           for c in caps])
+            existing = {cap.disk_id: cap for cap in session.scalars(
+                sa.select(models.Cap).where(models.Cap.disk_id.in_(
+                    sorted(set(ids.values())))))}
+            now = utcnow()
+            for item in caps:
+                disk_id = ids[(item['instance_uuid'], item['dev'])]
+                cap = existing.get(disk_id)
+                if cap is None:
+                    cap = existing[disk_id] = models.Cap(disk_id=disk_id,
+                                                         created_at=now)
+                    session.add(cap)
+                else:
+                    cap.updated_at = now
+                cap.limits = item['limits']
+                cap.lease_expires_at = item['lease_expires_at']
+                cap.decision_id = item['decision_id']
+        return len(caps)
+
+    def caps_release(self, disks):
+        """Forget the caps of many ``(instance_uuid, dev)``; how many."""
+        if not disks:
+            return 0
+        with self._writer() as session:
+            ids = self._disk_ids(session, list(disks))
+            return session.execute(sa.delete(models.Cap).where(
+                models.Cap.disk_id.in_(sorted(set(ids.values()))))).rowcount
+
     def caps_renew(self, disk_ids, lease_expires_at):
         """Extend the lease of the caps of ``disk_ids`` (disk row ids).
 

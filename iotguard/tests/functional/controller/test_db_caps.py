@@ -127,5 +127,42 @@ class ControllerDbTests:
         self.assertRaises(exception.Invalid, self.db.disk_rates_bulk_update,
                           [{'id': a['id'], 'iops': 1.0}])
 
+    def test_batched_decisions_and_caps(self):
+        from iotguard import exception
+        self.db.domain_create('pool', 'cinder')
+        self.db.disk_upsert(UUID_A, 'vda', 'cn1', 'pool', 'p')
+        self.db.disk_upsert(UUID_B, 'vda', 'cn1', 'pool', 'p')
+        self.assertEqual([], self.db.decisions_create([]))
+        rows = [dict(domain='pool', policy='guarantee', instance_uuid=u,
+                     dev='vda', project_id='p', action='cap',
+                     old_limits={}, new_limits={'total_iops_sec': n},
+                     reason='r%d' % n, numbers={'n': n}, created_at=T0)
+                for n, u in ((1, UUID_A), (2, UUID_B))]
+        ids = self.db.decisions_create(rows)
+        self.assertEqual(2, len(ids))
+        audit = {d['id']: d for d in self.db.decision_list(limit=10)}
+        self.assertEqual(['r1', 'r2'], [audit[i]['reason'] for i in ids])
+        lease = T0 + datetime.timedelta(seconds=15)
+        self.db.cap_set(UUID_A, 'vda', {'total_iops_sec': 9}, lease)
+        self.assertEqual(2, self.db.caps_set([
+            {'instance_uuid': u, 'dev': 'vda',
+             'limits': {'total_iops_sec': n}, 'lease_expires_at': lease,
+             'decision_id': i} for (n, u), i in zip(((1, UUID_A),
+                                                     (2, UUID_B)), ids)]))
+        caps = {d['instance_uuid']: d['cap'] for d in self.db.disk_list()}
+        self.assertEqual(({'total_iops_sec': 1}, ids[0]),
+                         (caps[UUID_A]['limits'], caps[UUID_A]['decision_id']))
+        self.assertEqual({'total_iops_sec': 2}, caps[UUID_B]['limits'])
+        self.assertRaises(exception.NotFound, self.db.caps_set, [
+            {'instance_uuid': UUID_A, 'dev': 'vdz', 'limits': {},
+             'lease_expires_at': lease, 'decision_id': None}])
+        self.assertEqual(0, self.db.caps_set([]))
+        self.assertEqual(1, self.db.caps_release([(UUID_A, 'vda')]))
+        self.assertEqual(0, self.db.caps_release([(UUID_A, 'vda')]))
+        self.assertEqual(0, self.db.caps_release([]))
+        caps = {d['instance_uuid']: d['cap'] for d in self.db.disk_list()}
+        self.assertIsNone(caps[UUID_A])
+        self.assertIsNotNone(caps[UUID_B])
+
 
 backends.on_every_backend(globals(), ControllerDbTests)

@@ -139,6 +139,18 @@ class FakeDB:
             'reason': reason, 'numbers': numbers, 'created_at': created_at})
         return len(self.decisions)
 
+    def decisions_create(self, rows):
+        return [self.decision_create(**row) for row in rows]
+
+    def caps_set(self, caps):
+        for cap in caps:
+            self.cap_set(cap['instance_uuid'], cap['dev'], cap['limits'],
+                         cap['lease_expires_at'], cap['decision_id'])
+        return len(caps)
+
+    def caps_release(self, disks):
+        return sum(self.cap_release(u, d) for u, d in disks)
+
     def cap_set(self, instance_uuid, dev, limits, lease_expires_at,
                 decision_id=None):
         self.caps[(instance_uuid, dev)] = {
