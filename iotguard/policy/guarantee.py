@@ -42,10 +42,16 @@ Every interval, level-based (everything it needs is in the snapshot):
 5. **Allocate** the capacity by weighted max-min fairness
    (:func:`iotguard.policy.allocation.fair_shares`): floors first, spare by
    tier weight, nobody above its estimated demand. The capacity is what the
-   domain serves now when some disk has unmet demand (the evidence that the
-   storage is full at this queue depth: an array serves less at a shallower
-   queue, so the profile's saturated figure would over-promise), otherwise
-   at least ``high_watermark``.
+   domain serves now while a disk starves (the evidence that the storage
+   is full at this queue depth: an array serves less at a shallower
+   queue, so the profile's saturated figure would over-promise); while
+   disks above their floor queue it is at least ``min_capacity`` (the
+   share of the profile's capacity the domain is known to serve at the
+   shallow queue a capped domain runs: default 0, i.e. what it serves
+   now; an array whose throughput hardly depends on the queue depth, like
+   the paper's, is better served by a figure close to 1, otherwise the
+   caps feed on the throughput they lowered); otherwise at least
+   ``high_watermark``.
 6. **Cap** only the disks above their allocation (weakness 1: a disk at or
    below its fair share is never capped), at their allocation, never below
    their floor, never above their ceiling. Caps are sent as both
@@ -54,10 +60,11 @@ Every interval, level-based (everything it needs is in the snapshot):
 7. **Release gradually** (weakness 2): a cap is raised by at most
    ``release_factor`` per interval, and removed once it would reach the
    disk's ceiling or the whole domain. A disk that runs at its cap is only
-   raised while no uncapped disk queues (latency as in 2.): raising it then
-   would push the neighbours back under and the cap would be cut again, the
-   oscillation that makes caps churn. Changes smaller than ``min_change``
-   are not sent, so caps do not flap with measurement noise.
+   raised while no uncapped disk has unmet demand (as in 2.: slow *and*
+   always one in flight): raising it then would push the neighbours back
+   under and the cap would be cut again, the oscillation that makes caps
+   churn. Changes smaller than ``min_change`` are not sent, so caps do
+   not flap with measurement noise.
 
 Disks whose samples are ``stale`` are never tightened (their caps may be
 raised or released). Everything is a handful of NumPy operations over the
@@ -86,6 +93,7 @@ DEFAULTS = {
     'at_cap_ratio': 0.9,
     'tolerance': 0.05,
     'min_change': 0.1,
+    'min_capacity': 0.0,
 }
 
 
@@ -116,6 +124,8 @@ def _check(params: dict[str, float]) -> None:
         fail('at_cap_ratio', 'in (0, 1]')
     if params['tolerance'] < 0:
         fail('tolerance', '>= 0')
+    if not 0 <= params['min_capacity'] <= 1:
+        fail('min_capacity', 'in [0, 1]')
     if not 0 <= params['min_change'] < 1:
         fail('min_change', 'in [0, 1)')
     if params['release_factor'] <= 1 + params['min_change']:
@@ -157,6 +167,7 @@ class GuaranteePolicy:
         self.at_cap_ratio = values['at_cap_ratio']
         self.tolerance = values['tolerance']
         self.min_change = values['min_change']
+        self.min_capacity = values['min_capacity']
 
     def decide(self, snapshot: base.DomainSnapshot,
                now: float) -> list[base.Decision]:
@@ -187,10 +198,12 @@ class GuaranteePolicy:
         queueing = fresh & (snap.latency_ms > slow_ms)
         slow = queueing & (outstanding >= self.busy_depth)
         # A cap is raised on a disk that runs at it (a probe for spare
-        # capacity) only while no other disk queues: otherwise raising it
-        # would just push the neighbours back down, then be cut again.
+        # capacity) only while no uncapped disk has unmet demand: otherwise
+        # raising it would just push the neighbours back down, then be cut
+        # again. A neighbour that is slow but idle between its operations
+        # gets what it asks and does not hold the cap.
         at_cap = fresh & capped & (u >= self.at_cap_ratio * cap)
-        congested = bool((queueing & ~capped & (snap.iops > 0)).any())
+        congested = bool((slow & ~capped).any())
         # An idle disk keeps its cap as it is: it costs nothing, tells
         # nothing (no I/O size), and protects the neighbours the moment the
         # disk comes back (an on/off aggressor).
@@ -214,8 +227,13 @@ class GuaranteePolicy:
         demand = np.minimum(np.where(at_cap, np.inf, demand), ceil)
 
         # 4. fair shares of what the domain can serve
-        capacity = total if bool(hungry.any()) or any_starving else max(
-            total, self.high_watermark * CAPACITY)
+        if any_starving:
+            capacity = total
+        elif bool(hungry.any()):
+            capacity = max(total, self.min_capacity * CAPACITY)
+        else:
+            capacity = max(total, self.min_capacity * CAPACITY,
+                           self.high_watermark * CAPACITY)
         share, level = allocation.fair_shares(capacity, floor, demand,
                                               snap.weight)
         target = np.minimum(np.maximum(share, floor), ceil)

@@ -41,13 +41,19 @@ Progress = collections.abc.Callable[[float], None]
 
 @dataclasses.dataclass(frozen=True)
 class Action:
-    """One decision as applied: ``changed`` when the limits moved."""
+    """One decision as applied.
+
+    ``changed`` when the limits moved; ``tightened`` when the cap is
+    lower than the one in force before, of either kind (a throttle: a
+    raise or a release is not one).
+    """
 
     time: float
     disk: int
     action: str
     changed: bool
     reason: str
+    tightened: bool = False
 
 
 @dataclasses.dataclass
@@ -190,6 +196,9 @@ class _Loop:
         for decision in decisions:
             i = index[decision.disk_id]
             static = self.vms[i].limits
+            tightened = decision.action == base.CAP and (
+                decision.iops < self.cap_iops[i]
+                or decision.bytes_sec < self.cap_bytes[i])
             if decision.action == base.CAP:
                 target = capped_iotune(static, decision.iops,
                                        decision.bytes_sec)
@@ -205,7 +214,7 @@ class _Loop:
             self.actions.append(Action(
                 time=now, disk=i, action=decision.action,
                 changed=self.world.get_iotune(decision.disk_id) != before,
-                reason=decision.reason))
+                reason=decision.reason, tightened=tightened))
 
     def run(self, progress: Progress | None = None) -> Run:
         sc = self.scenario

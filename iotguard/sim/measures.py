@@ -156,14 +156,17 @@ def time_to_restore(x: base.FloatArray, target: base.FloatArray,
 def innocent_throttle_rate(actions: list[loop.Action], x: base.FloatArray,
                            alloc: base.FloatArray, times: base.FloatArray,
                            window_s: float) -> float:
-    """Share of caps that hit a disk at or below its oracle allocation.
+    """Share of throttles that hit a disk at or below its oracle allocation.
 
-    A cap decided at time ``t`` is judged on the window that ended at
-    ``t``, the one the policy saw. "At" allows the measures' usual 5 %
-    (throughput up to ``oracle / 0.95``): the oracle's fair capacity is an
-    estimate, and a disk within 5 % of its fair share is not a culprit.
+    A throttle is a cap action that tightens the disk's limits (a raise
+    or a release is not one). It is judged on the window that ended when
+    it was decided, the one the policy saw. "At" allows the measures'
+    usual 5 % (throughput up to ``oracle / 0.95``): the oracle's fair
+    capacity is an estimate and one window's throughput varies by a few
+    per cent with the array's noise, so a disk within 5 % of its fair
+    share is not a culprit.
     """
-    caps = [a for a in actions if a.action == base.CAP]
+    caps = [a for a in actions if a.action == base.CAP and a.tightened]
     if not caps:
         return 0.0
     innocent = 0

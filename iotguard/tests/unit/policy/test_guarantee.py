@@ -81,6 +81,35 @@ class TestGuaranteePolicy(test_base.TestCase):
         self.assertEqual(2.0, cap.numbers['starving'])
         self.assertIn('fair share', cap.reason)
 
+    def test_min_capacity_while_disks_above_their_floor_queue(self):
+        # U = (60 + 25) * 0.011 = 0.935 > 0.9, both slow, b above its
+        # floor (0.275 > 0.22): nobody starves. b wants 0.275 * 1.2 = 0.33.
+        # By default the capacity is what is served, 0.935: a's share is
+        # 0.605 and a (0.66 > 0.605 * 1.05) is capped there.
+        disks = (fakes.disk('a', ops=60, latency_ms=SLOW),
+                 fakes.disk('b', ops=25, tier=SILVER, latency_ms=SLOW))
+        cap = self.decide(*disks)['a']
+        self.assertAlmostEqual(0.935, cap.numbers['capacity'])
+        self.assertAlmostEqual(0.605, cap.numbers['share'])
+        self.assertAlmostEqual(0.605 / C64, cap.iops)
+        # below what is served, min_capacity changes nothing
+        low = guarantee.GuaranteePolicy(min_capacity=0.9)
+        self.assertAlmostEqual(0.605, self.decide(
+            *disks, policy=low)['a'].numbers['share'])
+        # with min_capacity 0.99 a's share is 0.66: a is at it, no cap
+        self.assertEqual({}, self.decide(
+            *disks, policy=guarantee.GuaranteePolicy(min_capacity=0.99)))
+
+    def test_min_capacity_ignored_while_a_disk_starves(self):
+        # as in the noisy-neighbour case: the capacity is what is served
+        decisions = self.decide(
+            fakes.disk('a', ops=70, latency_ms=SLOW),
+            fakes.disk('b', ops=10, tier=SILVER, latency_ms=SLOW),
+            fakes.disk('c', ops=10, tier=SILVER, latency_ms=SLOW),
+            policy=guarantee.GuaranteePolicy(min_capacity=1.0))
+        self.assertAlmostEqual(0.99, decisions['a'].numbers['capacity'])
+        self.assertAlmostEqual(0.462, decisions['a'].numbers['share'])
+
     def test_never_below_floor_when_floors_overcommitted(self):
         gold = base.Tier('gold', min_iops=60)                 # 0.66
         # floors 0.66 + 0.22 + 0.22 = 1.1 > capacity 0.99: shares are the
@@ -263,6 +292,11 @@ class TestGuaranteePolicy(test_base.TestCase):
         decisions = self.decide(capped('a', 10, 30),
                                 fakes.disk('b', ops=10, latency_ms=100.0))
         self.assertAlmostEqual(45.0, decisions['a'].iops)
+        # b slow (30 ms > 2.5 x 11 ms) but idle between its operations
+        # (10 IOPS x 30 ms = 0.3 in flight) gets what it asks: a is raised
+        decisions = self.decide(capped('a', 30, 30),
+                                fakes.disk('b', ops=10, latency_ms=30.0))
+        self.assertAlmostEqual(45.0, decisions['a'].iops)
 
     def test_idle_disk_keeps_its_cap(self):
         # No I/O: nothing to learn, nothing to gain; the cap stays so that
@@ -304,6 +338,8 @@ class TestGuaranteePolicy(test_base.TestCase):
                             ('at_cap_ratio', 1.5),
                             ('tolerance', -1),
                             ('min_change', 1),
+                            ('min_capacity', -0.1),
+                            ('min_capacity', 1.5),
                             ('headroom', math.nan)):
             err = self.assertRaises(ValueError, guarantee.GuaranteePolicy,
                                     **{name: value})

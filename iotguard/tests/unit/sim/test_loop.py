@@ -39,6 +39,19 @@ class Recorder:
         return []
 
 
+class Stepper:
+    """Caps the first disk at 10 s, lowers it at 15 s, raises it at 20 s."""
+
+    name = 'stepper'
+
+    def decide(self, snapshot, now):
+        caps = {10.0: 131072.0, 15.0: 65536.0, 20.0: 262144.0}
+        if now not in caps:
+            return []
+        return [policy_base.Decision(snapshot.disk_ids[0], policy_base.CAP,
+                                     'test', bytes_sec=caps[now])]
+
+
 class TestLoop(base.TestCase):
 
     def run_loop(self, policy, **overrides):
@@ -87,6 +100,14 @@ class TestLoop(base.TestCase):
         self.assertEqual([('cap', True), ('release', True)],
                          [(a.action, a.changed) for a in run.actions])
         self.assertEqual([10.0, 20.0], [a.time for a in run.actions])
+
+    def test_only_a_lower_cap_is_a_throttle(self):
+        run = self.run_loop(Stepper())
+        self.assertEqual([(10.0, True), (15.0, True), (20.0, False)],
+                         [(a.time, a.tightened) for a in run.actions])
+        run = self.run_loop(Recorder())
+        self.assertEqual([True, False],
+                         [a.tightened for a in run.actions])
 
     def test_cap_never_loosens_static_ceilings(self):
         static = {'total_bytes_sec': 65536, 'read_iops_sec': 3,

@@ -26,9 +26,11 @@ TIMES = A([0.0, 5.0, 10.0, 15.0])
 NO_SETTLE = A([False] * 4)
 
 
-def action(t, disk, what='cap', changed=True):
+def action(t, disk, what='cap', changed=True, tightened=None):
+    if tightened is None:
+        tightened = what == 'cap'
     return loop.Action(time=t, disk=disk, action=what, changed=changed,
-                       reason='test')
+                       reason='test', tightened=tightened)
 
 
 class TestFloor(base.TestCase):
@@ -135,6 +137,18 @@ class TestActions(base.TestCase):
             A([[0.2, 0.2], [0.2, 0.2]]), A([0.0, 5.0]), 5.0))
         self.assertEqual(0.0, measures.innocent_throttle_rate(
             [], x, alloc, A([0.0, 5.0]), 5.0))
+
+    def test_a_raise_is_not_a_throttle(self):
+        x = A([[0.1, 0.3], [0.1, 0.3]])
+        alloc = A([[0.2, 0.2], [0.2, 0.2]])
+        raise_ = action(5.0, 0, 'cap', tightened=False)   # innocent disk
+        guilty = action(10.0, 1)
+        self.assertEqual(0.0, measures.innocent_throttle_rate(
+            [raise_, guilty], x, alloc, A([0.0, 5.0]), 5.0))
+        self.assertEqual(0.0, measures.innocent_throttle_rate(
+            [raise_], x, alloc, A([0.0, 5.0]), 5.0))
+        self.assertEqual(0.5, measures.innocent_throttle_rate(
+            [action(5.0, 0), guilty], x, alloc, A([0.0, 5.0]), 5.0))
 
     def test_cap_churn(self):
         settle = A([False, True, False, False])
