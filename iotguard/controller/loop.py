@@ -22,7 +22,9 @@ controller can take over a domain at any round:
   ``stale``: the policy may release or loosen its cap, never tighten it
   (and the loop drops any decision that would).
 * **decide**: the domain's policy (``domain.policy`` with its ``params``,
-  else ``[controller] default_policy``) on the columnar snapshot.
+  else ``[controller] default_policy``) on the columnar snapshot. Not in
+  the first round after a start or a takeover when every disk is still
+  stale (no sample heard yet): that round only renews the caps in force.
 * **act**: per host one ``apply_caps`` cast with the new or changed caps
   and the renewals of the caps in force (each with
   ``lease_expires_at = now + [controller] lease_seconds``), and one
@@ -205,6 +207,7 @@ class DomainLoop:
         self._violating = {}   # domain name -> set of disk ids
         self._uncalibrated = set()
         self._rates_slot = {}  # domain name -> rates_write_interval slot
+        self._seen = {}        # domain name -> first round here
 
     # -- the rounds ---------------------------------------------------------
 
@@ -232,6 +235,7 @@ class DomainLoop:
             self._policies.pop(name, None)
             self._violating.pop(name, None)
             self._rates_slot.pop(name, None)
+            self._seen.pop(name, None)
 
     def run_once(self, domain, now):
         """collect -> decide -> act -> record for one domain."""
@@ -249,7 +253,16 @@ class DomainLoop:
         policy_name, policy = self._policy(domain)
         disks, snapshot = self.collect(domain, now)
         result.disks, result.stale = len(disks), int(snapshot.stale.sum())
-        decisions = policy.decide(snapshot, now) if disks else []
+        first_seen = self._seen.setdefault(name, now)
+        if disks and snapshot.stale.all() and \
+                now - first_seen < self.interval_s:
+            # Just started or taken over: this controller has heard no
+            # sample of the domain yet. Renew what is in force, decide
+            # from the next round on (nothing is loosened blindly).
+            decisions = []
+            result.skipped = 'warming up'
+        else:
+            decisions = policy.decide(snapshot, now) if disks else []
         result.decisions = len(decisions)
         self._act(name, policy_name, disks, snapshot, decisions, now, result)
         self._violations(name, disks, snapshot, now, result)

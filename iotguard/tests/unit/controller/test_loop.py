@@ -186,7 +186,7 @@ class ScriptedRoundTest(LoopTestBase):
         self.feed(self.b, at=T0 - 14)
         self.loop.run_once(self.domain, T0)
         self.assertEqual([True, False], list(self.scripted.seen[-1][0].stale))
-        self.loop.run_once(self.domain, T0 + 2)
+        self.loop.run_once(self.domain, T0 + 5)
         self.assertEqual([True, True], list(self.scripted.seen[-1][0].stale))
 
     def test_never_tightens_on_stale_data(self):
@@ -236,6 +236,28 @@ class ScriptedRoundTest(LoopTestBase):
         self.assertEqual(row['id'], released[0]['decision_id'])
         self.assertEqual({'load': 0.9},
                          self.db.decisions[cap_id - 1]['numbers'])
+
+    def test_takeover_without_samples_only_renews(self):
+        # caps set by the previous owner, lease running out soon
+        for disk in (self.a, self.b):
+            self.db.cap_set(disk['instance_uuid'], 'vda',
+                            {'total_iops_sec': 50},
+                            audit.to_datetime(T0 + 4), None)
+        self.scripted.answer = [policy_base.Decision(
+            self.id_of(self.a), 'release', 'blind')]
+        result = self.loop.run_once(self.domain, T0)
+        self.assertEqual(([], 'warming up', 2),
+                         (self.scripted.seen, result.skipped,
+                          result.renewed))
+        self.assertIsNotNone(self.cap_of(self.a))
+        # one interval later the policy runs, even on stale data
+        result = self.loop.run_once(self.domain, T0 + 5)
+        self.assertEqual(1, len(self.scripted.seen))
+        self.assertEqual(1, result.released)
+        # a domain handed over and back is warmed up again
+        self.loop.forget(['pool'])
+        self.assertEqual('warming up',
+                         self.loop.run_once(self.domain, T0 + 10).skipped)
 
     def test_cap_set_at_comes_from_the_decision(self):
         self.feed(self.a)
