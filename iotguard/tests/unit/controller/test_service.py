@@ -12,6 +12,8 @@
 
 """One controller tick wired with fakes (no broker, no database)."""
 
+from unittest import mock
+
 from iotguard.controller import audit
 from iotguard.controller import loop
 from iotguard.controller import manager
@@ -89,3 +91,45 @@ class TickTest(base.TestCase):
         self.db.domain_list = broken
         self.svc.tick(T0)
         self.assertEqual([], self.svc.last_results)
+
+
+class SourcesWiringTest(base.TestCase):
+    """Ceilometer and Gnocchi feed the manager's ownership-aware sink."""
+
+    def setUp(self):
+        super().setUp()
+        self.svc = service.ControllerService(self.conf,
+                                             db=test_manager.FakeIndexDB())
+        self.svc.manager = manager.ControllerManager(
+            self.conf, self.svc.db, self.svc.store)
+
+    def test_nothing_by_default(self):
+        self.svc._start_sources()
+        self.assertIsNone(self.svc.listener)
+        self.assertIsNone(self.svc.gnocchi)
+        self.svc._poll_gnocchi(T0)   # no-op
+
+    def test_ceilometer_listener_gets_the_sink(self):
+        self.flags(enabled=True, group='ceilometer')
+        self.svc.notification_transport = object()
+        with mock.patch('iotguard.controller.sources.ceilometer.'
+                        'get_listener') as get_listener:
+            self.svc._start_sources()
+        get_listener.assert_called_once_with(
+            self.conf, self.svc.notification_transport,
+            self.svc.manager.add_sample)
+        get_listener.return_value.start.assert_called_once_with()
+
+    def test_gnocchi_polled_every_half_granularity_failures_survived(self):
+        self.flags(enabled=True, granularity=60, group='gnocchi')
+        self.svc._start_sources()
+        self.svc.gnocchi = mock.Mock()
+        self.svc._poll_gnocchi(T0)
+        self.svc._poll_gnocchi(T0 + 29)
+        self.svc.gnocchi.poll.side_effect = RuntimeError('gnocchi down')
+        self.svc._poll_gnocchi(T0 + 30)
+        self.svc.gnocchi.poll.side_effect = None
+        self.svc._poll_gnocchi(T0 + 45)
+        self.svc._poll_gnocchi(T0 + 60)
+        self.assertEqual([mock.call(self.svc.manager.add_sample)] * 3,
+                         self.svc.gnocchi.poll.call_args_list)
