@@ -501,7 +501,7 @@ class Connection:
             return session.execute(sa.delete(models.Cap).where(
                 models.Cap.lease_expires_at < now)).rowcount
 
-    # -- caps: used by iotguard-controller's decision loop --------------------
+    # -- iotguard-controller: batched calls of a domain round, bulk disks ---
 
     def decisions_create(self, decisions):
         """Append many decisions in one transaction; their ids, in order.
