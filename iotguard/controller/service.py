@@ -14,9 +14,11 @@
 
 Threads only (no eventlet): the RPC server (topic ``iotguard-controller``,
 fanout casts from the agents) and the optional Ceilometer listener use
-oslo.messaging's ``threading`` executor; one thread runs the decision
-rounds every ``[controller] decision_interval``: follow the tooz group,
-pick the owned domains, reload the disk index, poll Gnocchi when enabled,
+oslo.messaging's ``threading`` executor, and so does the Nova/Cinder
+notification listener of membership (when ``[service_credentials]`` is
+configured); one thread runs the decision rounds every ``[controller]
+decision_interval``: follow the tooz group, pick the owned domains, resync
+membership when due, reload the disk index, poll Gnocchi when enabled,
 and run one round per owned domain. A failing round is logged and the
 next one runs on time.
 """
@@ -59,6 +61,9 @@ class ControllerService:
         self.server = None
         self.listener = None
         self.gnocchi = None
+        self.membership = None
+        self.membership_listener = None
+        self._membership_due = 0.0
         self.owned = set()
         self.last_results = []
         self._gnocchi_due = 0.0
@@ -88,6 +93,7 @@ class ControllerService:
             LOG.exception('Could not read the disks yet; retrying every '
                           'round')
         self._start_sources()
+        self._start_membership()
         self.server = rpc.get_server(self.transport, rpc.TOPIC_CONTROLLER,
                                      self.host, [self.manager])
         self.server.start()
@@ -114,6 +120,62 @@ class ControllerService:
             from iotguard.controller.sources import gnocchi
             self.gnocchi = gnocchi.GnocchiSource(conf)
 
+    def _start_membership(self):
+        """Nova and Cinder membership, when iotguard may talk to them.
+
+        On when ``[service_credentials] auth_type`` is set: Nova and Cinder
+        notifications update it, and the controller that owns the key
+        ``membership`` resyncs it in full every ``[membership]
+        resync_interval``. Off: disks come from the agents
+        (``[controller] register_local_disks``) and the database.
+        """
+        if not self.conf.service_credentials.auth_type:
+            LOG.info('No [service_credentials] auth_type: membership is '
+                     'not read from Nova and Cinder')
+            return
+        from iotguard.controller import membership
+        self.membership = membership.Membership(
+            self.conf, db=self.db, on_rebuilt=self.rebuilt)
+        self.membership_listener = membership.get_listener(
+            self.conf, self.notification_transport, self.membership)
+        self.membership_listener.start()
+
+    def _refresh_membership(self, now):
+        if (self.membership is None or now < self._membership_due
+                or not self.partition.owns('membership')):
+            return
+        self._membership_due = now + self.conf.membership.resync_interval
+        try:
+            LOG.info('Membership resynced: %s', self.membership.refresh())
+        except Exception as e:
+            LOG.warning('Membership resync failed (%s); keeping what is '
+                        'known, next try in %.0f s', e,
+                        self.conf.membership.resync_interval)
+
+    def rebuilt(self, instance_uuid, host):
+        """Nova rebuilt the instance's domain: send its caps again now.
+
+        The agent also re-applies them on the libvirt lifecycle event;
+        this covers an agent that missed it.
+        """
+        caps = []
+        for disk in self.db.disk_list(instance_uuid=instance_uuid):
+            cap = disk.get('cap')
+            if cap is None or disk['host'] != host:
+                continue
+            lease = audit_mod.to_timestamp(cap['lease_expires_at'])
+            if lease <= time.time():
+                continue
+            caps.append({'instance_uuid': instance_uuid, 'dev': disk['dev'],
+                         'limits': cap['limits'], 'lease_expires_at': lease,
+                         'decision_id': (str(cap['decision_id'])
+                                         if cap['decision_id'] is not None
+                                         else None)})
+        if caps:
+            self.loop.agent_api.apply_caps({}, host, caps)
+            LOG.info('Sent the %d cap(s) of rebuilt instance %s to %s again',
+                     len(caps), instance_uuid, host)
+
     def _poll_gnocchi(self, now):
         if self.gnocchi is None or now < self._gnocchi_due:
             return
@@ -138,6 +200,7 @@ class ControllerService:
                 LOG.info('Now owning %d domains', len(names))
                 self.loop.forget(self.owned - names)
                 self.owned = names
+            self._refresh_membership(now)
             self.manager.refresh_index()
             self._poll_gnocchi(now)
             self.last_results = self.loop.run(domains, now)
@@ -156,7 +219,8 @@ class ControllerService:
 
     def stop(self):
         self._stop.set()
-        for server in (self.server, self.listener):
+        for server in (self.server, self.listener,
+                       self.membership_listener):
             if server is not None:
                 server.stop()
                 server.wait()

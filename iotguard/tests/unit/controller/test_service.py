@@ -12,6 +12,7 @@
 
 """One controller tick wired with fakes (no broker, no database)."""
 
+import time
 from unittest import mock
 
 from iotguard.controller import audit
@@ -133,3 +134,65 @@ class SourcesWiringTest(base.TestCase):
         self.svc._poll_gnocchi(T0 + 60)
         self.assertEqual([mock.call(self.svc.manager.add_sample)] * 3,
                          self.svc.gnocchi.poll.call_args_list)
+
+
+class MembershipWiringTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.db = test_manager.FakeIndexDB()
+        self.svc = service.ControllerService(self.conf, db=self.db)
+        self.svc.partition = FakePartition({'membership'})
+        self.agents = fakes.FakeAgentAPI()
+        self.svc.loop = loop.DomainLoop(
+            self.conf, self.db, self.svc.store, self.agents,
+            audit.Audit(self.db, fakes.FakeNotifier()))
+
+    def test_off_without_service_credentials(self):
+        self.svc._start_membership()
+        self.assertIsNone(self.svc.membership)
+        self.svc._refresh_membership(T0)   # no-op
+
+    def test_on_with_credentials_listener_and_paced_resync(self):
+        self.flags(auth_type='password', group='service_credentials')
+        self.flags(resync_interval=600.0, group='membership')
+        self.svc.notification_transport = object()
+        with mock.patch('iotguard.controller.membership.Membership') as cls, \
+                mock.patch('iotguard.controller.membership.get_listener') \
+                as get_listener:
+            self.svc._start_membership()
+        cls.assert_called_once_with(self.conf, db=self.db,
+                                    on_rebuilt=self.svc.rebuilt)
+        get_listener.assert_called_once_with(
+            self.conf, self.svc.notification_transport, cls.return_value)
+        get_listener.return_value.start.assert_called_once_with()
+        member = self.svc.membership
+        self.svc._refresh_membership(T0)
+        self.svc._refresh_membership(T0 + 5)
+        member.refresh.side_effect = RuntimeError('nova down')
+        self.svc._refresh_membership(T0 + 600)
+        member.refresh.side_effect = None
+        # another controller owns the resyncs now
+        self.svc.partition.owned = set()
+        self.svc._refresh_membership(T0 + 1200)
+        self.assertEqual(2, member.refresh.call_count)
+
+    def test_rebuilt_sends_the_caps_in_force_again(self):
+        self.db.add_domain('pool')
+        disk = self.db.add_disk('pool', 'cn1')
+        other = self.db.add_disk('pool', 'cn1',
+                                 instance_uuid=disk['instance_uuid'],
+                                 dev='vdb')
+        self.db.cap_set(disk['instance_uuid'], 'vda',
+                        {'total_iops_sec': 10},
+                        audit.to_datetime(time.time() + 60), 7)
+        self.db.cap_set(other['instance_uuid'], 'vdb',
+                        {'total_iops_sec': 20},
+                        audit.to_datetime(time.time() - 60), 8)  # lapsed
+        self.svc.rebuilt(disk['instance_uuid'], 'cn1')
+        self.svc.rebuilt(disk['instance_uuid'], 'cn9')   # not there
+        [(method, host, caps)] = self.agents.casts
+        self.assertEqual(('apply_caps', 'cn1'), (method, host))
+        self.assertEqual([('vda', {'total_iops_sec': 10}, '7')],
+                         [(c['dev'], c['limits'], c['decision_id'])
+                          for c in caps])
