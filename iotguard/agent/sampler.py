@@ -52,6 +52,7 @@ class Sampler:
             max_gap_s=STALE_INTERVALS * self.interval_s)
         self._driver_name = type(driver).__name__
         self._started_at = wall_clock()
+        self._outage_since = None   # first failed report of an outage
 
     def collect(self, disks):
         """Read the counters once and build the per-disk samples."""
@@ -108,8 +109,31 @@ class Sampler:
         if disks is None:
             disks = self.driver.list_disks()
         batch = self.collect(disks)
-        ctxt = {}
-        self.controller_api.report_samples(ctxt, self.host, batch)
-        self.controller_api.agent_heartbeat(ctxt, self.host,
-                                            self.heartbeat_info(batch))
+        self.report(batch)
         return batch
+
+    def report(self, batch):
+        """Cast the batch and the heartbeat; True when both went out.
+
+        A bus without a controller (no fanout exchange yet) or a broker
+        being restarted is an outage, not an error of the interval: one
+        warning when it starts, one message when reports go out again.
+        The caps in force keep their leases meanwhile.
+        """
+        ctxt = {}
+        try:
+            self.controller_api.report_samples(ctxt, self.host, batch)
+            self.controller_api.agent_heartbeat(ctxt, self.host,
+                                                self.heartbeat_info(batch))
+        except Exception as e:
+            if self._outage_since is None:
+                self._outage_since = batch['timestamp']
+                LOG.warning('Cannot report samples to the controllers (%s); '
+                            'retrying every interval, caps in force lapse '
+                            'at their leases', e)
+            return False
+        if self._outage_since is not None:
+            LOG.info('Reporting samples to the controllers again after '
+                     '%.0f s', batch['timestamp'] - self._outage_since)
+            self._outage_since = None
+        return True

@@ -34,13 +34,20 @@ LOG = logging.getLogger(__name__)
 
 class AgentService:
 
-    def __init__(self, conf, driver=None, transport=None):
+    def __init__(self, conf, driver=None, transport=None, clock=None,
+                 timer=True):
+        # ``clock`` (UNIX time) and ``timer=False``: the all-in-one runs the
+        # intervals on simulated time by calling tick() itself.
         self.conf = conf
+        self._clock = clock
+        self._timer = timer
         self.host = conf.host
         self.interval_s = conf.agent.sample_interval
         self.driver = driver or virt.load(conf.agent.virt_driver, conf)
         self.transport = transport
-        self.manager = manager_mod.AgentManager(conf, self.driver)
+        self.manager = (manager_mod.AgentManager(conf, self.driver)
+                        if clock is None else manager_mod.AgentManager(
+                            conf, self.driver, clock=clock))
         self.sampler = None
         self.server = None
         self._stop = threading.Event()
@@ -49,18 +56,21 @@ class AgentService:
     def start(self):
         if self.transport is None:
             self.transport = rpc.get_transport(self.conf)
+        clocks = ({} if self._clock is None
+                  else {'clock': self._clock, 'wall_clock': self._clock})
         self.sampler = sampler_mod.Sampler(
             self.conf, self.driver, self.manager,
-            controller_rpcapi.ControllerAPI(self.transport))
+            controller_rpcapi.ControllerAPI(self.transport), **clocks)
         self.driver.start(lifecycle_callback=self.manager.lifecycle_event)
         self.manager.recover()
         self.server = rpc.get_server(self.transport, rpc.TOPIC_AGENT,
                                      self.host, [self.manager])
         self.server.start()
-        self._thread = threading.Thread(target=self._run,
-                                        name='iotguard-agent-interval',
-                                        daemon=True)
-        self._thread.start()
+        if self._timer:
+            self._thread = threading.Thread(target=self._run,
+                                            name='iotguard-agent-interval',
+                                            daemon=True)
+            self._thread.start()
         LOG.info('iotguard-agent on %s started (driver %s, every %.1f s)',
                  self.host, type(self.driver).__name__, self.interval_s)
 

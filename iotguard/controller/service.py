@@ -46,14 +46,19 @@ class ControllerService:
     """One iotguard-controller; ``start()`` connects, ``stop()`` leaves."""
 
     def __init__(self, conf, transport=None, notification_transport=None,
-                 db=None, member_id=None, group=None):
+                 db=None, member_id=None, group=None, clock=time.time,
+                 timer=True):
+        # ``clock`` and ``timer=False``: the all-in-one runs the rounds on
+        # simulated time by calling tick(now) itself.
         self.conf = conf
+        self._clock = clock
+        self._timer = timer
         self.host = conf.host
         self.interval_s = conf.controller.decision_interval
         self.transport = transport
         self.notification_transport = notification_transport
         self.db = db
-        self.store = samples_mod.SampleStore(self.interval_s)
+        self.store = samples_mod.SampleStore(self.interval_s, clock=clock)
         self.partition = partition_mod.Partition(conf, member_id=member_id,
                                                  group=group)
         self.manager = None
@@ -81,12 +86,13 @@ class ControllerService:
                 oslo_messaging.get_notification_transport(conf))
         self.partition.start()
         self.manager = manager_mod.ControllerManager(
-            conf, self.db, self.store, owns=self.partition.owns)
+            conf, self.db, self.store, owns=self.partition.owns,
+            clock=self._clock)
         self.loop = loop_mod.DomainLoop(
             conf, self.db, self.store,
             agent_rpcapi.AgentAPI(self.transport),
             audit_mod.Audit(self.db, notifications.Notifier(
-                conf, self.notification_transport)))
+                conf, self.notification_transport)), clock=self._clock)
         try:
             self.manager.refresh_index()
         except Exception:
@@ -97,10 +103,11 @@ class ControllerService:
         self.server = rpc.get_server(self.transport, rpc.TOPIC_CONTROLLER,
                                      self.host, [self.manager])
         self.server.start()
-        self._thread = threading.Thread(target=self._run,
-                                        name='iotguard-controller-loop',
-                                        daemon=True)
-        self._thread.start()
+        if self._timer:
+            self._thread = threading.Thread(target=self._run,
+                                            name='iotguard-controller-loop',
+                                            daemon=True)
+            self._thread.start()
         LOG.info('iotguard-controller on %s started (every %.1f s, leases '
                  '%.1f s, %s)', self.host, self.interval_s,
                  self.conf.controller.lease_seconds,
@@ -164,7 +171,7 @@ class ControllerService:
             if cap is None or disk['host'] != host:
                 continue
             lease = audit_mod.to_timestamp(cap['lease_expires_at'])
-            if lease <= time.time():
+            if lease <= self._clock():
                 continue
             caps.append({'instance_uuid': instance_uuid, 'dev': disk['dev'],
                          'limits': cap['limits'], 'lease_expires_at': lease,
@@ -189,7 +196,7 @@ class ControllerService:
     def tick(self, now=None):
         """One round over the owned domains; never raises."""
         try:
-            now = time.time() if now is None else now
+            now = self._clock() if now is None else now
             domains = self.partition.my_domains(self.db.domain_list())
             names = {d['name'] for d in domains}
             if names != self.owned:

@@ -10,6 +10,10 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+from unittest import mock
+
+import fixtures
+
 from iotguard.agent import manager
 from iotguard.agent import rates
 from iotguard.agent import sampler
@@ -140,3 +144,29 @@ class SamplerTest(test_base.TestCase):
         batch = self.sampler.run_once(disks={A: self.driver.disks[A]})
         self.assertEqual([A[0]],
                          [d['instance_uuid'] for d in batch['disks']])
+
+    def test_report_outage_warns_once_then_recovers(self):
+        log = self.useFixture(fixtures.FakeLogger())
+        self.set_counters(A)
+        self.set_counters(B)
+        sent = self.api.report_samples
+        self.api.report_samples = mock.Mock(side_effect=RuntimeError(
+            "404 no exchange 'iotguard-controller_fanout'"))
+        for _ in range(3):
+            batch = self.sampler.run_once()
+            self.advance(5.0)
+        # The interval still returns its batch; one warning, not three.
+        self.assertEqual(2, len(batch['disks']))
+        self.assertEqual(1, log.output.count('Cannot report samples'))
+        self.assertIn("no exchange 'iotguard-controller_fanout'",
+                      log.output)
+        self.assertEqual([], self.api.heartbeats)
+        self.api.report_samples = sent
+        self.assertTrue(self.sampler.report(self.sampler.collect(
+            self.driver.list_disks())))
+        self.assertIn('again after 15 s', log.output)
+        self.assertEqual(1, len(self.api.batches))
+        # A second outage is warned about again.
+        self.api.report_samples = mock.Mock(side_effect=OSError('down'))
+        self.assertFalse(self.sampler.report(self.sampler.collect({})))
+        self.assertEqual(2, log.output.count('Cannot report samples'))

@@ -84,3 +84,21 @@ class AgentServiceTest(test_base.TestCase):
                                side_effect=RuntimeError('boom')):
             agent.tick()
         self.assertIn('Agent interval failed', log.output)
+
+    def test_report_outage_does_not_stop_lease_expiry(self):
+        log = self.useFixture(fixtures.FakeLogger())
+        agent = service.AgentService(self.conf, driver=self.driver,
+                                     transport=self.transport, timer=False)
+        with mock.patch('iotguard.controller.rpcapi.ControllerAPI.'
+                        'report_samples',
+                        side_effect=RuntimeError('no exchange')):
+            agent.start()
+            self.addCleanup(agent.stop)
+            with mock.patch.object(agent.manager, 'periodic') as periodic:
+                agent.tick()
+                agent.tick()
+        self.assertEqual(2, periodic.call_count)
+        self.assertNotIn('Agent interval failed', log.output)
+        self.assertEqual(1, log.output.count('Cannot report samples'))
+        # timer=False: no interval thread, the owner calls tick().
+        self.assertIsNone(agent._thread)
