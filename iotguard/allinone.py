@@ -1,0 +1,508 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""iotguard in one process on embedded defaults (the README's main job).
+
+The API (noauth, wsgiref on localhost), the controller and one agent per
+simulated host run as the real services, in threads of one process, over
+oslo.messaging's in-memory ``fake://`` transport (fanout casts and RPC
+servers with the threading executor work on it) and a SQLite database
+(migrated on start). The agents use the ``simulated`` driver over one
+:class:`~iotguard.sim.world.World` running a scenario.
+
+Simulated time drives everything: each control interval of the scenario
+the world advances by one interval, the agents run their interval (leases
+first, then one report cast), and the controller runs one decision round
+at the simulated UNIX time ``start + world.now``; its leases and the
+staleness of samples are in that time, so ``--speed`` only changes how
+long a wall-clock second lasts. The windows are recorded as
+:class:`iotguard.sim.loop.Run` series so the simulator's measures, table
+and plot judge what really happened.
+"""
+
+import dataclasses
+import math
+import os
+import socketserver
+import threading
+import time
+from wsgiref import simple_server
+
+from oslo_config import cfg
+from oslo_log import log as logging
+import oslo_messaging
+
+import numpy as np
+
+from iotguard.agent import service as agent_service
+from iotguard.agent.virt import simulated
+from iotguard.api import app as api_app
+from iotguard import conf as iotguard_conf
+from iotguard.controller import audit
+from iotguard.controller import service as controller_service
+from iotguard.db import api as db_api
+from iotguard.db import migration
+from iotguard.policy import costmodel
+from iotguard import rpc
+from iotguard.sim import loop
+from iotguard.sim import scenario as scenario_mod
+from iotguard.sim import storage
+from iotguard.sim import workload
+from iotguard.sim import world as world_mod
+
+LOG = logging.getLogger(__name__)
+
+TRANSPORT_URL = 'fake://'
+DOMAIN_KIND = 'local'
+#: How long (wall seconds) a window waits for casts to be delivered.
+DELIVERY_TIMEOUT_S = 2.0
+
+
+@dataclasses.dataclass
+class Options:
+    scenario: str = 'paper-4vm'
+    policy: str = 'guarantee'
+    speed: float = 10.0
+    duration_s: float | None = None
+    port: int = 8778
+    db_path: str | None = None
+    seed: int = 0
+
+
+class LockedWorld:
+    """The shared world, one thread at a time (agents' RPC, the stepper)."""
+
+    def __init__(self, world):
+        self._world = world
+        self.lock = threading.RLock()
+
+    @property
+    def now(self):
+        return self._world.now
+
+    def disk_ids(self):
+        return self._world.disk_ids()
+
+    def disk_info(self, disk_id):
+        return self._world.disk_info(disk_id)
+
+    def static_iotune(self, disk_id):
+        return self._world.static_iotune(disk_id)
+
+    def counters(self, disk_id):
+        with self.lock:
+            return self._world.counters(disk_id)
+
+    def get_iotune(self, disk_id):
+        with self.lock:
+            return self._world.get_iotune(disk_id)
+
+    def set_iotune(self, disk_id, params):
+        with self.lock:
+            self._world.set_iotune(disk_id, params)
+
+
+def make_conf(host, log_file=None, db_url=None):
+    """A fresh ConfigOpts on embedded defaults (no config file read)."""
+    conf = cfg.ConfigOpts()
+    logging.register_options(conf)
+    iotguard_conf.register_opts(conf)
+    conf([], project='iotguard', default_config_files=[])
+    conf.set_override('host', host)
+    conf.set_override('auth_strategy', 'noauth', group='api')
+    conf.set_override('nova_metadata_sync', False, group='api')
+    conf.set_override('virt_driver', 'simulated', group='agent')
+    conf.set_override('state_file', '', group='agent')
+    if log_file:
+        conf.set_override('log_file', log_file)
+    if db_url:
+        conf.set_override('connection', db_url, group='database')
+    return conf
+
+
+def cut(scenario, duration_s):
+    """The scenario ending at ``duration_s`` (whole intervals)."""
+    if duration_s is None or duration_s >= scenario.duration_s:
+        return scenario
+    windows = max(1, int(duration_s // scenario.interval_s))
+    return dataclasses.replace(scenario,
+                               duration_s=windows * scenario.interval_s)
+
+
+def seed(db, scenario, world, policy):
+    """What membership would find: the domain, the tiers and the disks.
+
+    The domain's profile and the policy's parameters come from the
+    scenario (its ``policies`` section), the tiers from its tiers, one disk
+    per VM on the VM's host with the VM's tier (as a flavor would give).
+    """
+    domain = scenario.domain
+    db.domain_create(domain.name, DOMAIN_KIND, iops_4k=domain.iops_4k,
+                     bytes_sec=domain.bytes_sec, policy=policy,
+                     params=dict(scenario.policies.get(policy, {})))
+    for tier in scenario.tiers.values():
+        db.tier_create({'name': tier.name, 'description': 'from scenario '
+                        + scenario.name, 'min_iops': tier.min_iops,
+                        'min_bytes_sec': tier.min_bytes_sec,
+                        'max_iops': tier.max_iops,
+                        'max_bytes_sec': tier.max_bytes_sec,
+                        'weight': tier.weight, 'is_public': True})
+    disks = []
+    for disk_id in world.disk_ids():
+        info = world.disk_info(disk_id)
+        db.disk_upsert(info['instance_uuid'], info['dev'], info['host'],
+                       domain.name, info['project_id'],
+                       volume_id=info['volume_id'])
+        db.disk_tier_set(info['instance_uuid'], info['dev'], info['tier'],
+                         'flavor', info['project_id'])
+        disks.append(info)
+    return disks
+
+
+def _finite_limit(limits, key):
+    value = (limits or {}).get(key, 0)
+    return float(value) if value else math.inf
+
+
+def action(decision, index, start):
+    """A recorded decision of the audit trail as a simulator Action."""
+    old, new = decision['old_limits'] or {}, decision['new_limits'] or {}
+    tightened = decision['action'] == 'cap' and any(
+        _finite_limit(new, k) < _finite_limit(old, k)
+        for k in ('total_iops_sec', 'total_bytes_sec'))
+    return loop.Action(
+        time=audit.to_timestamp(decision['created_at']) - start,
+        disk=index, action=decision['action'], changed=old != new,
+        reason=decision['reason'], tightened=tightened)
+
+
+class Recorder:
+    """The series of :class:`iotguard.sim.loop.Run`, window by window."""
+
+    def __init__(self, scenario, world, policy, seed_value):
+        self.scenario, self.world = scenario, world
+        self.policy, self.seed = policy, seed_value
+        self.ids = world.disk_ids()
+        self.vms = [world.vm(d) for d in self.ids]
+        windows = int(round(scenario.duration_s / scenario.interval_s))
+        shape = (windows, len(self.ids))
+        self.work, self.kbs = np.zeros(shape), np.zeros(shape)
+        self.demand, self.slots = np.zeros(shape), np.zeros(shape)
+        self.cap_kbs = np.full(shape, np.nan)
+        self.capacity = np.zeros(windows)
+        self.queue = np.zeros(windows)
+        self.response_ms = np.zeros(windows)
+        self.actions = []
+        self._prev = None
+        self._queue_before = 0.0
+
+    def begin(self, k):
+        """Before window ``k``: demand, requests in flight, caps in force."""
+        sc, world = self.scenario, self.world
+        t = world.now
+        for i, vm in enumerate(self.vms):
+            self.demand[k, i], self.slots[k, i] = loop.demand(vm, sc.domain,
+                                                              t)
+            tune = world.get_iotune(self.ids[i])
+            if tune != world.static_iotune(self.ids[i]):
+                self.cap_kbs[k, i] = tune['total_bytes_sec'] / workload.KIB
+        active = self.demand[k] > 0
+        self.capacity[k] = storage.speed(float(self.slots[k][active].sum()),
+                                         sc.domain)
+        self._queue_before = world.storage.queue_seconds
+        if self._prev is None:
+            self._prev = [world.counters(d) for d in self.ids]
+
+    def end(self, k):
+        """After window ``k``: what each disk was served."""
+        sc, world, dt = self.scenario, self.world, self.scenario.interval_s
+        self.queue[k] = (world.storage.queue_seconds
+                         - self._queue_before) / dt
+        cur = [world.counters(d) for d in self.ids]
+        ops = np.array([c['rd_reqs'] + c['wr_reqs'] - p['rd_reqs']
+                        - p['wr_reqs'] for c, p in zip(cur, self._prev)],
+                       dtype=float)
+        size = np.array([c['rd_bytes'] + c['wr_bytes'] - p['rd_bytes']
+                         - p['wr_bytes'] for c, p in zip(cur, self._prev)],
+                        dtype=float)
+        self._prev = cur
+        self.work[k] = (ops / sc.domain.iops_4k
+                        + size / sc.domain.bytes_sec) / dt
+        self.kbs[k] = size / dt / workload.KIB
+        self.response_ms[k] = (self.queue[k] / ops.sum() * dt * 1e3
+                               if ops.sum() else 0.0)
+
+    def run(self, windows):
+        """The recorded run (the first ``windows`` windows)."""
+        sc = dataclasses.replace(
+            self.scenario, duration_s=windows * self.scenario.interval_s)
+        tiers = [loop.policy_tier(sc.tiers[vm.tier]) for vm in self.vms]
+        sizes = np.array([loop.nominal_io_size(vm) for vm in self.vms])
+        floor_iops = np.array([t.min_iops for t in tiers])
+        floor_bytes = np.array([t.min_bytes_sec for t in tiers])
+        floor_ops = costmodel.floor_ops(floor_iops, floor_bytes, sizes)
+        return loop.Run(
+            scenario=sc, policy=self.policy, seed=self.seed,
+            window_s=sc.interval_s,
+            names=[vm.name for vm in self.vms],
+            roles=[vm.role for vm in self.vms],
+            times=np.arange(windows, dtype=np.float64) * sc.interval_s,
+            work=self.work[:windows], kbs=self.kbs[:windows],
+            demand=self.demand[:windows],
+            floor=costmodel.floor_load(floor_iops, floor_bytes, sizes,
+                                       loop.profile(sc.domain)),
+            floor_kbs=floor_ops * sizes / workload.KIB,
+            weight=np.array([t.weight for t in tiers]),
+            slots=self.slots[:windows], capacity=self.capacity[:windows],
+            queue=self.queue[:windows],
+            response_ms=self.response_ms[:windows],
+            cap_kbs=self.cap_kbs[:windows],
+            actions=[a for a in self.actions
+                     if a.time < windows * sc.interval_s + 1e-9],
+            change_times=sc.change_times())
+
+
+class _ThreadingWSGIServer(socketserver.ThreadingMixIn,
+                           simple_server.WSGIServer):
+    daemon_threads = True
+
+
+class _QuietHandler(simple_server.WSGIRequestHandler):
+    def log_message(self, *args):
+        LOG.debug('api: ' + args[0], *args[1:])
+
+
+def serve_api(conf, db, port):
+    """The API on 127.0.0.1 in a thread; ``port`` 0 or taken: a free one."""
+    application = api_app.deploy(conf, db=db,
+                                 set_nova_tier=lambda *args: None)
+    try:
+        server = simple_server.make_server(
+            '127.0.0.1', port, application,
+            server_class=_ThreadingWSGIServer, handler_class=_QuietHandler)
+    except OSError as e:
+        LOG.warning('Port %s is taken (%s); using a free one', port, e)
+        server = simple_server.make_server(
+            '127.0.0.1', 0, application,
+            server_class=_ThreadingWSGIServer, handler_class=_QuietHandler)
+    thread = threading.Thread(target=server.serve_forever,
+                              name='iotguard-allinone-api', daemon=True)
+    thread.start()
+    return server
+
+
+@dataclasses.dataclass
+class VmView:
+    name: str
+    role: str
+    kbs: float
+    floor_kbs: float
+    cap_kbs: float | None
+    reason: str
+
+
+@dataclasses.dataclass
+class Window:
+    """What the live view shows after each window."""
+
+    index: int
+    windows: int
+    sim_s: float
+    vms: list[VmView]
+    decisions: int
+    caps: int
+
+
+class AllInOne:
+    """The services of one all-in-one run; ``run()`` drives them."""
+
+    def __init__(self, options, workdir):
+        self.options = options
+        self.workdir = workdir
+        self.scenario = cut(scenario_mod.load(options.scenario),
+                            options.duration_s)
+        self.world = world_mod.World(self.scenario, seed=options.seed)
+        self.shared = LockedWorld(self.world)
+        self.start_epoch = None
+        db_path = options.db_path or os.path.join(workdir, 'iotguard.sqlite')
+        self.db_url = 'sqlite:///' + os.path.abspath(db_path)
+        self.log_file = os.path.join(workdir, 'iotguard-allinone.log')
+        self.conf = None
+        self.db = None
+        self.transport = None
+        self.controller = None
+        self.agents = []
+        self.api = None
+        self.recorder = None
+        self.disks = []
+        self._last_decision = 0
+        self._reasons = {}
+
+    @property
+    def api_url(self):
+        return 'http://127.0.0.1:%d' % self.api.server_address[1]
+
+    def clock(self):
+        """Simulated UNIX time."""
+        return self.start_epoch + self.world.now
+
+    def start(self):
+        sc = self.scenario
+        self.start_epoch = time.time()
+        self.conf = make_conf('allinone-controller', self.log_file,
+                              self.db_url)
+        logging.setup(self.conf, 'iotguard')
+        interval = sc.interval_s
+        self.conf.set_override('decision_interval', interval,
+                               group='controller')
+        self.conf.set_override('lease_seconds', 3 * interval,
+                               group='controller')
+        self.conf.set_override('rates_write_interval', interval,
+                               group='controller')
+        self.conf.set_override('register_local_disks', False,
+                               group='controller')
+        self.conf.set_override('default_policy', self.options.policy,
+                               group='controller')
+        self.db = db_api.Connection(self.conf)
+        migration.upgrade(self.db.get_engine())
+        self.disks = seed(self.db, sc, self.world, self.options.policy)
+        self.transport = rpc.get_transport(self.conf, url=TRANSPORT_URL)
+        notification_transport = oslo_messaging.get_notification_transport(
+            self.conf, url=TRANSPORT_URL)
+        self.controller = controller_service.ControllerService(
+            self.conf, transport=self.transport,
+            notification_transport=notification_transport, db=self.db,
+            clock=self.clock, timer=False)
+        self.controller.start()
+        for host in sorted({d['host'] for d in self.disks}):
+            conf = make_conf(host, db_url=self.db_url)
+            conf.set_override('sample_interval', interval, group='agent')
+            driver = simulated.SimulatedDriver(conf, world=self.shared,
+                                               clock=self.clock)
+            agent = agent_service.AgentService(
+                conf, driver=driver, transport=self.transport,
+                clock=self.clock, timer=False)
+            agent.start()
+            self.agents.append(agent)
+        self.api = serve_api(self.conf, self.db, self.options.port)
+        self.recorder = Recorder(sc, self.world, self.options.policy,
+                                 self.options.seed)
+        LOG.info('all-in-one: %s on %s, %d agent(s), API on %s',
+                 sc.name, self.db_url, len(self.agents), self.api_url)
+
+    def _wait(self, predicate):
+        deadline = time.monotonic() + DELIVERY_TIMEOUT_S
+        while not predicate() and time.monotonic() < deadline:
+            time.sleep(0.005)
+
+    def _samples_in(self, stamp):
+        store = self.controller.store
+        for disk in self.disks:
+            sample = store.latest(disk['instance_uuid'], disk['dev'])
+            if sample is None or sample['timestamp'] < stamp - 1e-6:
+                return False
+        return True
+
+    def _caps_applied(self):
+        wanted = {(d['instance_uuid'], d['dev']): str(d['cap']['decision_id'])
+                  for d in self.db.disk_list() if d['cap']}
+        held = {}
+        for agent in self.agents:
+            for key in agent.driver.list_disks():
+                in_force = agent.manager.cap_in_force(key)
+                if in_force is not None:
+                    held[key] = str(in_force[2])
+        return wanted == held
+
+    def _new_decisions(self):
+        index = {(d['instance_uuid'], d['dev']): i
+                 for i, d in enumerate(self.disks)}
+        new = [d for d in self.db.decision_list(limit=1000)
+               if d['id'] > self._last_decision]
+        for decision in reversed(new):
+            key = (decision['instance_uuid'], decision['dev'])
+            self._last_decision = max(self._last_decision, decision['id'])
+            self._reasons[key] = '%s: %s' % (decision['action'],
+                                             decision['reason'])
+            if key in index:
+                self.recorder.actions.append(
+                    action(decision, index[key], self.start_epoch))
+        return len(new)
+
+    def window(self, k):
+        """One control interval: step, agents, controller, caps applied."""
+        dt = self.scenario.interval_s
+        with self.shared.lock:
+            self.recorder.begin(k)
+            self.world.step(dt)
+            self.recorder.end(k)
+        stamp = self.clock()
+        for agent in self.agents:
+            agent.tick()
+        self._wait(lambda: self._samples_in(stamp))
+        self.controller.tick(stamp)
+        self._wait(self._caps_applied)
+        self._new_decisions()
+
+    def view(self, k):
+        run = self.recorder
+        caps = {(d['instance_uuid'], d['dev']): d['cap']
+                for d in self.db.disk_list()}
+        tiers = [loop.policy_tier(self.scenario.tiers[vm.tier])
+                 for vm in run.vms]
+        vms = []
+        for i, disk in enumerate(self.disks):
+            key = (disk['instance_uuid'], disk['dev'])
+            cap = caps.get(key)
+            limit = (cap['limits'].get('total_bytes_sec') if cap else None)
+            vms.append(VmView(
+                name=run.vms[i].name, role=run.vms[i].role,
+                kbs=float(run.kbs[k, i]),
+                floor_kbs=tiers[i].min_bytes_sec / workload.KIB,
+                cap_kbs=limit / workload.KIB if limit else None,
+                reason=self._reasons.get(key, '')))
+        return Window(index=k, windows=len(run.queue),
+                      sim_s=self.world.now, vms=vms,
+                      decisions=self._last_decision,
+                      caps=sum(1 for c in caps.values() if c))
+
+    def run(self, on_window=None):
+        """Every window, paced at ``speed``; returns the recorded Run."""
+        windows = len(self.recorder.queue)
+        pace = self.scenario.interval_s / self.options.speed
+        started = time.monotonic()
+        done = 0
+        try:
+            for k in range(windows):
+                self.window(k)
+                done = k + 1
+                if on_window is not None:
+                    on_window(self.view(k))
+                delay = started + done * pace - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+        except KeyboardInterrupt:
+            LOG.info('Interrupted after %d of %d windows', done, windows)
+        return self.recorder.run(done)
+
+    def stop(self):
+        if self.api is not None:
+            self.api.shutdown()
+            self.api.server_close()
+        for agent in self.agents:
+            agent.stop()
+        if self.controller is not None:
+            self.controller.stop()
+        if self.transport is not None:
+            self.transport.cleanup()
+        if self.db is not None:
+            self.db.dispose()
