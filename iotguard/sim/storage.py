@@ -31,6 +31,12 @@ is served once, in order, and never lost. Within a stream, the work granted
 accumulates as ``credit`` and each ``cost`` of it completes the oldest
 request; the books balance exactly (``granted == spent + credit``, and
 ``dropped`` counts the capacity left idle for want of requests).
+
+Each tick also leaves, per stream, the request-seconds its requests spent
+in the system (``read_s``, ``write_s``): a stream is served at the rate of
+the work granted to it over the tick, so the work it had spent when a
+request completed or was issued dates that event within the tick, and the
+latency the counters show does not depend on the tick's length.
 """
 
 import collections.abc
@@ -81,9 +87,9 @@ class Stream:
     write_s: float = 0.0
     # within a tick: gross work granted, work spent, and the changes of
     # the requests in the system as (work spent when, requests, reads)
-    _gross: float = 0.0
-    _spent: float = 0.0
-    _marks: list[tuple[float, int, int]] = dataclasses.field(
+    tick_granted: float = 0.0
+    tick_spent: float = 0.0
+    tick_events: list[tuple[float, int, int]] = dataclasses.field(
         default_factory=list)
 
     @property
@@ -142,8 +148,8 @@ class Storage:
         for s in streams:
             start.append((s.issued - s.completed,
                           s.reads_between(s.completed, s.issued), s.credit))
-            s._gross = s._spent = 0.0
-            s._marks = []
+            s.tick_granted = s.tick_spent = 0.0
+            s.tick_events = []
         if total:
             self._share(dt, factor, refill, done)
             after = self.outstanding()
@@ -166,15 +172,15 @@ class Storage:
         """
         read_s = reads * dt
         write_s = (inside - reads) * dt
-        for spent, count, count_reads in s._marks:
-            if s._gross > 0:
-                at = min(dt, max(0.0, spent - credit) / s._gross * dt)
+        for spent, count, count_reads in s.tick_events:
+            if s.tick_granted > 0:
+                at = min(dt, max(0.0, spent - credit) / s.tick_granted * dt)
             else:
                 at = 0.0
             read_s += count_reads * (dt - at)
             write_s += (count - count_reads) * (dt - at)
         s.read_s, s.write_s = read_s, write_s
-        s._marks = []
+        s.tick_events = []
 
     def _share(self, dt: float, factor: float, refill: Refill | None,
                done: list[int]) -> None:
@@ -198,7 +204,7 @@ class Storage:
                     per_disk[s.disk])
                 self.granted += grant
                 s.credit += grant
-                s._gross += grant
+                s.tick_granted += grant
                 done[i] += self._complete(i, s, refill)
                 if not s.queued:
                     # nothing left to serve: the credit goes back
@@ -227,10 +233,11 @@ class Storage:
             if not free:
                 # a completion leaves the system when its work is done
                 for k in range(s.completed, s.completed + n):
-                    s._spent += s.cost
-                    s._marks.append((s._spent, -1, -int(s.is_read(k))))
+                    s.tick_spent += s.cost
+                    s.tick_events.append(
+                        (s.tick_spent, -1, -int(s.is_read(k))))
             else:
-                s._spent += n * s.cost
+                s.tick_spent += n * s.cost
             s.completed += n
             s.credit -= n * s.cost
             self.spent += n * s.cost
@@ -252,6 +259,6 @@ class Storage:
         issued = s.issued
         result = refill(index)
         if result >= 0 and s.issued > issued:
-            s._marks.append((s._spent, s.issued - issued,
-                             s.reads_between(issued, s.issued)))
+            s.tick_events.append((s.tick_spent, s.issued - issued,
+                                  s.reads_between(issued, s.issued)))
         return result
