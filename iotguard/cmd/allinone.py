@@ -119,14 +119,16 @@ class LiveView:
 
 def banner(aio):
     url = aio.api_url
+    first = aio.disks[0]['instance_uuid']
     return [
         'iotguard all-in-one: scenario %s, policy %s, %gx real time'
         % (aio.scenario.name, aio.options.policy, aio.options.speed),
         'API: %s/ (noauth)   log: %s' % (url, aio.log_file),
         '  curl -s -H "X-User-Id: admin" -H "X-Project-Id: admin" '
-        '-H "X-Roles: admin" %s/v1/tiers' % url,
-        '  openstack --os-auth-type none --os-endpoint %s iotguard tier '
-        'list' % url, '']
+        '-H "X-Roles: admin" %s/v1/instances/%s' % (url, first),
+        '  openstack --os-auth-type none --os-iotguard-url %s '
+        '--os-iotguard-noauth-user admin --os-iotguard-noauth-project admin '
+        '--os-iotguard-noauth-roles admin iotguard tier list' % url, '']
 
 
 def run(args, out):
