@@ -364,8 +364,9 @@ _disk = st.fixed_dictionaries({
 class TestGuaranteeProperties(test_base.TestCase):
 
     @settings(max_examples=150, deadline=None)
-    @given(st.lists(_disk, min_size=1, max_size=8))
-    def test_invariants(self, rows):
+    @given(st.lists(_disk, min_size=1, max_size=8),
+           st.sampled_from([0.0, 0.95, 1.0]))
+    def test_invariants(self, rows, min_capacity):
         disks = []
         for n, r in enumerate(rows):
             tier = base.Tier('t', min_iops=r['floor'], max_iops=r['ceiling'])
@@ -376,8 +377,9 @@ class TestGuaranteeProperties(test_base.TestCase):
             disks.append(fakes.disk('d%d' % n, ops=r['ops'], size=r['size'],
                                     tier=tier, latency_ms=r['latency_ms'],
                                     stale=r['stale'], **kw))
-        decisions = fakes.by_disk(guarantee.GuaranteePolicy().decide(
-            fakes.snapshot(*disks), 100.0))
+        policy = guarantee.GuaranteePolicy(min_capacity=min_capacity)
+        decisions = fakes.by_disk(policy.decide(fakes.snapshot(*disks),
+                                                100.0))
         for n, r in enumerate(rows):
             d = decisions.get('d%d' % n)
             if d is None or d.action != base.CAP:
