@@ -1,0 +1,211 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+import datetime
+import io
+
+import numpy as np
+
+from iotguard import allinone
+from iotguard.cmd import allinone as cmd
+from iotguard import policy as policy_mod
+from iotguard.sim import loop
+from iotguard.sim import scenario as scenario_mod
+from iotguard.sim import world as world_mod
+from iotguard.tests import base
+
+
+class FakeDb:
+    """Records what seeding writes."""
+
+    def __init__(self):
+        self.domains, self.tiers, self.disks, self.choices = [], [], [], []
+
+    def domain_create(self, name, kind, **values):
+        self.domains.append(dict(values, name=name, kind=kind))
+
+    def tier_create(self, values):
+        self.tiers.append(values)
+
+    def disk_upsert(self, instance_uuid, dev, host, domain, project_id,
+                    volume_id=None):
+        self.disks.append((instance_uuid, dev, host, domain, project_id))
+
+    def disk_tier_set(self, instance_uuid, dev, tier, source, project_id):
+        self.choices.append((instance_uuid, dev, tier, source))
+
+
+class ArgumentsTest(base.TestCase):
+
+    def parse(self, *argv):
+        return cmd.options(cmd.build_parser().parse_args(list(argv)))
+
+    def test_defaults_are_the_embedded_main_job(self):
+        args = cmd.build_parser().parse_args([])
+        self.assertEqual('iotguard-allinone.png', args.plot)
+        self.assertIsNone(args.json)
+        opts = cmd.options(args)
+        self.assertEqual(allinone.Options(), opts)
+        self.assertEqual(('paper-4vm', 'guarantee', 10.0, None, 8778, None),
+                         (opts.scenario, opts.policy, opts.speed,
+                          opts.duration_s, opts.port, opts.db_path))
+
+    def test_options(self):
+        opts = self.parse('--scenario', 'on-off', '--policy', 'ntt',
+                          '--speed', '1', '--duration', '30', '--port', '0',
+                          '--db', 'x.sqlite', '--seed', '3')
+        self.assertEqual(allinone.Options(
+            scenario='on-off', policy='ntt', speed=1.0, duration_s=30.0,
+            port=0, db_path='x.sqlite', seed=3), opts)
+
+    def test_bad_values_refused_before_any_start(self):
+        for argv, word in ((('--speed', '0'), '--speed'),
+                           (('--duration', '-5'), '--duration'),
+                           (('--port', '70000'), '--port'),
+                           (('--policy', 'nope'), 'unknown policy')):
+            e = self.assertRaises(ValueError, self.parse, *argv)
+            self.assertIn(word, str(e))
+
+
+class SeedTest(base.TestCase):
+
+    def test_domain_tiers_and_disks_from_the_scenario(self):
+        sc = scenario_mod.load('paper-4vm')
+        world = world_mod.World(sc)
+        db = FakeDb()
+        disks = allinone.seed(db, sc, world, 'guarantee')
+        self.assertEqual([{
+            'name': sc.domain.name, 'kind': allinone.DOMAIN_KIND,
+            'iops_4k': sc.domain.iops_4k, 'bytes_sec': sc.domain.bytes_sec,
+            'policy': 'guarantee',
+            'params': sc.policies.get('guarantee', {})}], db.domains)
+        self.assertEqual(sorted(sc.tiers), [t['name'] for t in db.tiers])
+        paper = db.tiers[0]
+        self.assertEqual(sc.tiers['paper'].min_bytes_sec,
+                         paper['min_bytes_sec'])
+        self.assertEqual(len(sc.vms), len(db.disks))
+        self.assertEqual(
+            [world_mod.instance_uuid(sc.name, vm.name) for vm in sc.vms],
+            [d[0] for d in db.disks])
+        self.assertEqual({(vm.host, sc.domain.name) for vm in sc.vms},
+                         {(d[2], d[3]) for d in db.disks})
+        self.assertEqual({(vm.tier, 'flavor') for vm in sc.vms},
+                         {(c[2], c[3]) for c in db.choices})
+        self.assertEqual([d[0] for d in db.disks],
+                         [d['instance_uuid'] for d in disks])
+
+    def test_policy_without_scenario_params(self):
+        sc = scenario_mod.load('paper-4vm')
+        db = FakeDb()
+        allinone.seed(db, sc, world_mod.World(sc), 'ntt')
+        self.assertEqual({}, db.domains[0]['params'])
+
+
+class CutTest(base.TestCase):
+
+    def test_cut_to_whole_intervals(self):
+        sc = scenario_mod.load('paper-4vm')
+        self.assertIs(sc, allinone.cut(sc, None))
+        self.assertIs(sc, allinone.cut(sc, sc.duration_s + 10))
+        self.assertEqual(120.0, allinone.cut(sc, 122).duration_s)
+        self.assertEqual(sc.interval_s, allinone.cut(sc, 1).duration_s)
+
+
+class RecorderTest(base.TestCase):
+
+    def test_uncapped_windows_match_the_simulator_loop(self):
+        # Nobody caps: the recorder must see what the simulator's own
+        # loop records for the ``none`` policy, window by window.
+        sc = allinone.cut(scenario_mod.load('paper-4vm'), 30)
+        world = world_mod.World(sc, seed=0)
+        recorder = allinone.Recorder(sc, world, 'none', 0)
+        for k in range(6):
+            recorder.begin(k)
+            world.step(sc.interval_s)
+            recorder.end(k)
+        got = recorder.run(6)
+        want = loop.run(sc, policy_mod.load('none'), 0)
+        for field in ('work', 'kbs', 'demand', 'slots', 'capacity', 'queue',
+                      'response_ms', 'floor', 'floor_kbs', 'times'):
+            np.testing.assert_allclose(getattr(want, field),
+                                       getattr(got, field), err_msg=field)
+        self.assertTrue(np.isnan(got.cap_kbs).all())
+        self.assertEqual(want.names, got.names)
+
+    def test_run_of_fewer_windows_after_an_interrupt(self):
+        sc = allinone.cut(scenario_mod.load('paper-4vm'), 30)
+        world = world_mod.World(sc)
+        recorder = allinone.Recorder(sc, world, 'guarantee', 0)
+        recorder.begin(0)
+        world.step(sc.interval_s)
+        recorder.end(0)
+        run = recorder.run(1)
+        self.assertEqual((1, len(sc.vms)), run.kbs.shape)
+        self.assertEqual(sc.interval_s, run.scenario.duration_s)
+        self.assertGreater(run.kbs.sum(), 0)
+
+
+class ActionTest(base.TestCase):
+
+    def decision(self, action, old, new):
+        return {'created_at': datetime.datetime(2026, 1, 1, 0, 0, 25),
+                'action': action, 'old_limits': old, 'new_limits': new,
+                'reason': 'why'}
+
+    def test_cap_tightens_release_does_not(self):
+        start = 1767225600.0   # 2026-01-01T00:00:00Z
+        cap = allinone.action(self.decision(
+            'cap', {}, {'total_bytes_sec': 900000}), 2, start)
+        self.assertEqual(loop.Action(time=25.0, disk=2, action='cap',
+                                     changed=True, reason='why',
+                                     tightened=True), cap)
+        looser = allinone.action(self.decision(
+            'cap', {'total_bytes_sec': 800000},
+            {'total_bytes_sec': 900000}), 0, start)
+        self.assertFalse(looser.tightened)
+        self.assertTrue(looser.changed)
+        release = allinone.action(self.decision(
+            'release', {'total_bytes_sec': 800000}, {}), 0, start)
+        self.assertFalse(release.tightened)
+        same = allinone.action(self.decision(
+            'cap', {'total_bytes_sec': 1}, {'total_bytes_sec': 1}), 0, start)
+        self.assertFalse(same.changed)
+
+
+class LiveViewTest(base.TestCase):
+
+    window = allinone.Window(
+        index=4, windows=24, sim_s=25.0, decisions=3, caps=1, vms=[
+            allinone.VmView('vm1', 'heavy', 960.4, 600.0, 954.0,
+                            'cap: guarantee: load above its fair share'),
+            allinone.VmView('vm2', 'light', 790.0, 600.0, None, '')])
+
+    def test_lines(self):
+        lines = cmd.render(self.window, ['HEAD'])
+        self.assertEqual('HEAD', lines[0])
+        self.assertIn('t =   25 s  window 5/24', lines[1])
+        self.assertIn('caps in force: 1', lines[1])
+        self.assertRegex(lines[-2], r'^vm1\s+heavy\s+960\s+600\s+954  cap: ')
+        self.assertRegex(lines[-1], r'^vm2\s+light\s+790\s+600\s+-\s*$')
+
+    def test_terminal_redraws_pipe_appends(self):
+        class Tty(io.StringIO):
+            def isatty(self):
+                return True
+        tty, pipe = Tty(), io.StringIO()
+        cmd.LiveView(tty, ['HEAD'])(self.window)
+        cmd.LiveView(pipe, ['HEAD'])(self.window)
+        self.assertTrue(tty.getvalue().startswith(cmd.CLEAR + 'HEAD\n'))
+        self.assertNotIn('\x1b', pipe.getvalue())
+        self.assertNotIn('HEAD', pipe.getvalue())
+        # The status line and one line a VM.
+        self.assertEqual(3, pipe.getvalue().count('\n'))
