@@ -13,9 +13,12 @@
 """The agent process wired together: driver, manager, sampler, RPC, timer.
 
 Threads only (no eventlet): the RPC server uses the ``threading`` executor,
-libvirt events run in the driver's thread, and one timer thread runs the
-interval: ``manager.periodic`` (leases, re-applies) then ``sampler.run_once``
-(statistics out). A failure in one interval is logged; the next runs.
+libvirt events run in the driver's thread, one timer thread runs the
+interval: ``manager.periodic`` (leases, re-applies) then ``sampler.collect``
+(statistics), and one report thread casts the newest batch to the
+controllers, so a cast that waits for a broker being restarted never
+delays the lease expiry. A failure in one interval is logged; the next
+runs.
 """
 
 import threading
@@ -52,6 +55,9 @@ class AgentService:
         self.server = None
         self._stop = threading.Event()
         self._thread = None
+        self._reporter = None
+        self._outbox = None   # the newest batch not yet sent
+        self._outbox_ready = threading.Condition()
 
     def start(self):
         if self.transport is None:
@@ -67,6 +73,10 @@ class AgentService:
                                      self.host, [self.manager])
         self.server.start()
         if self._timer:
+            self._reporter = threading.Thread(target=self._report,
+                                              name='iotguard-agent-report',
+                                              daemon=True)
+            self._reporter.start()
             self._thread = threading.Thread(target=self._run,
                                             name='iotguard-agent-interval',
                                             daemon=True)
@@ -75,13 +85,39 @@ class AgentService:
                  self.host, type(self.driver).__name__, self.interval_s)
 
     def tick(self):
-        """One interval: caps first, then statistics."""
+        """One interval: caps first, then statistics.
+
+        With the timer, the batch goes to the report thread: a cast that
+        blocks while the broker is away must not hold the next interval's
+        lease expiry back. Without it (an owner drives), it is sent here.
+        """
         try:
             disks = self.driver.list_disks()
             self.manager.periodic(disks)
-            self.sampler.run_once(disks)
+            batch = self.sampler.collect(disks)
         except Exception:
             LOG.exception('Agent interval failed; retrying next interval')
+            return
+        if self._reporter is None:
+            self.sampler.report(batch)
+            return
+        with self._outbox_ready:
+            self._outbox = batch   # the newest wins; older ones are stale
+            self._outbox_ready.notify()
+
+    def _report(self):
+        while True:
+            with self._outbox_ready:
+                while self._outbox is None and not self._stop.is_set():
+                    self._outbox_ready.wait()
+                if self._stop.is_set():
+                    return
+                batch, self._outbox = self._outbox, None
+            try:
+                self.sampler.report(batch)
+            except Exception:
+                LOG.exception('Report failed; the next interval sends its '
+                              'own')
 
     def _run(self):
         deadline = time.monotonic()
@@ -95,11 +131,17 @@ class AgentService:
 
     def stop(self):
         self._stop.set()
+        with self._outbox_ready:
+            self._outbox_ready.notify()
         if self.server is not None:
             self.server.stop()
             self.server.wait()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        if self._reporter is not None:
+            # A cast blocked on an unreachable broker never returns; the
+            # thread is a daemon.
+            self._reporter.join(timeout=5)
         self.driver.stop()
 
     def wait(self):

@@ -102,3 +102,28 @@ class AgentServiceTest(test_base.TestCase):
         self.assertEqual(1, log.output.count('Cannot report samples'))
         # timer=False: no interval thread, the owner calls tick().
         self.assertIsNone(agent._thread)
+
+    def test_blocked_report_does_not_hold_the_interval(self):
+        # A cast waiting for a broker that is away must not keep the next
+        # interval (and its lease expiry) from running.
+        agent = service.AgentService(self.conf, driver=self.driver,
+                                     transport=self.transport)
+        release = threading.Event()
+        entered = threading.Event()
+
+        def blocked(ctxt, host, samples):
+            entered.set()
+            release.wait(10)
+        self.addCleanup(release.set)
+        with mock.patch('iotguard.controller.rpcapi.ControllerAPI.'
+                        'report_samples', side_effect=blocked):
+            agent.start()
+            self.addCleanup(agent.stop)
+            self.assertTrue(entered.wait(10), 'no report was sent')
+            with mock.patch.object(agent.manager, 'periodic') as periodic:
+                agent.tick()
+                agent.tick()
+            self.assertEqual(2, periodic.call_count)
+            # Only the newest batch waits behind the blocked cast.
+            self.assertIsNotNone(agent._outbox)
+            release.set()
