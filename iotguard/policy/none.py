@@ -29,9 +29,7 @@ class NoPolicy:
     name = 'none'
 
     def __init__(self, **params: object) -> None:
-        if params:
-            raise ValueError('%s: unknown parameter %s; it takes none'
-                             % (self.name, sorted(params)[0]))
+        base.reject_params(self.name, params)
 
     def decide(self, snapshot: base.DomainSnapshot,
                now: float) -> list[base.Decision]:
