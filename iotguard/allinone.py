@@ -76,6 +76,7 @@ class Options:
     port: int = 8778
     db_path: str | None = None
     seed: int = 0
+    log_file: str | None = None
 
 
 class LockedWorld:
@@ -335,7 +336,9 @@ class AllInOne:
         self.start_epoch = None
         db_path = options.db_path or os.path.join(workdir, 'iotguard.sqlite')
         self.db_url = 'sqlite:///' + os.path.abspath(db_path)
-        self.log_file = os.path.join(workdir, 'iotguard-allinone.log')
+        self.log_file = os.path.abspath(
+            options.log_file
+            or os.path.join(workdir, 'iotguard-allinone.log'))
         self.conf = None
         self.db = None
         self.transport = None

@@ -61,6 +61,9 @@ def build_parser():
                         help='SQLite file to keep (default: a temporary '
                              'one)')
     parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--log-file', metavar='FILE',
+                        default='iotguard-allinone.log',
+                        help='the services\' log (default: %(default)s)')
     parser.add_argument('--plot', metavar='FILE.png',
                         default='iotguard-allinone.png',
                         help='write the plot here (default: %(default)s)')
@@ -79,7 +82,8 @@ def options(args):
     policy_mod.load(args.policy)   # unknown names fail before any start
     return allinone.Options(scenario=args.scenario, policy=args.policy,
                             speed=args.speed, duration_s=args.duration,
-                            port=args.port, db_path=args.db, seed=args.seed)
+                            port=args.port, db_path=args.db, seed=args.seed,
+                            log_file=args.log_file)
 
 
 def _kbs(value):

@@ -139,5 +139,11 @@ class AllInOneTest(testtools.TestCase):
                              [vm['name'] for vm in result['vms']])
         self.assertGreaterEqual(document['policies']['guarantee']['caps'], 1)
         self.assertEqual(0, document['policies']['none']['caps'])
+        # The services logged to the default file in the working directory.
+        with open(os.path.join(self.tmp, 'iotguard-allinone.log')) as f:
+            log = f.read()
+        self.assertIn('iotguard-controller on allinone-controller started',
+                      log)
+        self.assertIn('iotguard-agent on host1 started', log)
         with open(self.plot_path, 'rb') as f:
             self.assertEqual(b'\x89PNG\r\n\x1a\n', f.read(8))

@@ -54,7 +54,8 @@ class ArgumentsTest(base.TestCase):
         self.assertEqual('iotguard-allinone.png', args.plot)
         self.assertIsNone(args.json)
         opts = cmd.options(args)
-        self.assertEqual(allinone.Options(), opts)
+        self.assertEqual(allinone.Options(log_file='iotguard-allinone.log'),
+                         opts)
         self.assertEqual(('paper-4vm', 'guarantee', 10.0, None, 8778, None),
                          (opts.scenario, opts.policy, opts.speed,
                           opts.duration_s, opts.port, opts.db_path))
@@ -62,10 +63,11 @@ class ArgumentsTest(base.TestCase):
     def test_options(self):
         opts = self.parse('--scenario', 'on-off', '--policy', 'ntt',
                           '--speed', '1', '--duration', '30', '--port', '0',
-                          '--db', 'x.sqlite', '--seed', '3')
+                          '--db', 'x.sqlite', '--seed', '3',
+                          '--log-file', 'x.log')
         self.assertEqual(allinone.Options(
             scenario='on-off', policy='ntt', speed=1.0, duration_s=30.0,
-            port=0, db_path='x.sqlite', seed=3), opts)
+            port=0, db_path='x.sqlite', seed=3, log_file='x.log'), opts)
 
     def test_bad_values_refused_before_any_start(self):
         for argv, word in ((('--speed', '0'), '--speed'),
