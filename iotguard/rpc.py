@@ -26,6 +26,12 @@ TOPIC_AGENT = 'iotguard-agent'
 TOPIC_CONTROLLER = 'iotguard-controller'
 EXCHANGE = 'iotguard'
 
+#: Reconnection attempts before a cast or call gives up. iotguard is
+#: level-based: a lost cast is sent again by the next round, and a lapsed
+#: lease is the fail-safe, so a message must not block its thread for the
+#: whole of a broker outage (oslo.messaging retries forever by default).
+SEND_RETRY = 2
+
 
 def _register_global_only_opts(conf):
     # oslo.messaging registers its metrics and tracing options on the
@@ -54,10 +60,11 @@ def get_transport(conf, url=None):
     return oslo_messaging.get_rpc_transport(conf, url=url)
 
 
-def get_client(transport, topic, version, timeout=None):
+def get_client(transport, topic, version, timeout=None, retry=SEND_RETRY):
     """An RPC client for ``topic``; use ``prepare(server=...)`` per call."""
     target = oslo_messaging.Target(topic=topic, version=version)
-    return oslo_messaging.get_rpc_client(transport, target, timeout=timeout)
+    return oslo_messaging.get_rpc_client(transport, target, timeout=timeout,
+                                         retry=retry)
 
 
 def get_server(transport, topic, server, endpoints):
