@@ -12,6 +12,8 @@
 
 """Process set-up shared by every iotguard command."""
 
+import time
+
 from oslo_config import cfg
 from oslo_log import log
 
@@ -29,3 +31,19 @@ def prepare_service(argv=None, config_files=None, conf=None):
          default_config_files=config_files)
     log.setup(conf, 'iotguard')
     return conf
+
+
+def run_every(interval_s, stop, fn):
+    """Call ``fn()`` every ``interval_s`` seconds until ``stop`` is set.
+
+    ``stop`` is a ``threading.Event``. A call that overruns its interval
+    makes the next one skip ahead rather than bunch up.
+    """
+    deadline = time.monotonic()
+    while not stop.is_set():
+        fn()
+        deadline += interval_s
+        now = time.monotonic()
+        if deadline < now:
+            deadline = now + interval_s
+        stop.wait(deadline - now)

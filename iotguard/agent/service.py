@@ -22,7 +22,6 @@ runs.
 """
 
 import threading
-import time
 
 from oslo_log import log as logging
 
@@ -31,6 +30,7 @@ from iotguard.agent import sampler as sampler_mod
 from iotguard.agent import virt
 from iotguard.controller import rpcapi as controller_rpcapi
 from iotguard import rpc
+from iotguard import service
 
 LOG = logging.getLogger(__name__)
 
@@ -120,14 +120,7 @@ class AgentService:
                               'own')
 
     def _run(self):
-        deadline = time.monotonic()
-        while not self._stop.is_set():
-            self.tick()
-            deadline += self.interval_s
-            now = time.monotonic()
-            if deadline < now:   # overran: skip, do not bunch up
-                deadline = now + self.interval_s
-            self._stop.wait(deadline - now)
+        service.run_every(self.interval_s, self._stop, self.tick)
 
     def stop(self):
         self._stop.set()

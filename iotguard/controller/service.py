@@ -38,6 +38,7 @@ from iotguard.controller import samples as samples_mod
 from iotguard.db import api as db_api
 from iotguard import notifications
 from iotguard import rpc
+from iotguard import service
 
 LOG = logging.getLogger(__name__)
 
@@ -215,14 +216,7 @@ class ControllerService:
             LOG.exception('Decision round failed; retrying next interval')
 
     def _run(self):
-        deadline = time.monotonic()
-        while not self._stop.is_set():
-            self.tick()
-            deadline += self.interval_s
-            now = time.monotonic()
-            if deadline < now:   # overran: skip, do not bunch up
-                deadline = now + self.interval_s
-            self._stop.wait(deadline - now)
+        service.run_every(self.interval_s, self._stop, self.tick)
 
     def stop(self):
         self._stop.set()
