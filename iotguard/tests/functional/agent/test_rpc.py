@@ -21,11 +21,8 @@ see each other. The broker URL defaults to the RabbitMQ that
 tools/test-setup.sh starts; ``IOTGUARD_TEST_RABBIT_URL`` overrides it.
 """
 
-import os
-import socket
 import threading
 import time
-from urllib import parse
 import uuid
 
 import oslo_messaging
@@ -37,25 +34,13 @@ from iotguard.agent.virt import libvirt as lv
 from iotguard import caps
 from iotguard import rpc
 from iotguard.tests import base as test_base
+from iotguard.tests.fixtures import rabbit
 from iotguard.tests.functional.agent import test_libvirt_driver as tld
 
 try:
     import libvirt
 except ImportError:
     libvirt = None
-
-RABBIT_URL = os.environ.get('IOTGUARD_TEST_RABBIT_URL',
-                            'rabbit://guest:guest@127.0.0.1:5672/')
-
-
-def _rabbit_unreachable():
-    url = parse.urlparse(RABBIT_URL)
-    try:
-        socket.create_connection((url.hostname, url.port or 5672),
-                                 timeout=2).close()
-        return None
-    except OSError as e:
-        return 'RabbitMQ unreachable at %s: %s' % (RABBIT_URL, e)
 
 
 class ControllerEndpoint:
@@ -96,7 +81,7 @@ class AgentOverRabbitTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
-        reason = _rabbit_unreachable()
+        reason = rabbit.unreachable()
         if reason:
             self.skipTest(reason)
         run = uuid.uuid4().hex[:10]
@@ -104,7 +89,7 @@ class AgentOverRabbitTest(test_base.TestCase):
         self.flags(host=self.host)
         self.flags(sample_interval=0.5, libvirt_uri=tld.URI, state_file='',
                    group='agent')
-        self.transport = rpc.get_transport(self.conf, url=RABBIT_URL)
+        self.transport = rpc.get_transport(self.conf, url=rabbit.URL)
         self.conf.set_override('control_exchange', 'iotguard-ft-' + run)
         self.addCleanup(self.transport.cleanup)
 

@@ -22,11 +22,8 @@ overrides it.
 """
 
 import datetime
-import os
-import socket
 import threading
 import time
-from urllib import parse
 import uuid
 
 import oslo_messaging
@@ -35,20 +32,8 @@ from iotguard import caps
 from iotguard.controller import samples as sample_store
 from iotguard.controller.sources import ceilometer
 from iotguard.tests import base as test_base
+from iotguard.tests.fixtures import rabbit
 from iotguard.tests.unit.controller.sources import test_ceilometer as unit
-
-RABBIT_URL = os.environ.get('IOTGUARD_TEST_RABBIT_URL',
-                            'rabbit://guest:guest@127.0.0.1:5672/')
-
-
-def rabbit_unreachable():
-    url = parse.urlparse(RABBIT_URL)
-    try:
-        socket.create_connection((url.hostname, url.port or 5672),
-                                 timeout=2).close()
-        return None
-    except OSError as e:
-        return 'RabbitMQ unreachable at %s: %s' % (RABBIT_URL, e)
 
 
 class Collector:
@@ -82,7 +67,7 @@ class RabbitTestCase(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
-        reason = rabbit_unreachable()
+        reason = rabbit.unreachable()
         if reason:
             self.skipTest(reason)
         self.run_id = uuid.uuid4().hex[:10]
@@ -90,13 +75,13 @@ class RabbitTestCase(test_base.TestCase):
         # The exchange is read when the transport is made, and the option
         # registered by the first one made.
         oslo_messaging.get_notification_transport(
-            self.conf, url=RABBIT_URL).cleanup()
+            self.conf, url=rabbit.URL).cleanup()
         self.conf.set_override('control_exchange', 'iotguard-ft-' +
                                self.run_id)
         self.conf.set_override('amqp_auto_delete', True,
                                group='oslo_messaging_rabbit')
         self.transport = oslo_messaging.get_notification_transport(
-            self.conf, url=RABBIT_URL)
+            self.conf, url=rabbit.URL)
         self.addCleanup(self.transport.cleanup)
 
     def start(self, listener):

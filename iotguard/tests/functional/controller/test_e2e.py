@@ -48,6 +48,7 @@ from iotguard.sim import scenario as scenario_mod
 from iotguard.sim import world as world_mod
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
+from iotguard.tests.fixtures import rabbit
 from iotguard.tests.functional.agent import test_rpc
 from iotguard.tests.functional.controller import test_loop_rabbit as tlr
 from iotguard.tests.functional.controller import test_partition
@@ -105,7 +106,7 @@ class EndToEndTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        for why in (test_rpc._rabbit_unreachable(),
+        for why in (rabbit.unreachable(),
                     test_partition._redis_unreachable(),
                     database.unavailable('postgresql')):
             if why:
@@ -127,7 +128,7 @@ class EndToEndTest(base.TestCase):
         self.disks = self._membership(scenario_file)
         self.port = _free_port()
         self.settings = {
-            'rabbit': test_rpc.RABBIT_URL, 'exchange': 'iotguard-e2e-' + run,
+            'rabbit': rabbit.URL, 'exchange': 'iotguard-e2e-' + run,
             'db': self.conf.database.connection,
             'interval': INTERVAL_S, 'lease': LEASE_S,
             'redis': test_partition.REDIS_URL,
@@ -141,7 +142,7 @@ class EndToEndTest(base.TestCase):
         # The exchange is read when the transport is made: set it first.
         self.useFixture(conffixture.ConfFixture(self.conf))
         self.conf.set_override('control_exchange', 'iotguard-e2e-' + run)
-        self.transport = rpc.get_transport(self.conf, url=test_rpc.RABBIT_URL)
+        self.transport = rpc.get_transport(self.conf, url=rabbit.URL)
         self.addCleanup(self.transport.cleanup)
         self.ears = test_rpc.ControllerEndpoint()
         server = rpc.get_server(self.transport, rpc.TOPIC_CONTROLLER,

@@ -46,7 +46,7 @@ from iotguard.sim import scenario as scenario_mod
 from iotguard.sim import world as world_mod
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
-from iotguard.tests.functional.agent import test_rpc
+from iotguard.tests.fixtures import rabbit
 
 INTERVAL_S = 1.0
 SAMPLE_S = 0.5
@@ -115,7 +115,7 @@ class ControllerOverRabbitTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        reason = test_rpc._rabbit_unreachable()
+        reason = rabbit.unreachable()
         if reason:
             self.skipTest(reason)
         run = uuid.uuid4().hex[:10]
@@ -140,10 +140,10 @@ class ControllerOverRabbitTest(base.TestCase):
         # The exchange is read when the transport is made: set it first.
         self.useFixture(conffixture.ConfFixture(self.conf))
         self.conf.set_override('control_exchange', 'iotguard-ctl-' + run)
-        self.transport = rpc.get_transport(self.conf, url=test_rpc.RABBIT_URL)
+        self.transport = rpc.get_transport(self.conf, url=rabbit.URL)
         self.addCleanup(self.transport.cleanup)
         self.ntransport = oslo_messaging.get_notification_transport(
-            self.conf, url=test_rpc.RABBIT_URL)
+            self.conf, url=rabbit.URL)
         self.addCleanup(self.ntransport.cleanup)
         topic = 'iotguard-notifications-' + run
         self.flags(driver=['messagingv2'], topics=[topic],
