@@ -246,7 +246,7 @@ class Recorder:
         """The recorded run (the first ``windows`` windows)."""
         sc = dataclasses.replace(
             self.scenario, duration_s=windows * self.scenario.interval_s)
-        tiers = [loop.policy_tier(sc.tiers[vm.tier]) for vm in self.vms]
+        tiers = [sc.tiers[vm.tier] for vm in self.vms]
         sizes = np.array([loop.nominal_io_size(vm) for vm in self.vms])
         floor_iops = np.array([t.min_iops for t in tiers])
         floor_bytes = np.array([t.min_bytes_sec for t in tiers])
@@ -460,7 +460,7 @@ class AllInOne:
         run = self.recorder
         caps = {(d['instance_uuid'], d['dev']): d['cap']
                 for d in self.db.disk_list()}
-        tiers = [loop.policy_tier(self.scenario.tiers[vm.tier])
+        tiers = [self.scenario.tiers[vm.tier]
                  for vm in run.vms]
         vms = []
         for i, disk in enumerate(self.disks):

@@ -91,13 +91,6 @@ class Run:
     change_times: list[float]
 
 
-def policy_tier(spec: scenario_mod.TierSpec) -> base.Tier:
-    return base.Tier(name=spec.name, min_iops=spec.min_iops,
-                     min_bytes_sec=spec.min_bytes_sec,
-                     max_iops=spec.max_iops,
-                     max_bytes_sec=spec.max_bytes_sec, weight=spec.weight)
-
-
 def profile(domain: scenario_mod.Domain) -> base.Profile:
     return base.Profile(iops_4k=domain.iops_4k, bytes_sec=domain.bytes_sec)
 
@@ -163,7 +156,7 @@ class _Loop:
         self.world = world_mod.World(scenario, seed)
         self.ids = self.world.disk_ids()
         self.vms = [self.world.vm(d) for d in self.ids]
-        self.tiers = [policy_tier(scenario.tiers[vm.tier]) for vm in self.vms]
+        self.tiers = [scenario.tiers[vm.tier] for vm in self.vms]
         self.profile = profile(scenario.domain)
         n = len(self.ids)
         self.cap_iops = np.full(n, np.inf)

@@ -28,6 +28,7 @@ import yaml
 
 from iotguard import exception
 from iotguard import policy
+from iotguard.policy import base
 from iotguard.sim import throttle
 
 PACKAGE = 'iotguard.sim.scenarios'
@@ -55,16 +56,6 @@ class Domain:
     depth_exponent: float = 0.0
     share_exponent: float = 1.0
     noise: float = 0.0
-
-
-@dataclasses.dataclass(frozen=True)
-class TierSpec:
-    name: str
-    min_iops: float = 0.0
-    min_bytes_sec: float = 0.0
-    max_iops: float = 0.0
-    max_bytes_sec: float = 0.0
-    weight: float = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,7 +124,7 @@ class Scenario:
     interval_s: float
     tick_s: float
     domain: Domain
-    tiers: dict[str, TierSpec]
+    tiers: dict[str, base.Tier]
     vms: tuple[Vm, ...]
     source: str = ''
     policies: dict[str, dict[str, Any]] = dataclasses.field(
@@ -265,17 +256,17 @@ def _domain(r: _Reader) -> Domain:
     return domain
 
 
-def _tier(r: _Reader) -> TierSpec:
-    tier = TierSpec(name=r.string('name'),
-                    min_iops=r.number('min_iops', 0.0),
-                    min_bytes_sec=r.number('min_bytes_sec', 0.0),
-                    max_iops=r.number('max_iops', 0.0),
-                    max_bytes_sec=r.number('max_bytes_sec', 0.0),
-                    weight=r.number('weight', 1.0, strict=True))
+def _tier(r: _Reader) -> base.Tier:
+    values = {'min_iops': r.number('min_iops', 0.0),
+              'min_bytes_sec': r.number('min_bytes_sec', 0.0),
+              'max_iops': r.number('max_iops', 0.0),
+              'max_bytes_sec': r.number('max_bytes_sec', 0.0)}
     for low, high in (('min_iops', 'max_iops'),
                       ('min_bytes_sec', 'max_bytes_sec')):
-        if getattr(tier, high) and getattr(tier, low) > getattr(tier, high):
+        if values[high] and values[low] > values[high]:
             r.fail(r.name(low), 'is above %s' % high)
+    tier = base.Tier(name=r.string('name'),
+                     weight=r.number('weight', 1.0, strict=True), **values)
     r.done()
     return tier
 
@@ -335,7 +326,7 @@ def _limits(r: _Reader) -> dict[str, int]:
     return limits
 
 
-def _vms(r: _Reader, source: str, tiers: dict[str, TierSpec],
+def _vms(r: _Reader, source: str, tiers: dict[str, base.Tier],
          scenario_name: str) -> list[Vm]:
     count = r.integer('count', 1, minimum=1)
     name = r.string('name')
@@ -392,7 +383,7 @@ def parse(data: Any, source: str = '<data>') -> Scenario:
     if abs(interval / tick - round(interval / tick)) > 1e-6:
         r.fail('tick_s', 'must divide interval_s')
     domain = _domain(_Reader(r.get('domain'), 'domain', source))
-    tiers: dict[str, TierSpec] = {}
+    tiers: dict[str, base.Tier] = {}
     for i, t in enumerate(r.items('tiers')):
         tier = _tier(_Reader(t, 'tiers[%d]' % i, source))
         if tier.name in tiers:
