@@ -44,8 +44,6 @@ from oslo_messaging import conffixture
 
 from iotguard.agent import rpcapi as agent_rpcapi
 from iotguard import rpc
-from iotguard.sim import scenario as scenario_mod
-from iotguard.sim import world as world_mod
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
 from iotguard.tests.fixtures import rabbit
@@ -125,7 +123,8 @@ class EndToEndTest(base.TestCase):
             f.write(tlr.SCENARIO % {'name': 'e2e-' + run,
                                     'domain': self.domain,
                                     'host': self.host, 'noisy_at': 4.0})
-        self.disks = self._membership(scenario_file)
+        self.disks = tlr.seed_membership(self.db, self.domain, self.host,
+                                         scenario_file)
         self.port = _free_port()
         self.settings = {
             'rabbit': rabbit.URL, 'exchange': 'iotguard-e2e-' + run,
@@ -151,24 +150,6 @@ class EndToEndTest(base.TestCase):
         self.addCleanup(server.wait)
         self.addCleanup(server.stop)
         self.agent_api = agent_rpcapi.AgentAPI(self.transport, timeout=10)
-
-    def _membership(self, scenario_file):
-        self.db.domain_create(self.domain, 'local', iops_4k=300.0,
-                              bytes_sec=3400000.0, policy='guarantee')
-        self.db.tier_create({'name': 'paper', 'description': '',
-                             'min_iops': 0.0, 'min_bytes_sec': tlr.FLOOR,
-                             'max_iops': 0.0, 'max_bytes_sec': 0.0,
-                             'weight': 1.0, 'is_public': True})
-        world = world_mod.World(scenario_mod.load(scenario_file))
-        disks = {}
-        for disk_id in world.disk_ids():
-            info = world.disk_info(disk_id)
-            self.db.disk_upsert(info['instance_uuid'], info['dev'],
-                                self.host, self.domain, info['project_id'])
-            self.db.disk_tier_set(info['instance_uuid'], info['dev'],
-                                  'paper', 'flavor', info['project_id'])
-            disks[info['name']] = (info['instance_uuid'], info['dev'])
-        return disks
 
     def spawn(self, kind, host):
         config = os.path.join(self.dir, '%s.conf' % host)

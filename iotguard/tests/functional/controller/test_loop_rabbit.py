@@ -97,6 +97,25 @@ vms:
 '''
 
 
+def seed_membership(db, domain, host, scenario_file):
+    """What membership would find: the domain, tier and disks."""
+    db.domain_create(domain, 'local', iops_4k=300.0, bytes_sec=3400000.0,
+                     policy='guarantee')
+    db.tier_create({'name': 'paper', 'description': '', 'min_iops': 0.0,
+                    'min_bytes_sec': FLOOR, 'max_iops': 0.0,
+                    'max_bytes_sec': 0.0, 'weight': 1.0, 'is_public': True})
+    world = world_mod.World(scenario_mod.load(scenario_file))
+    disks = {}
+    for disk_id in world.disk_ids():
+        info = world.disk_info(disk_id)
+        db.disk_upsert(info['instance_uuid'], info['dev'], host, domain,
+                       info['project_id'])
+        db.disk_tier_set(info['instance_uuid'], info['dev'], 'paper',
+                         'flavor', info['project_id'])
+        disks[info['name']] = (info['instance_uuid'], info['dev'])
+    return disks
+
+
 class Listener:
     """Collects iotguard's notifications from RabbitMQ."""
 
@@ -156,26 +175,8 @@ class ControllerOverRabbitTest(base.TestCase):
         self.addCleanup(server.wait)
         self.addCleanup(server.stop)
 
-        self.disks = self._membership(scenario_file)
-
-    def _membership(self, scenario_file):
-        """What membership would find: the domain, tier and disks."""
-        self.db.domain_create(self.domain, 'local', iops_4k=300.0,
-                              bytes_sec=3400000.0, policy='guarantee')
-        self.db.tier_create({'name': 'paper', 'description': '',
-                             'min_iops': 0.0, 'min_bytes_sec': FLOOR,
-                             'max_iops': 0.0, 'max_bytes_sec': 0.0,
-                             'weight': 1.0, 'is_public': True})
-        world = world_mod.World(scenario_mod.load(scenario_file))
-        disks = {}
-        for disk_id in world.disk_ids():
-            info = world.disk_info(disk_id)
-            self.db.disk_upsert(info['instance_uuid'], info['dev'],
-                                self.host, self.domain, info['project_id'])
-            self.db.disk_tier_set(info['instance_uuid'], info['dev'],
-                                  'paper', 'flavor', info['project_id'])
-            disks[info['name']] = (info['instance_uuid'], info['dev'])
-        return disks
+        self.disks = seed_membership(self.db, self.domain, self.host,
+                                     scenario_file)
 
     def start(self):
         self.agent = agent_service.AgentService(self.conf,
