@@ -51,6 +51,19 @@ def _compile(template):
 _TABLE = [(_compile(t), methods) for t, methods in ROUTES.items()]
 
 
+def _is_lock_conflict(exc):
+    """A deadlock (MySQL, PostgreSQL) or SQLite's lock wait timing out."""
+    return (isinstance(exc, db_exc.DBDeadlock)
+            or 'database is locked' in str(exc))
+
+
+def _internal_error(request_id):
+    LOG.exception('Unexpected error in request %s', request_id)
+    return util.error_response(
+        500, 'Internal error; the operator will find request %s in the '
+             'log.' % request_id, request_id)
+
+
 class Router:
     """The /v1 application: context, dispatch, errors as JSON."""
 
@@ -76,11 +89,15 @@ class Router:
             return util.error_response(
                 503, 'The database is unreachable; try again later.',
                 request_id)
-        except Exception:
-            LOG.exception('Unexpected error in request %s', request_id)
+        except db_exc.DBError as exc:
+            if not _is_lock_conflict(exc):
+                return _internal_error(request_id)
+            LOG.warning('Request %s: lock conflict: %s', request_id, exc)
             return util.error_response(
-                500, 'Internal error; the operator will find request %s in '
-                     'the log.' % request_id, request_id)
+                409, 'A concurrent request was changing the same records; '
+                     'nothing was written. Try again.', request_id)
+        except Exception:
+            return _internal_error(request_id)
 
     def _dispatch(self, req):
         for regex, methods in _TABLE:

@@ -107,3 +107,39 @@ class AppTest(base.TestCase):
         self.assertEqual('application/json', response.content_type)
         self.assertEqual(500, response.json['error']['code'])
         self.assertIn('request id', response.json['error']['message'])
+
+    def test_lock_conflict_is_409_not_500(self):
+        self.flags(group='api', auth_strategy='noauth')
+        for error in (db_exc.DBDeadlock(),
+                      db_exc.DBError('(sqlite3.OperationalError) database '
+                                     'is locked')):
+            class LockedDatabase:
+                def __getattr__(self, name, error=error):
+                    def fail(*args, **kwargs):
+                        raise error
+                    return fail
+
+            application = app.deploy(self.conf, db=LockedDatabase(),
+                                     set_nova_tier=lambda *a: 'disabled')
+            req = webob.Request.blank('/v1/tiers', headers={
+                'X-Project-Id': 'p', 'X-User-Id': 'u', 'X-Roles': 'reader'})
+            response = req.get_response(application)
+            self.assertEqual(409, response.status_code)
+            self.assertIn('Try again', response.json['error']['message'])
+
+    def test_other_database_error_is_500_in_json(self):
+        self.flags(group='api', auth_strategy='noauth')
+
+        class BrokenDatabase:
+            def __getattr__(self, name):
+                def fail(*args, **kwargs):
+                    raise db_exc.DBError('syntax error')
+                return fail
+
+        application = app.deploy(self.conf, db=BrokenDatabase(),
+                                 set_nova_tier=lambda *a: 'disabled')
+        req = webob.Request.blank('/v1/tiers', headers={
+            'X-Project-Id': 'p', 'X-User-Id': 'u', 'X-Roles': 'reader'})
+        response = req.get_response(application)
+        self.assertEqual(500, response.status_code)
+        self.assertEqual(500, response.json['error']['code'])
