@@ -141,9 +141,8 @@ class RabbitRestartTest(base.TestCase):
         self.transport = rpc.get_transport(self.conf, url=self.broker.url)
         self.addCleanup(self.transport.cleanup)
         self.log = self.useFixture(fixtures.FakeLogger())
-        # What membership would find (the controller's RabbitMQ test's).
-        self.disks = lr.ControllerOverRabbitTest._membership(
-            self, scenario_file)
+        self.disks = lr.seed_membership(self.db, self.domain, self.host,
+                                        scenario_file)
         self.noisy = self.disks['noisy']
 
     def wait_for(self, predicate, timeout):
