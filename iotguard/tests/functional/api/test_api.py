@@ -14,6 +14,7 @@
 
 import datetime
 
+from iotguard.tests.fixtures import database
 from iotguard.tests.functional.api import base
 
 A1 = 'aaaaaaaa-0000-4000-8000-000000000001'
@@ -27,23 +28,16 @@ ADMIN, MEMBER_A, READER_A = base.ADMIN, base.MEMBER_A, base.READER_A
 NOROLE_A, MEMBER_B = base.NOROLE_A, base.MEMBER_B
 
 
-def _tier(name, **kw):
-    values = {'name': name, 'description': '', 'min_iops': 0.0,
-              'min_bytes_sec': 0.0, 'max_iops': 0.0, 'max_bytes_sec': 0.0,
-              'weight': 1.0, 'is_public': True}
-    values.update(kw)
-    return values
-
-
 class APITests:
 
     def setUp(self):
         super().setUp()
         db = self.db
-        db.tier_create(_tier('bronze', min_iops=100.0))
-        db.tier_create(_tier('gold', min_iops=2000.0, max_iops=5000.0,
-                             weight=4.0))
-        db.tier_create(_tier('private-b', is_public=False, min_iops=10.0),
+        db.tier_create(database.tier_values('bronze', min_iops=100.0))
+        db.tier_create(database.tier_values('gold', min_iops=2000.0,
+                                            max_iops=5000.0, weight=4.0))
+        db.tier_create(database.tier_values('private-b', is_public=False,
+                                            min_iops=10.0),
                        projects=['proj-b'])
         db.domain_create('local:cn1', 'local', iops_4k=10000.0,
                          bytes_sec=400e6)

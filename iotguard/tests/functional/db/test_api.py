@@ -29,14 +29,6 @@ UUID_B = '22222222-2222-4222-8222-222222222222'
 T0 = datetime.datetime(2026, 11, 22, 3, 0, 0, 123456)
 
 
-def _tier(name, **kw):
-    values = {'name': name, 'description': '', 'min_iops': 0.0,
-              'min_bytes_sec': 0.0, 'max_iops': 0.0, 'max_bytes_sec': 0.0,
-              'weight': 1.0, 'is_public': True}
-    values.update(kw)
-    return values
-
-
 class DbApiTests:
 
     def _domain_with_disks(self):
@@ -48,8 +40,8 @@ class DbApiTests:
         self.db.disk_upsert(UUID_B, 'vda', 'cn1', 'local:cn1', 'proj-b')
 
     def test_tier_crud(self):
-        made = self.db.tier_create(_tier('gold', min_iops=500.0,
-                                         max_bytes_sec=1e9))
+        made = self.db.tier_create(database.tier_values(
+            'gold', min_iops=500.0, max_bytes_sec=1e9))
         self.assertEqual('gold', made['name'])
         got = self.db.tier_get('gold')
         self.assertEqual(500.0, got['min_iops'])
@@ -65,18 +57,18 @@ class DbApiTests:
                           {'weight': 1.0})
 
     def test_duplicate_tier_is_conflict(self):
-        self.db.tier_create(_tier('gold'))
-        self.db.tier_create(_tier('silver'))
+        self.db.tier_create(database.tier_values('gold'))
+        self.db.tier_create(database.tier_values('silver'))
         self.assertRaises(exception.Conflict, self.db.tier_create,
-                          _tier('gold'))
+                          database.tier_values('gold'))
         self.assertRaises(exception.Conflict, self.db.tier_update,
                           'silver', {'name': 'gold'})
         self.assertEqual(['gold', 'silver'],
                          [t['name'] for t in self.db.tier_list()])
 
     def test_private_tier_visibility(self):
-        self.db.tier_create(_tier('public'))
-        self.db.tier_create(_tier('private', is_public=False),
+        self.db.tier_create(database.tier_values('public'))
+        self.db.tier_create(database.tier_values('private', is_public=False),
                             projects=['proj-a'])
         self.assertEqual(['private', 'public'],
                          [t['name'] for t in self.db.tier_list()])
@@ -95,12 +87,12 @@ class DbApiTests:
                          [t['name'] for t in self.db.tier_list('proj-a')])
         # Deleting the tier deletes its project list (ON DELETE CASCADE).
         self.db.tier_delete('private')
-        self.db.tier_create(_tier('private', is_public=False))
+        self.db.tier_create(database.tier_values('private', is_public=False))
         self.assertEqual([], self.db.tier_get('private')['projects'])
 
     def test_tier_in_use_cannot_be_deleted(self):
         self._domain_with_disks()
-        self.db.tier_create(_tier('gold'))
+        self.db.tier_create(database.tier_values('gold'))
         self.db.disk_tier_set(UUID_A, '*', 'gold', 'flavor', 'proj-a')
         self.assertRaises(exception.Conflict, self.db.tier_delete, 'gold')
         self.assertEqual('gold', self.db.tier_get('gold')['name'])
@@ -109,7 +101,7 @@ class DbApiTests:
         self.flags(group='tiers', default_tier='bronze')
         db = db_api.Connection(self.conf)
         self.addCleanup(db.dispose)
-        db.tier_create(_tier('bronze'))
+        db.tier_create(database.tier_values('bronze'))
         self.assertRaises(exception.Conflict, db.tier_delete, 'bronze')
 
     def test_domain_crud(self):
@@ -135,7 +127,7 @@ class DbApiTests:
     def test_tier_resolution_order(self):
         self._domain_with_disks()
         for name in ('meta', 'flavor', 'voltype', 'vda-flavor', 'default'):
-            self.db.tier_create(_tier(name))
+            self.db.tier_create(database.tier_values(name))
         self.flags(group='tiers', default_tier='default')
         db = db_api.Connection(self.conf)
         self.addCleanup(db.dispose)
@@ -171,8 +163,8 @@ class DbApiTests:
 
     def test_instance_tier_set_gives_admission_the_domain(self):
         self._domain_with_disks()
-        self.db.tier_create(_tier('gold', min_iops=100.0))
-        self.db.tier_create(_tier('silver', min_iops=10.0))
+        self.db.tier_create(database.tier_values('gold', min_iops=100.0))
+        self.db.tier_create(database.tier_values('silver', min_iops=10.0))
         self.db.instance_tier_set(UUID_B, 'silver', lambda *a: {})
         seen = []
 
@@ -192,8 +184,8 @@ class DbApiTests:
 
     def test_instance_tier_set_refused_writes_nothing(self):
         self._domain_with_disks()
-        self.db.tier_create(_tier('gold', min_iops=100.0))
-        self.db.tier_create(_tier('silver', min_iops=10.0))
+        self.db.tier_create(database.tier_values('gold', min_iops=100.0))
+        self.db.tier_create(database.tier_values('silver', min_iops=10.0))
         self.db.instance_tier_set(UUID_A, 'silver', lambda *a: {})
 
         def refuse(*args):
@@ -209,8 +201,8 @@ class DbApiTests:
 
     def test_instance_tier_set_checks_owner_and_tier(self):
         self._domain_with_disks()
-        self.db.tier_create(_tier('gold'))
-        self.db.tier_create(_tier('mine', is_public=False),
+        self.db.tier_create(database.tier_values('gold'))
+        self.db.tier_create(database.tier_values('mine', is_public=False),
                             projects=['proj-b'])
         ok = (lambda *a: {})
         self.assertRaises(exception.NotFound, self.db.instance_tier_set,
@@ -333,7 +325,7 @@ class ConcurrentAdmissionTests:
         self.db.disk_upsert(UUID_A, 'vda', 'cn1', 'local:cn1', 'proj-a')
         self.db.disk_upsert(UUID_B, 'vda', 'cn1', 'local:cn1', 'proj-b')
         # 2500 IOPS cost 0.2756 each: one fits under 0.5, two do not.
-        self.db.tier_create(_tier('big', min_iops=2500.0))
+        self.db.tier_create(database.tier_values('big', min_iops=2500.0))
         check = functools.partial(admission.check, max_ratio=0.5)
         inside = threading.Event()
 

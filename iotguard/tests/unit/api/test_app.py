@@ -28,12 +28,15 @@ class NoDatabase:
         raise AssertionError('unexpected DB call %s' % name)
 
 
-class DownDatabase:
-    """A database that cannot be reached."""
+class FailingDatabase:
+    """A database whose every query raises ``error``."""
+
+    def __init__(self, error):
+        self.error = error
 
     def __getattr__(self, name):
         def fail(*args, **kwargs):
-            raise db_exc.DBConnectionError('connection refused')
+            raise self.error
         return fail
 
 
@@ -85,7 +88,8 @@ class AppTest(base.TestCase):
 
     def test_database_down_is_503(self):
         self.flags(group='api', auth_strategy='noauth')
-        application = app.deploy(self.conf, db=DownDatabase(),
+        down = FailingDatabase(db_exc.DBConnectionError('refused'))
+        application = app.deploy(self.conf, db=down,
                                  set_nova_tier=lambda *a: 'disabled')
         req = webob.Request.blank('/v1/tiers', headers={
             'X-Project-Id': 'p', 'X-User-Id': 'u', 'X-Roles': 'reader'})
@@ -113,13 +117,7 @@ class AppTest(base.TestCase):
         for error in (db_exc.DBDeadlock(),
                       db_exc.DBError('(sqlite3.OperationalError) database '
                                      'is locked')):
-            class LockedDatabase:
-                def __getattr__(self, name, error=error):
-                    def fail(*args, **kwargs):
-                        raise error
-                    return fail
-
-            application = app.deploy(self.conf, db=LockedDatabase(),
+            application = app.deploy(self.conf, db=FailingDatabase(error),
                                      set_nova_tier=lambda *a: 'disabled')
             req = webob.Request.blank('/v1/tiers', headers={
                 'X-Project-Id': 'p', 'X-User-Id': 'u', 'X-Roles': 'reader'})
@@ -129,14 +127,8 @@ class AppTest(base.TestCase):
 
     def test_other_database_error_is_500_in_json(self):
         self.flags(group='api', auth_strategy='noauth')
-
-        class BrokenDatabase:
-            def __getattr__(self, name):
-                def fail(*args, **kwargs):
-                    raise db_exc.DBError('syntax error')
-                return fail
-
-        application = app.deploy(self.conf, db=BrokenDatabase(),
+        broken = FailingDatabase(db_exc.DBError('syntax error'))
+        application = app.deploy(self.conf, db=broken,
                                  set_nova_tier=lambda *a: 'disabled')
         req = webob.Request.blank('/v1/tiers', headers={
             'X-Project-Id': 'p', 'X-User-Id': 'u', 'X-Roles': 'reader'})
