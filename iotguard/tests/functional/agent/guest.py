@@ -31,6 +31,11 @@ import shutil
 MODULES = ('virtio/virtio_ring', 'virtio/virtio',
            'virtio/virtio_pci_legacy_dev', 'virtio/virtio_pci_modern_dev',
            'virtio/virtio_pci', 'block/virtio_blk')
+# The IDE CD-ROM and ISO 9660, for a Nova config drive (relative to
+# drivers/, in load order).
+CDROM_MODULES = ('scsi/scsi_common', 'scsi/scsi_mod', 'ata/libata',
+                 'ata/ata_piix', 'cdrom/cdrom', 'scsi/sr_mod',
+                 '../fs/isofs/isofs')
 BUSYBOX = '/bin/busybox'
 DEFAULT_KERNEL_ROOTS = ('/opt/iotguard/guestkernel', '/')
 
@@ -43,6 +48,30 @@ sleep 1
 echo "IOTG: boot-done $(cat /proc/uptime)"
 while true; do dd if=/dev/zero of=/dev/vda bs=1M count=64 oflag=direct \
 2>/dev/null; done
+"""
+
+
+# A guest of the cloud: its workload comes from the server's metadata,
+# read from Nova's config drive (meta_data.json): ``iotg_bs`` (dd block
+# size, default 1M), ``iotg_count`` (blocks per dd, default 64) and
+# ``iotg_pause`` (seconds between dd runs, default 0: as fast as it can).
+CLOUD_INIT = r"""#!/bin/sh
+export PATH=/bin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev \
+virtio_pci virtio_blk scsi_common scsi_mod libata ata_piix cdrom sr_mod \
+isofs; do insmod /mods/$m.ko; done
+sleep 1
+mkdir -p /cfg; mount -t iso9660 -o ro /dev/sr0 /cfg
+meta() {
+    v=$(sed -n "s/.*\"$1\": *\"\([0-9.A-Za-z]*\)\".*/\1/p" \
+        /cfg/openstack/latest/meta_data.json 2>/dev/null)
+    echo "${v:-$2}"
+}
+BS=$(meta iotg_bs 1M); COUNT=$(meta iotg_count 64); PAUSE=$(meta iotg_pause 0)
+echo "IOTG: boot-done $(cat /proc/uptime) bs=$BS count=$COUNT pause=$PAUSE"
+while true; do dd if=/dev/zero of=/dev/vda bs=$BS count=$COUNT oflag=direct \
+2>/dev/null; [ "$PAUSE" = 0 ] || sleep $PAUSE; done
 """
 
 
@@ -86,7 +115,7 @@ def _cpio_newc(entries):
     return out.getvalue()
 
 
-def build_initramfs(path, modules_dir):
+def build_initramfs(path, modules_dir, init=INIT, modules=MODULES):
     """Write the gzipped initramfs to ``path``."""
     if not os.path.exists(BUSYBOX):
         raise LookupError('%s not found (apt-get install busybox-static)'
@@ -96,13 +125,14 @@ def build_initramfs(path, modules_dir):
     d, x, r, link = 0o040755, 0o100755, 0o100644, 0o120777
     entries = [(n, d, b'') for n in ('bin', 'dev', 'proc', 'sys', 'mods')]
     entries.append(('bin/busybox', x, busybox))
-    for applet in ('sh', 'mount', 'insmod', 'dd', 'sleep', 'echo', 'cat'):
+    for applet in ('sh', 'mount', 'insmod', 'dd', 'sleep', 'echo', 'cat',
+                   'mkdir', 'sed'):
         entries.append(('bin/' + applet, link, b'busybox'))
-    for module in MODULES:
+    for module in modules:
         with open(os.path.join(modules_dir, module + '.ko'), 'rb') as f:
             entries.append(('mods/%s.ko' % os.path.basename(module), r,
                             f.read()))
-    entries.append(('init', x, INIT.encode()))
+    entries.append(('init', x, init.encode()))
     with gzip.open(path, 'wb', compresslevel=1) as f:
         f.write(_cpio_newc(entries))
 
