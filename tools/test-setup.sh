@@ -96,3 +96,7 @@ fi
 # Keystone from PyPI in its own venv, for the OSC and tempest plugins
 # through a real catalog (iotguard/tests/functional/test_osc_keystone.py).
 "$(dirname "$0")/install-keystone.sh"
+# A real OpenStack cloud (Keystone, Placement, Glance, Nova with
+# nova-compute on libvirt, Cinder, neutron-server) in one venv, for
+# iotguard/tests/functional/test_cloud.py (iotguard/tests/fixtures/cloud.py).
+"$(dirname "$0")/install-cloud.sh"

@@ -155,8 +155,7 @@ class Membership:
         """
         servers = list(self.connection.compute.servers(details=True,
                                                        all_projects=True))
-        volumes = {v.id: v for v in self.connection.block_storage.volumes(
-            details=True, all_projects=True)}
+        volumes = self._all_volumes()
         found = {}
         for server in servers:
             for disk in self.disks_of(server, volumes):
@@ -172,6 +171,15 @@ class Membership:
         changed = self._persist(found, index, dead)
         return {'disks': len(found), 'written': changed,
                 'removed': len(dead)}
+
+    def _all_volumes(self):
+        """Every volume by id; none in a cloud without Cinder."""
+        try:
+            return {v.id: v for v in self.connection.block_storage.volumes(
+                details=True, all_projects=True)}
+        except sdk_exc.ServiceDisabledException as exc:
+            LOG.debug('No Cinder in the catalog, no volume disks: %s', exc)
+            return {}
 
     def refresh_instance(self, instance_uuid):
         """Resync one instance (after a notification); its disks."""

@@ -219,6 +219,17 @@ class TestMembership(base.TestCase):
         self.assertRaises(sdk_exc.HttpException, m.refresh)
         self.assertEqual('local:cmp-1', m.domain_of(VM1, 'vda'))
 
+    def test_cloud_without_cinder_has_ephemeral_disks_only(self):
+        def no_cinder(**kw):
+            raise sdk_exc.ServiceDisabledException(
+                "Service 'block-storage' is disabled")
+        self.conn.block_storage.volumes = no_cinder
+        m = self.membership()
+        result = m.refresh()
+        self.assertEqual(2, result['disks'])
+        self.assertEqual('local:cmp-1', m.domain_of(VM1, 'vda'))
+        self.assertIsNone(m.domain_of(VM1, 'vdb'))
+
     def test_volume_without_backend_host_is_skipped(self):
         self.conn.volumes[VOL1].host = None
         m = self.membership()

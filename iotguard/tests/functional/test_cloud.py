@@ -1,0 +1,360 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""iotguard inside a real Nova cloud.
+
+The cloud of :mod:`iotguard.tests.fixtures.cloud` (Keystone, Placement,
+Glance, neutron-server, nova-api/conductor/scheduler and nova-compute on
+the local libvirtd, from PyPI, on MariaDB and RabbitMQ) runs once for the
+class; iotguard runs beside it as three processes, as an operator would
+deploy it: iotguard-api (Keystone auth, listed in the catalog),
+iotguard-controller (membership from Nova through the service
+credentials, Nova's notifications on the cloud's own RabbitMQ vhost) and
+iotguard-agent (the libvirt driver on ``qemu:///system``, the compute
+host's name), on their own MariaDB database.
+
+Servers are booted through nova-api and run on nova-compute: busybox
+guests writing to their root disk, their workload chosen through the
+server's metadata (config drive). The flavor's ``quota:disk_*`` is each
+disk's static ceiling. Several minutes: the cloud starts in ~40 s, each
+server boots in ~5 s.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+import fixtures
+from keystoneauth1 import session as ks_session
+from keystoneauth1.identity import v3
+
+from iotguard.osc import client as osc_client
+from iotguard.tests import base
+from iotguard.tests.fixtures import cloud as cloud_fixture
+from iotguard.tests.fixtures import database
+
+try:
+    import libvirt
+except ImportError:
+    libvirt = None
+
+MIB = 1 << 20
+STATIC = 40 * MIB           # the flavor's quota:disk_total_bytes_sec
+PROFILE_BYTES_SEC = 24 * MIB  # what the operator says local:<host> holds
+FLOOR = 4 * MIB             # silver's floor
+CEILING = 8 * MIB           # bronze's ceiling
+INTERVAL = 2.0
+LEASE = 6.0
+SAMPLE = 1.0
+DOMAIN = 'local:' + cloud_fixture.COMPUTE_HOST
+
+CONFIG = '''
+[DEFAULT]
+host = %(host)s
+transport_url = %(transport)s
+log_file = %(dir)s/%(kind)s.log
+[database]
+connection = %(db)s
+[controller]
+decision_interval = %(interval)s
+lease_seconds = %(lease)s
+[agent]
+virt_driver = libvirt
+libvirt_uri = qemu:///system
+sample_interval = %(sample)s
+state_file = %(dir)s/agent-state.json
+[membership]
+resync_interval = 10
+[api]
+auth_strategy = keystone
+dev_server_port = %(port)s
+[oslo_messaging_notifications]
+driver = messagingv2
+[keystone_authtoken]
+www_authenticate_uri = %(auth_url)s
+auth_url = %(auth_url)s
+interface = public
+auth_type = password
+username = admin
+password = %(password)s
+project_name = admin
+user_domain_id = default
+project_domain_id = default
+[service_credentials]
+auth_type = password
+auth_url = %(auth_url)s
+username = admin
+password = %(password)s
+project_name = admin
+user_domain_id = default
+project_domain_id = default
+region_name = %(region)s
+interface = public
+'''
+
+MAIN = {
+    'api': 'from iotguard.cmd.api import main; main()',
+    'agent': 'from iotguard.cmd.agent import main; main()',
+    'controller': 'from iotguard.cmd.controller import main; main()',
+}
+
+
+def wait_for(predicate, timeout, step=0.5):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = predicate()
+        if found:
+            return found
+        time.sleep(step)
+    return predicate()
+
+
+class CloudTest(base.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        for why in (cloud_fixture.unavailable(),
+                    database.unavailable('mysql'),
+                    None if libvirt else 'libvirt-python not installed'):
+            if why:
+                raise unittest.SkipTest(why)
+        cls.fixtures = []
+        try:
+            cls.cloud = cls._use(cloud_fixture.Cloud(
+                os.environ.get('IOTGUARD_CLOUD_DIR')))
+            cls.db = cls._use(database.Database('mysql'))
+            cls._start_iotguard()
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def _use(cls, fixture):
+        fixture.setUp()
+        cls.fixtures.append(fixture)
+        return fixture
+
+    @classmethod
+    def tearDownClass(cls):
+        for proc in getattr(cls, 'procs', {}).values():
+            cls._kill(proc)
+        for fixture in reversed(cls.fixtures):
+            fixture.cleanUp()
+        super().tearDownClass()
+
+    @classmethod
+    def _start_iotguard(cls):
+        cloud = cls.cloud
+        cls.dir = os.path.join(cloud.dir, 'iotguard')
+        os.makedirs(cls.dir, exist_ok=True)
+        cls.port = cloud_fixture.free_port()
+        cls.url = 'http://127.0.0.1:%d' % cls.port
+        identity = cloud.conn.identity
+        service = identity.create_service(
+            name='iotguard', type=osc_client.SERVICE_TYPE)
+        identity.create_endpoint(service_id=service.id, interface='public',
+                                 url=cls.url, region_id=cloud_fixture.REGION)
+        cls.settings = {
+            'transport': cloud.transport_url, 'dir': cls.dir,
+            'db': cls.db.url, 'interval': INTERVAL, 'lease': LEASE,
+            'sample': SAMPLE, 'port': cls.port, 'auth_url': cloud.auth_url,
+            'password': cloud_fixture.PASSWORD,
+            'region': cloud_fixture.REGION}
+        subprocess.run(
+            [sys.executable, '-c',
+             'from iotguard.cmd.manage import main; main()',
+             '--config-file', cls._config('manage', 'manage'), 'db',
+             'sync'], check=True, capture_output=True, timeout=120)
+        cls.procs = {}
+        cls.spawn('api', 'iotguard-api')
+        cls.spawn('controller', 'iotguard-controller')
+        cls.spawn('agent', cloud_fixture.COMPUTE_HOST)
+        auth = v3.Password(**cloud.auth)
+        cls.session = ks_session.Session(auth=auth)
+        if not wait_for(cls._api_up, 60):
+            raise RuntimeError('iotguard-api did not answer, see %s'
+                               % cls.dir)
+
+    @classmethod
+    def _config(cls, kind, host):
+        path = os.path.join(cls.dir, kind + '.conf')
+        with open(path, 'w') as out:
+            out.write(CONFIG % dict(cls.settings, kind=kind, host=host))
+        return path
+
+    @classmethod
+    def spawn(cls, kind, host):
+        err = open(os.path.join(cls.dir, kind + '.err'), 'ab')
+        cls.procs[kind] = subprocess.Popen(
+            [sys.executable, '-c', MAIN[kind], '--config-file',
+             cls._config(kind, host)],
+            stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        err.close()
+
+    @staticmethod
+    def _kill(proc):
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+    @classmethod
+    def _api_up(cls):
+        try:
+            return cls.session.get(cls.url + '/', authenticated=False,
+                                   raise_exc=False).status_code < 500
+        except Exception:
+            return False
+
+    # -- helpers ---------------------------------------------------------
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.Timeout(600, gentle=True))
+        for kind, proc in self.procs.items():
+            self.assertIsNone(proc.poll(), '%s died, see %s' % (kind,
+                                                               self.dir))
+
+    def api(self, method, path, body=None, ok=(200, 201, 202, 204)):
+        resp = self.session.request(
+            self.url + path, method, json=body, raise_exc=False,
+            headers={'Accept': 'application/json'})
+        self.assertIn(resp.status_code, ok, '%s %s -> %d %s' % (
+            method, path, resp.status_code, resp.text))
+        return resp.json() if resp.text else None
+
+    def disks(self, server):
+        resp = self.session.get(self.url + '/v1/instances/%s' % server.id,
+                                raise_exc=False)
+        if resp.status_code != 200:
+            return None
+        return {d['dev']: d for d in resp.json()['instance']['disks']}
+
+    def live_iotune(self, server, flags=None):
+        conn = libvirt.open(cloud_fixture.LIBVIRT_URI)
+        try:
+            dom = conn.lookupByUUIDString(server.id)
+            flags = (libvirt.VIR_DOMAIN_AFFECT_LIVE if flags is None
+                     else flags)
+            return dom.blockIoTune('vda', flags)
+        finally:
+            conn.close()
+
+    def persistent_iotune(self, server):
+        return self.live_iotune(server, libvirt.VIR_DOMAIN_AFFECT_CONFIG)
+
+    def boot_pair(self, prefix):
+        flavor = self.cloud.flavor(prefix + '-flavor', {
+            'quota:disk_total_bytes_sec': str(STATIC)})
+        # quiet: 1 MiB then half a second of rest (~1.5 MiB/s); noisy:
+        # as fast as its static ceiling lets it.
+        quiet = self.cloud.boot(prefix + '-quiet', flavor, metadata={
+            'iotg_bs': '64k', 'iotg_count': '16', 'iotg_pause': '0.5'})
+        noisy = self.cloud.boot(prefix + '-noisy', flavor)
+        for server in (quiet, noisy):
+            self.addCleanup(self.cloud.conn.compute.delete_server, server)
+        return flavor, quiet, noisy
+
+    # -- the tests -------------------------------------------------------
+    def test_noisy_neighbour_on_nova_compute(self):
+        """Membership from Nova, tiers through the API, a cap on the noisy
+        server's disk, its static ceiling the flavor's quota, the cap back
+        after a hard reboot, and a lapse at the lease when no controller
+        is left.
+
+        The host's storage is far faster than the guests ask, so nobody
+        really starves here (the guarantee policy then caps no one for its
+        neighbours' sake: that needs a shared queue that fills). The noisy
+        server is capped because its tier, bronze, has a ceiling it runs
+        far above while the domain is busy.
+        """
+        self.api('POST', '/v1/tiers', {'name': 'silver',
+                                       'min_bytes_sec': FLOOR})
+        self.api('POST', '/v1/tiers', {'name': 'bronze',
+                                       'max_bytes_sec': CEILING})
+        flavor, quiet, noisy = self.boot_pair('nn')
+
+        # Membership: both disks known from Nova, in the host's domain.
+        for server in (quiet, noisy):
+            disks = wait_for(lambda: self.disks(server), 60)
+            self.assertIsNotNone(disks, 'iotguard never heard of %s'
+                                 % server.id)
+            self.assertEqual(DOMAIN, disks['vda']['domain'])
+            self.assertEqual(cloud_fixture.COMPUTE_HOST,
+                             disks['vda']['host'])
+        # The operator's capacity profile of the host's local storage.
+        self.api('PATCH', '/v1/domains/%s' % DOMAIN,
+                 {'iops_4k': 100000, 'bytes_sec': PROFILE_BYTES_SEC})
+        # The tenant chooses a tier for the quiet server: admitted, and
+        # the API wrote it into the server's metadata in Nova.
+        for server, tier in ((quiet, 'silver'), (noisy, 'bronze')):
+            chosen = self.api('PUT', '/v1/instances/%s/tier' % server.id,
+                              {'tier': tier})['instance']
+            self.assertEqual(tier, chosen['tier'])
+            self.assertEqual(
+                tier, self.cloud.conn.compute.get_server_metadata(
+                    server).metadata.get('iotguard:tier'))
+
+        # Nova put the flavor's quota in the domain XML: the static ceiling.
+        self.assertEqual(STATIC,
+                         self.persistent_iotune(noisy)['total_bytes_sec'])
+
+        # The noisy disk is capped, the quiet one is not.
+        def capped():
+            cap = self.disks(noisy)['vda']['cap']
+            return cap if cap and cap['limits'] else None
+        cap = wait_for(capped, 60)
+        self.assertIsNotNone(cap, 'the noisy disk was never capped')
+        capped_at = cap['limits']['total_bytes_sec']
+        self.assertLessEqual(capped_at, CEILING * 1.01)
+        self.assertGreater(capped_at, 0)
+        self.assertIn('guarantee', cap['reason'])
+        self.assertIsNone(self.disks(quiet)['vda']['cap'])
+        live = wait_for(lambda: self.live_iotune(noisy)['total_bytes_sec']
+                        < STATIC and self.live_iotune(noisy), 3 * INTERVAL)
+        self.assertTrue(live, 'the cap never reached libvirt')
+        # The cap is live only: the persistent definition keeps the quota.
+        self.assertEqual(STATIC,
+                         self.persistent_iotune(noisy)['total_bytes_sec'])
+        quiet_disk = self.disks(quiet)['vda']
+        self.assertEqual('silver', quiet_disk['tier'])
+        self.assertEqual(FLOOR, quiet_disk['floor']['min_bytes_sec'])
+
+        # Hard reboot: Nova rebuilds the domain from the flavor (quota
+        # only); the cap is back within about one interval after it runs.
+        compute = self.cloud.conn.compute
+        compute.reboot_server(noisy, 'HARD')
+        compute.wait_for_server(compute.get_server(noisy), wait=120)
+        began = time.monotonic()
+        back = wait_for(
+            lambda: self.live_iotune(noisy)['total_bytes_sec'] < STATIC,
+            4 * INTERVAL + SAMPLE, step=0.2)
+        self.assertTrue(back, 'the cap did not come back after the hard '
+                              'reboot')
+        self.addDetail('cap back after hard reboot (s)',
+                       _text('%.1f' % (time.monotonic() - began)))
+
+        # No controller left: the cap lapses at its lease, back to the
+        # flavor's quota, and nothing else changes.
+        self._kill(self.procs['controller'])
+        lapsed = wait_for(
+            lambda: self.live_iotune(noisy)['total_bytes_sec'] == STATIC,
+            LEASE + 2 * SAMPLE + 2, step=0.2)
+        self.assertTrue(lapsed, 'the cap outlived its lease')
+        self.spawn('controller', 'iotguard-controller')
+
+
+def _text(value):
+    from testtools import content
+    return content.text_content(value)
