@@ -3,7 +3,7 @@
 # functional tests that run iotguard next to it
 # (iotguard/tests/fixtures/cloud.py starts it once per test class):
 # Keystone, Placement, Glance, Nova (api, conductor, scheduler, compute with
-# the libvirt driver), Cinder and neutron-server, plus libvirt-python for
+# the libvirt driver) and neutron-server, plus libvirt-python for
 # nova-compute and the PostgreSQL driver. They come from one OpenStack
 # release, so one virtualenv holds them all, as devstack installs them
 # side by side. Idempotent: a second run checks the versions and returns.
@@ -14,7 +14,7 @@ set -eu
 VENV=${IOTGUARD_CLOUD_VENV:-/opt/iotguard-cloud}
 PYTHON=${PYTHON:-python3}
 PACKAGES="keystone==30.0.0 openstack-placement==16.0.0 glance==33.0.0
-nova==34.0.0 cinder==29.0.0 neutron==29.0.0"
+nova==34.0.0 neutron==29.0.0"
 EXTRAS="libvirt-python psycopg2-binary PyMySQL"
 
 wanted() {

@@ -3,8 +3,8 @@
 # sync is tested against) into their own virtualenvs, apart from iotguard's:
 # both pin their own oslo.* and would fight iotguard's requirements.
 # The test fixture (iotguard/tests/fixtures/openstack.py) serves them with
-# wsgiref on SQLite with the fake RPC transport, without keystone; see
-# ../shared/design/REAL-PARTS.md sections 5 and 6. Idempotent.
+# wsgiref on SQLite with the fake RPC transport, without keystone.
+# Idempotent.
 #
 #   IOTGUARD_NOVA_VENV     default /opt/iotguard-nova    (nova 34.0.0)
 #   IOTGUARD_CINDER_VENV   default /opt/iotguard-cinder  (cinder 29.0.0)

@@ -97,6 +97,6 @@ fi
 # through a real catalog (iotguard/tests/functional/test_osc_keystone.py).
 "$(dirname "$0")/install-keystone.sh"
 # A real OpenStack cloud (Keystone, Placement, Glance, Nova with
-# nova-compute on libvirt, Cinder, neutron-server) in one venv, for
+# nova-compute on libvirt, neutron-server) in one venv, for
 # iotguard/tests/functional/test_cloud.py (iotguard/tests/fixtures/cloud.py).
 "$(dirname "$0")/install-cloud.sh"

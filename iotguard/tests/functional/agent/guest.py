@@ -15,8 +15,8 @@
 Debian's kernel (direct kernel boot) and a busybox initramfs built here, no
 disk image to download: the guest loads the virtio modules, prints
 ``IOTG: boot-done`` on its serial console (a file) and runs
-``dd if=/dev/zero of=/dev/vda bs=1M oflag=direct`` forever. Recipe from
-REAL-PARTS.md section 2. The kernel is looked up in
+``dd if=/dev/zero of=/dev/vda bs=1M oflag=direct`` forever.
+The kernel is looked up in
 ``$IOTGUARD_TEST_GUEST_KERNEL_ROOT`` (a directory holding ``boot/`` and
 ``lib/modules/``, e.g. ``dpkg-deb -x linux-image-*.deb DIR``, which
 tools/test-setup.sh does into /opt/iotguard/guestkernel), then in ``/``.
