@@ -43,6 +43,14 @@ IotguardGroup = [  # noqa: I302
                help='Seconds between two polls while waiting.'),
     cfg.FloatOpt('max_commit_ratio', default=0.9,
                  help="The cloud's [admission] max_commit_ratio."),
+    cfg.FloatOpt('decision_interval', default=5.0,
+                 help="The cloud's [controller] decision_interval "
+                      '(seconds).'),
+    cfg.FloatOpt('scenario_profile_bytes_sec', default=24 * 1024 * 1024,
+                 help='Capacity profile (bytes/s) the scenario test gives '
+                      "the servers' domain for the time of the test, low "
+                      'enough for two writers to make it busy (the test '
+                      'puts back the profile it found).'),
 ]
 
 iotguard_feature_group = cfg.OptGroup(

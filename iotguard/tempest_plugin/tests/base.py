@@ -57,6 +57,11 @@ class BaseIotguardTest(test.BaseTestCase):
         """An ACTIVE server of ``clients``' project, deleted afterwards."""
         server = compute.create_test_server(clients, wait_until='ACTIVE',
                                             **kwargs)[0]
+        # Cleanups run last-in first-out: delete, wait until Nova is done,
+        # then until iotguard forgot it (its tier choices go with it, so
+        # the tiers made before the server can be deleted after it).
+        cls.addClassResourceCleanup(cls.wait_for_instance_gone,
+                                    server['id'])
         cls.addClassResourceCleanup(
             waiters.wait_for_server_termination, clients.servers_client,
             server['id'])
@@ -64,6 +69,23 @@ class BaseIotguardTest(test.BaseTestCase):
             test_utils.call_and_ignore_notfound_exc,
             clients.servers_client.delete_server, server['id'])
         return server
+
+    @classmethod
+    def wait_for_instance_gone(cls, uuid):
+        """Wait until iotguard no longer knows the instance ``uuid``."""
+        def gone():
+            try:
+                cls.admin_client.show_instance(uuid)
+            except lib_exc.NotFound:
+                return True
+            return False
+
+        if not test_utils.call_until_true(gone,
+                                          CONF.iotguard.build_timeout,
+                                          CONF.iotguard.build_interval):
+            raise lib_exc.TimeoutException(
+                'iotguard still knows instance %s %ss after its deletion'
+                % (uuid, CONF.iotguard.build_timeout))
 
     @classmethod
     def wait_for_instance(cls, client, uuid):

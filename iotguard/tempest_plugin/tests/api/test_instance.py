@@ -34,11 +34,12 @@ class InstanceTierTest(base.BaseIotguardTest):
     @classmethod
     def resource_setup(cls):
         super().resource_setup()
-        cls.server = cls.create_server(cls.os_primary)
-        cls.instance = cls.wait_for_instance(cls.client, cls.server['id'])
-        # No floor: admitted on any domain, calibrated or not.
+        # No floor: admitted on any domain, calibrated or not. The tiers
+        # come first, so that they are deleted after the server.
         cls.weight_only = cls.create_tier(weight=3)
         cls.impossible = cls.create_tier(min_iops=1e12)
+        cls.server = cls.create_server(cls.os_primary)
+        cls.instance = cls.wait_for_instance(cls.client, cls.server['id'])
 
     @decorators.idempotent_id('5b4a3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c66')
     @utils.services('compute')

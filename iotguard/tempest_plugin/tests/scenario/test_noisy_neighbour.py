@@ -10,41 +10,68 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Noisy neighbour: a writer next to a server with a floor gets capped.
+"""Noisy neighbour on one compute host, seen through iotguard's API only.
 
-A skeleton of the end-to-end check, for a devstack with the iotguard
-agent next to nova-compute (``[iotguard_feature_enabled] agent = True``)
-and SSH access to the guests (cirros). Whether the writer saturates the
-domain depends on the node's disk and on the capacity profile iotguard
-was given: the job calibrates the compute node's local domain low
-(``IOTGUARD_DOMAIN_PROFILES`` in devstack, e.g. ``local:<host>=800:
-40000000``) so that a ``dd`` loop is noise. It has not been run here:
-there is no devstack on the machine this was written on.
+Two servers of the primary project on one host (an affinity group), each
+with an ephemeral disk its user data writes to in a loop (no SSH, no
+network: the workload starts at boot from the config drive's user data):
+a quiet one with a floor tier and a noisy one with a tier whose ceiling it
+runs far above, in their host's local domain. The flavor's
+``quota:disk_total_bytes_sec`` is the disks' static ceiling.
+
+* The noisy disk is capped (a decision with its reason) at no more than
+  its tier's ceiling, and the rates iotguard samples follow the cap; the
+  quiet disk is never capped below its floor.
+* After a hard reboot of the noisy server (Nova rebuilds the domain from
+  the flavor, so the live cap is gone), the cap is back within one
+  decision interval: no sample taken later exceeds it.
+
+The test sets the domain's capacity profile low enough for two writers to
+make it busy (``[iotguard] scenario_profile_bytes_sec``) and puts back the
+profile it found. It needs an iotguard agent next to nova-compute
+(``[iotguard_feature_enabled] agent``) and an image whose init runs user
+data written as a shell script (Cirros does; so does the busybox guest of
+iotguard's own functional cloud).
 """
 
+import base64
+import time
+
+from oslo_utils import timeutils
 from tempest.common import utils
+from tempest.common import waiters
 from tempest import config
+from tempest.lib.common import api_microversion_fixture
 from tempest.lib.common.utils import data_utils
 from tempest.lib.common.utils import test_utils
 from tempest.lib import decorators
-from tempest.lib import exceptions as lib_exc
-from tempest.scenario import manager
+
+from iotguard.tempest_plugin.tests import base
 
 CONF = config.CONF
 
-WRITE_LOOP = ("nohup sh -c 'while true; do dd if=/dev/zero of=%s bs=1M "
-              "count=32 conv=fsync; done' >/dev/null 2>&1 &")
+MIB = 1 << 20
+STATIC = 40 * MIB
+FLOOR = 4 * MIB
+CEILING = 8 * MIB
+TOLERANCE = 1.25            # a sample over one interval, burst included
+
+WRITER = '''#!/bin/sh
+( while true; do
+    dd if=/dev/zero of=/dev/vdb bs=%(bs)s count=%(count)d conv=fsync \
+2>/dev/null
+    %(pause)s
+  done ) &
+'''
+NOISY = WRITER % {'bs': '1M', 'count': 64, 'pause': ':'}
+QUIET = WRITER % {'bs': '64k', 'count': 16, 'pause': 'sleep 1'}
 
 
-class NoisyNeighbourTest(manager.ScenarioTest):
-
-    credentials = ['primary', 'admin']
+class NoisyNeighbourTest(base.BaseIotguardTest):
 
     @classmethod
     def skip_checks(cls):
         super().skip_checks()
-        if not CONF.service_available.iotguard:
-            raise cls.skipException('iotguard is not available')
         if not CONF.iotguard_feature_enabled.agent:
             raise cls.skipException('no iotguard agent next to n-cpu')
         if not CONF.service_available.nova:
@@ -53,81 +80,142 @@ class NoisyNeighbourTest(manager.ScenarioTest):
     @classmethod
     def setup_clients(cls):
         super().setup_clients()
-        cls.client = cls.os_primary.iotguard_v1.IotguardClient()
-        cls.admin_client = cls.os_admin.iotguard_v1.IotguardClient()
+        cls.servers = cls.os_primary.servers_client
+        cls.groups = cls.os_primary.server_groups_client
+        cls.flavors = cls.os_admin.flavors_client
 
-    def _tier(self, **fields):
-        name = data_utils.rand_name(prefix='tempest', name='iotguard')
-        self.admin_client.create_tier(name=name, **fields)
+    @classmethod
+    def resource_setup(cls):
+        super().resource_setup()
+        base_flavor = cls.flavors.show_flavor(
+            CONF.compute.flavor_ref)['flavor']
+        flavor = cls.flavors.create_flavor(
+            name=data_utils.rand_name(prefix='tempest', name='iotguard'),
+            ram=base_flavor['ram'], vcpus=base_flavor['vcpus'],
+            disk=base_flavor['disk'], ephemeral=1)['flavor']
+        cls.addClassResourceCleanup(
+            test_utils.call_and_ignore_notfound_exc,
+            cls.flavors.delete_flavor, flavor['id'])
+        cls.flavors.set_flavor_extra_spec(
+            flavor['id'], **{'quota:disk_total_bytes_sec': str(STATIC)})
+        cls.flavor = flavor
+        cls.floor_tier = cls.create_tier(min_bytes_sec=FLOOR)
+        cls.bronze = cls.create_tier(max_bytes_sec=CEILING)
+
+    def _boot(self, name, user_data, group):
+        # No network: compute API 2.37 ("networks": "none").
+        self.useFixture(api_microversion_fixture.APIMicroversionFixture(
+            compute_microversion='2.37'))
+        server = self.servers.create_server(
+            name=data_utils.rand_name(prefix='tempest', name=name),
+            imageRef=CONF.compute.image_ref, flavorRef=self.flavor['id'],
+            networks='none', config_drive=True,
+            user_data=base64.b64encode(user_data.encode()).decode(),
+            scheduler_hints={'group': group})['server']
+        self.addCleanup(self.wait_for_instance_gone, server['id'])
+        self.addCleanup(waiters.wait_for_server_termination, self.servers,
+                        server['id'])
         self.addCleanup(test_utils.call_and_ignore_notfound_exc,
-                        self.admin_client.delete_tier, name)
-        return name
+                        self.servers.delete_server, server['id'])
+        waiters.wait_for_server_status(self.servers, server['id'], 'ACTIVE')
+        return server
 
-    def _server(self, keypair, security_group, group_id):
-        server = self.create_server(
-            key_name=keypair['name'],
-            security_groups=[{'name': security_group['name']}],
-            scheduler_hints={'group': group_id})
-        ssh = self.get_remote_client(
-            self.get_server_ip(server), private_key=keypair['private_key'],
-            server=server)
-        return server, ssh
-
-    def _wait(self, predicate, what):
-        if not test_utils.call_until_true(predicate,
-                                          CONF.iotguard.build_timeout,
+    def _until(self, predicate, what, timeout=None):
+        timeout = timeout or CONF.iotguard.build_timeout
+        if not test_utils.call_until_true(predicate, timeout,
                                           CONF.iotguard.build_interval):
-            self.fail('iotguard: no %s within %ss'
-                      % (what, CONF.iotguard.build_timeout))
+            self.fail('iotguard: no %s within %ss' % (what, timeout))
 
-    def _known(self, uuid):
-        try:
-            self.client.show_instance(uuid)
-        except lib_exc.NotFound:
-            return False
-        return True
-
-    def _capped(self, uuid):
+    def _disk(self, uuid):
         disks = self.client.show_instance(uuid)['instance']['disks']
-        return any(d['cap'] for d in disks)
+        return {d['dev']: d for d in disks}
+
+    def _cap(self, uuid):
+        """The smallest total_bytes_sec capping a disk of ``uuid``."""
+        caps = [d['cap']['limits'].get('total_bytes_sec')
+                for d in self._disk(uuid).values()
+                if d['cap'] and d['cap']['limits']]
+        caps = [c for c in caps if c]
+        return min(caps) if caps else None
+
+    def _written(self, uuid):
+        """(sampled_at, bytes/s) of the disk the user data writes."""
+        disk = self._disk(uuid).get('vdb')
+        if not disk or not disk['rates']:
+            return None
+        rates = disk['rates']
+        return (rates['sampled_at'],
+                rates['write_bytes_sec'] + rates['read_bytes_sec'])
+
+    def _set_profile(self, domain, bytes_sec):
+        shown = self.admin_client.show_domain(domain)['domain']
+        old = shown.get('profile')
+        self.admin_client.update_domain(domain, iops_4k=100000,
+                                        bytes_sec=bytes_sec)
+        if old:
+            self.addCleanup(self.admin_client.update_domain, domain,
+                            iops_4k=old['iops_4k'],
+                            bytes_sec=old['bytes_sec'])
 
     @decorators.idempotent_id('4f5a6b7c-8d9e-4fa0-b1c2-3d4e5f6a7b11')
     @decorators.attr(type='slow')
-    @utils.services('compute', 'network')
-    def test_writer_is_capped_floor_kept(self):
-        keypair = self.create_keypair()
-        security_group = self.create_security_group()
-        group = self.os_primary.server_groups_client.create_server_group(
+    @utils.services('compute')
+    def test_noisy_capped_floor_kept_cap_back_after_hard_reboot(self):
+        group = self.groups.create_server_group(
             name=data_utils.rand_name(prefix='tempest', name='iotguard'),
             policies=['affinity'])['server_group']
-        self.addCleanup(self.os_primary.server_groups_client
-                        .delete_server_group, group['id'])
-        victim, victim_ssh = self._server(keypair, security_group,
-                                          group['id'])
-        noisy, noisy_ssh = self._server(keypair, security_group,
-                                        group['id'])
-        for server in (victim, noisy):
-            self._wait(lambda: self._known(server['id']),
-                       'record of instance %s' % server['id'])
+        self.addCleanup(self.groups.delete_server_group, group['id'])
+        quiet = self._boot('quiet', QUIET, group['id'])
+        noisy = self._boot('noisy', NOISY, group['id'])
+        for server in (quiet, noisy):
+            self.wait_for_instance(self.client, server['id'])
+        domain = self._disk(noisy['id'])['vdb']['domain']
+        self.assertEqual(domain, self._disk(quiet['id'])['vdb']['domain'])
+        # Admission needs the profile before a floor can be chosen.
+        self._set_profile(domain, CONF.iotguard.scenario_profile_bytes_sec)
+        self.client.set_instance_tier(quiet['id'], self.floor_tier['name'])
+        self.client.set_instance_tier(noisy['id'], self.bronze['name'])
 
-        floor = self._tier(min_iops=50, min_bytes_sec=2e6, weight=4)
-        bulk = self._tier(weight=1)
-        self.client.set_instance_tier(victim['id'], floor)
-        self.client.set_instance_tier(noisy['id'], bulk)
-
-        victim_ssh.exec_command(WRITE_LOOP % '/home/cirros/steady')
-        noisy_ssh.exec_command(WRITE_LOOP % '/home/cirros/noise')
-
-        self._wait(lambda: self._capped(noisy['id']),
-                   'cap on the noisy server %s' % noisy['id'])
+        # The noisy disk is capped, with a reason, at most at its ceiling.
+        self._until(lambda: self._cap(noisy['id']), 'cap on the noisy disk')
+        cap = self._cap(noisy['id'])
+        self.assertLessEqual(cap, CEILING * 1.01)
         decisions = self.client.list_decisions(
             instance=noisy['id'])['decisions']
         self.assertIn('cap', [d['action'] for d in decisions])
         self.assertTrue(all(d['reason'] for d in decisions))
-        # The server with the floor is not the one throttled below it.
-        for disk in self.client.show_instance(victim['id'])['instance'][
-                'disks']:
-            if disk['cap'] is None:
-                continue
-            iops = disk['cap']['limits'].get('total_iops_sec', 0)
-            self.assertTrue(iops == 0 or iops >= 50, disk['cap'])
+        # Its samples follow the cap.
+        interval = CONF.iotguard.decision_interval
+        time.sleep(2 * interval)
+        self._until(lambda: (self._written(noisy['id']) or (0, 1e18))[1]
+                    <= cap * TOLERANCE, 'sample under the cap',
+                    timeout=4 * interval)
+        # The quiet disk is never capped below its floor.
+        quiet_cap = self._cap(quiet['id'])
+        self.assertTrue(quiet_cap is None or quiet_cap >= FLOOR, quiet_cap)
+
+        # Hard reboot: the cap is back within one interval.
+        self.servers.reboot_server(noisy['id'], type='HARD')
+        waiters.wait_for_server_status(self.servers, noisy['id'], 'ACTIVE')
+        active = time.time()
+        self.assertIsNotNone(self._cap(noisy['id']))
+        seen = []
+
+        def watch():
+            sample = self._written(noisy['id'])
+            if sample and sample not in seen:
+                seen.append(sample)
+            return time.time() > active + 8 * interval
+        test_utils.call_until_true(watch, 10 * interval, 0.5)
+        late = [rate for at, rate in seen
+                if _epoch(at) > active + interval + 1]
+        # The guest writes again (its user data runs at boot) ...
+        self.assertTrue(any(rate > 0 for rate in late),
+                        'the noisy server did not write after the reboot: '
+                        '%s' % seen)
+        # ... and never above its cap once one interval has passed.
+        self.assertLessEqual(max(late), cap * TOLERANCE, seen)
+
+
+def _epoch(stamp):
+    return timeutils.parse_isotime(stamp).timestamp()

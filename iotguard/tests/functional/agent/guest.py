@@ -51,9 +51,10 @@ while true; do dd if=/dev/zero of=/dev/vda bs=1M count=64 oflag=direct \
 """
 
 
-# A guest of the cloud: its workload comes from the server's metadata,
-# read from Nova's config drive (meta_data.json): ``iotg_bs`` (dd block
-# size, default 1M), ``iotg_count`` (blocks per dd, default 64) and
+# A guest of the cloud: its workload comes from Nova's config drive. A
+# server with user data runs it as a shell script (as Cirros does); one
+# without writes to its root disk as its metadata says: ``iotg_bs`` (dd
+# block size, default 1M), ``iotg_count`` (blocks per dd, default 64) and
 # ``iotg_pause`` (seconds between dd runs, default 0: as fast as it can).
 CLOUD_INIT = r"""#!/bin/sh
 export PATH=/bin
@@ -69,6 +70,12 @@ meta() {
     echo "${v:-$2}"
 }
 BS=$(meta iotg_bs 1M); COUNT=$(meta iotg_count 64); PAUSE=$(meta iotg_pause 0)
+UD=/cfg/openstack/latest/user_data
+if [ -s $UD ]; then
+    echo "IOTG: boot-done $(cat /proc/uptime) user-data"
+    sh $UD
+    while true; do sleep 3600; done
+fi
 echo "IOTG: boot-done $(cat /proc/uptime) bs=$BS count=$COUNT pause=$PAUSE"
 while true; do dd if=/dev/zero of=/dev/vda bs=$BS count=$COUNT oflag=direct \
 2>/dev/null; [ "$PAUSE" = 0 ] || sleep $PAUSE; done
@@ -126,7 +133,7 @@ def build_initramfs(path, modules_dir, init=INIT, modules=MODULES):
     entries = [(n, d, b'') for n in ('bin', 'dev', 'proc', 'sys', 'mods')]
     entries.append(('bin/busybox', x, busybox))
     for applet in ('sh', 'mount', 'insmod', 'dd', 'sleep', 'echo', 'cat',
-                   'mkdir', 'sed'):
+                   'mkdir', 'sed', 'true'):
         entries.append(('bin/' + applet, link, b'busybox'))
     for module in modules:
         with open(os.path.join(modules_dir, module + '.ko'), 'rb') as f:
