@@ -37,6 +37,7 @@ host's agent to re-apply its caps.
 """
 
 import dataclasses
+import datetime
 import os
 import threading
 
@@ -153,6 +154,8 @@ class Membership:
         Raises what openstacksdk raises when Nova or Cinder cannot be
         read (the caller logs it and keeps the previous state).
         """
+        listed_at = datetime.datetime.now(datetime.timezone.utc).replace(
+            tzinfo=None)
         servers = list(self.connection.compute.servers(details=True,
                                                        all_projects=True))
         volumes = self._all_volumes()
@@ -169,6 +172,7 @@ class Membership:
         dead = {key for key in old if key not in found}
         dead |= {key for key in index if key[0] not in live}
         changed = self._persist(found, index, dead)
+        self._forget_choices(keep=live, before=listed_at)
         return {'disks': len(found), 'written': changed,
                 'removed': len(dead)}
 
@@ -218,6 +222,7 @@ class Membership:
                 del self._disks[key]
         self._delete_rows(
             [k for k in self._db_index() if k[0] == instance_uuid])
+        self._forget_choices(instance_uuids=[instance_uuid])
         return len(gone)
 
     # -- persistence ----------------------------------------------------
@@ -253,6 +258,20 @@ class Membership:
                             key[0], key[1], disk.domain, e)
         self._delete_rows(sorted(k for k in dead if k in index))
         return written
+
+    def _forget_choices(self, **which):
+        """Tier choices of instances gone from Nova go with them."""
+        if self.db is None:
+            return
+        try:
+            dropped = self.db.tier_choices_forget(**which)
+        except Exception as e:
+            LOG.warning('Could not drop the tier choices of deleted '
+                        'instances: %s', e)
+            return
+        if dropped:
+            LOG.info('Dropped %d tier choice(s) of deleted instances',
+                     dropped)
 
     def _ensure_domain(self, name, kind):
         try:

@@ -682,6 +682,26 @@ class Connection:
         except db_exc.DBDuplicateEntry:
             raise exception.Conflict(reason='a disk exists already')
 
+    def tier_choices_forget(self, instance_uuids=None, keep=None,
+                            before=None):
+        """Drop the tier choices of instances that no longer exist.
+
+        Either of ``instance_uuids`` (those instances), or of every
+        instance not in ``keep`` whose choice was made before ``before``
+        (a full resync: a choice made meanwhile for a server the listing
+        did not show yet stays). Returns how many were dropped.
+        """
+        query = sa.delete(models.DiskTier)
+        if instance_uuids is not None:
+            query = query.where(
+                models.DiskTier.instance_uuid.in_(list(instance_uuids)))
+        else:
+            query = query.where(
+                models.DiskTier.instance_uuid.not_in(list(keep or ())),
+                models.DiskTier.created_at < before)
+        with self._writer() as session:
+            return session.execute(query).rowcount
+
     def disk_index(self):
         """``{(instance_uuid, dev): (domain, host)}`` of every disk.
 

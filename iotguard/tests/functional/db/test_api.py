@@ -199,6 +199,25 @@ class DbApiTests:
         self.assertRaises(exception.Conflict, self.db.tier_delete, 'silver')
         self.db.tier_delete('gold')
 
+    def test_tier_choices_of_deleted_instances_are_forgotten(self):
+        self._domain_with_disks()
+        self.db.tier_create(database.tier_values('silver', min_iops=10.0))
+        self.db.instance_tier_set(UUID_A, 'silver', lambda *a: {})
+        self.db.instance_tier_set(UUID_B, 'silver', lambda *a: {})
+        self.assertRaises(exception.Conflict, self.db.tier_delete, 'silver')
+        # A full resync that started before the choices keeps them all.
+        past = datetime.datetime(2000, 1, 1)
+        self.assertEqual(0, self.db.tier_choices_forget(keep=[],
+                                                        before=past))
+        # One listing that no longer shows B, after the choices.
+        later = datetime.datetime(2100, 1, 1)
+        self.assertEqual(1, self.db.tier_choices_forget(keep=[UUID_A],
+                                                        before=later))
+        # A's choice (one row for all its disks) when Nova deletes it.
+        self.assertEqual(1, self.db.tier_choices_forget(
+            instance_uuids=[UUID_A]))
+        self.db.tier_delete('silver')
+
     def test_instance_tier_set_checks_owner_and_tier(self):
         self._domain_with_disks()
         self.db.tier_create(database.tier_values('gold'))

@@ -81,6 +81,7 @@ class FakeDb:
     def __init__(self):
         self.domains = {}
         self.rows = {}
+        self.forgotten = []
 
     def domain_get(self, name):
         if name not in self.domains:
@@ -101,6 +102,11 @@ class FakeDb:
     def disk_delete(self, instance_uuid, dev):
         if self.rows.pop((instance_uuid, dev), None) is None:
             raise exception.NotFound(what='disk')
+
+    def tier_choices_forget(self, instance_uuids=None, keep=None,
+                            before=None):
+        self.forgotten.append((instance_uuids, keep, before))
+        return 0
 
     def disk_index(self):
         return {k: v[:2] for k, v in self.rows.items()}
@@ -179,6 +185,12 @@ class TestMembership(base.TestCase):
         self.assertEqual(3, result['removed'])
         self.assertEqual({(VM1, 'vda'), (VM1, 'vdc')},
                          set(self.db.disk_index()))
+        # Tier choices of the instances Nova no longer lists go too, but
+        # only those made before the listing.
+        (uuids, keep, before), = self.db.forgotten[-1:]
+        self.assertIsNone(uuids)
+        self.assertEqual({VM1, VM3}, set(keep))
+        self.assertIsNotNone(before)
         self.assertIsNone(m.domain_of(VM1, 'vdb'))
 
     def test_refresh_instance(self):
@@ -201,6 +213,7 @@ class TestMembership(base.TestCase):
         self.assertEqual([], m.refresh_instance(VM1))
         self.assertIsNone(m.domain_of(VM1, 'vda'))
         self.assertEqual({(VM2, 'vda')}, set(self.db.disk_index()))
+        self.assertEqual(([VM1], None, None), self.db.forgotten[-1])
 
     def test_without_db_memory_only(self):
         m = membership.Membership(self.conf, connection=self.conn)
