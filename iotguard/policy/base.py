@@ -131,6 +131,10 @@ class DomainSnapshot:
     cap_bytes_sec: FloatArray
     cap_set_at: FloatArray
     stale: BoolArray
+    #: The static ceilings alone (``ceil_*`` also holds the tier's): what
+    #: holds a disk once its cap is released. ``None``: none anywhere.
+    static_iops: FloatArray | None = None
+    static_bytes_sec: FloatArray | None = None
 
     def __len__(self) -> int:
         return len(self.disk_ids)
@@ -170,6 +174,8 @@ class DomainSnapshot:
             cap_bytes_sec=col([d.cap_bytes_sec for d in disks]),
             cap_set_at=col([d.cap_set_at for d in disks]),
             stale=np.asarray([d.stale for d in disks], dtype=np.bool_),
+            static_iops=col([d.static_iops for d in disks]),
+            static_bytes_sec=col([d.static_bytes_sec for d in disks]),
         )
 
 

@@ -142,6 +142,25 @@ def _in_load(ops_limit: base.FloatArray, bytes_limit: base.FloatArray,
     return result
 
 
+def _release_point(snap: base.DomainSnapshot, ceil: base.FloatArray,
+                   size: base.FloatArray,
+                   cost: base.FloatArray) -> base.FloatArray:
+    """The cap level (load) from which a cap can be released.
+
+    The ceiling, or the whole domain when there is none, where the static
+    limits alone keep the disk under the ceiling; never, where a tier
+    ceiling sits below the static limits.
+    """
+    point = np.minimum(ceil, CAPACITY)
+    if snap.static_iops is None or snap.static_bytes_sec is None:
+        return point
+    static = _in_load(snap.static_iops, snap.static_bytes_sec, size, cost)
+    with np.errstate(invalid='ignore'):
+        below_static = ceil < static * (1.0 - 1e-9)
+    result: base.FloatArray = np.where(below_static, np.inf, point)
+    return result
+
+
 class GuaranteePolicy:
     """Floors first, fair shares above them, caps only on the culprits."""
 
@@ -185,6 +204,10 @@ class GuaranteePolicy:
         floor = costmodel.floor_load(snap.floor_iops, snap.floor_bytes_sec,
                                      size, profile)
         ceil = _in_load(snap.ceil_iops, snap.ceil_bytes_sec, size, cost)
+        # A cap is released only where the static limits alone keep the
+        # disk under its ceiling; a tier ceiling below them is held by
+        # the cap itself (never above the ceiling).
+        hold = _release_point(snap, ceil, size, cost)
         cap = _in_load(snap.cap_iops, snap.cap_bytes_sec, size, cost)
         total = float(u.sum())
 
@@ -216,8 +239,8 @@ class GuaranteePolicy:
 
         numbers = dict(domain_load=total, starving=float(starving.sum()))
         if not (engaged or holding):
-            return self._relax(snap, may_raise, u, floor, ceil, cap, size,
-                               cost, numbers)
+            return self._relax(snap, may_raise, u, floor, ceil, hold, cap,
+                               size, cost, numbers)
 
         # 3. demand estimate
         hungry = slow & ~capped
@@ -246,7 +269,7 @@ class GuaranteePolicy:
                   & (target > cap * (1.0 + self.min_change)))
         new = np.where(tighten, target,
                        np.minimum(target, cap * self.release_factor))
-        release = loosen & (new >= np.minimum(ceil, CAPACITY))
+        release = loosen & (new >= hold)
         change = tighten | loosen
         extra = dict(share=share, target=target, demand=demand)
         return self._decisions(snap, change, release, new, u, floor, ceil,
@@ -254,15 +277,21 @@ class GuaranteePolicy:
 
     def _relax(self, snap: base.DomainSnapshot, may_raise: base.BoolArray,
                u: base.FloatArray, floor: base.FloatArray,
-               ceil: base.FloatArray, cap: base.FloatArray,
-               size: base.FloatArray, cost: base.FloatArray,
+               ceil: base.FloatArray, hold: base.FloatArray,
+               cap: base.FloatArray, size: base.FloatArray,
+               cost: base.FloatArray,
                numbers: dict[str, float]) -> list[base.Decision]:
-        """Calm domain: raise caps one step, release the loose ones."""
-        if not may_raise.any():
+        """Calm domain: raise caps one step, release the loose ones.
+
+        A cap already at a ceiling it must hold (the tier's, below the
+        static limits) stays as it is.
+        """
+        new = np.minimum(cap * self.release_factor, np.maximum(ceil, cap))
+        release = may_raise & (new >= hold)
+        change = may_raise & (release | (new > cap * (1.0 + self.min_change)))
+        if not change.any():
             return []
-        new = cap * self.release_factor
-        release = may_raise & (new >= np.minimum(ceil, CAPACITY))
-        return self._decisions(snap, may_raise, release, new, u, floor, ceil,
+        return self._decisions(snap, change, release, new, u, floor, ceil,
                                cap, size, cost, numbers, {},
                                np.zeros(len(snap), dtype=bool))
 

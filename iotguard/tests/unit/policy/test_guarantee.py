@@ -139,11 +139,20 @@ class TestGuaranteePolicy(test_base.TestCase):
 
     def test_cap_never_above_ceiling(self):
         # a is capped at 30 IOPS, its ceiling is 40; the domain is calm so
-        # the cap would be raised x1.5 to 45: above the ceiling, so it is
-        # released instead (the static ceiling keeps holding).
+        # the cap would be raised x1.5 to 45: above the ceiling. Where the
+        # static limits (40 IOPS, Nova's) hold the disk there, the cap is
+        # released ...
         tier = base.Tier('ceil', max_iops=40)
-        decisions = self.decide(capped('a', 29, 30, tier=tier))
+        decisions = self.decide(capped('a', 29, 30, tier=tier,
+                                       static_iops=40.0))
         self.assertEqual(base.RELEASE, decisions['a'].action)
+        # ... where nothing else does (a tier ceiling chosen through the
+        # API, no static limit), it is raised to the ceiling and held
+        # there: never released above it.
+        decisions = self.decide(capped('a', 29, 30, tier=tier))
+        self.assertEqual(base.CAP, decisions['a'].action)
+        self.assertAlmostEqual(40.0, decisions['a'].iops)
+        self.assertEqual({}, self.decide(capped('a', 39, 40, tier=tier)))
         # With a ceiling on bytes only, a tightened cap is clipped to it.
         tier = base.Tier('ceil', max_bytes_sec=40 * 64 * KIB)
         decisions = self.decide(
