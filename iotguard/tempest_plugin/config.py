@@ -46,6 +46,9 @@ IotguardGroup = [  # noqa: I302
     cfg.FloatOpt('decision_interval', default=5.0,
                  help="The cloud's [controller] decision_interval "
                       '(seconds).'),
+    cfg.FloatOpt('rates_write_interval', default=30.0,
+                 help="The cloud's [controller] rates_write_interval: how "
+                      'stale the rates the API shows may be (seconds).'),
     cfg.FloatOpt('scenario_profile_bytes_sec', default=24 * 1024 * 1024,
                  help='Capacity profile (bytes/s) the scenario test gives '
                       "the servers' domain for the time of the test, low "

@@ -72,6 +72,7 @@ connection = %(db)s
 [controller]
 decision_interval = %(interval)s
 lease_seconds = %(lease)s
+rates_write_interval = 1
 [agent]
 virt_driver = libvirt
 libvirt_uri = qemu:///system
@@ -150,6 +151,7 @@ endpoint_type = public
 build_timeout = 120
 build_interval = 1
 decision_interval = %(interval)s
+rates_write_interval = 1
 [iotguard_feature_enabled]
 agent = True
 '''
