@@ -4,6 +4,13 @@
 # that tools/test-setup.sh installs and starts.
 set -eu
 cd "$(dirname "$0")/.."
+started=$(date +%s)
+report_time() {
+    local took=$(( $(date +%s) - started ))
+    echo "tools/run-tests.sh: total time $((took / 60)) min $((took % 60)) s" \
+         "(installs included)"
+}
+trap report_time EXIT
 bash tools/test-setup.sh
 python3 -m pip install -q 'tox>=4.6'
 rm -f .stestr-summary

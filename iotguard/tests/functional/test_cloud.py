@@ -39,8 +39,8 @@ import time
 import unittest
 
 import fixtures
-from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
+from keystoneauth1 import session as ks_session
 
 from iotguard.osc import client as osc_client
 from iotguard.tests import base
@@ -275,8 +275,8 @@ class CloudTest(base.TestCase):
         super().setUp()
         self.useFixture(fixtures.Timeout(600, gentle=True))
         for kind, proc in self.procs.items():
-            self.assertIsNone(proc.poll(), '%s died, see %s' % (kind,
-                                                               self.dir))
+            self.assertIsNone(proc.poll(),
+                              '%s died, see %s' % (kind, self.dir))
 
     def api(self, method, path, body=None, ok=(200, 201, 202, 204)):
         resp = self.session.request(
@@ -320,7 +320,9 @@ class CloudTest(base.TestCase):
 
     # -- the tests -------------------------------------------------------
     def test_noisy_neighbour_on_nova_compute(self):
-        """Membership from Nova, tiers through the API, a cap on the noisy
+        """A noisy server capped on nova-compute, through its lifecycle.
+
+        Membership from Nova, tiers through the API, a cap on the noisy
         server's disk, its static ceiling the flavor's quota, the cap back
         after a hard reboot, and a lapse at the lease when no controller
         is left.
@@ -407,9 +409,11 @@ class CloudTest(base.TestCase):
         self.spawn('controller', 'iotguard-controller')
 
     def test_tempest_plugin_against_the_cloud(self):
-        """``tempest run --regex iotguard``: the plugin's API tests through
-        Keystone and its scenario test on nova-compute; nothing skipped,
-        nothing failed."""
+        """``tempest run --regex iotguard`` against the cloud.
+
+        The plugin's API tests through Keystone and its scenario test on
+        nova-compute: nothing skipped, nothing failed.
+        """
         work = os.path.join(self.dir, 'tempest')
         shutil.rmtree(work, ignore_errors=True)
         tempest = os.path.join(os.path.dirname(sys.executable), 'tempest')
