@@ -38,6 +38,7 @@ host's agent to re-apply its caps.
 
 import dataclasses
 import datetime
+import functools
 import os
 import threading
 
@@ -45,6 +46,7 @@ from openstack import exceptions as sdk_exc
 from oslo_log import log as logging
 import oslo_messaging
 
+from iotguard import admission
 from iotguard import clients
 from iotguard import exception
 
@@ -67,6 +69,28 @@ class Disk:
     kind: str
     project_id: str
     volume_id: str | None = None
+
+
+#: The flavor extra spec (and volume type extra spec) naming a tier.
+TIER_KEY = 'iotguard:tier'
+
+
+def flavor_tier(server):
+    """The tier a server's embedded flavor names, or None.
+
+    Nova embeds the flavor, extra specs included, in the server from
+    compute API 2.47 (openstacksdk asks for its newest microversion).
+    Instance *metadata* ``iotguard:tier`` is not read: a tenant can write
+    it in Nova directly, and only a choice admitted through iotguard's API
+    counts.
+    """
+    flavor = server.flavor
+    if isinstance(flavor, dict):
+        specs = flavor.get('extra_specs')
+    else:
+        specs = getattr(flavor, 'extra_specs', None)
+    tier = (specs or {}).get(TIER_KEY)
+    return tier or None
 
 
 def _dev(device):
@@ -173,6 +197,7 @@ class Membership:
         dead |= {key for key in index if key[0] not in live}
         changed = self._persist(found, index, dead)
         self._forget_choices(keep=live, before=listed_at)
+        self._sync_flavor_tiers([s for s in servers if s.compute_host])
         return {'disks': len(found), 'written': changed,
                 'removed': len(dead)}
 
@@ -212,6 +237,8 @@ class Membership:
         # registered is not in Nova's view of the server.
         dead = {key for key in old if key not in disks}
         self._persist(disks, self._db_index(), dead)
+        if disks:
+            self._sync_flavor_tiers([server])
         return list(disks.values())
 
     def forget_instance(self, instance_uuid):
@@ -258,6 +285,49 @@ class Membership:
                             key[0], key[1], disk.domain, e)
         self._delete_rows(sorted(k for k in dead if k in index))
         return written
+
+    def _sync_flavor_tiers(self, servers):
+        """Record the tiers the servers' flavors name, admission first.
+
+        A tier that does not fit in a disk's domain, that does not exist or
+        that the server's project may not use is not recorded (the disks
+        keep their other sources, or the default tier) and is tried again
+        at every resync; a flavor without a tier (after a resize) drops the
+        one recorded before.
+        """
+        if self.db is None or not servers:
+            return
+        wanted = {s.id: flavor_tier(s) for s in servers}
+        try:
+            have = self.db.tier_choices('flavor', list(wanted))
+        except Exception as e:
+            LOG.warning('Could not read the flavor tiers: %s', e)
+            return
+        admit = functools.partial(
+            admission.check,
+            max_ratio=self._conf.admission.max_commit_ratio)
+        for uuid, tier in sorted(wanted.items()):
+            if have.get(uuid) == tier:
+                continue
+            try:
+                if tier is not None:
+                    self.db.instance_tier_set(uuid, tier, admit,
+                                              source='flavor')
+                    LOG.info('Instance %s has tier %s from its flavor',
+                             uuid, tier)
+                    continue
+            except (exception.AdmissionRejected, exception.NotFound,
+                    exception.Conflict) as e:
+                LOG.warning('Tier %s named by the flavor of instance %s '
+                            'not given: %s', tier, uuid, e)
+            except Exception as e:
+                LOG.warning('Could not record the flavor tier of instance '
+                            '%s: %s', uuid, e)
+                continue
+            if have.get(uuid) is not None:
+                self.db.tier_choice_unset(uuid, 'flavor')
+                LOG.info('Instance %s no longer has tier %s from its '
+                         'flavor', uuid, have[uuid])
 
     def _forget_choices(self, **which):
         """Tier choices of instances gone from Nova go with them."""

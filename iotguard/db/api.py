@@ -386,8 +386,12 @@ class Connection:
             return self._disk_views(session, session.scalars(query).all())
 
     def instance_tier_set(self, instance_uuid, tier, admit,
-                          project_id=None):
-        """A tenant's tier choice for every disk of an instance.
+                          project_id=None, source='metadata'):
+        """A tier choice for every disk of an instance, admission first.
+
+        ``source``: ``metadata`` (a tenant's choice through the API) or
+        ``flavor`` (the tier the instance's flavor names, recorded by the
+        controller's membership).
 
         Runs in one transaction that locks the domains involved: for each
         domain, ``admit(tier, domain, others, before, after)`` is called
@@ -397,6 +401,9 @@ class Connection:
         is written. ``project_id`` (when given) must own the instance and
         be allowed the tier, else NotFound.
         """
+        if source not in models.TIER_SOURCES:
+            raise exception.Invalid(reason='unknown tier source %r'
+                                    % source)
         with self._writer() as session:
             # Write-lock the instance's domains before reading anything
             # else, with an update that changes nothing: a row lock on
@@ -453,10 +460,10 @@ class Connection:
                     after))
             session.execute(sa.delete(models.DiskTier).where(
                 models.DiskTier.instance_uuid == instance_uuid,
-                models.DiskTier.source == 'metadata'))
+                models.DiskTier.source == source))
             session.add(models.DiskTier(
                 instance_uuid=instance_uuid, dev=models.ALL_DISKS,
-                source='metadata', tier_id=new.id, project_id=owner,
+                source=source, tier_id=new.id, project_id=owner,
                 created_at=utcnow()))
             return {'instance_uuid': instance_uuid, 'tier': tier,
                     'project_id': owner, 'admission': numbers}
@@ -681,6 +688,25 @@ class Connection:
                 return len(rows)
         except db_exc.DBDuplicateEntry:
             raise exception.Conflict(reason='a disk exists already')
+
+    def tier_choices(self, source, instance_uuids):
+        """Choices from ``source`` for all disks: ``{uuid: tier name}``."""
+        with self._reader() as session:
+            query = sa.select(
+                models.DiskTier.instance_uuid, models.Tier.name).join(
+                    models.Tier, models.Tier.id == models.DiskTier.tier_id)
+            rows = session.execute(query.where(
+                models.DiskTier.source == source,
+                models.DiskTier.dev == models.ALL_DISKS,
+                models.DiskTier.instance_uuid.in_(list(instance_uuids))))
+            return dict(rows.all())
+
+    def tier_choice_unset(self, instance_uuid, source):
+        """Drop an instance's choice from ``source``; how many rows went."""
+        with self._writer() as session:
+            return session.execute(sa.delete(models.DiskTier).where(
+                models.DiskTier.instance_uuid == instance_uuid,
+                models.DiskTier.source == source)).rowcount
 
     def tier_choices_forget(self, instance_uuids=None, keep=None,
                             before=None):

@@ -306,17 +306,22 @@ class CloudTest(base.TestCase):
     def persistent_iotune(self, server):
         return self.live_iotune(server, libvirt.VIR_DOMAIN_AFFECT_CONFIG)
 
-    def boot_pair(self, prefix):
-        flavor = self.cloud.flavor(prefix + '-flavor', {
-            'quota:disk_total_bytes_sec': str(STATIC)})
+    def boot_pair(self, prefix, noisy_tier=None):
+        """A quiet and a noisy server (its flavor may name a tier)."""
+        quota = {'quota:disk_total_bytes_sec': str(STATIC)}
+        flavor = self.cloud.flavor(prefix + '-flavor', quota)
+        noisy_flavor = self.cloud.flavor(
+            prefix + '-noisy-flavor',
+            dict(quota, **({'iotguard:tier': noisy_tier}
+                           if noisy_tier else {})))
         # quiet: 1 MiB then half a second of rest (~1.5 MiB/s); noisy:
         # as fast as its static ceiling lets it.
         quiet = self.cloud.boot(prefix + '-quiet', flavor, metadata={
             'iotg_bs': '64k', 'iotg_count': '16', 'iotg_pause': '0.5'})
-        noisy = self.cloud.boot(prefix + '-noisy', flavor)
+        noisy = self.cloud.boot(prefix + '-noisy', noisy_flavor)
         for server in (quiet, noisy):
             self.addCleanup(self.cloud.conn.compute.delete_server, server)
-        return flavor, quiet, noisy
+        return quiet, noisy
 
     # -- the tests -------------------------------------------------------
     def test_noisy_neighbour_on_nova_compute(self):
@@ -337,7 +342,10 @@ class CloudTest(base.TestCase):
                                        'min_bytes_sec': FLOOR})
         self.api('POST', '/v1/tiers', {'name': 'bronze',
                                        'max_bytes_sec': CEILING})
-        flavor, quiet, noisy = self.boot_pair('nn')
+        quiet, noisy = self.boot_pair('nn', noisy_tier='bronze')
+        # A tenant writing the key into Nova's metadata gets nothing.
+        self.cloud.conn.compute.set_server_metadata(
+            noisy, **{'iotguard:tier': 'silver'})
 
         # Membership: both disks known from Nova, in the host's domain.
         for server in (quiet, noisy):
@@ -352,13 +360,20 @@ class CloudTest(base.TestCase):
                  {'iops_4k': 100000, 'bytes_sec': PROFILE_BYTES_SEC})
         # The tenant chooses a tier for the quiet server: admitted, and
         # the API wrote it into the server's metadata in Nova.
-        for server, tier in ((quiet, 'silver'), (noisy, 'bronze')):
-            chosen = self.api('PUT', '/v1/instances/%s/tier' % server.id,
-                              {'tier': tier})['instance']
-            self.assertEqual(tier, chosen['tier'])
-            self.assertEqual(
-                tier, self.cloud.conn.compute.get_server_metadata(
-                    server).metadata.get('iotguard:tier'))
+        chosen = self.api('PUT', '/v1/instances/%s/tier' % quiet.id,
+                          {'tier': 'silver'})['instance']
+        self.assertEqual('silver', chosen['tier'])
+        self.assertEqual(
+            'silver', self.cloud.conn.compute.get_server_metadata(
+                quiet).metadata.get('iotguard:tier'))
+        # The noisy server's tier comes from its flavor (the controller
+        # reads the flavor embedded in the server, admission first).
+        tiered = wait_for(
+            lambda: self.disks(noisy)['vda']['tier_source'] == 'flavor'
+            and self.disks(noisy)['vda'], 30)
+        self.assertTrue(tiered, self.disks(noisy))
+        self.assertEqual('bronze', tiered['tier'])
+        self.assertEqual(CEILING, tiered['ceiling']['max_bytes_sec'])
 
         # Nova put the flavor's quota in the domain XML: the static ceiling.
         self.assertEqual(STATIC,

@@ -199,6 +199,33 @@ class DbApiTests:
         self.assertRaises(exception.Conflict, self.db.tier_delete, 'silver')
         self.db.tier_delete('gold')
 
+    def test_flavor_tier_choice_under_the_api_one(self):
+        self._domain_with_disks()
+        self.db.tier_create(database.tier_values('gold', min_iops=100.0))
+        self.db.tier_create(database.tier_values('silver', min_iops=10.0))
+        seen = []
+
+        def admit(tier, domain, others, before, after):
+            seen.append(tier)
+            return {}
+
+        self.db.instance_tier_set(UUID_A, 'silver', admit, source='flavor')
+        self.assertEqual({UUID_A: 'silver'},
+                         self.db.tier_choices('flavor', [UUID_A, UUID_B]))
+        self.assertEqual({('silver', 'flavor')},
+                         {(d['tier']['name'], d['tier_source'])
+                          for d in self.db.disk_list(UUID_A)})
+        # The tenant's admitted choice wins over the flavor's.
+        self.db.instance_tier_set(UUID_A, 'gold', admit)
+        self.assertEqual({('gold', 'metadata')},
+                         {(d['tier']['name'], d['tier_source'])
+                          for d in self.db.disk_list(UUID_A)})
+        self.assertEqual(['silver', 'gold'], seen)
+        self.assertEqual(1, self.db.tier_choice_unset(UUID_A, 'flavor'))
+        self.assertEqual({}, self.db.tier_choices('flavor', [UUID_A]))
+        self.assertRaises(exception.Invalid, self.db.instance_tier_set,
+                          UUID_A, 'gold', admit, source='nova-metadata')
+
     def test_tier_choices_of_deleted_instances_are_forgotten(self):
         self._domain_with_disks()
         self.db.tier_create(database.tier_values('silver', min_iops=10.0))

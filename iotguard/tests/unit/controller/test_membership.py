@@ -27,10 +27,13 @@ VOL2 = 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb'
 POOL = 'cinder-1@lvm#pool-a'
 
 
-def server(uuid, host, volumes=(), root='/dev/vda', project='p1'):
+def server(uuid, host, volumes=(), root='/dev/vda', project='p1',
+           flavor_specs=None, metadata=None):
     return types.SimpleNamespace(
         id=uuid, compute_host=host, root_device_name=root,
         project_id=project,
+        flavor={'original_name': 'm1', 'extra_specs': flavor_specs or {}},
+        metadata=metadata or {},
         attached_volumes=[{'id': v, 'delete_on_termination': False}
                           for v in volumes])
 
@@ -82,6 +85,9 @@ class FakeDb:
         self.domains = {}
         self.rows = {}
         self.forgotten = []
+        self.choices = {}
+        self.refuse = set()
+        self.admits = []
 
     def domain_get(self, name):
         if name not in self.domains:
@@ -102,6 +108,22 @@ class FakeDb:
     def disk_delete(self, instance_uuid, dev):
         if self.rows.pop((instance_uuid, dev), None) is None:
             raise exception.NotFound(what='disk')
+
+    def tier_choices(self, source, instance_uuids):
+        return {u: t for (u, src), t in self.choices.items()
+                if src == source and u in instance_uuids}
+
+    def instance_tier_set(self, instance_uuid, tier, admit,
+                          project_id=None, source='metadata'):
+        if tier in self.refuse:
+            raise exception.AdmissionRejected(
+                tier=tier, domain='pool', committed=1.0, max_ratio=0.9)
+        self.admits.append(admit)
+        self.choices[(instance_uuid, source)] = tier
+
+    def tier_choice_unset(self, instance_uuid, source):
+        return int(self.choices.pop((instance_uuid, source), None)
+                   is not None)
 
     def tier_choices_forget(self, instance_uuids=None, keep=None,
                             before=None):
@@ -242,6 +264,50 @@ class TestMembership(base.TestCase):
         self.assertEqual(2, result['disks'])
         self.assertEqual('local:cmp-1', m.domain_of(VM1, 'vda'))
         self.assertIsNone(m.domain_of(VM1, 'vdb'))
+
+    def test_flavor_tier_recorded_through_admission(self):
+        self.conn.servers[VM1] = server(
+            VM1, 'cmp-1', flavor_specs={'iotguard:tier': 'gold'})
+        # Metadata a tenant wrote in Nova grants nothing.
+        self.conn.servers[VM2] = server(
+            VM2, 'cmp-2', metadata={'iotguard:tier': 'gold'})
+        m = self.membership()
+        m.refresh()
+        self.assertEqual({(VM1, 'flavor'): 'gold'}, self.db.choices)
+        admit = self.db.admits[0]
+        self.assertEqual(self.conf.admission.max_commit_ratio,
+                         admit.keywords['max_ratio'])
+        # A second resync changes nothing.
+        m.refresh()
+        self.assertEqual(1, len(self.db.admits))
+
+    def test_flavor_tier_refused_or_gone_is_dropped(self):
+        self.conn.servers[VM1] = server(
+            VM1, 'cmp-1', flavor_specs={'iotguard:tier': 'gold'})
+        m = self.membership()
+        m.refresh()
+        # Resized to a flavor whose tier does not fit: not recorded, the
+        # old flavor's tier dropped.
+        self.conn.servers[VM1] = server(
+            VM1, 'cmp-1', flavor_specs={'iotguard:tier': 'platinum'})
+        self.db.refuse.add('platinum')
+        with self.assertLogs('iotguard.controller.membership',
+                             'WARNING') as logs:
+            m.refresh_instance(VM1)
+        self.assertIn('platinum', logs.output[0])
+        self.assertEqual({}, self.db.choices)
+        # Then to a flavor without a tier: nothing more to drop.
+        self.db.choices[(VM1, 'flavor')] = 'gold'
+        self.conn.servers[VM1] = server(VM1, 'cmp-1')
+        m.refresh()
+        self.assertEqual({}, self.db.choices)
+
+    def test_flavor_tier_read_from_an_sdk_flavor(self):
+        flavor = types.SimpleNamespace(extra_specs={'iotguard:tier': 'x'})
+        self.assertEqual('x', membership.flavor_tier(
+            types.SimpleNamespace(flavor=flavor)))
+        self.assertIsNone(membership.flavor_tier(
+            types.SimpleNamespace(flavor=None)))
 
     def test_volume_without_backend_host_is_skipped(self):
         self.conn.volumes[VOL1].host = None
