@@ -32,8 +32,14 @@ import libvirt, psycopg2  # noqa: F401
 EOF
 }
 
+validator() {
+    # nova-api validates iotguard's flavor extra spec (iotguard:tier).
+    "$(dirname "$0")/install-nova-validator.sh" "$VENV"
+}
+
 if [ -x "$VENV/bin/python" ] && wanted 2>/dev/null; then
     echo "cloud already in $VENV"
+    validator
     exit 0
 fi
 
@@ -49,3 +55,4 @@ $SUDO "$VENV/bin/pip" install -q $PACKAGES $EXTRAS
 wanted
 echo "cloud installed in $VENV in $(( $(date +%s) - start )) s" \
      "($(du -sm "$VENV" | cut -f1) MB)"
+validator

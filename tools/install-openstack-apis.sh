@@ -35,3 +35,6 @@ install "${IOTGUARD_NOVA_VENV:-/opt/iotguard-nova}" nova 34.0.0 \
     nova.api.openstack.wsgi_app
 install "${IOTGUARD_CINDER_VENV:-/opt/iotguard-cinder}" cinder 29.0.0 \
     cinder.api
+# nova-api validates iotguard's flavor extra spec (iotguard:tier).
+"$(dirname "$0")/install-nova-validator.sh" \
+    "${IOTGUARD_NOVA_VENV:-/opt/iotguard-nova}"
