@@ -260,7 +260,8 @@ class AgentManager:
         if canonical(self._applied[key]) == wanted:
             return False
         try:
-            self.driver.set_iotune(key[0], key[1], limits)
+            self.driver.set_iotune(key[0], key[1], limits,
+                                   static=disk.static)
         except Exception as e:
             # Unknown state now: read it again next time.
             self._applied.pop(key, None)

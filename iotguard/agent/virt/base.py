@@ -79,8 +79,14 @@ class Driver(abc.ABC):
         """The live iotune of one disk (twelve keys)."""
 
     @abc.abstractmethod
-    def set_iotune(self, instance_uuid, dev, limits):
-        """Apply a complete, consistent iotune set live (twelve keys)."""
+    def set_iotune(self, instance_uuid, dev, limits, static=None):
+        """Apply a complete, consistent iotune set live (twelve keys).
+
+        ``static``: the disk's static ceiling; with it, a driver may keep
+        a record that ``limits`` (when they differ) are iotguard's cap, so
+        that wherever the domain goes with them they are not taken for a
+        static ceiling.
+        """
 
     def forget(self, instance_uuid):
         """Drop what is cached about an instance (after an event)."""

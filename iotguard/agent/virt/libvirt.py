@@ -23,6 +23,16 @@
   and Cinder wrote at boot/attach; a live ``setBlockIoTune`` does not touch
   it). For a transient domain, the live ``<iotune>`` when the agent first
   saw it.
+* Caps are recognised as ours wherever the domain goes: with a cap the
+  driver records, in the domain's own live metadata (namespace
+  :data:`METADATA_NS`), per disk the static ceiling it found and the limits
+  it applied. A live migration carries the live XML, record included, to
+  the destination, where Nova defines it as the persistent domain: its
+  ``<iotune>`` is then our cap, not a ceiling. A disk whose persistent
+  ``<iotune>`` is exactly what the record says was applied gets the
+  recorded static ceiling instead, so the cap still lapses at its lease
+  and a release restores what Nova set. A rebuilt domain (hard reboot,
+  resize, rebuild...) has no record: its ``<iotune>`` is Nova's.
 * Caps: ``setBlockIoTune(dev, params, VIR_DOMAIN_AFFECT_LIVE)`` with all
   twelve keys, a complete and consistent set, exactly as computed (so the
   static limits come back exactly, bursts included). The test driver checks
@@ -34,6 +44,7 @@
   run in a daemon thread.
 """
 
+import dataclasses
 import threading
 from xml.etree import ElementTree
 
@@ -50,6 +61,9 @@ except ImportError:  # pragma: no cover - checked in start()
 LOG = logging.getLogger(__name__)
 
 _NOVA_NS = 'http://openstack.org/xmlns/libvirt/nova/'
+#: The namespace of iotguard's record in a domain's metadata.
+METADATA_NS = 'http://openstack.org/xmlns/libvirt/iotguard/1.0'
+_METADATA_KEY = 'iotguard'
 _BULK_KEYS = {'rd.reqs': 'rd_reqs', 'rd.bytes': 'rd_bytes',
               'rd.times': 'rd_times', 'wr.reqs': 'wr_reqs',
               'wr.bytes': 'wr_bytes', 'wr.times': 'wr_times',
@@ -116,6 +130,55 @@ def parse_domain_xml(uuid, xml):
                                volume_id=disk.findtext('serial') or None,
                                project_id=project_id,
                                static=caps.full(static))
+    return disks
+
+
+def _limits_of(elem):
+    return caps.full({k: int(v) for k, v in elem.attrib.items()
+                      if k in caps.IOTUNE_KEYS})
+
+
+def parse_cap_record(xml):
+    """``{dev: (static, applied)}`` from iotguard's record in a domain XML."""
+    root = ElementTree.fromstring(xml)
+    record = root.find('./metadata/{%s}caps' % METADATA_NS)
+    out = {}
+    # libvirt puts the whole element in the namespace, children included.
+    for disk in record if record is not None else ():
+        static = disk.find('{%s}static' % METADATA_NS)
+        applied = disk.find('{%s}applied' % METADATA_NS)
+        if disk.get('dev') and static is not None and applied is not None:
+            out[disk.get('dev')] = (_limits_of(static), _limits_of(applied))
+    return out
+
+
+def cap_record_xml(record):
+    """The metadata element for ``{dev: (static, applied)}``, or None."""
+    if not record:
+        return None
+    root = ElementTree.Element('caps')
+    for dev, (static, applied) in sorted(record.items()):
+        disk = ElementTree.SubElement(root, 'disk', dev=dev)
+        for name, limits in (('static', static), ('applied', applied)):
+            ElementTree.SubElement(disk, name, {
+                k: str(v) for k, v in caps.full(limits).items() if v})
+    return ElementTree.tostring(root, encoding='unicode')
+
+
+def recognise_own_caps(disks, record):
+    """Give back the recorded static ceiling where ``<iotune>`` is our cap.
+
+    ``disks``: ``{dev: Disk}`` from the persistent definition; ``record``:
+    :func:`parse_cap_record` of the live one.
+    """
+    for dev, (static, applied) in record.items():
+        disk = disks.get(dev)
+        if disk is not None and caps.full(disk.static) == applied:
+            LOG.info('The iotune of %s/%s is a cap iotguard applied (the '
+                     'domain came with it, e.g. a live migration); its '
+                     'static ceiling is the recorded one', disk.instance_uuid,
+                     dev)
+            disks[dev] = dataclasses.replace(disk, static=static)
     return disks
 
 
@@ -243,12 +306,13 @@ class LibvirtDriver(base.Driver):
         flags = (libvirt.VIR_DOMAIN_XML_INACTIVE if dom.isPersistent()
                  else 0)
         disks = parse_domain_xml(uuid, dom.XMLDesc(flags))
+        live = dom.XMLDesc(0)
         if flags:
             # Disks only in the live definition (hot-plugged without
             # AFFECT_CONFIG) take their live iotune as the ceiling.
-            for dev, disk in parse_domain_xml(uuid,
-                                              dom.XMLDesc(0)).items():
+            for dev, disk in parse_domain_xml(uuid, live).items():
                 disks.setdefault(dev, disk)
+        disks = recognise_own_caps(disks, parse_cap_record(live))
         with self._lock:
             self._domains[uuid] = (dom_id, disks)
         return disks
@@ -301,23 +365,53 @@ class LibvirtDriver(base.Driver):
         tune = self._call(read)
         return caps.full({k: tune.get(k, 0) for k in caps.IOTUNE_KEYS})
 
-    def set_iotune(self, instance_uuid, dev, limits):
+    def set_iotune(self, instance_uuid, dev, limits, static=None):
         def write(conn):
             dom = conn.lookupByUUIDString(instance_uuid)
-            params = (caps.with_bursts(limits) if self._needs_bursts
-                      else caps.full(limits))
-            try:
-                dom.setBlockIoTune(dev, params,
-                                   libvirt.VIR_DOMAIN_AFFECT_LIVE)
-            except libvirt.libvirtError as e:
-                if (self._needs_bursts or '_max' not in str(e) or
-                        e.get_error_code() != libvirt.VIR_ERR_INVALID_ARG):
-                    raise
-                # The test driver compares every value with its *_max,
-                # 0 included; QEMU takes 0 as "no burst set".
-                LOG.info('libvirt at %s wants *_max >= every value (%s); '
-                         'sending bursts from now on', self.uri, e)
-                self._needs_bursts = True
-                dom.setBlockIoTune(dev, caps.with_bursts(limits),
-                                   libvirt.VIR_DOMAIN_AFFECT_LIVE)
+            sent = self._set_iotune(dom, dev, limits)
+            if static is not None:
+                self._record(dom, dev, static, limits, sent)
         self._call(write)
+
+    def _record(self, dom, dev, static, limits, sent):
+        """Keep iotguard's record of a cap in the domain (see above).
+
+        ``sent``: the iotune set exactly as libvirt got it (the test
+        driver's bursts included), which is what a domain migrated with it
+        would carry in its definition.
+        """
+        record = parse_cap_record(dom.XMLDesc(0))
+        if caps.full(limits) == caps.full(static):
+            if dev not in record:
+                return
+            del record[dev]
+        else:
+            record[dev] = (caps.full(static), caps.full(sent))
+        try:
+            dom.setMetadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT,
+                            cap_record_xml(record),
+                            _METADATA_KEY if record else None,
+                            METADATA_NS, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        except libvirt.libvirtError as e:
+            # The cap holds; only a migration would not know it is ours.
+            LOG.warning('Could not record the cap of %s/%s in the domain '
+                        'metadata: %s', dom.UUIDString(), dev, e)
+
+    def _set_iotune(self, dom, dev, limits):
+        """setBlockIoTune live; returns the parameters libvirt took."""
+        params = (caps.with_bursts(limits) if self._needs_bursts
+                  else caps.full(limits))
+        try:
+            dom.setBlockIoTune(dev, params, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        except libvirt.libvirtError as e:
+            if (self._needs_bursts or '_max' not in str(e) or
+                    e.get_error_code() != libvirt.VIR_ERR_INVALID_ARG):
+                raise
+            # The test driver compares every value with its *_max, 0
+            # included; QEMU takes 0 as "no burst set".
+            LOG.info('libvirt at %s wants *_max >= every value (%s); '
+                     'sending bursts from now on', self.uri, e)
+            self._needs_bursts = True
+            params = caps.with_bursts(limits)
+            dom.setBlockIoTune(dev, params, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        return params

@@ -96,7 +96,7 @@ class SimulatedDriver(base.Driver):
     def get_iotune(self, instance_uuid, dev):
         return caps.full(self._world.get_iotune(self._id(instance_uuid, dev)))
 
-    def set_iotune(self, instance_uuid, dev, limits):
+    def set_iotune(self, instance_uuid, dev, limits, static=None):
         self._catch_up()
         self._world.set_iotune(self._id(instance_uuid, dev),
                                caps.full(limits))

@@ -205,3 +205,46 @@ class QemuGuestEndToEndTest(test_base.TestCase):
         self.tick()                              # the next interval
         live = self.dom.blockIoTune('vda', libvirt.VIR_DOMAIN_AFFECT_LIVE)
         self.assertEqual(CAP, live['total_bytes_sec'])
+
+    def test_live_migration_leftover_lapses_to_the_static_ceiling(self):
+        """What a live migration leaves on the destination, on one host.
+
+        Nova defines the migrated live XML (our cap in its ``<iotune>``)
+        as the destination's persistent domain and runs it; a fresh agent
+        there (nothing in memory or in its state file) must still take
+        Nova's ceiling for the static one, so the cap lapses at its lease.
+        """
+        self.tick()
+        self.mgr.apply_caps({}, [{
+            'instance_uuid': self.uuid, 'dev': 'vda',
+            'limits': {'total_bytes_sec': CAP},
+            'lease_expires_at': time.time() + 120,
+            'decision_id': 'e2e-migrated'}])
+        conn = libvirt.open(URI)
+        self.addCleanup(conn.close)
+        conn.defineXML(self.dom.XMLDesc(0))
+        self.dom.destroy()
+        self.dom.create()       # the destination's domain, with the cap
+        persistent = self.dom.blockIoTune('vda',
+                                          libvirt.VIR_DOMAIN_AFFECT_CONFIG)
+        self.assertEqual(CAP, persistent['total_bytes_sec'])
+        self._wait_for_boot()
+        # The destination's agent: new driver and manager, no state.
+        self.driver.stop()
+        self.driver = lv.LibvirtDriver(self.conf, uri=URI)
+        self.driver.start()
+        self.mgr = manager_mod.AgentManager(
+            self.conf, self.driver, clock=lambda: self.wall[0],
+            store=NoStore())
+        self.sampler = sampler_mod.Sampler(self.conf, self.driver, self.mgr,
+                                           self.api)
+        self.mgr.recover()
+        sample = self.tick()
+        self.assertEqual({'total_bytes_sec': STATIC}, sample['static'])
+        # No lease here for that cap: Nova's ceiling is back at once, and
+        # the guest writes above the cap again.
+        live = self.dom.blockIoTune('vda', libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        self.assertEqual(STATIC, live['total_bytes_sec'])
+        self.tick()
+        back = self.interval()
+        self.assertGreater(back['write_bytes_sec'], 2 * CAP, back)

@@ -167,6 +167,44 @@ class LibvirtTestDriverTest(test_base.TestCase):
         self.assertEqual(caps.full(STATIC_VDA),
                          self.driver.list_disks()[self.vda].static)
 
+    def test_cap_recognised_after_a_live_migration_left_it_persistent(self):
+        self.mgr.apply_caps({}, [self.cap(lease_in=5.0,
+                                          total_iops_sec=200)])
+        live_xml = self.dom.XMLDesc(0)
+        # The record: the static ceiling found, and what libvirt took.
+        (static, applied), = lv.parse_cap_record(live_xml).values()
+        self.assertEqual(caps.full(STATIC_VDA), static)
+        self.assertEqual(200, applied['total_iops_sec'])
+        # What Nova does on the destination of a live migration: the live
+        # XML, our cap and record included, becomes the persistent domain.
+        self.keeper.defineXML(live_xml)
+        persistent = lv.parse_domain_xml(self.uuid, self.dom.XMLDesc(
+            libvirt.VIR_DOMAIN_XML_INACTIVE))
+        self.assertEqual(200, persistent['vda'].static['total_iops_sec'])
+        # A fresh agent there (new driver, nothing in memory or on disk):
+        # the static ceiling is Nova's, not the cap it came with.
+        driver = lv.LibvirtDriver(self.conf, uri=URI)
+        driver.start()
+        self.addCleanup(driver.stop)
+        self.assertEqual(caps.full(STATIC_VDA),
+                         driver.list_disks()[self.vda].static)
+        mgr = manager_mod.AgentManager(self.conf, driver, clock=self.clock,
+                                       store=MemoryStore())
+        mgr.recover()
+        # The cap it does not hold a lease for goes back to the static
+        # ceiling, and the record goes with it.
+        mgr.periodic()
+        self.assertEqual(1000, self.live()['total_iops_sec'])
+        self.assertEqual({}, lv.parse_cap_record(self.dom.XMLDesc(0)))
+
+    def test_release_drops_the_record(self):
+        self.mgr.apply_caps({}, [self.cap(total_iops_sec=200)])
+        self.assertIn('vda', lv.parse_cap_record(self.dom.XMLDesc(0)))
+        self.mgr.release_caps({}, [{'instance_uuid': self.uuid,
+                                    'dev': 'vda'}])
+        self.assertEqual(1000, self.live()['total_iops_sec'])
+        self.assertEqual({}, lv.parse_cap_record(self.dom.XMLDesc(0)))
+
     def test_cap_above_static_is_clamped(self):
         self.mgr.apply_caps({}, [self.cap(total_iops_sec=5000,
                                           total_bytes_sec=1 << 20)])

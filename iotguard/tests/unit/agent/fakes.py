@@ -28,6 +28,7 @@ class FakeDriver(base.Driver):
         self.live = {}
         self.counters = {}
         self.set_calls = []
+        self.statics_given = []
         self.fail_set = False
         for disk in disks or ():
             self.add(disk)
@@ -52,11 +53,12 @@ class FakeDriver(base.Driver):
     def get_iotune(self, instance_uuid, dev):
         return dict(self.live[(instance_uuid, dev)])
 
-    def set_iotune(self, instance_uuid, dev, limits):
+    def set_iotune(self, instance_uuid, dev, limits, static=None):
         if self.fail_set:
             raise RuntimeError('hypervisor says no')
         caps.check_limits(limits)
         self.set_calls.append(((instance_uuid, dev), dict(limits)))
+        self.statics_given.append(static)
         self.live[(instance_uuid, dev)] = caps.full(limits)
 
 
