@@ -390,6 +390,9 @@ NOVA_EVENTS = {
     'rebuild': True, 'unshelve': True, 'evacuate': True,
     'shelve_offload': False, 'shelve.offload': False,
     'reboot': True, 'power_on': True,
+    # Rescue and unrescue define the domain anew; resume restores it
+    # from its saved state: caps are sent again either way.
+    'rescue': True, 'unrescue': True, 'resume': True,
     'volume.attach': True, 'volume_attach': True,
     'volume.detach': False, 'volume_detach': False,
 }

@@ -348,7 +348,11 @@ class TestNotifications(base.TestCase):
                       'compute.instance.rebuild.end',
                       'compute.instance.unshelve.end',
                       'compute.instance.evacuate',
-                      'compute.instance.volume.attach'):
+                      'compute.instance.volume.attach',
+                      'compute.instance.rescue.end',
+                      'compute.instance.unrescue.end',
+                      'compute.instance.resume.end',
+                      'instance.rescue.end'):
             self.rebuilt.clear()
             self.notify(event, {'instance_id': VM1})
             self.assertEqual([(VM1, 'cmp-2')], self.rebuilt, event)
