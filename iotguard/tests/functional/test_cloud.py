@@ -423,6 +423,76 @@ class CloudTest(base.TestCase):
         self.assertTrue(lapsed, 'the cap outlived its lease')
         self.spawn('controller', 'iotguard-controller')
 
+    def test_caps_through_nova_lifecycle_operations(self):
+        """Every lifecycle operation Nova performs on one host.
+
+        Hard reboot, suspend and resume, rescue and unrescue, resize (same
+        host) and confirm, rebuild, shelve (offloaded) and unshelve: after
+        each, the noisy disk is under its cap again within a few intervals
+        and its static ceiling is the flavor's quota, never the cap.
+        """
+        self.api('POST', '/v1/tiers', {'name': 'lifecycle-bronze',
+                                       'max_bytes_sec': CEILING},
+                 ok=(201,))
+        quota = {'quota:disk_total_bytes_sec': str(STATIC),
+                 'iotguard:tier': 'lifecycle-bronze'}
+        flavor = self.cloud.flavor('lc-flavor', quota)
+        bigger = self.cloud.flavor('lc-flavor-2', quota, ram=160)
+        compute = self.cloud.conn.compute
+        noisy = self.cloud.boot('lc-noisy', flavor)
+        self.addCleanup(compute.delete_server, noisy)
+        self.api('PATCH', '/v1/domains/%s' % DOMAIN,
+                 {'iops_4k': 100000, 'bytes_sec': PROFILE_BYTES_SEC})
+
+        def status(wanted):
+            return compute.wait_for_server(compute.get_server(noisy),
+                                           status=wanted, wait=180)
+
+        def capped():
+            try:
+                return (self.live_iotune(noisy)['total_bytes_sec']
+                        <= CEILING * 1.01)
+            except libvirt.libvirtError:
+                return False        # between two domains
+
+        operations = [
+            ('hard reboot', [lambda: compute.reboot_server(noisy, 'HARD')],
+             'ACTIVE'),
+            ('suspend, resume', [lambda: compute.suspend_server(noisy),
+                                 lambda: status('SUSPENDED'),
+                                 lambda: compute.resume_server(noisy)],
+             'ACTIVE'),
+            ('rescue, unrescue', [lambda: compute.rescue_server(noisy),
+                                  lambda: status('RESCUE'),
+                                  lambda: compute.unrescue_server(noisy)],
+             'ACTIVE'),
+            ('resize, confirm', [
+                lambda: compute.resize_server(noisy, bigger),
+                lambda: status('VERIFY_RESIZE'),
+                lambda: compute.confirm_server_resize(noisy)], 'ACTIVE'),
+            ('rebuild', [lambda: compute.rebuild_server(
+                noisy, image=self.cloud.images['disk'])], 'ACTIVE'),
+            ('shelve, unshelve', [
+                lambda: compute.shelve_server(noisy),
+                lambda: status('SHELVED_OFFLOADED'),
+                lambda: compute.unshelve_server(noisy)], 'ACTIVE'),
+        ]
+        self.assertTrue(wait_for(capped, 60), 'never capped')
+        took = {}
+        for name, steps, final in operations:
+            for step in steps:
+                step()
+            status(final)
+            began = time.monotonic()
+            self.assertTrue(wait_for(capped, 4 * INTERVAL + SAMPLE,
+                                     step=0.2),
+                            'not capped again after %s' % name)
+            took[name] = round(time.monotonic() - began, 1)
+            self.assertEqual(
+                STATIC, self.persistent_iotune(noisy)['total_bytes_sec'],
+                'static ceiling after %s' % name)
+        self.addDetail('seconds from ACTIVE to capped', _text(str(took)))
+
     def test_tempest_plugin_against_the_cloud(self):
         """``tempest run --regex iotguard`` against the cloud.
 
