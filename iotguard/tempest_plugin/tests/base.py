@@ -70,39 +70,34 @@ class BaseIotguardTest(test.BaseTestCase):
             clients.servers_client.delete_server, server['id'])
         return server
 
+    @staticmethod
+    def _known(client, uuid, found):
+        """Whether iotguard knows the instance; its view into ``found``."""
+        try:
+            found['instance'] = client.show_instance(uuid)['instance']
+        except lib_exc.NotFound:
+            return False
+        return True
+
+    @staticmethod
+    def _poll(predicate, what):
+        if not test_utils.call_until_true(predicate,
+                                          CONF.iotguard.build_timeout,
+                                          CONF.iotguard.build_interval):
+            raise lib_exc.TimeoutException('%s within %ss' % (
+                what, CONF.iotguard.build_timeout))
+
     @classmethod
     def wait_for_instance_gone(cls, uuid):
         """Wait until iotguard no longer knows the instance ``uuid``."""
-        def gone():
-            try:
-                cls.admin_client.show_instance(uuid)
-            except lib_exc.NotFound:
-                return True
-            return False
-
-        if not test_utils.call_until_true(gone,
-                                          CONF.iotguard.build_timeout,
-                                          CONF.iotguard.build_interval):
-            raise lib_exc.TimeoutException(
-                'iotguard still knows instance %s %ss after its deletion'
-                % (uuid, CONF.iotguard.build_timeout))
+        cls._poll(lambda: not cls._known(cls.admin_client, uuid, {}),
+                  'iotguard still knows instance %s after its deletion'
+                  % uuid)
 
     @classmethod
     def wait_for_instance(cls, client, uuid):
         """iotguard's view of the instance, once membership has seen it."""
         found = {}
-
-        def known():
-            try:
-                found['instance'] = client.show_instance(uuid)['instance']
-            except lib_exc.NotFound:
-                return False
-            return True
-
-        if not test_utils.call_until_true(known,
-                                          CONF.iotguard.build_timeout,
-                                          CONF.iotguard.build_interval):
-            raise lib_exc.TimeoutException(
-                'iotguard did not learn about instance %s within %ss'
-                % (uuid, CONF.iotguard.build_timeout))
+        cls._poll(lambda: cls._known(client, uuid, found),
+                  'iotguard did not learn about instance %s' % uuid)
         return found['instance']

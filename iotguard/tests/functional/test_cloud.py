@@ -32,7 +32,6 @@ server boots in ~5 s.
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -45,7 +44,9 @@ from keystoneauth1 import session as ks_session
 from iotguard.osc import client as osc_client
 from iotguard.tests import base
 from iotguard.tests.fixtures import cloud as cloud_fixture
+from iotguard.tests.fixtures import confs
 from iotguard.tests.fixtures import database
+from iotguard.tests.functional.controller import test_e2e
 
 try:
     import libvirt
@@ -85,45 +86,9 @@ auth_strategy = keystone
 dev_server_port = %(port)s
 [oslo_messaging_notifications]
 driver = messagingv2
-[keystone_authtoken]
-www_authenticate_uri = %(auth_url)s
-auth_url = %(auth_url)s
-interface = public
-auth_type = password
-username = admin
-password = %(password)s
-project_name = admin
-user_domain_id = default
-project_domain_id = default
-[service_credentials]
-auth_type = password
-auth_url = %(auth_url)s
-username = admin
-password = %(password)s
-project_name = admin
-user_domain_id = default
-project_domain_id = default
-region_name = %(region)s
-interface = public
 '''
 
 TEMPEST_CONF = '''
-[DEFAULT]
-log_file = %(dir)s/tempest.log
-[auth]
-admin_username = admin
-admin_password = %(password)s
-admin_project_name = admin
-admin_domain_name = Default
-use_dynamic_credentials = True
-create_isolated_networks = False
-[identity]
-uri_v3 = %(auth_url)s
-auth_version = v3
-region = %(region)s
-v3_endpoint_type = public
-[identity-feature-enabled]
-api_v2 = False
 [compute]
 image_ref = %(image)s
 flavor_ref = %(flavor)s
@@ -243,8 +208,13 @@ class CloudTest(base.TestCase):
     @classmethod
     def _config(cls, kind, host):
         path = os.path.join(cls.dir, kind + '.conf')
+        auth_url = cls.cloud.auth_url
         with open(path, 'w') as out:
             out.write(CONFIG % dict(cls.settings, kind=kind, host=host))
+            out.write(confs.authtoken(auth_url, cloud_fixture.PASSWORD))
+            out.write(confs.password_auth(
+                'service_credentials', auth_url, cloud_fixture.PASSWORD,
+                region_name=cloud_fixture.REGION, interface='public'))
         return path
 
     @classmethod
@@ -256,11 +226,7 @@ class CloudTest(base.TestCase):
             stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
         err.close()
 
-    @staticmethod
-    def _kill(proc):
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+    _kill = staticmethod(test_e2e.EndToEndTest._reap)
 
     @classmethod
     def _api_up(cls):
@@ -508,6 +474,8 @@ class CloudTest(base.TestCase):
                         work], check=True, capture_output=True, timeout=120)
         flavor = self.cloud.flavor('tempest-flavor')
         with open(os.path.join(work, 'etc', 'tempest.conf'), 'w') as out:
+            out.write(confs.tempest(work, self.cloud.auth_url,
+                                    cloud_fixture.PASSWORD))
             out.write(TEMPEST_CONF % dict(
                 self.settings, dir=work, image=self.cloud.images['disk'],
                 flavor=flavor.id))

@@ -38,6 +38,7 @@ from oslo_config import cfg
 
 from iotguard import conf as iotguard_conf
 from iotguard.tests import base
+from iotguard.tests.fixtures import confs
 from iotguard.tests.functional import test_osc
 
 VENV = os.environ.get('IOTGUARD_KEYSTONE_VENV', '/opt/iotguard-keystone')
@@ -83,43 +84,11 @@ IOTGUARD_CONF = '''
 [api]
 auth_strategy = keystone
 nova_metadata_sync = false
-[keystone_authtoken]
-www_authenticate_uri = %(url)s
-auth_url = %(url)s
-interface = public
-auth_type = password
-username = admin
-password = %(password)s
-project_name = admin
-user_domain_id = default
-project_domain_id = default
 '''
 
-TEMPEST_CONF = '''
-[DEFAULT]
-log_file = %(dir)s/tempest.log
-[auth]
-admin_username = admin
-admin_password = %(password)s
-admin_project_name = admin
-admin_domain_name = Default
-use_dynamic_credentials = True
-create_isolated_networks = False
-[identity]
-uri_v3 = %(url)s
-auth_version = v3
-region = RegionOne
-v3_endpoint_type = public
-[identity-feature-enabled]
-api_v2 = False
-[service_available]
-iotguard = True
-nova = False
-neutron = False
-cinder = False
-glance = False
-swift = False
-'''
+SERVICES = confs.section('service_available', iotguard='True', nova='False',
+                         neutron='False', cinder='False', glance='False',
+                         swift='False')
 
 TIER_TESTS = ('test_create_show_update_delete',
               'test_floor_above_ceiling_is_refused',
@@ -195,8 +164,8 @@ class TestThroughKeystone(base.TestCase):
     def _api_conf(self):
         """[api] keystone and [keystone_authtoken] from a config file."""
         path = _write(self.useFixture(fixtures.TempDir()).path,
-                      'iotguard.conf', IOTGUARD_CONF % {
-                          'url': self.keystone.url, 'password': PASSWORD})
+                      'iotguard.conf', IOTGUARD_CONF + confs.authtoken(
+                          self.keystone.url, PASSWORD))
         conf = cfg.ConfigOpts()
         iotguard_conf.register_opts(conf)
         conf(['--config-file', path], project='iotguard',
@@ -249,8 +218,8 @@ class TestThroughKeystone(base.TestCase):
 
     def test_tempest_tier_tests_pass(self):
         work = self.useFixture(fixtures.TempDir()).path
-        _write(work, 'tempest.conf', TEMPEST_CONF % {
-            'dir': work, 'password': PASSWORD, 'url': self.keystone.url})
+        _write(work, 'tempest.conf', confs.tempest(
+            work, self.keystone.url, PASSWORD) + SERVICES)
         env = dict(os.environ, TEMPEST_CONFIG_DIR=work,
                    TEMPEST_CONFIG='tempest.conf')
         # Run outside the checkout: an iotguard.egg-info there would shadow
