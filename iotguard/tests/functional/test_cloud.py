@@ -407,6 +407,8 @@ class CloudTest(base.TestCase):
         compute = self.cloud.conn.compute
         noisy = self.cloud.boot('lc-noisy', flavor)
         self.addCleanup(compute.delete_server, noisy)
+        # Membership records the disk (and creates its domain) first.
+        self.assertTrue(wait_for(lambda: self.disks(noisy), 60))
         self.api('PATCH', '/v1/domains/%s' % DOMAIN,
                  {'iops_4k': 100000, 'bytes_sec': PROFILE_BYTES_SEC})
 
