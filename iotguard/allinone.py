@@ -164,7 +164,8 @@ def seed(db, scenario, world, policy):
                        domain.name, info['project_id'],
                        volume_id=info['volume_id'])
         db.disk_tier_set(info['instance_uuid'], info['dev'], info['tier'],
-                         'flavor', info['project_id'])
+                         'volume_type' if info['volume_id'] else 'flavor',
+                         info['project_id'])
         disks.append(info)
     return disks
 

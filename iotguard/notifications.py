@@ -17,7 +17,12 @@ Event types (publisher ``iotguard-controller.<host>``):
 * ``iotguard.cap.apply`` (INFO): a cap was set or changed on a disk;
 * ``iotguard.cap.release`` (INFO): a disk's cap was released;
 * ``iotguard.guarantee.violation`` (WARN): a disk is below its floor with
-  unmet demand, so operators can alarm.
+  unmet demand, so operators can alarm;
+* ``iotguard.tier.refused`` (WARN): a tier an instance's flavor or a
+  volume's type names did not fit (admission) or is not usable, so its
+  disks got a weaker source's tier; sent once per refusal;
+* ``iotguard.tier.admitted`` (INFO): such a tier was given (at once, or
+  at a later resync once capacity freed).
 
 Where they go is oslo.messaging's ``[oslo_messaging_notifications]``
 (``driver = messagingv2``, ``topics``, ``transport_url``); with no driver
@@ -33,7 +38,10 @@ LOG = logging.getLogger(__name__)
 CAP_APPLY = 'iotguard.cap.apply'
 CAP_RELEASE = 'iotguard.cap.release'
 GUARANTEE_VIOLATION = 'iotguard.guarantee.violation'
-EVENT_TYPES = (CAP_APPLY, CAP_RELEASE, GUARANTEE_VIOLATION)
+TIER_ADMITTED = 'iotguard.tier.admitted'
+TIER_REFUSED = 'iotguard.tier.refused'
+EVENT_TYPES = (CAP_APPLY, CAP_RELEASE, GUARANTEE_VIOLATION, TIER_ADMITTED,
+               TIER_REFUSED)
 
 
 def publisher_id(service, host):
@@ -63,3 +71,9 @@ class Notifier:
 
     def guarantee_violation(self, payload):
         self._send('warn', GUARANTEE_VIOLATION, payload)
+
+    def tier_admitted(self, payload):
+        self._send('info', TIER_ADMITTED, payload)
+
+    def tier_refused(self, payload):
+        self._send('warn', TIER_REFUSED, payload)

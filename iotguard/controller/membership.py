@@ -48,6 +48,7 @@ import oslo_messaging
 
 from iotguard import admission
 from iotguard import clients
+from iotguard.db import models
 from iotguard import exception
 
 LOG = logging.getLogger(__name__)
@@ -69,6 +70,8 @@ class Disk:
     kind: str
     project_id: str
     volume_id: str | None = None
+    #: The volume's type (id, or name where Cinder does not say the id).
+    volume_type: str | None = None
 
 
 #: The flavor extra spec (and volume type extra spec) naming a tier.
@@ -103,15 +106,19 @@ class Membership:
     ``connection``: an openstacksdk Connection (built from
     ``[service_credentials]`` when first needed); ``db``: an
     :class:`iotguard.db.api.Connection` or None (memory only);
-    ``on_rebuilt(instance_uuid, host)``: see the module doc.
+    ``on_rebuilt(instance_uuid, host)``: see the module doc;
+    ``notifier``: an :class:`iotguard.notifications.Notifier` for the
+    tiers given or refused, or None.
     """
 
-    def __init__(self, conf, connection=None, db=None, on_rebuilt=None):
+    def __init__(self, conf, connection=None, db=None, on_rebuilt=None,
+                 notifier=None):
         self._conf = conf
         self.shared = dict(conf.membership.ephemeral_domains)
         self._connection = connection
         self.db = db
         self.on_rebuilt = on_rebuilt
+        self.notifier = notifier
         self._lock = threading.Lock()
         self._disks = {}
 
@@ -165,7 +172,9 @@ class Membership:
                                 '%s/%s skipped', volume.id, server.id, dev)
                     continue
                 out[dev] = Disk(server.id, dev, host, volume.host,
-                                KIND_CINDER, server.project_id, volume.id)
+                                KIND_CINDER, server.project_id, volume.id,
+                                getattr(volume, 'volume_type_id', None)
+                                or volume.volume_type)
         if root not in out:
             domain, kind = self.ephemeral_domain(host)
             out[root] = Disk(server.id, root, host, domain, kind,
@@ -197,7 +206,8 @@ class Membership:
         dead |= {key for key in index if key[0] not in live}
         changed = self._persist(found, index, dead)
         self._forget_choices(keep=live, before=listed_at)
-        self._sync_flavor_tiers([s for s in servers if s.compute_host])
+        self._sync_tiers([s for s in servers if s.compute_host],
+                         list(found.values()))
         return {'disks': len(found), 'written': changed,
                 'removed': len(dead)}
 
@@ -238,7 +248,7 @@ class Membership:
         dead = {key for key in old if key not in disks}
         self._persist(disks, self._db_index(), dead)
         if disks:
-            self._sync_flavor_tiers([server])
+            self._sync_tiers([server], list(disks.values()))
         return list(disks.values())
 
     def forget_instance(self, instance_uuid):
@@ -286,48 +296,102 @@ class Membership:
         self._delete_rows(sorted(k for k in dead if k in index))
         return written
 
-    def _sync_flavor_tiers(self, servers):
-        """Record the tiers the servers' flavors name, admission first.
+    def _volume_type_tiers(self, disks):
+        """``{volume type: tier or None}`` of the volume disks' types.
 
-        A tier that does not fit in a disk's domain, that does not exist or
-        that the server's project may not use is not recorded (the disks
-        keep their other sources, or the default tier) and is tried again
-        at every resync; a flavor without a tier (after a resize) drops the
-        one recorded before.
+        A type Cinder cannot show now is left out, so what was recorded
+        for its volumes stays until a later resync reads it.
+        """
+        tiers = {}
+        for volume_type in sorted({d.volume_type for d in disks
+                                   if d.volume_type}):
+            try:
+                found = self.connection.block_storage.find_type(
+                    volume_type, ignore_missing=True)
+            except Exception as e:
+                LOG.warning('Could not read volume type %s: %s',
+                            volume_type, e)
+                continue
+            specs = getattr(found, 'extra_specs', None) or {}
+            tiers[volume_type] = specs.get(TIER_KEY) or None
+        return tiers
+
+    def _sync_tiers(self, servers, disks):
+        """Record the tiers flavors and volume types name, admission first.
+
+        The flavor's tier is asked for every disk of the server (it gives
+        one to those the flavor describes), a volume type's for its volume's
+        disk. A tier that does not fit in a disk's domain, that does not
+        exist or that the server's project may not use is recorded as
+        refused (the disks keep what weaker sources give them, ending with
+        the default tier), notified once, and tried again at every resync;
+        a source that no longer names a tier (resize, retype, detach) drops
+        what it asked before.
         """
         if self.db is None or not servers:
             return
-        wanted = {s.id: flavor_tier(s) for s in servers}
-        try:
-            have = self.db.tier_choices('flavor', list(wanted))
-        except Exception as e:
-            LOG.warning('Could not read the flavor tiers: %s', e)
+        owners = {s.id: s.project_id for s in servers}
+        wanted = {'flavor': {(s.id, models.ALL_DISKS): flavor_tier(s)
+                             for s in servers}}
+        volume_disks = [d for d in disks if d.volume_id]
+        types = self._volume_type_tiers(volume_disks)
+        wanted['volume_type'] = {
+            (d.instance_uuid, d.dev): types[d.volume_type]
+            for d in volume_disks if d.volume_type in types}
+        unknown = {(d.instance_uuid, d.dev) for d in volume_disks
+                   if d.volume_type not in types}
+        for source, asked in wanted.items():
+            try:
+                have = self.db.tier_requests(source, list(owners))
+            except Exception as e:
+                LOG.warning('Could not read the %s tiers: %s', source, e)
+                continue
+            for key in sorted(set(have) - set(asked) - unknown):
+                asked[key] = None
+            for (uuid, dev), tier in sorted(asked.items()):
+                try:
+                    self._sync_tier(source, uuid, dev, tier,
+                                    have.get((uuid, dev)), owners[uuid])
+                except Exception as e:
+                    LOG.warning('Could not record the %s tier of disk %s '
+                                'of instance %s: %s', source, dev, uuid, e)
+
+    def _sync_tier(self, source, uuid, dev, tier, had, project_id):
+        payload = {'instance_uuid': uuid, 'dev': dev, 'tier': tier,
+                   'source': source, 'project_id': project_id}
+        if tier is None:
+            if had is not None:
+                self.db.tier_choice_unset(uuid, source, dev)
+                LOG.info('Instance %s no longer asks tier %s through its '
+                         '%s', uuid, had[0], source)
+            return
+        if had == (tier, 'admitted'):
             return
         admit = functools.partial(
             admission.check,
             max_ratio=self._conf.admission.max_commit_ratio)
-        for uuid, tier in sorted(wanted.items()):
-            if have.get(uuid) == tier:
-                continue
-            try:
-                if tier is not None:
-                    self.db.instance_tier_set(uuid, tier, admit,
-                                              source='flavor')
-                    LOG.info('Instance %s has tier %s from its flavor',
-                             uuid, tier)
-                    continue
-            except (exception.AdmissionRejected, exception.NotFound,
-                    exception.Conflict) as e:
-                LOG.warning('Tier %s named by the flavor of instance %s '
-                            'not given: %s', tier, uuid, e)
-            except Exception as e:
-                LOG.warning('Could not record the flavor tier of instance '
-                            '%s: %s', uuid, e)
-                continue
-            if have.get(uuid) is not None:
-                self.db.tier_choice_unset(uuid, 'flavor')
-                LOG.info('Instance %s no longer has tier %s from its '
-                         'flavor', uuid, have[uuid])
+        try:
+            self.db.instance_tier_set(uuid, tier, admit, source=source,
+                                      dev=dev)
+        except (exception.AdmissionRejected, exception.NotFound) as e:
+            reason = str(e)
+            if self.db.tier_refusal_set(uuid, dev, source, tier, reason,
+                                        project_id):
+                LOG.warning('Tier %s named by the %s of instance %s (disk '
+                            '%s) not given: %s', tier, source, uuid, dev,
+                            reason)
+                if self.notifier is not None:
+                    self.notifier.tier_refused(dict(payload, reason=reason))
+            return
+        except exception.Conflict as e:
+            # A lost lock race with another choice, not a verdict.
+            LOG.info('Tier %s of instance %s raced another choice (%s); '
+                     'next resync tries again', tier, uuid, e)
+            return
+        LOG.info('Instance %s (disk %s) has tier %s from its %s', uuid, dev,
+                 tier, source)
+        if self.notifier is not None:
+            self.notifier.tier_admitted(payload)
 
     def _forget_choices(self, **which):
         """Tier choices of instances gone from Nova go with them."""

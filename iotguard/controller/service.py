@@ -68,6 +68,7 @@ class ControllerService:
         self.listener = None
         self.gnocchi = None
         self.membership = None
+        self.notifier = None
         self.membership_listener = None
         self._membership_due = 0.0
         self.owned = set()
@@ -85,6 +86,8 @@ class ControllerService:
         if self.notification_transport is None:
             self.notification_transport = (
                 oslo_messaging.get_notification_transport(conf))
+        self.notifier = notifications.Notifier(
+            conf, self.notification_transport)
         self.partition.start()
         self.manager = manager_mod.ControllerManager(
             conf, self.db, self.store, owns=self.partition.owns,
@@ -92,8 +95,7 @@ class ControllerService:
         self.loop = loop_mod.DomainLoop(
             conf, self.db, self.store,
             agent_rpcapi.AgentAPI(self.transport),
-            audit_mod.Audit(self.db, notifications.Notifier(
-                conf, self.notification_transport)), clock=self._clock)
+            audit_mod.Audit(self.db, self.notifier), clock=self._clock)
         try:
             self.manager.refresh_index()
         except Exception:
@@ -143,7 +145,8 @@ class ControllerService:
             return
         from iotguard.controller import membership
         self.membership = membership.Membership(
-            self.conf, db=self.db, on_rebuilt=self.rebuilt)
+            self.conf, db=self.db, on_rebuilt=self.rebuilt,
+            notifier=self.notifier)
         self.membership_listener = membership.get_listener(
             self.conf, self.notification_transport, self.membership)
         self.membership_listener.start()

@@ -306,10 +306,9 @@ class Connection:
                 row.tier_id, row.updated_at = tier_id, utcnow()
 
     def _effective_tiers(self, session, instance_uuids):
-        """{(instance_uuid, dev or '*', rank): tier dict} and the default.
+        """{(instance_uuid, dev or '*', source): tier dict} and the default.
 
-        First match wins: source order of ``models.TIER_SOURCES``, and within
-        a source a choice for the disk beats one for all disks.
+        See :meth:`_resolve` for how they give each disk its tier.
         """
         choices = {}
         if instance_uuids:
@@ -331,20 +330,44 @@ class Connection:
         return choices, default
 
     @staticmethod
-    def _resolve(choices, default, instance_uuid, dev):
+    def _refusals(session, instance_uuids):
+        """{(instance_uuid, dev or '*', source): refusal dict}."""
+        if not instance_uuids:
+            return {}
+        rows = session.scalars(sa.select(models.TierRefusal).where(
+            models.TierRefusal.instance_uuid.in_(sorted(set(instance_uuids)))))
+        return {(r.instance_uuid, r.dev, r.source): {
+            'tier': r.tier, 'source': r.source, 'reason': r.reason,
+            'since': r.created_at} for r in rows}
+
+    @staticmethod
+    def _resolve(choices, default, disk, refusals=None):
+        """``(tier, source, refused)`` of one disk; first match wins.
+
+        Sources in the order of ``models.TIER_SOURCES``, each only where it
+        applies (:func:`models.source_applies`); within a source a choice
+        for the disk beats one for all its disks. ``refused``: the refusal
+        of a stronger source than the one that gave the tier, or None.
+        """
+        refused = None
         for source in models.TIER_SOURCES:
-            for which in (dev, models.ALL_DISKS):
-                tier = choices.get((instance_uuid, which, source))
-                if tier is not None:
-                    return tier, source
-        return default, 'default' if default else None
+            if not models.source_applies(source, disk.volume_id):
+                continue
+            for which in (disk.dev, models.ALL_DISKS):
+                key = (disk.instance_uuid, which, source)
+                if key in choices:
+                    return choices[key], source, refused
+                if refused is None and refusals and key in refusals:
+                    refused = refusals[key]
+        return default, 'default' if default else None, refused
 
     def _disk_views(self, session, disks):
         """Disks as dicts: where, tier (and its source), rates, cap."""
         if not disks:
             return []
-        choices, default = self._effective_tiers(
-            session, [d.instance_uuid for d in disks])
+        uuids = [d.instance_uuid for d in disks]
+        choices, default = self._effective_tiers(session, uuids)
+        refusals = self._refusals(session, uuids)
         domains = dict(session.execute(sa.select(
             models.Domain.id, models.Domain.name).where(
                 models.Domain.id.in_({d.domain_id for d in disks}))).all())
@@ -361,13 +384,14 @@ class Connection:
                                  'reason': reason}
         views = []
         for disk in disks:
-            tier, source = self._resolve(choices, default,
-                                         disk.instance_uuid, disk.dev)
+            tier, source, refused = self._resolve(choices, default, disk,
+                                                  refusals)
             view = _row(disk, ('id', 'instance_uuid', 'dev', 'host',
                                'volume_id', 'project_id', 'sampled_at')
                         + _RATE_FIELDS)
             view.update(domain=domains[disk.domain_id], tier=tier,
-                        tier_source=source, cap=caps.get(disk.id))
+                        tier_source=source, tier_refused=refused,
+                        cap=caps.get(disk.id))
             views.append(view)
         return views
 
@@ -386,20 +410,24 @@ class Connection:
             return self._disk_views(session, session.scalars(query).all())
 
     def instance_tier_set(self, instance_uuid, tier, admit,
-                          project_id=None, source='metadata'):
-        """A tier choice for every disk of an instance, admission first.
+                          project_id=None, source='api',
+                          dev=models.ALL_DISKS):
+        """A tier choice for an instance's disks, admission first.
 
-        ``source``: ``metadata`` (a tenant's choice through the API) or
-        ``flavor`` (the tier the instance's flavor names, recorded by the
-        controller's membership).
+        ``source``: ``api`` (a tenant's choice through the API, for every
+        disk), or ``flavor`` / ``volume_type`` (what the instance's flavor
+        or a volume's type names, recorded by the controller's membership;
+        ``dev`` the volume's disk for a volume type). A choice recorded
+        here replaces the source's refusal, if any.
 
         Runs in one transaction that locks the domains involved: for each
-        domain, ``admit(tier, domain, others, before, after)`` is called
-        with the domain dict and three lists of tier dicts (the other disks
-        of the domain, and this instance's disks there before and after);
-        it returns the numbers to report or raises, in which case nothing
-        is written. ``project_id`` (when given) must own the instance and
-        be allowed the tier, else NotFound.
+        domain holding a disk the choice applies to, ``admit(tier, domain,
+        others, before, after)`` is called with the domain dict and three
+        lists of tier dicts (the domain's other disks, and the instance's
+        disks the choice applies to, before and after); it returns the
+        numbers to report or raises, in which case nothing is written.
+        ``project_id`` (when given) must own the instance and be allowed
+        the tier, else NotFound.
         """
         if source not in models.TIER_SOURCES:
             raise exception.Invalid(reason='unknown tier source %r'
@@ -433,8 +461,14 @@ class Connection:
             if new is None:
                 raise exception.NotFound(what='tier %s' % tier)
             new_tier = _row(new, _TIER_FIELDS)
+
+            def concerned(disk):
+                return (disk.instance_uuid == instance_uuid
+                        and dev in (models.ALL_DISKS, disk.dev)
+                        and models.source_applies(source, disk.volume_id))
+
             numbers = []
-            domain_ids = sorted({d.domain_id for d in disks})
+            domain_ids = sorted({d.domain_id for d in disks if concerned(d)})
             for domain_id in domain_ids:
                 domain = domains.get(domain_id)
                 if domain is None:
@@ -445,28 +479,68 @@ class Connection:
                     models.Disk.domain_id == domain_id)).all()
                 choices, default = self._effective_tiers(
                     session, [m.instance_uuid for m in members])
+                changed = dict(choices)
+                changed[(instance_uuid, dev, source)] = new_tier
                 others, before, after = [], [], []
                 for member in members:
-                    current, _source = self._resolve(
-                        choices, default, member.instance_uuid, member.dev)
-                    if member.instance_uuid == instance_uuid:
+                    current = self._resolve(choices, default, member)[0]
+                    if concerned(member):
                         before.append(current)
-                        after.append(new_tier)
+                        after.append(
+                            self._resolve(changed, default, member)[0])
                     else:
                         others.append(current)
                 numbers.append(admit(
                     tier, _row(domain, _DOMAIN_FIELDS),
                     [t for t in others if t], [t for t in before if t],
-                    after))
-            session.execute(sa.delete(models.DiskTier).where(
-                models.DiskTier.instance_uuid == instance_uuid,
-                models.DiskTier.source == source))
+                    [t for t in after if t]))
+            self._choice_delete(session, instance_uuid, source, dev)
             session.add(models.DiskTier(
-                instance_uuid=instance_uuid, dev=models.ALL_DISKS,
+                instance_uuid=instance_uuid, dev=dev,
                 source=source, tier_id=new.id, project_id=owner,
                 created_at=utcnow()))
             return {'instance_uuid': instance_uuid, 'tier': tier,
                     'project_id': owner, 'admission': numbers}
+
+    @staticmethod
+    def _choice_delete(session, instance_uuid, source, dev=None):
+        """Drop a source's choice and refusal (for ``dev``, or all)."""
+        for table in (models.DiskTier, models.TierRefusal):
+            query = sa.delete(table).where(
+                table.instance_uuid == instance_uuid, table.source == source)
+            if dev is not None:
+                query = query.where(table.dev == dev)
+            session.execute(query)
+
+    def tier_refusal_set(self, instance_uuid, dev, source, tier, reason,
+                         project_id):
+        """Record that admission refused ``tier`` from ``source``.
+
+        The source's choice for the disk (if any) goes: the disk falls back
+        to the weaker sources. Returns True when this is news (no refusal
+        of the same tier was recorded), for the caller to notify once.
+        """
+        reason = reason[:255]
+        with self._writer() as session:
+            session.execute(sa.delete(models.DiskTier).where(
+                models.DiskTier.instance_uuid == instance_uuid,
+                models.DiskTier.dev == dev,
+                models.DiskTier.source == source))
+            row = session.scalars(sa.select(models.TierRefusal).where(
+                models.TierRefusal.instance_uuid == instance_uuid,
+                models.TierRefusal.dev == dev,
+                models.TierRefusal.source == source)).first()
+            if row is None:
+                session.add(models.TierRefusal(
+                    instance_uuid=instance_uuid, dev=dev, source=source,
+                    tier=tier, reason=reason, project_id=project_id,
+                    created_at=utcnow()))
+                return True
+            news = row.tier != tier
+            if news:
+                row.created_at = utcnow()
+            row.tier, row.reason, row.updated_at = tier, reason, utcnow()
+            return news
 
     # -- caps ----------------------------------------------------------------
 
@@ -619,8 +693,7 @@ class Connection:
                 session, [r.instance_uuid for r in rows])
         out = []
         for r in rows:
-            tier, source = self._resolve(choices, default, r.instance_uuid,
-                                         r.dev)
+            tier, source, _refused = self._resolve(choices, default, r)
             out.append({
                 'id': r.id, 'instance_uuid': r.instance_uuid, 'dev': r.dev,
                 'host': r.host, 'project_id': r.project_id,
@@ -689,24 +762,33 @@ class Connection:
         except db_exc.DBDuplicateEntry:
             raise exception.Conflict(reason='a disk exists already')
 
-    def tier_choices(self, source, instance_uuids):
-        """Choices from ``source`` for all disks: ``{uuid: tier name}``."""
-        with self._reader() as session:
-            query = sa.select(
-                models.DiskTier.instance_uuid, models.Tier.name).join(
-                    models.Tier, models.Tier.id == models.DiskTier.tier_id)
-            rows = session.execute(query.where(
-                models.DiskTier.source == source,
-                models.DiskTier.dev == models.ALL_DISKS,
-                models.DiskTier.instance_uuid.in_(list(instance_uuids))))
-            return dict(rows.all())
+    def tier_requests(self, source, instance_uuids):
+        """What ``source`` asked for the instances' disks.
 
-    def tier_choice_unset(self, instance_uuid, source):
-        """Drop an instance's choice from ``source``; how many rows went."""
+        ``{(instance_uuid, dev or '*'): (tier name, state)}``, ``state``
+        ``admitted`` or ``refused``.
+        """
+        uuids = list(instance_uuids)
+        with self._reader() as session:
+            admitted = session.execute(
+                sa.select(models.DiskTier.instance_uuid, models.DiskTier.dev,
+                          models.Tier.name)
+                .join(models.Tier, models.Tier.id == models.DiskTier.tier_id)
+                .where(models.DiskTier.source == source,
+                       models.DiskTier.instance_uuid.in_(uuids)))
+            refused = session.execute(
+                sa.select(models.TierRefusal.instance_uuid,
+                          models.TierRefusal.dev, models.TierRefusal.tier)
+                .where(models.TierRefusal.source == source,
+                       models.TierRefusal.instance_uuid.in_(uuids)))
+            found = {(u, d): (t, 'refused') for u, d, t in refused}
+            found.update({(u, d): (t, 'admitted') for u, d, t in admitted})
+            return found
+
+    def tier_choice_unset(self, instance_uuid, source, dev=None):
+        """Drop what ``source`` asked for an instance (or one ``dev``)."""
         with self._writer() as session:
-            return session.execute(sa.delete(models.DiskTier).where(
-                models.DiskTier.instance_uuid == instance_uuid,
-                models.DiskTier.source == source)).rowcount
+            self._choice_delete(session, instance_uuid, source, dev)
 
     def tier_choices_forget(self, instance_uuids=None, keep=None,
                             before=None):
@@ -717,16 +799,19 @@ class Connection:
         (a full resync: a choice made meanwhile for a server the listing
         did not show yet stays). Returns how many were dropped.
         """
-        query = sa.delete(models.DiskTier)
-        if instance_uuids is not None:
-            query = query.where(
-                models.DiskTier.instance_uuid.in_(list(instance_uuids)))
-        else:
-            query = query.where(
-                models.DiskTier.instance_uuid.not_in(list(keep or ())),
-                models.DiskTier.created_at < before)
+        dropped = 0
         with self._writer() as session:
-            return session.execute(query).rowcount
+            for table in (models.DiskTier, models.TierRefusal):
+                query = sa.delete(table)
+                if instance_uuids is not None:
+                    query = query.where(
+                        table.instance_uuid.in_(list(instance_uuids)))
+                else:
+                    query = query.where(
+                        table.instance_uuid.not_in(list(keep or ())),
+                        table.created_at < before)
+                dropped += session.execute(query).rowcount
+        return dropped
 
     def disk_index(self):
         """``{(instance_uuid, dev): (domain, host)}`` of every disk.

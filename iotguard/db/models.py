@@ -22,9 +22,22 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 from sqlalchemy import orm
 
-#: Sources of a tier choice, strongest first (ARCHITECTURE.md).
-TIER_SOURCES = ('metadata', 'flavor', 'volume_type')
+#: Sources of a tier choice, strongest first: the tenant's choice through
+#: iotguard's API, the flavor's ``iotguard:tier`` (for the disks the flavor
+#: describes: the image-backed root, ephemeral and swap), the volume type's
+#: (for that volume). ``[tiers] default_tier`` comes after them all.
+TIER_SOURCES = ('api', 'flavor', 'volume_type')
 ALL_DISKS = '*'
+
+
+def source_applies(source, volume_id):
+    """Whether a choice from ``source`` can give a disk its tier."""
+    if source == 'flavor':
+        return not volume_id
+    if source == 'volume_type':
+        return bool(volume_id)
+    return True
+
 
 #: Microsecond datetimes on MySQL/MariaDB too (the default there is seconds).
 DateTime = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql',
@@ -94,6 +107,30 @@ class DiskTier(Base):
     source = sa.Column(sa.String(16), nullable=False)
     tier_id = sa.Column(sa.Integer, sa.ForeignKey('tiers.id'),
                         nullable=False, index=True)
+    project_id = sa.Column(sa.String(64), nullable=False)
+    created_at, updated_at = _timestamps()
+
+
+class TierRefusal(Base):
+    """A tier a flavor or volume type names that admission refused.
+
+    The disk keeps what the weaker sources give it; membership tries the
+    tier again at every resync and drops this row once it is admitted or
+    no longer asked for.
+    """
+
+    __tablename__ = 'tier_refusals'
+    __table_args__ = (
+        sa.UniqueConstraint('instance_uuid', 'dev', 'source',
+                            name='uq_tier_refusals_instance_uuid_dev_source'),
+    )
+
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    instance_uuid = sa.Column(sa.String(36), nullable=False, index=True)
+    dev = sa.Column(sa.String(64), nullable=False)
+    source = sa.Column(sa.String(16), nullable=False)
+    tier = sa.Column(sa.String(64), nullable=False)
+    reason = sa.Column(sa.String(255), nullable=False)
     project_id = sa.Column(sa.String(64), nullable=False)
     created_at, updated_at = _timestamps()
 

@@ -35,6 +35,7 @@ def view(disk):
         'volume_id': disk['volume_id'], 'project_id': disk['project_id'],
         'tier': tier['name'] if tier else None,
         'tier_source': disk['tier_source'],
+        'tier_refused': disk.get('tier_refused'),
         'floor': {'min_iops': tier['min_iops'] if tier else 0.0,
                   'min_bytes_sec': tier['min_bytes_sec'] if tier else 0.0},
         'ceiling': {'max_iops': tier['max_iops'] if tier else 0.0,

@@ -18,7 +18,8 @@ from iotguard.osc.v1 import common
 
 DISK_COLUMNS = (('dev', 'Dev'), ('domain', 'Domain'), ('host', 'Host'),
                 ('volume_id', 'Volume'), ('tier', 'Tier'),
-                ('tier_source', 'Tier Source'), ('floor', 'Floor'),
+                ('tier_source', 'Tier Source'),
+                ('tier_refused', 'Tier Refused'), ('floor', 'Floor'),
                 ('ceiling', 'Ceiling'), ('rates', 'Rates'),
                 ('cap', 'Cap'), ('reason', 'Cap Reason'),
                 ('lease_expires_at', 'Cap Lease Until'),
@@ -31,7 +32,12 @@ SET_COLUMNS = (('uuid', 'UUID'), ('project_id', 'Project'),
 def disk_row(disk):
     """One disk of the API's view, its cap flattened into columns."""
     cap = disk.get('cap') or {}
-    return dict(disk, cap=cap.get('limits'), reason=cap.get('reason'),
+    refused = disk.get('tier_refused')
+    if refused:
+        refused = '%s (from %s): %s' % (refused['tier'], refused['source'],
+                                        refused['reason'])
+    return dict(disk, tier_refused=refused, cap=cap.get('limits'),
+                reason=cap.get('reason'),
                 lease_expires_at=cap.get('lease_expires_at'),
                 decision_id=cap.get('decision_id'))
 

@@ -157,7 +157,7 @@ class TestOpenstackCLI(base.TestCase):
         self.assertIn('refused on domain local:compute1', err)
         self.assertIn('committed_after', err)
         disks = self.json('instance', 'show', instance, who=MEMBER)
-        self.assertEqual([('vda', 'gold', 'metadata')],
+        self.assertEqual([('vda', 'gold', 'api')],
                          [(d['Dev'], d['Tier'], d['Tier Source'])
                           for d in disks])
         # A tier in use cannot be deleted.

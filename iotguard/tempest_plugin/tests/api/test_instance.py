@@ -51,7 +51,7 @@ class InstanceTierTest(base.BaseIotguardTest):
         for disk in self.instance['disks']:
             self.assertTrue(disk['domain'])
             self.assertIn(disk['tier_source'],
-                          (None, 'metadata', 'flavor', 'volume_type',
+                          (None, 'api', 'flavor', 'volume_type',
                            'default'))
 
     @decorators.idempotent_id('9a8b7c6d-5e4f-4321-a0b9-c8d7e6f5a477')
@@ -63,7 +63,7 @@ class InstanceTierTest(base.BaseIotguardTest):
         self.assertIn(answer['nova_metadata'], ('synced', 'disabled'))
         disks = self.client.show_instance(self.server['id'])['instance'][
             'disks']
-        self.assertEqual({(self.weight_only['name'], 'metadata')},
+        self.assertEqual({(self.weight_only['name'], 'api')},
                          {(d['tier'], d['tier_source']) for d in disks})
 
     @decorators.idempotent_id('1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e88')

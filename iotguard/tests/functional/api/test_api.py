@@ -235,7 +235,7 @@ class APITests:
                          vda['floor'])
         gold = self.call('GET', '/v1/instances/%s' % B1,
                          who=MEMBER_B).json['instance']['disks'][0]
-        self.assertEqual(('gold', 'metadata', 2000.0, 5000.0), (
+        self.assertEqual(('gold', 'api', 2000.0, 5000.0), (
             gold['tier'], gold['tier_source'], gold['floor']['min_iops'],
             gold['ceiling']['max_iops']))
 

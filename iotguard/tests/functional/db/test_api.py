@@ -142,15 +142,18 @@ class DbApiTests:
                           (UUID_B, 'vda'): ('default', 'default')}, tiers())
         db.disk_tier_set(UUID_A, 'vdb', 'voltype', 'volume_type', 'proj-a')
         db.disk_tier_set(UUID_A, '*', 'flavor', 'flavor', 'proj-a')
+        # The flavor's tier is for the disks it describes, the volume
+        # type's for its volume (vdb).
         current = tiers()
         self.assertEqual(('flavor', 'flavor'), current[(UUID_A, 'vda')])
-        self.assertEqual(('flavor', 'flavor'), current[(UUID_A, 'vdb')])
+        self.assertEqual(('voltype', 'volume_type'),
+                         current[(UUID_A, 'vdb')])
         db.disk_tier_set(UUID_A, 'vda', 'vda-flavor', 'flavor', 'proj-a')
         self.assertEqual(('vda-flavor', 'flavor'), tiers()[(UUID_A, 'vda')])
         db.instance_tier_set(UUID_A, 'meta', lambda *a: {})
         current = tiers()
-        self.assertEqual(('meta', 'metadata'), current[(UUID_A, 'vda')])
-        self.assertEqual(('meta', 'metadata'), current[(UUID_A, 'vdb')])
+        self.assertEqual(('meta', 'api'), current[(UUID_A, 'vda')])
+        self.assertEqual(('meta', 'api'), current[(UUID_A, 'vdb')])
         self.assertEqual(('default', 'default'), current[(UUID_B, 'vda')])
         self.assertRaises(exception.Invalid, db.disk_tier_set, UUID_A, 'vda',
                           'meta', 'guess', 'proj-a')
@@ -199,6 +202,11 @@ class DbApiTests:
         self.assertRaises(exception.Conflict, self.db.tier_delete, 'silver')
         self.db.tier_delete('gold')
 
+    def _tiers_of(self, uuid):
+        return {d['dev']: (d['tier'] and d['tier']['name'], d['tier_source'],
+                           d['tier_refused'] and d['tier_refused']['tier'])
+                for d in self.db.disk_list(uuid)}
+
     def test_flavor_tier_choice_under_the_api_one(self):
         self._domain_with_disks()
         self.db.tier_create(database.tier_values('gold', min_iops=100.0))
@@ -206,25 +214,97 @@ class DbApiTests:
         seen = []
 
         def admit(tier, domain, others, before, after):
-            seen.append(tier)
+            seen.append((tier, len(others), [t['name'] for t in after]))
             return {}
 
         self.db.instance_tier_set(UUID_A, 'silver', admit, source='flavor')
-        self.assertEqual({UUID_A: 'silver'},
-                         self.db.tier_choices('flavor', [UUID_A, UUID_B]))
-        self.assertEqual({('silver', 'flavor')},
-                         {(d['tier']['name'], d['tier_source'])
-                          for d in self.db.disk_list(UUID_A)})
+        self.assertEqual({(UUID_A, '*'): ('silver', 'admitted')},
+                         self.db.tier_requests('flavor', [UUID_A, UUID_B]))
+        # Only the disk the flavor describes (vdb is a volume) was
+        # admitted and got it.
+        self.assertEqual([('silver', 0, ['silver'])], seen)
+        self.assertEqual({'vda': ('silver', 'flavor', None),
+                          'vdb': (None, None, None)}, self._tiers_of(UUID_A))
         # The tenant's admitted choice wins over the flavor's.
         self.db.instance_tier_set(UUID_A, 'gold', admit)
-        self.assertEqual({('gold', 'metadata')},
-                         {(d['tier']['name'], d['tier_source'])
-                          for d in self.db.disk_list(UUID_A)})
-        self.assertEqual(['silver', 'gold'], seen)
-        self.assertEqual(1, self.db.tier_choice_unset(UUID_A, 'flavor'))
-        self.assertEqual({}, self.db.tier_choices('flavor', [UUID_A]))
+        self.assertEqual({'vda': ('gold', 'api', None),
+                          'vdb': ('gold', 'api', None)},
+                         self._tiers_of(UUID_A))
+        self.assertEqual(('gold', 0, ['gold', 'gold']), seen[-1])
+        self.db.tier_choice_unset(UUID_A, 'flavor')
+        self.assertEqual({}, self.db.tier_requests('flavor', [UUID_A]))
         self.assertRaises(exception.Invalid, self.db.instance_tier_set,
                           UUID_A, 'gold', admit, source='nova-metadata')
+
+    def test_volume_type_tier_admitted_for_its_disk_only(self):
+        self._domain_with_disks()
+        self.db.tier_create(database.tier_values('gold', min_iops=100.0))
+        self.db.tier_create(database.tier_values('silver', min_iops=10.0))
+        self.db.instance_tier_set(UUID_B, 'silver', lambda *a: {})
+        seen = []
+
+        def admit(tier, domain, others, before, after):
+            seen.append(([t['name'] for t in others],
+                         [t['name'] for t in before],
+                         [t['name'] for t in after]))
+            return {}
+
+        self.db.instance_tier_set(UUID_A, 'gold', admit,
+                                  source='volume_type', dev='vdb')
+        self.assertEqual([(['silver'], [], ['gold'])], seen)
+        self.assertEqual({'vda': (None, None, None),
+                          'vdb': ('gold', 'volume_type', None)},
+                         self._tiers_of(UUID_A))
+        self.assertEqual({(UUID_A, 'vdb'): ('gold', 'admitted')},
+                         self.db.tier_requests('volume_type', [UUID_A]))
+        # A volume type's tier on a disk that is no volume asks nothing
+        # of admission and gives nothing.
+        seen.clear()
+        self.db.instance_tier_set(UUID_A, 'silver', admit,
+                                  source='volume_type', dev='vda')
+        self.assertEqual([], seen)
+        self.assertEqual((None, None, None), self._tiers_of(UUID_A)['vda'])
+
+    def test_refused_tier_is_shown_until_given_or_gone(self):
+        self._domain_with_disks()
+        self.db.tier_create(database.tier_values('silver', min_iops=10.0))
+        self.db.instance_tier_set(UUID_A, 'silver', lambda *a: {},
+                                  source='flavor')
+        # Refused after a resize: the flavor's choice goes, the refusal
+        # shows where the flavor's tier would apply, once.
+        self.assertTrue(self.db.tier_refusal_set(
+            UUID_A, '*', 'flavor', 'platinum', 'does not fit', 'proj-a'))
+        self.assertFalse(self.db.tier_refusal_set(
+            UUID_A, '*', 'flavor', 'platinum', 'still no room', 'proj-a'))
+        self.assertEqual({'vda': (None, None, 'platinum'),
+                          'vdb': (None, None, None)}, self._tiers_of(UUID_A))
+        vda = self.db.disk_list(UUID_A)[0]['tier_refused']
+        self.assertEqual(('flavor', 'still no room'),
+                         (vda['source'], vda['reason']))
+        self.assertIsNotNone(vda['since'])
+        self.assertEqual({(UUID_A, '*'): ('platinum', 'refused')},
+                         self.db.tier_requests('flavor', [UUID_A]))
+        # A tier from a stronger source hides it.
+        self.db.instance_tier_set(UUID_A, 'silver', lambda *a: {})
+        self.assertEqual(('silver', 'api', None),
+                         self._tiers_of(UUID_A)['vda'])
+        self.db.tier_choice_unset(UUID_A, 'api')
+        # Given later: the refusal goes.
+        self.db.tier_create(database.tier_values('platinum', min_iops=1.0))
+        self.db.instance_tier_set(UUID_A, 'platinum', lambda *a: {},
+                                  source='flavor')
+        self.assertEqual(('platinum', 'flavor', None),
+                         self._tiers_of(UUID_A)['vda'])
+        self.assertEqual({(UUID_A, '*'): ('platinum', 'admitted')},
+                         self.db.tier_requests('flavor', [UUID_A]))
+        # A deleted instance takes its refusals along.
+        self.db.tier_refusal_set(UUID_A, 'vdb', 'volume_type', 'x' * 64,
+                                 'r' * 300, 'proj-a')
+        self.assertEqual(255, len(self.db.disk_list(UUID_A)[1]
+                                  ['tier_refused']['reason']))
+        self.assertEqual(2, self.db.tier_choices_forget(
+            instance_uuids=[UUID_A]))
+        self.assertEqual({}, self.db.tier_requests('volume_type', [UUID_A]))
 
     def test_tier_choices_of_deleted_instances_are_forgotten(self):
         self._domain_with_disks()

@@ -38,9 +38,9 @@ def server(uuid, host, volumes=(), root='/dev/vda', project='p1',
                           for v in volumes])
 
 
-def volume(uuid, pool, attachments=()):
+def volume(uuid, pool, attachments=(), volume_type='standard'):
     return types.SimpleNamespace(
-        id=uuid, host=pool,
+        id=uuid, host=pool, volume_type=volume_type,
         attachments=[{'server_id': s, 'device': d, 'volume_id': uuid}
                      for s, d in attachments])
 
@@ -51,11 +51,13 @@ class FakeConnection:
     def __init__(self):
         self.servers = {}
         self.volumes = {}
+        self.types = {}
         self.calls = []
         self.compute = types.SimpleNamespace(
             servers=self._servers, get_server=self._get_server)
         self.block_storage = types.SimpleNamespace(
-            volumes=self._volumes, get_volume=self._get_volume)
+            volumes=self._volumes, get_volume=self._get_volume,
+            find_type=self._find_type)
 
     def _servers(self, **kw):
         self.calls.append(('servers', kw))
@@ -71,11 +73,31 @@ class FakeConnection:
             raise sdk_exc.NotFoundException('no server %s' % uuid)
         return self.servers[uuid]
 
+    def _find_type(self, name_or_id, ignore_missing=True):
+        self.calls.append(('find_type', name_or_id))
+        specs = self.types.get(name_or_id)
+        if isinstance(specs, Exception):
+            raise specs
+        return None if specs is None else types.SimpleNamespace(
+            name=name_or_id, extra_specs=specs)
+
     def _get_volume(self, uuid):
         self.calls.append(('get_volume', uuid))
         if uuid not in self.volumes:
             raise sdk_exc.NotFoundException('no volume %s' % uuid)
         return self.volumes[uuid]
+
+
+class FakeNotifier:
+
+    def __init__(self):
+        self.sent = []
+
+    def tier_admitted(self, payload):
+        self.sent.append(('admitted', payload))
+
+    def tier_refused(self, payload):
+        self.sent.append(('refused', payload))
 
 
 class FakeDb:
@@ -86,6 +108,7 @@ class FakeDb:
         self.rows = {}
         self.forgotten = []
         self.choices = {}
+        self.refusals = {}
         self.refuse = set()
         self.admits = []
 
@@ -109,21 +132,36 @@ class FakeDb:
         if self.rows.pop((instance_uuid, dev), None) is None:
             raise exception.NotFound(what='disk')
 
-    def tier_choices(self, source, instance_uuids):
-        return {u: t for (u, src), t in self.choices.items()
-                if src == source and u in instance_uuids}
+    def tier_requests(self, source, instance_uuids):
+        found = {(u, d): (t, 'refused')
+                 for (u, d, src), t in self.refusals.items()
+                 if src == source and u in instance_uuids}
+        found.update({(u, d): (t, 'admitted')
+                      for (u, d, src), t in self.choices.items()
+                      if src == source and u in instance_uuids})
+        return found
 
     def instance_tier_set(self, instance_uuid, tier, admit,
-                          project_id=None, source='metadata'):
+                          project_id=None, source='api', dev='*'):
         if tier in self.refuse:
             raise exception.AdmissionRejected(
                 tier=tier, domain='pool', committed=1.0, max_ratio=0.9)
         self.admits.append(admit)
-        self.choices[(instance_uuid, source)] = tier
+        self.refusals.pop((instance_uuid, dev, source), None)
+        self.choices[(instance_uuid, dev, source)] = tier
 
-    def tier_choice_unset(self, instance_uuid, source):
-        return int(self.choices.pop((instance_uuid, source), None)
-                   is not None)
+    def tier_refusal_set(self, instance_uuid, dev, source, tier, reason,
+                         project_id):
+        self.choices.pop((instance_uuid, dev, source), None)
+        news = self.refusals.get((instance_uuid, dev, source)) != tier
+        self.refusals[(instance_uuid, dev, source)] = tier
+        return news
+
+    def tier_choice_unset(self, instance_uuid, source, dev=None):
+        for table in (self.choices, self.refusals):
+            for key in [k for k in table if k[0] == instance_uuid
+                        and k[2] == source and dev in (None, k[1])]:
+                del table[key]
 
     def tier_choices_forget(self, instance_uuids=None, keep=None,
                             before=None):
@@ -271,34 +309,77 @@ class TestMembership(base.TestCase):
         # Metadata a tenant wrote in Nova grants nothing.
         self.conn.servers[VM2] = server(
             VM2, 'cmp-2', metadata={'iotguard:tier': 'gold'})
-        m = self.membership()
+        notifier = FakeNotifier()
+        m = self.membership(notifier=notifier)
         m.refresh()
-        self.assertEqual({(VM1, 'flavor'): 'gold'}, self.db.choices)
+        self.assertEqual({(VM1, '*', 'flavor'): 'gold'}, self.db.choices)
         admit = self.db.admits[0]
         self.assertEqual(self.conf.admission.max_commit_ratio,
                          admit.keywords['max_ratio'])
+        self.assertEqual([('admitted', {
+            'instance_uuid': VM1, 'dev': '*', 'tier': 'gold',
+            'source': 'flavor', 'project_id': 'p1'})], notifier.sent)
         # A second resync changes nothing.
         m.refresh()
         self.assertEqual(1, len(self.db.admits))
+        self.assertEqual(1, len(notifier.sent))
 
-    def test_flavor_tier_refused_or_gone_is_dropped(self):
+    def test_flavor_tier_refused_is_visible_retried_and_dropped(self):
         self.conn.servers[VM1] = server(
             VM1, 'cmp-1', flavor_specs={'iotguard:tier': 'gold'})
-        m = self.membership()
+        notifier = FakeNotifier()
+        m = self.membership(notifier=notifier)
         m.refresh()
-        # Resized to a flavor whose tier does not fit: not recorded, the
-        # old flavor's tier dropped.
+        # Resized to a flavor whose tier does not fit: refused (the old
+        # flavor's tier goes), logged and notified once.
         self.conn.servers[VM1] = server(
             VM1, 'cmp-1', flavor_specs={'iotguard:tier': 'platinum'})
         self.db.refuse.add('platinum')
         with self.assertLogs('iotguard.controller.membership',
                              'WARNING') as logs:
             m.refresh_instance(VM1)
+            m.refresh()
+        self.assertEqual(1, len(logs.output))
         self.assertIn('platinum', logs.output[0])
         self.assertEqual({}, self.db.choices)
-        # Then to a flavor without a tier: nothing more to drop.
-        self.db.choices[(VM1, 'flavor')] = 'gold'
+        self.assertEqual({(VM1, '*', 'flavor'): 'platinum'},
+                         self.db.refusals)
+        self.assertEqual(['admitted', 'refused'],
+                         [kind for kind, _ in notifier.sent])
+        self.assertIn('platinum', notifier.sent[1][1]['reason'])
+        # Capacity frees: the next resync gives it.
+        self.db.refuse.clear()
+        m.refresh()
+        self.assertEqual({(VM1, '*', 'flavor'): 'platinum'},
+                         self.db.choices)
+        self.assertEqual({}, self.db.refusals)
+        self.assertEqual('admitted', notifier.sent[-1][0])
+        # Then to a flavor without a tier: the choice goes.
         self.conn.servers[VM1] = server(VM1, 'cmp-1')
+        m.refresh()
+        self.assertEqual({}, self.db.choices)
+
+    def test_volume_type_tier_per_volume_disk(self):
+        self.conn.types = {'standard': {}, 'iotguard-gold':
+                           {'iotguard:tier': 'gold'}}
+        self.conn.volumes[VOL1] = volume(VOL1, POOL, [(VM1, '/dev/vdb')],
+                                         volume_type='iotguard-gold')
+        m = self.membership()
+        m.refresh()
+        self.assertEqual({(VM1, 'vdb', 'volume_type'): 'gold'},
+                         self.db.choices)
+        # Each type is read once per resync.
+        self.assertEqual(1, sum(1 for c in self.conn.calls
+                                if c == ('find_type', 'iotguard-gold')))
+        # A type Cinder cannot show now keeps what was recorded.
+        self.conn.types['iotguard-gold'] = sdk_exc.HttpException('503')
+        with self.assertLogs('iotguard.controller.membership', 'WARNING'):
+            m.refresh()
+        self.assertEqual({(VM1, 'vdb', 'volume_type'): 'gold'},
+                         self.db.choices)
+        # Detached: its disk asks nothing any more.
+        self.conn.types['iotguard-gold'] = {'iotguard:tier': 'gold'}
+        self.conn.volumes[VOL1] = volume(VOL1, POOL, [])
         m.refresh()
         self.assertEqual({}, self.db.choices)
 

@@ -162,7 +162,8 @@ class MembershipWiringTest(base.TestCase):
                 as get_listener:
             self.svc._start_membership()
         cls.assert_called_once_with(self.conf, db=self.db,
-                                    on_rebuilt=self.svc.rebuilt)
+                                    on_rebuilt=self.svc.rebuilt,
+                                    notifier=self.svc.notifier)
         get_listener.assert_called_once_with(
             self.conf, self.svc.notification_transport, cls.return_value)
         get_listener.return_value.start.assert_called_once_with()

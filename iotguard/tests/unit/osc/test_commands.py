@@ -32,7 +32,7 @@ TIER = {'name': 'gold', 'description': 'db', 'min_iops': 2000.0,
 UUID = '8c4b1e2a-5d6f-4a7b-9c8d-0e1f2a3b4c5d'
 DISK = {'instance_uuid': UUID, 'dev': 'vda', 'host': 'c1',
         'domain': 'local:c1', 'volume_id': None, 'project_id': 'p1',
-        'tier': 'gold', 'tier_source': 'metadata',
+        'tier': 'gold', 'tier_source': 'api',
         'floor': {'min_iops': 2000.0, 'min_bytes_sec': 0.0},
         'ceiling': {'max_iops': 5000.0, 'max_bytes_sec': 0.0},
         'rates': None,
@@ -172,7 +172,7 @@ class TestInstance(CommandTestCase):
         answer = (answer[0], list(answer[1]))
         self.assertEqual([('instance_show', (UUID,), {})], fake.calls)
         vda, vdb = self.rows(answer)
-        self.assertEqual(('vda', 'gold', 'metadata', 'local:c1'),
+        self.assertEqual(('vda', 'gold', 'api', 'local:c1'),
                          (vda['Dev'], vda['Tier'], vda['Tier Source'],
                           vda['Domain']))
         self.assertEqual({'total_iops_sec': 2900}, vda['Cap'])
