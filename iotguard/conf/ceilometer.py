@@ -27,6 +27,11 @@ OPTS = [
                help="The topic Ceilometer's notifier publisher sends to "
                     "([publisher_notifier] metering_topic in "
                     "ceilometer.conf, or topic= in the publisher URL)."),
+    cfg.StrOpt('exchange',
+               default='ceilometer',
+               help="The exchange Ceilometer publishes on: its "
+                    "[DEFAULT] control_exchange, ``ceilometer`` unless "
+                    "changed there."),
     cfg.StrOpt('pool',
                help='Listener pool (the queue this controller reads). '
                     'Unset: iotguard-controller.<[DEFAULT] host>, so every '

@@ -37,6 +37,12 @@ OPTS = [
                      'unversioned (``notifications``) and versioned '
                      '(``versioned_notifications``); either format is '
                      'understood.'),
+    cfg.ListOpt('notification_exchanges',
+                default=['nova', 'cinder'],
+                help="Exchanges Nova and Cinder publish their "
+                     "notifications on: their [DEFAULT] control_exchange "
+                     "(``nova`` and ``cinder`` unless changed there). Each "
+                     "topic is read on each exchange."),
     cfg.StrOpt('pool',
                help='Listener pool for those notifications. Unset: '
                     'iotguard-controller.<[DEFAULT] host>, so every '

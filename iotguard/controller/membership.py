@@ -542,8 +542,14 @@ def pool_name(conf):
 
 
 def get_listener(conf, transport, membership):
-    """A (not started) listener on ``[membership] notification_topics``."""
-    targets = [oslo_messaging.Target(topic=topic)
+    """A (not started) listener on Nova's and Cinder's notifications.
+
+    Every ``[membership] notification_topics`` topic on every
+    ``notification_exchanges`` exchange: each service publishes on its own
+    control exchange, not on iotguard's.
+    """
+    targets = [oslo_messaging.Target(topic=topic, exchange=exchange)
+               for exchange in conf.membership.notification_exchanges
                for topic in conf.membership.notification_topics]
     return oslo_messaging.get_notification_listener(
         transport, targets, [NotificationEndpoint(membership)],

@@ -301,7 +301,7 @@ def pool_name(conf):
 
 
 def get_listener(conf, transport, sink):
-    """A (not started) notification listener on ``[ceilometer] topic``.
+    """A (not started) listener on ``[ceilometer] exchange`` and ``topic``.
 
     ``transport`` is a notification transport
     (``oslo_messaging.get_notification_transport``) on the bus Ceilometer
@@ -309,5 +309,6 @@ def get_listener(conf, transport, sink):
     """
     endpoint = Endpoint(sink, conf.ceilometer.polling_interval)
     return oslo_messaging.get_notification_listener(
-        transport, [oslo_messaging.Target(topic=conf.ceilometer.topic)],
+        transport, [oslo_messaging.Target(topic=conf.ceilometer.topic,
+                                          exchange=conf.ceilometer.exchange)],
         [endpoint], executor='threading', pool=pool_name(conf))

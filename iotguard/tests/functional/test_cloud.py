@@ -40,8 +40,11 @@ import unittest
 import fixtures
 from keystoneauth1.identity import v3
 from keystoneauth1 import session as ks_session
+from oslo_config import cfg
+import oslo_messaging
 
 from iotguard.osc import client as osc_client
+from iotguard import rpc
 from iotguard.tests import base
 from iotguard.tests.fixtures import cloud as cloud_fixture
 from iotguard.tests.fixtures import confs
@@ -80,7 +83,9 @@ libvirt_uri = qemu:///system
 sample_interval = %(sample)s
 state_file = %(dir)s/agent-state.json
 [membership]
-resync_interval = 10
+# Long enough that Nova's notifications, not the resync, keep membership
+# current; a refused flavor tier is retried at the resync.
+resync_interval = 30
 [api]
 auth_strategy = keystone
 dev_server_port = %(port)s
@@ -138,6 +143,25 @@ def wait_for(predicate, timeout, step=0.5):
     return predicate()
 
 
+class TierEvents:
+    """iotguard's tier notifications, as an operator's alarm would see."""
+
+    filter_rule = oslo_messaging.NotificationFilter(
+        event_type=r'^iotguard\.tier\.')
+
+    def __init__(self):
+        self.seen = []
+
+    def info(self, ctxt, publisher_id, event_type, payload, metadata):
+        self.seen.append((event_type, payload))
+
+    warn = info
+
+    def about(self, server):
+        return [(event, p['tier'], p['source']) for event, p in self.seen
+                if p.get('instance_uuid') == server.id]
+
+
 class CloudTest(base.TestCase):
 
     @classmethod
@@ -153,10 +177,24 @@ class CloudTest(base.TestCase):
             cls.cloud = cls._use(cloud_fixture.Cloud(
                 os.environ.get('IOTGUARD_CLOUD_DIR')))
             cls.db = cls._use(database.Database('mysql'))
+            cls._listen()
             cls._start_iotguard()
         except BaseException:
             cls.tearDownClass()
             raise
+
+    @classmethod
+    def _listen(cls):
+        """A pool of our own on the cloud's notifications topic."""
+        transport = oslo_messaging.get_notification_transport(
+            cfg.ConfigOpts(), url=cls.cloud.transport_url)
+        cls.events = TierEvents()
+        listener = oslo_messaging.get_notification_listener(
+            transport, [oslo_messaging.Target(topic='notifications',
+                                              exchange=rpc.EXCHANGE)],
+            [cls.events], executor='threading', pool='iotguard-cloud-test')
+        listener.start()
+        cls.listener = listener
 
     @classmethod
     def _use(cls, fixture):
@@ -168,6 +206,9 @@ class CloudTest(base.TestCase):
     def tearDownClass(cls):
         for proc in getattr(cls, 'procs', {}).values():
             cls._kill(proc)
+        if getattr(cls, 'listener', None) is not None:
+            cls.listener.stop()
+            cls.listener.wait()
         for fixture in reversed(cls.fixtures):
             fixture.cleanUp()
         super().tearDownClass()
@@ -272,17 +313,19 @@ class CloudTest(base.TestCase):
     def persistent_iotune(self, server):
         return self.live_iotune(server, libvirt.VIR_DOMAIN_AFFECT_CONFIG)
 
-    def boot_pair(self, prefix, noisy_tier=None):
-        """A quiet and a noisy server (its flavor may name a tier)."""
+    def boot_pair(self, prefix, noisy_tier=None, quiet_tier=None):
+        """A quiet and a noisy server (their flavors may name tiers)."""
         quota = {'quota:disk_total_bytes_sec': str(STATIC)}
-        flavor = self.cloud.flavor(prefix + '-flavor', quota)
-        noisy_flavor = self.cloud.flavor(
-            prefix + '-noisy-flavor',
-            dict(quota, **({'iotguard:tier': noisy_tier}
-                           if noisy_tier else {})))
+
+        def flavor(name, tier):
+            return self.cloud.flavor(name, dict(
+                quota, **({'iotguard:tier': tier} if tier else {})))
+
+        quiet_flavor = flavor(prefix + '-flavor', quiet_tier)
+        noisy_flavor = flavor(prefix + '-noisy-flavor', noisy_tier)
         # quiet: 1 MiB then half a second of rest (~1.5 MiB/s); noisy:
         # as fast as its static ceiling lets it.
-        quiet = self.cloud.boot(prefix + '-quiet', flavor, metadata={
+        quiet = self.cloud.boot(prefix + '-quiet', quiet_flavor, metadata={
             'iotg_bs': '64k', 'iotg_count': '16', 'iotg_pause': '0.5'})
         noisy = self.cloud.boot(prefix + '-noisy', noisy_flavor)
         for server in (quiet, noisy):
@@ -304,11 +347,10 @@ class CloudTest(base.TestCase):
         server is capped because its tier, bronze, has a ceiling it runs
         far above while the domain is busy.
         """
-        self.api('POST', '/v1/tiers', {'name': 'silver',
-                                       'min_bytes_sec': FLOOR})
         self.api('POST', '/v1/tiers', {'name': 'bronze',
                                        'max_bytes_sec': CEILING})
-        quiet, noisy = self.boot_pair('nn', noisy_tier='bronze')
+        quiet, noisy = self.boot_pair('nn', noisy_tier='bronze',
+                                      quiet_tier='silver')
         # A tenant writing the key into Nova's metadata gets nothing.
         self.cloud.conn.compute.set_server_metadata(
             noisy, **{'iotguard:tier': 'silver'})
@@ -321,14 +363,43 @@ class CloudTest(base.TestCase):
             self.assertEqual(DOMAIN, disks['vda']['domain'])
             self.assertEqual(cloud_fixture.COMPUTE_HOST,
                              disks['vda']['host'])
-        # The operator's capacity profile of the host's local storage.
+        # The quiet server's flavor names silver, which the operator has not
+        # created yet: refused, visibly, and the server runs all the same.
+        refused = wait_for(
+            lambda: self.disks(quiet)['vda']['tier_refused'], 30)
+        self.assertTrue(refused, self.disks(quiet))
+        self.assertEqual(('silver', 'flavor'),
+                         (refused['tier'], refused['source']))
+        self.assertIn('silver', refused['reason'])
+        self.assertIsNone(self.disks(quiet)['vda']['tier_source'])
+        self.assertTrue(wait_for(lambda: ('iotguard.tier.refused', 'silver',
+                                          'flavor') in
+                                 self.events.about(quiet), 10),
+                        self.events.seen)
+        # The operator's capacity profile of the host's local storage, and
+        # the tier: the next resync gives the flavor's tier.
         self.api('PATCH', '/v1/domains/%s' % DOMAIN,
                  {'iops_4k': 100000, 'bytes_sec': PROFILE_BYTES_SEC})
+        self.api('POST', '/v1/tiers', {'name': 'silver',
+                                       'min_bytes_sec': FLOOR})
+        given = wait_for(
+            lambda: self.disks(quiet)['vda']['tier_source'] == 'flavor'
+            and self.disks(quiet)['vda'], 45)
+        self.assertTrue(given, self.disks(quiet))
+        self.assertEqual('silver', given['tier'])
+        self.assertIsNone(given['tier_refused'])
+        self.assertTrue(wait_for(lambda: ('iotguard.tier.admitted', 'silver',
+                                          'flavor') in
+                                 self.events.about(quiet), 10),
+                        self.events.seen)
+        self.assertEqual(1, [e for e, _t, _s in self.events.about(quiet)]
+                         .count('iotguard.tier.refused'))
         # The tenant chooses a tier for the quiet server: admitted, and
         # the API wrote it into the server's metadata in Nova.
         chosen = self.api('PUT', '/v1/instances/%s/tier' % quiet.id,
                           {'tier': 'silver'})['instance']
         self.assertEqual('silver', chosen['tier'])
+        self.assertEqual('api', self.disks(quiet)['vda']['tier_source'])
         self.assertEqual(
             'silver', self.cloud.conn.compute.get_server_metadata(
                 quiet).metadata.get('iotguard:tier'))

@@ -26,6 +26,7 @@ import threading
 import time
 import uuid
 
+from oslo_config import cfg
 import oslo_messaging
 
 from iotguard import caps
@@ -89,6 +90,26 @@ class RabbitTestCase(test_base.TestCase):
         self.addCleanup(listener.wait)
         self.addCleanup(listener.stop)
 
+    def notifier(self, service, publisher_id, topics):
+        """A Notifier as another service sends: on its own exchange.
+
+        Each OpenStack service publishes on its ``control_exchange``
+        (``nova``, ``cinder``, ``ceilometer``); here ``<service>-ft-<run>``.
+        """
+        conf = cfg.ConfigOpts()
+        conf([])
+        oslo_messaging.get_notification_transport(
+            conf, url=rabbit.URL).cleanup()
+        conf.set_override('control_exchange',
+                          '%s-ft-%s' % (service, self.run_id))
+        conf.set_override('amqp_auto_delete', True,
+                          group='oslo_messaging_rabbit')
+        transport = oslo_messaging.get_notification_transport(
+            conf, url=rabbit.URL)
+        self.addCleanup(transport.cleanup)
+        return oslo_messaging.Notifier(transport, publisher_id=publisher_id,
+                                       driver='messagingv2', topics=topics)
+
 
 class CeilometerOverRabbitTest(RabbitTestCase):
 
@@ -98,13 +119,13 @@ class CeilometerOverRabbitTest(RabbitTestCase):
         self.flags(group='ceilometer', enabled=True, topic=self.topic,
                    polling_interval=unit.POLL_S)
         self.flags(host='ctl-' + self.run_id)
-        self.notifier = oslo_messaging.Notifier(
-            self.transport, publisher_id='telemetry.publisher.compute-1',
-            driver='messagingv2', topics=[self.topic])
+        self.flags(group='ceilometer', exchange='ceilometer-ft-' + self.run_id)
+        self.ceilometer = self.notifier(
+            'ceilometer', 'telemetry.publisher.compute-1', [self.topic])
 
     def publish(self, meters):
         # What ceilometer.publisher.messaging.NotifierPublisher._send does.
-        self.notifier.sample({}, event_type=self.topic, payload=meters)
+        self.ceilometer.sample({}, event_type=self.topic, payload=meters)
 
     def test_meters_become_rates(self):
         got = Collector()

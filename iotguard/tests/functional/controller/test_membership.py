@@ -13,17 +13,15 @@
 """Membership over real RabbitMQ and a real database.
 
 Nova's and Cinder's notifications are sent as they send them (an
-oslo.messaging ``Notifier``, ``messagingv2``, priority ``info``) on this
-test's own exchange and topics; membership is persisted with
-:mod:`iotguard.db.api` in a throwaway PostgreSQL database (SQLite when
-PostgreSQL is not there). Nova and Cinder themselves are the fake
-openstacksdk connection of the unit tests.
+oslo.messaging ``Notifier``, ``messagingv2``, priority ``info``, each
+service on its own exchange) on this test's own exchanges and topics;
+membership is persisted with :mod:`iotguard.db.api` in a throwaway
+PostgreSQL database (SQLite when PostgreSQL is not there). Nova and
+Cinder themselves are the fake openstacksdk connection of the unit tests.
 """
 
 import threading
 import time
-
-import oslo_messaging
 
 from iotguard.controller import membership
 from iotguard.tests.fixtures import database
@@ -41,7 +39,9 @@ class MembershipOverRabbitTest(rabbit.RabbitTestCase):
                                                     conf=self.conf)).db
         topics = ['notifications-ft-' + self.run_id,
                   'versioned-ft-' + self.run_id]
-        self.flags(group='membership', notification_topics=topics)
+        self.flags(group='membership', notification_topics=topics,
+                   notification_exchanges=['nova-ft-' + self.run_id,
+                                           'cinder-ft-' + self.run_id])
         self.flags(host='ctl-' + self.run_id)
         self.conn = unit.FakeConnection()
         self.conn.servers = {
@@ -55,12 +55,11 @@ class MembershipOverRabbitTest(rabbit.RabbitTestCase):
             on_rebuilt=self.on_rebuilt)
         self.start(membership.get_listener(self.conf, self.transport,
                                            self.membership))
-        self.nova = oslo_messaging.Notifier(
-            self.transport, publisher_id='compute.cmp-1',
-            driver='messagingv2', topics=topics[:1])
-        self.nova_v2 = oslo_messaging.Notifier(
-            self.transport, publisher_id='nova-compute:cmp-2',
-            driver='messagingv2', topics=topics[1:])
+        # Nova and Cinder publish on their own exchanges, not iotguard's.
+        self.nova = self.notifier('nova', 'compute.cmp-1', topics[:1])
+        self.nova_v2 = self.notifier('nova', 'nova-compute:cmp-2',
+                                     topics[1:])
+        self.cinder = self.notifier('cinder', 'volume.cinder-1', topics[:1])
 
     def on_rebuilt(self, instance_uuid, host):
         self.rebuilt.append((instance_uuid, host))
@@ -90,6 +89,21 @@ class MembershipOverRabbitTest(rabbit.RabbitTestCase):
         self.assertEqual({(unit.VM1, 'vda'): ('local:cmp-2', 'cmp-2'),
                           (unit.VM1, 'vdb'): (unit.POOL, 'cmp-2')},
                          self.index())
+
+        # A retype, on Cinder's exchange: the volume's disk gets the tier
+        # its new type names.
+        self.db.tier_create(database.tier_values('gold'))
+        self.conn.types = {'iotguard-gold': {'iotguard:tier': 'gold'}}
+        self.conn.volumes[unit.VOL1].volume_type = 'iotguard-gold'
+        self.cinder.info({}, 'volume.retype', {
+            'volume_id': unit.VOL1,
+            'volume_attachment': [{'instance_uuid': unit.VM1}]})
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and not self.db.tier_requests(
+                'volume_type', [unit.VM1]):
+            time.sleep(0.1)
+        self.assertEqual({(unit.VM1, 'vdb'): ('gold', 'admitted')},
+                         self.db.tier_requests('volume_type', [unit.VM1]))
 
         # Garbage on the bus is survived; then a versioned rebuild.
         self.nova_v2.info({}, 'instance.rebuild.end', ['not', 'a', 'dict'])
