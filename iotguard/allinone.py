@@ -73,7 +73,7 @@ class Options:
     policy: str = 'guarantee'
     speed: float = 10.0
     duration_s: float | None = None
-    port: int = 8778
+    port: int = 9737
     db_path: str | None = None
     seed: int = 0
     log_file: str | None = None

@@ -54,7 +54,7 @@ def build_parser():
     parser.add_argument('--duration', type=float, metavar='S',
                         help='stop after S simulated seconds (default: the '
                              'whole scenario)')
-    parser.add_argument('--port', type=int, default=8778,
+    parser.add_argument('--port', type=int, default=9737,
                         help='API port on 127.0.0.1 (default: %(default)s; '
                              '0 or a taken port: a free one)')
     parser.add_argument('--db', metavar='PATH',

@@ -47,6 +47,6 @@ OPTS = [
                             'iotguard.wsgi.api:application under uWSGI or '
                             'mod_wsgi instead.'),
     cfg.PortOpt('dev_server_port',
-                default=8778,
+                default=9737,
                 help='Port of the development server iotguard-api.'),
 ]

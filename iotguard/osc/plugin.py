@@ -74,7 +74,7 @@ def build_option_parser(parser):
         '--os-iotguard-url', metavar='<url>',
         default=utils.env('OS_IOTGUARD_URL'),
         help='iotguard-api endpoint, instead of the catalog\'s %s '
-             'service, e.g. http://127.0.0.1:8778 (Env: OS_IOTGUARD_URL)'
+             'service, e.g. http://127.0.0.1:9737 (Env: OS_IOTGUARD_URL)'
              % client.SERVICE_TYPE)
     for key, header in NOAUTH_HEADERS:
         option = key.replace('noauth_', 'noauth-')

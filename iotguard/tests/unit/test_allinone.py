@@ -56,7 +56,7 @@ class ArgumentsTest(base.TestCase):
         opts = cmd.options(args)
         self.assertEqual(allinone.Options(log_file='iotguard-allinone.log'),
                          opts)
-        self.assertEqual(('paper-4vm', 'guarantee', 10.0, None, 8778, None),
+        self.assertEqual(('paper-4vm', 'guarantee', 10.0, None, 9737, None),
                          (opts.scenario, opts.policy, opts.speed,
                           opts.duration_s, opts.port, opts.db_path))
 

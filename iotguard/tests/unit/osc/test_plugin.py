@@ -25,13 +25,13 @@ from iotguard.tests import base
 class TestPlugin(base.TestCase):
 
     def test_options_and_environment(self):
-        for name, value in (('OS_IOTGUARD_URL', 'http://api:8778'),
+        for name, value in (('OS_IOTGUARD_URL', 'http://api:9737'),
                             ('OS_IOTGUARD_NOAUTH_ROLES', 'admin'),
                             ('OS_IOTGUARD_API_VERSION', None)):
             self.useFixture(fixtures.EnvironmentVariable(name, value))
         parser = plugin.build_option_parser(argparse.ArgumentParser())
         args = parser.parse_args(['--os-iotguard-noauth-project', 'p1'])
-        self.assertEqual('http://api:8778', args.os_iotguard_url)
+        self.assertEqual('http://api:9737', args.os_iotguard_url)
         self.assertEqual('p1', args.os_iotguard_noauth_project)
         self.assertEqual('admin', args.os_iotguard_noauth_roles)
         self.assertIsNone(args.os_iotguard_noauth_user)
@@ -51,12 +51,12 @@ class TestPlugin(base.TestCase):
     def test_make_client(self):
         instance = mock.Mock(interface='internal', region_name='R1')
         instance.get_configuration.return_value = {
-            'auth_type': 'none', 'iotguard_url': 'http://api:8778',
+            'auth_type': 'none', 'iotguard_url': 'http://api:9737',
             'iotguard_noauth_project': 'p'}
         made = plugin.make_client(instance)
         instance.setup_auth.assert_called_once_with()
         self.assertIs(instance.session, made.http.session)
-        self.assertEqual('http://api:8778', made.http.endpoint_override)
+        self.assertEqual('http://api:9737', made.http.endpoint_override)
         self.assertEqual('resource-guarantee', made.http.service_type)
         self.assertEqual('internal', made.http.interface)
         self.assertEqual('R1', made.http.region_name)
