@@ -60,6 +60,18 @@ def get_transport(conf, url=None):
     return oslo_messaging.get_rpc_transport(conf, url=url)
 
 
+def listener_pool(conf, source, configured=None):
+    """The pool (the queue) of one notification listener of a controller.
+
+    ``configured`` when set, else ``iotguard-<source>.<[DEFAULT] host>``:
+    one queue per controller and per source, so every controller gets every
+    event, two listeners never take each other's messages, and none shares
+    a queue with an RPC server (``iotguard-controller.<host>`` is the
+    controller's own RPC queue).
+    """
+    return configured or 'iotguard-%s.%s' % (source, conf.host)
+
+
 def get_client(transport, topic, version, timeout=None, retry=SEND_RETRY):
     """An RPC client for ``topic``; use ``prepare(server=...)`` per call."""
     target = oslo_messaging.Target(topic=topic, version=version)

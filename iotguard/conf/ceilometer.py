@@ -34,7 +34,7 @@ OPTS = [
                     "changed there."),
     cfg.StrOpt('pool',
                help='Listener pool (the queue this controller reads). '
-                    'Unset: iotguard-controller.<[DEFAULT] host>, so every '
+                    'Unset: iotguard-ceilometer.<[DEFAULT] host>, so every '
                     'controller gets every sample, as it must: a domain '
                     'may move to any controller, and a rate needs two '
                     'consecutive readings of the same disk in the same '

@@ -45,7 +45,7 @@ OPTS = [
                      "topic is read on each exchange."),
     cfg.StrOpt('pool',
                help='Listener pool for those notifications. Unset: '
-                    'iotguard-controller.<[DEFAULT] host>, so every '
+                    'iotguard-membership.<[DEFAULT] host>, so every '
                     'controller sees every event and does not take them '
                     "from Ceilometer's own queues."),
 ]

@@ -50,6 +50,7 @@ from iotguard import admission
 from iotguard import clients
 from iotguard.db import models
 from iotguard import exception
+from iotguard import rpc
 
 LOG = logging.getLogger(__name__)
 
@@ -538,7 +539,7 @@ class NotificationEndpoint:
 
 
 def pool_name(conf):
-    return conf.membership.pool or 'iotguard-controller.%s' % conf.host
+    return rpc.listener_pool(conf, 'membership', conf.membership.pool)
 
 
 def get_listener(conf, transport, membership):

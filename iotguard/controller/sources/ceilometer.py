@@ -45,6 +45,7 @@ from iotguard.agent import rates
 from iotguard import caps
 from iotguard.controller import sources
 from iotguard import exception
+from iotguard import rpc
 
 LOG = logging.getLogger(__name__)
 
@@ -297,7 +298,7 @@ class Endpoint:
 
 def pool_name(conf):
     """The listener pool: ``[ceilometer] pool`` or one per controller."""
-    return conf.ceilometer.pool or 'iotguard-controller.%s' % conf.host
+    return rpc.listener_pool(conf, 'ceilometer', conf.ceilometer.pool)
 
 
 def get_listener(conf, transport, sink):

@@ -15,8 +15,10 @@ import datetime
 import oslo_messaging
 
 from iotguard import caps
+from iotguard.controller import membership
 from iotguard.controller import samples as sample_store
 from iotguard.controller.sources import ceilometer
+from iotguard import rpc
 from iotguard.tests import base
 
 UUID = '8f2b9c1e-3d4a-4b5c-9e6f-7a8b9c0d1e2f'
@@ -244,7 +246,10 @@ class TestPool(base.TestCase):
 
     def test_default_pool_is_per_controller(self):
         self.flags(host='ctl-1')
-        self.assertEqual('iotguard-controller.ctl-1',
+        self.assertEqual('iotguard-ceilometer.ctl-1',
                          ceilometer.pool_name(self.conf))
+        # Never the controller's RPC queue (topic.host), nor membership's.
+        self.assertNotIn(ceilometer.pool_name(self.conf), (
+            rpc.TOPIC_CONTROLLER + '.ctl-1', membership.pool_name(self.conf)))
         self.flags(group='ceilometer', pool='shared')
         self.assertEqual('shared', ceilometer.pool_name(self.conf))
