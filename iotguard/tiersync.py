@@ -37,7 +37,9 @@ again gives no change (idempotent). Every call goes through openstacksdk;
 TierSyncFailed`.
 """
 
+import contextlib
 import dataclasses
+import logging
 import typing
 
 from keystoneauth1 import exceptions as ksa_exceptions
@@ -425,16 +427,43 @@ def _block_storage_plan(conn, tiers, prefix, out):
     _stale_changes(conn, {prefix + t['name'] for t in tiers}, prefix, out)
 
 
+class _NoCatalogWarning(logging.Filter):
+    """Drop openstacksdk's "catalog entry not found" warning.
+
+    The plan says it once, as a skipped side.
+    """
+
+    def filter(self, record):
+        return not record.getMessage().startswith(
+            'Keystone catalog entry not found')
+
+
+@contextlib.contextmanager
+def _quiet_catalog():
+    logger = logging.getLogger('openstack.config')
+    quiet = _NoCatalogWarning()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
+
+
+def _in_catalog(conn, service_type):
+    with _quiet_catalog():
+        return conn.has_service(service_type)
+
+
 def plan(conn, tiers, flavor_tiers, prefix):
     """Every change that would bring Nova and Cinder in step (a Plan)."""
     by_name = {t['name']: t for t in tiers}
     out = Plan()
-    if conn.has_service('compute'):
+    if _in_catalog(conn, 'compute'):
         _compute_plan(conn, by_name, flavor_tiers, out)
     else:
         out.skipped.append('Nova (compute) is not in the service catalog: '
                            'flavors not synced')
-    if conn.has_service('block-storage'):
+    if _in_catalog(conn, 'block-storage'):
         _block_storage_plan(conn, tiers, prefix, out)
     else:
         out.skipped.append('Cinder (block-storage) is not in the service '
