@@ -368,14 +368,24 @@ def _volumes_by_type(storage):
 
 
 def _stale_changes(conn, names, prefix, out):
-    """Types and QoS specs of tiers that are gone (not in ``names``)."""
+    """Types and QoS specs of tiers that are gone (not in ``names``).
+
+    A volume type is one sync made when it is ``<prefix>T`` with
+    ``iotguard:tier = T``; a QoS spec when it is ``<prefix>T``, consumer
+    ``both``, with only keys sync writes. Anything else is left alone.
+    """
     storage = conn.block_storage
+    if not prefix:
+        out.notices.append('[tiers] volume_type_prefix is empty: volume '
+                           'types and QoS specs of deleted tiers are not '
+                           'looked for')
+        return
 
     def stale(name):
         return name.startswith(prefix) and name not in names
 
     vtypes = [t for t in storage.types(is_public=ALL) if stale(t.name) and
-              TIER_KEY in (t.extra_specs or {})]
+              (t.extra_specs or {}).get(TIER_KEY) == t.name[len(prefix):]]
     used = _volumes_by_type(storage) if vtypes else {}
     deleted = set()
     for vtype in sorted(vtypes, key=lambda t: t.name):
@@ -400,6 +410,8 @@ def _stale_changes(conn, names, prefix, out):
             a.name for a in storage.qos_spec_associations(qos)
             if a.id not in deleted)
         foreign = sorted(set(qos.specs or {}) - ours)
+        if qos.consumer != 'both':
+            foreign.append('consumer %s' % qos.consumer)
         if kept:
             out.notices.append(
                 'QoS spec %s: tier %s no longer exists; kept, associated '
@@ -407,7 +419,7 @@ def _stale_changes(conn, names, prefix, out):
                                             ', '.join(kept)))
         elif foreign:
             out.notices.append(
-                'QoS spec %s: tier %s no longer exists; kept, it has keys '
+                'QoS spec %s: tier %s no longer exists; kept, it has what '
                 'tier sync does not write (%s)' % (
                     qos.name, qos.name[len(prefix):], ', '.join(foreign)))
         else:

@@ -417,15 +417,35 @@ class TierSyncTest(base.TestCase):
     def test_operator_types_and_specs_are_not_deleted(self):
         self.cloud.types['iotguard-manual'] = _obj(
             name='iotguard-manual', extra_specs={}, is_public=True)
+        self.cloud.types['iotguard-fast'] = _obj(
+            name='iotguard-fast', extra_specs={'iotguard:tier': 'gold'},
+            is_public=True)
+        self.cloud.qos['iotguard-front'] = _obj(
+            name='iotguard-front', consumer='front-end',
+            specs={'total_iops_sec': '10'})
         self.cloud.qos['iotguard-custom'] = _obj(
             name='iotguard-custom', consumer='back-end',
             specs={'vendor:thing': '1'})
         report = self.report(tiers=(GOLD,))
         self.assertIn('iotguard-manual', self.cloud.types)
+        self.assertIn('iotguard-fast', self.cloud.types)
         self.assertIn('iotguard-custom', self.cloud.qos)
-        self.assertIn('QoS spec iotguard-custom: tier custom no longer '
-                      'exists; kept, it has keys tier sync does not write '
-                      '(vendor:thing)', report.notices)
+        self.assertIn('iotguard-front', self.cloud.qos)
+        self.assertEqual(
+            ['QoS spec iotguard-custom: tier custom no longer exists; kept, '
+             'it has what tier sync does not write (vendor:thing, '
+             'consumer back-end)',
+             'QoS spec iotguard-front: tier front no longer exists; kept, '
+             'it has what tier sync does not write (consumer front-end)'],
+            report.notices)
+
+    def test_no_prefix_no_cleanup(self):
+        self.sync()
+        report = tiersync.sync(self.cloud, [GOLD], {}, '')
+        self.assertIn('[tiers] volume_type_prefix is empty: volume types '
+                      'and QoS specs of deleted tiers are not looked for',
+                      report.notices)
+        self.assertIn('iotguard-bronze', self.cloud.types)
 
     def test_flavors_naming_a_missing_tier_are_reported_only(self):
         other = self.cloud.flavor('m1.old', **{'iotguard:tier': 'bronze'})
