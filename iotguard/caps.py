@@ -184,6 +184,24 @@ def _wire(value):
     return 0 if math.isinf(value) else int(value)
 
 
+def form(limits, kind):
+    """Which keys of ``kind`` a set uses: ``'rw'``, ``'total'`` or None.
+
+    Burst keys count with their base key. A set that mixes both forms
+    (which :func:`check_limits` refuses) counts as ``'rw'``: the read/write
+    keys are the more specific choice.
+    """
+    def uses(direction):
+        key = '%s_%s' % (direction, kind)
+        return bool(limits.get(key, 0) or limits.get(key + '_max', 0))
+
+    if uses('read') or uses('write'):
+        return 'rw'
+    if uses('total'):
+        return 'total'
+    return None
+
+
 def _mode(limits, kind):
     if limits.get('total_' + kind, 0):
         return 'total'

@@ -44,6 +44,10 @@ class InvalidParameter(Invalid):
     msg_fmt = 'Invalid parameter %(name)s: %(reason)s'
 
 
+class TierSyncFailed(IotguardException):
+    msg_fmt = 'tier sync failed: %(reason)s'
+
+
 class Forbidden(IotguardException):
     msg_fmt = 'Policy does not allow %(action)s.'
     code = 403

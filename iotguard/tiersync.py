@@ -15,27 +15,46 @@
 For every tier ``T`` (ARCHITECTURE.md, "Tiers meet Nova and Cinder"):
 
 * a Cinder volume type ``<prefix>T`` with the extra spec
-  ``iotguard:tier = T``, associated with
+  ``iotguard:tier = T``, public or, for a private tier, private with
+  access for exactly the tier's projects, associated with
 * a QoS spec ``<prefix>T`` (consumer ``both``): the ceilings as the
   front-end keys ``total_iops_sec`` / ``total_bytes_sec`` and the floor and
   ceiling as the back-end keys ``minIOPS`` / ``maxIOPS``;
 
 and every flavor of ``[tiers] flavor_tiers`` gets ``iotguard:tier`` and the
-tier ceilings as ``quota:disk_total_iops_sec`` /
-``quota:disk_total_bytes_sec`` (removed when the tier has no ceiling).
+tier ceilings as ``quota:disk_*`` extra specs in the flavor's own form
+(:func:`wanted_flavor_specs`), never one libvirt refuses
+(:func:`iotguard.caps.check_limits`).
+
+Volume types and QoS specs of tiers that no longer exist are deleted when
+no volume uses them; what is kept, and flavors that name a missing tier,
+are reported (:attr:`Plan.notices`), never changed. A side whose service
+is not in the catalog is skipped (:attr:`Plan.skipped`).
 
 :func:`plan` compares and returns the changes; applying them and planning
-again gives no change (idempotent). Every call goes through openstacksdk.
+again gives no change (idempotent). Every call goes through openstacksdk;
+:func:`sync` turns its errors into :class:`~iotguard.exception.
+TierSyncFailed`.
 """
 
+import contextlib
 import dataclasses
+import logging
 import typing
 
+from keystoneauth1 import exceptions as ksa_exceptions
+
+from iotguard import caps
 from iotguard import exception
 
 TIER_KEY = 'iotguard:tier'
-FLAVOR_IOPS = 'quota:disk_total_iops_sec'
-FLAVOR_BYTES = 'quota:disk_total_bytes_sec'
+FLAVOR_PREFIX = 'quota:disk_'
+#: iotune kind -> the tier field that is its ceiling.
+CEILINGS = {'iops_sec': 'max_iops', 'bytes_sec': 'max_bytes_sec'}
+#: Keys sync writes into a QoS spec besides the front-end iotune keys.
+BACK_END_KEYS = ('minIOPS', 'maxIOPS')
+#: Lists every volume type or flavor, public and private (admin).
+ALL = 'None'
 
 
 @dataclasses.dataclass
@@ -46,23 +65,91 @@ class Change:
     apply: typing.Callable[[], object]
 
 
+@dataclasses.dataclass
+class Plan:
+    """What sync would do (``changes``), leave alone and skip."""
+
+    changes: list = dataclasses.field(default_factory=list)
+    #: Things left as they are that an operator should look at.
+    notices: list = dataclasses.field(default_factory=list)
+    #: A side not synced at all, and why.
+    skipped: list = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Report:
+    """What sync changed (or, with ``dry_run``, would change)."""
+
+    changes: list
+    notices: list
+    skipped: list
+
+
 def _limit(value):
     return str(int(round(value))) if value and value > 0 else None
 
 
-def wanted_flavor_specs(tier):
-    """Extra specs a flavor of ``tier`` must have (None = must not)."""
-    return {TIER_KEY: tier['name'],
-            FLAVOR_IOPS: _limit(tier['max_iops']),
-            FLAVOR_BYTES: _limit(tier['max_bytes_sec'])}
+def _show(specs):
+    return ', '.join('%s=%s' % kv for kv in sorted(specs.items()))
+
+
+def _number(value):
+    """An iotune value of an extra spec; unreadable ones count as set."""
+    try:
+        return max(0, int(float(value)))
+    except (TypeError, ValueError):
+        return 1
+
+
+def flavor_limits(specs):
+    """The iotune set of a flavor's ``quota:disk_*`` extra specs."""
+    return {key: _number(specs[FLAVOR_PREFIX + key])
+            for key in caps.IOTUNE_KEYS if FLAVOR_PREFIX + key in specs}
+
+
+def _kind_keys(kind):
+    """Every iotune key of ``kind``, bursts included."""
+    return [key for key in caps.IOTUNE_KEYS if kind in key]
+
+
+def wanted_flavor_specs(tier, current=None):
+    """Extra specs a flavor of ``tier`` must have (None = must not).
+
+    Per kind (IOPS, bytes/s) the flavor keeps its form: when it has read or
+    write keys (``quota:disk_read_*`` / ``quota:disk_write_*``) the ceiling
+    is split in two equal halves, read and write, so that reads plus writes
+    stay within the tier ceiling as a ``total`` key would; otherwise it is
+    the ``quota:disk_total_*`` key. The keys of the other form and the burst
+    (``*_max``) keys of that kind go: a burst would lift the disk above the
+    tier ceiling. A kind without ceiling has none of its keys.
+    """
+    limits = flavor_limits(current or {})
+    wanted = {TIER_KEY: tier['name']}
+    for kind, field in sorted(CEILINGS.items()):
+        values = dict.fromkeys(_kind_keys(kind))
+        ceiling = _limit(tier[field])
+        if ceiling is not None:
+            if caps.form(limits, kind) == 'rw':
+                half = str(max(1, int(ceiling) // 2))
+                values['read_' + kind] = values['write_' + kind] = half
+            else:
+                values['total_' + kind] = ceiling
+        wanted.update((FLAVOR_PREFIX + k, v) for k, v in values.items())
+    return wanted
 
 
 def wanted_qos_specs(tier):
-    """QoS keys of a tier's QoS spec (None = must not be there)."""
-    return {'total_iops_sec': _limit(tier['max_iops']),
-            'total_bytes_sec': _limit(tier['max_bytes_sec']),
-            'minIOPS': _limit(tier['min_iops']),
-            'maxIOPS': _limit(tier['max_iops'])}
+    """QoS keys of a tier's QoS spec (None = must not be there).
+
+    The spec is iotguard's: of the front-end iotune keys it has the
+    ``total_*`` ceilings only, never a read/write key next to them.
+    """
+    wanted = dict.fromkeys(caps.IOTUNE_KEYS)
+    for kind, field in CEILINGS.items():
+        wanted['total_' + kind] = _limit(tier[field])
+    wanted.update(minIOPS=_limit(tier['min_iops']),
+                  maxIOPS=_limit(tier['max_iops']))
+    return wanted
 
 
 def _diff(current, wanted):
@@ -75,28 +162,65 @@ def _diff(current, wanted):
     return to_set, to_delete
 
 
-def _flavor_changes(conn, flavor_name, tier):
+def _check(what, result):
+    """Refuse a set libvirt would refuse (caps.check_limits)."""
+    try:
+        caps.check_limits(result)
+    except exception.InvalidCap as exc:
+        raise exception.TierSyncFailed(reason='%s would be refused by '
+                                       'libvirt: %s' % (what, exc.message))
+
+
+def _flavor_changes(conn, flavor, tier):
     compute = conn.compute
-    flavor = compute.find_flavor(flavor_name, ignore_missing=True)
-    if flavor is None:
-        raise exception.NotFound(what='flavor %s' % flavor_name)
-    current = compute.fetch_flavor_extra_specs(flavor).extra_specs
-    to_set, to_delete = _diff(current, wanted_flavor_specs(tier))
+    current = compute.fetch_flavor_extra_specs(flavor).extra_specs or {}
+    to_set, to_delete = _diff(current, wanted_flavor_specs(tier, current))
+    result = dict(current, **to_set)
+    for key in to_delete:
+        del result[key]
+    _check('flavor %s' % flavor.name, flavor_limits(result))
     changes = []
     if to_set:
         changes.append(Change(
-            'flavor %s: set %s' % (flavor_name, _show(to_set)),
+            'flavor %s: set %s' % (flavor.name, _show(to_set)),
             lambda: compute.create_flavor_extra_specs(flavor, to_set)))
     for key in to_delete:
         changes.append(Change(
-            'flavor %s: unset %s' % (flavor_name, key),
+            'flavor %s: unset %s' % (flavor.name, key),
             lambda key=key: compute.delete_flavor_extra_specs_property(
                 flavor, key)))
     return changes
 
 
-def _show(specs):
-    return ', '.join('%s=%s' % kv for kv in sorted(specs.items()))
+def _compute_plan(conn, by_name, flavor_tiers, out):
+    compute = conn.compute
+    named = set()
+    for flavor_name, tier_name in sorted(flavor_tiers.items()):
+        named.add(flavor_name)
+        flavor = compute.find_flavor(flavor_name, ignore_missing=True)
+        if flavor is None:
+            out.notices.append(
+                'flavor %s of [tiers] flavor_tiers: not found in Nova, '
+                'skipped' % flavor_name)
+        elif tier_name not in by_name:
+            out.notices.append(
+                'flavor %s: [tiers] flavor_tiers names tier %s, which does '
+                'not exist; flavor left unchanged' % (flavor_name, tier_name))
+        else:
+            out.changes += _flavor_changes(conn, flavor, by_name[tier_name])
+    for flavor in sorted(compute.flavors(is_public=ALL),
+                         key=lambda f: f.name):
+        if flavor.name in named:
+            continue
+        specs = flavor.extra_specs
+        if specs is None:       # before compute API 2.61
+            specs = compute.fetch_flavor_extra_specs(flavor).extra_specs
+        tier_name = (specs or {}).get(TIER_KEY)
+        if tier_name is not None and tier_name not in by_name:
+            out.notices.append(
+                'flavor %s: %s=%s names no tier (deleted?); flavor left '
+                'unchanged, remove the key or name another tier'
+                % (flavor.name, TIER_KEY, tier_name))
 
 
 def _qos_changes(conn, name, tier):
@@ -115,6 +239,10 @@ def _qos_changes(conn, name, tier):
             'QoS spec %s: consumer %s -> both' % (name, qos.consumer),
             lambda: storage.update_qos_spec(qos, consumer='both')))
     to_set, to_delete = _diff(qos.specs, wanted)
+    result = dict(qos.specs or {}, **to_set)
+    _check('QoS spec %s' % name, {k: _number(v) for k, v in result.items()
+                                  if k in caps.IOTUNE_KEYS and
+                                  k not in to_delete})
     if to_set:
         changes.append(Change(
             'QoS spec %s: set %s' % (name, _show(to_set)),
@@ -126,21 +254,80 @@ def _qos_changes(conn, name, tier):
     return changes
 
 
+def _set_public(storage, vtype_name, is_public):
+    # openstacksdk's update_type sends os-volume-type-access:is_public,
+    # which Cinder's update refuses: it takes is_public.
+    from openstack import exceptions as sdk_exceptions
+    vtype = storage.find_type(vtype_name, ignore_missing=False)
+    sdk_exceptions.raise_from_response(storage.put(
+        '/types/%s' % vtype.id, raise_exc=False,
+        json={'volume_type': {'is_public': is_public}}))
+
+
+def _access_changes(conn, name, vtype, projects):
+    """Grant and revoke access so that exactly ``projects`` have it."""
+    storage = conn.block_storage
+    projects = set(projects)
+    if vtype is not None and vtype.is_public:
+        # Cinder keeps the access list of a type made public and shows it
+        # only once the type is private again: compare then.
+        def follow():
+            new = storage.find_type(name, ignore_missing=False)
+            current = {a['project_id'] for a in storage.get_type_access(new)}
+            for project in sorted(projects - current):
+                storage.add_type_access(new, project)
+            for project in sorted(current - projects):
+                storage.remove_type_access(new, project)
+
+        return [Change('volume type %s: access for exactly project(s) %s'
+                       % (name, ', '.join(sorted(projects)) or '(none)'),
+                       follow)]
+    if vtype is None:
+        current = set()
+    else:
+        current = {a['project_id'] for a in storage.get_type_access(vtype)}
+    changes = []
+    for project in sorted(projects - current):
+        changes.append(Change(
+            'volume type %s: grant access to project %s' % (name, project),
+            lambda project=project: storage.add_type_access(
+                storage.find_type(name, ignore_missing=False), project)))
+    for project in sorted(current - projects):
+        changes.append(Change(
+            'volume type %s: revoke access of project %s' % (name, project),
+            lambda project=project: storage.remove_type_access(
+                vtype, project)))
+    return changes
+
+
 def _type_changes(conn, name, tier):
     storage = conn.block_storage
+    is_public = bool(tier.get('is_public', True))
+    projects = [] if is_public else list(tier.get('projects') or ())
     vtype = storage.find_type(name, ignore_missing=True)
+    changes = []
     if vtype is None:
-        return [Change(
-            'volume type %s: create, %s=%s' % (name, TIER_KEY, tier['name']),
+        changes.append(Change(
+            'volume type %s: create, %s, %s=%s' % (
+                name, 'public' if is_public else 'private', TIER_KEY,
+                tier['name']),
             lambda: storage.create_type(
                 name=name, description='iotguard tier %s' % tier['name'],
-                extra_specs={TIER_KEY: tier['name']}))]
-    if (vtype.extra_specs or {}).get(TIER_KEY) != tier['name']:
-        return [Change(
-            'volume type %s: set %s=%s' % (name, TIER_KEY, tier['name']),
-            lambda: storage.update_type_extra_specs(
-                vtype, **{TIER_KEY: tier['name']}))]
-    return []
+                is_public=is_public, extra_specs={TIER_KEY: tier['name']})))
+    else:
+        if (vtype.extra_specs or {}).get(TIER_KEY) != tier['name']:
+            changes.append(Change(
+                'volume type %s: set %s=%s' % (name, TIER_KEY, tier['name']),
+                lambda: storage.update_type_extra_specs(
+                    vtype, **{TIER_KEY: tier['name']})))
+        if bool(vtype.is_public) != is_public:
+            changes.append(Change(
+                'volume type %s: make %s' % (
+                    name, 'public' if is_public else 'private'),
+                lambda: _set_public(storage, name, is_public)))
+    if not is_public:
+        changes += _access_changes(conn, name, vtype, projects)
+    return changes
 
 
 def _association_changes(conn, name):
@@ -170,27 +357,161 @@ def _association_changes(conn, name):
         associate)]
 
 
-def plan(conn, tiers, flavor_tiers, prefix):
-    """Every change that would bring Nova and Cinder in step."""
-    by_name = {t['name']: t for t in tiers}
-    changes = []
-    for flavor_name, tier_name in sorted(flavor_tiers.items()):
-        if tier_name not in by_name:
-            raise exception.NotFound(what='tier %s (of flavor %s)'
-                                     % (tier_name, flavor_name))
-        changes += _flavor_changes(conn, flavor_name, by_name[tier_name])
+def _volumes_by_type(storage):
+    """{volume type name or id: number of volumes}, every project."""
+    count = {}
+    for volume in storage.volumes(all_projects=True):
+        for key in {volume.volume_type,
+                    getattr(volume, 'volume_type_id', None)} - {None}:
+            count[key] = count.get(key, 0) + 1
+    return count
+
+
+def _stale_changes(conn, names, prefix, out):
+    """Types and QoS specs of tiers that are gone (not in ``names``).
+
+    A volume type is one sync made when it is ``<prefix>T`` with
+    ``iotguard:tier = T``; a QoS spec when it is ``<prefix>T``, consumer
+    ``both``, with only keys sync writes. Anything else is left alone.
+    """
+    storage = conn.block_storage
+    if not prefix:
+        out.notices.append('[tiers] volume_type_prefix is empty: volume '
+                           'types and QoS specs of deleted tiers are not '
+                           'looked for')
+        return
+
+    def stale(name):
+        return name.startswith(prefix) and name not in names
+
+    vtypes = [t for t in storage.types(is_public=ALL) if stale(t.name) and
+              (t.extra_specs or {}).get(TIER_KEY) == t.name[len(prefix):]]
+    used = _volumes_by_type(storage) if vtypes else {}
+    deleted = set()
+    for vtype in sorted(vtypes, key=lambda t: t.name):
+        in_use = used.get(vtype.id, 0) or used.get(vtype.name, 0)
+        if in_use:
+            out.notices.append(
+                'volume type %s: tier %s no longer exists, but %d volume(s) '
+                'use the type; kept (retype them, then sync again)'
+                % (vtype.name, vtype.name[len(prefix):], in_use))
+            continue
+        deleted.add(vtype.id)
+        out.changes.append(Change(
+            'volume type %s: delete (tier %s no longer exists)'
+            % (vtype.name, vtype.name[len(prefix):]),
+            lambda vtype=vtype: storage.delete_type(vtype,
+                                                    ignore_missing=True)))
+    ours = set(caps.IOTUNE_KEYS) | set(BACK_END_KEYS)
+    for qos in sorted(storage.qos_specs(), key=lambda q: q.name):
+        if not stale(qos.name):
+            continue
+        kept = sorted(
+            a.name for a in storage.qos_spec_associations(qos)
+            if a.id not in deleted)
+        foreign = sorted(set(qos.specs or {}) - ours)
+        if qos.consumer != 'both':
+            foreign.append('consumer %s' % qos.consumer)
+        if kept:
+            out.notices.append(
+                'QoS spec %s: tier %s no longer exists; kept, associated '
+                'with volume type(s) %s' % (qos.name, qos.name[len(prefix):],
+                                            ', '.join(kept)))
+        elif foreign:
+            out.notices.append(
+                'QoS spec %s: tier %s no longer exists; kept, it has what '
+                'tier sync does not write (%s)' % (
+                    qos.name, qos.name[len(prefix):], ', '.join(foreign)))
+        else:
+            out.changes.append(Change(
+                'QoS spec %s: delete (tier %s no longer exists)'
+                % (qos.name, qos.name[len(prefix):]),
+                lambda qos=qos: storage.delete_qos_spec(
+                    qos, ignore_missing=True)))
+
+
+def _block_storage_plan(conn, tiers, prefix, out):
     for tier in sorted(tiers, key=lambda t: t['name']):
         name = prefix + tier['name']
-        changes += _qos_changes(conn, name, tier)
-        changes += _type_changes(conn, name, tier)
-        changes += _association_changes(conn, name)
-    return changes
+        out.changes += _qos_changes(conn, name, tier)
+        out.changes += _type_changes(conn, name, tier)
+        out.changes += _association_changes(conn, name)
+    _stale_changes(conn, {prefix + t['name'] for t in tiers}, prefix, out)
+
+
+class _NoCatalogWarning(logging.Filter):
+    """Drop openstacksdk's "catalog entry not found" warning.
+
+    The plan says it once, as a skipped side.
+    """
+
+    def filter(self, record):
+        return not record.getMessage().startswith(
+            'Keystone catalog entry not found')
+
+
+@contextlib.contextmanager
+def _quiet_catalog():
+    logger = logging.getLogger('openstack.config')
+    quiet = _NoCatalogWarning()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
+
+
+def _in_catalog(conn, service_type):
+    with _quiet_catalog():
+        return conn.has_service(service_type)
+
+
+def plan(conn, tiers, flavor_tiers, prefix):
+    """Every change that would bring Nova and Cinder in step (a Plan)."""
+    by_name = {t['name']: t for t in tiers}
+    out = Plan()
+    if _in_catalog(conn, 'compute'):
+        _compute_plan(conn, by_name, flavor_tiers, out)
+    else:
+        out.skipped.append('Nova (compute) is not in the service catalog: '
+                           'flavors not synced')
+    if _in_catalog(conn, 'block-storage'):
+        _block_storage_plan(conn, tiers, prefix, out)
+    else:
+        out.skipped.append('Cinder (block-storage) is not in the service '
+                           'catalog: volume types and QoS specs not synced')
+    return out
+
+
+def cloud_errors():
+    """The exceptions an openstacksdk call raises for a failed call."""
+    from openstack import exceptions as sdk_exceptions
+    return sdk_exceptions.SDKException, ksa_exceptions.ClientException
 
 
 def sync(conn, tiers, flavor_tiers, prefix, dry_run=False):
-    """Plan and (unless ``dry_run``) apply; returns what changed."""
-    changes = plan(conn, tiers, flavor_tiers, prefix)
+    """Plan and (unless ``dry_run``) apply; returns a :class:`Report`.
+
+    A failed call to Nova or Cinder raises TierSyncFailed; its ``done``
+    attribute lists the changes made before it.
+    """
+    errors = cloud_errors()
+    try:
+        todo = plan(conn, tiers, flavor_tiers, prefix)
+    except errors as exc:
+        failure = exception.TierSyncFailed(
+            reason='reading Nova and Cinder: %s' % exc)
+        failure.done = []
+        raise failure from exc
+    done = []
     if not dry_run:
-        for change in changes:
-            change.apply()
-    return [c.what for c in changes]
+        for change in todo.changes:
+            try:
+                change.apply()
+            except errors as exc:
+                failure = exception.TierSyncFailed(
+                    reason='%s: %s' % (change.what, exc))
+                failure.done = done
+                raise failure from exc
+            done.append(change.what)
+    return Report([c.what for c in todo.changes], todo.notices, todo.skipped)

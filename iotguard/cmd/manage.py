@@ -47,16 +47,34 @@ def db_version(conf, db, args):
 
 
 def tier_sync(conf, db, args):
-    import openstack  # only this command needs the cloud
-    conn = args.connect(args.os_cloud) if args.connect else openstack.connect(
-        cloud=args.os_cloud)
-    changes = tiersync.sync(conn, db.tier_list(), conf.tiers.flavor_tiers,
-                            conf.tiers.volume_type_prefix,
-                            dry_run=args.dry_run)
+    tiers = db.tier_list()
+    try:
+        if args.connect:
+            conn = args.connect(args.os_cloud)
+        else:
+            import openstack  # only this command needs the cloud
+            conn = openstack.connect(cloud=args.os_cloud)
+    except tiersync.cloud_errors() as exc:
+        raise exception.TierSyncFailed(
+            reason='cannot connect to the cloud: %s' % exc)
     verb = 'Would change' if args.dry_run else 'Changed'
-    for change in changes:
+    try:
+        report = tiersync.sync(conn, tiers, conf.tiers.flavor_tiers,
+                               conf.tiers.volume_type_prefix,
+                               dry_run=args.dry_run)
+    except exception.TierSyncFailed as exc:
+        for change in getattr(exc, 'done', ()):
+            print('%s: %s' % (verb, change))
+        if getattr(exc, 'done', None):
+            print('%d change(s) made before the failure.' % len(exc.done))
+        raise
+    for skipped in report.skipped:
+        print('Skipped: %s.' % skipped)
+    for change in report.changes:
         print('%s: %s' % (verb, change))
-    print('%d change(s)%s.' % (len(changes),
+    for notice in report.notices:
+        print('Left alone: %s' % notice)
+    print('%d change(s)%s.' % (len(report.changes),
                                ' to make' if args.dry_run else ' made'))
 
 

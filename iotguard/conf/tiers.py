@@ -27,7 +27,10 @@ OPTS = [
                      'step, as flavor:tier pairs: the flavor gets the extra '
                      'spec iotguard:tier and the tier ceilings as '
                      'quota:disk_total_iops_sec and '
-                     'quota:disk_total_bytes_sec.'),
+                     'quota:disk_total_bytes_sec, or, for a kind the flavor '
+                     'already limits by read and write keys, as '
+                     'quota:disk_read_* and quota:disk_write_* of half the '
+                     'ceiling each.'),
     cfg.StrOpt('volume_type_prefix',
                default='iotguard-',
                help='tier sync names the Cinder volume type (and its QoS '

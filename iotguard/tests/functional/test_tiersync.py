@@ -15,9 +15,16 @@
 Everything is read back from those APIs; a second sync changes nothing.
 """
 
+import contextlib
+import io
+import os
+
 import fixtures
 
+from iotguard import caps
+from iotguard.cmd import manage
 from iotguard.tests import base
+from iotguard.tests.fixtures import database
 from iotguard.tests.fixtures import openstack as os_fixtures
 from iotguard import tiersync
 
@@ -25,6 +32,10 @@ GOLD = {'name': 'gold', 'min_iops': 2000.0, 'min_bytes_sec': 0.0,
         'max_iops': 5000.0, 'max_bytes_sec': 200e6}
 BRONZE = {'name': 'bronze', 'min_iops': 100.0, 'min_bytes_sec': 0.0,
           'max_iops': 0.0, 'max_bytes_sec': 0.0}
+P1, P2, P3 = ('1' * 32, '2' * 32, '3' * 32)
+SILVER = {'name': 'silver', 'min_iops': 500.0, 'min_bytes_sec': 0.0,
+          'max_iops': 3000.0, 'max_bytes_sec': 0.0, 'is_public': False,
+          'projects': [P1, P2]}
 
 
 class TierSyncTest(base.TestCase):
@@ -41,16 +52,19 @@ class TierSyncTest(base.TestCase):
         self.conn = os_fixtures.connect(self.nova, self.cinder)
         self.flavor = os_fixtures.flavor(self.nova, 'm1.db')
 
-    def sync(self, tiers, dry_run=False):
-        return tiersync.sync(self.conn, tiers, {'m1.db': 'gold'},
+    def report(self, tiers, dry_run=False, flavors=None):
+        return tiersync.sync(self.conn, tiers, flavors or {'m1.db': 'gold'},
                              'iotguard-', dry_run=dry_run)
+
+    def sync(self, tiers, dry_run=False, flavors=None):
+        return self.report(tiers, dry_run, flavors).changes
 
     def read_back(self):
         """What Nova and Cinder hold now, read through their APIs."""
         storage = self.conn.block_storage
         flavor = self.conn.compute.fetch_flavor_extra_specs(
             self.flavor['id']).extra_specs
-        types = {t.name: t for t in storage.types()}
+        types = {t.name: t for t in storage.types(is_public='None')}
         qos = {q.name: q for q in storage.qos_specs()}
         associations = {name: sorted(a.name for a in
                                      storage.qos_spec_associations(q))
@@ -97,3 +111,134 @@ class TierSyncTest(base.TestCase):
         self.assertEqual({'total_bytes_sec': '200000000', 'minIOPS': '1500'},
                          qos['iotguard-gold'].specs)
         self.assertEqual([], self.sync([lower]))
+
+    def test_read_write_flavor_stays_valid(self):
+        rw = os_fixtures.flavor(self.nova, 'm1.rw', {
+            'quota:disk_read_iops_sec': '800',
+            'quota:disk_write_iops_sec': '200'})
+        flavors = {'m1.db': 'gold', 'm1.rw': 'gold'}
+        self.sync([GOLD], flavors=flavors)
+        specs = self.conn.compute.fetch_flavor_extra_specs(
+            rw['id']).extra_specs
+        self.assertEqual({'iotguard:tier': 'gold',
+                          'quota:disk_read_iops_sec': '2500',
+                          'quota:disk_write_iops_sec': '2500',
+                          'quota:disk_total_bytes_sec': '200000000'}, specs)
+        for flavor_id in (rw['id'], self.flavor['id']):
+            caps.check_limits(tiersync.flavor_limits(
+                self.conn.compute.fetch_flavor_extra_specs(
+                    flavor_id).extra_specs))
+        self.assertEqual([], self.sync([GOLD], flavors=flavors))
+
+    def access(self, name):
+        storage = self.conn.block_storage
+        return sorted(a['project_id'] for a in storage.get_type_access(
+            storage.find_type(name, ignore_missing=False)))
+
+    def test_private_tier_private_type_with_access(self):
+        self.sync([GOLD, SILVER])
+        _, types, _, associations = self.read_back()
+        self.assertFalse(types['iotguard-silver'].is_public)
+        self.assertTrue(types['iotguard-gold'].is_public)
+        self.assertEqual([P1, P2], self.access('iotguard-silver'))
+        self.assertEqual(['iotguard-silver'], associations['iotguard-silver'])
+        self.assertEqual([], self.sync([GOLD, SILVER]))
+
+        moved = dict(SILVER, projects=[P2, P3])
+        self.assertEqual(2, len(self.sync([GOLD, moved])))
+        self.assertEqual([P2, P3], self.access('iotguard-silver'))
+
+        public = dict(moved, is_public=True, projects=[])
+        self.sync([GOLD, public])
+        _, types, _, _ = self.read_back()
+        self.assertTrue(types['iotguard-silver'].is_public)
+        back = dict(SILVER, projects=[P1])
+        self.sync([GOLD, back])
+        _, types, _, _ = self.read_back()
+        self.assertFalse(types['iotguard-silver'].is_public)
+        self.assertEqual([P1], self.access('iotguard-silver'))
+        self.assertEqual([], self.sync([GOLD, back]))
+
+    def test_deleted_tier_cleaned_in_use_reported(self):
+        self.sync([GOLD, BRONZE, SILVER])
+        storage = self.conn.block_storage
+        storage.create_volume(size=1, name='kept',
+                              volume_type='iotguard-silver')
+        os_fixtures.flavor(self.nova, 'm1.old', {'iotguard:tier': 'bronze'})
+
+        planned = self.report([GOLD], dry_run=True)
+        self.assertEqual(
+            ['volume type iotguard-bronze: delete (tier bronze no longer '
+             'exists)',
+             'QoS spec iotguard-bronze: delete (tier bronze no longer '
+             'exists)'], planned.changes)
+        report = self.report([GOLD])
+        self.assertEqual(planned, report)
+        self.assertIn('volume type iotguard-silver: tier silver no longer '
+                      'exists, but 1 volume(s) use the type; kept (retype '
+                      'them, then sync again)', report.notices)
+        self.assertIn('flavor m1.old: iotguard:tier=bronze names no tier '
+                      '(deleted?); flavor left unchanged, remove the key or '
+                      'name another tier', report.notices)
+
+        _, types, qos, associations = self.read_back()
+        self.assertNotIn('iotguard-bronze', types)
+        self.assertNotIn('iotguard-bronze', qos)
+        self.assertIn('iotguard-silver', types)
+        self.assertEqual(['iotguard-silver'], associations['iotguard-silver'])
+        self.assertEqual([], self.sync([GOLD]))
+
+
+class TierSyncCommandTest(base.TestCase):
+    """iotguard-manage tier sync where the catalog lacks a service."""
+
+    def setUp(self):
+        super().setUp()
+        why = os_fixtures.unavailable('nova')
+        if why:
+            self.skipTest(why)
+        self.useFixture(fixtures.Timeout(600, gentle=True))
+        self.nova = self.useFixture(os_fixtures.NovaAPI())
+        self.flavor = os_fixtures.flavor(self.nova, 'm1.db')
+        db = self.useFixture(database.Database('sqlite', self.conf)).db
+        db.tier_create(database.tier_values('gold', max_iops=5000.0))
+        path = self.useFixture(fixtures.TempDir()).path
+        self.conf_file = os.path.join(path, 'iotguard.conf')
+        with open(self.conf_file, 'w') as conf_file:
+            conf_file.write('[database]\nconnection = %s\n'
+                            '[tiers]\nflavor_tiers = m1.db:gold\n'
+                            % self.conf.database.connection)
+
+    def manage(self, conn, *argv):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = manage.main(['--config-file', self.conf_file, 'tier',
+                                'sync'] + list(argv),
+                               connect=lambda name: conn)
+        return code, out.getvalue(), err.getvalue()
+
+    def test_without_cinder_in_the_catalog(self):
+        conn = os_fixtures.connect_catalog(nova=self.nova)
+        code, out, err = self.manage(conn, '--dry-run')
+        self.assertEqual((0, ''), (code, err))
+        self.assertIn('Skipped: Cinder (block-storage) is not in the service '
+                      'catalog: volume types and QoS specs not synced.\n',
+                      out)
+        self.assertNotIn('block-storage', out.replace(
+            'Skipped: Cinder (block-storage)', ''))
+        self.assertIn('Would change: flavor m1.db: set iotguard:tier=gold, '
+                      'quota:disk_total_iops_sec=5000', out)
+        code, out, err = self.manage(conn)
+        self.assertEqual((0, ''), (code, err))
+        self.assertEqual('1 change(s) made.', out.splitlines()[-1])
+        self.assertEqual('gold', conn.compute.fetch_flavor_extra_specs(
+            self.flavor['id']).extra_specs['iotguard:tier'])
+
+    def test_unreachable_cinder_is_an_error_without_traceback(self):
+        closed = type('Gone', (), {'endpoint': 'http://127.0.0.1:%d/v3/'
+                                   % os_fixtures._free_port()})()
+        conn = os_fixtures.connect_catalog(nova=self.nova, cinder=closed)
+        code, out, err = self.manage(conn)
+        self.assertEqual(1, code)
+        self.assertTrue(err.startswith('Error: tier sync failed: '), err)
+        self.assertNotIn('Traceback', err + out)

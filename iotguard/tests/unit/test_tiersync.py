@@ -15,6 +15,9 @@
 import types
 import uuid
 
+from openstack import exceptions as sdk_exceptions
+
+from iotguard import caps
 from iotguard import exception
 from iotguard.tests import base
 from iotguard import tiersync
@@ -23,6 +26,9 @@ GOLD = {'name': 'gold', 'min_iops': 2000.0, 'min_bytes_sec': 0.0,
         'max_iops': 5000.0, 'max_bytes_sec': 200e6}
 BRONZE = {'name': 'bronze', 'min_iops': 100.0, 'min_bytes_sec': 0.0,
           'max_iops': 0.0, 'max_bytes_sec': 0.0}
+SILVER = {'name': 'silver', 'min_iops': 500.0, 'min_bytes_sec': 0.0,
+          'max_iops': 1001.0, 'max_bytes_sec': 0.0, 'is_public': False,
+          'projects': ['p1', 'p2']}
 
 
 def _obj(**kw):
@@ -36,15 +42,20 @@ class FakeCompute:
     def find_flavor(self, name, ignore_missing=True):
         return self.cloud.flavors.get(name)
 
+    def flavors(self, is_public=None):
+        assert is_public == 'None', 'private flavors too'
+        return list(self.cloud.flavors.values())
+
     def fetch_flavor_extra_specs(self, flavor):
+        self.cloud.fail('fetch_flavor_extra_specs')
         return types.SimpleNamespace(extra_specs=dict(flavor.extra_specs))
 
     def create_flavor_extra_specs(self, flavor, specs):
-        self.cloud.writes += 1
+        self.cloud.write('create_flavor_extra_specs')
         flavor.extra_specs.update(specs)
 
     def delete_flavor_extra_specs_property(self, flavor, key):
-        self.cloud.writes += 1
+        self.cloud.write('delete_flavor_extra_specs_property')
         del flavor.extra_specs[key]
 
 
@@ -61,57 +72,125 @@ class FakeStorage:
     def find_type(self, name, ignore_missing=True):
         return self._find(self.cloud.types, name, ignore_missing)
 
+    def types(self, is_public=None):
+        assert is_public == 'None', 'private types too'
+        return list(self.cloud.types.values())
+
     def find_qos_spec(self, name, ignore_missing=True):
         return self._find(self.cloud.qos, name, ignore_missing)
 
     def qos_specs(self):
         return list(self.cloud.qos.values())
 
-    def create_type(self, name, description, extra_specs):
-        self.cloud.writes += 1
-        self.cloud.types[name] = _obj(name=name, extra_specs=extra_specs)
+    def create_type(self, name, description, is_public, extra_specs):
+        self.cloud.write('create_type')
+        self.cloud.types[name] = _obj(name=name, extra_specs=extra_specs,
+                                      is_public=is_public)
 
     def update_type_extra_specs(self, vtype, **specs):
-        self.cloud.writes += 1
+        self.cloud.write('update_type_extra_specs')
         vtype.extra_specs.update(specs)
 
+    def put(self, url, json, raise_exc=True):
+        self.cloud.write('put')
+        type_id = url.split('/')[-1]
+        vtype, = [t for t in self.cloud.types.values() if t.id == type_id]
+        vtype.is_public = json['volume_type']['is_public']
+        return types.SimpleNamespace(status_code=200)
+
+    def delete_type(self, vtype, ignore_missing=True):
+        self.cloud.write('delete_type')
+        if any(v.volume_type == vtype.name for v in self.cloud.volumes):
+            raise sdk_exceptions.BadRequestException('type in use')
+        del self.cloud.types[vtype.name]
+        for assoc in self.cloud.assoc.values():
+            assoc.discard(vtype.id)
+
+    def get_type_access(self, vtype):
+        if vtype.is_public:
+            raise sdk_exceptions.NotFoundException('public type')
+        return [{'volume_type_id': vtype.id, 'project_id': p}
+                for p in sorted(self.cloud.access.get(vtype.id, ()))]
+
+    def add_type_access(self, vtype, project):
+        self.cloud.write('add_type_access')
+        access = self.cloud.access.setdefault(vtype.id, set())
+        if project in access:
+            raise sdk_exceptions.ConflictException('access exists')
+        access.add(project)
+
+    def remove_type_access(self, vtype, project):
+        self.cloud.write('remove_type_access')
+        self.cloud.access[vtype.id].remove(project)
+
+    def volumes(self, all_projects=False):
+        assert all_projects
+        return list(self.cloud.volumes)
+
     def create_qos_spec(self, name, consumer, **specs):
-        self.cloud.writes += 1
+        self.cloud.write('create_qos_spec')
         self.cloud.qos[name] = _obj(name=name, consumer=consumer,
                                     specs=specs)
 
     def update_qos_spec(self, qos, consumer=None, **specs):
-        self.cloud.writes += 1
+        self.cloud.write('update_qos_spec')
         qos.consumer = consumer or qos.consumer
         qos.specs.update(specs)
 
+    def delete_qos_spec(self, qos, ignore_missing=True):
+        self.cloud.write('delete_qos_spec')
+        if self.cloud.assoc.get(qos.id):
+            raise sdk_exceptions.BadRequestException('QoS spec in use')
+        del self.cloud.qos[qos.name]
+
     def delete_qos_spec_metadata(self, qos, keys):
-        self.cloud.writes += 1
+        self.cloud.write('delete_qos_spec_metadata')
         for key in keys:
             del qos.specs[key]
 
     def qos_spec_associations(self, qos):
-        return [types.SimpleNamespace(id=t)
+        by_id = {t.id: t.name for t in self.cloud.types.values()}
+        return [types.SimpleNamespace(id=t, name=by_id[t])
                 for t in self.cloud.assoc.get(qos.id, ())]
 
     def associate_qos_spec(self, qos, type_id):
-        self.cloud.writes += 1
+        self.cloud.write('associate_qos_spec')
         if any(type_id in types_ for types_ in self.cloud.assoc.values()):
             raise AssertionError('Cinder refuses a second association')
         self.cloud.assoc.setdefault(qos.id, set()).add(type_id)
 
     def disassociate_qos_spec(self, qos, type_id):
-        self.cloud.writes += 1
+        self.cloud.write('disassociate_qos_spec')
         self.cloud.assoc[qos.id].discard(type_id)
 
 
 class FakeCloud:
-    def __init__(self):
+    """Nova and Cinder in memory; ``services`` is the catalog."""
+
+    def __init__(self, services=('compute', 'block-storage')):
         self.flavors = {'m1.gold': _obj(name='m1.gold', extra_specs={
             'hw:cpu_policy': 'dedicated'})}
         self.types, self.qos, self.assoc, self.writes = {}, {}, {}, 0
+        self.access, self.volumes, self.services = {}, [], services
+        self.failing = None
         self.compute = FakeCompute(self)
         self.block_storage = FakeStorage(self)
+
+    def has_service(self, service_type):
+        return service_type in self.services
+
+    def fail(self, call):
+        if call == self.failing:
+            raise sdk_exceptions.HttpException('%s: 503 Service '
+                                               'Unavailable' % call)
+
+    def write(self, call):
+        self.fail(call)
+        self.writes += 1
+
+    def flavor(self, name, **specs):
+        self.flavors[name] = _obj(name=name, extra_specs=specs)
+        return self.flavors[name].extra_specs
 
 
 class TierSyncTest(base.TestCase):
@@ -121,6 +200,11 @@ class TierSyncTest(base.TestCase):
         self.cloud = FakeCloud()
 
     def sync(self, tiers=(GOLD, BRONZE), dry_run=False, **flavors):
+        return tiersync.sync(self.cloud, list(tiers),
+                             flavors or {'m1.gold': 'gold'}, 'iotguard-',
+                             dry_run=dry_run).changes
+
+    def report(self, tiers=(GOLD, BRONZE), dry_run=False, **flavors):
         return tiersync.sync(self.cloud, list(tiers),
                              flavors or {'m1.gold': 'gold'}, 'iotguard-',
                              dry_run=dry_run)
@@ -154,7 +238,7 @@ class TierSyncTest(base.TestCase):
     def test_dry_run_writes_nothing(self):
         changes = self.sync(dry_run=True)
         self.assertEqual(0, self.cloud.writes)
-        self.assertIn('volume type iotguard-gold: create, '
+        self.assertIn('volume type iotguard-gold: create, public, '
                       'iotguard:tier=gold', changes)
         self.assertEqual(changes, self.sync())
 
@@ -187,9 +271,250 @@ class TierSyncTest(base.TestCase):
         self.assertEqual(set(), self.cloud.assoc[wrong.id])
         self.assertEqual([], self.sync())
 
-    def test_unknown_flavor_or_tier(self):
-        self.assertRaises(exception.NotFound, self.sync,
-                          **{'m1.nope': 'gold'})
-        self.assertRaises(exception.NotFound, self.sync,
-                          **{'m1.gold': 'platinum'})
+    # -- the flavor's form: total or read/write keys, never both ----------
+
+    def test_flavor_with_read_write_keys_keeps_its_form(self):
+        flavor = self.cloud.flavor('m1.rw', **{
+            'quota:disk_read_iops_sec': '800',
+            'quota:disk_write_iops_sec': '200',
+            'quota:disk_write_iops_sec_max': '400'})
+        changes = self.sync(**{'m1.rw': 'gold'})
+        self.assertIn('flavor m1.rw: unset quota:disk_write_iops_sec_max',
+                      changes)
+        # IOPS: the ceiling split in two halves; bytes/s: no read/write
+        # keys, so the total key.
+        self.assertEqual({'iotguard:tier': 'gold',
+                          'quota:disk_read_iops_sec': '2500',
+                          'quota:disk_write_iops_sec': '2500',
+                          'quota:disk_total_bytes_sec': '200000000'},
+                         flavor)
+        caps.check_limits(tiersync.flavor_limits(flavor))
+        self.assertEqual([], self.sync(**{'m1.rw': 'gold'}))
+
+    def test_flavor_mixing_both_forms_is_repaired(self):
+        flavor = self.cloud.flavor('m1.mixed', **{
+            'quota:disk_total_iops_sec': '5000',
+            'quota:disk_total_iops_sec_max': '9000',
+            'quota:disk_read_iops_sec': '100'})
+        self.assertRaises(exception.InvalidCap, caps.check_limits,
+                          tiersync.flavor_limits(flavor))
+        self.sync(**{'m1.mixed': 'gold'})
+        self.assertEqual('2500', flavor['quota:disk_read_iops_sec'])
+        self.assertEqual('2500', flavor['quota:disk_write_iops_sec'])
+        self.assertNotIn('quota:disk_total_iops_sec', flavor)
+        self.assertNotIn('quota:disk_total_iops_sec_max', flavor)
+        caps.check_limits(tiersync.flavor_limits(flavor))
+
+    def test_odd_ceiling_split_stays_within_it(self):
+        specs = tiersync.wanted_flavor_specs(
+            SILVER, {'quota:disk_read_iops_sec': '1'})
+        self.assertEqual('500', specs['quota:disk_read_iops_sec'])
+        self.assertEqual('500', specs['quota:disk_write_iops_sec'])
+        self.assertIsNone(specs['quota:disk_total_iops_sec'])
+
+    def test_tier_without_ceiling_removes_read_write_keys(self):
+        flavor = self.cloud.flavor('m1.rw', **{
+            'quota:disk_read_bytes_sec': '10',
+            'quota:disk_write_bytes_sec': '10'})
+        self.sync(**{'m1.rw': 'bronze'})
+        self.assertEqual({'iotguard:tier': 'bronze'}, flavor)
+
+    def test_total_burst_goes_with_the_ceiling(self):
+        flavor = self.cloud.flavor('m1.burst', **{
+            'quota:disk_total_iops_sec': '100',
+            'quota:disk_total_iops_sec_max': '200'})
+        self.sync(**{'m1.burst': 'gold'})
+        self.assertEqual('5000', flavor['quota:disk_total_iops_sec'])
+        self.assertNotIn('quota:disk_total_iops_sec_max', flavor)
+
+    def test_qos_spec_read_write_keys_go_next_to_a_total(self):
+        self.sync()
+        self.cloud.qos['iotguard-gold'].specs['read_iops_sec'] = '7'
+        changes = self.sync()
+        self.assertEqual(['QoS spec iotguard-gold: unset read_iops_sec'],
+                         changes)
+        self.assertNotIn('read_iops_sec',
+                         self.cloud.qos['iotguard-gold'].specs)
+
+    # -- private tiers -------------------------------------------------
+
+    def test_private_tier_makes_private_type_with_access(self):
+        changes = self.sync(tiers=(GOLD, SILVER))
+        self.assertIn('volume type iotguard-silver: create, private, '
+                      'iotguard:tier=silver', changes)
+        self.assertIn('volume type iotguard-silver: grant access to '
+                      'project p2', changes)
+        vtype = self.cloud.types['iotguard-silver']
+        self.assertFalse(vtype.is_public)
+        self.assertEqual({'p1', 'p2'}, self.cloud.access[vtype.id])
+        self.assertTrue(self.cloud.types['iotguard-gold'].is_public)
+        self.assertEqual([], self.sync(tiers=(GOLD, SILVER)))
+
+    def test_access_follows_the_tier_projects(self):
+        self.sync(tiers=(SILVER,))
+        changed = dict(SILVER, projects=['p2', 'p3'])
+        changes = self.sync(tiers=(changed,))
+        self.assertEqual(
+            ['volume type iotguard-silver: grant access to project p3',
+             'volume type iotguard-silver: revoke access of project p1'],
+            changes)
+        vtype = self.cloud.types['iotguard-silver']
+        self.assertEqual({'p2', 'p3'}, self.cloud.access[vtype.id])
+        self.assertEqual([], self.sync(tiers=(changed,)))
+
+    def test_tier_made_public_then_private_again(self):
+        self.sync(tiers=(SILVER,))
+        vtype = self.cloud.types['iotguard-silver']
+        public = dict(SILVER, is_public=True, projects=[])
+        self.assertEqual(['volume type iotguard-silver: make public'],
+                         self.sync(tiers=(public,)))
+        self.assertTrue(vtype.is_public)
+        self.assertEqual([], self.sync(tiers=(public,)))
+        # Cinder still holds p1 and p2: only p2 and p4 may keep it.
+        private = dict(SILVER, projects=['p2', 'p4'])
+        changes = self.sync(tiers=(private,), dry_run=True)
+        self.assertEqual(
+            ['volume type iotguard-silver: make private',
+             'volume type iotguard-silver: access for exactly project(s) '
+             'p2, p4'], changes)
+        self.assertEqual(changes, self.sync(tiers=(private,)))
+        self.assertFalse(vtype.is_public)
+        self.assertEqual({'p2', 'p4'}, self.cloud.access[vtype.id])
+        self.assertEqual([], self.sync(tiers=(private,)))
+
+    # -- deleted tiers -------------------------------------------------
+
+    def test_deleted_tier_type_and_qos_removed(self):
+        self.sync()
+        report = self.report(tiers=(GOLD,), dry_run=True)
+        self.assertEqual(
+            ['volume type iotguard-bronze: delete (tier bronze no longer '
+             'exists)',
+             'QoS spec iotguard-bronze: delete (tier bronze no longer '
+             'exists)'], report.changes)
+        self.assertIn('iotguard-bronze', self.cloud.types)
+        self.assertEqual(report.changes, self.sync(tiers=(GOLD,)))
+        self.assertNotIn('iotguard-bronze', self.cloud.types)
+        self.assertNotIn('iotguard-bronze', self.cloud.qos)
+        self.assertEqual([], self.sync(tiers=(GOLD,)))
+
+    def test_deleted_tier_type_in_use_is_reported_and_kept(self):
+        self.sync()
+        self.cloud.volumes.append(_obj(name='v',
+                                       volume_type='iotguard-bronze'))
+        report = self.report(tiers=(GOLD,))
+        self.assertEqual([], report.changes)
+        self.assertEqual(
+            ['volume type iotguard-bronze: tier bronze no longer exists, '
+             'but 1 volume(s) use the type; kept (retype them, then sync '
+             'again)',
+             'QoS spec iotguard-bronze: tier bronze no longer exists; kept, '
+             'associated with volume type(s) iotguard-bronze'],
+            report.notices)
+        self.assertIn('iotguard-bronze', self.cloud.types)
+        self.assertIn('iotguard-bronze', self.cloud.qos)
+
+    def test_operator_types_and_specs_are_not_deleted(self):
+        self.cloud.types['iotguard-manual'] = _obj(
+            name='iotguard-manual', extra_specs={}, is_public=True)
+        self.cloud.types['iotguard-fast'] = _obj(
+            name='iotguard-fast', extra_specs={'iotguard:tier': 'gold'},
+            is_public=True)
+        self.cloud.qos['iotguard-front'] = _obj(
+            name='iotguard-front', consumer='front-end',
+            specs={'total_iops_sec': '10'})
+        self.cloud.qos['iotguard-custom'] = _obj(
+            name='iotguard-custom', consumer='back-end',
+            specs={'vendor:thing': '1'})
+        report = self.report(tiers=(GOLD,))
+        self.assertIn('iotguard-manual', self.cloud.types)
+        self.assertIn('iotguard-fast', self.cloud.types)
+        self.assertIn('iotguard-custom', self.cloud.qos)
+        self.assertIn('iotguard-front', self.cloud.qos)
+        self.assertEqual(
+            ['QoS spec iotguard-custom: tier custom no longer exists; kept, '
+             'it has what tier sync does not write (vendor:thing, '
+             'consumer back-end)',
+             'QoS spec iotguard-front: tier front no longer exists; kept, '
+             'it has what tier sync does not write (consumer front-end)'],
+            report.notices)
+
+    def test_no_prefix_no_cleanup(self):
+        self.sync()
+        report = tiersync.sync(self.cloud, [GOLD], {}, '')
+        self.assertIn('[tiers] volume_type_prefix is empty: volume types '
+                      'and QoS specs of deleted tiers are not looked for',
+                      report.notices)
+        self.assertIn('iotguard-bronze', self.cloud.types)
+
+    def test_flavors_naming_a_missing_tier_are_reported_only(self):
+        other = self.cloud.flavor('m1.old', **{'iotguard:tier': 'bronze'})
+        self.cloud.flavor('m1.new', **{'iotguard:tier': 'gold'})
+        report = self.report(tiers=(GOLD,), **{'m1.gold': 'platinum',
+                                               'm1.nope': 'gold'})
+        self.assertEqual(
+            ['flavor m1.gold: [tiers] flavor_tiers names tier platinum, '
+             'which does not exist; flavor left unchanged',
+             'flavor m1.nope of [tiers] flavor_tiers: not found in Nova, '
+             'skipped',
+             'flavor m1.old: iotguard:tier=bronze names no tier (deleted?); '
+             'flavor left unchanged, remove the key or name another tier'],
+            report.notices)
+        self.assertEqual({'iotguard:tier': 'bronze'}, other)
+        self.assertEqual({'hw:cpu_policy': 'dedicated'},
+                         self.cloud.flavors['m1.gold'].extra_specs)
+        self.assertFalse([c for c in report.changes if 'flavor' in c])
+
+    # -- services missing, failures --------------------------------------
+
+    def test_without_cinder_only_flavors(self):
+        self.cloud.services = ('compute',)
+        report = self.report()
+        self.assertEqual(['Cinder (block-storage) is not in the service '
+                          'catalog: volume types and QoS specs not synced'],
+                         report.skipped)
+        self.assertEqual(['flavor m1.gold: set iotguard:tier=gold, '
+                          'quota:disk_total_bytes_sec=200000000, '
+                          'quota:disk_total_iops_sec=5000'], report.changes)
+        self.assertEqual({}, self.cloud.types)
+
+    def test_without_nova_only_volume_types(self):
+        self.cloud.services = ('block-storage',)
+        report = self.report()
+        self.assertEqual(['Nova (compute) is not in the service catalog: '
+                          'flavors not synced'], report.skipped)
+        self.assertEqual(6, len(report.changes))
+        self.assertNotIn('iotguard:tier',
+                         self.cloud.flavors['m1.gold'].extra_specs)
+
+    def test_failed_read_raises_tier_sync_failed(self):
+        self.cloud.failing = 'fetch_flavor_extra_specs'
+        exc = self.assertRaises(exception.TierSyncFailed, self.sync)
+        self.assertIn('reading Nova and Cinder', exc.message)
+        self.assertIn('503', exc.message)
+        self.assertEqual([], exc.done)
         self.assertEqual(0, self.cloud.writes)
+
+    def test_failed_change_says_which_and_what_was_done(self):
+        self.cloud.failing = 'create_type'
+        exc = self.assertRaises(exception.TierSyncFailed, self.sync)
+        self.assertIn('volume type iotguard-bronze: create', exc.message)
+        self.assertEqual(
+            ['flavor m1.gold: set iotguard:tier=gold, '
+             'quota:disk_total_bytes_sec=200000000, '
+             'quota:disk_total_iops_sec=5000',
+             'QoS spec iotguard-bronze: create, consumer both, '
+             'minIOPS=100'], exc.done)
+
+
+class CapsFormTest(base.TestCase):
+
+    def test_form(self):
+        self.assertIsNone(caps.form({}, 'iops_sec'))
+        self.assertEqual('total', caps.form({'total_iops_sec': 1},
+                                            'iops_sec'))
+        self.assertIsNone(caps.form({'total_iops_sec': 1}, 'bytes_sec'))
+        self.assertEqual('rw', caps.form({'write_bytes_sec_max': 5},
+                                         'bytes_sec'))
+        self.assertEqual('rw', caps.form({'total_iops_sec': 1,
+                                          'read_iops_sec': 1}, 'iops_sec'))
