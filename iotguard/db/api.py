@@ -293,10 +293,8 @@ class Connection:
                                     % source)
         with self._writer() as session:
             tier_id = self._tier_row(session, tier).id
-            row = session.scalars(sa.select(models.DiskTier).where(
-                models.DiskTier.instance_uuid == instance_uuid,
-                models.DiskTier.dev == dev,
-                models.DiskTier.source == source)).first()
+            row = self._choice_row(session, models.DiskTier, instance_uuid,
+                                   dev, source)
             if row is None:
                 session.add(models.DiskTier(
                     instance_uuid=instance_uuid, dev=dev, source=source,
@@ -503,6 +501,13 @@ class Connection:
                     'project_id': owner, 'admission': numbers}
 
     @staticmethod
+    def _choice_row(session, table, instance_uuid, dev, source):
+        """The row of ``table`` (a choice or a refusal) for one source."""
+        return session.scalars(sa.select(table).where(
+            table.instance_uuid == instance_uuid, table.dev == dev,
+            table.source == source)).first()
+
+    @staticmethod
     def _choice_delete(session, instance_uuid, source, dev=None):
         """Drop a source's choice and refusal (for ``dev``, or all)."""
         for table in (models.DiskTier, models.TierRefusal):
@@ -526,10 +531,8 @@ class Connection:
                 models.DiskTier.instance_uuid == instance_uuid,
                 models.DiskTier.dev == dev,
                 models.DiskTier.source == source))
-            row = session.scalars(sa.select(models.TierRefusal).where(
-                models.TierRefusal.instance_uuid == instance_uuid,
-                models.TierRefusal.dev == dev,
-                models.TierRefusal.source == source)).first()
+            row = self._choice_row(session, models.TierRefusal,
+                                   instance_uuid, dev, source)
             if row is None:
                 session.add(models.TierRefusal(
                     instance_uuid=instance_uuid, dev=dev, source=source,

@@ -158,6 +158,12 @@ class DbApiTests:
         self.assertRaises(exception.Invalid, db.disk_tier_set, UUID_A, 'vda',
                           'meta', 'guess', 'proj-a')
 
+    def _gold_silver_and_b_silver(self):
+        self._domain_with_disks()
+        self.db.tier_create(database.tier_values('gold', min_iops=100.0))
+        self.db.tier_create(database.tier_values('silver', min_iops=10.0))
+        self.db.instance_tier_set(UUID_B, 'silver', lambda *a: {})
+
     def test_no_default_tier_means_no_tier(self):
         self._domain_with_disks()
         disk = self.db.disk_list(instance_uuid=UUID_B)[0]
@@ -165,10 +171,7 @@ class DbApiTests:
         self.assertIsNone(disk['tier_source'])
 
     def test_instance_tier_set_gives_admission_the_domain(self):
-        self._domain_with_disks()
-        self.db.tier_create(database.tier_values('gold', min_iops=100.0))
-        self.db.tier_create(database.tier_values('silver', min_iops=10.0))
-        self.db.instance_tier_set(UUID_B, 'silver', lambda *a: {})
+        self._gold_silver_and_b_silver()
         seen = []
 
         def admit(tier, domain, others, before, after):
@@ -237,10 +240,7 @@ class DbApiTests:
                           UUID_A, 'gold', admit, source='nova-metadata')
 
     def test_volume_type_tier_admitted_for_its_disk_only(self):
-        self._domain_with_disks()
-        self.db.tier_create(database.tier_values('gold', min_iops=100.0))
-        self.db.tier_create(database.tier_values('silver', min_iops=10.0))
-        self.db.instance_tier_set(UUID_B, 'silver', lambda *a: {})
+        self._gold_silver_and_b_silver()
         seen = []
 
         def admit(tier, domain, others, before, after):
