@@ -67,3 +67,17 @@ class AdmissionRejected(Conflict):
     msg_fmt = ('Tier %(tier)s refused on domain %(domain)s: committed floors '
                'would be %(committed).3f of capacity, above the allowed '
                '%(max_ratio).3f.')
+
+    def for_member(self):
+        """The refusal as a project member may read it.
+
+        The committed floors of a domain add up other projects' floors and
+        the domain's capacity profile is the operator's: only an admin sees
+        those numbers.
+        """
+        if 'committed' not in self.kwargs:
+            return self.message
+        return ('Tier %s does not fit in domain %s now: the floors already '
+                'promised there leave no room for it. Choose a lower tier '
+                'or ask the cloud operator.'
+                % (self.kwargs.get('tier'), self.kwargs.get('domain')))

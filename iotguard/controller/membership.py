@@ -375,12 +375,15 @@ class Membership:
             self.db.instance_tier_set(uuid, tier, admit, source=source,
                                       dev=dev)
         except (exception.AdmissionRejected, exception.NotFound) as e:
-            reason = str(e)
+            # What the project sees (no other project's numbers); the
+            # operator's log has them.
+            reason = (e.for_member()
+                      if isinstance(e, exception.AdmissionRejected)
+                      else str(e))
             if self.db.tier_refusal_set(uuid, dev, source, tier, reason,
                                         project_id):
                 LOG.warning('Tier %s named by the %s of instance %s (disk '
-                            '%s) not given: %s', tier, source, uuid, dev,
-                            reason)
+                            '%s) not given: %s', tier, source, uuid, dev, e)
                 if self.notifier is not None:
                     self.notifier.tier_refused(dict(payload, reason=reason))
             return

@@ -154,6 +154,11 @@ class TestTempestClient(base.TestCase):
         exc = self.assertRaises(lib_exc.Conflict,
                                 self.member.set_instance_tier, instance,
                                 'huge')
+        self.assertIn('does not fit', str(exc.resp_body))
+        self.assertNotIn('committed_after', str(exc.resp_body))
+        exc = self.assertRaises(lib_exc.Conflict,
+                                self.admin.set_instance_tier, instance,
+                                'huge')
         self.assertIn('committed_after', str(exc.resp_body))
         disks = self.member.show_instance(instance)['instance']['disks']
         self.assertEqual(['gold'], [d['tier'] for d in disks])

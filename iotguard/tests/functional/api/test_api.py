@@ -269,15 +269,21 @@ class APITests:
         self.assertEqual(200, response.status_code, response.text)
         instance = response.json['instance']
         self.assertEqual('synced', instance['nova_metadata'])
-        numbers = instance['admission'][0]
-        # B1 has gold (0.22048); A1 adds two gold disks.
-        self.assertAlmostEqual(0.22048, numbers['committed_before'])
-        self.assertAlmostEqual(3 * 0.22048, numbers['committed_after'])
-        self.assertEqual(0.9, numbers['max_commit_ratio'])
+        # A member sees the verdict, not the domain's numbers (they add up
+        # other projects' floors).
+        self.assertEqual([{'domain': 'local:cn1', 'tier': 'gold'}],
+                         instance['admission'])
         self.assertEqual([('proj-a', A1, 'gold')], self.nova_calls)
         disks = self.call('GET', '/v1/instances/%s' % A1,
                           who=READER_A).json['instance']['disks']
         self.assertEqual(['gold', 'gold'], [d['tier'] for d in disks])
+        # The admin sees them: B1 has gold (0.22048), A1 two gold disks.
+        response = self.call('PUT', '/v1/instances/%s/tier' % A1,
+                             who=ADMIN, body={'tier': 'gold'})
+        numbers = response.json['instance']['admission'][0]
+        self.assertAlmostEqual(3 * 0.22048, numbers['committed_before'])
+        self.assertAlmostEqual(3 * 0.22048, numbers['committed_after'])
+        self.assertEqual(0.9, numbers['max_commit_ratio'])
 
     def test_set_tier_refused_writes_nothing(self):
         self.call('PUT', '/v1/instances/%s/tier' % A1, who=MEMBER_A,
@@ -286,6 +292,11 @@ class APITests:
         response = self.call('PUT', '/v1/instances/%s/tier' % A3,
                              who=MEMBER_A, body={'tier': 'gold'})
         error = self.assertError(response, 409, 'local:cn1')
+        self.assertNotIn('numbers', error)
+        self.assertNotIn('0.', error['message'])
+        error = self.assertError(
+            self.call('PUT', '/v1/instances/%s/tier' % A3, who=ADMIN,
+                      body={'tier': 'gold'}), 409, 'local:cn1')
         self.assertAlmostEqual(5 * 0.22048,
                                error['numbers']['committed_after'])
         self.assertAlmostEqual(3 * 0.22048,
