@@ -80,9 +80,12 @@ class Dispatcher:
     @webob.dec.wsgify
     def __call__(self, req):
         if req.path_info in ('', '/'):
-            if req.method != 'GET':
-                return util.error_response(405, 'Only GET is allowed here.')
-            return root.list_versions(req)
+            try:
+                return util.handler_for(req, {'GET': root.list_versions})(
+                    req)
+            except util.MethodNotAllowed as exc:
+                return util.exception_response(
+                    exc, req.environ.get('openstack.request_id'))
         if req.path_info == '/healthcheck':
             return req.get_response(self.health)
         return req.get_response(self.api)

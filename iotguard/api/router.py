@@ -23,6 +23,7 @@ from iotguard.api.handlers import domain
 from iotguard.api.handlers import instance
 from iotguard.api.handlers import root
 from iotguard.api.handlers import tier
+from iotguard.api.schemas import common as common_schema
 from iotguard.api import util
 from iotguard import context as iotguard_context
 from iotguard import exception
@@ -49,6 +50,9 @@ def _compile(template):
 
 
 _TABLE = [(_compile(t), methods) for t, methods in ROUTES.items()]
+#: The handlers that take query parameters (and check them); any query
+#: parameter on the others is a 400.
+_READS_QUERY = {decision.list_decisions}
 
 
 def _is_lock_conflict(exc):
@@ -78,11 +82,7 @@ class Router:
         except exception.IotguardException as exc:
             if exc.code >= 500:
                 LOG.error('Request %s failed: %s', request_id, exc.message)
-            extra = {}
-            if 'numbers' in exc.kwargs:
-                extra['numbers'] = exc.kwargs['numbers']
-            return util.error_response(exc.code, exc.message, request_id,
-                                       **extra)
+            return util.exception_response(exc, request_id)
         except db_exc.DBConnectionError as exc:
             LOG.error('Request %s: database unreachable: %s', request_id,
                       exc)
@@ -104,10 +104,9 @@ class Router:
             match = regex.match(req.path_info)
             if match is None:
                 continue
-            handler = methods.get(req.method)
-            if handler is None:
-                raise util.MethodNotAllowed(method=req.method[:16],
-                                            allowed=', '.join(methods))
+            handler = util.handler_for(req, methods)
+            if handler not in _READS_QUERY:
+                util.read_query(req, common_schema.NO_QUERY)
             req.environ['iotguard.state'] = self.state
             req.environ['iotguard.context'] = (
                 iotguard_context.from_environ(req.environ))

@@ -49,6 +49,38 @@ class MethodNotAllowed(exception.IotguardException):
     msg_fmt = 'Method %(method)s not allowed here; allowed: %(allowed)s.'
     code = 405
 
+    @property
+    def headers(self):
+        return {'Allow': self.kwargs['allowed']}
+
+
+def allowed_methods(methods):
+    """What a resource answers: its methods, HEAD with GET, OPTIONS."""
+    found = list(methods)
+    if 'GET' in found:
+        found.append('HEAD')
+    return found + ['OPTIONS']
+
+
+def handler_for(req, methods):
+    """The handler of ``req.method`` among ``methods`` (HEAD: GET's).
+
+    OPTIONS gets a handler that answers 204 with ``Allow``; a method the
+    resource does not have raises :class:`MethodNotAllowed`. webob drops
+    the body of a HEAD response and keeps its headers.
+    """
+    allowed = ', '.join(allowed_methods(methods))
+    if req.method == 'OPTIONS':
+        def options(req, **_kw):
+            response = json_response(None, status=204)
+            response.headers['Allow'] = allowed
+            return response
+        return options
+    handler = methods.get('GET' if req.method == 'HEAD' else req.method)
+    if handler is None:
+        raise MethodNotAllowed(method=req.method[:16], allowed=allowed)
+    return handler
+
 
 def _default(value):
     if isinstance(value, datetime.datetime):
@@ -69,17 +101,45 @@ def json_response(body, status=200):
     return response
 
 
-def error_response(code, message, request_id=None, **extra):
+def error_response(code, message, request_id=None, headers=None, **extra):
     title = webob.exc.status_map[code].title
     error = {'code': code, 'title': title, 'message': message}
     if request_id:
         error['request_id'] = request_id
     error.update(extra)
-    return json_response({'error': error}, status=code)
+    response = json_response({'error': error}, status=code)
+    response.headers.update(headers or {})
+    return response
+
+
+def exception_response(exc, request_id):
+    """The JSON error of one of iotguard's exceptions, with its headers."""
+    extra = {}
+    if 'numbers' in exc.kwargs:
+        extra['numbers'] = exc.kwargs['numbers']
+    return error_response(exc.code, exc.message, request_id,
+                          headers=getattr(exc, 'headers', None), **extra)
 
 
 def _reject(reason):
     raise exception.Invalid(reason=reason)
+
+
+def _check_media_type(req):
+    """``application/json`` (any case), UTF-8 if a charset is named."""
+    header = req.headers.get('Content-Type', '')
+    mimetype, _sep, params = header.partition(';')
+    if mimetype.strip().lower() != JSON:
+        raise UnsupportedMediaType(content_type=mimetype.strip()[:64]
+                                   or 'none')
+    for param in params.split(';'):
+        name, _sep, value = param.partition('=')
+        if (name.strip().lower() == 'charset'
+                and value.strip().strip('"').lower() not in ('utf-8',
+                                                             'utf8')):
+            raise UnsupportedMediaType(
+                content_type='%s with charset %s' % (
+                    JSON, value.strip()[:32]))
 
 
 def read_json(req, schema, max_bytes):
@@ -89,9 +149,7 @@ def read_json(req, schema, max_bytes):
     raw = req.body_file.read(max_bytes + 1)
     if len(raw) > max_bytes:
         raise RequestTooLarge(limit=max_bytes)
-    if req.content_type != JSON:
-        raise UnsupportedMediaType(
-            content_type=req.content_type or 'none')
+    _check_media_type(req)
     try:
         body = json.loads(raw.decode('utf-8'), parse_constant=_reject)
     except (UnicodeDecodeError, ValueError) as exc:

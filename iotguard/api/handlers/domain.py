@@ -21,9 +21,6 @@ from iotguard.api import util
 from iotguard import exception
 from iotguard import policy
 
-EMPTY_QUERY = {'type': 'object', 'properties': {},
-               'additionalProperties': False}
-
 
 def _name(name):
     util.validate(name, common_schema.DOMAIN_NAME, 'domain name')
@@ -50,7 +47,6 @@ def _full_view(domain, disks, default_policy):
 
 def list_domains(req):
     common.authorize(req, 'iotguard:domain:list')
-    util.read_query(req, EMPTY_QUERY)
     st = common.state(req)
     domains = st.db.domain_list()
     if common.allowed(req, 'iotguard:domain:all_projects'):

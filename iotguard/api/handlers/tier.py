@@ -60,7 +60,6 @@ def _visible_to(req):
 
 def list_tiers(req):
     common.authorize(req, 'iotguard:tier:list')
-    util.read_query(req, schema.LIST_QUERY)
     project_id = _visible_to(req)
     tiers = common.state(req).db.tier_list(project_id)
     return util.json_response(

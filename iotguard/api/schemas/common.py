@@ -26,5 +26,9 @@ POSITIVE = {'type': 'number', 'exclusiveMinimum': 0, 'maximum': 1e15}
 UUID = {'type': 'string',
         'pattern': r'^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-'
                    r'[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'}
+#: A query string with no parameter (every endpoint but the lists that
+#: document theirs).
+NO_QUERY = {'type': 'object', 'properties': {},
+            'additionalProperties': False}
 #: Query parameters arrive as strings.
 QUERY_INT = {'type': 'string', 'pattern': r'^[0-9]{1,9}$'}

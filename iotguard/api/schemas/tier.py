@@ -39,6 +39,3 @@ UPDATE = {
     'minProperties': 1,
     'additionalProperties': False,
 }
-
-LIST_QUERY = {'type': 'object', 'properties': {},
-              'additionalProperties': False}

@@ -76,7 +76,12 @@ class APITests:
                          (version['id'], version['status']))
         self.assertEqual('http://localhost/v1', version['links'][0]['href'])
         self.assertTrue(response.headers['x-openstack-request-id'])
-        self.assertError(self.call('POST', '/'), 405)
+        response = self.call('POST', '/')
+        error = self.assertError(response, 405)
+        self.assertTrue(error['request_id'])
+        self.assertEqual('GET, HEAD, OPTIONS', response.headers['Allow'])
+        head = self.call('HEAD', '/')
+        self.assertEqual((200, b''), (head.status_code, head.body))
 
     def test_v1_version(self):
         response = self.call('GET', '/v1', who=READER_A)
@@ -94,6 +99,52 @@ class APITests:
         self.assertError(self.call('GET', '/v1/nope', who=ADMIN), 404)
         response = self.call('POST', '/v1/decisions', who=ADMIN, body={})
         self.assertError(response, 405, 'GET')
+        self.assertEqual('GET, HEAD, OPTIONS', response.headers['Allow'])
+
+    def test_head_and_options(self):
+        got = self.call('GET', '/v1/tiers/gold', who=READER_A)
+        head = self.call('HEAD', '/v1/tiers/gold', who=READER_A)
+        self.assertEqual((200, b''), (head.status_code, head.body))
+        self.assertEqual(got.headers['Content-Length'],
+                         head.headers['Content-Length'])
+        self.assertEqual('application/json', head.content_type)
+        missing = self.call('HEAD', '/v1/tiers/nope', who=READER_A)
+        self.assertEqual((404, b''), (missing.status_code, missing.body))
+        for path, allowed in (
+                ('/v1/tiers/gold', 'GET, PATCH, DELETE, HEAD, OPTIONS'),
+                ('/v1/instances/%s/tier' % A1, 'PUT, OPTIONS')):
+            response = self.call('OPTIONS', path, who=READER_A)
+            self.assertEqual(204, response.status_code, response.text)
+            self.assertEqual(allowed, response.headers['Allow'])
+            self.assertEqual(b'', response.body)
+
+    def test_unknown_query_parameters_are_400(self):
+        for path in ('/v1/tiers', '/v1/tiers/gold', '/v1/domains',
+                     '/v1/instances/%s' % A1, '/v1'):
+            self.assertError(self.call('GET', path + '?color=red',
+                                       who=ADMIN), 400, 'color')
+        self.assertError(self.call('PUT', '/v1/instances/%s/tier?dev=vda'
+                                   % A1, who=MEMBER_A,
+                                   body={'tier': 'bronze'}), 400, 'dev')
+        self.assertEqual([None, None], [
+            d['tier'] for d in self.db.disk_list(instance_uuid=A1)])
+        self.assertEqual(200, self.call('GET', '/v1/decisions?limit=1',
+                                        who=ADMIN).status_code)
+
+    def test_media_type_any_case_utf8_only(self):
+        for content_type in ('APPLICATION/JSON', 'Application/Json',
+                             'application/json; charset=UTF-8',
+                             'application/json;charset="utf-8"'):
+            response = self.call('PATCH', '/v1/tiers/bronze', who=ADMIN,
+                                 raw=b'{"weight": 2}',
+                                 content_type=content_type)
+            self.assertEqual(200, response.status_code, content_type)
+        self.assertError(self.call('PATCH', '/v1/tiers/bronze', who=ADMIN,
+                                   raw=b'{"weight": 3}',
+                                   content_type='application/json; '
+                                                'charset=latin-1'),
+                         415, 'latin-1')
+        self.assertEqual(2.0, self.db.tier_get('bronze')['weight'])
 
     # -- tiers ----------------------------------------------------------------
 
