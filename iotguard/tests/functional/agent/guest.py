@@ -144,16 +144,39 @@ def build_initramfs(path, modules_dir, init=INIT, modules=MODULES):
         f.write(_cpio_newc(entries))
 
 
-def domain_xml(name, uuid, workdir, static_bytes_sec):
-    """A persistent TCG domain with one raw disk and a static ceiling."""
+def _disk_source(workdir, rbd):
+    """The <disk> opening and <source> of vda: a file, or an RBD image.
+
+    ``rbd``: ``(pool/image, monitor port, ceph.conf)`` as Nova writes a
+    Ceph-backed volume (``type='network'``, librbd inside QEMU).
+    """
+    if rbd is None:
+        disk = os.path.join(workdir, 'disk.img')
+        with open(disk, 'wb') as f:
+            f.truncate(256 << 20)
+        return ("<disk type='file' device='disk'>\n"
+                "      <driver name='qemu' type='raw' cache='none' "
+                "io='native'/>\n      <source file='%s'/>" % disk)
+    image, port, conf = rbd
+    return ("<disk type='network' device='disk'>\n"
+            "      <driver name='qemu' type='raw' cache='none'/>\n"
+            "      <source protocol='rbd' name='%s'>\n"
+            "        <host name='127.0.0.1' port='%d'/>\n"
+            "        <config file='%s'/>\n      </source>"
+            % (image, port, conf))
+
+
+def domain_xml(name, uuid, workdir, static_bytes_sec, rbd=None):
+    """A persistent TCG domain with one raw disk and a static ceiling.
+
+    The disk is a file in ``workdir``, or the RBD image ``rbd`` names
+    (see :func:`_disk_source`).
+    """
     vmlinuz, modules_dir = find_kernel()
     kernel = os.path.join(workdir, 'vmlinuz')
     shutil.copyfile(vmlinuz, kernel)
     initrd = os.path.join(workdir, 'initrd.gz')
     build_initramfs(initrd, modules_dir)
-    disk = os.path.join(workdir, 'disk.img')
-    with open(disk, 'wb') as f:
-        f.truncate(256 << 20)
     return """<domain type='qemu'>
   <name>%(name)s</name>
   <uuid>%(uuid)s</uuid>
@@ -165,9 +188,7 @@ def domain_xml(name, uuid, workdir, static_bytes_sec):
   <on_poweroff>destroy</on_poweroff><on_reboot>destroy</on_reboot>
   <devices>
     <emulator>/usr/bin/qemu-system-x86_64</emulator>
-    <disk type='file' device='disk'>
-      <driver name='qemu' type='raw' cache='none' io='native'/>
-      <source file='%(disk)s'/><target dev='vda' bus='virtio'/>
+    %(disk)s<target dev='vda' bus='virtio'/>
       <iotune><total_bytes_sec>%(static)d</total_bytes_sec></iotune>
     </disk>
     <serial type='file'><source path='%(console)s'/><target port='0'/>
@@ -175,7 +196,8 @@ def domain_xml(name, uuid, workdir, static_bytes_sec):
     <memballoon model='none'/>
   </devices>
 </domain>""" % {'name': name, 'uuid': uuid, 'kernel': kernel,
-                'initrd': initrd, 'disk': disk, 'static': static_bytes_sec,
+                'initrd': initrd, 'disk': _disk_source(workdir, rbd),
+                'static': static_bytes_sec,
                 'console': console_path(workdir)}
 
 
