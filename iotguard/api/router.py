@@ -16,6 +16,7 @@ import re
 
 from oslo_db import exception as db_exc
 from oslo_log import log
+from sqlalchemy import exc as sa_exc
 import webob.dec
 
 from iotguard.api.handlers import decision
@@ -29,6 +30,9 @@ from iotguard import context as iotguard_context
 from iotguard import exception
 
 LOG = log.getLogger(__name__)
+
+#: Seconds a client is asked to wait when the database is unreachable.
+RETRY_AFTER_S = 10
 
 ROUTES = {
     '/v1': {'GET': root.show_version},
@@ -83,12 +87,14 @@ class Router:
             if exc.code >= 500:
                 LOG.error('Request %s failed: %s', request_id, exc.message)
             return util.exception_response(exc, request_id)
-        except db_exc.DBConnectionError as exc:
+        except (db_exc.DBConnectionError, sa_exc.OperationalError) as exc:
+            # oslo.db translates errors on open connections; the first
+            # connect of an engine can fail with SQLAlchemy's own error.
             LOG.error('Request %s: database unreachable: %s', request_id,
                       exc)
             return util.error_response(
                 503, 'The database is unreachable; try again later.',
-                request_id)
+                request_id, headers={'Retry-After': str(RETRY_AFTER_S)})
         except db_exc.DBError as exc:
             if not _is_lock_conflict(exc):
                 return _internal_error(request_id)

@@ -14,6 +14,11 @@
 
 import datetime
 
+import webob
+
+from iotguard.api import app
+from iotguard.tests import base as test_base
+from iotguard.tests.fixtures import cloud
 from iotguard.tests.fixtures import database
 from iotguard.tests.functional.api import base
 
@@ -534,3 +539,26 @@ class APITestsPostgresql(APITests, base.APITestCase):
 
 class APITestsMysql(APITests, base.APITestCase):
     backend = 'mysql'
+
+
+class DatabaseAwayTest(test_base.TestCase):
+    """A PostgreSQL URL where nothing listens: 503, not 500."""
+
+    def test_unreachable_database_is_503_with_retry_after(self):
+        self.flags(group='api', auth_strategy='noauth')
+        self.flags(group='database', max_retries=0,
+                   connection='postgresql+psycopg2://postgres@127.0.0.1:%d'
+                              '/test' % cloud.free_port())
+        application = app.deploy(self.conf,
+                                 set_nova_tier=lambda *a: 'disabled')
+        for method, path, body in (('GET', '/v1/tiers', None),
+                                   ('POST', '/v1/tiers', b'{"name": "x"}')):
+            req = webob.Request.blank(path, method=method, headers={
+                'X-Project-Id': 'p', 'X-User-Id': 'u', 'X-Roles': 'admin'})
+            if body:
+                req.body, req.content_type = body, 'application/json'
+            response = req.get_response(application)
+            self.assertEqual(503, response.status_code, response.text)
+            self.assertEqual(503, response.json['error']['code'])
+            self.assertEqual('10', response.headers['Retry-After'])
+            self.assertTrue(response.json['error']['request_id'])

@@ -96,6 +96,7 @@ class AppTest(base.TestCase):
         response = req.get_response(application)
         self.assertEqual(503, response.status_code)
         self.assertEqual(503, response.json['error']['code'])
+        self.assertEqual('10', response.headers['Retry-After'])
 
     def test_failure_in_auth_middleware_answers_json(self):
         application = self.deploy('keystone')
