@@ -36,6 +36,7 @@ import subprocess
 import sys
 import time
 import unittest
+import urllib.parse
 
 import fixtures
 from keystoneauth1.identity import v3
@@ -46,6 +47,7 @@ import oslo_messaging
 from iotguard.osc import client as osc_client
 from iotguard import rpc
 from iotguard.tests import base
+from iotguard.tests.fixtures import ceph as ceph_fixture
 from iotguard.tests.fixtures import cloud as cloud_fixture
 from iotguard.tests.fixtures import confs
 from iotguard.tests.fixtures import database
@@ -113,7 +115,7 @@ iotguard = True
 nova = True
 glance = True
 neutron = True
-cinder = False
+cinder = %(cinder)s
 swift = False
 [iotguard]
 region = %(region)s
@@ -124,6 +126,13 @@ decision_interval = %(interval)s
 rates_write_interval = 1
 [iotguard_feature_enabled]
 agent = True
+'''
+
+# A guest's user data: it writes to its volume (vdb).
+VOLUME_WORKLOAD = '''while [ ! -b /dev/vdb ]; do sleep 1; done
+echo "IOTG: writing to vdb"
+while true; do dd if=/dev/zero of=/dev/vdb bs=%(bs)s count=%(count)d \\
+oflag=direct 2>/dev/null; [ "%(pause)s" = 0 ] || sleep %(pause)s; done
 '''
 
 MAIN = {
@@ -175,7 +184,8 @@ class CloudTest(base.TestCase):
         cls.fixtures = []
         try:
             cls.cloud = cls._use(cloud_fixture.Cloud(
-                os.environ.get('IOTGUARD_CLOUD_DIR')))
+                os.environ.get('IOTGUARD_CLOUD_DIR'),
+                cinder=ceph_fixture.unavailable() is None))
             cls.db = cls._use(database.Database('mysql'))
             cls._listen()
             cls._start_iotguard()
@@ -300,18 +310,19 @@ class CloudTest(base.TestCase):
             return None
         return {d['dev']: d for d in resp.json()['instance']['disks']}
 
-    def live_iotune(self, server, flags=None):
+    def live_iotune(self, server, flags=None, dev='vda'):
         conn = libvirt.open(cloud_fixture.LIBVIRT_URI)
         try:
             dom = conn.lookupByUUIDString(server.id)
             flags = (libvirt.VIR_DOMAIN_AFFECT_LIVE if flags is None
                      else flags)
-            return dom.blockIoTune('vda', flags)
+            return dom.blockIoTune(dev, flags)
         finally:
             conn.close()
 
-    def persistent_iotune(self, server):
-        return self.live_iotune(server, libvirt.VIR_DOMAIN_AFFECT_CONFIG)
+    def persistent_iotune(self, server, dev='vda'):
+        return self.live_iotune(server, libvirt.VIR_DOMAIN_AFFECT_CONFIG,
+                                dev)
 
     def boot_pair(self, prefix, noisy_tier=None, quiet_tier=None):
         """A quiet and a noisy server (their flavors may name tiers)."""
@@ -532,6 +543,124 @@ class CloudTest(base.TestCase):
                 'static ceiling after %s' % name)
         self.addDetail('seconds from ACTIVE to capped', _text(str(took)))
 
+    def manage(self, *argv):
+        """``iotguard-manage`` as the cloud's admin (OS_* variables)."""
+        env = dict(os.environ, OS_AUTH_URL=self.cloud.auth_url,
+                   OS_USERNAME='admin', OS_PASSWORD=cloud_fixture.PASSWORD,
+                   OS_PROJECT_NAME='admin', OS_USER_DOMAIN_ID='default',
+                   OS_PROJECT_DOMAIN_ID='default',
+                   OS_REGION_NAME=cloud_fixture.REGION,
+                   OS_INTERFACE='public')
+        env.pop('OS_CLOUD', None)
+        proc = subprocess.run(
+            [sys.executable, '-c',
+             'from iotguard.cmd.manage import main; main()',
+             '--config-file', self._config('manage', 'manage')] + list(argv),
+            capture_output=True, text=True, timeout=300, env=env)
+        self.assertEqual(0, proc.returncode, proc.stdout + proc.stderr)
+        return proc.stdout
+
+    def test_volume_tiers_on_ceph(self):
+        """Cinder volumes on Ceph: tiers from volume types, a live cap.
+
+        ``iotguard-manage tier sync`` makes the volume types of the tiers;
+        a volume of ``iotguard-vol-silver`` gets silver's floor from its
+        type. The noisy volume's type is the operator's own, naming a tier
+        with a ceiling in ``iotguard:tier``, its front-end QoS far above
+        it: Nova copies that QoS into the domain at attach (the static
+        ceiling) and iotguard caps the volume's disk live under it, on
+        the same path as a root disk (QEMU opens the volume through
+        librbd). Extending the attached volume keeps the cap; the
+        persistent definition keeps the QoS.
+        """
+        if not self.cloud.cinder:
+            self.skipTest('no Ceph here: %s' % ceph_fixture.unavailable())
+        storage = self.cloud.conn.block_storage
+        self.api('POST', '/v1/tiers', {'name': 'vol-silver',
+                                       'min_bytes_sec': FLOOR}, ok=(201,))
+        self.api('POST', '/v1/tiers', {'name': 'vol-bronze',
+                                       'max_bytes_sec': CEILING}, ok=(201,))
+        synced = self.manage('tier', 'sync')
+        self.assertIn('iotguard-vol-silver', synced)
+        silver_type = storage.find_type('iotguard-vol-silver',
+                                        ignore_missing=False)
+        self.assertEqual('vol-silver', silver_type.extra_specs.get(
+            'iotguard:tier'))
+        # The operator's own type: a tier and a generous front-end QoS.
+        fast = storage.create_type(name='ceph-fast', extra_specs={
+            'iotguard:tier': 'vol-bronze'})
+        qos = storage.create_qos_spec(name='ceph-fast', consumer='front-end',
+                                      specs={'total_bytes_sec': str(STATIC)})
+        storage.associate_qos_spec(qos, fast)
+        quiet_volume = self.cloud.volume('vol-quiet', 'iotguard-vol-silver')
+        noisy_volume = self.cloud.volume('vol-noisy', 'ceph-fast')
+        flavor = self.cloud.flavor('vol-flavor', {
+            'quota:disk_total_bytes_sec': str(STATIC)})
+        quiet = self.cloud.boot('vol-quiet', flavor, volumes=[quiet_volume],
+                                user_data=VOLUME_WORKLOAD % {
+                                    'bs': '64k', 'count': 16,
+                                    'pause': 0.5})
+        noisy = self.cloud.boot('vol-noisy', flavor, volumes=[noisy_volume],
+                                user_data=VOLUME_WORKLOAD % {
+                                    'bs': '1M', 'count': 64,
+                                    'pause': 0})
+        for server in (quiet, noisy):
+            self.addCleanup(self.cloud.conn.compute.delete_server, server)
+
+        # Both volumes are disks of their servers, in the back end's
+        # domain, their tiers from their types.
+        domain = '%s@%s#%s' % (cloud_fixture.VOLUME_HOST,
+                               cloud_fixture.CEPH_BACKEND,
+                               cloud_fixture.CEPH_BACKEND)
+        for server, volume, tier in ((quiet, quiet_volume, 'vol-silver'),
+                                     (noisy, noisy_volume, 'vol-bronze')):
+            disk = wait_for(
+                lambda: (self.disks(server) or {}).get('vdb', {}).get(
+                    'tier_source') == 'volume_type'
+                and self.disks(server)['vdb'], 60)
+            self.assertTrue(disk, self.disks(server))
+            self.assertEqual((domain, volume.id, tier),
+                             (disk['domain'], disk['volume_id'],
+                              disk['tier']))
+            # The root disk is the host's, without a tier.
+            self.assertEqual(DOMAIN, self.disks(server)['vda']['domain'])
+            self.assertIsNone(self.disks(server)['vda']['tier'])
+        self.assertEqual(FLOOR, self.disks(quiet)['vdb']['floor'][
+            'min_bytes_sec'])
+        # Nova copied the front-end QoS into the domain: the static ceiling.
+        self.assertEqual(STATIC, self.persistent_iotune(
+            noisy, 'vdb')['total_bytes_sec'])
+
+        self.api('PATCH', '/v1/domains/%s' % urllib.parse.quote(domain, ''),
+                 {'iops_4k': 100000, 'bytes_sec': PROFILE_BYTES_SEC})
+
+        def capped():
+            try:
+                return (self.live_iotune(noisy, dev='vdb')['total_bytes_sec']
+                        <= CEILING * 1.01)
+            except libvirt.libvirtError:
+                return False
+        self.assertTrue(wait_for(capped, 60), 'the noisy volume was never '
+                        'capped: %s' % self.disks(noisy))
+        cap = self.disks(noisy)['vdb']['cap']
+        self.assertIsNotNone(cap)
+        self.assertIn('guarantee', cap['reason'])
+        self.assertIsNone(self.disks(quiet)['vdb']['cap'])
+        self.assertEqual(STATIC, self.persistent_iotune(
+            noisy, 'vdb')['total_bytes_sec'])
+
+        # Extend the attached volume (Cinder tells Nova, which resizes the
+        # disk in the running guest): still capped, the QoS still static.
+        storage.extend_volume(noisy_volume, 2)
+        storage.wait_for_status(storage.get_volume(noisy_volume),
+                                'in-use', wait=120)
+        self.assertTrue(wait_for(
+            lambda: storage.get_volume(noisy_volume).size == 2, 60))
+        self.assertTrue(wait_for(capped, 4 * INTERVAL + SAMPLE, step=0.2),
+                        'not capped after the extend')
+        self.assertEqual(STATIC, self.persistent_iotune(
+            noisy, 'vdb')['total_bytes_sec'])
+
     def test_tempest_plugin_against_the_cloud(self):
         """``tempest run --regex iotguard`` against the cloud.
 
@@ -551,7 +680,7 @@ class CloudTest(base.TestCase):
                                     cloud_fixture.PASSWORD))
             out.write(TEMPEST_CONF % dict(
                 self.settings, dir=work, image=self.cloud.images['disk'],
-                flavor=flavor.id))
+                flavor=flavor.id, cinder=self.cloud.cinder))
         # The iotguard.egg-info of a checkout would shadow the installed
         # entry points tempest finds its plugins by: run from ``work``.
         listed = subprocess.run(
