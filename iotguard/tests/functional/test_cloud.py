@@ -14,8 +14,9 @@
 
 The cloud of :mod:`iotguard.tests.fixtures.cloud` (Keystone, Placement,
 Glance, neutron-server, nova-api/conductor/scheduler and nova-compute on
-the local libvirtd, from PyPI, on MariaDB and RabbitMQ) runs once for the
-class; iotguard runs beside it as three processes, as an operator would
+the local libvirtd, and, where Ceph is installed, Cinder with the RBD
+driver on a one-node Ceph; from PyPI and Debian, on MariaDB and RabbitMQ)
+runs once for the class; iotguard runs beside it as three processes, as an operator would
 deploy it: iotguard-api (Keystone auth, listed in the catalog),
 iotguard-controller (membership from Nova through the service
 credentials, Nova's notifications on the cloud's own RabbitMQ vhost) and
