@@ -286,7 +286,8 @@ class _QuietHandler(simple_server.WSGIRequestHandler):
 def serve_api(conf, db, port):
     """The API on 127.0.0.1 in a thread; ``port`` 0 or taken: a free one."""
     application = api_app.deploy(conf, db=db,
-                                 set_nova_tier=lambda *args: None)
+                                 set_nova_tier=lambda *args: None,
+                                 unset_nova_tier=lambda *args: None)
     try:
         server = simple_server.make_server(
             '127.0.0.1', port, application,

@@ -91,13 +91,18 @@ class Dispatcher:
         return req.get_response(self.api)
 
 
-def deploy(conf, db=None, set_nova_tier=None):
-    """Build the application for ``conf`` (no I/O until a request)."""
+def deploy(conf, db=None, set_nova_tier=None, unset_nova_tier=None):
+    """Build the application for ``conf`` (no I/O until a request).
+
+    ``set_nova_tier`` / ``unset_nova_tier`` default to
+    :class:`iotguard.api.nova.Metadata`'s.
+    """
+    metadata = nova.Metadata(conf)
     state = common.State(
         conf=conf, db=db if db is not None else db_api.Connection(conf),
         enforcer=rbac.make_enforcer(conf),
-        set_nova_tier=(set_nova_tier if set_nova_tier is not None
-                       else nova.tier_setter(conf)))
+        set_nova_tier=set_nova_tier or metadata.set_tier,
+        unset_nova_tier=unset_nova_tier or metadata.unset_tier)
     api = router.Router(state)
     if conf.api.auth_strategy == 'keystone':
         api = auth_token.AuthProtocol(api, {'oslo_config_config': conf})

@@ -12,12 +12,14 @@
 
 """Tell Nova about a tier choice: instance metadata ``iotguard:tier``.
 
-The API gets a ``set_nova_tier(context, instance_uuid, tier)`` callable
-from :func:`tier_setter`; it answers what happened (``synced``,
-``disabled`` or ``failed``) and never raises: iotguard's own record of
-the choice is already committed and is what the controller uses.
+The API gets ``set_nova_tier(context, instance_uuid, tier)`` and
+``unset_nova_tier(context, instance_uuid)`` from :class:`Metadata`; they
+answer what happened (``synced``, ``disabled`` or ``failed``) and never
+raise: iotguard's own record of the choice is already committed and is
+what the controller uses.
 """
 
+from openstack import exceptions as sdk_exc
 from oslo_log import log
 
 from iotguard import clients
@@ -32,31 +34,47 @@ def connect(conf):
     return clients.get_connection(conf)
 
 
-def _disabled(context, instance_uuid, tier):
-    return 'disabled'
+class Metadata:
+    """Nova's ``iotguard:tier`` of instances, kept like iotguard's choice.
 
-
-def tier_setter(conf, connect=connect):
-    """The setter for this conf; a no-op when nova_metadata_sync is off.
-
-    The connection is made on first use, not here (no I/O at start-up).
+    A no-op when ``[api] nova_metadata_sync`` is off. The connection is
+    made on first use, not here (no I/O at start-up), and then reused.
     """
-    if not conf.api.nova_metadata_sync:
-        return _disabled
-    cache = {}
 
-    def set_nova_tier(context, instance_uuid, tier):
+    def __init__(self, conf, connect=connect):
+        self.conf, self._connect, self._conn = conf, connect, None
+
+    def _sync(self, what, instance_uuid, call):
+        if not self.conf.api.nova_metadata_sync:
+            return 'disabled'
         try:
-            if 'conn' not in cache:
-                cache['conn'] = connect(conf)
-            cache['conn'].compute.set_server_metadata(
-                instance_uuid, **{METADATA_KEY: tier})
+            if self._conn is None:
+                self._conn = self._connect(self.conf)
+            call(self._conn.compute)
         except Exception as exc:
-            LOG.warning('Could not set %(key)s=%(tier)s on instance '
-                        '%(uuid)s in Nova: %(exc)s',
-                        {'key': METADATA_KEY, 'tier': tier,
-                         'uuid': instance_uuid, 'exc': exc})
+            LOG.warning('Could not %(what)s on instance %(uuid)s in Nova: '
+                        '%(exc)s', {'what': what, 'uuid': instance_uuid,
+                                    'exc': exc})
             return 'failed'
         return 'synced'
 
-    return set_nova_tier
+    def set_tier(self, context, instance_uuid, tier):
+        return self._sync(
+            'set %s=%s' % (METADATA_KEY, tier), instance_uuid,
+            lambda compute: compute.set_server_metadata(
+                instance_uuid, **{METADATA_KEY: tier}))
+
+    def unset_tier(self, context, instance_uuid):
+        def delete(compute):
+            try:
+                compute.delete_server_metadata(instance_uuid,
+                                               [METADATA_KEY])
+            except sdk_exc.NotFoundException:
+                pass    # the key (or the server) is gone already
+
+        return self._sync('remove %s' % METADATA_KEY, instance_uuid, delete)
+
+
+def tier_setter(conf, connect=connect):
+    """``set_nova_tier`` alone (callers that never unset)."""
+    return Metadata(conf, connect).set_tier

@@ -40,11 +40,13 @@ BASE = [
 ]
 
 
-def _rule(name, check, description, method, path):
+def _rule(name, check, description, method, path, *more):
+    """A project-scoped rule; ``more``: further ``(method, path)``."""
+    operations = [{'method': m, 'path': p}
+                  for m, p in ((method, path),) + more]
     return policy.DocumentedRuleDefault(
         name=name, check_str=check, description=description,
-        operations=[{'method': method, 'path': path}],
-        scope_types=['project'])
+        operations=operations, scope_types=['project'])
 
 
 RULES = [
@@ -63,15 +65,26 @@ RULES = [
           'PATCH', '/v1/tiers/{name}'),
     _rule('iotguard:tier:delete', 'rule:admin',
           'Delete a tier no disk uses.', 'DELETE', '/v1/tiers/{name}'),
+    _rule('iotguard:instance:list', 'rule:admin_or_reader',
+          "List the instances of the caller's project that iotguard "
+          "knows, with their disks' tiers and caps.",
+          'GET', '/v1/instances'),
     _rule('iotguard:instance:show', 'rule:admin_or_reader',
           "Show an instance's disks: tier, floor, domain, rates, cap.",
           'GET', '/v1/instances/{uuid}'),
     _rule('iotguard:instance:all_projects', 'rule:admin',
           "See and change every project's instances, not only the "
-          "caller's.", 'GET', '/v1/instances/{uuid}'),
+          "caller's (GET /v1/instances?all_projects=true or "
+          "project_id=...).", 'GET', '/v1/instances/{uuid}',
+          ('GET', '/v1/instances'), ('PUT', '/v1/instances/{uuid}/tier'),
+          ('DELETE', '/v1/instances/{uuid}/tier')),
     _rule('iotguard:instance:tier:update', 'rule:admin_or_member',
           "Choose the tier of an instance's disks (with admission).",
           'PUT', '/v1/instances/{uuid}/tier'),
+    _rule('iotguard:instance:tier:delete', 'rule:admin_or_member',
+          "Drop the tier chosen through the API for an instance's disks: "
+          "they fall back to their flavor's, volume type's or the default "
+          "tier.", 'DELETE', '/v1/instances/{uuid}/tier'),
     _rule('iotguard:domain:list', 'rule:admin_or_reader',
           'List contention domains (a project: those holding its disks).',
           'GET', '/v1/domains'),
@@ -87,8 +100,12 @@ RULES = [
     _rule('iotguard:decision:list', 'rule:admin_or_reader',
           'List the decision audit trail (a project: its own disks).',
           'GET', '/v1/decisions'),
+    _rule('iotguard:decision:show', 'rule:admin_or_reader',
+          'Show one decision (a project: on its own disks).',
+          'GET', '/v1/decisions/{decision_id}'),
     _rule('iotguard:decision:all_projects', 'rule:admin',
-          "See every project's decisions.", 'GET', '/v1/decisions'),
+          "See every project's decisions.", 'GET', '/v1/decisions',
+          ('GET', '/v1/decisions/{decision_id}')),
 ]
 
 

@@ -39,12 +39,15 @@ ROUTES = {
     '/v1/tiers': {'GET': tier.list_tiers, 'POST': tier.create_tier},
     '/v1/tiers/{name}': {'GET': tier.show_tier, 'PATCH': tier.update_tier,
                          'DELETE': tier.delete_tier},
+    '/v1/instances': {'GET': instance.list_instances},
     '/v1/instances/{uuid}': {'GET': instance.show_instance},
-    '/v1/instances/{uuid}/tier': {'PUT': instance.set_instance_tier},
+    '/v1/instances/{uuid}/tier': {'PUT': instance.set_instance_tier,
+                                  'DELETE': instance.unset_instance_tier},
     '/v1/domains': {'GET': domain.list_domains},
     '/v1/domains/{name}': {'GET': domain.show_domain,
                            'PATCH': domain.update_domain},
     '/v1/decisions': {'GET': decision.list_decisions},
+    '/v1/decisions/{decision_id}': {'GET': decision.show_decision},
 }
 
 
@@ -56,7 +59,7 @@ def _compile(template):
 _TABLE = [(_compile(t), methods) for t, methods in ROUTES.items()]
 #: The handlers that take query parameters (and check them); any query
 #: parameter on the others is a 400.
-_READS_QUERY = {decision.list_decisions}
+_READS_QUERY = {decision.list_decisions, instance.list_instances}
 
 
 def _is_lock_conflict(exc):

@@ -40,6 +40,9 @@ _TIER_FIELDS = ('name', 'description', 'min_iops', 'min_bytes_sec',
                 'max_iops', 'max_bytes_sec', 'weight', 'is_public')
 _DOMAIN_FIELDS = ('name', 'kind', 'iops_4k', 'bytes_sec', 'policy',
                   'params')
+_DECISION_FIELDS = ('id', 'created_at', 'domain', 'policy', 'instance_uuid',
+                    'dev', 'project_id', 'action', 'old_limits',
+                    'new_limits', 'reason', 'numbers')
 _RATE_FIELDS = ('read_iops', 'write_iops', 'read_bytes_sec',
                 'write_bytes_sec', 'latency_ms')
 
@@ -788,6 +791,25 @@ class Connection:
             found.update({(u, d): (t, 'admitted') for u, d, t in admitted})
             return found
 
+    def instance_tier_unset(self, instance_uuid, project_id=None,
+                            source='api'):
+        """Drop ``source``'s choice for every disk of an instance.
+
+        Its disks fall back to the other sources (flavor, volume type) or
+        the default tier; no admission is needed to lower floors. Returns
+        the owner's project id. NotFound when iotguard knows no disk of
+        the instance, or ``project_id`` (when given) does not own it.
+        """
+        with self._writer() as session:
+            owners = set(session.scalars(
+                sa.select(models.Disk.project_id).where(
+                    models.Disk.instance_uuid == instance_uuid)))
+            if not owners or (project_id is not None
+                              and owners != {project_id}):
+                raise exception.NotFound(what='instance %s' % instance_uuid)
+            self._choice_delete(session, instance_uuid, source)
+            return owners.pop()
+
     def tier_choice_unset(self, instance_uuid, source, dev=None):
         """Drop what ``source`` asked for an instance (or one ``dev``)."""
         with self._writer() as session:
@@ -870,10 +892,19 @@ class Connection:
                 query = query.where(decision.created_at >= since)
             rows = session.scalars(query.order_by(decision.id.desc()).limit(
                 limit)).all()
-            return [_row(r, ('id', 'created_at', 'domain', 'policy',
-                             'instance_uuid', 'dev', 'project_id', 'action',
-                             'old_limits', 'new_limits', 'reason',
-                             'numbers')) for r in rows]
+            return [_row(r, _DECISION_FIELDS) for r in rows]
+
+    def decision_get(self, decision_id, project_id=None):
+        """One decision; NotFound if unknown or not ``project_id``'s."""
+        decision = models.Decision
+        with self._reader() as session:
+            query = sa.select(decision).where(decision.id == decision_id)
+            if project_id is not None:
+                query = query.where(decision.project_id == project_id)
+            row = session.scalar(query)
+            if row is None:
+                raise exception.NotFound(what='decision %s' % decision_id)
+            return _row(row, _DECISION_FIELDS)
 
     # -- agents --------------------------------------------------------------
 

@@ -94,12 +94,23 @@ class Client:
 
     # -- instances -----------------------------------------------------------
 
+    def instance_list(self, all_projects=False, project_id=None):
+        params = {}
+        if all_projects:
+            params['all_projects'] = 'true'
+        if project_id is not None:
+            params['project_id'] = project_id
+        return self._call('GET', '/instances', params=params)['instances']
+
     def instance_show(self, uuid):
         return self._call('GET', '/instances/%s' % _quote(uuid))['instance']
 
     def instance_set_tier(self, uuid, tier):
         return self._call('PUT', '/instances/%s/tier' % _quote(uuid),
                           {'tier': tier})['instance']
+
+    def instance_unset_tier(self, uuid):
+        self._call('DELETE', '/instances/%s/tier' % _quote(uuid))
 
     # -- domains -------------------------------------------------------------
 
@@ -114,6 +125,10 @@ class Client:
                           fields)['domain']
 
     # -- decisions -----------------------------------------------------------
+
+    def decision_show(self, decision_id):
+        return self._call('GET', '/decisions/%s'
+                          % _quote(str(decision_id)))['decision']
 
     def decision_list(self, **filters):
         """One page: ``(decisions, marker of the next page or None)``."""

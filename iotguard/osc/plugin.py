@@ -24,6 +24,7 @@ headers from ``--os-iotguard-noauth-user``, ``-project`` and ``-roles``.
 
 import logging
 
+from osc_lib import exceptions
 from osc_lib import utils
 
 from iotguard.osc import client
@@ -40,13 +41,31 @@ NOAUTH_HEADERS = (('noauth_user', 'X-User-Id'),
                   ('noauth_roles', 'X-Roles'))
 
 
+def noauth(config):
+    """Whether osc runs with ``--os-auth-type none`` (no Keystone)."""
+    return config.get('auth_type') == 'none'
+
+
 def noauth_headers(config):
     """The identity headers for a ``none`` auth type, else nothing."""
-    if config.get('auth_type') != 'none':
+    if not noauth(config):
         return {}
     return {header: config['iotguard_' + key]
             for key, header in NOAUTH_HEADERS
             if config.get('iotguard_' + key)}
+
+
+def check_api_version(check_version):
+    """openstackclient's hook: refuse a version iotguard does not have.
+
+    Returns True (osc then skips its own check, a mere warning).
+    """
+    if str(check_version) not in API_VERSIONS:
+        raise exceptions.UnsupportedVersion(
+            'iotguard API version %s is not supported (supported: %s); '
+            'see --os-iotguard-api-version' % (
+                check_version, ', '.join(sorted(API_VERSIONS))))
+    return True
 
 
 def make_client(instance):

@@ -27,6 +27,8 @@ class State:
     enforcer: typing.Any
     #: ``set_nova_tier(context, instance_uuid, tier) -> str`` (outcome).
     set_nova_tier: typing.Callable
+    #: ``unset_nova_tier(context, instance_uuid) -> str`` (outcome).
+    unset_nova_tier: typing.Callable
 
 
 def state(req):

@@ -10,12 +10,13 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""/v1/decisions: the audit trail, newest first, paginated."""
+"""/v1/decisions: the audit trail, newest first, paginated; one by id."""
 
 import datetime
 import urllib.parse
 
 from iotguard.api.handlers import common
+from iotguard.api.schemas import common as common_schema
 from iotguard.api.schemas import decision as schema
 from iotguard.api import util
 from iotguard import exception
@@ -34,6 +35,13 @@ def _since(text):
     return moment
 
 
+def _visible_to(req):
+    """None (every decision) for the admin, else the caller's project."""
+    if common.allowed(req, 'iotguard:decision:all_projects'):
+        return None
+    return common.context(req).project_id
+
+
 def list_decisions(req):
     common.authorize(req, 'iotguard:decision:list')
     st = common.state(req)
@@ -42,9 +50,7 @@ def list_decisions(req):
                 st.conf.api.max_limit)
     if limit < 1:
         raise exception.Invalid(reason='limit must be at least 1')
-    project_id = None
-    if not common.allowed(req, 'iotguard:decision:all_projects'):
-        project_id = common.context(req).project_id
+    project_id = _visible_to(req)
     decisions = st.db.decision_list(
         limit, marker=int(query['marker']) if 'marker' in query else None,
         instance_uuid=(query['instance'].lower()
@@ -58,3 +64,11 @@ def list_decisions(req):
         body['links'] = [{'rel': 'next', 'href': '%s?%s' % (
             req.path_url, urllib.parse.urlencode(sorted(following.items())))}]
     return util.json_response(body)
+
+
+def show_decision(req, decision_id):
+    common.authorize(req, 'iotguard:decision:show')
+    util.validate(decision_id, common_schema.QUERY_INT, 'decision id')
+    decision = common.state(req).db.decision_get(int(decision_id),
+                                                 project_id=_visible_to(req))
+    return util.json_response({'decision': decision})

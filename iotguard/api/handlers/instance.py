@@ -10,11 +10,13 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""/v1/instances/{uuid}: a project's disks, and its tier choice."""
+"""/v1/instances: a project's disks, and its tier choice."""
 
 import functools
+import itertools
 
 from oslo_log import log
+from oslo_utils import strutils
 
 from iotguard import admission
 from iotguard.api.handlers import common
@@ -33,6 +35,37 @@ def _owner_filter(req):
     return common.context(req).project_id
 
 
+def _view(uuid, disks):
+    """An instance: its project and its disks (sorted by dev)."""
+    return {'uuid': uuid, 'project_id': disks[0]['project_id'],
+            'disks': [disk.view(d) for d in disks]}
+
+
+def _listed_project(req, query):
+    """The project whose instances GET /v1/instances lists (None: all).
+
+    The caller's own, unless ``all_projects`` or ``project_id`` asks for
+    more, which needs ``iotguard:instance:all_projects``.
+    """
+    everyone = strutils.bool_from_string(query.get('all_projects', 'false'),
+                                         strict=True)
+    own = common.context(req).project_id
+    wanted = query.get('project_id', None if everyone else own)
+    if wanted != own:
+        common.authorize(req, 'iotguard:instance:all_projects')
+    return wanted
+
+
+def list_instances(req):
+    common.authorize(req, 'iotguard:instance:list')
+    query = util.read_query(req, schema.LIST_QUERY)
+    disks = common.state(req).db.disk_list(
+        project_id=_listed_project(req, query))
+    return util.json_response({'instances': [
+        _view(uuid, list(group)) for uuid, group in itertools.groupby(
+            disks, key=lambda d: d['instance_uuid'])]})
+
+
 def show_instance(req, uuid):
     uuid = util.check_uuid(uuid)
     disks = common.state(req).db.disk_list(instance_uuid=uuid,
@@ -40,9 +73,7 @@ def show_instance(req, uuid):
     if not disks:
         raise exception.NotFound(what='instance %s' % uuid)
     common.authorize(req, 'iotguard:instance:show', disks[0]['project_id'])
-    return util.json_response({'instance': {
-        'uuid': uuid, 'project_id': disks[0]['project_id'],
-        'disks': [disk.view(d) for d in disks]}})
+    return util.json_response({'instance': _view(uuid, disks)})
 
 
 def set_instance_tier(req, uuid):
@@ -75,3 +106,17 @@ def set_instance_tier(req, uuid):
         'uuid': uuid, 'project_id': result['project_id'],
         'tier': body['tier'], 'admission': result['admission'],
         'nova_metadata': nova}})
+
+
+def unset_instance_tier(req, uuid):
+    """Drop the API's tier choice; the disks fall back to the others."""
+    uuid = util.check_uuid(uuid)
+    common.authorize(req, 'iotguard:instance:tier:delete')
+    st = common.state(req)
+    project_id = st.db.instance_tier_unset(uuid,
+                                           project_id=_owner_filter(req))
+    nova = st.unset_nova_tier(common.context(req), uuid)
+    LOG.info('Instance %(uuid)s of project %(project)s has no tier chosen '
+             'through the API any more (Nova metadata: %(nova)s)',
+             {'uuid': uuid, 'project': project_id, 'nova': nova})
+    return util.json_response(None, status=204)

@@ -32,3 +32,5 @@ NO_QUERY = {'type': 'object', 'properties': {},
             'additionalProperties': False}
 #: Query parameters arrive as strings.
 QUERY_INT = {'type': 'string', 'pattern': r'^[0-9]{1,9}$'}
+#: A boolean query parameter (``true``/``false``, any case, or 1/0, yes/no).
+QUERY_BOOL = {'type': 'string', 'pattern': r'^(?i:true|false|yes|no|1|0)$'}

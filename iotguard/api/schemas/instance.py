@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Request bodies of /v1/instances."""
+"""Request bodies and queries of /v1/instances."""
 
 from iotguard.api.schemas import common
 
@@ -18,5 +18,14 @@ SET_TIER = {
     'type': 'object',
     'properties': {'tier': common.NAME},
     'required': ['tier'],
+    'additionalProperties': False,
+}
+
+LIST_QUERY = {
+    'type': 'object',
+    'properties': {
+        'all_projects': common.QUERY_BOOL,
+        'project_id': common.PROJECT_ID,
+    },
     'additionalProperties': False,
 }

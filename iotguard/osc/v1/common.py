@@ -10,9 +10,16 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""What the v1 commands share: the client, rows and columns."""
+"""What the v1 commands share: the client, lookups, rows and columns."""
 
+from cliff import columns as cliff_columns
+from keystoneauth1 import exceptions as ksa_exc
+from openstack import exceptions as sdk_exc
 from osc_lib.cli import format_columns
+from osc_lib import exceptions
+from oslo_utils import uuidutils
+
+from iotguard.osc import plugin
 
 FORMATTERS = {dict: format_columns.DictColumn,
               list: format_columns.ListColumn}
@@ -21,6 +28,90 @@ FORMATTERS = {dict: format_columns.DictColumn,
 def client(command):
     """The iotguard client of ``command``'s ClientManager."""
     return command.app.client_manager.iotguard
+
+
+def _noauth(command):
+    return plugin.noauth(command.app.client_manager.get_configuration())
+
+
+def _sdk(command):
+    return command.app.client_manager.sdk_connection
+
+
+def server_id(command, name_or_id):
+    """The UUID of a Nova server given by name or ID.
+
+    A UUID is used as it is (iotguard knows instances by UUID, also when
+    Nova is not reachable or the server is gone); a name is looked up in
+    Nova through openstacksdk.
+    """
+    if uuidutils.is_uuid_like(name_or_id):
+        return name_or_id
+    if _noauth(command):
+        raise exceptions.CommandError(
+            'With --os-auth-type none there is no Nova to look server %r '
+            'up in: give its UUID.' % name_or_id)
+    try:
+        return _sdk(command).compute.find_server(name_or_id,
+                                                 ignore_missing=False).id
+    except sdk_exc.NotFoundException:
+        raise exceptions.CommandError(
+            'No server with a name or ID of %r exists.' % name_or_id)
+    except sdk_exc.DuplicateResource:
+        raise exceptions.CommandError(
+            'More than one server is named %r: give its ID.' % name_or_id)
+    except (sdk_exc.SDKException, ksa_exc.ClientException) as exc:
+        raise exceptions.CommandError(
+            'Could not look server %r up in Nova (%s): give its UUID.'
+            % (name_or_id, exc))
+
+
+def project_id(command, name_or_id, domain=None):
+    """The ID of a Keystone project given by name or ID.
+
+    ``domain`` (name or ID) tells same-named projects apart. With
+    ``--os-auth-type none`` (no Keystone), or when Keystone does not let
+    the caller read projects, the value is taken as an ID.
+    """
+    if _noauth(command):
+        return name_or_id
+    identity = _sdk(command).identity
+    try:
+        where = {}
+        if domain:
+            where['domain_id'] = identity.find_domain(
+                domain, ignore_missing=False).id
+        return identity.find_project(name_or_id, ignore_missing=False,
+                                     **where).id
+    except sdk_exc.ForbiddenException:
+        return name_or_id
+    except sdk_exc.NotFoundException:
+        raise exceptions.CommandError(
+            'No project with a name or ID of %r exists%s.' % (
+                name_or_id, ' in domain %r' % domain if domain else ''))
+    except sdk_exc.DuplicateResource:
+        raise exceptions.CommandError(
+            'More than one project is named %r: give its ID or '
+            '--project-domain.' % name_or_id)
+
+
+def add_project_domain_option(parser):
+    parser.add_argument('--project-domain', metavar='<project-domain>',
+                        help='Domain the project belongs to (name or ID), '
+                             'when project names collide')
+
+
+class LinesColumn(cliff_columns.FormattableColumn):
+    """One line per item in tables (``line(item)``); the items in JSON."""
+
+    def line(self, item):
+        raise NotImplementedError()
+
+    def human_readable(self):
+        return '\n'.join(self.line(item) for item in self._value)
+
+    def machine_readable(self):
+        return self._value
 
 
 def cell(value):

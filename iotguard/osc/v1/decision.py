@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``openstack iotguard decision list``: the audit trail, newest first."""
+"""``openstack iotguard decision list|show``: the audit trail, newest first."""
 
 from osc_lib.command import command
 
@@ -39,8 +39,9 @@ class ListDecision(command.Lister):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument('--instance', metavar='<instance-uuid>',
-                            help='Only the decisions on this instance')
+        parser.add_argument('--instance', metavar='<server>',
+                            help='Only the decisions on this instance '
+                                 '(server name or ID)')
         parser.add_argument('--domain', metavar='<domain>',
                             help='Only the decisions in this domain')
         parser.add_argument('--since', metavar='<time>',
@@ -59,10 +60,25 @@ class ListDecision(command.Lister):
 
     def take_action(self, parsed_args):
         args = parsed_args
+        instance = args.instance and common.server_id(self, args.instance)
         decisions = fetch(common.client(self), limit=args.limit,
-                          instance=args.instance, domain=args.domain,
+                          instance=instance, domain=args.domain,
                           since=args.since, marker=args.marker)
         columns = LONG_COLUMNS if args.long else COLUMNS
         return (tuple(header for _, header in columns),
                 (common.row(d, [key for key, _ in columns])
                  for d in decisions))
+
+
+class ShowDecision(command.ShowOne):
+    """Show one decision: the limits before and after, and why."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('id', metavar='<id>', type=int,
+                            help='Decision ID')
+        return parser
+
+    def take_action(self, parsed_args):
+        decision = common.client(self).decision_show(parsed_args.id)
+        return common.show(decision, LONG_COLUMNS)

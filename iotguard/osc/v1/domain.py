@@ -12,7 +12,6 @@
 
 """``openstack iotguard domain list|show|set``: storage contention domains."""
 
-from cliff import columns
 from osc_lib.cli import parseractions
 from osc_lib.command import command
 from osc_lib import exceptions
@@ -28,16 +27,12 @@ SHOW_COLUMNS = (('name', 'Name'), ('kind', 'Kind'), ('policy', 'Policy'),
                 ('created_at', 'Created At'), ('updated_at', 'Updated At'))
 
 
-class DisksColumn(columns.FormattableColumn):
+class DisksColumn(common.LinesColumn):
     """``<instance>/<dev> (<tier>)`` per disk; the full views in JSON."""
 
-    def human_readable(self):
-        return '\n'.join('%s/%s (%s)' % (d['instance_uuid'], d['dev'],
-                                         d['tier'] or 'no tier')
-                         for d in self._value)
-
-    def machine_readable(self):
-        return self._value
+    def line(self, disk):
+        return '%s/%s (%s)' % (disk['instance_uuid'], disk['dev'],
+                               disk['tier'] or 'no tier')
 
 
 def param_value(text):

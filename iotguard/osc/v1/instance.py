@@ -10,67 +10,147 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``openstack iotguard instance show|set``: an instance's disks, its tier."""
+"""``openstack iotguard instance list|show|set|unset``: disks and tiers.
+
+Servers are given by name or ID (:func:`common.server_id`).
+"""
+
+import logging
 
 from osc_lib.command import command
+from osc_lib import exceptions
 
 from iotguard.osc.v1 import common
 
-DISK_COLUMNS = (('dev', 'Dev'), ('domain', 'Domain'), ('host', 'Host'),
-                ('volume_id', 'Volume'), ('tier', 'Tier'),
-                ('tier_source', 'Tier Source'),
-                ('tier_refused', 'Tier Refused'), ('floor', 'Floor'),
-                ('ceiling', 'Ceiling'), ('rates', 'Rates'),
-                ('cap', 'Cap'), ('reason', 'Cap Reason'),
-                ('lease_expires_at', 'Cap Lease Until'),
-                ('decision_id', 'Decision'))
-SET_COLUMNS = (('uuid', 'UUID'), ('project_id', 'Project'),
-               ('tier', 'Tier'), ('admission', 'Admission'),
-               ('nova_metadata', 'Nova Metadata'))
+LOG = logging.getLogger(__name__)
+
+LIST_COLUMNS = (('instance_uuid', 'Instance'), ('dev', 'Disk'),
+                ('tier', 'Tier'), ('tier_source', 'Source'),
+                ('floor', 'Floor'), ('cap', 'Cap'))
+LONG_COLUMNS = LIST_COLUMNS + (('domain', 'Domain'), ('host', 'Host'),
+                               ('ceiling', 'Ceiling'),
+                               ('reason', 'Cap Reason'))
+PROJECT_COLUMN = ('project_id', 'Project')
+SHOW_COLUMNS = (('uuid', 'UUID'), ('project_id', 'Project'),
+                ('disks', 'Disks'))
 
 
 def disk_row(disk):
     """One disk of the API's view, its cap flattened into columns."""
     cap = disk.get('cap') or {}
-    refused = disk.get('tier_refused')
-    if refused:
-        refused = '%s (from %s): %s' % (refused['tier'], refused['source'],
-                                        refused['reason'])
-    return dict(disk, tier_refused=refused, cap=cap.get('limits'),
-                reason=cap.get('reason'),
-                lease_expires_at=cap.get('lease_expires_at'),
-                decision_id=cap.get('decision_id'))
+    return dict(disk, cap=cap.get('limits'), reason=cap.get('reason'))
 
 
-class ShowInstance(command.Lister):
-    """Show an instance's disks: tier, floor, rates and the cap in force."""
+def _numbers(values):
+    return ', '.join('%s=%g' % (key, values[key]) for key in sorted(values))
+
+
+class DisksColumn(common.LinesColumn):
+    """One line per disk: tier, floor, cap; the API's disk views in JSON."""
+
+    def line(self, disk):
+        text = '%s: %s' % (disk['dev'], disk['tier'] or 'no tier')
+        if disk['tier']:
+            text += ' (%s), floor %s' % (disk['tier_source'],
+                                         _numbers(disk['floor']))
+        refused = disk.get('tier_refused')
+        if refused:
+            text += '; %s refused (from %s): %s' % (
+                refused['tier'], refused['source'], refused['reason'])
+        text += '; domain %s' % disk['domain']
+        cap = disk.get('cap')
+        if cap:
+            text += '; cap %s until %s, decision %s: %s' % (
+                _numbers(cap['limits']), cap['lease_expires_at'],
+                cap['decision_id'], cap['reason'])
+        return text
+
+
+def _add_server(parser):
+    parser.add_argument('server', metavar='<server>',
+                        help='Server (name or ID)')
+
+
+class ListInstance(command.Lister):
+    """List your project's instances: each disk's tier, floor and cap."""
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument('uuid', metavar='<instance-uuid>',
-                            help='Nova instance UUID')
+        parser.add_argument('--all-projects', action='store_true',
+                            help='Every project\'s instances (admin)')
+        parser.add_argument('--project', metavar='<project>',
+                            help='This project\'s instances (name or ID; '
+                                 'admin)')
+        common.add_project_domain_option(parser)
+        parser.add_argument('--long', action='store_true',
+                            help='Also show domain, host, ceiling and why '
+                                 'the cap')
         return parser
 
     def take_action(self, parsed_args):
-        instance = common.client(self).instance_show(parsed_args.uuid)
-        disks = [disk_row(d) for d in instance['disks']]
-        return (tuple(header for _, header in DISK_COLUMNS),
-                (common.row(d, [key for key, _ in DISK_COLUMNS])
-                 for d in disks))
+        args = parsed_args
+        project = None
+        if args.project:
+            project = common.project_id(self, args.project,
+                                        args.project_domain)
+        instances = common.client(self).instance_list(
+            all_projects=args.all_projects, project_id=project)
+        columns = LONG_COLUMNS if args.long else LIST_COLUMNS
+        if args.all_projects or project:
+            columns = columns[:1] + (PROJECT_COLUMN,) + columns[1:]
+        disks = [disk_row(d) for i in instances for d in i['disks']]
+        return (tuple(header for _, header in columns),
+                (common.row(d, [key for key, _ in columns]) for d in disks))
 
 
-class SetInstance(command.ShowOne):
+class ShowInstance(command.ShowOne):
+    """Show an instance: its disks' tier, floor and the cap in force."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        _add_server(parser)
+        return parser
+
+    def take_action(self, parsed_args):
+        instance = common.client(self).instance_show(
+            common.server_id(self, parsed_args.server))
+        headers, values = common.show(instance, SHOW_COLUMNS)
+        return headers, tuple(
+            DisksColumn(instance['disks']) if header == 'Disks' else value
+            for header, value in zip(headers, values))
+
+
+class SetInstance(command.Command):
     """Choose the tier of every disk of an instance (admission applies)."""
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument('uuid', metavar='<instance-uuid>',
-                            help='Nova instance UUID')
+        _add_server(parser)
         parser.add_argument('--tier', metavar='<tier>', required=True,
                             help='Tier for all the disks of the instance')
         return parser
 
     def take_action(self, parsed_args):
-        result = common.client(self).instance_set_tier(parsed_args.uuid,
-                                                       parsed_args.tier)
-        return common.show(result, SET_COLUMNS)
+        result = common.client(self).instance_set_tier(
+            common.server_id(self, parsed_args.server), parsed_args.tier)
+        LOG.debug('Tier %(tier)s admitted for %(uuid)s: %(admission)s, '
+                  'Nova metadata %(nova_metadata)s', result)
+
+
+class UnsetInstance(command.Command):
+    """Drop the tier chosen for an instance: back to flavor or default."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        _add_server(parser)
+        parser.add_argument('--tier', action='store_true',
+                            help='Drop the tier chosen with "instance set '
+                                 '--tier": the disks get their flavor\'s, '
+                                 'volume type\'s or the default tier')
+        return parser
+
+    def take_action(self, parsed_args):
+        if not parsed_args.tier:
+            raise exceptions.CommandError('Nothing to unset: give --tier.')
+        common.client(self).instance_unset_tier(
+            common.server_id(self, parsed_args.server))

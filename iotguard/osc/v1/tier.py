@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``openstack iotguard tier list|show|create|set|delete``."""
+"""``openstack iotguard tier list|show|create|set|unset|delete``."""
 
 import logging
 
@@ -47,6 +47,22 @@ def _add_tier_options(parser):
                         default=None, help='Every project may use it')
     public.add_argument('--private', dest='is_public', action='store_false',
                         help='Only the projects given with --project')
+
+
+#: What ``tier unset`` sends: the values of a tier created without them.
+UNSET = {'description': '', 'min_iops': 0.0, 'min_bytes_sec': 0.0,
+         'max_iops': 0.0, 'max_bytes_sec': 0.0, 'weight': 1.0}
+#: Flags of ``tier unset`` that stand for several fields.
+UNSET_GROUPS = (('floor', ('min_iops', 'min_bytes_sec'),
+                 'Both floors (no guaranteed rate)'),
+                ('ceiling', ('max_iops', 'max_bytes_sec'),
+                 'Both ceilings (no limit)'))
+
+
+def _projects(command, args):
+    """The --project values as Keystone project IDs (names looked up)."""
+    return [common.project_id(command, project, args.project_domain)
+            for project in args.projects]
 
 
 def _fields(args):
@@ -91,16 +107,17 @@ class CreateTier(command.ShowOne):
         parser.add_argument('name', metavar='<name>',
                             help='New tier name ([A-Za-z0-9._-])')
         _add_tier_options(parser)
-        parser.add_argument('--project', metavar='<project-id>',
+        parser.add_argument('--project', metavar='<project>',
                             dest='projects', action='append',
                             help='A project that may use a private tier '
-                                 '(repeat for several)')
+                                 '(name or ID; repeat for several)')
+        common.add_project_domain_option(parser)
         return parser
 
     def take_action(self, parsed_args):
         fields = _fields(parsed_args)
         if parsed_args.projects:
-            fields['projects'] = parsed_args.projects
+            fields['projects'] = _projects(self, parsed_args)
         tier = common.client(self).tier_create(parsed_args.name, **fields)
         return common.show(tier, SHOW_COLUMNS)
 
@@ -113,23 +130,70 @@ class SetTier(command.Command):
         parser.add_argument('name', metavar='<name>', help='Tier name')
         _add_tier_options(parser)
         projects = parser.add_mutually_exclusive_group()
-        projects.add_argument('--project', metavar='<project-id>',
+        projects.add_argument('--project', metavar='<project>',
                               dest='projects', action='append',
-                              help='Projects that may use the tier: '
-                                   'replaces the list (repeat for several)')
+                              help='Projects that may use the tier (name '
+                                   'or ID): replaces the list (repeat for '
+                                   'several)')
         projects.add_argument('--no-project', dest='projects',
                               action='store_const', const=[],
                               help='Clear the list of projects')
+        common.add_project_domain_option(parser)
         return parser
 
     def take_action(self, parsed_args):
         fields = _fields(parsed_args)
         if parsed_args.projects is not None:
-            fields['projects'] = parsed_args.projects
+            fields['projects'] = _projects(self, parsed_args)
         if not fields:
             raise exceptions.CommandError('Nothing to set: give at least '
                                           'one option.')
         common.client(self).tier_update(parsed_args.name, **fields)
+
+
+class UnsetTier(command.Command):
+    """Unset a tier's fields (admin): back to what a new tier has."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('name', metavar='<name>', help='Tier name')
+        for flag, _keys, text in UNSET_GROUPS:
+            parser.add_argument('--' + flag, action='store_true', help=text)
+        for key, text in NUMBERS:
+            parser.add_argument(
+                '--' + key.replace('_', '-'), dest=key, action='store_true',
+                help='%s, back to %g' % (text.split(' (')[0], UNSET[key]))
+        parser.add_argument('--description', action='store_true',
+                            help='The description (empty)')
+        parser.add_argument('--project', metavar='<project>',
+                            dest='projects', action='append',
+                            help='A project that may no longer use the '
+                                 'private tier (name or ID; repeat for '
+                                 'several)')
+        common.add_project_domain_option(parser)
+        return parser
+
+    def take_action(self, parsed_args):
+        args = parsed_args
+        keys = {key for key in UNSET if getattr(args, key)}
+        for flag, group, _text in UNSET_GROUPS:
+            if getattr(args, flag):
+                keys.update(group)
+        fields = {key: UNSET[key] for key in keys}
+        if args.projects:
+            client = common.client(self)
+            gone = set(_projects(self, args))
+            current = client.tier_show(args.name).get('projects', [])
+            missing = gone - set(current)
+            if missing:
+                raise exceptions.CommandError(
+                    'Tier %s is not granted to project(s) %s.' % (
+                        args.name, ', '.join(sorted(missing))))
+            fields['projects'] = [p for p in current if p not in gone]
+        if not fields:
+            raise exceptions.CommandError('Nothing to unset: give at least '
+                                          'one option.')
+        common.client(self).tier_update(args.name, **fields)
 
 
 class DeleteTier(command.Command):

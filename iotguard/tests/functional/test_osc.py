@@ -127,6 +127,9 @@ class TestOpenstackCLI(base.TestCase):
                   '--project', 'proj-b')
         names = [t['Name'] for t in self.json('tier', 'list')]
         self.assertEqual(['doomed', 'gold', 'huge'], sorted(names))
+        _, err = self.cli('--os-iotguard-api-version', '2', 'tier', 'list',
+                          ok=False)
+        self.assertIn('iotguard API version 2 is not supported', err)
         # A project does not see another project's private tier.
         names = [t['Name'] for t in self.json('tier', 'list', who=MEMBER)]
         self.assertEqual(['gold', 'huge'], sorted(names))
@@ -137,18 +140,31 @@ class TestOpenstackCLI(base.TestCase):
         self.cli('tier', 'delete', 'doomed')
         _, err = self.cli('tier', 'show', 'doomed', ok=False)
         self.assertIn('404', err)
+        out, _ = self.cli('tier', 'unset', 'gold', '--ceiling', '--weight',
+                          '--description')
+        self.assertEqual('', out)
+        shown = self.json('tier', 'show', 'gold')
+        self.assertEqual((2500.0, 0.0, 1.0, ''),
+                         (shown['Min IOPS'], shown['Max IOPS'],
+                          shown['Weight'], shown['Description']))
+        self.json('tier', 'create', 'shared', '--private', '--project',
+                  'proj-a', '--project', 'proj-b')
+        self.cli('tier', 'unset', 'shared', '--project', 'proj-b')
+        self.assertEqual(['proj-a'],
+                         self.json('tier', 'show', 'shared')['Projects'])
+        _, err = self.cli('tier', 'unset', 'shared', '--project', 'proj-c',
+                          ok=False)
+        self.assertIn('not granted to project(s) proj-c', err)
 
         # An instance of proj-a with one disk in a calibrated domain.
         self.db.domain_create('local:compute1', 'local', iops_4k=10000.0,
                               bytes_sec=400e6)
-        instance = str(uuid.uuid4())
+        instance, other = sorted(str(uuid.uuid4()) for _ in range(2))
         self.db.disk_upsert(instance, 'vda', 'compute1', 'local:compute1',
                             'proj-a')
-        admitted = self.json('instance', 'set', '--tier', 'gold', instance,
-                             who=MEMBER)
-        self.assertEqual('gold', admitted['Tier'])
-        self.assertEqual('local:compute1',
-                         admitted['Admission'][0]['domain'])
+        out, _ = self.cli('instance', 'set', '--tier', 'gold', instance,
+                          who=MEMBER)
+        self.assertEqual('', out)     # silent, as osc's set commands
         # 9000 of 10000 4k IOPS is above max_commit_ratio 0.9: refused,
         # with the API's message (the numbers are the admin's), and
         # nothing changes.
@@ -161,10 +177,38 @@ class TestOpenstackCLI(base.TestCase):
                           ok=False)
         self.assertIn('refused on domain local:compute1', err)
         self.assertIn('committed_after', err)
-        disks = self.json('instance', 'show', instance, who=MEMBER)
+        shown = self.json('instance', 'show', instance, who=MEMBER)
+        self.assertEqual((instance, 'proj-a'),
+                         (shown['UUID'], shown['Project']))
         self.assertEqual([('vda', 'gold', 'api')],
-                         [(d['Dev'], d['Tier'], d['Tier Source'])
-                          for d in disks])
+                         [(d['dev'], d['tier'], d['tier_source'])
+                          for d in shown['Disks']])
+        table, _ = self.cli('instance', 'show', instance, who=MEMBER)
+        self.assertIn('vda: gold (api), floor min_bytes_sec=0, '
+                      'min_iops=2500; domain local:compute1', table)
+        # Without Keystone and Nova, a server is given by its UUID.
+        _, err = self.cli('instance', 'show', 'web-1', who=MEMBER,
+                          ok=False)
+        self.assertIn('give its UUID', err)
+        # The list: the caller's project; every project for the admin.
+        self.db.disk_upsert(other, 'vda', 'compute1', 'local:compute1',
+                            'proj-b')
+        self.assertEqual([{'Instance': instance, 'Disk': 'vda',
+                           'Tier': 'gold', 'Source': 'api',
+                           'Floor': {'min_iops': 2500.0,
+                                     'min_bytes_sec': 0.0},
+                           'Cap': None}],
+                         self.json('instance', 'list', who=MEMBER))
+        self.assertEqual([], self.json('instance', 'list'))
+        listed = self.json('instance', 'list', '--all-projects')
+        self.assertEqual([(instance, 'proj-a'), (other, 'proj-b')],
+                         sorted((r['Instance'], r['Project'])
+                                for r in listed))
+        self.assertEqual([other], [r['Instance'] for r in self.json(
+            'instance', 'list', '--project', 'proj-b')])
+        _, err = self.cli('instance', 'list', '--all-projects', who=MEMBER,
+                          ok=False)
+        self.assertIn('403', err)
         # A tier in use cannot be deleted.
         _, err = self.cli('tier', 'delete', 'gold', ok=False)
         self.assertIn('in use', err)
@@ -176,8 +220,8 @@ class TestOpenstackCLI(base.TestCase):
         self.assertEqual({'iops_4k': 20000.0, 'bytes_sec': 400e6},
                          domain['Profile'])
         self.assertEqual('static', domain['Policy'])
-        self.assertEqual([instance], [d['instance_uuid']
-                                      for d in domain['Disks']])
+        self.assertEqual([instance, other], sorted(
+            d['instance_uuid'] for d in domain['Disks']))
         self.assertGreater(domain['Committed'], 0)
         self.assertEqual([{'Name': 'local:compute1', 'Kind': 'local'}],
                          self.json('domain', 'list', who=MEMBER))
@@ -201,6 +245,24 @@ class TestOpenstackCLI(base.TestCase):
         self.assertEqual({'share': 2}, page[0]['Numbers'])
         after = self.json('decision', 'list', '--marker', str(page[-1]['ID']))
         self.assertEqual([min(ids)], [d['ID'] for d in after])
-        other = self.json('decision', 'list',
-                          who=('u', 'proj-b', 'member,reader'))
-        self.assertEqual([], other)
+        stranger = ('u', 'proj-c', 'member,reader')
+        self.assertEqual([], self.json('decision', 'list', who=stranger))
+        one = self.json('decision', 'show', str(ids[1]), who=MEMBER)
+        self.assertEqual((ids[1], 'test 1', {'total_iops_sec': 3001},
+                          {'share': 1}, 'guarantee'),
+                         (one['ID'], one['Reason'], one['New Limits'],
+                          one['Numbers'], one['Policy']))
+        _, err = self.cli('decision', 'show', str(ids[1]), who=stranger,
+                          ok=False)
+        self.assertIn('404', err)
+
+        # Unset: the disk falls back to the default tier (none here).
+        out, _ = self.cli('instance', 'unset', '--tier', instance,
+                          who=MEMBER)
+        self.assertEqual('', out)
+        disk = self.json('instance', 'show', instance)['Disks'][0]
+        self.assertEqual((None, None), (disk['tier'], disk['tier_source']))
+        self.cli('tier', 'delete', 'gold')
+        _, err = self.cli('instance', 'unset', '--tier', str(uuid.uuid4()),
+                          who=MEMBER, ok=False)
+        self.assertIn('404', err)

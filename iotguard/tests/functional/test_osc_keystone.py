@@ -21,6 +21,10 @@ validating every token against that Keystone). Then:
 * the real ``openstack`` CLI, with password authentication and no
   ``--os-iotguard-url``, finds iotguard in the catalog: the admin creates
   a tier, a project member lists it and is refused the creation;
+* projects given by name are looked up in that Keystone (``tier create
+  --project``, ``tier unset --project``, ``instance list --project``,
+  with ``--project-domain`` for same-named projects), and a server name
+  with no Nova in the catalog is a clear error;
 * tempest runs the plugin's tier API tests (dynamic credentials made in
   that Keystone) and they pass.
 """
@@ -172,12 +176,12 @@ class TestThroughKeystone(base.TestCase):
              default_config_files=[])
         return conf
 
-    def _member(self, project_name, user_name):
+    def _member(self, project_name, user_name, domain_id='default'):
         identity = self.admin.identity
         project = identity.create_project(name=project_name,
-                                          domain_id='default')
+                                          domain_id=domain_id)
         user = identity.create_user(name=user_name, password=PASSWORD,
-                                    domain_id='default')
+                                    domain_id=domain_id)
         identity.assign_project_role_to_user(
             project, user, identity.find_role('member'))
         return self.keystone.auth(user_name, project_name)
@@ -215,6 +219,63 @@ class TestThroughKeystone(base.TestCase):
         self.assertIn('iotguard:tier:create', err)
         self.assertIn('201 POST /v1/tiers', self.api.seen)
         self.assertIn('403 POST /v1/tiers', self.api.seen)
+
+    def json(self, auth, *args, ok=True):
+        return json.loads(self.openstack(auth, *(args + ('-f', 'json')),
+                                         ok=ok)[0])
+
+    def test_projects_by_name(self):
+        admin = self.keystone.auth()
+        member = self._member('demo', 'demo')
+        demo = self.admin.identity.find_project('demo').id
+        tier = self.json(admin, 'tier', 'create', 'silver', '--private',
+                         '--project', 'demo', '--min-iops', '100')
+        self.assertEqual([demo], tier['Projects'])
+        # The project's member sees it: the name became the right ID.
+        self.assertEqual(['silver'], [t['Name'] for t in self.json(
+            member, 'tier', 'list')])
+        db = self.api.db
+        db.domain_create('local:c1', 'local', iops_4k=10000.0,
+                         bytes_sec=400e6)
+        server = '5a0c6f3e-0d7a-4b53-9a7e-3f7f2d9b8c41'
+        db.disk_upsert(server, 'vda', 'c1', 'local:c1', demo)
+        self.openstack(member, 'instance', 'set', '--tier', 'silver',
+                       server)
+        rows = self.json(admin, 'instance', 'list', '--project', 'demo')
+        self.assertEqual([(server, demo, 'silver')],
+                         [(r['Instance'], r['Project'], r['Tier'])
+                          for r in rows])
+        self.assertEqual([], self.json(admin, 'instance', 'list'))
+        self.assertEqual([server], [r['Instance'] for r in self.json(
+            member, 'instance', 'list')])
+        # A second "demo" in another domain: --project-domain tells them
+        # apart; without it the name is ambiguous.
+        other = self.admin.identity.create_domain(name='other')
+        self._member('demo', 'demo2', domain_id=other.id)
+        self.assertEqual([], self.json(admin, 'instance', 'list',
+                                       '--project', 'demo',
+                                       '--project-domain', 'other'))
+        self.assertEqual([server], [r['Instance'] for r in self.json(
+            admin, 'instance', 'list', '--project', 'demo',
+            '--project-domain', 'default')])
+        _, err = self.openstack(admin, 'instance', 'list', '--project',
+                                'demo', ok=False)
+        self.assertIn("More than one project is named 'demo'", err)
+        _, err = self.openstack(admin, 'instance', 'list', '--project',
+                                'nobody', ok=False)
+        self.assertIn("No project with a name or ID of 'nobody'", err)
+        self.openstack(admin, 'instance', 'unset', '--tier', server)
+        self.openstack(admin, 'tier', 'unset', 'silver', '--project', demo)
+        self.assertEqual([], self.json(admin, 'tier', 'show',
+                                       'silver')['Projects'])
+        # No compute service in this catalog: a server name cannot be
+        # looked up, and the error says what to do.
+        _, err = self.openstack(member, 'instance', 'show', 'web-1',
+                                ok=False)
+        self.assertIn("Could not look server 'web-1' up in Nova", err)
+        self.assertIn('give its UUID', err)
+        self.assertIn('204 DELETE /v1/instances/%s/tier' % server,
+                      self.api.seen)
 
     def test_tempest_tier_tests_pass(self):
         work = self.useFixture(fixtures.TempDir()).path

@@ -30,7 +30,8 @@ MEMBER_B = {'project': 'proj-b', 'roles': 'member,reader'}
 class APITestCase(base.TestCase):
     """``self.call(...)`` talks to iotguard.api.app.deploy() on ``backend``.
 
-    Auth is noauth; Nova is a recorder (``self.nova_calls``).
+    Auth is noauth; Nova is a recorder (``self.nova_calls``: ``(project,
+    instance, tier)``, tier None for an unset).
     """
 
     backend = 'sqlite'
@@ -46,9 +47,10 @@ class APITestCase(base.TestCase):
                                                     self.conf)).db
         self.nova_calls = []
         self.app = app.deploy(self.conf, db=self.db,
-                              set_nova_tier=self._nova)
+                              set_nova_tier=self._nova,
+                              unset_nova_tier=self._nova)
 
-    def _nova(self, context, instance_uuid, tier):
+    def _nova(self, context, instance_uuid, tier=None):
         self.nova_calls.append((context.project_id, instance_uuid, tier))
         return 'synced'
 

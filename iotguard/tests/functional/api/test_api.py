@@ -117,7 +117,8 @@ class APITests:
         self.assertEqual((404, b''), (missing.status_code, missing.body))
         for path, allowed in (
                 ('/v1/tiers/gold', 'GET, PATCH, DELETE, HEAD, OPTIONS'),
-                ('/v1/instances/%s/tier' % A1, 'PUT, OPTIONS')):
+                ('/v1/instances/%s/tier' % A1, 'PUT, DELETE, OPTIONS'),
+                ('/v1/instances', 'GET, HEAD, OPTIONS')):
             response = self.call('OPTIONS', path, who=READER_A)
             self.assertEqual(204, response.status_code, response.text)
             self.assertEqual(allowed, response.headers['Allow'])
@@ -125,7 +126,8 @@ class APITests:
 
     def test_unknown_query_parameters_are_400(self):
         for path in ('/v1/tiers', '/v1/tiers/gold', '/v1/domains',
-                     '/v1/instances/%s' % A1, '/v1'):
+                     '/v1/instances/%s' % A1, '/v1', '/v1/instances',
+                     '/v1/decisions/%d' % self.decisions[0]):
             self.assertError(self.call('GET', path + '?color=red',
                                        who=ADMIN), 400, 'color')
         self.assertError(self.call('PUT', '/v1/instances/%s/tier?dev=vda'
@@ -318,6 +320,110 @@ class APITests:
         self.assertError(self.call(
             'GET', '/v1/instances/dddddddd-0000-4000-8000-000000000000',
             who=ADMIN), 404)
+
+    # -- GET /v1/instances ---------------------------------------------------
+
+    def list_instances(self, who, query=''):
+        response = self.call('GET', '/v1/instances' + query, who=who)
+        self.assertEqual(200, response.status_code, response.text)
+        return response.json['instances']
+
+    def test_list_own_instances(self):
+        instances = self.list_instances(READER_A)
+        self.assertEqual([A1, A2, A3], [i['uuid'] for i in instances])
+        self.assertEqual({'proj-a'}, {i['project_id'] for i in instances})
+        # The same disk view as GET /v1/instances/{uuid}.
+        shown = self.call('GET', '/v1/instances/%s' % A1,
+                          who=READER_A).json['instance']
+        self.assertEqual(shown, instances[0])
+        self.assertEqual([], self.list_instances(
+            {'project': 'proj-c', 'roles': 'reader'}))
+        # The admin lists its own project's unless asking for more.
+        self.assertEqual([], self.list_instances(ADMIN))
+        b1 = self.list_instances(MEMBER_B)[0]['disks'][0]
+        self.assertEqual(('gold', 'api', {'min_iops': 2000.0,
+                                          'min_bytes_sec': 0.0}),
+                         (b1['tier'], b1['tier_source'], b1['floor']))
+
+    def test_list_all_projects_is_the_admins(self):
+        everyone = self.list_instances(ADMIN, '?all_projects=True')
+        self.assertEqual([A1, A2, A3, B1], [i['uuid'] for i in everyone])
+        self.assertEqual([B1], [i['uuid'] for i in self.list_instances(
+            ADMIN, '?project_id=proj-b')])
+        self.assertEqual([B1], [i['uuid'] for i in self.list_instances(
+            ADMIN, '?all_projects=true&project_id=proj-b')])
+        self.assertEqual(3, len(self.list_instances(
+            READER_A, '?all_projects=0&project_id=proj-a')))
+        for query in ('?all_projects=true', '?project_id=proj-b',
+                      '?all_projects=false&project_id=proj-b'):
+            response = self.call('GET', '/v1/instances' + query,
+                                 who=MEMBER_A)
+            self.assertError(response, 403, 'iotguard:instance:all_projects')
+            self.assertNotIn(B1, response.text)
+        self.assertError(self.call('GET', '/v1/instances', who=NOROLE_A),
+                         403, 'iotguard:instance:list')
+
+    def test_list_bad_queries(self):
+        for query, part in (('all_projects=maybe', 'all_projects'),
+                            ('all_projects=', 'all_projects'),
+                            ('project_id=a%20b', 'project_id'),
+                            ('project_id=' + 'p' * 65, 'project_id'),
+                            ('limit=1', 'limit'),
+                            ('all_projects=1&all_projects=0',
+                             'more than once')):
+            self.assertError(self.call('GET', '/v1/instances?' + query,
+                                       who=ADMIN), 400, part)
+
+    # -- DELETE /v1/instances/{uuid}/tier ------------------------------------
+
+    def test_unset_tier_falls_back(self):
+        # A1's flavor names bronze (its image disk only: vdb is a volume).
+        self.db.disk_tier_set(A1, '*', 'bronze', 'flavor', 'proj-a')
+        self.call('PUT', '/v1/instances/%s/tier' % A1, who=MEMBER_A,
+                  body={'tier': 'gold'})
+        disks = self.db.disk_list(instance_uuid=A1)
+        self.assertEqual([('gold', 'api')] * 2,
+                         [(d['tier']['name'], d['tier_source'])
+                          for d in disks])
+        response = self.call('DELETE', '/v1/instances/%s/tier' % A1.upper(),
+                             who=MEMBER_A)
+        self.assertEqual(204, response.status_code, response.text)
+        self.assertEqual(b'', response.body)
+        vda, vdb = self.call('GET', '/v1/instances/%s' % A1,
+                             who=READER_A).json['instance']['disks']
+        self.assertEqual(('bronze', 'flavor', 100.0),
+                         (vda['tier'], vda['tier_source'],
+                          vda['floor']['min_iops']))
+        self.assertEqual((None, None), (vdb['tier'], vdb['tier_source']))
+        self.assertEqual([('proj-a', A1, 'gold'), ('proj-a', A1, None)],
+                         self.nova_calls)
+        # Again: nothing left to drop, still 204.
+        self.assertEqual(204, self.call('DELETE', '/v1/instances/%s/tier'
+                                        % A1, who=MEMBER_A).status_code)
+
+    def test_unset_tier_isolation_and_roles(self):
+        path = '/v1/instances/%s/tier' % B1
+        for who, code in ((MEMBER_A, 404), (READER_A, 403),
+                          ({'project': 'proj-b', 'roles': 'reader'}, 403),
+                          (NOROLE_A, 403)):
+            self.assertError(self.call('DELETE', path, who=who), code)
+        self.assertEqual('gold', self.db.disk_list(
+            instance_uuid=B1)[0]['tier']['name'])
+        self.assertEqual([], self.nova_calls)
+        self.assertEqual(204, self.call('DELETE', path,
+                                        who=ADMIN).status_code)
+        self.assertIsNone(self.db.disk_list(instance_uuid=B1)[0]['tier'])
+        self.assertEqual([('admin-proj', B1, None)], self.nova_calls)
+
+    def test_unset_tier_bad_and_unknown_uuid(self):
+        self.assertError(self.call('DELETE', '/v1/instances/nope/tier',
+                                   who=MEMBER_A), 400, 'UUID')
+        self.assertError(self.call(
+            'DELETE', '/v1/instances/dddddddd-0000-4000-8000-000000000000/'
+            'tier', who=ADMIN), 404, 'dddddddd')
+        self.assertError(self.call('DELETE', '/v1/instances/%s/tier?x=1'
+                                   % A1, who=MEMBER_A), 400, 'x')
+        self.assertEqual([], self.nova_calls)
 
     def test_set_tier_admitted(self):
         response = self.call('PUT', '/v1/instances/%s/tier' % A1,
@@ -516,6 +622,36 @@ class APITests:
         self.assertEqual(('reason 6', {'total_iops_sec': 106}, {'u': 0.5}),
                          (decision['reason'], decision['new_limits'],
                           decision['numbers']))
+
+    def test_show_decision(self):
+        wanted = self.decisions[3]
+        response = self.call('GET', '/v1/decisions/%d' % wanted,
+                             who=READER_A)
+        self.assertEqual(200, response.status_code, response.text)
+        decision = response.json['decision']
+        listed = [d for d in self.call('GET', '/v1/decisions',
+                                       who=READER_A).json['decisions']
+                  if d['id'] == wanted]
+        self.assertEqual(listed, [decision])
+        self.assertEqual(('reason 3', '2026-11-22T03:00:03Z'),
+                         (decision['reason'], decision['created_at']))
+        self.assertEqual(200, self.call('GET', '/v1/decisions/%d'
+                                        % self.decisions[6],
+                                        who=ADMIN).status_code)
+
+    def test_show_decision_scoping_and_errors(self):
+        other = '/v1/decisions/%d' % self.decisions[6]
+        response = self.call('GET', other, who=READER_A)
+        self.assertError(response, 404)
+        self.assertNotIn('proj-b', response.text)
+        self.assertError(self.call('GET', '/v1/decisions/%d'
+                                   % (max(self.decisions) + 1), who=ADMIN),
+                         404, 'decision')
+        for bad in ('x', '-1', '1.5', '9' * 12):
+            self.assertError(self.call('GET', '/v1/decisions/' + bad,
+                                       who=ADMIN), 400, 'decision id')
+        self.assertError(self.call('GET', other, who=NOROLE_A), 403,
+                         'iotguard:decision:show')
 
     def test_decisions_bad_queries(self):
         for query, part in (('limit=0', 'limit'), ('limit=-1', 'limit'),

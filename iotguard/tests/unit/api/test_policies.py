@@ -14,6 +14,7 @@
 
 import types
 
+from openstack import exceptions as sdk_exc
 from oslo_context import context as oslo_context
 
 from iotguard.api import nova
@@ -56,16 +57,18 @@ class PolicyTest(base.TestCase):
                                                      'reader'), 'p'), rule)
 
     def test_member_changes_only_its_own_project(self):
-        rule = 'iotguard:instance:tier:update'
         member = _ctx('proj-a', 'member', 'reader')
-        self.assertTrue(self.allowed(rule, member, 'proj-a'))
-        self.assertFalse(self.allowed(rule, member, 'proj-b'))
-        self.assertFalse(self.allowed(rule, _ctx('proj-a', 'reader'),
-                                      'proj-a'))
+        for rule in ('iotguard:instance:tier:update',
+                     'iotguard:instance:tier:delete'):
+            self.assertTrue(self.allowed(rule, member, 'proj-a'))
+            self.assertFalse(self.allowed(rule, member, 'proj-b'))
+            self.assertFalse(self.allowed(rule, _ctx('proj-a', 'reader'),
+                                          'proj-a'))
 
     def test_reader_reads_only_its_own_project(self):
         reader = _ctx('proj-a', 'reader')
         for rule in ('iotguard:instance:show', 'iotguard:decision:list',
+                     'iotguard:instance:list', 'iotguard:decision:show',
                      'iotguard:domain:show', 'iotguard:tier:list'):
             self.assertTrue(self.allowed(rule, reader, 'proj-a'))
             self.assertFalse(self.allowed(rule, reader, 'proj-b'))
@@ -126,3 +129,29 @@ class NovaSetterTest(base.TestCase):
 
         setter = nova.tier_setter(self.conf, connect=connect)
         self.assertEqual('failed', setter(None, 'u1', 'gold'))
+
+    def test_unset_removes_the_key(self):
+        calls = []
+
+        def delete(uuid, keys):
+            calls.append((uuid, keys))
+            if uuid == 'gone':
+                raise sdk_exc.NotFoundException('no such key')
+            if uuid == 'broken':
+                raise sdk_exc.HttpException('500')
+
+        def connect(conf):
+            return types.SimpleNamespace(compute=types.SimpleNamespace(
+                delete_server_metadata=delete))
+
+        metadata = nova.Metadata(self.conf, connect=connect)
+        self.assertEqual('synced', metadata.unset_tier(None, 'u1'))
+        # Nothing to remove (or no server any more): what was wanted.
+        self.assertEqual('synced', metadata.unset_tier(None, 'gone'))
+        self.assertEqual('failed', metadata.unset_tier(None, 'broken'))
+        self.assertEqual([('u1', ['iotguard:tier']),
+                          ('gone', ['iotguard:tier']),
+                          ('broken', ['iotguard:tier'])], calls)
+        self.flags(group='api', nova_metadata_sync=False)
+        self.assertEqual('disabled', metadata.unset_tier(None, 'u2'))
+        self.assertEqual(3, len(calls))

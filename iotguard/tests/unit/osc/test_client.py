@@ -55,6 +55,10 @@ class TestClient(base.TestCase):
             ('instance_set_tier', ('u-1', 'gold'), {}, 'PUT',
              '/v1/instances/u-1/tier', {'tier': 'gold'},
              {'instance': 'i'}, 'i'),
+            ('instance_list', (), {}, 'GET', '/v1/instances', None,
+             {'instances': [1]}, [1]),
+            ('decision_show', (12,), {}, 'GET', '/v1/decisions/12', None,
+             {'decision': {'id': 12}}, {'id': 12}),
             ('domain_show', ('ceph/pool#1',), {}, 'GET',
              '/v1/domains/ceph%2Fpool%231', None, {'domain': 'd'}, 'd'),
             ('domain_update', ('local:c1',), {'policy': 'ntt'}, 'PATCH',
@@ -74,6 +78,18 @@ class TestClient(base.TestCase):
         self.answer(204)
         self.assertIsNone(self.client.tier_delete('gold'))
         self.assertEqual(('/v1/tiers/gold', 'DELETE'), self.sent()[0])
+        self.assertIsNone(self.client.instance_unset_tier('u-1'))
+        self.assertEqual(('/v1/instances/u-1/tier', 'DELETE'),
+                         self.sent()[0])
+
+    def test_instance_list_query(self):
+        for kwargs, params in (({}, {}),
+                               ({'all_projects': True},
+                                {'all_projects': 'true'}),
+                               ({'project_id': 'p1'}, {'project_id': 'p1'})):
+            self.answer(200, {'instances': []})
+            self.assertEqual([], self.client.instance_list(**kwargs))
+            self.assertEqual(params, self.sent()[1]['params'])
 
     def test_decision_page_and_marker(self):
         self.answer(200, {'decisions': [{'id': 9}, {'id': 7}],

@@ -13,9 +13,12 @@
 """Unit tests of the commands: arguments and output, with a fake client."""
 
 import io
+import types
 from unittest import mock
 
 import fixtures
+from keystoneauth1 import exceptions as ksa_exc
+from openstack import exceptions as sdk_exc
 from osc_lib import exceptions
 
 from iotguard.osc import client
@@ -67,6 +70,35 @@ class FakeClient:
         return call
 
 
+class FakeSDK:
+    """openstacksdk's find_server / find_project / find_domain over dicts.
+
+    ``servers`` and ``projects`` map a name or ID to an ID, or to an
+    exception to raise; ``found`` records the lookups.
+    """
+
+    def __init__(self, servers=None, projects=None, domains=None):
+        self.found = []
+        self.compute = types.SimpleNamespace(
+            find_server=self._finder('server', servers or {}))
+        self.identity = types.SimpleNamespace(
+            find_project=self._finder('project', projects or {}),
+            find_domain=self._finder('domain', domains or {}))
+
+    def _finder(self, kind, known):
+        def find(name_or_id, ignore_missing=True, **where):
+            self.found.append((kind, name_or_id, where))
+            assert ignore_missing is False
+            answer = known.get((name_or_id, where.get('domain_id')),
+                               known.get(name_or_id))
+            if isinstance(answer, Exception):
+                raise answer
+            if answer is None:
+                raise sdk_exc.NotFoundException('no %s' % name_or_id)
+            return types.SimpleNamespace(id=answer)
+        return find
+
+
 class CommandTestCase(base.TestCase):
 
     def setUp(self):
@@ -75,11 +107,15 @@ class CommandTestCase(base.TestCase):
             'sys.stderr', io.StringIO())).new_value
         self.log = self.useFixture(fixtures.FakeLogger())
 
-    def run_command(self, cls, argv, **answers):
+    def run_command(self, cls, argv, sdk=None, auth_type='password',
+                    **answers):
         """(fake client, the command's answer) for ``argv``."""
         fake = FakeClient(**answers)
         app = mock.Mock()
         app.client_manager.iotguard = fake
+        app.client_manager.sdk_connection = sdk or FakeSDK()
+        app.client_manager.get_configuration.return_value = {
+            'auth_type': auth_type}
         cmd = cls(app, None)
         parsed = cmd.get_parser('openstack iotguard').parse_args(argv)
         return fake, cmd.take_action(parsed)
@@ -116,11 +152,14 @@ class TestTier(CommandTestCase):
         self.assertIn('Description', answer[0])
 
     def test_create_sends_only_given_fields(self):
+        sdk = FakeSDK(projects={'demo': 'p1', 'p2': 'p2'})
         fake, answer = self.run_command(
             tier.CreateTier,
             ['gold', '--min-iops', '2000', '--max-bytes-sec', '2e8',
-             '--private', '--project', 'p1', '--project', 'p2'],
-            tier_create=[TIER])
+             '--private', '--project', 'demo', '--project', 'p2'],
+            sdk=sdk, tier_create=[TIER])
+        self.assertEqual([('project', 'demo', {}), ('project', 'p2', {})],
+                         sdk.found)
         self.assertEqual([('tier_create', ('gold',), {
             'min_iops': 2000.0, 'max_bytes_sec': 2e8, 'is_public': False,
             'projects': ['p1', 'p2']})], fake.calls)
@@ -146,6 +185,76 @@ class TestTier(CommandTestCase):
         self.assertRaises(exceptions.CommandError, self.run_command,
                           tier.SetTier, ['gold'])
 
+    def test_set_projects_by_name_in_a_domain(self):
+        sdk = FakeSDK(projects={('demo', 'd2'): 'p-d2', 'demo': 'p-d1'},
+                      domains={'other': 'd2'})
+        fake, _ = self.run_command(
+            tier.SetTier, ['gold', '--project', 'demo',
+                           '--project-domain', 'other'], sdk=sdk,
+            tier_update=[TIER])
+        self.assertEqual({'projects': ['p-d2']}, fake.calls[0][2])
+        self.assertEqual([('domain', 'other', {}),
+                          ('project', 'demo', {'domain_id': 'd2'})],
+                         sdk.found)
+
+    def test_project_lookup_failures(self):
+        sdk = FakeSDK(projects={
+            'twin': sdk_exc.DuplicateResource('two'),
+            'secret': sdk_exc.ForbiddenException('no')})
+        exc = self.assertRaises(exceptions.CommandError, self.run_command,
+                                tier.SetTier, ['gold', '--project', 'nope'],
+                                sdk=sdk)
+        self.assertIn("No project with a name or ID of 'nope'", str(exc))
+        exc = self.assertRaises(exceptions.CommandError, self.run_command,
+                                tier.SetTier, ['gold', '--project', 'twin'],
+                                sdk=sdk)
+        self.assertIn('--project-domain', str(exc))
+        # A caller Keystone does not let read projects: taken as an ID.
+        fake, _ = self.run_command(tier.SetTier,
+                                   ['gold', '--project', 'secret'], sdk=sdk,
+                                   tier_update=[TIER])
+        self.assertEqual({'projects': ['secret']}, fake.calls[0][2])
+
+    def test_no_keystone_lookup_without_auth(self):
+        sdk = FakeSDK()
+        fake, _ = self.run_command(tier.SetTier, ['gold', '--project', 'p9'],
+                                   sdk=sdk, auth_type='none',
+                                   tier_update=[TIER])
+        self.assertEqual({'projects': ['p9']}, fake.calls[0][2])
+        self.assertEqual([], sdk.found)
+
+    def test_unset_groups_and_fields(self):
+        fake, answer = self.run_command(
+            tier.UnsetTier, ['gold', '--floor', '--max-iops', '--weight',
+                             '--description'], tier_update=[TIER])
+        self.assertIsNone(answer)
+        self.assertEqual([('tier_update', ('gold',), {
+            'min_iops': 0.0, 'min_bytes_sec': 0.0, 'max_iops': 0.0,
+            'weight': 1.0, 'description': ''})], fake.calls)
+        fake, _ = self.run_command(tier.UnsetTier, ['gold', '--ceiling'],
+                                   tier_update=[TIER])
+        self.assertEqual({'max_iops': 0.0, 'max_bytes_sec': 0.0},
+                         fake.calls[0][2])
+
+    def test_unset_projects(self):
+        sdk = FakeSDK(projects={'demo': 'p1', 'p3': 'p3'})
+        fake, _ = self.run_command(
+            tier.UnsetTier, ['gold', '--project', 'demo'], sdk=sdk,
+            tier_show=[dict(TIER, projects=['p1', 'p2'])],
+            tier_update=[TIER])
+        self.assertEqual([('tier_show', ('gold',), {}),
+                          ('tier_update', ('gold',), {'projects': ['p2']})],
+                         fake.calls)
+        exc = self.assertRaises(
+            exceptions.CommandError, self.run_command, tier.UnsetTier,
+            ['gold', '--project', 'p3'], sdk=sdk, tier_show=[TIER])
+        self.assertEqual('Tier gold is not granted to project(s) p3.',
+                         str(exc))
+
+    def test_unset_nothing(self):
+        self.assertRaises(exceptions.CommandError, self.run_command,
+                          tier.UnsetTier, ['gold'])
+
     def test_delete_goes_on_after_a_failure(self):
         fake, _ = self.run_command(tier.DeleteTier, ['a', 'b'],
                                    tier_delete=[None, None])
@@ -163,38 +272,109 @@ class TestTier(CommandTestCase):
 
 class TestInstance(CommandTestCase):
 
-    def test_show_is_a_table_of_disks(self):
-        fake, answer = self.run_command(
-            instance.ShowInstance, [UUID], instance_show=[
-                {'uuid': UUID, 'project_id': 'p1',
-                 'disks': [DISK, dict(DISK, dev='vdb', cap=None,
-                                      tier=None)]}])
-        answer = (answer[0], list(answer[1]))
-        self.assertEqual([('instance_show', (UUID,), {})], fake.calls)
-        vda, vdb = self.rows(answer)
-        self.assertEqual(('vda', 'gold', 'api', 'local:c1'),
-                         (vda['Dev'], vda['Tier'], vda['Tier Source'],
-                          vda['Domain']))
-        self.assertEqual({'total_iops_sec': 2900}, vda['Cap'])
-        self.assertEqual(('fair share', 2), (vda['Cap Reason'],
-                                             vda['Decision']))
-        self.assertEqual((None, None, None),
-                         (vdb['Cap'], vdb['Cap Reason'], vdb['Tier']))
-        self.assertEqual("total_iops_sec='2900'",
-                         self.rows(answer, human)[0]['Cap'])
+    INSTANCE = {'uuid': UUID, 'project_id': 'p1',
+                'disks': [DISK, dict(DISK, dev='vdb', cap=None, tier=None,
+                                     tier_source=None)]}
 
-    def test_set_tier(self):
-        admission = [{'domain': 'local:c1', 'committed_after': 0.44}]
+    def test_list_own_project(self):
+        fake, answer = self.run_command(instance.ListInstance, [],
+                                        instance_list=[[self.INSTANCE]])
+        self.assertEqual([('instance_list', (), {
+            'all_projects': False, 'project_id': None})], fake.calls)
+        vda, vdb = self.rows(answer)
+        self.assertEqual({'Instance': UUID, 'Disk': 'vda', 'Tier': 'gold',
+                          'Source': 'api', 'Floor': DISK['floor'],
+                          'Cap': {'total_iops_sec': 2900}}, vda)
+        self.assertEqual((None, None), (vdb['Tier'], vdb['Cap']))
+        self.assertEqual("min_bytes_sec='0.0', min_iops='2000.0'",
+                         self.rows(self.run_command(
+                             instance.ListInstance, [],
+                             instance_list=[[self.INSTANCE]])[1],
+                             human)[0]['Floor'])
+
+    def test_list_other_projects(self):
+        fake, answer = self.run_command(instance.ListInstance,
+                                        ['--all-projects', '--long'],
+                                        instance_list=[[self.INSTANCE]])
+        self.assertEqual({'all_projects': True, 'project_id': None},
+                         fake.calls[0][2])
+        self.assertEqual(('Instance', 'Project', 'Disk'), answer[0][:3])
+        self.assertIn('Cap Reason', answer[0])
+        sdk = FakeSDK(projects={'demo': 'p1'})
+        fake, answer = self.run_command(instance.ListInstance,
+                                        ['--project', 'demo'], sdk=sdk,
+                                        instance_list=[[]])
+        self.assertEqual({'all_projects': False, 'project_id': 'p1'},
+                         fake.calls[0][2])
+        self.assertEqual([], self.rows(answer))
+        self.assertIn('Project', answer[0])
+
+    def test_show_is_one_object(self):
+        sdk = FakeSDK(servers={'web-1': UUID})
         fake, answer = self.run_command(
-            instance.SetInstance, ['--tier', 'gold', UUID],
+            instance.ShowInstance, ['web-1'], sdk=sdk,
+            instance_show=[self.INSTANCE])
+        self.assertEqual([('instance_show', (UUID,), {})], fake.calls)
+        self.assertEqual([('server', 'web-1', {})], sdk.found)
+        shown = self.one(answer)
+        self.assertEqual(('UUID', 'Project', 'Disks'), answer[0])
+        self.assertEqual((UUID, 'p1'), (shown['UUID'], shown['Project']))
+        self.assertEqual(self.INSTANCE['disks'], shown['Disks'])
+        self.assertEqual(
+            'vda: gold (api), floor min_bytes_sec=0, min_iops=2000; '
+            'domain local:c1; cap total_iops_sec=2900 until '
+            '2026-11-22T03:40:40Z, decision 2: fair share\n'
+            'vdb: no tier; domain local:c1',
+            self.one(answer, human)['Disks'])
+
+    def test_show_refused_tier_is_visible(self):
+        refused = dict(DISK, cap=None, tier_refused={
+            'tier': 'huge', 'source': 'flavor', 'reason': 'does not fit'})
+        _, answer = self.run_command(
+            instance.ShowInstance, [UUID],
+            instance_show=[dict(self.INSTANCE, disks=[refused])])
+        self.assertIn('huge refused (from flavor): does not fit',
+                      self.one(answer, human)['Disks'])
+
+    def test_uuid_needs_no_nova(self):
+        sdk = FakeSDK()
+        for auth_type in ('password', 'none'):
+            fake, _ = self.run_command(instance.ShowInstance, [UUID],
+                                       sdk=sdk, auth_type=auth_type,
+                                       instance_show=[self.INSTANCE])
+            self.assertEqual([('instance_show', (UUID,), {})], fake.calls)
+        self.assertEqual([], sdk.found)
+
+    def test_server_lookup_failures(self):
+        sdk = FakeSDK(servers={
+            'twin': sdk_exc.DuplicateResource('2'),
+            'far': ksa_exc.EndpointNotFound('no compute endpoint')})
+        for name, part in (
+                ('nope', "No server with a name or ID of 'nope' exists."),
+                ('twin', "More than one server is named 'twin': give its "
+                         "ID."),
+                ('far', "Could not look server 'far' up in Nova (no "
+                        "compute endpoint): give its UUID.")):
+            exc = self.assertRaises(exceptions.CommandError,
+                                    self.run_command, instance.ShowInstance,
+                                    [name], sdk=sdk)
+            self.assertEqual(part, str(exc))
+        exc = self.assertRaises(exceptions.CommandError, self.run_command,
+                                instance.ShowInstance, ['web-1'],
+                                auth_type='none')
+        self.assertIn('--os-auth-type none', str(exc))
+
+    def test_set_tier_is_silent(self):
+        admission = [{'domain': 'local:c1', 'committed_after': 0.44}]
+        sdk = FakeSDK(servers={'web-1': UUID})
+        fake, answer = self.run_command(
+            instance.SetInstance, ['--tier', 'gold', 'web-1'], sdk=sdk,
             instance_set_tier=[{'uuid': UUID, 'project_id': 'p1',
                                 'tier': 'gold', 'admission': admission,
                                 'nova_metadata': 'synced'}])
         self.assertEqual([('instance_set_tier', (UUID, 'gold'), {})],
                          fake.calls)
-        self.assertEqual({'UUID': UUID, 'Project': 'p1', 'Tier': 'gold',
-                          'Admission': admission,
-                          'Nova Metadata': 'synced'}, self.one(answer))
+        self.assertIsNone(answer)
 
     def test_set_tier_needs_a_tier(self):
         self.assertRaises(SystemExit, self.run_command,
@@ -207,6 +387,18 @@ class TestInstance(CommandTestCase):
             client.APIError, self.run_command, instance.SetInstance,
             ['--tier', 'huge', UUID], instance_set_tier=[refusal])
         self.assertIn('committed_after: 1.03', str(exc))
+
+    def test_unset_tier(self):
+        sdk = FakeSDK(servers={'web-1': UUID})
+        fake, answer = self.run_command(instance.UnsetInstance,
+                                        ['--tier', 'web-1'], sdk=sdk,
+                                        instance_unset_tier=[None])
+        self.assertEqual([('instance_unset_tier', (UUID,), {})],
+                         fake.calls)
+        self.assertIsNone(answer)
+        exc = self.assertRaises(exceptions.CommandError, self.run_command,
+                                instance.UnsetInstance, [UUID])
+        self.assertEqual('Nothing to unset: give --tier.', str(exc))
 
 
 class TestDomain(CommandTestCase):
@@ -262,6 +454,29 @@ class TestDecision(CommandTestCase):
              'marker': None},
             {'instance': None, 'domain': 'd1', 'since': None,
              'marker': 4}], [c[2] for c in fake.calls])
+
+    def test_instance_by_name(self):
+        sdk = FakeSDK(servers={'web-1': UUID})
+        fake, _ = self.run_command(decision.ListDecision,
+                                   ['--instance', 'web-1', '--limit', '1'],
+                                   sdk=sdk, decision_list=[([], None)])
+        self.assertEqual(UUID, fake.calls[0][2]['instance'])
+
+    def test_show(self):
+        row = {'id': 5, 'created_at': 't', 'domain': 'd1',
+               'instance_uuid': UUID, 'dev': 'vda', 'action': 'cap',
+               'new_limits': {'total_iops_sec': 10}, 'reason': 'r',
+               'policy': 'guarantee', 'project_id': 'p1', 'old_limits': {},
+               'numbers': {'share': 0.3}}
+        fake, answer = self.run_command(decision.ShowDecision, ['5'],
+                                        decision_show=[row])
+        self.assertEqual([('decision_show', (5,), {})], fake.calls)
+        shown = self.one(answer)
+        self.assertEqual((5, 'guarantee', {'share': 0.3}, 'r'),
+                         (shown['ID'], shown['Policy'], shown['Numbers'],
+                          shown['Reason']))
+        self.assertRaises(SystemExit, self.run_command,
+                          decision.ShowDecision, ['five'])
 
     def test_one_page_with_limit(self):
         row = {'id': 5, 'created_at': 't', 'domain': 'd1',

@@ -16,6 +16,7 @@ import argparse
 from unittest import mock
 
 import fixtures
+from osc_lib import exceptions
 
 from iotguard.osc import client
 from iotguard.osc import plugin
@@ -70,3 +71,10 @@ class TestPlugin(base.TestCase):
         self.assertIsNone(made.http.endpoint_override)
         self.assertEqual({}, made.http.additional_headers)
         self.assertEqual(client.SERVICE_TYPE, made.http.service_type)
+
+    def test_api_version_checked(self):
+        self.assertTrue(plugin.check_api_version('1'))
+        exc = self.assertRaises(exceptions.UnsupportedVersion,
+                                plugin.check_api_version, '2')
+        self.assertIn('iotguard API version 2 is not supported '
+                      '(supported: 1)', str(exc))

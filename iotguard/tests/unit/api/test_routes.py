@@ -1,0 +1,192 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""GET /v1/instances, DELETE /v1/instances/{uuid}/tier, GET
+/v1/decisions/{id}: validation, policy and scoping, with a recording
+database (the functional API tests run them on real databases)."""
+
+import webob
+
+from iotguard.api import app
+from iotguard import exception
+from iotguard.tests import base
+
+A1 = 'aaaaaaaa-0000-4000-8000-000000000001'
+A2 = 'aaaaaaaa-0000-4000-8000-000000000002'
+ADMIN = ('admin-proj', 'admin,member,reader')
+MEMBER = ('proj-a', 'member,reader')
+READER = ('proj-a', 'reader')
+
+
+def disk(uuid, dev, project='proj-a'):
+    """A disk as db.api's disk_list returns it."""
+    return {'instance_uuid': uuid, 'dev': dev, 'host': 'cn1',
+            'domain': 'local:cn1', 'volume_id': None, 'project_id': project,
+            'tier': {'name': 'gold', 'min_iops': 2000.0,
+                     'min_bytes_sec': 0.0, 'max_iops': 0.0,
+                     'max_bytes_sec': 0.0},
+            'tier_source': 'api', 'tier_refused': None, 'sampled_at': None,
+            'cap': None}
+
+
+class RecordingDB:
+    """Answers from ``answers[method]``; records ``(method, kwargs)``."""
+
+    def __init__(self, **answers):
+        self.answers, self.calls = answers, []
+
+    def __getattr__(self, method):
+        def call(*args, **kwargs):
+            self.calls.append((method, args, kwargs))
+            answer = self.answers[method]
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+        return call
+
+
+class RouteTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.flags(group='api', auth_strategy='noauth')
+        self.nova = []
+
+    def call(self, method, path, who, **answers):
+        self.db = RecordingDB(**answers)
+        application = app.deploy(
+            self.conf, db=self.db,
+            set_nova_tier=lambda *a: self.nova.append(a) or 'synced',
+            unset_nova_tier=lambda *a: self.nova.append(a) or 'synced')
+        project, roles = who
+        req = webob.Request.blank(path, method=method, headers={
+            'X-User-Id': 'u', 'X-Project-Id': project, 'X-Roles': roles})
+        return req.get_response(application)
+
+    def assertError(self, response, code, part):
+        self.assertEqual(code, response.status_code, response.text)
+        self.assertIn(part, response.json['error']['message'])
+        self.assertEqual([], self.db.calls)
+
+
+class TestListInstances(RouteTest):
+
+    def test_grouped_by_instance_with_the_disk_view(self):
+        disks = [disk(A1, 'vda'), disk(A1, 'vdb'), disk(A2, 'vda')]
+        response = self.call('GET', '/v1/instances', READER,
+                             disk_list=disks)
+        self.assertEqual(200, response.status_code, response.text)
+        self.assertEqual([('disk_list', (), {'project_id': 'proj-a'})],
+                         self.db.calls)
+        one, two = response.json['instances']
+        self.assertEqual((A1, 'proj-a', ['vda', 'vdb']),
+                         (one['uuid'], one['project_id'],
+                          [d['dev'] for d in one['disks']]))
+        self.assertEqual(A2, two['uuid'])
+        self.assertEqual(('gold', 'api', {'min_iops': 2000.0,
+                                          'min_bytes_sec': 0.0}),
+                         (one['disks'][0]['tier'],
+                          one['disks'][0]['tier_source'],
+                          one['disks'][0]['floor']))
+
+    def test_which_project(self):
+        for query, who, project in (
+                ('', ADMIN, 'admin-proj'),
+                ('?all_projects=TRUE', ADMIN, None),
+                ('?all_projects=yes&project_id=proj-b', ADMIN, 'proj-b'),
+                ('?project_id=proj-b', ADMIN, 'proj-b'),
+                ('?all_projects=false', READER, 'proj-a'),
+                ('?project_id=proj-a', READER, 'proj-a')):
+            response = self.call('GET', '/v1/instances' + query, who,
+                                 disk_list=[])
+            self.assertEqual({'instances': []}, response.json, query)
+            self.assertEqual([('disk_list', (), {'project_id': project})],
+                             self.db.calls, query)
+
+    def test_refusals(self):
+        for query, who, code, part in (
+                ('?all_projects=1', READER, 403,
+                 'iotguard:instance:all_projects'),
+                ('?project_id=proj-b', MEMBER, 403,
+                 'iotguard:instance:all_projects'),
+                ('', ('proj-a', ''), 403, 'iotguard:instance:list'),
+                ('?all_projects=perhaps', ADMIN, 400, 'all_projects'),
+                ('?project_id=a/b', ADMIN, 400, 'project_id'),
+                ('?marker=3', ADMIN, 400, 'marker')):
+            self.assertError(self.call('GET', '/v1/instances' + query, who,
+                                       disk_list=[]), code, part)
+
+
+class TestUnsetInstanceTier(RouteTest):
+
+    def test_member_own_project(self):
+        response = self.call('DELETE', '/v1/instances/%s/tier'
+                             % A1.upper(), MEMBER,
+                             instance_tier_unset='proj-a')
+        self.assertEqual((204, b''), (response.status_code, response.body))
+        self.assertEqual([('instance_tier_unset', (A1,),
+                           {'project_id': 'proj-a'})], self.db.calls)
+        self.assertEqual([A1], [call[1] for call in self.nova])
+
+    def test_admin_any_project(self):
+        self.call('DELETE', '/v1/instances/%s/tier' % A1, ADMIN,
+                  instance_tier_unset='proj-a')
+        self.assertEqual({'project_id': None}, self.db.calls[0][2])
+
+    def test_unknown_is_404_and_nova_untouched(self):
+        response = self.call(
+            'DELETE', '/v1/instances/%s/tier' % A1, MEMBER,
+            instance_tier_unset=exception.NotFound(what='instance ' + A1))
+        self.assertEqual(404, response.status_code)
+        self.assertEqual([], self.nova)
+
+    def test_refusals(self):
+        for path, who, code, part in (
+                ('/v1/instances/%s/tier' % A1, READER, 403,
+                 'iotguard:instance:tier:delete'),
+                ('/v1/instances/not-a-uuid/tier', MEMBER, 400, 'UUID'),
+                ('/v1/instances/%s/tier?all=1' % A1, MEMBER, 400, 'all')):
+            self.assertError(self.call('DELETE', path, who,
+                                       instance_tier_unset='proj-a'),
+                             code, part)
+        self.assertEqual([], self.nova)
+
+
+class TestShowDecision(RouteTest):
+
+    DECISION = {'id': 7, 'reason': 'fair share', 'project_id': 'proj-a'}
+
+    def test_scoped_to_the_callers_project(self):
+        for who, project in ((READER, 'proj-a'), (ADMIN, None)):
+            response = self.call('GET', '/v1/decisions/7', who,
+                                 decision_get=self.DECISION)
+            self.assertEqual({'decision': self.DECISION}, response.json)
+            self.assertEqual([('decision_get', (7,),
+                               {'project_id': project})], self.db.calls)
+
+    def test_refusals(self):
+        for path, who, code, part in (
+                ('/v1/decisions/7', ('proj-a', 'member'), 403,
+                 'iotguard:decision:show'),
+                ('/v1/decisions/seven', READER, 400, 'decision id'),
+                ('/v1/decisions/1234567890', READER, 400, 'decision id'),
+                ('/v1/decisions/7?long=1', READER, 400, 'long')):
+            self.assertError(self.call('GET', path, who,
+                                       decision_get=self.DECISION),
+                             code, part)
+
+    def test_unknown_is_404(self):
+        response = self.call('GET', '/v1/decisions/8', READER,
+                             decision_get=exception.NotFound(
+                                 what='decision 8'))
+        self.assertEqual(404, response.status_code)
+        self.assertIn('decision 8', response.json['error']['message'])
