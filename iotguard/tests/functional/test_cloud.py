@@ -16,8 +16,8 @@ The cloud of :mod:`iotguard.tests.fixtures.cloud` (Keystone, Placement,
 Glance, neutron-server, nova-api/conductor/scheduler and nova-compute on
 the local libvirtd, and, where Ceph is installed, Cinder with the RBD
 driver on a one-node Ceph; from PyPI and Debian, on MariaDB and RabbitMQ)
-runs once for the class; iotguard runs beside it as three processes, as an operator would
-deploy it: iotguard-api (Keystone auth, listed in the catalog),
+runs once for the class; iotguard runs beside it as three processes, as an
+operator would deploy it: iotguard-api (Keystone auth, listed in the catalog),
 iotguard-controller (membership from Nova through the service
 credentials, Nova's notifications on the cloud's own RabbitMQ vhost) and
 iotguard-agent (the libvirt driver on ``qemu:///system``, the compute
@@ -30,6 +30,7 @@ disk's static ceiling. Several minutes: the cloud starts in ~40 s, each
 server boots in ~5 s.
 """
 
+import json
 import os
 import re
 import shutil
@@ -53,6 +54,7 @@ from iotguard.tests.fixtures import cloud as cloud_fixture
 from iotguard.tests.fixtures import confs
 from iotguard.tests.fixtures import database
 from iotguard.tests.functional.controller import test_e2e
+from iotguard.tests.functional import test_osc_keystone
 
 try:
     import libvirt
@@ -700,6 +702,44 @@ class CloudTest(base.TestCase):
             noisy, 'vdb')['total_bytes_sec'])
         self.assertEqual('volume_type',
                          self.disks(noisy)['vdb']['tier_source'])
+
+    def test_openstack_cli_by_server_name(self):
+        """``openstack iotguard`` through Keystone, servers by Nova name.
+
+        The real ``openstack`` CLI with a password, the endpoint from the
+        catalog, the server looked up by name in nova-api: set (silent),
+        show (one object), list, unset.
+        """
+        self.api('POST', '/v1/tiers', {'name': 'cli-gold'}, ok=(201,))
+        flavor = self.cloud.flavor('cli-flavor', {
+            'quota:disk_total_bytes_sec': str(STATIC)})
+        server = self.cloud.boot('cli-server', flavor, metadata={
+            'iotg_bs': '64k', 'iotg_count': '1', 'iotg_pause': '1'})
+        self.addCleanup(self.cloud.conn.compute.delete_server, server)
+        self.assertTrue(wait_for(lambda: self.disks(server), 60))
+        home = self.useFixture(fixtures.TempHomeDir()).path
+
+        def cli(*args):
+            proc = test_osc_keystone.run_cli(self.cloud.auth, home, *args)
+            self.assertEqual(0, proc.returncode, proc.stderr)
+            return proc.stdout
+
+        self.assertEqual('', cli('instance', 'set', '--tier', 'cli-gold',
+                                 'cli-server'))
+        shown = json.loads(cli('instance', 'show', 'cli-server', '-f',
+                               'json'))
+        self.assertEqual(server.id, shown['UUID'])
+        self.assertEqual([('vda', 'cli-gold', 'api')],
+                         [(d['dev'], d['tier'], d['tier_source'])
+                          for d in shown['Disks']])
+        rows = json.loads(cli('instance', 'list', '-f', 'json'))
+        self.assertIn((server.id, 'vda', 'cli-gold'),
+                      [(r['Instance'], r['Disk'], r['Tier']) for r in rows])
+        self.assertEqual('', cli('instance', 'unset', '--tier',
+                                 'cli-server'))
+        self.assertIsNone(self.disks(server)['vda']['tier'])
+        self.assertNotIn('iotguard:tier', self.cloud.conn.compute
+                         .get_server_metadata(server).metadata)
 
     def test_tempest_plugin_against_the_cloud(self):
         """``tempest run --regex iotguard`` against the cloud.

@@ -108,6 +108,24 @@ def _write(directory, name, text):
     return path
 
 
+def run_cli(auth, home, *args, region='RegionOne'):
+    """``openstack iotguard <args>`` with password ``auth``; the process."""
+    command = [shutil.which('openstack', path=os.path.dirname(sys.executable)),
+               '--os-auth-url', auth['auth_url'],
+               '--os-username', auth['username'],
+               '--os-password', auth['password'],
+               '--os-project-name', auth['project_name'],
+               '--os-user-domain-id', 'default',
+               '--os-project-domain-id', 'default',
+               '--os-identity-api-version', '3',
+               '--os-interface', 'public',
+               '--os-region-name', region, 'iotguard'] + list(args)
+    env = {k: v for k, v in os.environ.items() if not k.startswith('OS_')}
+    env['HOME'] = home
+    return subprocess.run(command, env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
 class Keystone(fixtures.Fixture):
     """A fresh Keystone: ``.url`` (.../v3), the admin's ``PASSWORD``."""
 
@@ -187,21 +205,8 @@ class TestThroughKeystone(base.TestCase):
         return self.keystone.auth(user_name, project_name)
 
     def openstack(self, auth, *args, ok=True):
-        command = [shutil.which('openstack',
-                                path=os.path.dirname(sys.executable)),
-                   '--os-auth-url', auth['auth_url'],
-                   '--os-username', auth['username'],
-                   '--os-password', auth['password'],
-                   '--os-project-name', auth['project_name'],
-                   '--os-user-domain-id', 'default',
-                   '--os-project-domain-id', 'default',
-                   '--os-identity-api-version', '3',
-                   '--os-region-name', 'RegionOne', 'iotguard'] + list(args)
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith('OS_')}
-        env['HOME'] = self.useFixture(fixtures.TempHomeDir()).path
-        proc = subprocess.run(command, env=env, capture_output=True,
-                              text=True, timeout=60)
+        proc = run_cli(auth, self.useFixture(fixtures.TempHomeDir()).path,
+                       *args)
         self.assertEqual(ok, proc.returncode == 0, proc.stderr)
         return proc.stdout, proc.stderr
 
