@@ -40,9 +40,9 @@ def profile_of(domain):
 
 def committed(tiers, profile):
     """Committed load of disks with these tiers (dicts with the floors)."""
-    return sum(costmodel.committed_floor_load(t['min_iops'],
-                                              t['min_bytes_sec'], profile)
-               for t in tiers)
+    return sum((costmodel.committed_floor_load(t['min_iops'],
+                                               t['min_bytes_sec'], profile)
+                for t in tiers), 0.0)
 
 
 def _has_floor(tiers):

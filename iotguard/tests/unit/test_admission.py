@@ -34,6 +34,14 @@ class CheckTest(base.TestCase):
         self.assertAlmostEqual(3 * one, numbers['committed_after'])
         self.assertEqual('local:cn1', numbers['domain'])
 
+    def test_nothing_committed_is_a_float(self):
+        # The API answers these numbers: 0.0, as JSON clients expect a
+        # number of one type, not the integer 0 of an empty sum.
+        numbers = admission.check('gold', DOMAIN, [], [], [_tier(1000)],
+                                  max_ratio=0.9)
+        self.assertIsInstance(numbers['committed_before'], float)
+        self.assertIsInstance(admission.committed([], None), float)
+
     def test_refused_above_ratio_with_numbers(self):
         others = [_tier(2000)] * 4      # 4 * 0.22048 = 0.88192
         exc = self.assertRaises(exception.AdmissionRejected,
