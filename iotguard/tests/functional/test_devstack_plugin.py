@@ -465,3 +465,22 @@ class DevstackPluginTest(base.TestCase):
                               capture_output=True, text=True, timeout=60)
         self.assertEqual(1, proc.returncode, proc.stderr)
         self.assertIn('no kind for domain nowhere', proc.stderr)
+
+    def test_tls_proxy_node_registers_https(self):
+        """Behind tls-proxy: https in the catalog, uWSGI on the inner port.
+
+        Only configured, not started: the TLS proxy is Apache, which the
+        harness does not have.
+        """
+        inner = _free_port()
+        self.localrc(['key', 'mysql', 'rabbit', 'tls-proxy', 'iotguard-api',
+                      'iotguard-controller'],
+                     IOTGUARD_SERVICE_PORT_INT=str(inner))
+        self.stack('install', 'post-config')
+        conf_dir = self.values['IOTGUARD_CONF_DIR']
+        ini = _ini(os.path.join(conf_dir, 'iotguard-api-uwsgi.ini'))['uwsgi']
+        self.assertEqual('127.0.0.1:%d' % inner, ini['http'])
+        self.assertEqual('https://127.0.0.1:%d' % self.port,
+                         self.catalog_url())
+        self.phase('clean')
+        self.assertFalse(os.path.exists(conf_dir))
