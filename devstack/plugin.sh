@@ -28,17 +28,26 @@ if is_service_enabled iotguard-api iotguard-controller iotguard-agent; then
         if is_service_enabled iotguard-api; then
             create_iotguard_tiers
             set_iotguard_domain_profiles
-            if [[ "$IOTGUARD_SYNC_TIERS" == "True" ]]; then
+            # Without Cinder, sync would find no volume types to make.
+            if [[ "$IOTGUARD_SYNC_TIERS" == "True" ]] && \
+                    is_service_enabled c-api; then
                 sync_iotguard_tiers
             fi
+        fi
+    elif [[ "$1" == "stack" && "$2" == "test-config" ]]; then
+        if is_service_enabled tempest && is_iotguard_central; then
+            echo_summary "Configuring tempest for iotguard"
+            configure_tempest_for_iotguard
         fi
     fi
 
     if [[ "$1" == "unstack" ]]; then
+        echo_summary "Stopping iotguard"
         stop_iotguard
     fi
 
     if [[ "$1" == "clean" ]]; then
+        echo_summary "Cleaning iotguard"
         cleanup_iotguard
     fi
 fi
