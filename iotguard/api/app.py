@@ -12,10 +12,13 @@
 
 """The iotguard-api WSGI application, middleware assembled in code.
 
-Outermost first: proxy headers, request id, then ``/`` (version document)
-and ``/healthcheck`` without authentication, everything else through
-keystonemiddleware's auth_token (or noauth) into the router.
+Outermost first: proxy headers, request id, the fault wrapper (bytes that
+are not UTF-8 and anything raised become JSON errors), then ``/`` (version
+document) and ``/healthcheck`` without authentication, everything else
+through keystonemiddleware's auth_token (or noauth) into the router.
 """
+
+import re
 
 from keystonemiddleware import auth_token
 from oslo_log import log
@@ -31,9 +34,12 @@ from iotguard.api import rbac
 from iotguard.api import router
 from iotguard.api import util
 from iotguard.db import api as db_api
+from iotguard import exception
 from iotguard import service
 
 LOG = log.getLogger(__name__)
+#: A user or project id noauth trusts.
+_ID = re.compile(r'[A-Za-z0-9._-]{1,64}\Z')
 
 
 class NoAuth:
@@ -44,27 +50,37 @@ class NoAuth:
 
     @webob.dec.wsgify
     def __call__(self, req):
-        if not req.headers.get('X-Project-Id') or not req.headers.get(
-                'X-User-Id'):
+        if not all(_ID.match(req.headers.get(h, ''))
+                   for h in ('X-User-Id', 'X-Project-Id')):
             return util.error_response(
-                401, 'noauth needs the X-User-Id and X-Project-Id headers.',
+                401, 'noauth needs the X-User-Id and X-Project-Id headers '
+                     '(letters, digits, . _ -).',
                 req.environ.get('openstack.request_id'))
         req.environ['HTTP_X_IDENTITY_STATUS'] = 'Confirmed'
         return req.get_response(self.application)
 
 
 class FaultWrapper:
-    """Whatever fails outside the router (auth) still answers in JSON."""
+    """The one error path outside the router, before or after auth.
+
+    A path or query string that is not UTF-8 (or holds a NUL or a
+    surrogate) is a 400 before anything decodes it; whatever raises
+    below (auth, dispatch) is a 500; both in the JSON error format.
+    """
 
     def __init__(self, application):
         self.application = application
 
     @webob.dec.wsgify
     def __call__(self, req):
+        request_id = req.environ.get('openstack.request_id')
+        try:
+            util.check_request_line(req.environ)
+        except exception.Invalid as exc:
+            return util.exception_response(exc, request_id)
         try:
             return req.get_response(self.application)
         except Exception:
-            request_id = req.environ.get('openstack.request_id')
             LOG.exception('Request %s failed before the router', request_id)
             return util.error_response(
                 500, 'The request failed inside iotguard-api; the error '
@@ -108,9 +124,8 @@ def deploy(conf, db=None, set_nova_tier=None, unset_nova_tier=None):
         api = auth_token.AuthProtocol(api, {'oslo_config_config': conf})
     else:
         api = NoAuth(api)
-    api = FaultWrapper(api)
     health = healthcheck.Healthcheck(None, conf)
-    app = Dispatcher(api, health)
+    app = FaultWrapper(Dispatcher(api, health))
     app = request_id.RequestId(app)
     return http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
 

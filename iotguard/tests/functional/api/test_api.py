@@ -99,6 +99,9 @@ class APITests:
     def test_no_identity_is_401(self):
         error = self.assertError(self.call('GET', '/v1/tiers'), 401)
         self.assertIn('X-Project-Id', error['message'])
+        for project in ('p\x00', 'p q', 'p' * 65):
+            self.assertError(self.call('GET', '/v1/tiers', headers={
+                'X-User-Id': 'u', 'X-Project-Id': project}), 401)
 
     def test_unknown_path_and_method(self):
         self.assertError(self.call('GET', '/v1/nope', who=ADMIN), 404)
@@ -152,6 +155,32 @@ class APITests:
                                                 'charset=latin-1'),
                          415, 'latin-1')
         self.assertEqual(2.0, self.db.tier_get('bronze')['weight'])
+
+    def test_bytes_that_are_not_text_are_json_400(self):
+        """Before auth or after: the JSON error with its request id."""
+        for who in (None, READER_A):
+            for environ in ({'PATH_INFO': '/v1/tiers/\xff'},
+                            {'PATH_INFO': '/v1/tiers/\xed\xa0\x80'},
+                            {'PATH_INFO': '/v1/tiers/gold\x00'},
+                            {'PATH_INFO': '/\xc3'},
+                            {'PATH_INFO': '/v1/decisions',
+                             'QUERY_STRING': 'since=%ff'},
+                            {'PATH_INFO': '/v1/decisions',
+                             'QUERY_STRING': 'domain=\xff'},
+                            {'PATH_INFO': '/v1/decisions',
+                             'QUERY_STRING': '%ed%a0%80=1'},
+                            {'PATH_INFO': '/v1/decisions',
+                             'QUERY_STRING': 'domain=a%00'}):
+                error = self.assertError(self.call('GET', '/', who=who,
+                                                   environ=environ), 400)
+                self.assertTrue(error['request_id'], environ)
+
+    def test_deep_bodies_are_400(self):
+        for raw in (b'[' * 60000, b'{"name": ' + b'[' * 40 + b']' * 40
+                    + b'}'):
+            self.assertError(self.call('POST', '/v1/tiers', who=ADMIN,
+                                       raw=raw), 400, 'deeper')
+        self.assertEqual(3, len(self.db.tier_list()))
 
     # -- tiers ----------------------------------------------------------------
 
