@@ -17,6 +17,7 @@ Errors are ``{"error": {"code": 409, "title": "Conflict", "message":
 """
 
 import datetime
+import functools
 import json
 import math
 import re
@@ -218,9 +219,30 @@ def read_json(req, schema, max_bytes):
     return body
 
 
+@functools.lru_cache(maxsize=None)
+def _regex(pattern):
+    """A JSON schema ``pattern`` as ECMA 262 reads it.
+
+    There ``$`` matches at the end of the text only; Python's ``$`` also
+    matches before a final newline (``"gold\\n"`` would be a name).
+    """
+    return re.compile(re.sub(r'(?<!\\)\$', r'\\Z', pattern))
+
+
+def _pattern(validator, pattern, instance, schema):
+    if (validator.is_type(instance, 'string')
+            and not _regex(pattern).search(instance)):
+        yield jsonschema.ValidationError(
+            '%r does not match %r' % (instance, pattern))
+
+
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator, {'pattern': _pattern})
+
+
 def validate(value, schema, what):
     """Check ``value`` against a JSON schema; Invalid (400) if it fails."""
-    validator = jsonschema.Draft202012Validator(
+    validator = _Validator(
         schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
     error = jsonschema.exceptions.best_match(validator.iter_errors(value))
     if error is not None:

@@ -283,6 +283,36 @@ class APITests:
                                    body={'max_iops': 1000}), 400, 'above')
         self.assertEqual(3, len(self.db.tier_list()))
 
+    def test_strings_the_database_cannot_hold_are_400(self):
+        """Nothing is written, and a retry is not a 409."""
+        for raw, part in (
+                (br'{"name": "x\n"}', 'name'),
+                (b'{"name": "."}', 'name'), (b'{"name": ".."}', 'name'),
+                (br'{"name": "x", "description": "a\u0000b"}', 'U+0000'),
+                (br'{"name": "x", "description": "\ud800"}', 'U+D800'),
+                (br'{"name": "x", "projects": ["p\u0000"]}', 'U+0000'),
+                (br'{"name": "x", "projects": ["p\udfff"]}', 'U+DFFF'),
+                (br'{"name": "x", "\ud800": 1}', 'U+D800')):
+            for _attempt in range(2):
+                self.assertError(self.call('POST', '/v1/tiers', who=ADMIN,
+                                           raw=raw), 400, part)
+        self.assertError(self.call('PATCH', '/v1/tiers/gold', who=ADMIN,
+                                   raw=br'{"description": "\u0000"}'), 400,
+                         'U+0000')
+        self.assertError(self.call('PUT', '/v1/instances/%s/tier' % A1,
+                                   who=MEMBER_A, raw=br'{"tier": "gold\n"}'),
+                         400, 'tier')
+        self.assertEqual(['bronze', 'gold', 'private-b'],
+                         [t['name'] for t in self.db.tier_list()])
+        self.assertEqual('', self.db.tier_get('gold')['description'])
+        self.assertEqual([None, None], [
+            d['tier'] for d in self.db.disk_list(instance_uuid=A1)])
+        for name, code in (('.', 400), ('..', 400), ('x.', 201),
+                           ('..x', 201), ('...', 201)):
+            self.assertEqual(code, self.call('POST', '/v1/tiers', who=ADMIN,
+                                             body={'name': name}).status_code,
+                             name)
+
     def test_malformed_requests(self):
         for raw, part in ((b'{"name": ', 'JSON'), (b'\xff\xfe', 'JSON'),
                           (b'{"name": "x", "min_iops": NaN}', 'NaN'),
@@ -588,6 +618,14 @@ class APITests:
         for body, code, part in (
                 ({'iops_4k': -5}, 400, 'iops_4k'),
                 ({'iops_4k': 0}, 400, 'iops_4k'),
+                ({'iops_4k': 1e-306}, 400, 'iops_4k'),
+                ({'iops_4k': 0.5}, 400, 'iops_4k'),
+                ({'iops_4k': 2e9}, 400, 'iops_4k'),
+                ({'bytes_sec': 4095}, 400, 'bytes_sec'),
+                ({'bytes_sec': 1e-300}, 400, 'bytes_sec'),
+                ({'bytes_sec': 2e15}, 400, 'bytes_sec'),
+                ({'policy': 'ntt', 'params': {'cap_time': 1e300}}, 400,
+                 'cap_time'),
                 ({'policy': 'magic'}, 400, 'magic'),
                 ({'policy': 'none', 'params': {'bogus': 1}}, 400, 'none'),
                 ({'kind': 'ceph'}, 400, 'kind'),
@@ -598,9 +636,28 @@ class APITests:
                                    who=MEMBER_A, body={'iops_4k': 1}), 403)
         self.assertError(self.call('PATCH', '/v1/domains/nope', who=ADMIN,
                                    body={'iops_4k': 1}), 404)
+        self.assertError(self.call('PATCH', '/v1/domains/local:cn1',
+                                   who=ADMIN, raw=b'{"params": {"x": 1e999}}'),
+                         400, 'out of range')
         domain = self.db.domain_get('local:cn1')
         self.assertEqual((10000.0, None), (domain['iops_4k'],
                                            domain['policy']))
+        self.assertEqual(200, self.call('GET', '/v1/domains/local:cn1',
+                                        who=ADMIN).status_code)
+
+    def test_domain_profile_at_the_bounds(self):
+        for profile in ({'iops_4k': 1, 'bytes_sec': 4096},
+                        {'iops_4k': 1e9, 'bytes_sec': 1e15}):
+            response = self.call('PATCH', '/v1/domains/local:cn1', who=ADMIN,
+                                 body=profile)
+            self.assertEqual(200, response.status_code, response.text)
+            self.assertEqual(200, self.call('GET', '/v1/domains/local:cn1',
+                                            who=ADMIN).status_code)
+        # Admission still refuses: gold's floor on a tiny device.
+        self.call('PATCH', '/v1/domains/local:cn1', who=ADMIN,
+                  body={'iops_4k': 1, 'bytes_sec': 4096})
+        self.assertError(self.call('PUT', '/v1/instances/%s/tier' % A1,
+                                   who=MEMBER_A, body={'tier': 'gold'}), 409)
 
     # -- decisions ------------------------------------------------------------
 
@@ -689,7 +746,9 @@ class APITests:
                             ('since=2026-13-45', 'since'),
                             ('instance=nope', 'instance'),
                             ('colour=red', 'colour'),
-                            ('limit=1&limit=2', 'more than once')):
+                            ('limit=1&limit=2', 'more than once'),
+                            ('since=0001-01-01T00:00:00%2B01:00', 'range'),
+                            ('since=9999-12-31T23:59:59-01:00', 'range')):
             self.assertError(self.call('GET', '/v1/decisions?' + query,
                                        who=ADMIN), 400, part)
 
