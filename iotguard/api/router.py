@@ -62,10 +62,38 @@ _TABLE = [(_compile(t), methods) for t, methods in ROUTES.items()]
 _READS_QUERY = {decision.list_decisions, instance.list_instances}
 
 
+#: What the databases say when a lock wait ends without the lock.
+_LOCK_MESSAGES = ('database is locked', 'lock timeout',
+                  'Lock wait timeout exceeded')
+
+
 def _is_lock_conflict(exc):
-    """A deadlock (MySQL, PostgreSQL) or SQLite's lock wait timing out."""
+    """A deadlock (MySQL, PostgreSQL) or a lock wait timing out."""
     return (isinstance(exc, db_exc.DBDeadlock)
-            or 'database is locked' in str(exc))
+            or any(m in str(exc) for m in _LOCK_MESSAGES))
+
+
+def _database_error(exc, request_id):
+    """The answer to a database error: 409 for races, 503 if it is away."""
+    if isinstance(exc, db_exc.DBReferenceError):
+        # A row this request refers to (a tier) went away meanwhile.
+        LOG.warning('Request %s: reference conflict: %s', request_id, exc)
+        return util.error_response(
+            409, 'A concurrent request removed a record this one refers '
+                 'to; nothing was written. Try again.', request_id)
+    if _is_lock_conflict(exc):
+        LOG.warning('Request %s: lock conflict: %s', request_id, exc)
+        return util.error_response(
+            409, 'A concurrent request was changing the same records; '
+                 'nothing was written. Try again.', request_id)
+    if isinstance(exc, (db_exc.DBConnectionError, sa_exc.OperationalError)):
+        # oslo.db translates errors on open connections; the first
+        # connect of an engine can fail with SQLAlchemy's own error.
+        LOG.error('Request %s: database unreachable: %s', request_id, exc)
+        return util.error_response(
+            503, 'The database is unreachable; try again later.',
+            request_id, headers={'Retry-After': str(RETRY_AFTER_S)})
+    return _internal_error(request_id)
 
 
 def _internal_error(request_id):
@@ -90,21 +118,8 @@ class Router:
             if exc.code >= 500:
                 LOG.error('Request %s failed: %s', request_id, exc.message)
             return util.exception_response(exc, request_id)
-        except (db_exc.DBConnectionError, sa_exc.OperationalError) as exc:
-            # oslo.db translates errors on open connections; the first
-            # connect of an engine can fail with SQLAlchemy's own error.
-            LOG.error('Request %s: database unreachable: %s', request_id,
-                      exc)
-            return util.error_response(
-                503, 'The database is unreachable; try again later.',
-                request_id, headers={'Retry-After': str(RETRY_AFTER_S)})
-        except db_exc.DBError as exc:
-            if not _is_lock_conflict(exc):
-                return _internal_error(request_id)
-            LOG.warning('Request %s: lock conflict: %s', request_id, exc)
-            return util.error_response(
-                409, 'A concurrent request was changing the same records; '
-                     'nothing was written. Try again.', request_id)
+        except (db_exc.DBError, sa_exc.SQLAlchemyError) as exc:
+            return _database_error(exc, request_id)
         except Exception:
             return _internal_error(request_id)
 

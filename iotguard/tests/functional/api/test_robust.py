@@ -12,8 +12,15 @@
 
 """What a failed request leaves behind (nothing), and races over HTTP."""
 
+import http.client
+import json
+import socketserver
+import threading
+from wsgiref import simple_server
+
 import sqlalchemy as sa
 
+from iotguard.tests.fixtures import database
 from iotguard.tests.functional.api import base
 from iotguard.tests.functional.api import test_api
 
@@ -112,4 +119,109 @@ class NothingWrittenPostgresql(NothingWritten, test_api.APITests,
 
 class NothingWrittenMysql(NothingWritten, test_api.APITests,
                           base.APITestCase):
+    backend = 'mysql'
+
+
+class _ThreadingServer(socketserver.ThreadingMixIn,
+                       simple_server.WSGIServer):
+    daemon_threads = True
+
+
+class _QuietHandler(simple_server.WSGIRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+class Races:
+    """A tier deleted while members choose it, over a threaded server.
+
+    Each round: a new tier, then at once its DELETE and a PUT of it as the
+    tier of each of ``CHOOSERS`` instances. Either the delete wins (204,
+    the choices 404 or 409) or a choice does (the delete 409); never a 5xx,
+    never both, and the database says the same as the answers.
+    """
+
+    ROUNDS = 20
+    CHOOSERS = [test_api.A1, test_api.A2, test_api.A3]
+
+    def setUp(self):
+        super().setUp()
+        self.db.domain_create('local:cn1', 'local', iops_4k=10000.0,
+                              bytes_sec=400e6)
+        for uuid in self.CHOOSERS:
+            self.db.disk_upsert(uuid, 'vda', 'cn1', 'local:cn1', 'proj-a')
+        server = simple_server.make_server(
+            '127.0.0.1', 0, self.app, server_class=_ThreadingServer,
+            handler_class=_QuietHandler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        self.port = server.server_port
+
+    def _http(self, method, path, body, who, barrier, results, key):
+        connection = http.client.HTTPConnection('127.0.0.1', self.port,
+                                                timeout=60)
+        headers = {'X-User-Id': 'u', 'X-Project-Id': who['project'],
+                   'X-Roles': who['roles'],
+                   'Content-Type': 'application/json'}
+        barrier.wait()
+        try:
+            connection.request(method, path, body=body, headers=headers)
+            response = connection.getresponse()
+            results[key] = (response.status, response.read())
+        finally:
+            connection.close()
+
+    def _round(self, name):
+        results, calls = {}, [('delete', 'DELETE', '/v1/tiers/' + name,
+                               None, ADMIN)]
+        calls += [(uuid, 'PUT', '/v1/instances/%s/tier' % uuid,
+                   json.dumps({'tier': name}), MEMBER_A)
+                  for uuid in self.CHOOSERS]
+        barrier = threading.Barrier(len(calls))
+        threads = [threading.Thread(target=self._http, args=(
+            method, path, body, who, barrier, results, key))
+            for key, method, path, body, who in calls]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return results
+
+    def test_delete_tier_while_members_choose_it(self):
+        for n in range(self.ROUNDS):
+            name = 'race-%d' % n
+            self.db.tier_create(database.tier_values(name))
+            results = self._round(name)
+            statuses = {k: status for k, (status, _b) in results.items()}
+            for key, (status, body) in results.items():
+                self.assertLess(status, 500, (n, key, body))
+                if status >= 400:
+                    self.assertEqual(status,
+                                     json.loads(body)['error']['code'])
+            chosen = {uuid for uuid in self.CHOOSERS
+                      if statuses[uuid] == 200}
+            self.assertIn(statuses['delete'], (204, 409), results)
+            self.assertTrue(statuses['delete'] == 204 or chosen, results)
+            self.assertFalse(statuses['delete'] == 204 and chosen, results)
+            self.assertEqual(statuses['delete'] != 204, name in [
+                t['name'] for t in self.db.tier_list()])
+            for uuid in self.CHOOSERS:
+                tier = self.db.disk_list(instance_uuid=uuid)[0]['tier']
+                self.assertEqual(uuid in chosen,
+                                 tier is not None and tier['name'] == name,
+                                 (n, uuid, results))
+                self.db.instance_tier_unset(uuid)
+
+
+class RacesSqlite(Races, base.APITestCase):
+    backend = 'sqlite'
+
+
+class RacesPostgresql(Races, base.APITestCase):
+    backend = 'postgresql'
+
+
+class RacesMysql(Races, base.APITestCase):
     backend = 'mysql'

@@ -14,6 +14,7 @@
 
 from keystonemiddleware import auth_token
 from oslo_db import exception as db_exc
+from sqlalchemy import exc as sa_exc
 import webob
 
 from iotguard.api import app
@@ -117,7 +118,14 @@ class AppTest(base.TestCase):
         self.flags(group='api', auth_strategy='noauth')
         for error in (db_exc.DBDeadlock(),
                       db_exc.DBError('(sqlite3.OperationalError) database '
-                                     'is locked')):
+                                     'is locked'),
+                      sa_exc.OperationalError(
+                          'DELETE', {}, Exception('database is locked')),
+                      db_exc.DBError('(1205, Lock wait timeout exceeded; '
+                                     'try restarting transaction)'),
+                      db_exc.DBReferenceError(
+                          'disk_tiers', 'fk_disk_tiers_tier_id_tiers',
+                          'tier_id', 'tiers', Exception('violates'))):
             application = app.deploy(self.conf, db=FailingDatabase(error),
                                      set_nova_tier=lambda *a: 'disabled')
             req = webob.Request.blank('/v1/tiers', headers={
