@@ -87,6 +87,59 @@ class FaultWrapper:
                 'is logged under its request id.', request_id)
 
 
+class AuthGuard:
+    """What the auth middleware answers itself, in iotguard's format.
+
+    Its refusals (401 ...) become the JSON error with the request id (and
+    keep ``WWW-Authenticate``); when it cannot authenticate at all (no
+    usable ``[keystone_authtoken]``, Keystone unreachable) the answer is
+    503 with ``Retry-After``, and the cause is logged for the operator.
+    """
+
+    KEEP = ('WWW-Authenticate',)
+
+    def __init__(self, application):
+        self.application = application
+
+    @webob.dec.wsgify
+    def __call__(self, req):
+        request_id = req.environ.get('openstack.request_id')
+        try:
+            response = req.get_response(self.application)
+        except Exception as exc:
+            if req.environ.get(router.ROUTED):
+                raise
+            LOG.exception('Request %s: authentication failed: %s',
+                          request_id, exc)
+            return self._unavailable(request_id)
+        if req.environ.get(router.ROUTED) or response.status_code < 400:
+            return response
+        if response.status_code >= 500:
+            LOG.error('Request %s: the auth middleware answered %s: %s',
+                      request_id, response.status,
+                      response.text[:500].strip())
+            return self._unavailable(request_id)
+        return util.error_response(
+            response.status_code, self._message(response), request_id,
+            headers={k: response.headers[k] for k in self.KEEP
+                     if k in response.headers})
+
+    @staticmethod
+    def _message(response):
+        try:
+            return str(response.json['error']['message'])
+        except Exception:
+            return response.status
+
+    @staticmethod
+    def _unavailable(request_id):
+        return util.error_response(
+            503, 'Authentication is unavailable (the identity service '
+                 'cannot be reached or is not configured); try again '
+                 'later.', request_id,
+            headers={'Retry-After': str(router.RETRY_AFTER_S)})
+
+
 class Dispatcher:
     """``/`` and ``/healthcheck`` bypass auth; the rest goes to ``api``."""
 
@@ -121,7 +174,8 @@ def deploy(conf, db=None, set_nova_tier=None, unset_nova_tier=None):
         unset_nova_tier=unset_nova_tier or metadata.unset_tier)
     api = router.Router(state)
     if conf.api.auth_strategy == 'keystone':
-        api = auth_token.AuthProtocol(api, {'oslo_config_config': conf})
+        api = AuthGuard(auth_token.AuthProtocol(
+            api, {'oslo_config_config': conf}))
     else:
         api = NoAuth(api)
     health = healthcheck.Healthcheck(None, conf)

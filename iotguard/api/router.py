@@ -31,8 +31,12 @@ from iotguard import exception
 
 LOG = log.getLogger(__name__)
 
-#: Seconds a client is asked to wait when the database is unreachable.
+#: Seconds a client is asked to wait when the database (or Keystone) is
+#: unreachable.
 RETRY_AFTER_S = 10
+#: Set in the WSGI environment once the router has the request: an error
+#: answered without it came from the middleware in front.
+ROUTED = 'iotguard.routed'
 
 ROUTES = {
     '/v1': {'GET': root.show_version},
@@ -112,6 +116,7 @@ class Router:
     @webob.dec.wsgify
     def __call__(self, req):
         request_id = req.environ.get('openstack.request_id')
+        req.environ[ROUTED] = True
         try:
             return self._dispatch(req)
         except exception.IotguardException as exc:

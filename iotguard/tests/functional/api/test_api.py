@@ -14,6 +14,8 @@
 
 import datetime
 
+from keystoneauth1 import loading as ks_loading
+from keystonemiddleware import auth_token
 import webob
 
 from iotguard.api import app
@@ -786,3 +788,51 @@ class DatabaseAwayTest(test_base.TestCase):
             self.assertEqual(503, response.json['error']['code'])
             self.assertEqual('10', response.headers['Retry-After'])
             self.assertTrue(response.json['error']['request_id'])
+
+
+class KeystoneAwayTest(test_base.TestCase):
+    """keystonemiddleware with Keystone away or not configured: 503."""
+
+    def _deploy(self, **authtoken):
+        self.flags(group='api', auth_strategy='keystone')
+        for group, opts in auth_token.list_opts():
+            self.conf.register_opts(opts, group=group)
+        self.conf.register_opts(
+            ks_loading.get_auth_plugin_conf_options('password'),
+            group='keystone_authtoken')
+        self.flags(group='keystone_authtoken', **authtoken)
+        return app.deploy(self.conf, db=object(),
+                          set_nova_tier=lambda *a: 'disabled')
+
+    def _get(self, application, token):
+        headers = {'X-Auth-Token': token} if token else {}
+        return webob.Request.blank('/v1/tiers', headers=headers).get_response(
+            application)
+
+    def assertUnavailable(self, response):
+        self.assertEqual(503, response.status_code, response.text)
+        error = response.json['error']
+        self.assertEqual(503, error['code'])
+        self.assertIn('Authentication is unavailable', error['message'])
+        self.assertTrue(error['request_id'])
+        self.assertEqual('10', response.headers['Retry-After'])
+
+    def test_unreachable_keystone_is_503_with_retry_after(self):
+        url = 'http://127.0.0.1:%d/v3' % cloud.free_port()
+        application = self._deploy(
+            auth_type='password', auth_url=url, www_authenticate_uri=url,
+            username='iotguard', password='secret', project_name='service',
+            user_domain_name='Default', project_domain_name='Default',
+            http_request_max_retries=0)
+        self.assertUnavailable(self._get(application, 'a-token'))
+        # No token: keystonemiddleware's 401, in iotguard's format.
+        response = self._get(application, None)
+        self.assertEqual(401, response.status_code)
+        self.assertEqual(401, response.json['error']['code'])
+        self.assertTrue(response.json['error']['request_id'])
+        self.assertIn(url, response.headers['WWW-Authenticate'])
+
+    def test_unconfigured_keystone_authtoken_is_503(self):
+        application = self._deploy()
+        for token in ('a-token', None):
+            self.assertUnavailable(self._get(application, token))

@@ -99,7 +99,7 @@ class AppTest(base.TestCase):
         self.assertEqual(503, response.json['error']['code'])
         self.assertEqual('10', response.headers['Retry-After'])
 
-    def test_failure_in_auth_middleware_answers_json(self):
+    def test_failure_in_auth_middleware_is_503_in_json(self):
         application = self.deploy('keystone')
 
         def broken(self, req):
@@ -109,10 +109,14 @@ class AppTest(base.TestCase):
         req = webob.Request.blank('/v1/tiers', headers={
             'X-Auth-Token': 'token'})
         response = req.get_response(application)
-        self.assertEqual(500, response.status_code)
+        self.assertEqual(503, response.status_code)
         self.assertEqual('application/json', response.content_type)
-        self.assertEqual(500, response.json['error']['code'])
-        self.assertIn('request id', response.json['error']['message'])
+        self.assertEqual(503, response.json['error']['code'])
+        self.assertIn('Authentication is unavailable',
+                      response.json['error']['message'])
+        self.assertTrue(response.json['error']['request_id'])
+        self.assertEqual(str(router.RETRY_AFTER_S),
+                         response.headers['Retry-After'])
 
     def test_lock_conflict_is_409_not_500(self):
         self.flags(group='api', auth_strategy='noauth')
