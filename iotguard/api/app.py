@@ -12,10 +12,11 @@
 
 """The iotguard-api WSGI application, middleware assembled in code.
 
-Outermost first: proxy headers, request id, the fault wrapper (bytes that
-are not UTF-8 and anything raised become JSON errors), then ``/`` (version
-document) and ``/healthcheck`` without authentication, everything else
-through keystonemiddleware's auth_token (or noauth) into the router.
+Outermost first: request id, the fault wrapper (anything raised below
+becomes a JSON error), proxy headers, the request line's check (bytes
+that are not UTF-8: 400), then ``/`` (version document) and
+``/healthcheck`` without authentication, everything else through
+keystonemiddleware's auth_token (or noauth) into the router.
 """
 
 import re
@@ -63,9 +64,9 @@ class NoAuth:
 class FaultWrapper:
     """The one error path outside the router, before or after auth.
 
-    A path or query string that is not UTF-8 (or holds a NUL or a
-    surrogate) is a 400 before anything decodes it; whatever raises
-    below (auth, dispatch) is a 500; both in the JSON error format.
+    Whatever raises below it (proxy headers, dispatch, auth) becomes the
+    JSON error with the request id: iotguard's exceptions with their
+    code, anything else 500.
     """
 
     def __init__(self, application):
@@ -75,11 +76,9 @@ class FaultWrapper:
     def __call__(self, req):
         request_id = req.environ.get('openstack.request_id')
         try:
-            util.check_request_line(req.environ)
-        except exception.Invalid as exc:
-            return util.exception_response(exc, request_id)
-        try:
             return req.get_response(self.application)
+        except exception.IotguardException as exc:
+            return util.exception_response(exc, request_id)
         except Exception:
             LOG.exception('Request %s failed before the router', request_id)
             return util.error_response(
@@ -148,6 +147,9 @@ class Dispatcher:
 
     @webob.dec.wsgify
     def __call__(self, req):
+        # The request line as the proxy headers left it, before anything
+        # decodes it: not UTF-8 (or a NUL, a surrogate) is a 400.
+        util.check_request_line(req.environ)
         if req.path_info in ('', '/'):
             try:
                 return util.handler_for(req, {'GET': root.list_versions})(
@@ -179,9 +181,9 @@ def deploy(conf, db=None, set_nova_tier=None, unset_nova_tier=None):
     else:
         api = NoAuth(api)
     health = healthcheck.Healthcheck(None, conf)
-    app = FaultWrapper(Dispatcher(api, health))
-    app = request_id.RequestId(app)
-    return http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
+    app = http_proxy_to_wsgi.HTTPProxyToWSGI(Dispatcher(api, health), conf)
+    app = FaultWrapper(app)
+    return request_id.RequestId(app)
 
 
 def init_application(argv=None, config_files=None):

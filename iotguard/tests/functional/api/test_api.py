@@ -16,6 +16,7 @@ import datetime
 
 from keystoneauth1 import loading as ks_loading
 from keystonemiddleware import auth_token
+from oslo_middleware import http_proxy_to_wsgi
 import webob
 
 from iotguard.api import app
@@ -176,6 +177,22 @@ class APITests:
                 error = self.assertError(self.call('GET', '/', who=who,
                                                    environ=environ), 400)
                 self.assertTrue(error['request_id'], environ)
+
+    def test_proxy_prefix_that_is_not_text_is_json_400(self):
+        self.conf.register_opts(http_proxy_to_wsgi.OPTS,
+                                group='oslo_middleware')
+        self.flags(group='oslo_middleware', enable_proxy_headers_parsing=True)
+        self.app = app.deploy(self.conf, db=self.db,
+                              set_nova_tier=self._nova)
+        response = self.call('POST', '/v1/tiers', who=ADMIN,
+                             body={'name': 'silver'},
+                             headers={'X-Forwarded-Prefix': '/api'})
+        self.assertEqual('http://localhost/api/v1/tiers/silver',
+                         response.location)
+        for prefix in ('/\xff', '/a\x00'):
+            error = self.assertError(self.call('GET', '/v1/tiers', headers={
+                'X-Forwarded-Prefix': prefix}), 400, 'path')
+            self.assertTrue(error['request_id'])
 
     def test_deep_bodies_are_400(self):
         for raw in (b'[' * 60000, b'{"name": ' + b'[' * 40 + b']' * 40

@@ -14,6 +14,7 @@
 
 from keystonemiddleware import auth_token
 from oslo_db import exception as db_exc
+from oslo_middleware import http_proxy_to_wsgi
 from sqlalchemy import exc as sa_exc
 import webob
 
@@ -79,6 +80,21 @@ class AppTest(base.TestCase):
         response = req.get_response(application)
         self.assertEqual('https://api.example/v1',
                          response.json['versions'][0]['links'][0]['href'])
+
+    def test_failure_in_proxy_middleware_answers_json(self):
+        application = self.deploy('noauth')
+
+        def broken(self, req):
+            raise RuntimeError('bad Forwarded header')
+
+        self.patch(http_proxy_to_wsgi.HTTPProxyToWSGI, 'process_request',
+                   broken)
+        response = webob.Request.blank('/v1/tiers').get_response(
+            application)
+        self.assertEqual(500, response.status_code)
+        self.assertEqual(500, response.json['error']['code'])
+        self.assertEqual(response.headers['X-OpenStack-Request-Id'],
+                         response.json['error']['request_id'])
 
     def test_every_route_has_a_compiled_pattern(self):
         self.assertEqual(len(router.ROUTES), len(router._TABLE))
