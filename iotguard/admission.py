@@ -28,13 +28,24 @@ from iotguard.policy import costmodel
 
 #: Tolerance of the "does not raise the load" comparison.
 EPSILON = 1e-12
+#: The profiles admission prices, (lowest, highest) of each value: with
+#: floors up to 10^15 the committed load stays finite (a profile of 1e-306
+#: would overflow it to infinity) and a device does at least one 4 KiB
+#: operation per second.
+PROFILE_RANGES = {'iops_4k': (1.0, 1e9), 'bytes_sec': (4096.0, 1e15)}
 
 
 def profile_of(domain):
-    """The domain's Profile, or None when it has not been calibrated."""
-    if domain.get('iops_4k') and domain.get('bytes_sec'):
-        return base.Profile(iops_4k=domain['iops_4k'],
-                            bytes_sec=domain['bytes_sec'])
+    """The domain's Profile, or None when it has not been calibrated.
+
+    A profile outside :data:`PROFILE_RANGES` (stored before they were
+    checked) counts as none: its floors cannot be priced.
+    """
+    values = {k: domain.get(k) for k in PROFILE_RANGES}
+    if all(v is not None and low <= v <= high
+           for v, (low, high) in zip(values.values(),
+                                     PROFILE_RANGES.values())):
+        return base.Profile(**values)
     return None
 
 

@@ -12,10 +12,14 @@
 
 """The iotguard-api WSGI application, middleware assembled in code.
 
-Outermost first: proxy headers, request id, then ``/`` (version document)
-and ``/healthcheck`` without authentication, everything else through
+Outermost first: request id, the fault wrapper (anything raised below
+becomes a JSON error), proxy headers, the request line's check (bytes
+that are not UTF-8: 400), then ``/`` (version document) and
+``/healthcheck`` without authentication, everything else through
 keystonemiddleware's auth_token (or noauth) into the router.
 """
+
+import re
 
 from keystonemiddleware import auth_token
 from oslo_log import log
@@ -31,9 +35,12 @@ from iotguard.api import rbac
 from iotguard.api import router
 from iotguard.api import util
 from iotguard.db import api as db_api
+from iotguard import exception
 from iotguard import service
 
 LOG = log.getLogger(__name__)
+#: A user or project id noauth trusts.
+_ID = re.compile(r'[A-Za-z0-9._-]{1,64}\Z')
 
 
 class NoAuth:
@@ -44,31 +51,92 @@ class NoAuth:
 
     @webob.dec.wsgify
     def __call__(self, req):
-        if not req.headers.get('X-Project-Id') or not req.headers.get(
-                'X-User-Id'):
+        if not all(_ID.match(req.headers.get(h, ''))
+                   for h in ('X-User-Id', 'X-Project-Id')):
             return util.error_response(
-                401, 'noauth needs the X-User-Id and X-Project-Id headers.',
+                401, 'noauth needs the X-User-Id and X-Project-Id headers '
+                     '(letters, digits, . _ -).',
                 req.environ.get('openstack.request_id'))
         req.environ['HTTP_X_IDENTITY_STATUS'] = 'Confirmed'
         return req.get_response(self.application)
 
 
 class FaultWrapper:
-    """Whatever fails outside the router (auth) still answers in JSON."""
+    """The one error path outside the router, before or after auth.
+
+    Whatever raises below it (proxy headers, dispatch, auth) becomes the
+    JSON error with the request id: iotguard's exceptions with their
+    code, anything else 500.
+    """
 
     def __init__(self, application):
         self.application = application
 
     @webob.dec.wsgify
     def __call__(self, req):
+        request_id = req.environ.get('openstack.request_id')
         try:
             return req.get_response(self.application)
+        except exception.IotguardException as exc:
+            return util.exception_response(exc, request_id)
         except Exception:
-            request_id = req.environ.get('openstack.request_id')
             LOG.exception('Request %s failed before the router', request_id)
             return util.error_response(
                 500, 'The request failed inside iotguard-api; the error '
                 'is logged under its request id.', request_id)
+
+
+class AuthGuard:
+    """What the auth middleware answers itself, in iotguard's format.
+
+    Its refusals (401 ...) become the JSON error with the request id (and
+    keep ``WWW-Authenticate``); when it cannot authenticate at all (no
+    usable ``[keystone_authtoken]``, Keystone unreachable) the answer is
+    503 with ``Retry-After``, and the cause is logged for the operator.
+    """
+
+    KEEP = ('WWW-Authenticate',)
+
+    def __init__(self, application):
+        self.application = application
+
+    @webob.dec.wsgify
+    def __call__(self, req):
+        request_id = req.environ.get('openstack.request_id')
+        try:
+            response = req.get_response(self.application)
+        except Exception as exc:
+            if req.environ.get(router.ROUTED):
+                raise
+            LOG.exception('Request %s: authentication failed: %s',
+                          request_id, exc)
+            return self._unavailable(request_id)
+        if req.environ.get(router.ROUTED) or response.status_code < 400:
+            return response
+        if response.status_code >= 500:
+            LOG.error('Request %s: the auth middleware answered %s: %s',
+                      request_id, response.status,
+                      response.text[:500].strip())
+            return self._unavailable(request_id)
+        return util.error_response(
+            response.status_code, self._message(response), request_id,
+            headers={k: response.headers[k] for k in self.KEEP
+                     if k in response.headers})
+
+    @staticmethod
+    def _message(response):
+        try:
+            return str(response.json['error']['message'])
+        except Exception:
+            return response.status
+
+    @staticmethod
+    def _unavailable(request_id):
+        return util.error_response(
+            503, 'Authentication is unavailable (the identity service '
+                 'cannot be reached or is not configured); try again '
+                 'later.', request_id,
+            headers={'Retry-After': str(router.RETRY_AFTER_S)})
 
 
 class Dispatcher:
@@ -79,6 +147,9 @@ class Dispatcher:
 
     @webob.dec.wsgify
     def __call__(self, req):
+        # The request line as the proxy headers left it, before anything
+        # decodes it: not UTF-8 (or a NUL, a surrogate) is a 400.
+        util.check_request_line(req.environ)
         if req.path_info in ('', '/'):
             try:
                 return util.handler_for(req, {'GET': root.list_versions})(
@@ -105,14 +176,14 @@ def deploy(conf, db=None, set_nova_tier=None, unset_nova_tier=None):
         unset_nova_tier=unset_nova_tier or metadata.unset_tier)
     api = router.Router(state)
     if conf.api.auth_strategy == 'keystone':
-        api = auth_token.AuthProtocol(api, {'oslo_config_config': conf})
+        api = AuthGuard(auth_token.AuthProtocol(
+            api, {'oslo_config_config': conf}))
     else:
         api = NoAuth(api)
-    api = FaultWrapper(api)
     health = healthcheck.Healthcheck(None, conf)
-    app = Dispatcher(api, health)
-    app = request_id.RequestId(app)
-    return http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
+    app = http_proxy_to_wsgi.HTTPProxyToWSGI(Dispatcher(api, health), conf)
+    app = FaultWrapper(app)
+    return request_id.RequestId(app)
 
 
 def init_application(argv=None, config_files=None):

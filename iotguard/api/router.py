@@ -31,8 +31,12 @@ from iotguard import exception
 
 LOG = log.getLogger(__name__)
 
-#: Seconds a client is asked to wait when the database is unreachable.
+#: Seconds a client is asked to wait when the database (or Keystone) is
+#: unreachable.
 RETRY_AFTER_S = 10
+#: Set in the WSGI environment once the router has the request: an error
+#: answered without it came from the middleware in front.
+ROUTED = 'iotguard.routed'
 
 ROUTES = {
     '/v1': {'GET': root.show_version},
@@ -62,10 +66,38 @@ _TABLE = [(_compile(t), methods) for t, methods in ROUTES.items()]
 _READS_QUERY = {decision.list_decisions, instance.list_instances}
 
 
+#: What the databases say when a lock wait ends without the lock.
+_LOCK_MESSAGES = ('database is locked', 'lock timeout',
+                  'Lock wait timeout exceeded')
+
+
 def _is_lock_conflict(exc):
-    """A deadlock (MySQL, PostgreSQL) or SQLite's lock wait timing out."""
+    """A deadlock (MySQL, PostgreSQL) or a lock wait timing out."""
     return (isinstance(exc, db_exc.DBDeadlock)
-            or 'database is locked' in str(exc))
+            or any(m in str(exc) for m in _LOCK_MESSAGES))
+
+
+def _database_error(exc, request_id):
+    """The answer to a database error: 409 for races, 503 if it is away."""
+    if isinstance(exc, db_exc.DBReferenceError):
+        # A row this request refers to (a tier) went away meanwhile.
+        LOG.warning('Request %s: reference conflict: %s', request_id, exc)
+        return util.error_response(
+            409, 'A concurrent request removed a record this one refers '
+                 'to; nothing was written. Try again.', request_id)
+    if _is_lock_conflict(exc):
+        LOG.warning('Request %s: lock conflict: %s', request_id, exc)
+        return util.error_response(
+            409, 'A concurrent request was changing the same records; '
+                 'nothing was written. Try again.', request_id)
+    if isinstance(exc, (db_exc.DBConnectionError, sa_exc.OperationalError)):
+        # oslo.db translates errors on open connections; the first
+        # connect of an engine can fail with SQLAlchemy's own error.
+        LOG.error('Request %s: database unreachable: %s', request_id, exc)
+        return util.error_response(
+            503, 'The database is unreachable; try again later.',
+            request_id, headers={'Retry-After': str(RETRY_AFTER_S)})
+    return _internal_error(request_id)
 
 
 def _internal_error(request_id):
@@ -84,27 +116,15 @@ class Router:
     @webob.dec.wsgify
     def __call__(self, req):
         request_id = req.environ.get('openstack.request_id')
+        req.environ[ROUTED] = True
         try:
             return self._dispatch(req)
         except exception.IotguardException as exc:
             if exc.code >= 500:
                 LOG.error('Request %s failed: %s', request_id, exc.message)
             return util.exception_response(exc, request_id)
-        except (db_exc.DBConnectionError, sa_exc.OperationalError) as exc:
-            # oslo.db translates errors on open connections; the first
-            # connect of an engine can fail with SQLAlchemy's own error.
-            LOG.error('Request %s: database unreachable: %s', request_id,
-                      exc)
-            return util.error_response(
-                503, 'The database is unreachable; try again later.',
-                request_id, headers={'Retry-After': str(RETRY_AFTER_S)})
-        except db_exc.DBError as exc:
-            if not _is_lock_conflict(exc):
-                return _internal_error(request_id)
-            LOG.warning('Request %s: lock conflict: %s', request_id, exc)
-            return util.error_response(
-                409, 'A concurrent request was changing the same records; '
-                     'nothing was written. Try again.', request_id)
+        except (db_exc.DBError, sa_exc.SQLAlchemyError) as exc:
+            return _database_error(exc, request_id)
         except Exception:
             return _internal_error(request_id)
 

@@ -17,8 +17,11 @@ Errors are ``{"error": {"code": 409, "title": "Conflict", "message":
 """
 
 import datetime
+import functools
 import json
+import math
 import re
+import urllib.parse
 
 import jsonschema
 import webob
@@ -28,6 +31,11 @@ from iotguard import exception
 UUID_RE = re.compile(r'^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-'
                      r'[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$')
 JSON = 'application/json'
+#: How deep a request body may nest arrays and objects.
+MAX_DEPTH = 32
+#: What no string of a request may hold: NUL (PostgreSQL cannot store it)
+#: and lone surrogates (not UTF-8).
+_BAD_CHARS = re.compile('[\x00\ud800-\udfff]')
 
 
 class RequestTooLarge(exception.IotguardException):
@@ -142,6 +150,56 @@ def _check_media_type(req):
                     JSON, value.strip()[:32]))
 
 
+def check_text(text, what):
+    """Invalid (400) if ``text`` holds a character nothing can store."""
+    bad = _BAD_CHARS.search(text)
+    if bad is not None:
+        _reject('%s holds the character U+%04X at %d' % (
+            what, ord(bad.group()), bad.start()))
+
+
+def check_request_line(environ):
+    """The path and query string must be UTF-8 text (Invalid if not).
+
+    Servers hand them over as latin-1 strings of the raw bytes (the path
+    percent-decoded); webob decodes them as UTF-8 where it first needs
+    them, so this runs before anything else does.
+    """
+    for key in ('SCRIPT_NAME', 'PATH_INFO'):
+        try:
+            text = environ.get(key, '').encode('latin-1').decode('utf-8')
+        except UnicodeError:
+            _reject('the path is not UTF-8')
+        check_text(text, 'the path')
+    try:
+        query = urllib.parse.parse_qsl(
+            environ.get('QUERY_STRING', '').encode('latin-1').decode(
+                'utf-8'), keep_blank_values=True, errors='strict')
+    except UnicodeError:
+        _reject('the query string is not UTF-8')
+    for key, value in query:
+        check_text(key + '=' + value, 'the query string')
+
+
+def _check_tree(body):
+    """Depth, strings and numbers of a parsed body, without recursion."""
+    stack = [(body, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            _reject('the body nests deeper than %d levels' % MAX_DEPTH)
+        if isinstance(value, dict):
+            for key, item in value.items():
+                check_text(key, 'a key of the body')
+                stack.append((item, depth + 1))
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1) for item in value)
+        elif isinstance(value, str):
+            check_text(value, 'a string of the body')
+        elif isinstance(value, float) and not math.isfinite(value):
+            _reject('the body holds a number out of range')
+
+
 def read_json(req, schema, max_bytes):
     """The request body, parsed and checked against ``schema``."""
     if req.content_length is not None and req.content_length > max_bytes:
@@ -154,13 +212,37 @@ def read_json(req, schema, max_bytes):
         body = json.loads(raw.decode('utf-8'), parse_constant=_reject)
     except (UnicodeDecodeError, ValueError) as exc:
         _reject('the body is not valid JSON: %s' % exc)
+    except RecursionError:
+        _reject('the body nests deeper than %d levels' % MAX_DEPTH)
+    _check_tree(body)
     validate(body, schema, 'body')
     return body
 
 
+@functools.lru_cache(maxsize=None)
+def _regex(pattern):
+    """A JSON schema ``pattern`` as ECMA 262 reads it.
+
+    There ``$`` matches at the end of the text only; Python's ``$`` also
+    matches before a final newline (``"gold\\n"`` would be a name).
+    """
+    return re.compile(re.sub(r'(?<!\\)\$', r'\\Z', pattern))
+
+
+def _pattern(validator, pattern, instance, schema):
+    if (validator.is_type(instance, 'string')
+            and not _regex(pattern).search(instance)):
+        yield jsonschema.ValidationError(
+            '%r does not match %r' % (instance, pattern))
+
+
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator, {'pattern': _pattern})
+
+
 def validate(value, schema, what):
     """Check ``value`` against a JSON schema; Invalid (400) if it fails."""
-    validator = jsonschema.Draft202012Validator(
+    validator = _Validator(
         schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
     error = jsonschema.exceptions.best_match(validator.iter_errors(value))
     if error is not None:

@@ -27,11 +27,12 @@ DEFAULT_LIMIT = 100
 def _since(text):
     try:
         moment = datetime.datetime.fromisoformat(text)
-    except ValueError as exc:
+        if moment.tzinfo is not None:
+            moment = moment.astimezone(datetime.timezone.utc).replace(
+                tzinfo=None)
+    except (ValueError, OverflowError) as exc:
+        # An offset at the calendar's edges is out of range in UTC.
         raise exception.Invalid(reason='since: %s' % exc)
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(datetime.timezone.utc).replace(
-            tzinfo=None)
     return moment
 
 

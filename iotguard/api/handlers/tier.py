@@ -12,6 +12,8 @@
 
 """/v1/tiers: read by every project, changed by the admin."""
 
+import urllib.parse
+
 from iotguard.api.handlers import common
 from iotguard.api.schemas import common as common_schema
 from iotguard.api.schemas import tier as schema
@@ -82,10 +84,9 @@ def create_tier(req):
     values = dict(DEFAULTS, **body)
     _check(values)
     tier = st.db.tier_create(values, projects)
-    response = util.json_response(
-        {'tier': view(st.db.tier_get(tier['name']), True)}, status=201)
-    response.location = '%s/v1/tiers/%s' % (req.application_url,
-                                            tier['name'])
+    response = util.json_response({'tier': view(tier, True)}, status=201)
+    response.location = '%s/v1/tiers/%s' % (
+        req.application_url, urllib.parse.quote(tier['name'], safe=''))
     return response
 
 

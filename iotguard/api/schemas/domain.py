@@ -12,15 +12,23 @@
 
 """Request bodies of /v1/domains."""
 
+from iotguard import admission
 from iotguard.api.schemas import common
 
-_PARAM = {'type': ['number', 'string', 'boolean'], 'maxLength': 255}
+_PARAM = {'type': ['number', 'string', 'boolean'], 'maxLength': 255,
+          'minimum': -1e15, 'maximum': 1e15}
+
+
+def _profile_value(key):
+    low, high = admission.PROFILE_RANGES[key]
+    return {'type': 'number', 'minimum': low, 'maximum': high}
+
 
 UPDATE = {
     'type': 'object',
     'properties': {
-        'iops_4k': common.POSITIVE,
-        'bytes_sec': common.POSITIVE,
+        'iops_4k': _profile_value('iops_4k'),
+        'bytes_sec': _profile_value('bytes_sec'),
         'policy': common.NAME,
         'params': {'type': 'object', 'maxProperties': 64,
                    'propertyNames': common.NAME,

@@ -84,6 +84,17 @@ class CheckTest(base.TestCase):
                           DOMAIN, [_tier(0, 20e6)], [], [_tier(0, 20e6)],
                           max_ratio=0.9)
 
+    def test_profile_out_of_range_counts_as_none(self):
+        """A profile stored before the API checked it cannot overflow."""
+        for iops_4k, bytes_sec in ((1e-306, 400e6), (10000.0, 1e-300),
+                                   (1e10, 400e6), (10000.0, 1e16)):
+            domain = dict(DOMAIN, iops_4k=iops_4k, bytes_sec=bytes_sec)
+            self.assertIsNone(admission.profile_of(domain))
+            self.assertRaises(exception.AdmissionRejected, admission.check,
+                              'gold', domain, [], [], [_tier(1e15)],
+                              max_ratio=0.9)
+        self.assertIsNotNone(admission.profile_of(DOMAIN))
+
     def test_uncalibrated_domain_refuses_floors_only(self):
         domain = {'name': 'ceph:new', 'iops_4k': None, 'bytes_sec': None}
         numbers = admission.check('besteffort', domain, [_tier(100)], [],

@@ -55,9 +55,14 @@ class APITestCase(base.TestCase):
         return 'synced'
 
     def call(self, method, path, body=None, who=None, raw=None,
-             content_type='application/json', headers=None):
-        """One request; ``who`` is a dict of project and roles."""
+             content_type='application/json', headers=None, environ=None):
+        """One request; ``who`` is a dict of project and roles.
+
+        ``environ`` overrides WSGI variables, as a server sets them: e.g.
+        ``PATH_INFO`` of raw bytes (latin-1), which ``path`` cannot give.
+        """
         req = webob.Request.blank(path, method=method)
+        req.environ.update(environ or {})
         if who is not None:
             req.headers['X-User-Id'] = 'user-%s' % who['project']
             req.headers['X-Project-Id'] = who['project']

@@ -14,6 +14,9 @@
 
 import datetime
 
+from keystoneauth1 import loading as ks_loading
+from keystonemiddleware import auth_token
+from oslo_middleware import http_proxy_to_wsgi
 import webob
 
 from iotguard.api import app
@@ -99,6 +102,9 @@ class APITests:
     def test_no_identity_is_401(self):
         error = self.assertError(self.call('GET', '/v1/tiers'), 401)
         self.assertIn('X-Project-Id', error['message'])
+        for project in ('p\x00', 'p q', 'p' * 65):
+            self.assertError(self.call('GET', '/v1/tiers', headers={
+                'X-User-Id': 'u', 'X-Project-Id': project}), 401)
 
     def test_unknown_path_and_method(self):
         self.assertError(self.call('GET', '/v1/nope', who=ADMIN), 404)
@@ -152,6 +158,48 @@ class APITests:
                                                 'charset=latin-1'),
                          415, 'latin-1')
         self.assertEqual(2.0, self.db.tier_get('bronze')['weight'])
+
+    def test_bytes_that_are_not_text_are_json_400(self):
+        """Before auth or after: the JSON error with its request id."""
+        for who in (None, READER_A):
+            for environ in ({'PATH_INFO': '/v1/tiers/\xff'},
+                            {'PATH_INFO': '/v1/tiers/\xed\xa0\x80'},
+                            {'PATH_INFO': '/v1/tiers/gold\x00'},
+                            {'PATH_INFO': '/\xc3'},
+                            {'PATH_INFO': '/v1/decisions',
+                             'QUERY_STRING': 'since=%ff'},
+                            {'PATH_INFO': '/v1/decisions',
+                             'QUERY_STRING': 'domain=\xff'},
+                            {'PATH_INFO': '/v1/decisions',
+                             'QUERY_STRING': '%ed%a0%80=1'},
+                            {'PATH_INFO': '/v1/decisions',
+                             'QUERY_STRING': 'domain=a%00'}):
+                error = self.assertError(self.call('GET', '/', who=who,
+                                                   environ=environ), 400)
+                self.assertTrue(error['request_id'], environ)
+
+    def test_proxy_prefix_that_is_not_text_is_json_400(self):
+        self.conf.register_opts(http_proxy_to_wsgi.OPTS,
+                                group='oslo_middleware')
+        self.flags(group='oslo_middleware', enable_proxy_headers_parsing=True)
+        self.app = app.deploy(self.conf, db=self.db,
+                              set_nova_tier=self._nova)
+        response = self.call('POST', '/v1/tiers', who=ADMIN,
+                             body={'name': 'silver'},
+                             headers={'X-Forwarded-Prefix': '/api'})
+        self.assertEqual('http://localhost/api/v1/tiers/silver',
+                         response.location)
+        for prefix in ('/\xff', '/a\x00'):
+            error = self.assertError(self.call('GET', '/v1/tiers', headers={
+                'X-Forwarded-Prefix': prefix}), 400, 'path')
+            self.assertTrue(error['request_id'])
+
+    def test_deep_bodies_are_400(self):
+        for raw in (b'[' * 60000, b'{"name": ' + b'[' * 40 + b']' * 40
+                    + b'}'):
+            self.assertError(self.call('POST', '/v1/tiers', who=ADMIN,
+                                       raw=raw), 400, 'deeper')
+        self.assertEqual(3, len(self.db.tier_list()))
 
     # -- tiers ----------------------------------------------------------------
 
@@ -253,6 +301,36 @@ class APITests:
         self.assertError(self.call('PATCH', '/v1/tiers/gold', who=ADMIN,
                                    body={'max_iops': 1000}), 400, 'above')
         self.assertEqual(3, len(self.db.tier_list()))
+
+    def test_strings_the_database_cannot_hold_are_400(self):
+        """Nothing is written, and a retry is not a 409."""
+        for raw, part in (
+                (br'{"name": "x\n"}', 'name'),
+                (b'{"name": "."}', 'name'), (b'{"name": ".."}', 'name'),
+                (br'{"name": "x", "description": "a\u0000b"}', 'U+0000'),
+                (br'{"name": "x", "description": "\ud800"}', 'U+D800'),
+                (br'{"name": "x", "projects": ["p\u0000"]}', 'U+0000'),
+                (br'{"name": "x", "projects": ["p\udfff"]}', 'U+DFFF'),
+                (br'{"name": "x", "\ud800": 1}', 'U+D800')):
+            for _attempt in range(2):
+                self.assertError(self.call('POST', '/v1/tiers', who=ADMIN,
+                                           raw=raw), 400, part)
+        self.assertError(self.call('PATCH', '/v1/tiers/gold', who=ADMIN,
+                                   raw=br'{"description": "\u0000"}'), 400,
+                         'U+0000')
+        self.assertError(self.call('PUT', '/v1/instances/%s/tier' % A1,
+                                   who=MEMBER_A, raw=br'{"tier": "gold\n"}'),
+                         400, 'tier')
+        self.assertEqual(['bronze', 'gold', 'private-b'],
+                         [t['name'] for t in self.db.tier_list()])
+        self.assertEqual('', self.db.tier_get('gold')['description'])
+        self.assertEqual([None, None], [
+            d['tier'] for d in self.db.disk_list(instance_uuid=A1)])
+        for name, code in (('.', 400), ('..', 400), ('x.', 201),
+                           ('..x', 201), ('...', 201)):
+            self.assertEqual(code, self.call('POST', '/v1/tiers', who=ADMIN,
+                                             body={'name': name}).status_code,
+                             name)
 
     def test_malformed_requests(self):
         for raw, part in ((b'{"name": ', 'JSON'), (b'\xff\xfe', 'JSON'),
@@ -559,6 +637,14 @@ class APITests:
         for body, code, part in (
                 ({'iops_4k': -5}, 400, 'iops_4k'),
                 ({'iops_4k': 0}, 400, 'iops_4k'),
+                ({'iops_4k': 1e-306}, 400, 'iops_4k'),
+                ({'iops_4k': 0.5}, 400, 'iops_4k'),
+                ({'iops_4k': 2e9}, 400, 'iops_4k'),
+                ({'bytes_sec': 4095}, 400, 'bytes_sec'),
+                ({'bytes_sec': 1e-300}, 400, 'bytes_sec'),
+                ({'bytes_sec': 2e15}, 400, 'bytes_sec'),
+                ({'policy': 'ntt', 'params': {'cap_time': 1e300}}, 400,
+                 'cap_time'),
                 ({'policy': 'magic'}, 400, 'magic'),
                 ({'policy': 'none', 'params': {'bogus': 1}}, 400, 'none'),
                 ({'kind': 'ceph'}, 400, 'kind'),
@@ -569,9 +655,28 @@ class APITests:
                                    who=MEMBER_A, body={'iops_4k': 1}), 403)
         self.assertError(self.call('PATCH', '/v1/domains/nope', who=ADMIN,
                                    body={'iops_4k': 1}), 404)
+        self.assertError(self.call('PATCH', '/v1/domains/local:cn1',
+                                   who=ADMIN, raw=b'{"params": {"x": 1e999}}'),
+                         400, 'out of range')
         domain = self.db.domain_get('local:cn1')
         self.assertEqual((10000.0, None), (domain['iops_4k'],
                                            domain['policy']))
+        self.assertEqual(200, self.call('GET', '/v1/domains/local:cn1',
+                                        who=ADMIN).status_code)
+
+    def test_domain_profile_at_the_bounds(self):
+        for profile in ({'iops_4k': 1, 'bytes_sec': 4096},
+                        {'iops_4k': 1e9, 'bytes_sec': 1e15}):
+            response = self.call('PATCH', '/v1/domains/local:cn1', who=ADMIN,
+                                 body=profile)
+            self.assertEqual(200, response.status_code, response.text)
+            self.assertEqual(200, self.call('GET', '/v1/domains/local:cn1',
+                                            who=ADMIN).status_code)
+        # Admission still refuses: gold's floor on a tiny device.
+        self.call('PATCH', '/v1/domains/local:cn1', who=ADMIN,
+                  body={'iops_4k': 1, 'bytes_sec': 4096})
+        self.assertError(self.call('PUT', '/v1/instances/%s/tier' % A1,
+                                   who=MEMBER_A, body={'tier': 'gold'}), 409)
 
     # -- decisions ------------------------------------------------------------
 
@@ -660,7 +765,9 @@ class APITests:
                             ('since=2026-13-45', 'since'),
                             ('instance=nope', 'instance'),
                             ('colour=red', 'colour'),
-                            ('limit=1&limit=2', 'more than once')):
+                            ('limit=1&limit=2', 'more than once'),
+                            ('since=0001-01-01T00:00:00%2B01:00', 'range'),
+                            ('since=9999-12-31T23:59:59-01:00', 'range')):
             self.assertError(self.call('GET', '/v1/decisions?' + query,
                                        who=ADMIN), 400, part)
 
@@ -698,3 +805,51 @@ class DatabaseAwayTest(test_base.TestCase):
             self.assertEqual(503, response.json['error']['code'])
             self.assertEqual('10', response.headers['Retry-After'])
             self.assertTrue(response.json['error']['request_id'])
+
+
+class KeystoneAwayTest(test_base.TestCase):
+    """keystonemiddleware with Keystone away or not configured: 503."""
+
+    def _deploy(self, **authtoken):
+        self.flags(group='api', auth_strategy='keystone')
+        for group, opts in auth_token.list_opts():
+            self.conf.register_opts(opts, group=group)
+        self.conf.register_opts(
+            ks_loading.get_auth_plugin_conf_options('password'),
+            group='keystone_authtoken')
+        self.flags(group='keystone_authtoken', **authtoken)
+        return app.deploy(self.conf, db=object(),
+                          set_nova_tier=lambda *a: 'disabled')
+
+    def _get(self, application, token):
+        headers = {'X-Auth-Token': token} if token else {}
+        return webob.Request.blank('/v1/tiers', headers=headers).get_response(
+            application)
+
+    def assertUnavailable(self, response):
+        self.assertEqual(503, response.status_code, response.text)
+        error = response.json['error']
+        self.assertEqual(503, error['code'])
+        self.assertIn('Authentication is unavailable', error['message'])
+        self.assertTrue(error['request_id'])
+        self.assertEqual('10', response.headers['Retry-After'])
+
+    def test_unreachable_keystone_is_503_with_retry_after(self):
+        url = 'http://127.0.0.1:%d/v3' % cloud.free_port()
+        application = self._deploy(
+            auth_type='password', auth_url=url, www_authenticate_uri=url,
+            username='iotguard', password='secret', project_name='service',
+            user_domain_name='Default', project_domain_name='Default',
+            http_request_max_retries=0)
+        self.assertUnavailable(self._get(application, 'a-token'))
+        # No token: keystonemiddleware's 401, in iotguard's format.
+        response = self._get(application, None)
+        self.assertEqual(401, response.status_code)
+        self.assertEqual(401, response.json['error']['code'])
+        self.assertTrue(response.json['error']['request_id'])
+        self.assertIn(url, response.headers['WWW-Authenticate'])
+
+    def test_unconfigured_keystone_authtoken_is_503(self):
+        application = self._deploy()
+        for token in ('a-token', None):
+            self.assertUnavailable(self._get(application, token))

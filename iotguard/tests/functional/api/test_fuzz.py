@@ -116,6 +116,16 @@ class FuzzTests(test_api.APITests):
         path = template % urllib.parse.quote(segment, safe='')
         self.check(self.call('GET', path, who=base.MEMBER_A))
 
+    @hypothesis.given(path=st.binary(max_size=60),
+                      query=st.binary(max_size=60),
+                      who=st.sampled_from([None, base.MEMBER_A]))
+    @SETTINGS
+    def test_raw_request_lines(self, path, query, who):
+        """Any bytes as a server hands them over (latin-1 strings)."""
+        self.check(self.call('GET', '/', who=who, environ={
+            'PATH_INFO': ('/v1/tiers/'.encode() + path).decode('latin-1'),
+            'QUERY_STRING': query.decode('latin-1')}))
+
 
 for _name in [n for n in dir(test_api.APITests) if n.startswith('test_')]:
     setattr(FuzzTests, _name, None)

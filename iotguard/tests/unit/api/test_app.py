@@ -14,6 +14,8 @@
 
 from keystonemiddleware import auth_token
 from oslo_db import exception as db_exc
+from oslo_middleware import http_proxy_to_wsgi
+from sqlalchemy import exc as sa_exc
 import webob
 
 from iotguard.api import app
@@ -79,6 +81,21 @@ class AppTest(base.TestCase):
         self.assertEqual('https://api.example/v1',
                          response.json['versions'][0]['links'][0]['href'])
 
+    def test_failure_in_proxy_middleware_answers_json(self):
+        application = self.deploy('noauth')
+
+        def broken(self, req):
+            raise RuntimeError('bad Forwarded header')
+
+        self.patch(http_proxy_to_wsgi.HTTPProxyToWSGI, 'process_request',
+                   broken)
+        response = webob.Request.blank('/v1/tiers').get_response(
+            application)
+        self.assertEqual(500, response.status_code)
+        self.assertEqual(500, response.json['error']['code'])
+        self.assertEqual(response.headers['X-OpenStack-Request-Id'],
+                         response.json['error']['request_id'])
+
     def test_every_route_has_a_compiled_pattern(self):
         self.assertEqual(len(router.ROUTES), len(router._TABLE))
         for template, methods in router.ROUTES.items():
@@ -98,7 +115,7 @@ class AppTest(base.TestCase):
         self.assertEqual(503, response.json['error']['code'])
         self.assertEqual('10', response.headers['Retry-After'])
 
-    def test_failure_in_auth_middleware_answers_json(self):
+    def test_failure_in_auth_middleware_is_503_in_json(self):
         application = self.deploy('keystone')
 
         def broken(self, req):
@@ -108,16 +125,27 @@ class AppTest(base.TestCase):
         req = webob.Request.blank('/v1/tiers', headers={
             'X-Auth-Token': 'token'})
         response = req.get_response(application)
-        self.assertEqual(500, response.status_code)
+        self.assertEqual(503, response.status_code)
         self.assertEqual('application/json', response.content_type)
-        self.assertEqual(500, response.json['error']['code'])
-        self.assertIn('request id', response.json['error']['message'])
+        self.assertEqual(503, response.json['error']['code'])
+        self.assertIn('Authentication is unavailable',
+                      response.json['error']['message'])
+        self.assertTrue(response.json['error']['request_id'])
+        self.assertEqual(str(router.RETRY_AFTER_S),
+                         response.headers['Retry-After'])
 
     def test_lock_conflict_is_409_not_500(self):
         self.flags(group='api', auth_strategy='noauth')
         for error in (db_exc.DBDeadlock(),
                       db_exc.DBError('(sqlite3.OperationalError) database '
-                                     'is locked')):
+                                     'is locked'),
+                      sa_exc.OperationalError(
+                          'DELETE', {}, Exception('database is locked')),
+                      db_exc.DBError('(1205, Lock wait timeout exceeded; '
+                                     'try restarting transaction)'),
+                      db_exc.DBReferenceError(
+                          'disk_tiers', 'fk_disk_tiers_tier_id_tiers',
+                          'tier_id', 'tiers', Exception('violates'))):
             application = app.deploy(self.conf, db=FailingDatabase(error),
                                      set_nova_tier=lambda *a: 'disabled')
             req = webob.Request.blank('/v1/tiers', headers={

@@ -51,6 +51,49 @@ class ReadJsonTest(base.TestCase):
                           _req(b'{}', 'text/plain'), tier_schema.CREATE, 99)
 
 
+class TextTest(base.TestCase):
+    """What may reach the handlers: text that every database can hold."""
+
+    def test_request_line_of_utf8_text_passes(self):
+        for path, query in (('/v1/domains/caf\xc3\xa9', ''),
+                            ('/v1/decisions', 'domain=caf%C3%A9&limit=1'),
+                            ('/v1/decisions', 'domain=caf\xc3\xa9'),
+                            ('/', 'a=%20&b&c=%2B')):
+            util.check_request_line({'PATH_INFO': path,
+                                     'QUERY_STRING': query})
+
+    def test_request_line_not_text_is_invalid(self):
+        for path, query in (('/\xff', ''), ('/\xed\xa0\x80', ''),
+                            ('/a\x00', ''), ('/', 'a=%ff'), ('/', '%00'),
+                            ('/', 'a=\xc3'), ('/', 'a=%ed%b0%80')):
+            self.assertRaises(exception.Invalid, util.check_request_line,
+                              {'PATH_INFO': path, 'QUERY_STRING': query})
+
+    def test_body_depth_without_recursion(self):
+        deep = []
+        for _level in range(100000):
+            deep = [deep]
+        self.assertRaises(exception.Invalid, util._check_tree, deep)
+        shallow = {'a': [[{'b': 'c'}] * 3] * 3}
+        util._check_tree(shallow)
+
+    def test_body_strings_keys_and_numbers(self):
+        for body in ({'a': 'x\x00'}, {'\udc80': 1}, [['\ud800']],
+                     {'a': float('inf')}, [float('nan')]):
+            self.assertRaises(exception.Invalid, util._check_tree, body)
+        util._check_tree({'a': 'caf\u00e9 \U0001f600\n', 'b': 1e308})
+
+    def test_patterns_end_at_the_end(self):
+        """JSON schema's ECMA 262 ``$``, not Python's (before a newline)."""
+        schema = {'type': 'string', 'pattern': '^[a-z]+$'}
+        util.validate('gold', schema, 'name')
+        for name in ('gold\n', 'gold\nx', ''):
+            self.assertRaises(exception.Invalid, util.validate, name,
+                              schema, 'name')
+        dollar = {'type': 'string', 'pattern': r'^a\$$'}
+        util.validate('a$', dollar, 'name')
+
+
 class QueryTest(base.TestCase):
 
     def test_repeated_and_unknown(self):
