@@ -309,19 +309,26 @@ class Connection:
     def _effective_tiers(self, session, instance_uuids):
         """{(instance_uuid, dev or '*', source): tier dict} and the default.
 
-        See :meth:`_resolve` for how they give each disk its tier.
+        ``instance_uuids``: a list, or a select of them (a domain's
+        instances, read in the same query). See :meth:`_resolve` for how
+        they give each disk its tier.
         """
         choices = {}
-        if instance_uuids:
+        if not isinstance(instance_uuids, sa.Select):
+            instance_uuids = sorted(set(instance_uuids)) or None
+        if instance_uuids is not None:
             rows = session.execute(
                 sa.select(models.DiskTier.instance_uuid, models.DiskTier.dev,
-                          models.DiskTier.source, models.Tier)
-                .join(models.Tier, models.Tier.id == models.DiskTier.tier_id)
-                .where(models.DiskTier.instance_uuid.in_(
-                    sorted(set(instance_uuids)))))
-            for instance_uuid, dev, source, tier in rows:
-                choices[(instance_uuid, dev, source)] = (
-                    _row(tier, _TIER_FIELDS))
+                          models.DiskTier.source, models.DiskTier.tier_id)
+                .where(models.DiskTier.instance_uuid.in_(instance_uuids)))
+            # Plain rows, and each tier read once: a domain may hold
+            # thousands of choices among a handful of tiers.
+            rows = rows.all()
+            tiers = {t.id: _row(t, _TIER_FIELDS) for t in session.scalars(
+                sa.select(models.Tier).where(models.Tier.id.in_(
+                    {r.tier_id for r in rows})))} if rows else {}
+            for instance_uuid, dev, source, tier_id in rows:
+                choices[(instance_uuid, dev, source)] = tiers[tier_id]
         default = None
         if self._default_tier:
             tier = session.scalars(sa.select(models.Tier).where(
@@ -476,10 +483,15 @@ class Connection:
                     raise exception.Conflict(
                         reason='a disk of instance %s moved to another '
                                'domain meanwhile; try again' % instance_uuid)
-                members = session.scalars(sa.select(models.Disk).where(
-                    models.Disk.domain_id == domain_id)).all()
+                # Plain rows (what _resolve reads), not ORM objects: a
+                # domain may hold thousands of disks.
+                members = session.execute(sa.select(
+                    models.Disk.instance_uuid, models.Disk.dev,
+                    models.Disk.volume_id).where(
+                        models.Disk.domain_id == domain_id)).all()
                 choices, default = self._effective_tiers(
-                    session, [m.instance_uuid for m in members])
+                    session, sa.select(models.Disk.instance_uuid).where(
+                        models.Disk.domain_id == domain_id))
                 changed = dict(choices)
                 changed[(instance_uuid, dev, source)] = new_tier
                 others, before, after = [], [], []
