@@ -12,7 +12,8 @@
 
 """Keep Nova flavors and Cinder volume types in step with the tiers.
 
-For every tier ``T`` (ARCHITECTURE.md, "Tiers meet Nova and Cinder"):
+For every tier ``T`` (doc/source/admin/tiers.rst, "Keeping Nova and Cinder
+in step"):
 
 * a Cinder volume type ``<prefix>T`` with the extra spec
   ``iotguard:tier = T``, public or, for a private tier, private with

@@ -12,7 +12,7 @@
 
 """The agent's RPC endpoint and the caps it holds.
 
-Semantics (ARCHITECTURE.md, "Decisions out"):
+Semantics (doc/source/reference/architecture.rst, "Fail safe"):
 
 * A cap is validated at the edge (:func:`iotguard.caps.validate`); a
   malformed one is logged and refused, the others in the batch still apply.

@@ -28,8 +28,9 @@ from iotguard import version
 
 LOG = logging.getLogger(__name__)
 
-#: A sample older than this many intervals is stale (ARCHITECTURE.md), so
-#: a longer hole between two readings is a gap, not an average.
+#: A sample older than this many intervals is stale (doc/source/reference/
+#: architecture.rst, "The loop"), so a longer hole between two readings is
+#: a gap, not an average.
 STALE_INTERVALS = 3
 
 _RATE_FIELDS = ('read_iops', 'write_iops', 'read_bytes_sec',

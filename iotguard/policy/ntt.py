@@ -10,7 +10,9 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``ntt``: the paper's Algorithm 1, faithfully (doc: PAPER.md).
+"""``ntt``: the paper's Algorithm 1, faithfully.
+
+The operator's account of it is doc/source/admin/policies.rst.
 
 Every interval (``cap_interval``, the loop period of the caller)::
 

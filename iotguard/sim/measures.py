@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""How every policy is judged (ARCHITECTURE.md, "Measures").
+"""How every policy is judged (doc/source/reference/simulator.rst).
 
 Plain functions over ``(windows, disks)`` arrays of throughput, demand and
 oracle allocation, all in device-seconds per second (the cost model's
