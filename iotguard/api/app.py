@@ -132,11 +132,9 @@ class AuthGuard:
 
     @staticmethod
     def _unavailable(request_id):
-        return util.error_response(
-            503, 'Authentication is unavailable (the identity service '
-                 'cannot be reached or is not configured); try again '
-                 'later.', request_id,
-            headers={'Retry-After': str(router.RETRY_AFTER_S)})
+        return util.retry_later(
+            'Authentication is unavailable (the identity service cannot be '
+            'reached or is not configured); try again later.', request_id)
 
 
 class Dispatcher:

@@ -73,8 +73,3 @@ class Metadata:
                 pass    # the key (or the server) is gone already
 
         return self._sync('remove %s' % METADATA_KEY, instance_uuid, delete)
-
-
-def tier_setter(conf, connect=connect):
-    """``set_nova_tier`` alone (callers that never unset)."""
-    return Metadata(conf, connect).set_tier

@@ -31,9 +31,6 @@ from iotguard import exception
 
 LOG = log.getLogger(__name__)
 
-#: Seconds a client is asked to wait when the database (or Keystone) is
-#: unreachable.
-RETRY_AFTER_S = 10
 #: Set in the WSGI environment once the router has the request: an error
 #: answered without it came from the middleware in front.
 ROUTED = 'iotguard.routed'
@@ -94,9 +91,8 @@ def _database_error(exc, request_id):
         # oslo.db translates errors on open connections; the first
         # connect of an engine can fail with SQLAlchemy's own error.
         LOG.error('Request %s: database unreachable: %s', request_id, exc)
-        return util.error_response(
-            503, 'The database is unreachable; try again later.',
-            request_id, headers={'Retry-After': str(RETRY_AFTER_S)})
+        return util.retry_later(
+            'The database is unreachable; try again later.', request_id)
     return _internal_error(request_id)
 
 

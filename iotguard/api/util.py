@@ -31,6 +31,9 @@ from iotguard import exception
 UUID_RE = re.compile(r'^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-'
                      r'[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$')
 JSON = 'application/json'
+#: Seconds a client is asked to wait when the database or Keystone is
+#: unreachable.
+RETRY_AFTER_S = 10
 #: How deep a request body may nest arrays and objects.
 MAX_DEPTH = 32
 #: What no string of a request may hold: NUL (PostgreSQL cannot store it)
@@ -148,6 +151,12 @@ def _check_media_type(req):
             raise UnsupportedMediaType(
                 content_type='%s with charset %s' % (
                     JSON, value.strip()[:32]))
+
+
+def retry_later(message, request_id):
+    """503 with ``Retry-After``: a service iotguard needs is away."""
+    return error_response(503, message, request_id,
+                          headers={'Retry-After': str(RETRY_AFTER_S)})
 
 
 def check_text(text, what):

@@ -63,6 +63,17 @@ def _tier_dict(tier, projects):
     return result
 
 
+def _owner(instance_uuid, owners, project_id=None):
+    """The project owning an instance's disks (``owners``, a set).
+
+    NotFound when iotguard knows no disk of it, or ``project_id`` (when
+    given) does not own it: a project never learns of another's instance.
+    """
+    if not owners or (project_id is not None and owners != {project_id}):
+        raise exception.NotFound(what='instance %s' % instance_uuid)
+    return next(iter(owners))
+
+
 class Connection:
     """iotguard's database: construct it with the config, no I/O."""
 
@@ -458,11 +469,8 @@ class Connection:
             disks = session.scalars(sa.select(models.Disk).where(
                 models.Disk.instance_uuid == instance_uuid).order_by(
                     models.Disk.dev)).all()
-            owners = {d.project_id for d in disks}
-            if not disks or (project_id is not None
-                             and owners != {project_id}):
-                raise exception.NotFound(what='instance %s' % instance_uuid)
-            owner = owners.pop()
+            owner = _owner(instance_uuid, {d.project_id for d in disks},
+                           project_id)
             new = session.scalars(self._visible(
                 sa.select(models.Tier).where(models.Tier.name == tier),
                 owner)).first()
@@ -813,14 +821,11 @@ class Connection:
         the instance, or ``project_id`` (when given) does not own it.
         """
         with self._writer() as session:
-            owners = set(session.scalars(
+            owner = _owner(instance_uuid, set(session.scalars(
                 sa.select(models.Disk.project_id).where(
-                    models.Disk.instance_uuid == instance_uuid)))
-            if not owners or (project_id is not None
-                              and owners != {project_id}):
-                raise exception.NotFound(what='instance %s' % instance_uuid)
+                    models.Disk.instance_uuid == instance_uuid))), project_id)
             self._choice_delete(session, instance_uuid, source)
-            return owners.pop()
+            return owner
 
     def tier_choice_unset(self, instance_uuid, source, dev=None):
         """Drop what ``source`` asked for an instance (or one ``dev``)."""

@@ -68,11 +68,16 @@ class ClientOnlyTest(base.TestCase):
                               capture_output=True, text=True, timeout=60)
 
     def test_no_server_library_is_installed(self):
+        # The venv's Python works and has the client's libraries, so a
+        # failed import below means the module is missing, nothing else.
+        client = self.python('import osc_lib, openstack, keystoneauth1')
+        self.assertEqual(0, client.returncode, client.stderr)
         for module in SERVER_ONLY:
             found = self.python('import %s' % module)
             self.assertNotEqual(0, found.returncode,
                                 '%s is installed in the client venv'
                                 % module)
+            self.assertIn('ModuleNotFoundError', found.stderr)
 
     def test_plugin_modules_import(self):
         imported = self.python(

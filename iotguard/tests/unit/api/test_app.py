@@ -20,6 +20,7 @@ import webob
 
 from iotguard.api import app
 from iotguard.api import router
+from iotguard.api import util
 from iotguard.tests import base
 
 
@@ -131,7 +132,7 @@ class AppTest(base.TestCase):
         self.assertIn('Authentication is unavailable',
                       response.json['error']['message'])
         self.assertTrue(response.json['error']['request_id'])
-        self.assertEqual(str(router.RETRY_AFTER_S),
+        self.assertEqual(str(util.RETRY_AFTER_S),
                          response.headers['Retry-After'])
 
     def test_lock_conflict_is_409_not_500(self):

@@ -103,7 +103,7 @@ class NovaSetterTest(base.TestCase):
         def connect(conf):
             raise AssertionError('must not connect')
 
-        setter = nova.tier_setter(self.conf, connect=connect)
+        setter = nova.Metadata(self.conf, connect=connect).set_tier
         self.assertEqual('disabled', setter(None, 'uuid', 'gold'))
 
     def test_synced_connects_once(self):
@@ -116,7 +116,7 @@ class NovaSetterTest(base.TestCase):
                     (uuid, md)))
             return types.SimpleNamespace(compute=compute)
 
-        setter = nova.tier_setter(self.conf, connect=connect)
+        setter = nova.Metadata(self.conf, connect=connect).set_tier
         self.assertEqual('synced', setter(None, 'u1', 'gold'))
         self.assertEqual('synced', setter(None, 'u2', 'bronze'))
         self.assertEqual([('u1', {'iotguard:tier': 'gold'}),
@@ -127,7 +127,7 @@ class NovaSetterTest(base.TestCase):
         def connect(conf):
             raise RuntimeError('no keystone')
 
-        setter = nova.tier_setter(self.conf, connect=connect)
+        setter = nova.Metadata(self.conf, connect=connect).set_tier
         self.assertEqual('failed', setter(None, 'u1', 'gold'))
 
     def test_unset_removes_the_key(self):
