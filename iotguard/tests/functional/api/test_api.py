@@ -36,43 +36,60 @@ ADMIN, MEMBER_A, READER_A = base.ADMIN, base.MEMBER_A, base.READER_A
 NOROLE_A, MEMBER_B = base.NOROLE_A, base.MEMBER_B
 
 
+def seed(db):
+    """Tiers, domains, disks, rates, decisions and a cap; the decisions."""
+    db.tier_create(database.tier_values('bronze', min_iops=100.0))
+    db.tier_create(database.tier_values('gold', min_iops=2000.0,
+                                        max_iops=5000.0, weight=4.0))
+    db.tier_create(database.tier_values('private-b', is_public=False,
+                                        min_iops=10.0),
+                   projects=['proj-b'])
+    db.domain_create('local:cn1', 'local', iops_4k=10000.0,
+                     bytes_sec=400e6)
+    db.domain_create('ceph:new', 'ceph')
+    for uuid, dev, domain, project in (
+            (A1, 'vda', 'local:cn1', 'proj-a'),
+            (A1, 'vdb', 'local:cn1', 'proj-a'),
+            (A3, 'vda', 'local:cn1', 'proj-a'),
+            (A3, 'vdb', 'local:cn1', 'proj-a'),
+            (B1, 'vda', 'local:cn1', 'proj-b'),
+            (A2, 'vda', 'ceph:new', 'proj-a')):
+        db.disk_upsert(uuid, dev, 'cn1', domain, project,
+                       volume_id=VOL if dev == 'vdb' and uuid == A1
+                       else None)
+    db.instance_tier_set(B1, 'gold', lambda *a: {})
+    db.disk_update_rates(A1, 'vda', T0, read_iops=300.0,
+                         write_iops=100.0, read_bytes_sec=4e6,
+                         write_bytes_sec=1e6, latency_ms=2.5)
+    decisions = []
+    for i in range(7):
+        uuid, project = (A1, 'proj-a') if i < 5 else (B1, 'proj-b')
+        decisions.append(db.decision_create(
+            'local:cn1', 'guarantee', uuid, 'vda', project, 'cap', {},
+            {'total_iops_sec': 100 + i}, 'reason %d' % i, {'u': 0.5},
+            created_at=T0 + datetime.timedelta(seconds=i)))
+    db.cap_set(A1, 'vda', {'total_iops_sec': 104},
+               T0 + datetime.timedelta(seconds=30), decisions[4])
+    return decisions
+
+
+#: Path parameters of resources :func:`seed` makes, by (parameter, path).
+EXISTING = {
+    ('name', '/v1/tiers'): [{'name': n} for n in ('bronze', 'gold',
+                                                  'private-b')],
+    ('name', '/v1/domains'): [{'name': n} for n in ('local:cn1',
+                                                    'ceph:new')],
+    ('uuid', '/v1/instances'): [{'uuid': u} for u in (A1, A2, A3, B1)],
+    ('decision_id', '/v1/decisions'): [{'decision_id': str(i)}
+                                       for i in range(1, 8)],
+}
+
+
 class APITests:
 
     def setUp(self):
         super().setUp()
-        db = self.db
-        db.tier_create(database.tier_values('bronze', min_iops=100.0))
-        db.tier_create(database.tier_values('gold', min_iops=2000.0,
-                                            max_iops=5000.0, weight=4.0))
-        db.tier_create(database.tier_values('private-b', is_public=False,
-                                            min_iops=10.0),
-                       projects=['proj-b'])
-        db.domain_create('local:cn1', 'local', iops_4k=10000.0,
-                         bytes_sec=400e6)
-        db.domain_create('ceph:new', 'ceph')
-        for uuid, dev, domain, project in (
-                (A1, 'vda', 'local:cn1', 'proj-a'),
-                (A1, 'vdb', 'local:cn1', 'proj-a'),
-                (A3, 'vda', 'local:cn1', 'proj-a'),
-                (A3, 'vdb', 'local:cn1', 'proj-a'),
-                (B1, 'vda', 'local:cn1', 'proj-b'),
-                (A2, 'vda', 'ceph:new', 'proj-a')):
-            db.disk_upsert(uuid, dev, 'cn1', domain, project,
-                           volume_id=VOL if dev == 'vdb' and uuid == A1
-                           else None)
-        db.instance_tier_set(B1, 'gold', lambda *a: {})
-        db.disk_update_rates(A1, 'vda', T0, read_iops=300.0,
-                             write_iops=100.0, read_bytes_sec=4e6,
-                             write_bytes_sec=1e6, latency_ms=2.5)
-        self.decisions = []
-        for i in range(7):
-            uuid, project = (A1, 'proj-a') if i < 5 else (B1, 'proj-b')
-            self.decisions.append(db.decision_create(
-                'local:cn1', 'guarantee', uuid, 'vda', project, 'cap', {},
-                {'total_iops_sec': 100 + i}, 'reason %d' % i, {'u': 0.5},
-                created_at=T0 + datetime.timedelta(seconds=i)))
-        db.cap_set(A1, 'vda', {'total_iops_sec': 104},
-                   T0 + datetime.timedelta(seconds=30), self.decisions[4])
+        self.decisions = seed(self.db)
 
     # -- root, auth, routing -------------------------------------------------
 
