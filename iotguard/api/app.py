@@ -34,6 +34,7 @@ from iotguard.api import nova
 from iotguard.api import rbac
 from iotguard.api import router
 from iotguard.api import util
+from iotguard.conf import database
 from iotguard.db import api as db_api
 from iotguard import exception
 from iotguard import service
@@ -188,6 +189,16 @@ def deploy(conf, db=None, set_nova_tier=None, unset_nova_tier=None):
     return request_id.RequestId(app)
 
 
+def prepare_conf(argv=None, config_files=None):
+    """iotguard-api's configuration: the service's, with the API's defaults.
+
+    See :func:`iotguard.conf.database.set_api_defaults`.
+    """
+    conf = service.prepare_service(argv, config_files)
+    database.set_api_defaults(conf)
+    return conf
+
+
 def init_application(argv=None, config_files=None):
     """What iotguard.wsgi.api exposes: the app for /etc/iotguard."""
-    return deploy(service.prepare_service(argv, config_files))
+    return deploy(prepare_conf(argv, config_files))

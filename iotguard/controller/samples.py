@@ -19,7 +19,8 @@ own time of measurement (UNIX seconds). The store keeps, per disk
 ``(instance_uuid, dev)``, only the newest sample, and refuses (logs and
 returns ``False``):
 
-* a malformed sample (schema, or a NaN or infinite number);
+* a malformed sample (schema, a rate above :data:`iotguard.caps.MAX_RATE`,
+  or a NaN or infinite number);
 * one from the future, more than ``max_skew_s`` after its arrival;
 * one already stale on arrival (see below);
 * a duplicate, or one not newer than the sample it would replace.
@@ -97,7 +98,8 @@ def _plainly_valid(sample):
         if key not in sample:
             return False
         value = sample[key]
-        if value is not None and not (_number(value) and value >= 0):
+        if value is not None and not (_number(value)
+                                      and 0 <= value <= caps.MAX_RATE):
             return False
     for key in ('volume_id', 'project_id', 'gap', 'decision_id'):
         value = get(key)

@@ -13,13 +13,16 @@
 """Every call and every error code of /v1, over a real database."""
 
 import datetime
+import logging
 
+import fixtures
 from keystoneauth1 import loading as ks_loading
 from keystonemiddleware import auth_token
 from oslo_middleware import http_proxy_to_wsgi
 import webob
 
 from iotguard.api import app
+from iotguard import caps
 from iotguard.tests import base as test_base
 from iotguard.tests.fixtures import cloud
 from iotguard.tests.fixtures import database
@@ -619,6 +622,31 @@ class APITests:
         self.assertEqual('guarantee', domain['policy'])
         self.assertError(self.call('GET', '/v1/domains/nope', who=ADMIN),
                          404)
+
+    def test_domain_load_at_max_rate_is_finite(self):
+        # Every disk of local:cn1 at the largest rates a sample may carry.
+        for uuid, dev in ((A1, 'vda'), (A1, 'vdb'), (A3, 'vda'),
+                          (A3, 'vdb'), (B1, 'vda')):
+            self.db.disk_update_rates(
+                uuid, dev, T0, read_iops=caps.MAX_RATE,
+                write_iops=caps.MAX_RATE, read_bytes_sec=caps.MAX_RATE,
+                write_bytes_sec=caps.MAX_RATE)
+        response = self.call('GET', '/v1/domains/local:cn1', who=ADMIN)
+        self.assertEqual(200, response.status_code, response.text)
+        self.assertAlmostEqual(
+            5 * (2e15 / 10000.0 + 2e15 / 400e6),
+            response.json['domain']['utilisation'], delta=1.0)
+
+    def test_domain_load_that_overflows_is_unknown(self):
+        # Rates stored before caps.MAX_RATE: each finite, their sum not.
+        logs = self.useFixture(fixtures.FakeLogger(level=logging.WARNING))
+        for dev in ('vda', 'vdb'):
+            self.db.disk_update_rates(A3, dev, T0, read_iops=1.7e308,
+                                      write_iops=1.7e308)
+        response = self.call('GET', '/v1/domains/local:cn1', who=ADMIN)
+        self.assertEqual(200, response.status_code, response.text)
+        self.assertIsNone(response.json['domain']['utilisation'])
+        self.assertIn('load of domain local:cn1 overflows', logs.output)
 
     def test_domains_for_a_project(self):
         domains = self.call('GET', '/v1/domains',
