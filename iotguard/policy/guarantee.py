@@ -27,8 +27,10 @@ Every interval, level-based (everything it needs is in the snapshot):
    has one in flight (by Little's law, ``iops x latency >= busy_depth``
    operations outstanding). A disk that is slow but idle between its
    operations (a rate-limited or synchronous client that gets what it
-   asks) does not count. A disk is *starving* when it has unmet demand
-   below its floor.
+   asks) does not count, nor does a disk running at its own ceiling (it
+   waits in its own throttle). A disk is *starving* when it has unmet
+   demand below its floor (a floor above the disk's ceiling counts up to
+   the ceiling).
 3. **Engage** when the domain's load ``U = sum(u)`` passes
    ``high_watermark`` or a disk is starving. Once caps are in force the
    policy stays engaged until ``U`` falls below ``low_watermark``
@@ -133,15 +135,6 @@ def _check(params: dict[str, float]) -> None:
              % (1 + params['min_change']))
 
 
-def _in_load(ops_limit: base.FloatArray, bytes_limit: base.FloatArray,
-             size: base.FloatArray, cost: base.FloatArray) -> base.FloatArray:
-    """An (IOPS, bytes/s) limit pair in device-seconds per second."""
-    with np.errstate(invalid='ignore'):
-        result: base.FloatArray = np.minimum(ops_limit,
-                                             bytes_limit / size) * cost
-    return result
-
-
 def _release_point(snap: base.DomainSnapshot, ceil: base.FloatArray,
                    size: base.FloatArray,
                    cost: base.FloatArray) -> base.FloatArray:
@@ -154,7 +147,8 @@ def _release_point(snap: base.DomainSnapshot, ceil: base.FloatArray,
     point = np.minimum(ceil, CAPACITY)
     if snap.static_iops is None or snap.static_bytes_sec is None:
         return point
-    static = _in_load(snap.static_iops, snap.static_bytes_sec, size, cost)
+    static = costmodel.limit_load(snap.static_iops, snap.static_bytes_sec,
+                                  size, cost)
     with np.errstate(invalid='ignore'):
         below_static = ceil < static * (1.0 - 1e-9)
     result: base.FloatArray = np.where(below_static, np.inf, point)
@@ -201,14 +195,17 @@ class GuaranteePolicy:
         size = costmodel.mean_io_size(snap.iops, snap.bytes_sec)
         cost = costmodel.op_cost(size, profile)
         u = costmodel.load(snap.iops, snap.bytes_sec, profile)
-        floor = costmodel.floor_load(snap.floor_iops, snap.floor_bytes_sec,
-                                     size, profile)
-        ceil = _in_load(snap.ceil_iops, snap.ceil_bytes_sec, size, cost)
+        ceil = costmodel.limit_load(snap.ceil_iops, snap.ceil_bytes_sec,
+                                    size, cost)
+        # A floor above the disk's own ceiling is kept up to the ceiling.
+        floor = np.minimum(costmodel.floor_load(
+            snap.floor_iops, snap.floor_bytes_sec, size, profile), ceil)
         # A cap is released only where the static limits alone keep the
         # disk under its ceiling; a tier ceiling below them is held by
         # the cap itself (never above the ceiling).
         hold = _release_point(snap, ceil, size, cost)
-        cap = _in_load(snap.cap_iops, snap.cap_bytes_sec, size, cost)
+        cap = costmodel.limit_load(snap.cap_iops, snap.cap_bytes_sec, size,
+                                   cost)
         total = float(u.sum())
 
         # 2. engagement, with hysteresis while caps are in force
@@ -219,7 +216,11 @@ class GuaranteePolicy:
         slow_ms = np.maximum(self.latency_threshold_ms,
                              self.latency_factor * 1000.0 * cost)
         queueing = fresh & (snap.latency_ms > slow_ms)
-        slow = queueing & (outstanding >= self.busy_depth)
+        # A disk running at its own ceiling (the static limits Nova set,
+        # or its tier's) waits in its own throttle: that is no unmet
+        # demand the domain could serve.
+        at_ceiling = fresh & (u >= self.at_cap_ratio * ceil)
+        slow = queueing & (outstanding >= self.busy_depth) & ~at_ceiling
         # A cap is raised on a disk that runs at it (a probe for spare
         # capacity) only while no uncapped disk has unmet demand: otherwise
         # raising it would just push the neighbours back down, then be cut

@@ -131,6 +131,10 @@ class APITests:
         response = self.call('POST', '/v1/decisions', who=ADMIN, body={})
         self.assertError(response, 405, 'GET')
         self.assertEqual('GET, HEAD, OPTIONS', response.headers['Allow'])
+        # A final newline is a path segment of its own (a name that is
+        # not valid), not the end of /v1/tiers/.
+        self.assertError(self.call('PATCH', '/v1/tiers/%0A', who=ADMIN,
+                                   body={'weight': 2}), 400, 'tier name')
 
     def test_head_and_options(self):
         got = self.call('GET', '/v1/tiers/gold', who=READER_A)
