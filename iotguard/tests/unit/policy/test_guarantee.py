@@ -137,6 +137,29 @@ class TestGuaranteePolicy(test_base.TestCase):
         self.assertAlmostEqual((0.9775 - 0.3168) / C4, cap.iops)
         self.assertAlmostEqual(cap.iops * 4 * KIB, cap.bytes_sec)
 
+    def test_a_disk_at_its_own_ceiling_is_not_starving(self):
+        # q's floor (20 IOPS, 0.22) is above its static ceiling (12 IOPS,
+        # Nova's): it runs at 12 and its operations are slow because they
+        # wait in its own throttle. n has just started (2 IOPS, slow too).
+        # q has no unmet demand the domain could serve: n is not capped
+        # (taken for starving, q would get its whole floor first and n
+        # would be cut to almost nothing).
+        quiet = fakes.disk('q', ops=12, tier=SILVER, latency_ms=SLOW,
+                           static_iops=12.0)
+        noisy = fakes.disk('n', ops=2, latency_ms=SLOW)
+        self.assertEqual({}, self.decide(quiet, noisy))
+        # Below its ceiling (8 of 12 IOPS) and slow, q does starve, and
+        # n is capped to make room for it, up to q's ceiling (0.132).
+        quiet = fakes.disk('q', ops=8, tier=SILVER, latency_ms=SLOW,
+                           static_iops=12.0)
+        noisy = fakes.disk('n', ops=74, latency_ms=SLOW)
+        decisions = self.decide(quiet, noisy)
+        self.assertEqual(['n'], list(decisions))
+        self.assertEqual(base.CAP, decisions['n'].action)
+        # What the domain serves (0.088 + 0.814) less q's ceiling.
+        self.assertAlmostEqual(0.902 - 0.132,
+                               decisions['n'].numbers['new_cap'])
+
     def test_cap_never_above_ceiling(self):
         # a is capped at 30 IOPS, its ceiling is 40; the domain is calm so
         # the cap would be raised x1.5 to 45: above the ceiling. Where the
