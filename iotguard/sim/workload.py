@@ -22,10 +22,8 @@ With a think time (fio's ``thinktime``, ``think_ms``) a request slot that
 completed waits that long before it sends its next request: a closed-loop
 client that computes between synchronous writes, whose requests in flight
 (Little's law) stay below one however far behind it falls. The storage
-dates a completion only to its tick; a slot sends again at the first tick
-start at or after the middle of the tick it completed in plus the think
-time, so the think time seen is exact on average when it is an odd
-multiple of half a tick (and within half a tick otherwise).
+dates each completion within its tick; the slot sends again at the tick
+start nearest to that date plus the think time (within half a tick).
 """
 
 import math
@@ -100,7 +98,9 @@ class Runner:
         ready = 0
         if self.job.think_ms:
             ready = self._think(now, dt)
-            free -= len(self.thinking) - ready
+            # completions of this tick not dated yet think too
+            free -= (len(self.thinking) - ready
+                     + self.stream.completed - self.seen)
         if step.rate_kbs is not None:
             rate = step.rate_kbs * KIB
             self.tokens = min(self.tokens + rate * dt,
@@ -115,15 +115,15 @@ class Runner:
         return free
 
     def _think(self, now: float, dt: float) -> int:
-        """Note new completions; return the thinking slots ready to send."""
+        """Date the last tick's completions; return the slots ready."""
         if dt > 0:
-            # completions seen here came in the tick that just ended
-            start, self.tick_s = now - self.tick_s, dt
-        else:
-            start = now
-        think_s = self.job.think_ms / 1e3
-        new = self.stream.completed - self.seen
-        self.seen = self.stream.completed
-        self.thinking.extend([start + self.tick_s / 2.0 + think_s] * new)
-        self.thinking.sort()
-        return sum(1 for t in self.thinking if t <= now + 1e-9)
+            think_s = self.job.think_ms / 1e3
+            start = now - self.tick_s
+            self.thinking.extend(start + at + think_s
+                                 for at in self.stream.done_at)
+            self.thinking.sort()
+            self.seen += len(self.stream.done_at)
+            self.stream.done_at = []
+            self.tick_s = dt
+        return sum(1 for t in self.thinking
+                   if t <= now + self.tick_s / 2.0 + 1e-9)
