@@ -368,8 +368,11 @@ class GuaranteePolicy:
         wants = shallow & (closed > u * (1.0 + self.tolerance))
         # The latency objective: the shallow disks' latency against the
         # domain's congestion threshold.
+        # (A calm domain, below the low watermark, has no queue to keep
+        # short: a slow disk there is slow for another reason.)
         pressure = float(np.max(np.where(
-            shallow, snap.latency_ms / threshold_ms, 0.0)))
+            shallow, snap.latency_ms / threshold_ms, 0.0))) if total > (
+                self.low_watermark * CAPACITY) else 0.0
         # A cap is raised on a disk that runs at it (a probe for spare
         # capacity) only while no uncapped disk has unmet demand and the
         # shallow disks' latency is well under the threshold: otherwise
@@ -426,9 +429,10 @@ class GuaranteePolicy:
         numbers.update(capacity=capacity, level=level)
 
         # 5. tighten the disks above their share; loosen gradually
-        # A disk with unmet demand may lose less than the tolerance of a
-        # big neighbour's share: then any disk above its share gives way.
-        slack = np.where(bool(unmet.any()), 0.0, self.tolerance)
+        # A shallow disk that wants more may lose less than the tolerance
+        # of a big neighbour's share: then any disk above its share gives
+        # way.
+        slack = 0.0 if bool(wants.any()) else self.tolerance
         # A disk with at most one request in flight adds at most one to
         # the queue: it is never what keeps the queue long.
         over = fresh & ~shallow & (u > share * (1.0 + slack))
