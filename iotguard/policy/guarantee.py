@@ -12,7 +12,9 @@
 
 """``guarantee``: iotguard's own policy, the default.
 
-Every interval, level-based (everything it needs is in the snapshot):
+Every interval, level-based (everything it needs is in the snapshot, but
+for a small :class:`Memory` per domain: the learned service time and what
+each disk did when it was last uncongested):
 
 1. **Cost.** Each disk's load ``u = iops / iops_4k + bytes_sec / bytes_sec``
    (device-seconds per second, :mod:`iotguard.policy.costmodel`); its floor,
@@ -20,27 +22,31 @@ Every interval, level-based (everything it needs is in the snapshot):
    I/O size. A 4 KiB stream is charged for its seeks, a 64 KiB one for its
    transfer (the paper's weakness 3).
 2. **Unmet demand** (the paper's weakness 5: demand is not observable
-   from outside) is read from two signals together: the disk's operations
-   are slow (mean latency above ``latency_factor`` times what one operation
-   of its size costs the domain, and above ``latency_threshold_ms``: the
-   same rule fits a RAID6 array and an SSD pool) *and* it always
-   has one in flight (by Little's law, ``iops x latency >= busy_depth``
-   operations outstanding). A disk that is slow but idle between its
-   operations (a rate-limited or synchronous client that gets what it
-   asks) does not count, nor does a disk running at its own ceiling (it
-   waits in its own throttle). A disk is *starving* when it has unmet
-   demand below its floor (a floor above the disk's ceiling counts up to
-   the ceiling).
+   from outside). A deep disk: its operations are slow (mean latency above
+   ``latency_factor`` times what one operation of its size costs the
+   domain, and above ``latency_threshold_ms``) *and* it always has one in
+   flight (by Little's law, ``iops x latency >= busy_depth``). A shallow
+   disk (one request at a time, a client that thinks between synchronous
+   writes): what it would send at the domain's learned uncongested service
+   time (:func:`closed_loop_demand`), at most what it did when last
+   uncongested (:func:`remembered_demand`). Neither counts a disk running
+   at its own ceiling (it waits in its own throttle). A disk is *starving*
+   when it has unmet demand below its floor (a floor above the disk's
+   ceiling counts up to the ceiling). The latency objective: the shallow
+   disks' latency against the domain's congestion threshold
+   (``congestion_ms``, or ``congestion_factor`` x the learned service time);
+   ``pressure`` is the largest ratio.
 3. **Engage** when the domain's load ``U = sum(u)`` passes
-   ``high_watermark`` or a disk is starving. Once caps are in force the
-   policy stays engaged until ``U`` falls below ``low_watermark``
-   (hysteresis).
+   ``high_watermark``, a disk is starving or the pressure is above 1. Once
+   caps are in force the policy stays engaged until ``U`` falls below
+   ``low_watermark`` (hysteresis).
 4. **Estimate demand.** A capped disk running at ``at_cap_ratio`` of its cap
    or more wants more (unbounded); an uncapped disk with unmet demand wants
    ``headroom`` more than it gets, and at least its floor plus
    ``headroom`` (what it gets once the aggressor is capped shrinks with the
-   shallower queue, so aim above the floor); any other disk
-   wants what it does now. No disk wants more than its ceiling.
+   shallower queue, so aim above the floor); a shallow disk wants its
+   estimate of 2.; any other disk wants what it does now. No disk wants
+   more than its ceiling.
 5. **Allocate** the capacity by weighted max-min fairness
    (:func:`iotguard.policy.allocation.fair_shares`): floors first, spare by
    tier weight, nobody above its estimated demand. The capacity is what the
@@ -53,20 +59,24 @@ Every interval, level-based (everything it needs is in the snapshot):
    now; an array whose throughput hardly depends on the queue depth, like
    the paper's, is better served by a figure close to 1, otherwise the
    caps feed on the throughput they lowered); otherwise at least
-   ``high_watermark``.
-6. **Cap** only the disks above their allocation (weakness 1: a disk at or
-   below its fair share is never capped), at their allocation, never below
+   ``high_watermark``. When the pressure is above 1 while every deep disk
+   is capped (the caps fill the queue again), it is cut by at most 15 %
+   per interval.
+6. **Cap** only the deep disks above their allocation (weakness 1: a disk at
+   or below its fair share is never capped), at their allocation, never below
    their floor, never above their ceiling. Caps are sent as both
    ``total_iops_sec`` and ``total_bytes_sec`` at the disk's mean I/O size,
    which bounds its cost whatever size it switches to.
 7. **Release gradually** (weakness 2): a cap is raised by at most
    ``release_factor`` per interval, and removed once it would reach the
    disk's ceiling or the whole domain. A disk that runs at its cap is only
-   raised while no uncapped disk has unmet demand (as in 2.: slow *and*
-   always one in flight): raising it then would push the neighbours back
-   under and the cap would be cut again, the oscillation that makes caps
-   churn. Changes smaller than ``min_change`` are not sent, so caps do
-   not flap with measurement noise.
+   raised while no uncapped disk is slow *and* always has one in flight
+   and the pressure is at most ``congestion_release``: raising it then
+   would push the neighbours back under and the cap would be cut again,
+   the oscillation that makes caps churn. A disk using under a tenth of
+   its cap keeps it (an on/off aggressor). Changes smaller than
+   ``min_change`` are not sent, so caps do not flap with measurement
+   noise.
 
 Disks whose samples are ``stale`` are never tightened (their caps may be
 raised or released). Everything is a handful of NumPy operations over the
@@ -353,7 +363,8 @@ class GuaranteePolicy:
         active = fresh & (snap.iops > 0) & (snap.latency_ms > 0)
         memory = self.memory.setdefault(snap.domain, Memory())
         learned = memory.service = learn_service(
-            memory.service, snap.latency_ms, cost, active & ~capped)
+            memory.service, snap.latency_ms, cost,
+            active & ~capped & ~at_ceiling)
         service_ms = 1000.0 * cost * (learned or 1.0)
         threshold_ms = (np.full(len(snap), self.congestion_ms)
                         if self.congestion_ms else
