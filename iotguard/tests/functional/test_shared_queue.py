@@ -74,7 +74,7 @@ FLOOR_IOPS = 13
 #: (see the contributor guide's page on this bed for the figures).
 QUIET_SHARE = 0.9
 QUIET_WORST = 0.6
-SPARE_SHARE = 0.6
+SPARE_SHARE = 0.5
 #: Windows after the noisy guest starts that are not judged (two
 #: decision intervals and the agent's sampling lag).
 SETTLE = 2
