@@ -203,6 +203,7 @@ class Recorder:
         self.capacity = np.zeros(windows)
         self.queue = np.zeros(windows)
         self.response_ms = np.zeros(windows)
+        self.latency_ms = np.zeros(shape)
         self.actions = []
         self._prev = None
         self._queue_before = 0.0
@@ -236,6 +237,9 @@ class Recorder:
         size = np.array([c['rd_bytes'] + c['wr_bytes'] - p['rd_bytes']
                          - p['wr_bytes'] for c, p in zip(cur, self._prev)],
                         dtype=float)
+        self.latency_ms[k] = loop.window_latency_ms(
+            [{key: c[key] - p[key] for key in c}
+             for c, p in zip(cur, self._prev)])
         self._prev = cur
         self.work[k] = (ops / sc.domain.iops_4k
                         + size / sc.domain.bytes_sec) / dt
@@ -270,7 +274,8 @@ class Recorder:
             cap_kbs=self.cap_kbs[:windows],
             actions=[a for a in self.actions
                      if a.time < windows * sc.interval_s + 1e-9],
-            change_times=sc.change_times())
+            change_times=sc.change_times(),
+            latency_ms=self.latency_ms[:windows])
 
 
 class _ThreadingWSGIServer(socketserver.ThreadingMixIn,

@@ -94,6 +94,15 @@ class Run:
         default_factory=lambda: np.zeros((0, 0)))
 
 
+def window_latency_ms(delta: list[dict[str, float]]) -> base.FloatArray:
+    """Each disk's mean latency per operation (ms) from counter deltas."""
+    result: base.FloatArray = np.array(
+        [(d['rd_times'] + d['wr_times']) / 1e6 / ops if ops else 0.0
+         for d, ops in ((d, d['rd_reqs'] + d['wr_reqs']) for d in delta)],
+        dtype=float)
+    return result
+
+
 def profile(domain: scenario_mod.Domain) -> base.Profile:
     return base.Profile(iops_4k=domain.iops_4k, bytes_sec=domain.bytes_sec)
 
@@ -247,8 +256,7 @@ class _Loop:
             work[k] = (ops / sc.domain.iops_4k
                        + size / sc.domain.bytes_sec) / dt
             kbs[k] = size / dt / workload.KIB
-            latency[k] = [(d['rd_times'] + d['wr_times']) / 1e6 / o if o
-                          else 0.0 for d, o in zip(delta, ops)]
+            latency[k] = window_latency_ms(delta)
             response[k] = (queue[k] / ops.sum() * dt * 1e3 if ops.sum()
                            else 0.0)
             self.apply(self.policy.decide(self.snapshot(delta), now), now)
