@@ -105,6 +105,31 @@ class ControllerDbTests:
         self.assertIsNone(got[1]['cap'])
         self.assertEqual('gold', got[0]['tier']['name'])
         self.assertRaises(exception.NotFound, self.db.domain_disks, 'nope')
+        # a round's read of many domains: each domain as read alone
+        both = self.db.domains_disks(['other', 'pool', 'pool'])
+        self.assertEqual({'other': self.db.domain_disks('other'),
+                          'pool': got}, both)
+        self.assertEqual({}, self.db.domains_disks([]))
+        self.assertRaises(exception.NotFound, self.db.domains_disks,
+                          ['pool', 'nope'])
+
+    def test_caps_renew_a_whole_round(self):
+        # more disks than one statement takes (500): one transaction
+        self.db.domain_create('pool', 'cinder')
+        rows = [{'instance_uuid': '%08d-1111-4111-8111-111111111111' % i,
+                 'dev': 'vda', 'host': 'cn1', 'domain': 'pool',
+                 'project_id': 'p'} for i in range(1203)]
+        self.db.disk_bulk_insert(rows)
+        lease = T0 + datetime.timedelta(seconds=15)
+        self.db.caps_set([dict(r, limits={'total_iops_sec': 5},
+                               lease_expires_at=lease, decision_id=None)
+                          for r in rows[:1100]])
+        ids = [d['id'] for d in self.db.domain_disks('pool')]
+        later = lease + datetime.timedelta(seconds=5)
+        self.assertEqual(1100, self.db.caps_renew(ids + ids[:7], later))
+        leases = {d['cap']['lease_expires_at']
+                  for d in self.db.domain_disks('pool') if d['cap']}
+        self.assertEqual({later}, leases)
 
     def test_disk_rates_bulk_update(self):
         from iotguard import exception

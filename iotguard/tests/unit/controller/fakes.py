@@ -128,6 +128,10 @@ class FakeDB:
                                  if decision_id else None)
         return out
 
+    def domains_disks(self, domains):
+        self.bulk_reads = getattr(self, 'bulk_reads', 0) + 1
+        return {name: self.domain_disks(name) for name in domains}
+
     def decision_create(self, domain, policy, instance_uuid, dev,
                         project_id, action, old_limits, new_limits, reason,
                         numbers, created_at=None):
