@@ -60,6 +60,9 @@ LOG = logging.getLogger(__name__)
 
 #: A disk below (1 - this) x its floor is below its floor.
 FLOOR_TOLERANCE = 0.05
+#: The disks of a round's domains are read in full at least this often
+#: (seconds), whatever the database's disks version says.
+FULL_READ_S = 60.0
 #: Little's law: operations in flight that make a disk "busy".
 BUSY_DEPTH = 0.8
 _NO_TIER = base.Tier(name='')
@@ -251,6 +254,7 @@ class DomainLoop:
         self._uncalibrated = set()
         self._rates_slot = {}  # domain name -> rates_write_interval slot
         self._seen = {}        # domain name -> first round here
+        self._views = None     # (domains, disks version, read at, views)
 
     # -- the rounds ---------------------------------------------------------
 
@@ -268,8 +272,9 @@ class DomainLoop:
         views = {}
         calibrated = [d['name'] for d in domains if _calibrated(d)]
         try:
-            views = self.db.domains_disks(calibrated)
+            views = self._disks(calibrated, now)
         except Exception as e:
+            self._views = None
             LOG.warning('Could not read the disks of %d domains at once (%s); '
                         'reading them domain by domain', len(calibrated), e)
         writes = _Writes()
@@ -286,6 +291,30 @@ class DomainLoop:
         self._flush(writes, now)
         self.store.prune(now)
         return results
+
+    def _disks(self, names, now):
+        """The disks of the domains ``names`` (DB views), for one round.
+
+        Read in full when the disks or tiers changed
+        (:meth:`~iotguard.db.api.Connection.disks_version`), when the set
+        of domains did, and at least every ``FULL_READ_S``; otherwise only
+        the caps in force are read again. Each view is fresh for the round
+        either way: its ``cap`` is the one in the database now.
+        """
+        version = self.db.disks_version()
+        key = tuple(sorted(names))
+        cached = self._views
+        if (cached is None or cached[0] != key or cached[1] != version
+                or now - cached[2] >= FULL_READ_S or now < cached[2]):
+            views = self.db.domains_disks(names)
+            self._views = (key, version, now, views)
+            return views
+        views = cached[3]
+        caps = self.db.domains_caps(names)
+        for disks in views.values():
+            for disk in disks:
+                disk['cap'] = caps.get(disk['id'])
+        return views
 
     def _flush(self, writes, now):
         """Write a round's renewals and rates (each logged on failure)."""

@@ -761,6 +761,46 @@ class Connection:
                     'decision_id': r.decision_id, 'set_at': r.created_at}})
         return out
 
+    def disks_version(self):
+        """What changes whenever the disks or their tiers may have.
+
+        Whatever :meth:`domains_disks` says apart from the caps.
+
+        Counts, largest ids, id sums and latest times of the disks, tier
+        choices and tiers: a few aggregates, so that the controller reads
+        the disks again only when they changed.
+        """
+        def of(table):
+            return (sa.func.count(), sa.func.max(table.id),
+                    sa.func.sum(table.id), sa.func.max(table.created_at),
+                    sa.func.max(table.updated_at))
+
+        with self._reader() as session:
+            return tuple(tuple(session.execute(sa.select(*of(table))).one())
+                         for table in (models.Disk, models.DiskTier,
+                                       models.Tier))
+
+    def domains_caps(self, domains):
+        """The caps in force in ``domains``: ``{disk id: cap}``.
+
+        Each cap as :meth:`domain_disks` gives it (``set_at`` included);
+        the only part of those views a round must read every time.
+        """
+        disk, cap = models.Disk, models.Cap
+        with self._reader() as session:
+            rows = session.execute(
+                sa.select(cap.disk_id, cap.limits, cap.lease_expires_at,
+                          cap.decision_id, models.Decision.created_at)
+                .join(disk, disk.id == cap.disk_id)
+                .join(models.Domain, models.Domain.id == disk.domain_id)
+                .outerjoin(models.Decision,
+                           models.Decision.id == cap.decision_id)
+                .where(models.Domain.name.in_(sorted(set(domains))))).all()
+        return {r.disk_id: {'limits': r.limits,
+                            'lease_expires_at': r.lease_expires_at,
+                            'decision_id': r.decision_id,
+                            'set_at': r.created_at} for r in rows}
+
     def disk_rates_bulk_update(self, rates):
         """Store the latest rates of many disks at once (by disk id).
 

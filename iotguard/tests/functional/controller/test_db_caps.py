@@ -113,6 +113,45 @@ class ControllerDbTests:
         self.assertRaises(exception.NotFound, self.db.domains_disks,
                           ['pool', 'nope'])
 
+    def test_disks_version_and_caps_of_a_round(self):
+        self.db.domain_create('pool', 'cinder')
+        self.db.domain_create('other', 'cinder')
+        seen = [self.db.disks_version()]
+
+        def changed():
+            seen.append(self.db.disks_version())
+            return seen[-1] != seen[-2]
+        self.db.disk_upsert(UUID_A, 'vda', 'cn1', 'pool', 'p')
+        self.assertTrue(changed())
+        self.db.disk_upsert(UUID_B, 'vda', 'cn1', 'other', 'p')
+        self.assertTrue(changed())
+        self.assertFalse(changed())
+        self.db.disk_upsert(UUID_B, 'vda', 'cn2', 'pool', 'p')   # moved
+        self.assertTrue(changed())
+        self.db.tier_create({'name': 'gold', 'description': '',
+                             'min_iops': 10.0, 'min_bytes_sec': 0.0,
+                             'max_iops': 0.0, 'max_bytes_sec': 0.0,
+                             'weight': 2.0, 'is_public': True})
+        self.assertTrue(changed())
+        self.db.disk_tier_set(UUID_A, 'vda', 'gold', 'flavor', 'p')
+        self.assertTrue(changed())
+        self.db.tier_choice_unset(UUID_A, 'flavor', 'vda')
+        self.assertTrue(changed())
+        # caps are not part of it: the round reads them every time
+        decision = self.db.decision_create(
+            'pool', 'guarantee', UUID_A, 'vda', 'p', 'cap', {},
+            {'total_iops_sec': 10}, 'why', {}, created_at=T0)
+        lease = T0 + datetime.timedelta(seconds=15)
+        self.db.cap_set(UUID_A, 'vda', {'total_iops_sec': 10}, lease,
+                        decision)
+        self.assertFalse(changed())
+        disks = self.db.domain_disks('pool')
+        self.assertEqual({d['id']: d['cap'] for d in disks if d['cap']},
+                         self.db.domains_caps(['pool', 'other']))
+        self.assertEqual({}, self.db.domains_caps(['other']))
+        self.db.disk_delete(UUID_B, 'vda')
+        self.assertTrue(changed())
+
     def test_caps_renew_a_whole_round(self):
         # more disks than one statement takes (500): one transaction
         self.db.domain_create('pool', 'cinder')

@@ -346,7 +346,8 @@ class RunTest(LoopTestBase):
         for disk in disks:
             self.feed(disk, at=T0 + 4)
         results = self.loop.run(self.db.domain_list(), T0 + 5)
-        self.assertEqual(2, self.db.bulk_reads)
+        # the disks did not change: only their caps are read again
+        self.assertEqual((1, 1), (self.db.bulk_reads, self.db.caps_reads))
         self.assertEqual([1, 1, 1], [r.renewed for r in results])
         # one renewal write and one rates write for the three domains
         self.assertEqual([sorted(d['id'] for d in disks)], self.db.renewals)
@@ -356,6 +357,39 @@ class RunTest(LoopTestBase):
         for disk in disks:
             self.assertEqual(audit.to_datetime(T0 + 20.0),
                              self.cap_of(disk)['lease_expires_at'])
+
+    def test_disks_read_again_when_they_change(self):
+        disks = self._domains(2)
+        self.loop.run(self.db.domain_list(), T0)
+        self.loop.run(self.db.domain_list(), T0 + 5)
+        self.assertEqual(1, self.db.bulk_reads)
+        # another process gives a disk a tier without a ceiling: its cap
+        # is released in the very next round
+        self.db.disks[(disks[0]['instance_uuid'], 'vda')]['tier'] = \
+            fakes.tier('plain')
+        results = self.loop.run(self.db.domain_list(), T0 + 10)
+        self.assertEqual(2, self.db.bulk_reads)
+        self.assertEqual([1, 0], [r.released for r in results])
+        # a new domain is read in full too, and so is everything after a
+        # while whatever the version says
+        self.db.add_domain('pool-new', policy='static')
+        self.loop.run(self.db.domain_list(), T0 + 15)
+        self.assertEqual(3, self.db.bulk_reads)
+        self.loop.run(self.db.domain_list(), T0 + 20)
+        self.assertEqual(3, self.db.bulk_reads)
+        self.loop.run(self.db.domain_list(), T0 + 15 + loop.FULL_READ_S)
+        self.assertEqual(4, self.db.bulk_reads)
+
+    def test_caps_read_every_round_from_the_database(self):
+        disks = self._domains(1)
+        self.loop.run(self.db.domain_list(), T0)
+        # the cap went away behind the loop's back (released, lapsed):
+        # the next round sees it gone and applies it again
+        self.db.caps.clear()
+        results = self.loop.run(self.db.domain_list(), T0 + 5)
+        self.assertEqual((1, 1, 0), (self.db.bulk_reads, results[0].applied,
+                                     results[0].renewed))
+        self.assertIsNotNone(self.cap_of(disks[0]))
 
     def test_failed_renewal_write_is_logged_and_not_counted(self):
         self._domains(2)
