@@ -17,10 +17,13 @@ carried over that the DB and the sample store do not hold), so any
 controller can take over a domain at any round:
 
 * **collect**: the domain's disks, their tiers and caps in force from the
-  DB, the newest sample of each disk from the :class:`SampleStore`. A disk
-  with no sample, a sample without rates (gap) or a stale one is flagged
-  ``stale``: the policy may release or loosen its cap, never tighten it
-  (and the loop drops any decision that would).
+  DB (:meth:`DomainLoop.run` reads every owned domain at once, and reads
+  the disks and tiers again only when the database says they changed; the
+  caps in force every round), the newest sample of each disk from the
+  :class:`SampleStore`'s columns. A disk with no sample, a sample without
+  rates (gap) or a stale one is flagged ``stale``: the policy may release
+  or loosen its cap, never tighten it (and the loop drops any decision
+  that would).
 * **decide**: the domain's policy (``domain.policy`` with its ``params``,
   else ``[controller] default_policy``) on the columnar snapshot. Not in
   the first round after a start or a takeover when every disk is still
@@ -31,7 +34,8 @@ controller can take over a domain at any round:
   ``release_caps`` cast with the releases. Unchanged caps are not sent
   again until their renewal is due (every round, see :func:`renew_due`).
 * **record**: each decision in the audit trail before it is sent, the
-  caps in force after, notifications ``iotguard.cap.apply`` /
+  caps in force after (the renewals and the rates for the API once per
+  round, for all its domains), notifications ``iotguard.cap.apply`` /
   ``iotguard.cap.release``, and ``iotguard.guarantee.violation`` when a
   disk falls below its floor with unmet demand.
 

@@ -23,17 +23,22 @@ T0 = datetime.datetime(2026, 11, 22, 3, 0, 0, 123456)
 
 class ControllerDbTests:
 
+    def _cap_a(self, domain):
+        """A 10 IOPS cap on UUID_A's vda decided at T0: (decision, lease)."""
+        decision = self.db.decision_create(
+            domain, 'guarantee', UUID_A, 'vda', 'p', 'cap', {},
+            {'total_iops_sec': 10}, 'why', {}, created_at=T0)
+        lease = T0 + datetime.timedelta(seconds=15)
+        self.db.cap_set(UUID_A, 'vda', {'total_iops_sec': 10}, lease,
+                        decision)
+        return decision, lease
+
     def test_caps_renew(self):
         self.db.domain_create('local:cn1', 'local', iops_4k=1e4,
                               bytes_sec=5e8)
         a = self.db.disk_upsert(UUID_A, 'vda', 'cn1', 'local:cn1', 'p')
         b = self.db.disk_upsert(UUID_B, 'vda', 'cn1', 'local:cn1', 'p')
-        decision = self.db.decision_create(
-            'local:cn1', 'guarantee', UUID_A, 'vda', 'p', 'cap', {},
-            {'total_iops_sec': 10}, 'why', {}, created_at=T0)
-        lease = T0 + datetime.timedelta(seconds=15)
-        self.db.cap_set(UUID_A, 'vda', {'total_iops_sec': 10}, lease,
-                        decision)
+        decision, lease = self._cap_a('local:cn1')
         later = lease + datetime.timedelta(seconds=5)
         self.assertEqual(0, self.db.caps_renew([], later))
         # b has no cap: only a's is renewed
@@ -84,12 +89,7 @@ class ControllerDbTests:
                             volume_id=UUID_A)
         self.db.disk_upsert(UUID_B, 'vdb', 'cn2', 'other', 'q')
         self.db.disk_tier_set(UUID_A, 'vda', 'gold', 'flavor', 'p')
-        decision = self.db.decision_create(
-            'pool', 'guarantee', UUID_A, 'vda', 'p', 'cap', {},
-            {'total_iops_sec': 10}, 'why', {}, created_at=T0)
-        lease = T0 + datetime.timedelta(seconds=15)
-        self.db.cap_set(UUID_A, 'vda', {'total_iops_sec': 10}, lease,
-                        decision)
+        decision, lease = self._cap_a('pool')
         got = self.db.domain_disks('pool')
         listed = self.db.disk_list(domain='pool')
         self.assertEqual([(d['instance_uuid'], d['dev']) for d in listed],
@@ -138,12 +138,7 @@ class ControllerDbTests:
         self.db.tier_choice_unset(UUID_A, 'flavor', 'vda')
         self.assertTrue(changed())
         # caps are not part of it: the round reads them every time
-        decision = self.db.decision_create(
-            'pool', 'guarantee', UUID_A, 'vda', 'p', 'cap', {},
-            {'total_iops_sec': 10}, 'why', {}, created_at=T0)
-        lease = T0 + datetime.timedelta(seconds=15)
-        self.db.cap_set(UUID_A, 'vda', {'total_iops_sec': 10}, lease,
-                        decision)
+        decision, lease = self._cap_a('pool')
         self.assertFalse(changed())
         disks = self.db.domain_disks('pool')
         self.assertEqual({d['id']: d['cap'] for d in disks if d['cap']},
