@@ -81,7 +81,13 @@ CAP_SCHEMA = {
     'additionalProperties': False,
 }
 
-_NULLABLE_RATE = {'type': ['number', 'null'], 'minimum': 0}
+#: The largest rate (IOPS, bytes/s, flushes/s) or latency (ms) iotguard
+#: takes, far above any device: sums of them over a domain's disks (its
+#: load in the admin view, the controller's arithmetic) stay finite.
+MAX_RATE = 1e15
+
+_NULLABLE_RATE = {'type': ['number', 'null'], 'minimum': 0,
+                  'maximum': MAX_RATE}
 
 #: One disk in a ``report_samples`` batch. The rate fields are ``null``
 #: when there is no rate for the interval (``gap`` says why: first reading,

@@ -14,9 +14,9 @@
 
 Outermost first: request id, the fault wrapper (anything raised below
 becomes a JSON error), proxy headers, the request line's check (bytes
-that are not UTF-8: 400), then ``/`` (version document) and
-``/healthcheck`` without authentication, everything else through
-keystonemiddleware's auth_token (or noauth) into the router.
+that are not UTF-8: 400), then ``/`` (version document),
+``/openapi.json`` and ``/healthcheck`` without authentication, everything
+else through keystonemiddleware's auth_token (or noauth) into the router.
 """
 
 import re
@@ -34,6 +34,7 @@ from iotguard.api import nova
 from iotguard.api import rbac
 from iotguard.api import router
 from iotguard.api import util
+from iotguard.conf import database
 from iotguard.db import api as db_api
 from iotguard import exception
 from iotguard import service
@@ -138,7 +139,11 @@ class AuthGuard:
 
 
 class Dispatcher:
-    """``/`` and ``/healthcheck`` bypass auth; the rest goes to ``api``."""
+    """Public documents and ``/healthcheck`` skip auth; the rest: ``api``."""
+
+    #: The documents anyone may read, by path.
+    PUBLIC = {'': root.list_versions, '/': root.list_versions,
+              '/openapi.json': root.show_openapi}
 
     def __init__(self, api, health):
         self.api, self.health = api, health
@@ -148,10 +153,10 @@ class Dispatcher:
         # The request line as the proxy headers left it, before anything
         # decodes it: not UTF-8 (or a NUL, a surrogate) is a 400.
         util.check_request_line(req.environ)
-        if req.path_info in ('', '/'):
+        public = self.PUBLIC.get(req.path_info)
+        if public is not None:
             try:
-                return util.handler_for(req, {'GET': root.list_versions})(
-                    req)
+                return util.handler_for(req, {'GET': public})(req)
             except util.MethodNotAllowed as exc:
                 return util.exception_response(
                     exc, req.environ.get('openstack.request_id'))
@@ -184,6 +189,16 @@ def deploy(conf, db=None, set_nova_tier=None, unset_nova_tier=None):
     return request_id.RequestId(app)
 
 
+def prepare_conf(argv=None, config_files=None):
+    """iotguard-api's configuration: the service's, with the API's defaults.
+
+    See :func:`iotguard.conf.database.set_api_defaults`.
+    """
+    conf = service.prepare_service(argv, config_files)
+    database.set_api_defaults(conf)
+    return conf
+
+
 def init_application(argv=None, config_files=None):
     """What iotguard.wsgi.api exposes: the app for /etc/iotguard."""
-    return deploy(service.prepare_service(argv, config_files))
+    return deploy(prepare_conf(argv, config_files))

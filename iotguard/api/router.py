@@ -54,7 +54,8 @@ ROUTES = {
 
 def _compile(template):
     pattern = re.sub(r'\{(\w+)\}', r'(?P<\1>[^/]+)', template)
-    return re.compile('^%s/?$' % pattern)
+    # \Z, not $: $ also matches before a final newline (/v1/tiers/%0A).
+    return re.compile(r'^%s/?\Z' % pattern)
 
 
 _TABLE = [(_compile(t), methods) for t, methods in ROUTES.items()]

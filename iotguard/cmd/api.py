@@ -23,13 +23,12 @@ from wsgiref import simple_server
 from oslo_log import log
 
 from iotguard.api import app
-from iotguard import service
 
 LOG = log.getLogger(__name__)
 
 
 def main(argv=None):
-    conf = service.prepare_service(sys.argv[1:] if argv is None else argv)
+    conf = app.prepare_conf(sys.argv[1:] if argv is None else argv)
     server = simple_server.make_server(
         conf.api.dev_server_host, conf.api.dev_server_port,
         app.deploy(conf))

@@ -14,7 +14,8 @@
 
 The options themselves belong to oslo.db (namespace oslo.db in the
 config generator); iotguard only sets the default connection, an embedded
-SQLite file, so an all-in-one needs no database server.
+SQLite file, so an all-in-one needs no database server, and iotguard-api's
+default ``max_retries`` (:func:`set_api_defaults`).
 """
 
 from oslo_db import options
@@ -23,7 +24,19 @@ GROUP = 'database'
 
 DEFAULT_CONNECTION = 'sqlite:////var/lib/iotguard/iotguard.sqlite'
 
+#: iotguard-api's ``[database] max_retries``: no connection attempts when
+#: its engine starts. The API starts its engine inside the first request
+#: that needs the database; oslo.db's 10 attempts 10 s apart would hold
+#: that request for 100 s before its 503, and, the engine not being
+#: started, every following one as long as the database stays away.
+API_MAX_RETRIES = 0
+
 
 def register_opts(conf):
     """Register oslo.db's options on ``conf`` with iotguard's defaults."""
     options.set_defaults(conf, connection=DEFAULT_CONNECTION)
+
+
+def set_api_defaults(conf):
+    """iotguard-api's defaults; a value in its configuration still wins."""
+    conf.set_default('max_retries', API_MAX_RETRIES, group=GROUP)

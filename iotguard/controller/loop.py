@@ -174,14 +174,17 @@ def violations(snapshot, latency_ms):
     """Which disks are below their floor with unmet demand (bool array).
 
     Fresh disks only: below ``1 - FLOOR_TOLERANCE`` of their floor (in
-    the cost model's unit, at their current I/O size), operations slower
-    than ``latency_ms`` and, by Little's law, always one in flight.
+    the cost model's unit, at their current I/O size; a floor above the
+    disk's own ceiling counts up to the ceiling), operations slower than
+    ``latency_ms`` and, by Little's law, always one in flight.
     """
     snap = snapshot
     size = costmodel.mean_io_size(snap.iops, snap.bytes_sec)
     load = costmodel.load(snap.iops, snap.bytes_sec, snap.profile)
-    floor = costmodel.floor_load(snap.floor_iops, snap.floor_bytes_sec,
-                                 size, snap.profile)
+    ceiling = costmodel.limit_load(snap.ceil_iops, snap.ceil_bytes_sec, size,
+                                   costmodel.op_cost(size, snap.profile))
+    floor = np.minimum(costmodel.floor_load(
+        snap.floor_iops, snap.floor_bytes_sec, size, snap.profile), ceiling)
     busy = snap.iops * snap.latency_ms / 1000.0 >= BUSY_DEPTH
     result = (~snap.stale & (floor > 0)
               & (load < floor * (1.0 - FLOOR_TOLERANCE))

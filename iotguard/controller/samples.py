@@ -18,7 +18,8 @@ same store. A per-disk sample arrives in the shape of
 time of measurement (UNIX seconds), and is checked **once**, by
 :func:`decode`, into a typed :class:`Sample` record; a malformed one
 (schema, or a NaN or infinite number) is refused there, logged by the
-caller. The store keeps, per disk ``(instance_uuid, dev)``, only the
+caller (a rate above :data:`iotguard.caps.MAX_RATE` is malformed too).
+The store keeps, per disk ``(instance_uuid, dev)``, only the
 newest sample, and refuses (logs and returns ``False``):
 
 * one from the future, more than ``max_skew_s`` after its arrival;
@@ -110,6 +111,7 @@ class Sample(typing.NamedTuple):
 _UUID = re.compile(caps.DISK_SCHEMA['properties']['instance_uuid']['pattern'])
 _DEV = re.compile(caps.DISK_SCHEMA['properties']['dev']['pattern'])
 _MAX_LIMIT = caps.LIMITS_SCHEMA['properties']['total_iops_sec']['maximum']
+_MAX_RATE = caps.MAX_RATE
 _KEYS = frozenset(caps.IOTUNE_KEYS)
 _NUMBER = (int, float)
 _isfinite = math.isfinite
@@ -143,7 +145,7 @@ def _fast(obj):
         value = get(key, obj)
         if value is None:
             rates.append(None)
-        elif type(value) in _NUMBER and value >= 0 and _isfinite(value):
+        elif type(value) in _NUMBER and 0 <= value <= _MAX_RATE:
             rates.append(value)
         else:
             return None   # missing (obj itself), negative, NaN, ...

@@ -54,6 +54,18 @@ def load(iops: FloatArray, bytes_sec: FloatArray,
     return result
 
 
+def limit_load(ops_limit: FloatArray, bytes_limit: FloatArray,
+               io_size: FloatArray, cost: FloatArray) -> FloatArray:
+    """An (IOPS, bytes/s) limit pair in device-seconds per second.
+
+    ``cost`` is :func:`op_cost` at ``io_size``; ``inf`` is no limit.
+    """
+    with np.errstate(invalid='ignore'):
+        result: FloatArray = np.minimum(ops_limit,
+                                        bytes_limit / io_size) * cost
+    return result
+
+
 def floor_ops(floor_iops: FloatArray, floor_bytes_sec: FloatArray,
               io_size: FloatArray) -> FloatArray:
     """Operations per second a floor promises at a given I/O size.

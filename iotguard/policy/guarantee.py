@@ -12,7 +12,9 @@
 
 """``guarantee``: iotguard's own policy, the default.
 
-Every interval, level-based (everything it needs is in the snapshot):
+Every interval, level-based (everything it needs is in the snapshot, but
+for a small :class:`Memory` per domain: the learned service time and what
+each disk did when it was last uncongested):
 
 1. **Cost.** Each disk's load ``u = iops / iops_4k + bytes_sec / bytes_sec``
    (device-seconds per second, :mod:`iotguard.policy.costmodel`); its floor,
@@ -20,25 +22,31 @@ Every interval, level-based (everything it needs is in the snapshot):
    I/O size. A 4 KiB stream is charged for its seeks, a 64 KiB one for its
    transfer (the paper's weakness 3).
 2. **Unmet demand** (the paper's weakness 5: demand is not observable
-   from outside) is read from two signals together: the disk's operations
-   are slow (mean latency above ``latency_factor`` times what one operation
-   of its size costs the domain, and above ``latency_threshold_ms``: the
-   same rule fits a RAID6 array and an SSD pool) *and* it always
-   has one in flight (by Little's law, ``iops x latency >= busy_depth``
-   operations outstanding). A disk that is slow but idle between its
-   operations (a rate-limited or synchronous client that gets what it
-   asks) does not count. A disk is *starving* when it has unmet demand
-   below its floor.
+   from outside). A deep disk: its operations are slow (mean latency above
+   ``latency_factor`` times what one operation of its size costs the
+   domain, and above ``latency_threshold_ms``) *and* it always has one in
+   flight (by Little's law, ``iops x latency >= busy_depth``). A shallow
+   disk (one request at a time, a client that thinks between synchronous
+   writes): what it would send at the domain's learned uncongested service
+   time (:func:`closed_loop_demand`), at most what it did when last
+   uncongested (:func:`remembered_demand`). Neither counts a disk running
+   at its own ceiling (it waits in its own throttle). A disk is *starving*
+   when it has unmet demand below its floor (a floor above the disk's
+   ceiling counts up to the ceiling). The latency objective: the shallow
+   disks' latency against the domain's congestion threshold
+   (``congestion_ms``, or ``congestion_factor`` x the learned service time);
+   ``pressure`` is the largest ratio.
 3. **Engage** when the domain's load ``U = sum(u)`` passes
-   ``high_watermark`` or a disk is starving. Once caps are in force the
-   policy stays engaged until ``U`` falls below ``low_watermark``
-   (hysteresis).
+   ``high_watermark``, a disk is starving or the pressure is above 1. Once
+   caps are in force the policy stays engaged until ``U`` falls below
+   ``low_watermark`` (hysteresis).
 4. **Estimate demand.** A capped disk running at ``at_cap_ratio`` of its cap
    or more wants more (unbounded); an uncapped disk with unmet demand wants
    ``headroom`` more than it gets, and at least its floor plus
    ``headroom`` (what it gets once the aggressor is capped shrinks with the
-   shallower queue, so aim above the floor); any other disk
-   wants what it does now. No disk wants more than its ceiling.
+   shallower queue, so aim above the floor); a shallow disk wants its
+   estimate of 2.; any other disk wants what it does now. No disk wants
+   more than its ceiling.
 5. **Allocate** the capacity by weighted max-min fairness
    (:func:`iotguard.policy.allocation.fair_shares`): floors first, spare by
    tier weight, nobody above its estimated demand. The capacity is what the
@@ -51,26 +59,33 @@ Every interval, level-based (everything it needs is in the snapshot):
    now; an array whose throughput hardly depends on the queue depth, like
    the paper's, is better served by a figure close to 1, otherwise the
    caps feed on the throughput they lowered); otherwise at least
-   ``high_watermark``.
-6. **Cap** only the disks above their allocation (weakness 1: a disk at or
-   below its fair share is never capped), at their allocation, never below
+   ``high_watermark``. When the pressure is above 1 while every deep disk
+   is capped (the caps fill the queue again), it is cut by at most 15 %
+   per interval.
+6. **Cap** only the deep disks above their allocation (weakness 1: a disk at
+   or below its fair share is never capped), at their allocation, never below
    their floor, never above their ceiling. Caps are sent as both
    ``total_iops_sec`` and ``total_bytes_sec`` at the disk's mean I/O size,
    which bounds its cost whatever size it switches to.
 7. **Release gradually** (weakness 2): a cap is raised by at most
    ``release_factor`` per interval, and removed once it would reach the
    disk's ceiling or the whole domain. A disk that runs at its cap is only
-   raised while no uncapped disk has unmet demand (as in 2.: slow *and*
-   always one in flight): raising it then would push the neighbours back
-   under and the cap would be cut again, the oscillation that makes caps
-   churn. Changes smaller than ``min_change`` are not sent, so caps do
-   not flap with measurement noise.
+   raised while no uncapped disk is slow *and* always has one in flight
+   and the pressure is at most ``congestion_release``: raising it then
+   would push the neighbours back under and the cap would be cut again,
+   the oscillation that makes caps churn. A disk using under a tenth of
+   its cap keeps it (an on/off aggressor). Changes smaller than
+   ``min_change`` are not sent, so caps do not flap with measurement
+   noise.
 
 Disks whose samples are ``stale`` are never tightened (their caps may be
 raised or released). Everything is a handful of NumPy operations over the
 domain's columns; the only Python loop builds the decisions for the disks
 that change.
 """
+
+import dataclasses
+import math
 
 import numpy as np
 
@@ -94,7 +109,36 @@ DEFAULTS = {
     'tolerance': 0.05,
     'min_change': 0.1,
     'min_capacity': 0.0,
+    'congestion_ms': 0.0,
+    'congestion_factor': 8.0,
+    'congestion_release': 0.7,
 }
+
+#: How far, per decision, the learned uncongested service time follows
+#: observations above it (a half-life of ~700 decisions, an hour at 5 s):
+#: it falls at once to a lower observation, rises only slowly, so a long
+#: congestion does not teach the policy that congestion is normal.
+SERVICE_DRIFT = 0.001
+
+#: The closed-loop estimate asks at most this many times what a disk does
+#: now per decision: a closed loop that wants more shows it again at the
+#: next decision.
+CLOSED_LOOP_GROWTH = 2.0
+
+#: A disk with at most this many requests in flight (IOPS x latency) is
+#: *shallow*: a client sending one request at a time (the measure runs a
+#: little over one as requests straddle the interval's edges).
+SHALLOW_DEPTH = 1.2
+
+#: A shallow disk whose latency is at most this many times the domain's
+#: uncongested service time gets what it asks: what it does then is
+#: remembered as its demand.
+UNCONGESTED = 2.0
+
+#: A disk using less than this share of its cap keeps the cap as it is:
+#: raising it tells nothing and gives away the protection the moment it
+#: floods again (an on/off aggressor).
+IDLE_SHARE = 0.1
 
 
 def _check(params: dict[str, float]) -> None:
@@ -128,18 +172,16 @@ def _check(params: dict[str, float]) -> None:
         fail('min_capacity', 'in [0, 1]')
     if not 0 <= params['min_change'] < 1:
         fail('min_change', 'in [0, 1)')
+    if params['congestion_ms'] < 0:
+        fail('congestion_ms', '>= 0 (0: congestion_factor x the learned '
+             'service time)')
+    if params['congestion_factor'] <= 1:
+        fail('congestion_factor', '> 1')
+    if not 0 < params['congestion_release'] <= 1:
+        fail('congestion_release', 'in (0, 1]')
     if params['release_factor'] <= 1 + params['min_change']:
         fail('release_factor', 'above 1 + min_change (%r)'
              % (1 + params['min_change']))
-
-
-def _in_load(ops_limit: base.FloatArray, bytes_limit: base.FloatArray,
-             size: base.FloatArray, cost: base.FloatArray) -> base.FloatArray:
-    """An (IOPS, bytes/s) limit pair in device-seconds per second."""
-    with np.errstate(invalid='ignore'):
-        result: base.FloatArray = np.minimum(ops_limit,
-                                             bytes_limit / size) * cost
-    return result
 
 
 def _release_point(snap: base.DomainSnapshot, ceil: base.FloatArray,
@@ -154,10 +196,93 @@ def _release_point(snap: base.DomainSnapshot, ceil: base.FloatArray,
     point = np.minimum(ceil, CAPACITY)
     if snap.static_iops is None or snap.static_bytes_sec is None:
         return point
-    static = _in_load(snap.static_iops, snap.static_bytes_sec, size, cost)
+    static = costmodel.limit_load(snap.static_iops, snap.static_bytes_sec,
+                                  size, cost)
     with np.errstate(invalid='ignore'):
         below_static = ceil < static * (1.0 - 1e-9)
     result: base.FloatArray = np.where(below_static, np.inf, point)
+    return result
+
+
+def learn_service(known: float | None, latency_ms: base.FloatArray,
+                  cost: base.FloatArray, usable: base.BoolArray
+                  ) -> float | None:
+    """The domain's uncongested service time, per device-second of cost.
+
+    Each interval the fastest disk (latency / op cost, over ``usable``:
+    disks with I/O and no cap, whose latency has no throttle wait) is
+    the least queued one. The estimate falls at once to a lower ratio and
+    follows a higher one by ``SERVICE_DRIFT`` per call; never below 1 (an
+    operation takes at least its cost). ``None`` until a disk did I/O.
+    """
+    if not usable.any():
+        return known
+    seen = max(1.0, float(np.min(latency_ms[usable] / (1000.0
+                                                       * cost[usable]))))
+    if known is None or seen < known:
+        return seen
+    return known + SERVICE_DRIFT * (seen - known)
+
+
+def closed_loop_demand(iops: base.FloatArray, latency_ms: base.FloatArray,
+                       service_ms: base.FloatArray) -> base.FloatArray:
+    """Operations/s a client with one request at a time would send.
+
+    A client that keeps at most one request in flight spends ``1 / iops``
+    per operation: ``latency`` in the storage, the rest thinking (or
+    pacing). At the uncongested ``service`` time it would send ``1 /
+    (think + service)``: what it loses to the queue, whether it is a
+    closed loop that computes between synchronous writes or a paced one
+    (which the estimate over-reads while the queue lasts: once the queue
+    is short the two agree). Never below what it does now.
+    """
+    with np.errstate(divide='ignore', invalid='ignore'):
+        think = np.maximum(0.0, 1.0 / iops - latency_ms / 1000.0)
+        ops = 1.0 / (think + service_ms / 1000.0)
+    ops = np.minimum(ops, CLOSED_LOOP_GROWTH * iops)
+    result: base.FloatArray = np.where(
+        (iops > 0) & (latency_ms > service_ms), np.maximum(ops, iops), iops)
+    return result
+
+
+@dataclasses.dataclass
+class Memory:
+    """What ``guarantee`` remembers of one domain between decisions.
+
+    ``service``: the uncongested service time per device-second of cost
+    (:func:`learn_service`); ``asked``: the load each disk did when it was
+    last uncongested (``nan``: never seen so), aligned with ``disk_ids``.
+    """
+
+    service: float | None = None
+    disk_ids: tuple[str, ...] = ()
+    asked: base.FloatArray = dataclasses.field(
+        default_factory=lambda: np.zeros(0))
+
+    def align(self, disk_ids: tuple[str, ...]) -> base.FloatArray:
+        """``asked`` in the order of ``disk_ids`` (new disks: ``nan``)."""
+        if disk_ids != self.disk_ids:
+            old = dict(zip(self.disk_ids, self.asked.tolist()))
+            self.asked = np.array([old.get(d, math.nan) for d in disk_ids],
+                                  dtype=np.float64)
+            self.disk_ids = disk_ids
+        return self.asked
+
+
+def remembered_demand(asked: base.FloatArray, closed: base.FloatArray,
+                      u: base.FloatArray) -> base.FloatArray:
+    """A shallow disk's demand, from two estimates.
+
+    The closed-loop estimate (at most what the disk did when uncongested).
+    The closed-loop estimate over-reads a paced client (its slack looks
+    like thinking); what the disk did when it was last uncongested
+    under-reads a client whose load grew since. Their smaller is kept;
+    a disk never seen uncongested is taken at what it does now. Never
+    below what it does now.
+    """
+    known = np.isfinite(asked)
+    result: base.FloatArray = np.maximum(u, np.where(
+        known, np.minimum(closed, np.where(known, asked, 0.0)), u))
     return result
 
 
@@ -187,6 +312,11 @@ class GuaranteePolicy:
         self.tolerance = values['tolerance']
         self.min_change = values['min_change']
         self.min_capacity = values['min_capacity']
+        self.congestion_ms = values['congestion_ms']
+        self.congestion_factor = values['congestion_factor']
+        self.congestion_release = values['congestion_release']
+        #: what is remembered between calls, per domain (:class:`Memory`)
+        self.memory: dict[str, Memory] = {}
 
     def decide(self, snapshot: base.DomainSnapshot,
                now: float) -> list[base.Decision]:
@@ -201,50 +331,93 @@ class GuaranteePolicy:
         size = costmodel.mean_io_size(snap.iops, snap.bytes_sec)
         cost = costmodel.op_cost(size, profile)
         u = costmodel.load(snap.iops, snap.bytes_sec, profile)
-        floor = costmodel.floor_load(snap.floor_iops, snap.floor_bytes_sec,
-                                     size, profile)
-        ceil = _in_load(snap.ceil_iops, snap.ceil_bytes_sec, size, cost)
+        ceil = costmodel.limit_load(snap.ceil_iops, snap.ceil_bytes_sec,
+                                    size, cost)
+        # A floor above the disk's own ceiling is kept up to the ceiling.
+        floor = np.minimum(costmodel.floor_load(
+            snap.floor_iops, snap.floor_bytes_sec, size, profile), ceil)
         # A cap is released only where the static limits alone keep the
         # disk under its ceiling; a tier ceiling below them is held by
         # the cap itself (never above the ceiling).
         hold = _release_point(snap, ceil, size, cost)
-        cap = _in_load(snap.cap_iops, snap.cap_bytes_sec, size, cost)
+        cap = costmodel.limit_load(snap.cap_iops, snap.cap_bytes_sec, size,
+                                   cost)
         total = float(u.sum())
 
         # 2. engagement, with hysteresis while caps are in force
         # Unmet demand: slow operations *and* always one in flight (Little:
         # outstanding = IOPS x latency); a disk that is idle between its
-        # operations gets what it asks, however slow each one is.
+        # operations gets what it asks, however slow each one is ...
         outstanding = snap.iops * snap.latency_ms / 1000.0
         slow_ms = np.maximum(self.latency_threshold_ms,
                              self.latency_factor * 1000.0 * cost)
         queueing = fresh & (snap.latency_ms > slow_ms)
-        slow = queueing & (outstanding >= self.busy_depth)
+        # A disk running at its own ceiling (the static limits Nova set,
+        # or its tier's) waits in its own throttle: that is no unmet
+        # demand the domain could serve.
+        at_ceiling = fresh & (u >= self.at_cap_ratio * ceil)
+        slow = queueing & (outstanding >= self.busy_depth) & ~at_ceiling
+        # ... unless it keeps at most one request in flight and loses to
+        # the queue what it would send at the domain's uncongested service
+        # time (a closed loop that thinks between synchronous writes).
+        active = fresh & (snap.iops > 0) & (snap.latency_ms > 0)
+        memory = self.memory.setdefault(snap.domain, Memory())
+        learned = memory.service = learn_service(
+            memory.service, snap.latency_ms, cost,
+            active & ~capped & ~at_ceiling)
+        service_ms = 1000.0 * cost * (learned or 1.0)
+        threshold_ms = (np.full(len(snap), self.congestion_ms)
+                        if self.congestion_ms else
+                        self.congestion_factor * service_ms)
+        shallow = (active & ~capped & ~at_ceiling
+                   & (outstanding <= SHALLOW_DEPTH))
+        asked = memory.align(snap.disk_ids)
+        calm = shallow & (snap.latency_ms <= UNCONGESTED * service_ms)
+        asked[calm] = u[calm]
+        closed = np.where(shallow, remembered_demand(asked, closed_loop_demand(
+            snap.iops, snap.latency_ms, service_ms) * cost, u), u)
+        wants = shallow & (closed > u * (1.0 + self.tolerance))
+        # The latency objective: the shallow disks' latency against the
+        # domain's congestion threshold.
+        # (A calm domain, below the low watermark, has no queue to keep
+        # short: a slow disk there is slow for another reason.)
+        pressure = float(np.max(np.where(
+            shallow, snap.latency_ms / threshold_ms, 0.0))) if total > (
+                self.low_watermark * CAPACITY) else 0.0
         # A cap is raised on a disk that runs at it (a probe for spare
-        # capacity) only while no uncapped disk has unmet demand: otherwise
+        # capacity) only while no uncapped disk has unmet demand and the
+        # shallow disks' latency is well under the threshold: otherwise
         # raising it would just push the neighbours back down, then be cut
         # again. A neighbour that is slow but idle between its operations
-        # gets what it asks and does not hold the cap.
+        # and would not send more at the uncongested service time gets
+        # what it asks and does not hold the cap.
         at_cap = fresh & capped & (u >= self.at_cap_ratio * cap)
-        congested = bool((slow & ~capped).any())
+        unmet = (slow | wants) & ~capped
+        congested = (bool((slow & ~capped).any())
+                     or pressure > self.congestion_release)
         # An idle disk keeps its cap as it is: it costs nothing, tells
         # nothing (no I/O size), and protects the neighbours the moment the
         # disk comes back (an on/off aggressor).
-        may_raise = capped & ~(at_cap & congested) & (snap.iops > 0)
-        starving = slow & (u < floor * (1.0 - self.tolerance))
+        may_raise = (capped & ~(at_cap & congested)
+                     & (u >= IDLE_SHARE * cap))
+        starving = (slow | wants) & (u < floor * (1.0 - self.tolerance))
         any_starving = bool(starving.any())
-        engaged = any_starving or total > self.high_watermark * CAPACITY
+        engaged = (any_starving or pressure > 1.0
+                   or total > self.high_watermark * CAPACITY)
         holding = bool(capped.any()) and total > (self.low_watermark
                                                   * CAPACITY)
 
-        numbers = dict(domain_load=total, starving=float(starving.sum()))
+        numbers = dict(domain_load=total, starving=float(starving.sum()),
+                       waiting=float(unmet.sum()), pressure=pressure,
+                       service_ratio=learned or math.nan)
         if not (engaged or holding):
             return self._relax(snap, may_raise, u, floor, ceil, hold, cap,
                                size, cost, numbers)
 
         # 3. demand estimate
         hungry = slow & ~capped
-        demand = np.where(hungry, u * (1.0 + self.headroom), u)
+        demand = np.maximum(np.where(hungry, u * (1.0 + self.headroom), u),
+                            closed)
         demand = np.where(starving, np.maximum(demand, floor * (
             1.0 + self.floor_margin)), demand)
         demand = np.minimum(np.where(at_cap, np.inf, demand), ceil)
@@ -252,18 +425,28 @@ class GuaranteePolicy:
         # 4. fair shares of what the domain can serve
         if any_starving:
             capacity = total
-        elif bool(hungry.any()):
+        elif bool(unmet.any()):
             capacity = max(total, self.min_capacity * CAPACITY)
         else:
             capacity = max(total, self.min_capacity * CAPACITY,
                            self.high_watermark * CAPACITY)
+        if pressure > 1.0 and not bool((active & ~capped & ~shallow).any()):
+            # the shallow disks queue past the threshold although every
+            # deep queue is capped: the caps fill the array, share out less
+            capacity = min(capacity, total * max(0.85, pressure ** -0.5))
         share, level = allocation.fair_shares(capacity, floor, demand,
                                               snap.weight)
         target = np.minimum(np.maximum(share, floor), ceil)
         numbers.update(capacity=capacity, level=level)
 
         # 5. tighten the disks above their share; loosen gradually
-        over = fresh & (u > share * (1.0 + self.tolerance))
+        # A shallow disk that wants more may lose less than the tolerance
+        # of a big neighbour's share: then any disk above its share gives
+        # way.
+        slack = 0.0 if bool(wants.any()) else self.tolerance
+        # A disk with at most one request in flight adds at most one to
+        # the queue: it is never what keeps the queue long.
+        over = fresh & ~shallow & (u > share * (1.0 + slack))
         tighten = engaged & over & (target < cap * (1.0 - self.min_change))
         loosen = (may_raise & ~tighten
                   & (target > cap * (1.0 + self.min_change)))
@@ -271,7 +454,8 @@ class GuaranteePolicy:
                        np.minimum(target, cap * self.release_factor))
         release = loosen & (new >= hold)
         change = tighten | loosen
-        extra = dict(share=share, target=target, demand=demand)
+        extra = dict(share=share, target=target, demand=demand, asked=asked,
+                     service_ms=service_ms, threshold_ms=threshold_ms)
         return self._decisions(snap, change, release, new, u, floor, ceil,
                                cap, size, cost, numbers, extra, tighten)
 

@@ -89,6 +89,9 @@ class Run:
     cap_kbs: base.FloatArray
     actions: list[Action]
     change_times: list[float]
+    #: each disk's mean latency per operation (ms; 0 without I/O)
+    latency_ms: base.FloatArray = dataclasses.field(
+        default_factory=lambda: np.zeros((0, 0)))
 
 
 def profile(domain: scenario_mod.Domain) -> base.Profile:
@@ -219,7 +222,7 @@ class _Loop:
         dem, cap_kbs = np.zeros(shape), np.zeros(shape)
         slots_in = np.zeros(shape)
         capacity, queue = np.zeros(windows), np.zeros(windows)
-        response = np.zeros(windows)
+        response, latency = np.zeros(windows), np.zeros(shape)
         prev = [self.world.counters(d) for d in self.ids]
         for k in range(windows):
             t = self.world.now
@@ -244,6 +247,8 @@ class _Loop:
             work[k] = (ops / sc.domain.iops_4k
                        + size / sc.domain.bytes_sec) / dt
             kbs[k] = size / dt / workload.KIB
+            latency[k] = [(d['rd_times'] + d['wr_times']) / 1e6 / o if o
+                          else 0.0 for d, o in zip(delta, ops)]
             response[k] = (queue[k] / ops.sum() * dt * 1e3 if ops.sum()
                            else 0.0)
             self.apply(self.policy.decide(self.snapshot(delta), now), now)
@@ -267,7 +272,7 @@ class _Loop:
             slots=slots_in, capacity=capacity, queue=queue,
             response_ms=response,
             cap_kbs=cap_kbs, actions=self.actions,
-            change_times=sc.change_times())
+            change_times=sc.change_times(), latency_ms=latency)
 
 
 def run(scenario: scenario_mod.Scenario, policy: base.Policy, seed: int = 0,

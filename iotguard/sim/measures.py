@@ -32,7 +32,8 @@ KEPT = 0.95
 SETTLE_WINDOWS = 2
 KEYS = ('floor_kept', 'worst_window', 'utilisation', 'work_conservation',
         'time_to_restore_s', 'cap_churn_per_min', 'innocent_throttle_rate',
-        'fairness', 'oracle_distance')
+        'fairness', 'oracle_distance', 'quiet_kept', 'quiet_worst',
+        'quiet_latency_ms')
 
 
 def oracle(capacity: base.FloatArray, floors: base.FloatArray,
@@ -223,6 +224,40 @@ def oracle_distance(x: base.FloatArray, alloc: base.FloatArray,
                          / capacity[valid]))
 
 
+def quiet(demand: base.FloatArray, alloc: base.FloatArray
+          ) -> base.BoolArray:
+    """Disks whose whole demand fits their max-min fair share."""
+    result: base.BoolArray = (demand > 0) & (alloc >= demand * (1 - 1e-6))
+    return result
+
+
+def quiet_ratio(x: base.FloatArray, demand: base.FloatArray,
+                alloc: base.FloatArray, settle: base.BoolArray
+                ) -> base.FloatArray:
+    """Throughput / min(demand, fair share) of the judged quiet pairs.
+
+    A quiet disk's target is its demand (its fair share is larger); the
+    pairs are judged outside the two windows after each load change.
+    """
+    judged = quiet(demand, alloc) & ~settle[:, None]
+    result: base.FloatArray = x[judged] / demand[judged]
+    return result
+
+
+def quiet_latency(latency_ms: base.FloatArray, x: base.FloatArray,
+                  demand: base.FloatArray, alloc: base.FloatArray,
+                  settle: base.BoolArray) -> float:
+    """Mean latency (ms) of the quiet disks, weighted by their throughput.
+
+    Over the judged windows; 0 when there is no quiet disk with I/O.
+    """
+    judged = quiet(demand, alloc) & ~settle[:, None] & (latency_ms > 0)
+    weight = x[judged]
+    if not judged.any() or weight.sum() <= 0:
+        return 0.0
+    return float(np.sum(latency_ms[judged] * weight) / weight.sum())
+
+
 def measure(run: loop.Run, reference: loop.Run) -> dict[str, float]:
     """Every measure of ``run``; ``reference`` is the ``none`` run."""
     fair = np.array([fair_capacity(run.floor, run.demand[k], run.slots[k],
@@ -232,6 +267,7 @@ def measure(run: loop.Run, reference: loop.Run) -> dict[str, float]:
     target = np.minimum(run.floor[None, :], run.demand)
     settle = settling(run.times, run.window_s, run.change_times)
     x = run.work
+    ratio = quiet_ratio(x, run.demand, alloc, settle)
     return {
         'floor_kept': floor_kept(x, target, settle),
         'worst_window': worst_window(x, target, settle),
@@ -245,6 +281,11 @@ def measure(run: loop.Run, reference: loop.Run) -> dict[str, float]:
             run.actions, x, alloc, run.times, run.window_s),
         'fairness': fairness(x, run.demand, alloc),
         'oracle_distance': oracle_distance(x, alloc, fair),
+        'quiet_kept': (float(np.mean(ratio >= KEPT)) if len(ratio)
+                       else 1.0),
+        'quiet_worst': float(ratio.min()) if len(ratio) else 1.0,
+        'quiet_latency_ms': quiet_latency(run.latency_ms, x, run.demand,
+                                          alloc, settle),
     }
 
 

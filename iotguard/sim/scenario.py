@@ -73,6 +73,9 @@ class Job:
 
     ``read_fraction`` of the requests are reads; ``rate_kbs`` (KiB/s, whole
     job) is fio's ``rate`` (``None``: as fast as the storage answers).
+    ``think_ms`` is fio's ``thinktime``: a process waits that long after
+    each completion before it sends its next request (a closed-loop client
+    that computes between its synchronous writes).
     ``steps`` change the load over time and repeat every ``period_s`` when
     that is set.
     """
@@ -82,6 +85,7 @@ class Job:
     iodepth: int
     steps: tuple[Step, ...]
     period_s: float | None = None
+    think_ms: float = 0.0
 
     def state_at(self, t: float) -> Step:
         """The step in force at time ``t`` (processes 0 before the first)."""
@@ -292,6 +296,7 @@ def _job(r: _Reader, source: str) -> Job:
     iodepth = r.integer('iodepth', 1, minimum=1)
     rate = r.number('rate_kbs', None, strict=True)
     period = r.number('period_s', None, strict=True)
+    think = r.number('think_ms', 0.0)
     if 'steps' in r.data:
         if 'processes' in r.data:
             r.fail(r.name('steps'), 'give processes or steps, not both')
@@ -309,7 +314,7 @@ def _job(r: _Reader, source: str) -> Job:
         r.fail(r.name('period_s'), 'must be after the last step')
     r.done()
     return Job(bs=bs, read_fraction=read_fraction, iodepth=iodepth,
-               steps=tuple(steps), period_s=period)
+               steps=tuple(steps), period_s=period, think_ms=think)
 
 
 def _limits(r: _Reader) -> dict[str, int]:

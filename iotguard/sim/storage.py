@@ -91,6 +91,9 @@ class Stream:
     tick_spent: float = 0.0
     tick_events: list[tuple[float, int, int]] = dataclasses.field(
         default_factory=list)
+    #: when each request completed in the last tick served (seconds from
+    #: the tick's start), for clients that think after a completion
+    done_at: list[float] = dataclasses.field(default_factory=list)
 
     @property
     def queued(self) -> int:
@@ -172,11 +175,14 @@ class Storage:
         """
         read_s = reads * dt
         write_s = (inside - reads) * dt
+        s.done_at = []
         for spent, count, count_reads in s.tick_events:
             if s.tick_granted > 0:
                 at = min(dt, max(0.0, spent - credit) / s.tick_granted * dt)
             else:
                 at = 0.0
+            if count < 0:
+                s.done_at.extend([at] * -count)
             read_s += count_reads * (dt - at)
             write_s += (count - count_reads) * (dt - at)
         s.read_s, s.write_s = read_s, write_s

@@ -185,6 +185,7 @@ class World:
         runner = self._runners[index]
         disk = self._disk_list[stream.disk]
         if (not disk.throttle.active and stream.waiting == 0
+                and not runner.job.think_ms
                 and runner.job.state_at(self._tick_at).rate_kbs is None
                 and stream.issued - stream.completed
                 == runner.job.state_at(self._tick_at).processes

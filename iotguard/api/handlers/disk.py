@@ -12,7 +12,13 @@
 
 """How the API shows one disk (instance and domain views share it)."""
 
+import math
+
+from oslo_log import log
+
 from iotguard.policy import costmodel
+
+LOG = log.getLogger(__name__)
 
 _RATES = ('read_iops', 'write_iops', 'read_bytes_sec', 'write_bytes_sec',
           'latency_ms')
@@ -47,7 +53,12 @@ def view(disk):
 
 
 def load(disks, profile):
-    """Device-seconds per second the disks used at their latest rates."""
+    """Device-seconds per second the disks used at their latest rates.
+
+    None (logged) if the sum is not finite: rates up to
+    :data:`iotguard.caps.MAX_RATE` cannot make it so, rates stored before
+    that limit could.
+    """
     total = 0.0
     for disk in disks:
         if disk['sampled_at'] is None:
@@ -56,6 +67,11 @@ def load(disks, profile):
         bytes_sec = ((disk['read_bytes_sec'] or 0.0)
                      + (disk['write_bytes_sec'] or 0.0))
         total += float(costmodel.load(iops, bytes_sec, profile))
+    if not math.isfinite(total):
+        LOG.warning('The load of domain %s overflows at its stored rates; '
+                    'shown as unknown until the controller writes new ones',
+                    disks[0]['domain'])
+        return None
     return total
 
 

@@ -10,8 +10,9 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The version document at /."""
+"""What anyone may read: versions at ``/``, OpenAPI at ``/openapi.json``."""
 
+from iotguard.api import openapi
 from iotguard.api import util
 
 VERSION = {'id': 'v1', 'status': 'CURRENT', 'min_version': '1.0',
@@ -29,3 +30,7 @@ def list_versions(req):
 
 def show_version(req):
     return util.json_response({'version': _version(req)})
+
+
+def show_openapi(req):
+    return util.json_response(openapi.document(req.application_url))

@@ -12,6 +12,8 @@
 
 """Schema pieces shared by the API's request schemas."""
 
+from iotguard import caps
+
 #: Not ``.`` or ``..``: a name is a URL path segment.
 _NOT_DOTS = r'^(?!\.\.?$)'
 #: A name: letters, digits, dot, dash, underscore, colon and @ # / for
@@ -23,7 +25,7 @@ DOMAIN_NAME = {'type': 'string', 'minLength': 1, 'maxLength': 255,
 PROJECT_ID = {'type': 'string', 'minLength': 1, 'maxLength': 64,
               'pattern': _NOT_DOTS + r'[A-Za-z0-9._-]+$'}
 #: A rate (IOPS, bytes/s), 0 = no limit; up to 10^15.
-RATE = {'type': 'number', 'minimum': 0, 'maximum': 1e15}
+RATE = {'type': 'number', 'minimum': 0, 'maximum': caps.MAX_RATE}
 UUID = {'type': 'string',
         'pattern': r'^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-'
                    r'[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'}

@@ -82,6 +82,41 @@ while true; do dd if=/dev/zero of=/dev/vda bs=$BS count=$COUNT oflag=direct \
 """
 
 
+# A guest of the shared-queue bed: its writers come from the kernel
+# command line (``iotg_<key>=<value>``): ``bs`` (dd block size, default
+# 64k), ``count`` (blocks per dd, default 16), ``par`` (writers in
+# parallel, default 1), ``pause`` (seconds a writer thinks after each dd,
+# default 0), ``start`` (seconds before writing, default 0), ``oflag``
+# (dd's, default direct; ``direct,dsync`` for synchronous writes).
+WRITERS_INIT = r"""#!/bin/sh
+export PATH=/bin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev \
+virtio_pci virtio_blk; do insmod /mods/$m.ko; done
+sleep 1
+arg() {
+    v=$(sed -n "s/.*iotg_$1=\([^ ]*\).*/\1/p" /proc/cmdline)
+    echo "${v:-$2}"
+}
+BS=$(arg bs 64k); COUNT=$(arg count 16); PAR=$(arg par 1)
+PAUSE=$(arg pause 0); START=$(arg start 0); OFLAG=$(arg oflag direct)
+echo "IOTG: boot-done $(cat /proc/uptime) bs=$BS count=$COUNT par=$PAR \
+pause=$PAUSE start=$START oflag=$OFLAG"
+sleep $START
+echo "IOTG: writing $(cat /proc/uptime)"
+i=0
+while [ $i -lt $PAR ]; do
+    (while true; do
+        dd if=/dev/zero of=/dev/vda bs=$BS count=$COUNT \
+            seek=$((i * COUNT)) oflag=$OFLAG 2>/dev/null
+        [ "$PAUSE" = 0 ] || sleep $PAUSE
+    done) &
+    i=$((i + 1))
+done
+while true; do sleep 3600; done
+"""
+
+
 def find_kernel():
     """``(vmlinuz path, modules dir)`` or raise LookupError saying why."""
     roots = [os.environ.get('IOTGUARD_TEST_GUEST_KERNEL_ROOT')]
@@ -144,12 +179,19 @@ def build_initramfs(path, modules_dir, init=INIT, modules=MODULES):
         f.write(_cpio_newc(entries))
 
 
-def _disk_source(workdir, rbd):
-    """The <disk> opening and <source> of vda: a file, or an RBD image.
+def _disk_source(workdir, rbd, nbd=None):
+    """The <disk> opening and <source> of vda: a file, RBD or NBD.
 
     ``rbd``: ``(pool/image, monitor port, ceph.conf)`` as Nova writes a
-    Ceph-backed volume (``type='network'``, librbd inside QEMU).
+    Ceph-backed volume (``type='network'``, librbd inside QEMU);
+    ``nbd``: ``(export name, port)`` of an NBD server on 127.0.0.1.
     """
+    if nbd is not None:
+        return ("<disk type='network' device='disk'>\n"
+                "      <driver name='qemu' type='raw' cache='none'/>\n"
+                "      <source protocol='nbd' name='%s'>\n"
+                "        <host name='127.0.0.1' port='%d'/>\n"
+                "      </source>" % nbd)
     if rbd is None:
         disk = os.path.join(workdir, 'disk.img')
         with open(disk, 'wb') as f:
@@ -166,25 +208,40 @@ def _disk_source(workdir, rbd):
             % (image, port, conf))
 
 
-def domain_xml(name, uuid, workdir, static_bytes_sec, rbd=None):
+def _owner(project_id):
+    """Nova's owner metadata, from which the agent reads the project."""
+    if project_id is None:
+        return ''
+    return ("<metadata><nova:instance xmlns:nova="
+            "'http://openstack.org/xmlns/libvirt/nova/1.1'><nova:owner>"
+            "<nova:user uuid='user-%(p)s'>user</nova:user>"
+            "<nova:project uuid='%(p)s'>project</nova:project>"
+            "</nova:owner></nova:instance></metadata>\n  "
+            % {'p': project_id})
+
+
+def domain_xml(name, uuid, workdir, static_bytes_sec, rbd=None, nbd=None,
+               init=INIT, args='', project_id=None):
     """A persistent TCG domain with one raw disk and a static ceiling.
 
-    The disk is a file in ``workdir``, or the RBD image ``rbd`` names
-    (see :func:`_disk_source`).
+    The disk is a file in ``workdir``, or the RBD image ``rbd`` or the NBD
+    export ``nbd`` names (see :func:`_disk_source`); ``init`` the guest's
+    /init, ``args`` appended to the kernel command line; ``project_id``
+    the owner in Nova's metadata.
     """
     vmlinuz, modules_dir = find_kernel()
     kernel = os.path.join(workdir, 'vmlinuz')
     shutil.copyfile(vmlinuz, kernel)
     initrd = os.path.join(workdir, 'initrd.gz')
-    build_initramfs(initrd, modules_dir)
+    build_initramfs(initrd, modules_dir, init=init)
     return """<domain type='qemu'>
   <name>%(name)s</name>
   <uuid>%(uuid)s</uuid>
-  <memory unit='MiB'>128</memory>
+  %(owner)s<memory unit='MiB'>128</memory>
   <vcpu>1</vcpu>
   <os><type arch='x86_64' machine='pc'>hvm</type>
     <kernel>%(kernel)s</kernel><initrd>%(initrd)s</initrd>
-    <cmdline>console=ttyS0 quiet panic=-1</cmdline></os>
+    <cmdline>console=ttyS0 quiet panic=-1 %(args)s</cmdline></os>
   <on_poweroff>destroy</on_poweroff><on_reboot>destroy</on_reboot>
   <devices>
     <emulator>/usr/bin/qemu-system-x86_64</emulator>
@@ -196,7 +253,8 @@ def domain_xml(name, uuid, workdir, static_bytes_sec, rbd=None):
     <memballoon model='none'/>
   </devices>
 </domain>""" % {'name': name, 'uuid': uuid, 'kernel': kernel,
-                'initrd': initrd, 'disk': _disk_source(workdir, rbd),
+                'initrd': initrd, 'disk': _disk_source(workdir, rbd, nbd),
+                'owner': _owner(project_id), 'args': args,
                 'static': static_bytes_sec,
                 'console': console_path(workdir)}
 

@@ -46,9 +46,12 @@ class APITestCase(base.TestCase):
         self.db = self.useFixture(database.Database(self.backend,
                                                     self.conf)).db
         self.nova_calls = []
-        self.app = app.deploy(self.conf, db=self.db,
-                              set_nova_tier=self._nova,
-                              unset_nova_tier=self._nova)
+        self.app = self.deploy(self.db)
+
+    def deploy(self, db):
+        """The application on ``db``, Nova recorded in ``nova_calls``."""
+        return app.deploy(self.conf, db=db, set_nova_tier=self._nova,
+                          unset_nova_tier=self._nova)
 
     def _nova(self, context, instance_uuid, tier=None):
         self.nova_calls.append((context.project_id, instance_uuid, tier))

@@ -13,13 +13,16 @@
 """Every call and every error code of /v1, over a real database."""
 
 import datetime
+import logging
 
+import fixtures
 from keystoneauth1 import loading as ks_loading
 from keystonemiddleware import auth_token
 from oslo_middleware import http_proxy_to_wsgi
 import webob
 
 from iotguard.api import app
+from iotguard import caps
 from iotguard.tests import base as test_base
 from iotguard.tests.fixtures import cloud
 from iotguard.tests.fixtures import database
@@ -36,43 +39,60 @@ ADMIN, MEMBER_A, READER_A = base.ADMIN, base.MEMBER_A, base.READER_A
 NOROLE_A, MEMBER_B = base.NOROLE_A, base.MEMBER_B
 
 
+def seed(db):
+    """Tiers, domains, disks, rates, decisions and a cap; the decisions."""
+    db.tier_create(database.tier_values('bronze', min_iops=100.0))
+    db.tier_create(database.tier_values('gold', min_iops=2000.0,
+                                        max_iops=5000.0, weight=4.0))
+    db.tier_create(database.tier_values('private-b', is_public=False,
+                                        min_iops=10.0),
+                   projects=['proj-b'])
+    db.domain_create('local:cn1', 'local', iops_4k=10000.0,
+                     bytes_sec=400e6)
+    db.domain_create('ceph:new', 'ceph')
+    for uuid, dev, domain, project in (
+            (A1, 'vda', 'local:cn1', 'proj-a'),
+            (A1, 'vdb', 'local:cn1', 'proj-a'),
+            (A3, 'vda', 'local:cn1', 'proj-a'),
+            (A3, 'vdb', 'local:cn1', 'proj-a'),
+            (B1, 'vda', 'local:cn1', 'proj-b'),
+            (A2, 'vda', 'ceph:new', 'proj-a')):
+        db.disk_upsert(uuid, dev, 'cn1', domain, project,
+                       volume_id=VOL if dev == 'vdb' and uuid == A1
+                       else None)
+    db.instance_tier_set(B1, 'gold', lambda *a: {})
+    db.disk_update_rates(A1, 'vda', T0, read_iops=300.0,
+                         write_iops=100.0, read_bytes_sec=4e6,
+                         write_bytes_sec=1e6, latency_ms=2.5)
+    decisions = []
+    for i in range(7):
+        uuid, project = (A1, 'proj-a') if i < 5 else (B1, 'proj-b')
+        decisions.append(db.decision_create(
+            'local:cn1', 'guarantee', uuid, 'vda', project, 'cap', {},
+            {'total_iops_sec': 100 + i}, 'reason %d' % i, {'u': 0.5},
+            created_at=T0 + datetime.timedelta(seconds=i)))
+    db.cap_set(A1, 'vda', {'total_iops_sec': 104},
+               T0 + datetime.timedelta(seconds=30), decisions[4])
+    return decisions
+
+
+#: Path parameters of resources :func:`seed` makes, by (parameter, path).
+EXISTING = {
+    ('name', '/v1/tiers'): [{'name': n} for n in ('bronze', 'gold',
+                                                  'private-b')],
+    ('name', '/v1/domains'): [{'name': n} for n in ('local:cn1',
+                                                    'ceph:new')],
+    ('uuid', '/v1/instances'): [{'uuid': u} for u in (A1, A2, A3, B1)],
+    ('decision_id', '/v1/decisions'): [{'decision_id': str(i)}
+                                       for i in range(1, 8)],
+}
+
+
 class APITests:
 
     def setUp(self):
         super().setUp()
-        db = self.db
-        db.tier_create(database.tier_values('bronze', min_iops=100.0))
-        db.tier_create(database.tier_values('gold', min_iops=2000.0,
-                                            max_iops=5000.0, weight=4.0))
-        db.tier_create(database.tier_values('private-b', is_public=False,
-                                            min_iops=10.0),
-                       projects=['proj-b'])
-        db.domain_create('local:cn1', 'local', iops_4k=10000.0,
-                         bytes_sec=400e6)
-        db.domain_create('ceph:new', 'ceph')
-        for uuid, dev, domain, project in (
-                (A1, 'vda', 'local:cn1', 'proj-a'),
-                (A1, 'vdb', 'local:cn1', 'proj-a'),
-                (A3, 'vda', 'local:cn1', 'proj-a'),
-                (A3, 'vdb', 'local:cn1', 'proj-a'),
-                (B1, 'vda', 'local:cn1', 'proj-b'),
-                (A2, 'vda', 'ceph:new', 'proj-a')):
-            db.disk_upsert(uuid, dev, 'cn1', domain, project,
-                           volume_id=VOL if dev == 'vdb' and uuid == A1
-                           else None)
-        db.instance_tier_set(B1, 'gold', lambda *a: {})
-        db.disk_update_rates(A1, 'vda', T0, read_iops=300.0,
-                             write_iops=100.0, read_bytes_sec=4e6,
-                             write_bytes_sec=1e6, latency_ms=2.5)
-        self.decisions = []
-        for i in range(7):
-            uuid, project = (A1, 'proj-a') if i < 5 else (B1, 'proj-b')
-            self.decisions.append(db.decision_create(
-                'local:cn1', 'guarantee', uuid, 'vda', project, 'cap', {},
-                {'total_iops_sec': 100 + i}, 'reason %d' % i, {'u': 0.5},
-                created_at=T0 + datetime.timedelta(seconds=i)))
-        db.cap_set(A1, 'vda', {'total_iops_sec': 104},
-                   T0 + datetime.timedelta(seconds=30), self.decisions[4])
+        self.decisions = seed(self.db)
 
     # -- root, auth, routing -------------------------------------------------
 
@@ -111,6 +131,10 @@ class APITests:
         response = self.call('POST', '/v1/decisions', who=ADMIN, body={})
         self.assertError(response, 405, 'GET')
         self.assertEqual('GET, HEAD, OPTIONS', response.headers['Allow'])
+        # A final newline is a path segment of its own (a name that is
+        # not valid), not the end of /v1/tiers/.
+        self.assertError(self.call('PATCH', '/v1/tiers/%0A', who=ADMIN,
+                                   body={'weight': 2}), 400, 'tier name')
 
     def test_head_and_options(self):
         got = self.call('GET', '/v1/tiers/gold', who=READER_A)
@@ -602,6 +626,31 @@ class APITests:
         self.assertEqual('guarantee', domain['policy'])
         self.assertError(self.call('GET', '/v1/domains/nope', who=ADMIN),
                          404)
+
+    def test_domain_load_at_max_rate_is_finite(self):
+        # Every disk of local:cn1 at the largest rates a sample may carry.
+        for uuid, dev in ((A1, 'vda'), (A1, 'vdb'), (A3, 'vda'),
+                          (A3, 'vdb'), (B1, 'vda')):
+            self.db.disk_update_rates(
+                uuid, dev, T0, read_iops=caps.MAX_RATE,
+                write_iops=caps.MAX_RATE, read_bytes_sec=caps.MAX_RATE,
+                write_bytes_sec=caps.MAX_RATE)
+        response = self.call('GET', '/v1/domains/local:cn1', who=ADMIN)
+        self.assertEqual(200, response.status_code, response.text)
+        self.assertAlmostEqual(
+            5 * (2e15 / 10000.0 + 2e15 / 400e6),
+            response.json['domain']['utilisation'], delta=1.0)
+
+    def test_domain_load_that_overflows_is_unknown(self):
+        # Rates stored before caps.MAX_RATE: each finite, their sum not.
+        logs = self.useFixture(fixtures.FakeLogger(level=logging.WARNING))
+        for dev in ('vda', 'vdb'):
+            self.db.disk_update_rates(A3, dev, T0, read_iops=1.7e308,
+                                      write_iops=1.7e308)
+        response = self.call('GET', '/v1/domains/local:cn1', who=ADMIN)
+        self.assertEqual(200, response.status_code, response.text)
+        self.assertIsNone(response.json['domain']['utilisation'])
+        self.assertIn('load of domain local:cn1 overflows', logs.output)
 
     def test_domains_for_a_project(self):
         domains = self.call('GET', '/v1/domains',

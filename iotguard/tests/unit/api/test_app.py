@@ -12,6 +12,9 @@
 
 """The assembled application without a database: auth and routing."""
 
+import os
+
+import fixtures
 from keystonemiddleware import auth_token
 from oslo_db import exception as db_exc
 from oslo_middleware import http_proxy_to_wsgi
@@ -21,6 +24,7 @@ import webob
 from iotguard.api import app
 from iotguard.api import router
 from iotguard.api import util
+from iotguard import service
 from iotguard.tests import base
 
 
@@ -165,3 +169,25 @@ class AppTest(base.TestCase):
         response = req.get_response(application)
         self.assertEqual(500, response.status_code)
         self.assertEqual(500, response.json['error']['code'])
+
+
+class ConfTest(base.TestCase):
+    """iotguard-api opens its database without oslo.db's startup retries."""
+
+    def _config_file(self, text):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'iotguard.conf')
+        with open(path, 'w') as f:
+            f.write(text)
+        return [path]
+
+    def test_api_makes_no_connection_retries_by_default(self):
+        files = self._config_file('')
+        self.assertEqual(0, app.prepare_conf([], files).database.max_retries)
+        # The other services keep oslo.db's default: they wait.
+        self.assertEqual(10, service.prepare_service(
+            [], files).database.max_retries)
+
+    def test_configured_max_retries_wins(self):
+        files = self._config_file('[database]\nmax_retries = 3\n')
+        self.assertEqual(3, app.prepare_conf([], files).database.max_retries)

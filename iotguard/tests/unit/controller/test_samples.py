@@ -63,11 +63,17 @@ class SampleStoreTest(base.TestCase):
                     fakes.sample(UUID, timestamp='yesterday'),
                     fakes.sample(UUID, timestamp=float('nan')),
                     fakes.sample(UUID, write_iops=float('inf')),
+                    fakes.sample(UUID, read_iops=1.7e308),
+                    fakes.sample(UUID, write_bytes_sec=caps.MAX_RATE * 2),
                     {k: v for k, v in fakes.sample(UUID).items()
                      if k != 'static'}):
             self.assertFalse(self.store.add(bad), bad)
         self.assertEqual(0, len(self.store))
-        self.assertEqual(9, self.store.rejected)
+        self.assertEqual(11, self.store.rejected)
+
+    def test_rates_up_to_max_rate_accepted(self):
+        self.assertTrue(self.store.add(fakes.sample(
+            UUID, read_iops=caps.MAX_RATE, write_bytes_sec=caps.MAX_RATE)))
 
     def test_future_beyond_skew_refused(self):
         self.assertFalse(self.store.add(fakes.sample(UUID, timestamp=1010.0)))

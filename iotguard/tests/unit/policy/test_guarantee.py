@@ -10,11 +10,13 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import functools
 import math
 
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
+import numpy as np
 
 from iotguard import policy
 from iotguard.policy import base
@@ -136,6 +138,29 @@ class TestGuaranteePolicy(test_base.TestCase):
         self.assertAlmostEqual(0.9775 - 0.3168, cap.numbers['share'])
         self.assertAlmostEqual((0.9775 - 0.3168) / C4, cap.iops)
         self.assertAlmostEqual(cap.iops * 4 * KIB, cap.bytes_sec)
+
+    def test_a_disk_at_its_own_ceiling_is_not_starving(self):
+        # q's floor (20 IOPS, 0.22) is above its static ceiling (12 IOPS,
+        # Nova's): it runs at 12 and its operations are slow because they
+        # wait in its own throttle. n has just started (2 IOPS, slow too).
+        # q has no unmet demand the domain could serve: n is not capped
+        # (taken for starving, q would get its whole floor first and n
+        # would be cut to almost nothing).
+        quiet = fakes.disk('q', ops=12, tier=SILVER, latency_ms=SLOW,
+                           static_iops=12.0)
+        noisy = fakes.disk('n', ops=2, latency_ms=SLOW)
+        self.assertEqual({}, self.decide(quiet, noisy))
+        # Below its ceiling (8 of 12 IOPS) and slow, q does starve, and
+        # n is capped to make room for it, up to q's ceiling (0.132).
+        quiet = fakes.disk('q', ops=8, tier=SILVER, latency_ms=SLOW,
+                           static_iops=12.0)
+        noisy = fakes.disk('n', ops=74, latency_ms=SLOW)
+        decisions = self.decide(quiet, noisy)
+        self.assertEqual(['n'], list(decisions))
+        self.assertEqual(base.CAP, decisions['n'].action)
+        # What the domain serves (0.088 + 0.814) less q's ceiling.
+        self.assertAlmostEqual(0.902 - 0.132,
+                               decisions['n'].numbers['new_cap'])
 
     def test_cap_never_above_ceiling(self):
         # a is capped at 30 IOPS, its ceiling is 40; the domain is calm so
@@ -349,6 +374,10 @@ class TestGuaranteePolicy(test_base.TestCase):
                             ('min_change', 1),
                             ('min_capacity', -0.1),
                             ('min_capacity', 1.5),
+                            ('congestion_ms', -1),
+                            ('congestion_factor', 1.0),
+                            ('congestion_release', 0),
+                            ('congestion_release', 1.5),
                             ('headroom', math.nan)):
             err = self.assertRaises(ValueError, guarantee.GuaranteePolicy,
                                     **{name: value})
@@ -357,6 +386,163 @@ class TestGuaranteePolicy(test_base.TestCase):
         err = self.assertRaises(ValueError, guarantee.GuaranteePolicy,
                                 border=1)
         self.assertIn('border', str(err))
+
+
+class TestThinkingClients(test_base.TestCase):
+    """Issue 13: clients that send one request at a time."""
+
+    # The test profile's 4 KiB op costs 1.625 ms; alone, a synchronous
+    # writer thinking 18.375 ms between its writes does one every 20 ms.
+    THINK_S = 0.018375
+
+    def sync_writer(self, latency_ms, **kw):
+        """A 4 KiB closed loop at ``latency_ms`` (one request at a time)."""
+        ops = 1.0 / (self.THINK_S + latency_ms / 1000.0)
+        return fakes.disk('sync', ops=ops, size=4 * KIB, tier=SILVER,
+                          latency_ms=latency_ms, **kw)
+
+    def flood(self, ops=80, latency_ms=SLOW):
+        """A 64 KiB flood: 80 IOPS x 200 ms = 16 requests in flight."""
+        return fakes.disk('flood', ops=ops, latency_ms=latency_ms)
+
+    def test_closed_loop_demand(self):
+        # 40 IOPS at 5 ms (think 20 ms): 1 / (20 + 1.625) ms = 46.2 IOPS
+        ops = guarantee.closed_loop_demand(np.array([40.0, 40.0, 40.0]),
+                                           np.array([5.0, 1.0, 25.0]),
+                                           np.array([1.625] * 3))
+        self.assertAlmostEqual(1 / 0.021625, ops[0])
+        self.assertEqual(40.0, ops[1])      # no slower than uncongested
+        # think 0: it would take everything, at most twice what it does
+        self.assertEqual(80.0, ops[2])
+
+    def test_remembered_demand_is_the_smaller(self):
+        u = np.array([0.05, 0.05, 0.05])
+        closed = np.array([0.08, 0.08, 0.08])
+        asked = np.array([0.06, math.nan, 0.2])
+        np.testing.assert_allclose(
+            [0.06, 0.05, 0.08],
+            guarantee.remembered_demand(asked, closed, u))
+
+    def test_learned_service_falls_at_once_rises_slowly(self):
+        cost = np.array([0.001, 0.002])
+        usable = np.array([True, True])
+        self.assertIsNone(guarantee.learn_service(
+            None, np.array([1.0, 1.0]), cost, np.array([False, False])))
+        # the fastest disk per unit of cost: 3 ms for a 2 ms op
+        self.assertEqual(1.5, guarantee.learn_service(
+            None, np.array([5.0, 3.0]), cost, usable))
+        self.assertEqual(1.2, guarantee.learn_service(
+            1.5, np.array([1.2, 3.0]), cost, usable))
+        self.assertAlmostEqual(1.5 + guarantee.SERVICE_DRIFT * 8.5,
+                               guarantee.learn_service(
+                                   1.5, np.array([10.0, 20.0]), cost,
+                                   usable))
+        # never below one: an operation takes at least its cost
+        self.assertEqual(1.0, guarantee.learn_service(
+            None, np.array([0.1, 3.0]), cost, usable))
+
+    def test_thinking_client_behind_the_queue_gets_the_flood_capped(self):
+        policy = guarantee.GuaranteePolicy()
+        # uncongested first: the writer at 1.625 ms, 50 IOPS (0.08)
+        self.assertEqual([], policy.decide(fakes.snapshot(
+            self.sync_writer(1.625), self.flood(ops=60, latency_ms=20.0)),
+            0.0))
+        # The flood now queues 16 deep: the writer takes 10 ms per write,
+        # 35 IOPS, 0.35 in flight (below busy_depth: the old rule saw
+        # nothing) and just above its floor of 20 IOPS.
+        writer = self.sync_writer(10.0)
+        snap = fakes.snapshot(writer, self.flood())
+        self.assertLess(float(snap.iops[0] * snap.latency_ms[0]) / 1000,
+                        0.8)
+        decisions = fakes.by_disk(policy.decide(snap, 5.0))
+        self.assertEqual(['flood'], list(decisions))
+        d = decisions['flood']
+        # waiting: the writer (counted at what it did uncongested,
+        # 0.08125) and the flood itself (slow, 16 in flight)
+        self.assertAlmostEqual(2.0, d.numbers['waiting'])
+        self.assertAlmostEqual(1.0, d.numbers['service_ratio'], places=1)
+        self.assertAlmostEqual(d.numbers['capacity'] - 50 * C4,
+                               d.numbers['share'], places=4)
+        # a fresh policy has not seen it uncongested: no estimate, no cap
+        self.assertEqual([], guarantee.GuaranteePolicy().decide(snap, 5.0))
+
+    def test_paced_client_is_not_over_read(self):
+        # A paced client (fio rate) that did 20 IOPS uncongested and still
+        # does 20 at 10 ms: its slack looks like thinking, but it never did
+        # more than 20: nothing wanted, nothing capped.
+        policy = guarantee.GuaranteePolicy()
+        paced = functools.partial(fakes.disk, 'paced', ops=20,
+                                  size=4 * KIB, tier=SILVER)
+        policy.decide(fakes.snapshot(paced(latency_ms=1.625),
+                                     self.flood(ops=60, latency_ms=20.0)),
+                      0.0)
+        self.assertEqual([], policy.decide(fakes.snapshot(
+            paced(latency_ms=10.0), self.flood()), 5.0))
+
+    def test_caps_fill_the_queue_latency_objective_cuts(self):
+        # Two floods capped at 40 IOPS each (0.44 + 0.44) plus the writer:
+        # U = 0.96, every deep queue capped, yet the writer waits 20 ms,
+        # 12 times its service time, above the threshold (8 x 1.625 ms):
+        # the capacity shared out shrinks and both caps are cut.
+        policy = guarantee.GuaranteePolicy()
+        policy.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
+        disks = [capped('f1', 40, 40, latency_ms=SLOW),
+                 capped('f2', 40, 40, latency_ms=SLOW),
+                 self.sync_writer(20.0)]
+        decisions = fakes.by_disk(policy.decide(fakes.snapshot(*disks),
+                                                5.0))
+        self.assertEqual(['f1', 'f2'], sorted(decisions))
+        for d in decisions.values():
+            # the service time learned at 1.625 ms drifted up a little
+            ratio = d.numbers['service_ratio']
+            self.assertAlmostEqual(1 + guarantee.SERVICE_DRIFT * (
+                20.0 / 1.625 - 1), ratio)
+            self.assertAlmostEqual(20.0 / (8 * 1.625 * ratio),
+                                   d.numbers['pressure'])
+            self.assertLess(d.iops, 40)
+            # the threshold of a 64 KiB op: 8 x its learned service time
+            self.assertAlmostEqual(8 * 1000 * C64 * ratio,
+                                   d.numbers['threshold_ms'])
+        # with a looser threshold (congestion_ms 25) nothing changes
+        loose = guarantee.GuaranteePolicy(congestion_ms=25)
+        loose.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
+        self.assertEqual([], loose.decide(fakes.snapshot(*disks), 5.0))
+
+    def test_at_cap_held_while_shallow_latency_near_threshold(self):
+        # a runs at its cap, 40 IOPS (0.44), below its share; b does 22
+        # IOPS (0.242) at low latency; a paced 4 KiB client does 20 IOPS
+        # (0.0325) whatever its latency (it wants nothing more).
+        # U = 0.7145: above the low watermark, caps held.
+        policy = guarantee.GuaranteePolicy()
+        paced = functools.partial(fakes.disk, 'paced', ops=20,
+                                  size=4 * KIB, tier=SILVER)
+        b = fakes.disk('b', ops=22, latency_ms=FAST)
+        policy.decide(fakes.snapshot(paced(latency_ms=1.625)), 0.0)
+        # paced waits 10 ms: under the threshold (8 x 1.625 = 13 ms) but
+        # above congestion_release x threshold (9.1 ms): hold
+        self.assertEqual([], policy.decide(fakes.snapshot(
+            capped('a', 40, 40), b, paced(latency_ms=10.0)), 5.0))
+        # at 5 ms (0.38 of the threshold) the cap is raised to a's share
+        # (0.9 - 0.242 - 0.0325 = 0.6255)
+        decisions = fakes.by_disk(policy.decide(fakes.snapshot(
+            capped('a', 40, 40), b, paced(latency_ms=5.0)), 10.0))
+        self.assertAlmostEqual(0.6255 / C64, decisions['a'].iops)
+
+    def test_shallow_disk_never_capped(self):
+        # A disk with one request at a time adds at most one to the queue.
+        policy = guarantee.GuaranteePolicy()
+        decisions = policy.decide(fakes.snapshot(
+            fakes.disk('one', ops=80, latency_ms=12.0),
+            fakes.disk('b', ops=12, tier=SILVER, latency_ms=SLOW)), 0.0)
+        self.assertEqual([], decisions)
+
+    def test_nearly_idle_capped_disk_keeps_its_cap(self):
+        policy = guarantee.GuaranteePolicy()
+        self.assertEqual([], policy.decide(fakes.snapshot(
+            capped('a', 2, 30), fakes.disk('b', ops=10)), 0.0))
+        self.assertEqual(['a'], [d.disk_id for d in policy.decide(
+            fakes.snapshot(capped('a', 4, 30), fakes.disk('b', ops=10)),
+            5.0)])
 
 
 _disk = st.fixed_dictionaries({

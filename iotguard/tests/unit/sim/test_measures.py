@@ -176,3 +176,34 @@ class TestFairness(base.TestCase):
         self.assertAlmostEqual(0.9, measures.fairness(x, demand, alloc))
         self.assertEqual(1.0, measures.fairness(x[1:], demand[1:],
                                                 alloc[1:]))
+
+
+class TestQuiet(base.TestCase):
+    """Disks whose demand fits their fair share must get it."""
+
+    # two windows, three disks: a quiet one, a flood, an idle one
+    demand = np.array([[0.1, 2.0, 0.0], [0.1, 2.0, 0.0]])
+    alloc = np.array([[0.1, 0.8, 0.0], [0.1, 0.8, 0.0]])
+
+    def test_quiet_is_demand_within_the_fair_share(self):
+        self.assertEqual([[True, False, False]] * 2,
+                         measures.quiet(self.demand, self.alloc).tolist())
+
+    def test_ratio_of_the_judged_quiet_pairs(self):
+        x = np.array([[0.05, 0.9, 0.0], [0.096, 0.8, 0.0]])
+        settle = np.array([False, False])
+        np.testing.assert_allclose(
+            [0.5, 0.96], measures.quiet_ratio(x, self.demand, self.alloc,
+                                              settle))
+        np.testing.assert_allclose(
+            [0.96], measures.quiet_ratio(x, self.demand, self.alloc,
+                                         np.array([True, False])))
+
+    def test_latency_weighted_by_throughput(self):
+        latency = np.array([[4.0, 30.0, 0.0], [1.0, 30.0, 0.0]])
+        x = np.array([[0.02, 0.9, 0.0], [0.08, 0.8, 0.0]])
+        # (4 * 0.02 + 1 * 0.08) / 0.1; the flood's 30 ms does not count
+        self.assertAlmostEqual(1.6, measures.quiet_latency(
+            latency, x, self.demand, self.alloc, np.array([False, False])))
+        self.assertEqual(0.0, measures.quiet_latency(
+            latency, x, self.demand, self.alloc, np.array([True, True])))

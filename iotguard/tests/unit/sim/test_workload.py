@@ -10,6 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+from iotguard import exception
 from iotguard.sim import scenario
 from iotguard.sim import workload
 from iotguard.sim import world
@@ -95,3 +96,53 @@ class TestRunner(base.TestCase):
                                                              domain))
         self.assertEqual(0.0, workload.demand_ops(scenario.Step(0, 0), job,
                                                   domain))
+
+
+class TestThinkTime(base.TestCase):
+    """Closed loops that wait ``think_ms`` after each completion."""
+
+    def run_alone(self, think_ms, tick_s, bs=4096, processes=1):
+        sc = helpers.make(tick_s=tick_s, vms=[helpers.vm('a', [
+            {'bs': bs, 'processes': processes, 'think_ms': think_ms}])])
+        w = world.World(sc)
+        in_flight = []
+        for _ in range(200):
+            w.step(0.1)
+            (s,) = w.streams(w.disk_ids()[0])
+            in_flight.append(s.issued - s.completed)
+        job = sc.vms[0].jobs[0]
+        truth = workload.demand_ops(job.steps[0], job, sc.domain)
+        return w.counters(w.disk_ids()[0]), in_flight, truth
+
+    def test_rate_matches_the_closed_loop_truth(self):
+        # 4 KiB on the helpers' array: 7.5 ms per request alone, + 5 ms;
+        # a request is sent at a tick's start: the cycle is the truth's
+        # within half a tick
+        counters, in_flight, truth = self.run_alone(5.0, 0.002)
+        self.assertAlmostEqual(1 / truth, 20.0 / counters['wr_reqs'],
+                               delta=0.001 + 1e-6)
+        self.assertLessEqual(max(in_flight), 1)
+        # thinking: often nothing in flight when sampled
+        self.assertIn(0, in_flight)
+
+    def test_think_time_lowers_the_rate(self):
+        no_think, _, _ = self.run_alone(0.0, 0.002)
+        think, _, truth = self.run_alone(15.0, 0.002)
+        self.assertLess(think['wr_reqs'], 0.5 * no_think['wr_reqs'])
+        cost = 1 / 300 + 4096 / 3400000
+        speed1 = (1 / 12) ** 0.2
+        self.assertAlmostEqual(1 / (cost / speed1 + 0.015), truth)
+
+    def test_processes_think_independently(self):
+        one, _, _ = self.run_alone(15.0, 0.002)
+        three, in_flight, truth = self.run_alone(15.0, 0.002, processes=3)
+        self.assertGreater(three['wr_reqs'], 2.0 * one['wr_reqs'])
+        self.assertAlmostEqual(truth, three['wr_reqs'] / 20.0,
+                               delta=0.05 * truth)
+        self.assertLessEqual(max(in_flight), 3)
+
+    def test_bad_think_time_named(self):
+        self.assertRaisesRegex(
+            exception.InvalidScenario, r'jobs\[0\]\.think_ms',
+            helpers.make, vms=[helpers.vm('a', [{'bs': 4096,
+                                                 'think_ms': -1}])])
