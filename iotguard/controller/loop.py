@@ -17,10 +17,13 @@ carried over that the DB and the sample store do not hold), so any
 controller can take over a domain at any round:
 
 * **collect**: the domain's disks, their tiers and caps in force from the
-  DB, the newest sample of each disk from the :class:`SampleStore`. A disk
-  with no sample, a sample without rates (gap) or a stale one is flagged
-  ``stale``: the policy may release or loosen its cap, never tighten it
-  (and the loop drops any decision that would).
+  DB (:meth:`DomainLoop.run` reads every owned domain at once, and reads
+  the disks and tiers again only when the database says they changed; the
+  caps in force every round), the newest sample of each disk from the
+  :class:`SampleStore`'s columns. A disk with no sample, a sample without
+  rates (gap) or a stale one is flagged ``stale``: the policy may release
+  or loosen its cap, never tighten it (and the loop drops any decision
+  that would).
 * **decide**: the domain's policy (``domain.policy`` with its ``params``,
   else ``[controller] default_policy``) on the columnar snapshot. Not in
   the first round after a start or a takeover when every disk is still
@@ -31,7 +34,8 @@ controller can take over a domain at any round:
   ``release_caps`` cast with the releases. Unchanged caps are not sent
   again until their renewal is due (every round, see :func:`renew_due`).
 * **record**: each decision in the audit trail before it is sent, the
-  caps in force after, notifications ``iotguard.cap.apply`` /
+  caps in force after (the renewals and the rates for the API once per
+  round, for all its domains), notifications ``iotguard.cap.apply`` /
   ``iotguard.cap.release``, and ``iotguard.guarantee.violation`` when a
   disk falls below its floor with unmet demand.
 
@@ -60,6 +64,9 @@ LOG = logging.getLogger(__name__)
 
 #: A disk below (1 - this) x its floor is below its floor.
 FLOOR_TOLERANCE = 0.05
+#: The disks of a round's domains are read in full at least this often
+#: (seconds), whatever the database's disks version says.
+FULL_READ_S = 60.0
 #: Little's law: operations in flight that make a disk "busy".
 BUSY_DEPTH = 0.8
 _NO_TIER = base.Tier(name='')
@@ -86,23 +93,13 @@ def disk_id(disk):
     return '%s/%s' % (disk['instance_uuid'], disk['dev'])
 
 
-def ceiling(static, kind):
-    """A disk's static total ceiling of ``kind`` (``inf`` when none)."""
-    total = static.get('total_' + kind, 0)
-    if total:
-        return float(total)
-    read, write = static.get('read_' + kind, 0), static.get('write_' + kind, 0)
-    return float(read + write) if read and write else math.inf
+#: A disk's static total ceiling of a kind (``inf`` when none).
+ceiling = samples_mod.ceiling
 
 
 def _limit(limits, key):
     value = (limits or {}).get(key, 0)
     return float(value) if value else math.inf
-
-
-def _rate(sample, key):
-    value = sample.get(key) if sample else None
-    return float(value) if value is not None else 0.0
 
 
 def _tier(tier):
@@ -115,27 +112,62 @@ def _tier(tier):
                      weight=tier['weight'])
 
 
-def disk_state(disk, sample, cap, cap_set_at, stale):
-    """One row of the snapshot from the DB view, a sample and the cap."""
-    r_iops, w_iops = _rate(sample, 'read_iops'), _rate(sample, 'write_iops')
+def _inf_if_zero(values):
+    return np.where(values > 0, values, math.inf)
+
+
+def snapshot_of(domain, interval_s, disks, columns):
+    """The columnar snapshot of a domain's disks and their samples.
+
+    ``disks``: the DB views (``tier`` and ``cap`` in force, already
+    converted by :meth:`DomainLoop.collect`); ``columns``: their samples
+    (:meth:`SampleStore.gather`), in the same order. A stale disk keeps
+    the rates its last sample had (0 where none), flagged ``stale``.
+    """
+    tiers, cache = [], {}
+    cap_iops = np.full(len(disks), math.inf)
+    cap_bytes_sec = np.full(len(disks), math.inf)
+    cap_set_at = np.full(len(disks), math.nan)
+    for i, disk in enumerate(disks):
+        tier = disk.get('tier')
+        found = cache.get(id(tier))
+        if found is None:
+            found = cache[id(tier)] = (_tier(tier), tier)  # keep tier alive
+        tiers.append(found[0])
+        cap = disk['cap']
+        if cap is not None:
+            cap_iops[i] = _limit(cap['limits'], 'total_iops_sec')
+            cap_bytes_sec[i] = _limit(cap['limits'], 'total_bytes_sec')
+            cap_set_at[i] = cap['set_at']
+
+    def tier_col(field):
+        return np.fromiter((getattr(t, field) for t in tiers), np.float64,
+                           len(tiers))
+
+    c = columns
+    r_iops, w_iops = np.nan_to_num(c.read_iops), np.nan_to_num(c.write_iops)
     ops = r_iops + w_iops
-    latency = ((r_iops * _rate(sample, 'read_latency_ms')
-                + w_iops * _rate(sample, 'write_latency_ms')) / ops
-               if ops > 0 else 0.0)
-    static = (sample or {}).get('static') or {}
-    limits = cap['limits'] if cap else None
-    return base.DiskState(
-        disk_id=disk_id(disk), tier=_tier(disk.get('tier')),
-        read_iops=r_iops, write_iops=w_iops,
-        read_bytes_sec=_rate(sample, 'read_bytes_sec'),
-        write_bytes_sec=_rate(sample, 'write_bytes_sec'),
-        latency_ms=latency,
-        cap_iops=_limit(limits, 'total_iops_sec'),
-        cap_bytes_sec=_limit(limits, 'total_bytes_sec'),
-        cap_set_at=cap_set_at,
-        static_iops=ceiling(static, 'iops_sec'),
-        static_bytes_sec=ceiling(static, 'bytes_sec'),
-        stale=stale)
+    with np.errstate(invalid='ignore', divide='ignore'):
+        latency = np.where(ops > 0, (r_iops * np.nan_to_num(c.read_latency_ms)
+                                     + w_iops * np.nan_to_num(
+                                         c.write_latency_ms)) / ops, 0.0)
+    profile = base.Profile(iops_4k=float(domain['iops_4k']),
+                           bytes_sec=float(domain['bytes_sec']))
+    return base.DomainSnapshot(
+        domain=domain['name'], profile=profile, interval_s=interval_s,
+        disk_ids=tuple(disk_id(d) for d in disks), iops=ops,
+        bytes_sec=(np.nan_to_num(c.read_bytes_sec)
+                   + np.nan_to_num(c.write_bytes_sec)),
+        latency_ms=latency, floor_iops=tier_col('min_iops'),
+        floor_bytes_sec=tier_col('min_bytes_sec'),
+        ceil_iops=np.minimum(_inf_if_zero(tier_col('max_iops')),
+                             c.static_iops),
+        ceil_bytes_sec=np.minimum(_inf_if_zero(tier_col('max_bytes_sec')),
+                                  c.static_bytes_sec),
+        weight=tier_col('weight'), cap_iops=cap_iops,
+        cap_bytes_sec=cap_bytes_sec, cap_set_at=cap_set_at,
+        stale=c.stale.copy(), static_iops=c.static_iops,
+        static_bytes_sec=c.static_bytes_sec)
 
 
 def violations(snapshot, latency_ms):
@@ -180,6 +212,24 @@ def renew_due(lease_expires_at, now, lease_s, interval_s):
     return lease_expires_at - now < lease_s - interval_s / 2.0
 
 
+def _calibrated(domain):
+    return bool(domain.get('iops_4k') and domain.get('bytes_sec'))
+
+
+def _value(number):
+    """A column's value as the database takes it (None for nan)."""
+    return None if math.isnan(number) else float(number)
+
+
+@dataclasses.dataclass
+class _Writes:
+    """What a round writes once all its domains went through it."""
+
+    renewed: list = dataclasses.field(default_factory=list)  # disk ids
+    renewing: list = dataclasses.field(default_factory=list)  # results
+    rates: list = dataclasses.field(default_factory=list)
+
+
 class DomainLoop:
     """Runs the rounds of the domains a controller owns.
 
@@ -211,26 +261,86 @@ class DomainLoop:
         self._uncalibrated = set()
         self._rates_slot = {}  # domain name -> rates_write_interval slot
         self._seen = {}        # domain name -> first round here
+        self._views = None     # (domains, disks version, read at, views)
 
     # -- the rounds ---------------------------------------------------------
 
     def run(self, domains, now=None):
-        """One round of every domain in ``domains``; failures are logged."""
+        """One round of every domain in ``domains``; failures are logged.
+
+        The domains' disks are read at once, and the round's renewals and
+        rates are written at its end, one transaction each.
+        """
         now = self._clock() if now is None else now
         try:
             self.db.cap_delete_expired(audit_mod.to_datetime(now))
         except Exception:
             LOG.exception('Could not drop the lapsed caps')
+        views = {}
+        calibrated = [d['name'] for d in domains if _calibrated(d)]
+        try:
+            views = self._disks(calibrated, now)
+        except Exception as e:
+            self._views = None
+            LOG.warning('Could not read the disks of %d domains at once (%s); '
+                        'reading them domain by domain', len(calibrated), e)
+        writes = _Writes()
         results = []
         for domain in domains:
             try:
-                results.append(self.run_once(domain, now))
+                results.append(self.run_once(domain, now,
+                                             views.get(domain['name']),
+                                             writes))
             except Exception:
                 LOG.exception('Decision round of domain %s failed; its caps '
                               'lapse unless a later round renews them',
                               domain.get('name'))
+        self._flush(writes, now)
         self.store.prune(now)
         return results
+
+    def _disks(self, names, now):
+        """The disks of the domains ``names`` (DB views), for one round.
+
+        Read in full when the disks or tiers changed
+        (:meth:`~iotguard.db.api.Connection.disks_version`), when the set
+        of domains did, and at least every ``FULL_READ_S``; otherwise only
+        the caps in force are read again. Each view is fresh for the round
+        either way: its ``cap`` is the one in the database now.
+        """
+        version = self.db.disks_version()
+        key = tuple(sorted(names))
+        cached = self._views
+        if (cached is None or cached[0] != key or cached[1] != version
+                or now - cached[2] >= FULL_READ_S or now < cached[2]):
+            views = self.db.domains_disks(names)
+            self._views = (key, version, now, views)
+            return views
+        views = cached[3]
+        caps = self.db.domains_caps(names)
+        for disks in views.values():
+            for disk in disks:
+                disk['cap'] = caps.get(disk['id'])
+        return views
+
+    def _flush(self, writes, now):
+        """Write a round's renewals and rates (each logged on failure)."""
+        if writes.renewed:
+            try:
+                self.db.caps_renew(writes.renewed, audit_mod.to_datetime(
+                    now + self.lease_s))
+            except Exception:
+                LOG.exception('Could not record the renewal of %d caps; the '
+                              'agents have them, the next round renews them '
+                              'again', len(writes.renewed))
+                for result in writes.renewing:
+                    result.renewed = 0
+        if writes.rates:
+            try:
+                self.db.disk_rates_bulk_update(writes.rates)
+            except Exception:
+                LOG.exception('Could not write the rates of %d disks',
+                              len(writes.rates))
 
     def forget(self, names):
         """Drop per-domain state of domains no longer owned."""
@@ -240,11 +350,16 @@ class DomainLoop:
             self._rates_slot.pop(name, None)
             self._seen.pop(name, None)
 
-    def run_once(self, domain, now):
-        """collect -> decide -> act -> record for one domain."""
+    def run_once(self, domain, now, disks=None, writes=None):
+        """collect -> decide -> act -> record for one domain.
+
+        ``disks``: the domain's DB views when already read (else read
+        here); ``writes``: where :meth:`run` gathers the round's writes
+        (else they are written before this returns).
+        """
         name = domain['name']
         result = RoundResult(domain=name)
-        if not (domain.get('iops_4k') and domain.get('bytes_sec')):
+        if not _calibrated(domain):
             result.skipped = 'no capacity profile'
             if name not in self._uncalibrated:   # once, not every round
                 self._uncalibrated.add(name)
@@ -254,7 +369,7 @@ class DomainLoop:
             return result
         self._uncalibrated.discard(name)
         policy_name, policy = self._policy(domain)
-        disks, snapshot = self.collect(domain, now)
+        disks, snapshot, columns = self.collect(domain, now, disks)
         result.disks, result.stale = len(disks), int(snapshot.stale.sum())
         first_seen = self._seen.setdefault(name, now)
         if disks and snapshot.stale.all() and \
@@ -267,41 +382,42 @@ class DomainLoop:
         else:
             decisions = policy.decide(snapshot, now) if disks else []
         result.decisions = len(decisions)
-        self._act(name, policy_name, disks, snapshot, decisions, now, result)
+        alone = writes is None
+        writes = _Writes() if alone else writes
+        self._act(name, policy_name, disks, snapshot, decisions, now, result,
+                  writes)
         self._violations(name, disks, snapshot, now, result)
-        self._write_rates(name, disks, snapshot, now)
+        self._write_rates(name, disks, snapshot, columns, now, writes)
+        if alone:
+            self._flush(writes, now)
         LOG.debug('Round of %s: %s', name, result)
         return result
 
     # -- collect ------------------------------------------------------------
 
-    def collect(self, domain, now):
-        """The domain's disks and snapshot.
+    def collect(self, domain, now, disks=None):
+        """The domain's disks, snapshot and sample columns.
 
-        The disks are DB views whose ``cap`` is kept only while in force.
+        The disks are DB views (read here unless given) whose ``cap`` is
+        kept only while in force, its times in UNIX seconds.
         """
-        disks = self.db.domain_disks(domain['name'])
-        states = []
+        if disks is None:
+            disks = self.db.domain_disks(domain['name'])
         for disk in disks:
             cap = disk.get('cap')
-            set_at = math.nan
-            if cap is not None:
-                if cap.get('set_at') is not None:
-                    set_at = audit_mod.to_timestamp(cap['set_at'])
-                cap = dict(cap, lease_expires_at=audit_mod.to_timestamp(
-                    cap['lease_expires_at']))
-                if cap['lease_expires_at'] <= now:
-                    cap = None   # lapsed: the agent restored static limits
-            disk['cap'] = cap
-            sample = self.store.latest(disk['instance_uuid'], disk['dev'])
-            stale = (not samples_mod.has_rates(sample)
-                     or self.store.is_stale(sample, now))
-            disk['sample'] = None if stale else sample
-            states.append(disk_state(disk, sample, cap, set_at, stale))
-        profile = base.Profile(iops_4k=float(domain['iops_4k']),
-                               bytes_sec=float(domain['bytes_sec']))
-        return disks, base.DomainSnapshot.from_disks(
-            domain['name'], profile, self.interval_s, states)
+            if cap is None:
+                continue
+            set_at = cap.get('set_at')
+            cap = dict(cap, lease_expires_at=audit_mod.to_timestamp(
+                cap['lease_expires_at']), set_at=(
+                    math.nan if set_at is None
+                    else audit_mod.to_timestamp(set_at)))
+            # lapsed: the agent restored the static limits
+            disk['cap'] = cap if cap['lease_expires_at'] > now else None
+        columns = self.store.gather(
+            [(d['instance_uuid'], d['dev']) for d in disks], now)
+        return disks, snapshot_of(domain, self.interval_s, disks,
+                                  columns), columns
 
     # -- decide -------------------------------------------------------------
 
@@ -318,7 +434,7 @@ class DomainLoop:
     # -- act and record -----------------------------------------------------
 
     def _act(self, name, policy_name, disks, snapshot, decisions, now,
-             result):
+             result, writes):
         index = {disk_id(d): i for i, d in enumerate(disks)}
         lease = now + self.lease_s
         pending = []     # (disk, decision, old limits, new limits)
@@ -381,9 +497,9 @@ class DomainLoop:
                  'decision_id': (str(decision_id)
                                  if decision_id is not None else None)},
                 disk['id']))
-        self._send(name, policy_name, applies, releases, lease, result)
+        self._send(name, policy_name, applies, releases, result, writes)
 
-    def _send(self, name, policy_name, applies, releases, lease, result):
+    def _send(self, name, policy_name, applies, releases, result, writes):
         """Cast per host; record what was sent, renew the leases sent."""
         renewed, applied, released = [], [], []
         ctxt = {}
@@ -417,10 +533,11 @@ class DomainLoop:
             self.audit.caps_released(name, policy_name, released)
             result.released = len(released)
         if renewed:
-            result.renewed = self.db.caps_renew(
-                renewed, audit_mod.to_datetime(lease))
+            writes.renewed.extend(renewed)
+            writes.renewing.append(result)
+            result.renewed = len(renewed)
 
-    def _write_rates(self, name, disks, snapshot, now):
+    def _write_rates(self, name, disks, snapshot, columns, now, writes):
         """Every rates_write_interval: the fresh rates, for the API."""
         if not self.rates_write_s:
             return
@@ -429,19 +546,16 @@ class DomainLoop:
         if self._rates_slot.setdefault(name, slot) == slot:
             return   # written in this slot, or first seen in it
         self._rates_slot[name] = slot
-        rows = []
-        for i, disk in enumerate(disks):
-            sample = disk['sample']
-            if sample is None:
-                continue
-            row = {k: sample[k] for k in ('read_iops', 'write_iops',
-                                          'read_bytes_sec',
-                                          'write_bytes_sec')}
-            row.update(id=disk['id'],
-                       sampled_at=audit_mod.to_datetime(sample['timestamp']),
-                       latency_ms=float(snapshot.latency_ms[i]))
-            rows.append(row)
-        self.db.disk_rates_bulk_update(rows)
+        c = columns
+        for i in np.flatnonzero(~c.stale):
+            writes.rates.append({
+                'id': disks[i]['id'],
+                'sampled_at': audit_mod.to_datetime(float(c.timestamp[i])),
+                'read_iops': _value(c.read_iops[i]),
+                'write_iops': _value(c.write_iops[i]),
+                'read_bytes_sec': _value(c.read_bytes_sec[i]),
+                'write_bytes_sec': _value(c.write_bytes_sec[i]),
+                'latency_ms': float(snapshot.latency_ms[i])})
 
     def _violations(self, name, disks, snapshot, now, result):
         violated, load, floor = violations(snapshot,

@@ -16,13 +16,22 @@ Every controller receives every agent's batch (fanout casts) and keeps
 the samples of the disks in the domains it owns, so ownership moves
 between controllers without the agents knowing:
 
-* ``report_samples(host, samples)``: each disk sample is validated
+* ``report_samples(host, samples)``: each disk sample is checked once,
+  decoded into a :class:`~iotguard.controller.samples.Sample`
   (:data:`iotguard.caps.SAMPLE_SCHEMA`); malformed ones, disks of domains
   owned by another controller and disks nobody knows are dropped (logged);
   an unknown image-backed disk of the reporting host is recorded in the
   domain ``local:<host>`` when ``[controller] register_local_disks`` is on
-  and this controller owns that domain; the rest go to the
-  :class:`~iotguard.controller.samples.SampleStore`.
+  and this controller owns that domain; the rest of the batch goes to the
+  :class:`~iotguard.controller.samples.SampleStore` at once.
+
+**The disk index** (which disk is in which domain) is read in full once,
+then kept current by events: membership's changes
+(:meth:`ControllerManager.index_changed`, wired by the service), the
+disks registered here, and a full reload (:meth:`refresh_index`) only
+when due (:meth:`index_due`): after a sample named a disk the index does
+not know (another process may have recorded it), and at least every
+``INDEX_RELOAD_S``.
 * ``agent_heartbeat(host, info)``: the agents table (written by the one
   controller that owns ``agent:<host>``, not by all of them).
 
@@ -43,6 +52,11 @@ from iotguard import exception
 LOG = logging.getLogger(__name__)
 
 LOCAL_PREFIX = 'local:'
+
+#: A full reload of the disk index at least this often (seconds), and a
+#: reload asked by an unknown disk's sample at most this often.
+INDEX_RELOAD_S = 600.0
+INDEX_RELOAD_MIN_S = 30.0
 
 
 def local_domain(host):
@@ -73,21 +87,45 @@ class ControllerManager:
         self._lock = threading.Lock()
         self._index = {}          # (uuid, dev) -> (domain, host)
         self._unknown = set()     # disks already logged as unknown
+        self._loaded_at = None    # when the index was last read in full
+        self._unknown_since = None
         self.stats = {'stored': 0, 'dropped': 0, 'foreign': 0,
                       'registered': 0}
 
     # -- membership index ---------------------------------------------------
 
     def refresh_index(self):
-        """Reload which disk lives in which domain (once per round)."""
+        """Read which disk lives in which domain, in full."""
         index = self.db.disk_index()
         with self._lock:
             self._index = index
             self._unknown -= set(index)
+            self._loaded_at = self._clock()
+            self._unknown_since = None
+
+    def index_due(self, now):
+        """Whether :meth:`refresh_index` should run now (see module doc)."""
+        if self._loaded_at is None:
+            return True
+        age = now - self._loaded_at
+        return age >= INDEX_RELOAD_S or (
+            self._unknown_since is not None and age >= INDEX_RELOAD_MIN_S)
+
+    def index_changed(self, upserted=(), removed=()):
+        """Membership changed; keep the index current without a reload.
+
+        ``upserted``: ``(uuid, dev, domain, host)`` entries; ``removed``:
+        ``(uuid, dev)`` keys.
+        """
+        with self._lock:
+            for uuid, dev, domain, host in upserted:
+                self._index[(uuid, dev)] = (domain, host)
+                self._unknown.discard((uuid, dev))
+            for key in removed:
+                self._index.pop(key, None)
 
     def domain_of(self, instance_uuid, dev):
-        with self._lock:
-            found = self._index.get((instance_uuid, dev))
+        found = self._index.get((instance_uuid, dev))
         return found[0] if found else None
 
     # -- RPC API 1.0 --------------------------------------------------------
@@ -116,9 +154,10 @@ class ControllerManager:
 
     # -- internals ----------------------------------------------------------
 
-    def _count(self, what):
-        with self._lock:
-            self.stats[what] += 1
+    def _count(self, what, n=1):
+        if n:
+            with self._lock:
+                self.stats[what] += n
 
     def _report(self, host, batch):
         received = self._clock()
@@ -129,8 +168,9 @@ class ControllerManager:
                       'needs a host and {"disks": [...]}', host)
             self._count('dropped')
             return
-        for sample in batch['disks']:
-            self._route(sample, host, received)
+        records = [r for r in (self._admit(s, host) for s in batch['disks'])
+                   if r is not None]
+        self._store(records, received)
 
     def add_sample(self, sample, received_at=None):
         """The sink of the other sources (Ceilometer, Gnocchi).
@@ -138,42 +178,50 @@ class ControllerManager:
         Same checks as for an agent's sample, without registration: only
         the disks membership knows, in the domains owned here, are stored.
         """
-        return self._route(sample, None, received_at)
+        record = self._admit(sample, None)
+        return record is not None and self._store([record], received_at)
 
-    def _route(self, sample, host, received):
+    def _store(self, records, received):
+        stored = self.store.add_many(records, received) if records else 0
+        self._count('stored', stored)
+        self._count('dropped', len(records) - stored)
+        return stored == len(records)
+
+    def _admit(self, sample, host):
+        """The sample's record if it is for a disk owned here, else None."""
         try:
-            samples_mod.validate(sample)
+            record = samples_mod.decode(sample)
         except exception.Invalid as e:
             LOG.warning('Dropped a sample from %s: %s', host or 'a source',
                         e)
             self._count('dropped')
-            return False
-        uuid, dev = sample['instance_uuid'], sample['dev']
-        domain = self.domain_of(uuid, dev)
-        if domain is None:
-            domain = self._register(host, sample)
+            return None
+        found = self._index.get(record.key)
+        if found is None:
+            domain = self._register(host, record)
             if domain is None:
-                return False
+                return None
+        else:
+            domain = found[0]
         if not self.owns(domain):
             self._count('foreign')
-            return False
-        if self.store.add(sample, received):
-            self._count('stored')
-            return True
-        self._count('dropped')
-        return False
+            return None
+        return record
 
     def _register(self, host, sample):
         """Record an unknown image-backed disk of ``host``; its domain."""
-        key = (sample['instance_uuid'], sample['dev'])
+        key = sample.key
         domain = local_domain(host) if host else None
         if (not self.register_local or domain is None
-                or sample.get('volume_id')
-                or not sample.get('project_id')
+                or sample.volume_id
+                or not sample.project_id
                 or not self.owns(domain)):
             with self._lock:
                 first = key not in self._unknown
                 self._unknown.add(key)
+                if first and self._unknown_since is None:
+                    # another process may know it: reload the index soon
+                    self._unknown_since = self._clock()
             if first:
                 LOG.info('Sample of unknown disk %s/%s from %s dropped '
                          '(membership does not know it yet)', key[0],
@@ -191,7 +239,7 @@ class ControllerManager:
                 except exception.Conflict:
                     pass
             self.db.disk_upsert(key[0], key[1], host, domain,
-                                sample['project_id'])
+                                sample.project_id)
         except Exception as e:
             LOG.warning('Could not record disk %s/%s of %s: %s', key[0],
                         key[1], host, e)

@@ -30,7 +30,9 @@ The result is cached in memory, persisted through :mod:`iotguard.db.api`
 (``disk_upsert``, ``disk_delete``, domains created when missing), resynced
 in full by :meth:`Membership.refresh` (the controller calls it every
 ``[membership] resync_interval``) and per instance on Nova and Cinder
-notifications (:class:`NotificationEndpoint`). After an event that makes
+notifications (:class:`NotificationEndpoint`); each change written is
+also told to ``on_change(upserted, removed)`` (the controller's disk
+index follows it without reloading). After an event that makes
 Nova rebuild the domain XML (and so drop live iotune values), the
 ``on_rebuilt(instance_uuid, host)`` callback lets the controller ask that
 host's agent to re-apply its caps.
@@ -109,17 +111,20 @@ class Membership:
     :class:`iotguard.db.api.Connection` or None (memory only);
     ``on_rebuilt(instance_uuid, host)``: see the module doc;
     ``notifier``: an :class:`iotguard.notifications.Notifier` for the
-    tiers given or refused, or None.
+    tiers given or refused, or None; ``on_change(upserted, removed)``:
+    told the disks written, ``(instance_uuid, dev, domain, host)``, and
+    the ``(instance_uuid, dev)`` removed, or None.
     """
 
     def __init__(self, conf, connection=None, db=None, on_rebuilt=None,
-                 notifier=None):
+                 notifier=None, on_change=None):
         self._conf = conf
         self.shared = dict(conf.membership.ephemeral_domains)
         self._connection = connection
         self.db = db
         self.on_rebuilt = on_rebuilt
         self.notifier = notifier
+        self.on_change = on_change
         self._lock = threading.Lock()
         self._disks = {}
 
@@ -281,7 +286,7 @@ class Membership:
         """
         if self.db is None:
             return 0
-        written = 0
+        written = []
         for key, disk in disks.items():
             if index.get(key) == (disk.domain, disk.host):
                 continue
@@ -290,12 +295,14 @@ class Membership:
                 self.db.disk_upsert(disk.instance_uuid, disk.dev, disk.host,
                                     disk.domain, disk.project_id,
                                     volume_id=disk.volume_id)
-                written += 1
+                written.append((disk.instance_uuid, disk.dev, disk.domain,
+                                disk.host))
             except Exception as e:
                 LOG.warning('Could not record disk %s/%s in %s: %s',
                             key[0], key[1], disk.domain, e)
         self._delete_rows(sorted(k for k in dead if k in index))
-        return written
+        self._changed(written, ())
+        return len(written)
 
     def _volume_type_tiers(self, disks):
         """``{volume type: tier or None}`` of the volume disks' types.
@@ -423,6 +430,7 @@ class Membership:
                 pass
 
     def _delete_rows(self, keys):
+        removed = []
         for uuid, dev in keys:
             try:
                 self.db.disk_delete(uuid, dev)
@@ -430,6 +438,18 @@ class Membership:
                 pass
             except Exception as e:
                 LOG.warning('Could not remove disk %s/%s: %s', uuid, dev, e)
+                continue
+            removed.append((uuid, dev))
+        self._changed((), removed)
+
+    def _changed(self, upserted, removed):
+        if self.on_change is None or not (upserted or removed):
+            return
+        try:
+            self.on_change(upserted, removed)
+        except Exception:
+            LOG.exception('on_change of %d disk(s) failed',
+                          len(upserted) + len(removed))
 
     def rebuilt(self, instance_uuid):
         """Tell the controller the instance's domain XML was rebuilt."""

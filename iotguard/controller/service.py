@@ -18,9 +18,10 @@ oslo.messaging's ``threading`` executor, and so does the Nova/Cinder
 notification listener of membership (when ``[service_credentials]`` is
 configured); one thread runs the decision rounds every ``[controller]
 decision_interval``: follow the tooz group, pick the owned domains, resync
-membership when due, reload the disk index, poll Gnocchi when enabled,
-and run one round per owned domain. A failing round is logged and the
-next one runs on time.
+membership when due, reload the disk index when due (membership's
+changes keep it current in between), poll Gnocchi when enabled, and run
+one round over the owned domains. A failing round is logged and the next
+one runs on time.
 """
 
 import threading
@@ -146,10 +147,14 @@ class ControllerService:
         from iotguard.controller import membership
         self.membership = membership.Membership(
             self.conf, db=self.db, on_rebuilt=self.rebuilt,
-            notifier=self.notifier)
+            notifier=self.notifier, on_change=self._membership_changed)
         self.membership_listener = membership.get_listener(
             self.conf, self.notification_transport, self.membership)
         self.membership_listener.start()
+
+    def _membership_changed(self, upserted, removed):
+        if self.manager is not None:
+            self.manager.index_changed(upserted, removed)
 
     def _refresh_membership(self, now):
         if (self.membership is None or now < self._membership_due
@@ -212,7 +217,8 @@ class ControllerService:
                 self.loop.forget(self.owned - names)
                 self.owned = names
             self._refresh_membership(now)
-            self.manager.refresh_index()
+            if self.manager.index_due(now):
+                self.manager.refresh_index()
             self._poll_gnocchi(now)
             self.last_results = self.loop.run(domains, now)
         except Exception:

@@ -684,16 +684,21 @@ class Connection:
     def caps_renew(self, disk_ids, lease_expires_at):
         """Extend the lease of the caps of ``disk_ids`` (disk row ids).
 
-        One statement for a whole domain's renewals; returns how many caps
-        were renewed (a disk without a cap is skipped).
+        One transaction for a whole round's renewals (in statements of
+        500 disks); returns how many caps were renewed (a disk without a
+        cap is skipped).
         """
-        if not disk_ids:
+        ids = sorted(set(disk_ids))
+        if not ids:
             return 0
+        renewed, now = 0, utcnow()
         with self._writer() as session:
-            return session.execute(sa.update(models.Cap).where(
-                models.Cap.disk_id.in_(sorted(set(disk_ids)))).values(
-                    lease_expires_at=lease_expires_at,
-                    updated_at=utcnow())).rowcount
+            for start in range(0, len(ids), 500):
+                renewed += session.execute(sa.update(models.Cap).where(
+                    models.Cap.disk_id.in_(ids[start:start + 500])).values(
+                        lease_expires_at=lease_expires_at,
+                        updated_at=now)).rowcount
+        return renewed
 
     def domain_disks(self, domain):
         """The disks of one domain as the decision loop needs them.
@@ -702,34 +707,99 @@ class Connection:
         without ORM objects, and each ``cap`` also has ``set_at``: when the
         decision that set it was taken. NotFound for an unknown domain.
         """
+        return self.domains_disks([domain])[domain]
+
+    def domains_disks(self, domains):
+        """:meth:`domain_disks` of many domains in one read (a round's).
+
+        ``{name: [disk]}``, each list ordered by instance and device; the
+        same queries whatever the number of domains. NotFound when one is
+        unknown.
+        """
         disk, cap = models.Disk, models.Cap
+        names = sorted(set(domains))
+        if not names:
+            return {}
         with self._reader() as session:
-            domain_id = self._domain_row(session, domain).id
+            ids = dict(session.execute(
+                sa.select(models.Domain.id, models.Domain.name).where(
+                    models.Domain.name.in_(names))).all())
+            if len(ids) < len(names):
+                raise exception.NotFound(what='domain %s' % sorted(
+                    set(names) - set(ids.values()))[0])
             rows = session.execute(
                 sa.select(disk.id, disk.instance_uuid, disk.dev, disk.host,
-                          disk.project_id, disk.volume_id, cap.limits,
-                          cap.lease_expires_at, cap.decision_id,
+                          disk.project_id, disk.volume_id, disk.domain_id,
+                          cap.limits, cap.lease_expires_at, cap.decision_id,
                           models.Decision.created_at)
                 .outerjoin(cap, cap.disk_id == disk.id)
                 .outerjoin(models.Decision,
                            models.Decision.id == cap.decision_id)
-                .where(disk.domain_id == domain_id)
+                .where(disk.domain_id.in_(list(ids)))
                 .order_by(disk.instance_uuid, disk.dev)).all()
             choices, default = self._effective_tiers(
-                session, [r.instance_uuid for r in rows])
-        out = []
+                session, sa.select(disk.instance_uuid).where(
+                    disk.domain_id.in_(list(ids))))
+        chosen = {key[0] for key in choices}
+        default_source = 'default' if default else None
+        out = {name: [] for name in names}
         for r in rows:
-            tier, source, _refused = self._resolve(choices, default, r)
-            out.append({
+            # Most disks have no choice of their own: the default tier.
+            if r.instance_uuid in chosen:
+                tier, source, _refused = self._resolve(choices, default, r)
+            else:
+                tier, source = default, default_source
+            name = ids[r.domain_id]
+            out[name].append({
                 'id': r.id, 'instance_uuid': r.instance_uuid, 'dev': r.dev,
                 'host': r.host, 'project_id': r.project_id,
-                'volume_id': r.volume_id, 'domain': domain, 'tier': tier,
+                'volume_id': r.volume_id, 'domain': name, 'tier': tier,
                 'tier_source': source,
                 'cap': None if r.limits is None else {
                     'limits': r.limits,
                     'lease_expires_at': r.lease_expires_at,
                     'decision_id': r.decision_id, 'set_at': r.created_at}})
         return out
+
+    def disks_version(self):
+        """What changes whenever the disks or their tiers may have.
+
+        Whatever :meth:`domains_disks` says apart from the caps.
+
+        Counts, largest ids, id sums and latest times of the disks, tier
+        choices and tiers: a few aggregates, so that the controller reads
+        the disks again only when they changed.
+        """
+        def of(table):
+            return (sa.func.count(), sa.func.max(table.id),
+                    sa.func.sum(table.id), sa.func.max(table.created_at),
+                    sa.func.max(table.updated_at))
+
+        with self._reader() as session:
+            return tuple(tuple(session.execute(sa.select(*of(table))).one())
+                         for table in (models.Disk, models.DiskTier,
+                                       models.Tier))
+
+    def domains_caps(self, domains):
+        """The caps in force in ``domains``: ``{disk id: cap}``.
+
+        Each cap as :meth:`domain_disks` gives it (``set_at`` included);
+        the only part of those views a round must read every time.
+        """
+        disk, cap = models.Disk, models.Cap
+        with self._reader() as session:
+            rows = session.execute(
+                sa.select(cap.disk_id, cap.limits, cap.lease_expires_at,
+                          cap.decision_id, models.Decision.created_at)
+                .join(disk, disk.id == cap.disk_id)
+                .join(models.Domain, models.Domain.id == disk.domain_id)
+                .outerjoin(models.Decision,
+                           models.Decision.id == cap.decision_id)
+                .where(models.Domain.name.in_(sorted(set(domains))))).all()
+        return {r.disk_id: {'limits': r.limits,
+                            'lease_expires_at': r.lease_expires_at,
+                            'decision_id': r.decision_id,
+                            'set_at': r.created_at} for r in rows}
 
     def disk_rates_bulk_update(self, rates):
         """Store the latest rates of many disks at once (by disk id).

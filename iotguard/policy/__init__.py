@@ -17,7 +17,9 @@ entry points (setup.cfg), so an operator can add one without patching
 iotguard.
 """
 
+import functools
 from importlib import metadata
+from typing import Callable
 
 GROUP = 'iotguard.decision_policies'
 
@@ -27,14 +29,26 @@ def names() -> list[str]:
     return sorted(ep.name for ep in metadata.entry_points(group=GROUP))
 
 
+@functools.lru_cache(maxsize=None)
+def _factory(name: str) -> Callable[..., object] | None:
+    # Reading the entry points scans every installed distribution (tens
+    # of milliseconds): a controller loads a policy per domain it owns.
+    for ep in metadata.entry_points(group=GROUP):
+        if ep.name == name:
+            factory: Callable[..., object] = ep.load()
+            return factory
+    return None
+
+
 def load(name: str, **params: object) -> object:
     """Build the policy called ``name`` with its parameters.
 
     Raises ``ValueError`` naming the known policies for an unknown name,
-    and whatever the policy raises for bad parameters.
+    and whatever the policy raises for bad parameters. Each name is looked
+    up once per process.
     """
-    for ep in metadata.entry_points(group=GROUP):
-        if ep.name == name:
-            return ep.load()(**params)
-    raise ValueError('unknown policy %r; known: %s'
-                     % (name, ', '.join(names())))
+    factory = _factory(name)
+    if factory is None:
+        raise ValueError('unknown policy %r; known: %s'
+                         % (name, ', '.join(names())))
+    return factory(**params)

@@ -23,17 +23,22 @@ T0 = datetime.datetime(2026, 11, 22, 3, 0, 0, 123456)
 
 class ControllerDbTests:
 
+    def _cap_a(self, domain):
+        """A 10 IOPS cap on UUID_A's vda decided at T0: (decision, lease)."""
+        decision = self.db.decision_create(
+            domain, 'guarantee', UUID_A, 'vda', 'p', 'cap', {},
+            {'total_iops_sec': 10}, 'why', {}, created_at=T0)
+        lease = T0 + datetime.timedelta(seconds=15)
+        self.db.cap_set(UUID_A, 'vda', {'total_iops_sec': 10}, lease,
+                        decision)
+        return decision, lease
+
     def test_caps_renew(self):
         self.db.domain_create('local:cn1', 'local', iops_4k=1e4,
                               bytes_sec=5e8)
         a = self.db.disk_upsert(UUID_A, 'vda', 'cn1', 'local:cn1', 'p')
         b = self.db.disk_upsert(UUID_B, 'vda', 'cn1', 'local:cn1', 'p')
-        decision = self.db.decision_create(
-            'local:cn1', 'guarantee', UUID_A, 'vda', 'p', 'cap', {},
-            {'total_iops_sec': 10}, 'why', {}, created_at=T0)
-        lease = T0 + datetime.timedelta(seconds=15)
-        self.db.cap_set(UUID_A, 'vda', {'total_iops_sec': 10}, lease,
-                        decision)
+        decision, lease = self._cap_a('local:cn1')
         later = lease + datetime.timedelta(seconds=5)
         self.assertEqual(0, self.db.caps_renew([], later))
         # b has no cap: only a's is renewed
@@ -84,12 +89,7 @@ class ControllerDbTests:
                             volume_id=UUID_A)
         self.db.disk_upsert(UUID_B, 'vdb', 'cn2', 'other', 'q')
         self.db.disk_tier_set(UUID_A, 'vda', 'gold', 'flavor', 'p')
-        decision = self.db.decision_create(
-            'pool', 'guarantee', UUID_A, 'vda', 'p', 'cap', {},
-            {'total_iops_sec': 10}, 'why', {}, created_at=T0)
-        lease = T0 + datetime.timedelta(seconds=15)
-        self.db.cap_set(UUID_A, 'vda', {'total_iops_sec': 10}, lease,
-                        decision)
+        decision, lease = self._cap_a('pool')
         got = self.db.domain_disks('pool')
         listed = self.db.disk_list(domain='pool')
         self.assertEqual([(d['instance_uuid'], d['dev']) for d in listed],
@@ -105,6 +105,65 @@ class ControllerDbTests:
         self.assertIsNone(got[1]['cap'])
         self.assertEqual('gold', got[0]['tier']['name'])
         self.assertRaises(exception.NotFound, self.db.domain_disks, 'nope')
+        # a round's read of many domains: each domain as read alone
+        both = self.db.domains_disks(['other', 'pool', 'pool'])
+        self.assertEqual({'other': self.db.domain_disks('other'),
+                          'pool': got}, both)
+        self.assertEqual({}, self.db.domains_disks([]))
+        self.assertRaises(exception.NotFound, self.db.domains_disks,
+                          ['pool', 'nope'])
+
+    def test_disks_version_and_caps_of_a_round(self):
+        self.db.domain_create('pool', 'cinder')
+        self.db.domain_create('other', 'cinder')
+        seen = [self.db.disks_version()]
+
+        def changed():
+            seen.append(self.db.disks_version())
+            return seen[-1] != seen[-2]
+        self.db.disk_upsert(UUID_A, 'vda', 'cn1', 'pool', 'p')
+        self.assertTrue(changed())
+        self.db.disk_upsert(UUID_B, 'vda', 'cn1', 'other', 'p')
+        self.assertTrue(changed())
+        self.assertFalse(changed())
+        self.db.disk_upsert(UUID_B, 'vda', 'cn2', 'pool', 'p')   # moved
+        self.assertTrue(changed())
+        self.db.tier_create({'name': 'gold', 'description': '',
+                             'min_iops': 10.0, 'min_bytes_sec': 0.0,
+                             'max_iops': 0.0, 'max_bytes_sec': 0.0,
+                             'weight': 2.0, 'is_public': True})
+        self.assertTrue(changed())
+        self.db.disk_tier_set(UUID_A, 'vda', 'gold', 'flavor', 'p')
+        self.assertTrue(changed())
+        self.db.tier_choice_unset(UUID_A, 'flavor', 'vda')
+        self.assertTrue(changed())
+        # caps are not part of it: the round reads them every time
+        decision, lease = self._cap_a('pool')
+        self.assertFalse(changed())
+        disks = self.db.domain_disks('pool')
+        self.assertEqual({d['id']: d['cap'] for d in disks if d['cap']},
+                         self.db.domains_caps(['pool', 'other']))
+        self.assertEqual({}, self.db.domains_caps(['other']))
+        self.db.disk_delete(UUID_B, 'vda')
+        self.assertTrue(changed())
+
+    def test_caps_renew_a_whole_round(self):
+        # more disks than one statement takes (500): one transaction
+        self.db.domain_create('pool', 'cinder')
+        rows = [{'instance_uuid': '%08d-1111-4111-8111-111111111111' % i,
+                 'dev': 'vda', 'host': 'cn1', 'domain': 'pool',
+                 'project_id': 'p'} for i in range(1203)]
+        self.db.disk_bulk_insert(rows)
+        lease = T0 + datetime.timedelta(seconds=15)
+        self.db.caps_set([dict(r, limits={'total_iops_sec': 5},
+                               lease_expires_at=lease, decision_id=None)
+                          for r in rows[:1100]])
+        ids = [d['id'] for d in self.db.domain_disks('pool')]
+        later = lease + datetime.timedelta(seconds=5)
+        self.assertEqual(1100, self.db.caps_renew(ids + ids[:7], later))
+        leases = {d['cap']['lease_expires_at']
+                  for d in self.db.domain_disks('pool') if d['cap']}
+        self.assertEqual({later}, leases)
 
     def test_disk_rates_bulk_update(self):
         from iotguard import exception

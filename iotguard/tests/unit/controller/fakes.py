@@ -128,6 +128,18 @@ class FakeDB:
                                  if decision_id else None)
         return out
 
+    def domains_disks(self, domains):
+        self.bulk_reads = getattr(self, 'bulk_reads', 0) + 1
+        return {name: self.domain_disks(name) for name in domains}
+
+    def disks_version(self):
+        return repr(sorted(self.disks.items()))
+
+    def domains_caps(self, domains):
+        self.caps_reads = getattr(self, 'caps_reads', 0) + 1
+        return {d['id']: d['cap'] for name in domains
+                for d in self.domain_disks(name) if d['cap'] is not None}
+
     def decision_create(self, domain, policy, instance_uuid, dev,
                         project_id, action, old_limits, new_limits, reason,
                         numbers, created_at=None):

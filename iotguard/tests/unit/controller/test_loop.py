@@ -328,6 +328,82 @@ class ScriptedRoundTest(LoopTestBase):
 
 class RunTest(LoopTestBase):
 
+    def _domains(self, n):
+        gold = fakes.tier('gold', max_iops=100.0)
+        disks = []
+        for k in range(n):
+            self.db.add_domain('pool-%d' % k, policy='static')
+            disks.append(self.db.add_disk('pool-%d' % k, 'cn%d' % k, gold))
+            self.feed(disks[-1])
+        return disks
+
+    def test_a_round_reads_once_and_writes_once(self):
+        self.loop.rates_write_s = 5.0    # every domain's due next round
+        disks = self._domains(3)
+        results = self.loop.run(self.db.domain_list(), T0)
+        self.assertEqual(1, self.db.bulk_reads)
+        self.assertEqual([1, 1, 1], [r.applied for r in results])
+        for disk in disks:
+            self.feed(disk, at=T0 + 4)
+        results = self.loop.run(self.db.domain_list(), T0 + 5)
+        # the disks did not change: only their caps are read again
+        self.assertEqual((1, 1), (self.db.bulk_reads, self.db.caps_reads))
+        self.assertEqual([1, 1, 1], [r.renewed for r in results])
+        # one renewal write and one rates write for the three domains
+        self.assertEqual([sorted(d['id'] for d in disks)], self.db.renewals)
+        self.assertEqual(1, len(self.db.rates_written))
+        self.assertEqual(sorted(d['id'] for d in disks),
+                         sorted(r['id'] for r in self.db.rates_written[0]))
+        for disk in disks:
+            self.assertEqual(audit.to_datetime(T0 + 20.0),
+                             self.cap_of(disk)['lease_expires_at'])
+
+    def test_disks_read_again_when_they_change(self):
+        disks = self._domains(2)
+        self.loop.run(self.db.domain_list(), T0)
+        self.loop.run(self.db.domain_list(), T0 + 5)
+        self.assertEqual(1, self.db.bulk_reads)
+        # another process gives a disk a tier without a ceiling: its cap
+        # is released in the very next round
+        self.db.disks[(disks[0]['instance_uuid'], 'vda')]['tier'] = \
+            fakes.tier('plain')
+        results = self.loop.run(self.db.domain_list(), T0 + 10)
+        self.assertEqual(2, self.db.bulk_reads)
+        self.assertEqual([1, 0], [r.released for r in results])
+        # a new domain is read in full too, and so is everything after a
+        # while whatever the version says
+        self.db.add_domain('pool-new', policy='static')
+        self.loop.run(self.db.domain_list(), T0 + 15)
+        self.assertEqual(3, self.db.bulk_reads)
+        self.loop.run(self.db.domain_list(), T0 + 20)
+        self.assertEqual(3, self.db.bulk_reads)
+        self.loop.run(self.db.domain_list(), T0 + 15 + loop.FULL_READ_S)
+        self.assertEqual(4, self.db.bulk_reads)
+
+    def test_caps_read_every_round_from_the_database(self):
+        disks = self._domains(1)
+        self.loop.run(self.db.domain_list(), T0)
+        # the cap went away behind the loop's back (released, lapsed):
+        # the next round sees it gone and applies it again
+        self.db.caps.clear()
+        results = self.loop.run(self.db.domain_list(), T0 + 5)
+        self.assertEqual((1, 1, 0), (self.db.bulk_reads, results[0].applied,
+                                     results[0].renewed))
+        self.assertIsNotNone(self.cap_of(disks[0]))
+
+    def test_failed_renewal_write_is_logged_and_not_counted(self):
+        self._domains(2)
+        self.loop.run(self.db.domain_list(), T0)
+
+        def broken(ids, lease):
+            raise RuntimeError('db down')
+        self.db.caps_renew = broken
+        logs = self.useFixture(fixtures.FakeLogger(level=logging.ERROR))
+        results = self.loop.run(self.db.domain_list(), T0 + 5)
+        self.assertEqual([0, 0], [r.renewed for r in results])
+        self.assertEqual(4, len(self.agents.casts))   # the agents have them
+        self.assertIn('Could not record the renewal of 2 caps', logs.output)
+
     def test_one_failing_domain_does_not_stop_the_others(self):
         self.db.add_domain('bad', policy='static')
         self.db.add_domain('good', policy='static')

@@ -20,7 +20,10 @@ T0 = 1_800_000_000.0
 
 class FakeIndexDB(fakes.FakeDB):
 
+    index_reads = 0
+
     def disk_index(self):
+        self.index_reads += 1
         return {k: (d['domain'], d['host']) for k, d in self.disks.items()}
 
 
@@ -156,3 +159,60 @@ class ManagerTest(base.TestCase):
         self.assertEqual((1, 1, 2), (self.manager.stats['stored'],
                                      self.manager.stats['foreign'],
                                      self.manager.stats['dropped']))
+
+
+class IndexEventsTest(base.TestCase):
+    """The disk index follows membership's events, reloads when due."""
+
+    def setUp(self):
+        super().setUp()
+        self.now = T0
+        self.db = FakeIndexDB()
+        self.db.add_domain('mine')
+        self.disk = self.db.add_disk('mine', 'cn1')
+        self.flags(register_local_disks=False, group='controller')
+        self.store = samples.SampleStore(5.0, clock=lambda: self.now)
+        self.manager = manager.ControllerManager(
+            self.conf, self.db, self.store, clock=lambda: self.now)
+
+    def report(self, uuid, dev='vda'):
+        self.manager.report_samples({}, 'cn1', {'disks': [fakes.sample(
+            uuid, dev=dev, timestamp=self.now - 0.5)]})
+        return self.store.latest(uuid, dev) is not None
+
+    def test_events_route_without_reload(self):
+        self.assertTrue(self.manager.index_due(self.now))
+        self.manager.refresh_index()
+        self.assertFalse(self.manager.index_due(self.now + 5))
+        new = fakes.sample()['instance_uuid']
+        self.manager.index_changed([(new, 'vdb', 'mine', 'cn2')], ())
+        self.assertTrue(self.report(new, 'vdb'))
+        self.manager.index_changed((), [(self.disk['instance_uuid'],
+                                         'vda')])
+        self.assertFalse(self.report(self.disk['instance_uuid']))
+        self.assertEqual(1, self.db.index_reads)
+        self.assertEqual(1, self.manager.stats['stored'])
+
+    def test_unknown_disk_asks_for_a_reload_once(self):
+        self.manager.refresh_index()
+        # recorded by another process: the index does not know it yet
+        other = self.db.add_disk('mine', 'cn1')
+        self.assertFalse(self.report(other['instance_uuid']))
+        self.now += manager.INDEX_RELOAD_MIN_S - 1
+        self.assertFalse(self.manager.index_due(self.now))
+        self.now += 1
+        self.assertTrue(self.manager.index_due(self.now))
+        self.manager.refresh_index()
+        self.assertTrue(self.report(other['instance_uuid']))
+        # a disk nobody records asks once, not every round
+        lost = fakes.sample()['instance_uuid']
+        self.assertFalse(self.report(lost))
+        self.now += manager.INDEX_RELOAD_MIN_S
+        self.assertTrue(self.manager.index_due(self.now))
+        self.manager.refresh_index()
+        self.assertFalse(self.report(lost))
+        self.now += manager.INDEX_RELOAD_MIN_S
+        self.assertFalse(self.manager.index_due(self.now))
+        # and a full reload now and then whatever happens
+        self.now += manager.INDEX_RELOAD_S
+        self.assertTrue(self.manager.index_due(self.now))

@@ -232,6 +232,26 @@ class TestMembership(base.TestCase):
         self.assertEqual(('local:cmp-9', 'cmp-9'), self.db.disk_index()[
             (VM1, 'vda')])
 
+    def test_changes_are_told_to_on_change(self):
+        told = []
+        m = self.membership(on_change=lambda up, gone: told.append(
+            (sorted(up), sorted(gone))))
+        m.refresh()
+        (up, gone), = told
+        self.assertEqual([], gone)
+        self.assertIn((VM1, 'vda', 'local:cmp-1', 'cmp-1'), up)
+        self.assertIn((VM1, 'vdb', POOL, 'cmp-1'), up)
+        told.clear()
+        m.refresh()    # nothing written, nothing told
+        self.assertEqual([], told)
+        self.conn.servers[VM1].compute_host = 'cmp-9'
+        m.refresh()
+        self.assertEqual([([(VM1, 'vda', 'local:cmp-9', 'cmp-9'),
+                           (VM1, 'vdb', POOL, 'cmp-9')], [])], told)
+        told.clear()
+        m.forget_instance(VM1)
+        self.assertEqual([([], [(VM1, 'vda'), (VM1, 'vdb')])], told)
+
     def test_refresh_removes_deleted_instances_and_detached_volumes(self):
         m = self.membership()
         m.refresh()

@@ -10,9 +10,11 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import math
 import threading
 
 import hypothesis
+import numpy as np
 
 from iotguard import caps
 from iotguard.controller import samples
@@ -153,34 +155,136 @@ VALUES = hypothesis.strategies.one_of(
                                         {'total_bytes_sec': 2 ** 63}]))
 
 
-class FastValidationTest(base.TestCase):
-    """The fast check never accepts what the schema refuses."""
+def _finite(sample):
+    return all(not isinstance(sample.get(k), float)
+               or math.isfinite(sample[k])
+               for k in ('timestamp', 'interval_s', 'lease_expires_at')
+               + samples.RATES)
+
+
+class DecodeTest(base.TestCase):
+    """One check on ingest: decode accepts exactly what the schema does.
+
+    (and whose numbers are finite), whichever of its paths it takes.
+    """
 
     @hypothesis.settings(max_examples=400, deadline=None)
     @hypothesis.given(hypothesis.strategies.dictionaries(
         hypothesis.strategies.sampled_from(FIELDS), VALUES, max_size=4),
         hypothesis.strategies.sets(hypothesis.strategies.sampled_from(
             FIELDS), max_size=2))
-    def test_fast_path_agrees_with_schema(self, changes, dropped):
+    def test_decode_agrees_with_schema(self, changes, dropped):
         sample = fakes.sample(UUID)
         sample.update(changes)
         for key in dropped:
             sample.pop(key, None)
-        if samples._plainly_valid(sample):
-            caps.validate_sample(sample)   # must not raise
+        try:
+            caps.validate_sample(sample)
+            wanted = _finite(sample)
+        except exception.Invalid:
+            wanted = False
+        if samples._fast(sample) is not None:
+            self.assertTrue(wanted, sample)
+        try:
+            record = samples.decode(sample)
+        except exception.Invalid:
+            self.assertFalse(wanted, sample)
+            return
+        self.assertTrue(wanted, sample)
+        self.assertEqual((sample['instance_uuid'], sample['dev']), record.key)
 
     def test_valid_samples_take_the_fast_path(self):
         for sample in (fakes.sample(UUID), fakes.sample(UUID, gap='reset'),
                        fakes.sample(UUID, static={'total_iops_sec': 100},
                                     cap={'total_bytes_sec': 1},
                                     lease_expires_at=5.0, decision_id='7')):
-            self.assertTrue(samples._plainly_valid(sample))
-            self.assertIs(sample, samples.validate(sample))
+            record = samples._fast(sample)
+            self.assertIsNotNone(record)
+            self.assertEqual(record, samples.decode(sample))
+            self.assertEqual(sample, record.to_wire())
 
     def test_slow_path_still_accepts_what_the_schema_accepts(self):
         # 1.0 is an integer for JSON schema; the fast check leaves it to it
         sample = fakes.sample(UUID, static={'total_iops_sec': 1.0})
-        self.assertFalse(samples._plainly_valid(sample))
-        self.assertIs(sample, samples.validate(sample))
-        self.assertRaises(exception.Invalid, samples.validate,
-                          fakes.sample(UUID, dev='0bad'))
+        self.assertIsNone(samples._fast(sample))
+        record = samples.decode(sample)
+        self.assertEqual({'total_iops_sec': 1}, record.static)
+        self.assertIs(int, type(record.static['total_iops_sec']))
+        e = self.assertRaises(exception.Invalid, samples.decode,
+                              fakes.sample(UUID, dev='0bad'))
+        self.assertIn('dev', str(e))
+        e = self.assertRaises(exception.Invalid, samples.decode,
+                              fakes.sample(UUID, read_iops=float('nan')))
+        self.assertIn('not a finite number: read_iops', str(e))
+
+
+class ColumnarStoreTest(base.TestCase):
+    """The rows, the columns and what the loop gathers from them."""
+
+    def setUp(self):
+        super().setUp()
+        self.now = 1000.0
+        self.store = samples.SampleStore(5.0, clock=lambda: self.now,
+                                         capacity=2)
+        self.uuids = ['%08d-2222-3333-4444-555555555555' % i
+                      for i in range(6)]
+
+    def test_gather_flags_unknown_gap_and_stale(self):
+        fresh, gap, old, unseen = self.uuids[:4]
+        self.store.add(fakes.sample(fresh, timestamp=999.0, iops=40.0,
+                                    latency_ms=2.0,
+                                    static={'read_iops_sec': 30,
+                                            'write_iops_sec': 20}))
+        self.store.add(fakes.sample(gap, timestamp=999.0, gap='reset'))
+        self.store.add(fakes.sample(old, timestamp=990.0, iops=8.0))
+        cols = self.store.gather([(unseen, 'vda'), (old, 'vda'),
+                                  (gap, 'vda'), (fresh, 'vda')], 1005.5)
+        self.assertEqual([True, True, True, False], cols.stale.tolist())
+        # the stale sample keeps its rates; none where no sample or a gap
+        self.assertEqual(4.0, cols.read_iops[1])
+        self.assertTrue(np.isnan(cols.read_iops[[0, 2]]).all())
+        self.assertEqual(20.0, cols.read_iops[3])
+        self.assertEqual(2.0, cols.write_latency_ms[3])
+        # read + write ceilings add up; none is inf
+        self.assertEqual([math.inf, math.inf, math.inf, 50.0],
+                         cols.static_iops.tolist())
+        self.assertTrue(np.isnan(cols.timestamp[0]))
+        self.assertEqual(0, len(self.store.gather([], 1000.0).stale))
+
+    def test_grows_and_reuses_forgotten_rows(self):
+        for i, uuid in enumerate(self.uuids):
+            self.assertTrue(self.store.add(fakes.sample(
+                uuid, timestamp=990.0 + i, iops=float(i))))
+        self.assertEqual(6, len(self.store))
+        cols = self.store.gather([(u, 'vda') for u in self.uuids], 1000.0)
+        self.assertEqual([i / 2 for i in range(6)], cols.read_iops.tolist())
+        self.store.forget(self.uuids[2], 'vda')
+        self.assertIsNone(self.store.latest(self.uuids[2], 'vda'))
+        # a new disk takes the forgotten row, nothing of the old one shows
+        new = '99999999-2222-3333-4444-555555555555'
+        self.store.add(fakes.sample(new, timestamp=999.0, gap='first'))
+        self.assertEqual(6, len(self.store._meta))
+        latest = self.store.latest(new, 'vda')
+        self.assertIsNone(latest['read_iops'])
+        self.assertEqual('first', latest['gap'])
+        cols = self.store.gather([(self.uuids[2], 'vda'), (new, 'vda')],
+                                 1000.0)
+        self.assertEqual([True, True], cols.stale.tolist())
+
+    def test_batch_keeps_the_newest_of_a_disk(self):
+        uuid = self.uuids[0]
+        records = [samples.decode(fakes.sample(uuid, timestamp=t, iops=t))
+                   for t in (995.0, 997.0, 996.0, 997.0)]
+        self.assertEqual(2, self.store.add_many(records))
+        self.assertEqual(2, self.store.rejected)
+        self.assertEqual(997.0 / 2, self.store.latest(uuid, 'vda')[
+            'read_iops'])
+
+    def test_prune_frees_rows(self):
+        for i, uuid in enumerate(self.uuids):
+            self.store.add(fakes.sample(uuid, timestamp=986.0 + 2 * i))
+        self.assertEqual(3, self.store.prune(1006.5))
+        self.assertEqual(3, len(self.store))
+        self.assertEqual(3, len(self.store._free))
+        self.assertIsNone(self.store.latest(self.uuids[0], 'vda'))
+        self.assertIsNotNone(self.store.latest(self.uuids[5], 'vda'))

@@ -86,6 +86,11 @@ class TickTest(base.TestCase):
         self.assertIsNotNone(self.db.caps.get((self.disk_b['instance_uuid'],
                                                'vda')))
 
+    def test_the_index_is_not_reloaded_every_round(self):
+        for k in range(5):
+            self.svc.tick(T0 + 5 * k)
+        self.assertEqual(1, self.db.index_reads)
+
     def test_a_failing_tick_is_logged_not_raised(self):
         def broken():
             raise RuntimeError('db down')
@@ -163,7 +168,8 @@ class MembershipWiringTest(base.TestCase):
             self.svc._start_membership()
         cls.assert_called_once_with(self.conf, db=self.db,
                                     on_rebuilt=self.svc.rebuilt,
-                                    notifier=self.svc.notifier)
+                                    notifier=self.svc.notifier,
+                                    on_change=self.svc._membership_changed)
         get_listener.assert_called_once_with(
             self.conf, self.svc.notification_transport, cls.return_value)
         get_listener.return_value.start.assert_called_once_with()
