@@ -231,16 +231,14 @@ class Recorder:
         self.queue[k] = (world.storage.queue_seconds
                          - self._queue_before) / dt
         cur = [world.counters(d) for d in self.ids]
-        ops = np.array([c['rd_reqs'] + c['wr_reqs'] - p['rd_reqs']
-                        - p['wr_reqs'] for c, p in zip(cur, self._prev)],
-                       dtype=float)
-        size = np.array([c['rd_bytes'] + c['wr_bytes'] - p['rd_bytes']
-                         - p['wr_bytes'] for c, p in zip(cur, self._prev)],
-                        dtype=float)
-        self.latency_ms[k] = loop.window_latency_ms(
-            [{key: c[key] - p[key] for key in c}
-             for c, p in zip(cur, self._prev)])
+        delta = [{key: c[key] - p[key] for key in c}
+                 for c, p in zip(cur, self._prev)]
         self._prev = cur
+        ops = np.array([d['rd_reqs'] + d['wr_reqs'] for d in delta],
+                       dtype=float)
+        size = np.array([d['rd_bytes'] + d['wr_bytes'] for d in delta],
+                        dtype=float)
+        self.latency_ms[k] = loop.window_latency_ms(delta)
         self.work[k] = (ops / sc.domain.iops_4k
                         + size / sc.domain.bytes_sec) / dt
         self.kbs[k] = size / dt / workload.KIB

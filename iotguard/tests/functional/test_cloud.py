@@ -53,6 +53,7 @@ from iotguard.tests.fixtures import ceph as ceph_fixture
 from iotguard.tests.fixtures import cloud as cloud_fixture
 from iotguard.tests.fixtures import confs
 from iotguard.tests.fixtures import database
+from iotguard.tests.fixtures import ports
 from iotguard.tests.functional.controller import test_e2e
 from iotguard.tests.functional import test_osc_keystone
 
@@ -237,7 +238,7 @@ class CloudTest(base.TestCase):
         cloud = cls.cloud
         cls.dir = os.path.join(cloud.dir, 'iotguard')
         os.makedirs(cls.dir, exist_ok=True)
-        cls.port = cloud_fixture.free_port()
+        cls.port = ports.free_port()
         cls.url = 'http://127.0.0.1:%d' % cls.port
         identity = cloud.conn.identity
         service = identity.create_service(

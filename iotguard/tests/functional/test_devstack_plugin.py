@@ -42,6 +42,7 @@ import requests
 
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
+from iotguard.tests.fixtures import ports
 from iotguard.tests.functional import test_osc_keystone
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -66,13 +67,6 @@ CEILOMETER_PIPELINE = textwrap.dedent('''\
           publishers:
               - gnocchi://
     ''')
-
-
-def _free_port(host='127.0.0.1'):
-    family = socket.AF_INET6 if ':' in host else socket.AF_INET
-    with socket.socket(family) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
 
 
 def _port_open(port):
@@ -198,7 +192,7 @@ class DevstackPluginTest(base.TestCase):
         self.db_prefix = 'dsh%d_' % os.getpid()
         self.addCleanup(self._drop_database)
         bracketed = '[%s]' % host if ':' in host else host
-        self.port = _free_port(host)
+        self.port = ports.free_port(host)
         values = {
             'HARNESS_DB_PREFIX': self.db_prefix,
             'HARNESS_PYTHON': sys.executable,
@@ -472,7 +466,7 @@ class DevstackPluginTest(base.TestCase):
         Only configured, not started: the TLS proxy is Apache, which the
         harness does not have.
         """
-        inner = _free_port()
+        inner = ports.free_port()
         self.localrc(['key', 'mysql', 'rabbit', 'tls-proxy', 'iotguard-api',
                       'iotguard-controller'],
                      IOTGUARD_SERVICE_PORT_INT=str(inner))

@@ -39,16 +39,11 @@ from iotguard.controller import service as controller_service
 from iotguard import rpc
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
+from iotguard.tests.fixtures import ports
 from iotguard.tests.functional.controller import test_loop_rabbit as lr
 
 START_TIMEOUT_S = 30
 DOWN_S = lr.LEASE_S + 1.0
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
 
 
 def _listening(port):
@@ -69,7 +64,7 @@ class RabbitNode(fixtures.Fixture):
         self.dir = tempfile.mkdtemp(prefix='iotg-rmq-')
         self.addCleanup(shutil.rmtree, self.dir, True)
         os.chmod(self.dir, 0o755)
-        self.port, dist = _free_port(), _free_port()
+        self.port, dist = ports.free_port(), ports.free_port()
         self.node = 'iotg-%s@localhost' % uuid.uuid4().hex[:8]
         config = os.path.join(self.dir, 'rabbitmq.conf')
         plugins = os.path.join(self.dir, 'enabled_plugins')

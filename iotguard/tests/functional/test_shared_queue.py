@@ -49,6 +49,7 @@ from testtools import content
 
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
+from iotguard.tests.fixtures import ports
 from iotguard.tests.fixtures import rabbit
 from iotguard.tests.fixtures import sharedqueue
 from iotguard.tests.functional.controller import test_e2e
@@ -199,7 +200,7 @@ class SharedQueueTest(base.TestCase):
     def _start_iotguard(self):
         db = self.useFixture(database.Database('postgresql'))
         self.host = 'sq-' + self.run_id
-        self.port = sharedqueue._free_port()
+        self.port = ports.free_port()
         settings = {'host': self.host, 'rabbit': rabbit.URL,
                     'exchange': 'iotguard-sq-' + self.run_id,
                     'dir': self.dir, 'db': db.url, 'port': self.port}

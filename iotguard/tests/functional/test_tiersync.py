@@ -26,6 +26,7 @@ from iotguard.cmd import manage
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
 from iotguard.tests.fixtures import openstack as os_fixtures
+from iotguard.tests.fixtures import ports
 from iotguard import tiersync
 
 GOLD = {'name': 'gold', 'min_iops': 2000.0, 'min_bytes_sec': 0.0,
@@ -236,7 +237,7 @@ class TierSyncCommandTest(base.TestCase):
 
     def test_unreachable_cinder_is_an_error_without_traceback(self):
         closed = type('Gone', (), {'endpoint': 'http://127.0.0.1:%d/v3/'
-                                   % os_fixtures._free_port()})()
+                                   % ports.free_port()})()
         conn = os_fixtures.connect_catalog(nova=self.nova, cinder=closed)
         code, out, err = self.manage(conn)
         self.assertEqual(1, code)

@@ -14,6 +14,7 @@
 
 import json
 
+import sqlalchemy as sa
 import webob
 
 from iotguard.api import app
@@ -25,6 +26,24 @@ MEMBER_A = {'project': 'proj-a', 'roles': 'member,reader'}
 READER_A = {'project': 'proj-a', 'roles': 'reader'}
 NOROLE_A = {'project': 'proj-a', 'roles': ''}
 MEMBER_B = {'project': 'proj-b', 'roles': 'member,reader'}
+
+
+class Dump:
+    """Every row of every table by name, each time it is called.
+
+    The tables are reflected once, when it is made.
+    """
+
+    def __init__(self, engine):
+        self.engine = engine
+        self.metadata = sa.MetaData()
+        self.metadata.reflect(engine)
+
+    def __call__(self):
+        with self.engine.connect() as connection:
+            return {name: connection.execute(
+                sa.select(table).order_by(*table.columns)).all()
+                for name, table in self.metadata.tables.items()}
 
 
 class APITestCase(base.TestCase):

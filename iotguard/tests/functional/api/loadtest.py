@@ -150,6 +150,20 @@ def parse_wrk(text):
     return out
 
 
+def noauth_conf(workdir, extra=''):
+    """``(conf, path)``: a noauth API without Nova, logging to workdir.
+
+    ``extra``: more sections, as config file text.
+    """
+    path = os.path.join(workdir, 'iotguard.conf')
+    with open(path, 'w') as conf_file:
+        conf_file.write(
+            '[DEFAULT]\nuse_stderr = false\nlog_file = %s\n'
+            '[api]\nauth_strategy = noauth\nnova_metadata_sync = false\n'
+            % os.path.join(workdir, 'iotguard-api.log') + extra)
+    return service.prepare_service([], [path]), path
+
+
 def cpu_model():
     try:
         out = subprocess.run(['lscpu'], capture_output=True, text=True,
@@ -187,13 +201,8 @@ def main(argv=None):
     workdir = tempfile.mkdtemp(prefix='iotguard-load-')
     server = None
     try:
-        conf_path = os.path.join(workdir, 'iotguard.conf')
-        with open(conf_path, 'w') as conf_file:
-            conf_file.write('[DEFAULT]\nuse_stderr = false\n'
-                            '[api]\nauth_strategy = noauth\n'
-                            'nova_metadata_sync = false\n'
-                            '[database]\nconnection = %s\n' % fixture.url)
-        conf = service.prepare_service([], [conf_path])
+        conf, conf_path = noauth_conf(
+            workdir, '[database]\nconnection = %s\n' % fixture.url)
         db = db_api.Connection(conf)
         uuids = seed(db, args.instances)
         db.dispose()

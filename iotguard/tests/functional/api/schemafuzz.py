@@ -40,7 +40,6 @@ from hypothesis import strategies as st
 import schemathesis
 from schemathesis import checks as st_checks
 from schemathesis.generation import GenerationMode
-import sqlalchemy as sa
 import webob
 
 from iotguard.api import app
@@ -73,21 +72,6 @@ class Result:
         if len(self.failures) < 20:
             self.failures.append(('%s %s' % (case.method, case.formatted_path),
                                   status, str(what)[:2000]))
-
-
-class Dump:
-    """Every row of every table, read after each call."""
-
-    def __init__(self, engine):
-        self.engine = engine
-        self.metadata = sa.MetaData()
-        self.metadata.reflect(engine)
-
-    def __call__(self):
-        with self.engine.connect() as connection:
-            return {name: connection.execute(
-                sa.select(table).order_by(*table.columns)).all()
-                for name, table in self.metadata.tables.items()}
 
 
 def _headers(who):
@@ -141,7 +125,7 @@ def fuzz(application, engine, existing, examples, seed=None):
     """
     schema = load(application)
     checks = [getattr(st_checks, name) for name in CHECKS]
-    dump = Dump(engine)
+    dump = base.Dump(engine)
     result = Result()
     state = {'rows': dump()}
     started = time.monotonic()
@@ -198,7 +182,6 @@ def report(result, backend, examples):
 
 
 def main(argv=None):
-    from iotguard import service
     from iotguard.tests.fixtures import database
     from iotguard.tests.functional.api import loadtest
     from iotguard.tests.functional.api import test_api
@@ -211,13 +194,7 @@ def main(argv=None):
     parser.add_argument('--seed', type=int, default=None)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as workdir:
-        conf_path = os.path.join(workdir, 'iotguard.conf')
-        with open(conf_path, 'w') as conf_file:
-            conf_file.write(
-                '[DEFAULT]\nuse_stderr = false\nlog_file = %s\n'
-                '[api]\nauth_strategy = noauth\nnova_metadata_sync = false\n'
-                % os.path.join(workdir, 'iotguard-api.log'))
-        conf = service.prepare_service([], [conf_path])
+        conf, _path = loadtest.noauth_conf(workdir)
         with database.Database(args.backend, conf) as fixture:
             test_api.seed(fixture.db)
             application = app.deploy(conf, db=fixture.db,

@@ -24,8 +24,8 @@ import webob
 from iotguard.api import app
 from iotguard import caps
 from iotguard.tests import base as test_base
-from iotguard.tests.fixtures import cloud
 from iotguard.tests.fixtures import database
+from iotguard.tests.fixtures import ports
 from iotguard.tests.functional.api import base
 
 A1 = 'aaaaaaaa-0000-4000-8000-000000000001'
@@ -840,7 +840,7 @@ class DatabaseAwayTest(test_base.TestCase):
         self.flags(group='api', auth_strategy='noauth')
         self.flags(group='database', max_retries=0,
                    connection='postgresql+psycopg2://postgres@127.0.0.1:%d'
-                              '/test' % cloud.free_port())
+                              '/test' % ports.free_port())
         application = app.deploy(self.conf,
                                  set_nova_tier=lambda *a: 'disabled')
         for method, path, body in (('GET', '/v1/tiers', None),
@@ -884,7 +884,7 @@ class KeystoneAwayTest(test_base.TestCase):
         self.assertEqual('10', response.headers['Retry-After'])
 
     def test_unreachable_keystone_is_503_with_retry_after(self):
-        url = 'http://127.0.0.1:%d/v3' % cloud.free_port()
+        url = 'http://127.0.0.1:%d/v3' % ports.free_port()
         application = self._deploy(
             auth_type='password', auth_url=url, www_authenticate_uri=url,
             username='iotguard', password='secret', project_name='service',

@@ -18,7 +18,6 @@ import socketserver
 import threading
 from wsgiref import simple_server
 
-import sqlalchemy as sa
 
 from iotguard.tests.fixtures import database
 from iotguard.tests.functional.api import base
@@ -77,22 +76,12 @@ BAD_REQUESTS = [
 ]
 
 
-def dump(engine):
-    """Every row of every table, by table name (SQLAlchemy reflection)."""
-    metadata = sa.MetaData()
-    metadata.reflect(engine)
-    with engine.connect() as connection:
-        return {name: connection.execute(
-            sa.select(table).order_by(*table.columns)).all()
-            for name, table in metadata.tables.items()}
-
-
 class NothingWritten:
     """Each bad request fails with a 4xx and leaves every table as it was."""
 
     def test_bad_requests_write_nothing(self):
-        engine = self.db.get_engine()
-        before = dump(engine)
+        dump = base.Dump(self.db.get_engine())
+        before = dump()
         self.assertTrue(before['tiers'])
         for method, path, raw, who, environ in BAD_REQUESTS:
             response = self.call(method, path, raw=raw, who=who,
@@ -100,7 +89,7 @@ class NothingWritten:
             self.assertTrue(400 <= response.status_code < 500,
                             (path, raw, response.status_code,
                              response.text))
-            self.assertEqual(before, dump(engine), (method, path, raw))
+            self.assertEqual(before, dump(), (method, path, raw))
 
 
 for _name in [n for n in dir(test_api.APITests) if n.startswith('test_')]:

@@ -32,7 +32,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -46,6 +45,7 @@ from iotguard.agent import rpcapi as agent_rpcapi
 from iotguard import rpc
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
+from iotguard.tests.fixtures import ports
 from iotguard.tests.fixtures import rabbit
 from iotguard.tests.functional.agent import test_rpc
 from iotguard.tests.functional.controller import test_loop_rabbit as tlr
@@ -94,12 +94,6 @@ MAIN = {
 }
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
 class EndToEndTest(base.TestCase):
 
     def setUp(self):
@@ -125,7 +119,7 @@ class EndToEndTest(base.TestCase):
                                     'host': self.host, 'noisy_at': 4.0})
         self.disks = tlr.seed_membership(self.db, self.domain, self.host,
                                          scenario_file)
-        self.port = _free_port()
+        self.port = ports.free_port()
         self.settings = {
             'rabbit': rabbit.URL, 'exchange': 'iotguard-e2e-' + run,
             'db': self.conf.database.connection,

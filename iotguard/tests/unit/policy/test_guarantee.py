@@ -143,9 +143,10 @@ class TestGuaranteePolicy(test_base.TestCase):
         # q's floor (20 IOPS, 0.22) is above its static ceiling (12 IOPS,
         # Nova's): it runs at 12 and its operations are slow because they
         # wait in its own throttle. n has just started (2 IOPS, slow too).
-        # q has no unmet demand the domain could serve: n is not capped
-        # (taken for starving, q would get its whole floor first and n
-        # would be cut to almost nothing).
+        # q has no unmet demand the domain could serve: n is not capped.
+        # (This case holds before and after the rule that a disk at its
+        # own ceiling is not starving; the run that showed the rule on
+        # real guests is the shared-queue test.)
         quiet = fakes.disk('q', ops=12, tier=SILVER, latency_ms=SLOW,
                            static_iops=12.0)
         noisy = fakes.disk('n', ops=2, latency_ms=SLOW)
