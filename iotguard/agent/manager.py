@@ -40,9 +40,9 @@ import time
 from oslo_log import log as logging
 import oslo_messaging
 
-from iotguard.agent import rpcapi
 from iotguard import caps as caps_mod
 from iotguard import exception
+from iotguard import rpcapi
 
 LOG = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ class Cap:
 class AgentManager:
     """RPC endpoint of topic ``iotguard-agent``, server = host."""
 
-    target = oslo_messaging.Target(version=rpcapi.RPC_API_VERSION)
+    target = oslo_messaging.Target(version=rpcapi.AGENT_RPC_API_VERSION)
 
     def __init__(self, conf, driver, clock=time.time, store=None):
         self.host = conf.host

@@ -13,7 +13,7 @@
 """One sampling pass: bulk counters -> rates -> one batch to the controllers.
 
 Per interval: one bulk statistics read from the driver, the rates of every
-disk (:mod:`iotguard.agent.rates`), one ``report_samples`` fanout cast with
+disk (:mod:`iotguard.rates`), one ``report_samples`` fanout cast with
 every disk of the host, and one ``agent_heartbeat``. A counter that went
 backwards (reboot, re-attach) is reported as a gap and also marks the
 instance for a re-check of its cap, since the domain was likely rebuilt.
@@ -23,7 +23,7 @@ import time
 
 from oslo_log import log as logging
 
-from iotguard.agent import rates
+from iotguard import rates
 from iotguard import version
 
 LOG = logging.getLogger(__name__)

@@ -28,8 +28,8 @@ from oslo_log import log as logging
 from iotguard.agent import manager as manager_mod
 from iotguard.agent import sampler as sampler_mod
 from iotguard.agent import virt
-from iotguard.controller import rpcapi as controller_rpcapi
 from iotguard import rpc
+from iotguard import rpcapi
 from iotguard import service
 
 LOG = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ class AgentService:
                   else {'clock': self._clock, 'wall_clock': self._clock})
         self.sampler = sampler_mod.Sampler(
             self.conf, self.driver, self.manager,
-            controller_rpcapi.ControllerAPI(self.transport), **clocks)
+            rpcapi.ControllerAPI(self.transport), **clocks)
         self.driver.start(lifecycle_callback=self.manager.lifecycle_event)
         self.manager.recover()
         self.server = rpc.get_server(self.transport, rpc.TOPIC_AGENT,

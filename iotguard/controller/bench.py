@@ -61,17 +61,16 @@ from oslo_config import cfg
 import oslo_messaging
 import sqlalchemy as sa
 
-from iotguard.agent import rpcapi as agent_rpcapi
 from iotguard import conf as iotguard_conf
 from iotguard.controller import audit as audit_mod
 from iotguard.controller import loop as loop_mod
 from iotguard.controller import manager as manager_mod
-from iotguard.controller import rpcapi as controller_rpcapi
 from iotguard.controller import samples as samples_mod
 from iotguard.db import api as db_api
 from iotguard.db import migration
 from iotguard import notifications
 from iotguard import rpc
+from iotguard import rpcapi
 
 INTERVAL_S = 5.0
 TIER = 'bench'
@@ -107,7 +106,7 @@ def _disk_uuid(host, index):
     return found
 
 
-class _Agents(agent_rpcapi.AgentAPI):
+class _Agents(rpcapi.AgentAPI):
     """The real client (casts go to RabbitMQ), remembering the caps sent.
 
     The fed samples obey them, as a throttled disk would.
@@ -240,7 +239,7 @@ class _InProcess:
         self.batches = []
 
     def start(self, transport):
-        self.api = controller_rpcapi.ControllerAPI(transport)
+        self.api = rpcapi.ControllerAPI(transport)
 
     def prepare(self, timestamp, caps):
         self.batches = _batches(self.args, self.slots, self.domain_of,

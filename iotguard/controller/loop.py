@@ -235,7 +235,7 @@ class DomainLoop:
 
     ``db`` is :class:`iotguard.db.api.Connection`, ``store`` the
     :class:`~iotguard.controller.samples.SampleStore`, ``agent_api``
-    :class:`iotguard.agent.rpcapi.AgentAPI` and ``audit``
+    :class:`iotguard.rpcapi.AgentAPI` and ``audit``
     :class:`~iotguard.controller.audit.Audit`. No I/O in the constructor.
     """
 

@@ -45,9 +45,9 @@ import time
 from oslo_log import log as logging
 import oslo_messaging
 
-from iotguard.controller import rpcapi
 from iotguard.controller import samples as samples_mod
 from iotguard import exception
+from iotguard import rpcapi
 
 LOG = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ class ControllerManager:
     ``agent:<host>``); the default owns everything (one controller).
     """
 
-    target = oslo_messaging.Target(version=rpcapi.RPC_API_VERSION)
+    target = oslo_messaging.Target(version=rpcapi.CONTROLLER_RPC_API_VERSION)
 
     def __init__(self, conf, db, store, owns=_owns_everything,
                  clock=time.time):
@@ -131,7 +131,7 @@ class ControllerManager:
     # -- RPC API 1.0 --------------------------------------------------------
 
     def report_samples(self, ctxt, host, samples):
-        """One batch of one host; see :mod:`iotguard.controller.rpcapi`."""
+        """One batch of one host; see :mod:`iotguard.rpcapi`."""
         try:
             self._report(host, samples)
         except Exception:

@@ -30,7 +30,6 @@ import time
 from oslo_log import log as logging
 import oslo_messaging
 
-from iotguard.agent import rpcapi as agent_rpcapi
 from iotguard.controller import audit as audit_mod
 from iotguard.controller import loop as loop_mod
 from iotguard.controller import manager as manager_mod
@@ -39,6 +38,7 @@ from iotguard.controller import samples as samples_mod
 from iotguard.db import api as db_api
 from iotguard import notifications
 from iotguard import rpc
+from iotguard import rpcapi
 from iotguard import service
 
 LOG = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ class ControllerService:
             clock=self._clock)
         self.loop = loop_mod.DomainLoop(
             conf, self.db, self.store,
-            agent_rpcapi.AgentAPI(self.transport),
+            rpcapi.AgentAPI(self.transport),
             audit_mod.Audit(self.db, self.notifier), clock=self._clock)
         try:
             self.manager.refresh_index()

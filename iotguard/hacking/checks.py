@@ -13,18 +13,27 @@
 """iotguard's local flake8 checks (I3xx).
 
 I301: no oslo, SQLAlchemy, libvirt or openstack imports in the pure core
-      (iotguard/policy, iotguard/sim).
+      (iotguard/policy, iotguard/sim, iotguard/caps.py, iotguard/rates.py,
+      iotguard/admission.py).
 I302: options are declared only in iotguard/conf/.
 I303: no eventlet.
 I304: no clock reads in iotguard/policy/.
 I305: DB sessions (enginefacade, sqlalchemy.orm) stay in iotguard/db/.
+I306: the services keep to their side: the agent imports nothing from the
+      controller, the API or the database; the controller nothing from the
+      agent or the API; the core (policy, sim, caps, rates, rpcapi,
+      admission) nothing from any service (agent, controller, api, db).
+      What the agent and the controller share is the contract at the top
+      level: iotguard.caps (records), iotguard.rates (rate math),
+      iotguard.rpcapi (both RPC clients).
 """
 
 import re
 
 from hacking import core
 
-_PURE = re.compile(r'iotguard/(policy|sim)/')
+_PURE = re.compile(
+    r'(^|/)iotguard/(policy/|sim/|(caps|rates|admission)\.py$)')
 _IMPURE_IMPORT = re.compile(
     r'^\s*(import|from)\s+(oslo_\w+|sqlalchemy|libvirt|openstack)\b')
 _OPT = re.compile(r'\bcfg\.\w*Opt\(')
@@ -32,6 +41,19 @@ _EVENTLET = re.compile(r'^\s*(import|from)\s+eventlet\b')
 _DB_SESSION = re.compile(
     r'^\s*(import|from)\s+(oslo_db\.sqlalchemy(\.enginefacade)?|'
     r'sqlalchemy\.orm)\b.*|.*\benginefacade\b')
+_SERVICES = frozenset(('agent', 'controller', 'api', 'db'))
+#: (files, the iotguard packages they must not import, who they are).
+_BOUNDARIES = (
+    (re.compile(r'(^|/)iotguard/agent/'),
+     frozenset(('controller', 'api', 'db')), 'the agent'),
+    (re.compile(r'(^|/)iotguard/controller/'),
+     frozenset(('agent', 'api')), 'the controller'),
+    (re.compile(r'(^|/)iotguard/(policy/|sim/|'
+                r'(caps|rates|rpcapi|admission)\.py$)'),
+     _SERVICES, 'the core'),
+)
+_FROM_PACKAGE = re.compile(r'^\s*(from|import)\s+iotguard\.(\w+)')
+_FROM_TOP = re.compile(r'^\s*from\s+iotguard\s+import\s+\(?([^)]*)')
 _CLOCK = re.compile(r'\b(time\.time|time\.monotonic|utcnow|datetime\.now)\(')
 
 
@@ -70,3 +92,26 @@ def check_db_session_in_db(logical_line, filename):
     if ('iotguard/db/' not in filename and '/tests/' not in filename
             and _DB_SESSION.match(logical_line)):
         yield 0, 'I305: DB sessions stay in iotguard/db/'
+
+
+def _imported_packages(logical_line):
+    """The iotguard subpackages (or modules) one import line names."""
+    match = _FROM_PACKAGE.match(logical_line)
+    if match:
+        return {match.group(2)}
+    match = _FROM_TOP.match(logical_line)
+    if match:
+        return {name.split()[0] for name in match.group(1).split(',')
+                if name.strip()}
+    return set()
+
+
+@core.flake8ext
+def check_service_boundaries(logical_line, filename):
+    """I306: the agent, the controller and the core keep to their side."""
+    for files, forbidden, who in _BOUNDARIES:
+        if files.search(filename):
+            for name in sorted(_imported_packages(logical_line) & forbidden):
+                yield 0, ('I306: %s must not import iotguard.%s (share '
+                          'iotguard.caps, iotguard.rates or iotguard.rpcapi '
+                          'instead)' % (who, name))

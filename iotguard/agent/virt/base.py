@@ -15,7 +15,7 @@
 A disk is keyed by ``(instance_uuid, dev)``: the libvirt domain UUID is the
 Nova instance UUID, ``dev`` the target dev (``vda``). Iotune dicts carry
 the twelve keys of :data:`iotguard.caps.IOTUNE_KEYS` (0 = no limit);
-counter dicts the keys of :data:`iotguard.agent.rates.COUNTER_KEYS`.
+counter dicts the keys of :data:`iotguard.rates.COUNTER_KEYS`.
 
 Constructors do no I/O; :meth:`Driver.start` connects.
 """

@@ -24,7 +24,7 @@ The disk meters are cumulative counters, one dict per meter and disk per
 poll, possibly spread over several notifications. :class:`Assembler`
 gathers the meters of one poll of one disk into one reading (requests,
 bytes and, when Ceilometer polls them, latency in ns) and turns two
-consecutive readings into rates with :mod:`iotguard.agent.rates`, the
+consecutive readings into rates with :mod:`iotguard.rates`, the
 agent's own math: a counter that went backwards (reboot, re-attach)
 starts a new series and gives a gap, never a negative rate.
 
@@ -41,10 +41,10 @@ from oslo_log import log as logging
 import oslo_messaging
 from oslo_utils import timeutils
 
-from iotguard.agent import rates
 from iotguard import caps
 from iotguard.controller import sources
 from iotguard import exception
+from iotguard import rates
 from iotguard import rpc
 
 LOG = logging.getLogger(__name__)

@@ -44,9 +44,9 @@ from gnocchiclient.v1 import client as gnocchi_client
 from keystoneauth1 import session as ks_session
 from oslo_log import log as logging
 
-from iotguard.agent import rates
 from iotguard import clients
 from iotguard.controller import sources
+from iotguard import rates
 
 LOG = logging.getLogger(__name__)
 

@@ -12,9 +12,8 @@
 
 """The RPC clients give up on a dead broker instead of blocking."""
 
-from iotguard.agent import rpcapi as agent_rpcapi
-from iotguard.controller import rpcapi as controller_rpcapi
 from iotguard import rpc
+from iotguard import rpcapi
 from iotguard.tests import base
 
 
@@ -26,8 +25,8 @@ class ClientRetryTest(base.TestCase):
         self.addCleanup(self.transport.cleanup)
 
     def test_both_clients_retry_a_bounded_number_of_times(self):
-        for api in (agent_rpcapi.AgentAPI(self.transport),
-                    controller_rpcapi.ControllerAPI(self.transport)):
+        for api in (rpcapi.AgentAPI(self.transport),
+                    rpcapi.ControllerAPI(self.transport)):
             self.assertEqual(rpc.SEND_RETRY, api.client.retry)
             self.assertIsNotNone(api.client.retry)
             # prepared per call, the bound is kept

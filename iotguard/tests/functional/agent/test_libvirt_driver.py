@@ -27,10 +27,10 @@ import fixtures
 import testtools
 
 from iotguard.agent import manager as manager_mod
-from iotguard.agent import rates
 from iotguard.agent.virt import base
 from iotguard.agent.virt import libvirt as lv
 from iotguard import caps
+from iotguard import rates
 from iotguard.tests import base as test_base
 
 try:

@@ -14,7 +14,7 @@
 
 A test controller endpoint (topic ``iotguard-controller``) receives the
 agent's ``report_samples`` and ``agent_heartbeat`` fanout casts, and the
-controller's client (:class:`iotguard.agent.rpcapi.AgentAPI`) casts
+controller's client (:class:`iotguard.rpcapi.AgentAPI`) casts
 ``apply_caps``/``release_caps`` and calls ``get_state``. Each test uses its
 own exchange (``control_exchange``) and host name, so concurrent runs do not
 see each other. The broker URL defaults to the RabbitMQ that
@@ -28,11 +28,11 @@ import uuid
 import oslo_messaging
 import testtools
 
-from iotguard.agent import rpcapi as agent_rpcapi
 from iotguard.agent import service as agent_service
 from iotguard.agent.virt import libvirt as lv
 from iotguard import caps
 from iotguard import rpc
+from iotguard import rpcapi
 from iotguard.tests import base as test_base
 from iotguard.tests.fixtures import rabbit
 from iotguard.tests.functional.agent import test_libvirt_driver as tld
@@ -114,7 +114,7 @@ class AgentOverRabbitTest(test_base.TestCase):
             transport=self.transport)
         self.agent.start()
         self.addCleanup(self.agent.stop)
-        self.api = agent_rpcapi.AgentAPI(self.transport, timeout=15)
+        self.api = rpcapi.AgentAPI(self.transport, timeout=15)
 
     def my_disk(self, dev='vda'):
         def find():

@@ -41,8 +41,8 @@ import uuid
 import fixtures
 from oslo_messaging import conffixture
 
-from iotguard.agent import rpcapi as agent_rpcapi
 from iotguard import rpc
+from iotguard import rpcapi
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
 from iotguard.tests.fixtures import ports
@@ -143,7 +143,7 @@ class EndToEndTest(base.TestCase):
         server.start()
         self.addCleanup(server.wait)
         self.addCleanup(server.stop)
-        self.agent_api = agent_rpcapi.AgentAPI(self.transport, timeout=10)
+        self.agent_api = rpcapi.AgentAPI(self.transport, timeout=10)
 
     def spawn(self, kind, host):
         config = os.path.join(self.dir, '%s.conf' % host)

@@ -37,11 +37,10 @@ import fixtures
 import oslo_messaging
 from oslo_messaging import conffixture
 
-from iotguard.agent import rpcapi as agent_rpcapi
 from iotguard.agent import service as agent_service
-from iotguard.controller import rpcapi as controller_rpcapi
 from iotguard.controller import service as controller_service
 from iotguard import rpc
+from iotguard import rpcapi
 from iotguard.sim import scenario as scenario_mod
 from iotguard.sim import world as world_mod
 from iotguard.tests import base
@@ -216,7 +215,7 @@ class ControllerOverRabbitTest(base.TestCase):
         from the future and from the far past; a garbage batch and a
         sample of an unknown disk come along.
         """
-        api = controller_rpcapi.ControllerAPI(self.transport)
+        api = rpcapi.ControllerAPI(self.transport)
         now = time.time()
         flood = dict(read_iops=0.0, write_iops=160.0, read_bytes_sec=0.0,
                      write_bytes_sec=10485760.0, read_latency_ms=0.0,
@@ -263,7 +262,7 @@ class ControllerOverRabbitTest(base.TestCase):
 
         # The cap carries a lease, renewed every round, and the audit
         # trail explains it.
-        state = agent_rpcapi.AgentAPI(self.transport, timeout=15).get_state(
+        state = rpcapi.AgentAPI(self.transport, timeout=15).get_state(
             {}, self.host)
         held = {(d['instance_uuid'], d['dev']): d for d in state['disks']}
         noisy = held[self.disks['noisy']]

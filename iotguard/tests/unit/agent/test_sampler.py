@@ -15,10 +15,10 @@ from unittest import mock
 import fixtures
 
 from iotguard.agent import manager
-from iotguard.agent import rates
 from iotguard.agent import sampler
 from iotguard.agent.virt import base
 from iotguard import caps
+from iotguard import rates
 from iotguard.tests import base as test_base
 from iotguard.tests.unit.agent import fakes
 from iotguard.tests.unit.agent import test_manager

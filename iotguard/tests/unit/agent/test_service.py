@@ -62,7 +62,7 @@ class AgentServiceTest(test_base.TestCase):
         def report(ctxt, host, samples):
             sent.append((host, samples))
             first.set()
-        with mock.patch('iotguard.controller.rpcapi.ControllerAPI.'
+        with mock.patch('iotguard.rpcapi.ControllerAPI.'
                         'report_samples', side_effect=report):
             agent.start()
             self.driver.start.assert_called_once_with(
@@ -89,7 +89,7 @@ class AgentServiceTest(test_base.TestCase):
         log = self.useFixture(fixtures.FakeLogger())
         agent = service.AgentService(self.conf, driver=self.driver,
                                      transport=self.transport, timer=False)
-        with mock.patch('iotguard.controller.rpcapi.ControllerAPI.'
+        with mock.patch('iotguard.rpcapi.ControllerAPI.'
                         'report_samples',
                         side_effect=RuntimeError('no exchange')):
             agent.start()
@@ -115,7 +115,7 @@ class AgentServiceTest(test_base.TestCase):
             entered.set()
             release.wait(10)
         self.addCleanup(release.set)
-        with mock.patch('iotguard.controller.rpcapi.ControllerAPI.'
+        with mock.patch('iotguard.rpcapi.ControllerAPI.'
                         'report_samples', side_effect=blocked):
             agent.start()
             self.addCleanup(agent.stop)

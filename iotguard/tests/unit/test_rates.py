@@ -12,7 +12,7 @@
 
 import testtools
 
-from iotguard.agent import rates
+from iotguard import rates
 
 
 def reading(at, **counters):

@@ -1,0 +1,102 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The RPC API between the agents and the controllers: both clients.
+
+Part of the contract the two services share (with :mod:`iotguard.caps`,
+the wire records, and :mod:`iotguard.rates`, the rate math): the agent
+imports :class:`ControllerAPI` and the controller :class:`AgentAPI` from
+here, and neither imports the other's package. Each side's endpoint (its
+``manager.py``) takes its ``target`` version from here.
+
+Agent API (topic ``iotguard-agent``, server = host), version history:
+
+* 1.0 - Initial version: ``apply_caps(caps)`` (cast),
+  ``release_caps(disks)`` (cast), ``get_state()`` (call).
+
+Controller API (topic ``iotguard-controller``, fanout), version history:
+
+* 1.0 - Initial version: ``report_samples(host, samples)`` and
+  ``agent_heartbeat(host, info)``, both fanout casts.
+"""
+
+from typing import Any
+
+from iotguard import rpc
+
+AGENT_RPC_API_VERSION = '1.0'
+CONTROLLER_RPC_API_VERSION = '1.0'
+
+#: An RPC request context (a plain dict) and a payload (plain dicts).
+Context = dict[str, Any]
+Payload = dict[str, Any]
+
+
+class AgentAPI:
+    """Talks to one agent per compute host: topic iotguard-agent, server=host.
+
+    A cap is the dict of :mod:`iotguard.caps` (``instance_uuid``, ``dev``,
+    ``limits``, ``lease_expires_at``, ``decision_id``); a disk in
+    ``release_caps`` is ``{"instance_uuid", "dev"}``.
+    """
+
+    def __init__(self, transport: Any,
+                 version_cap: str = AGENT_RPC_API_VERSION,
+                 timeout: float | None = None) -> None:
+        self.client = rpc.get_client(transport, rpc.TOPIC_AGENT,
+                                     version_cap, timeout=timeout)
+
+    def apply_caps(self, ctxt: Context, host: str,
+                   caps: list[Payload]) -> None:
+        self.client.prepare(server=host, version='1.0').cast(
+            ctxt, 'apply_caps', caps=caps)
+
+    def release_caps(self, ctxt: Context, host: str,
+                     disks: list[Payload]) -> None:
+        self.client.prepare(server=host, version='1.0').cast(
+            ctxt, 'release_caps', disks=disks)
+
+    def get_state(self, ctxt: Context, host: str) -> Payload:
+        """Every disk of the host: static limits, cap, lease, live iotune."""
+        state: Payload = self.client.prepare(
+            server=host, version='1.0').call(ctxt, 'get_state')
+        return state
+
+
+class ControllerAPI:
+    """Casts to every controller (fanout) on topic ``iotguard-controller``.
+
+    Every controller receives every batch and keeps the disks of the
+    domains it owns, so domain ownership can move between controllers
+    without the agents knowing.
+    """
+
+    def __init__(self, transport: Any,
+                 version_cap: str = CONTROLLER_RPC_API_VERSION) -> None:
+        self.client = rpc.get_client(transport, rpc.TOPIC_CONTROLLER,
+                                     version_cap)
+
+    def report_samples(self, ctxt: Context, host: str,
+                       samples: Payload) -> None:
+        """One batch per host per interval; see iotguard.caps.SAMPLE_SCHEMA.
+
+        ``samples`` is ``{"timestamp": <UNIX time>, "interval_s": <float>,
+        "disks": [<sample>, ...]}``.
+        """
+        self.client.prepare(fanout=True, version='1.0').cast(
+            ctxt, 'report_samples', host=host, samples=samples)
+
+    def agent_heartbeat(self, ctxt: Context, host: str,
+                        info: Payload) -> None:
+        """``info``: driver, disk counts, caps in force, agent version."""
+        self.client.prepare(fanout=True, version='1.0').cast(
+            ctxt, 'agent_heartbeat', host=host, info=info)

@@ -1,0 +1,116 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The local flake8 checks (iotguard/hacking/checks.py)."""
+
+import testtools
+
+from iotguard.hacking import checks
+
+
+def codes(check, line, filename):
+    return [text.split(':')[0] for _, text in check(line, filename)]
+
+
+class PureImportsTest(testtools.TestCase):
+
+    def test_pure_core_refuses_oslo(self):
+        for filename in ('./iotguard/policy/guarantee.py',
+                         './iotguard/sim/loop.py', './iotguard/caps.py',
+                         './iotguard/rates.py', 'iotguard/admission.py'):
+            self.assertEqual(['I301'], codes(
+                checks.check_pure_imports, 'from oslo_log import log',
+                filename), filename)
+
+    def test_services_and_tests_may_use_oslo(self):
+        for filename in ('./iotguard/agent/manager.py',
+                         './iotguard/rpcapi.py',
+                         './iotguard/tests/unit/policy/test_ntt.py',
+                         './iotguard/tests/unit/test_caps.py'):
+            self.assertEqual([], codes(
+                checks.check_pure_imports, 'from oslo_log import log',
+                filename), filename)
+
+
+class ServiceBoundariesTest(testtools.TestCase):
+
+    def assertRefused(self, line, filename):
+        self.assertEqual(['I306'], codes(checks.check_service_boundaries,
+                                         line, filename), (line, filename))
+
+    def assertAllowed(self, line, filename):
+        self.assertEqual([], codes(checks.check_service_boundaries,
+                                   line, filename), (line, filename))
+
+    def test_agent_imports_no_controller_api_or_db(self):
+        for line in ('from iotguard.controller import rpcapi',
+                     'from iotguard.controller.sources import gnocchi',
+                     'import iotguard.api.app',
+                     'from iotguard.db import api as db_api',
+                     'from iotguard import db',
+                     'from iotguard import rpc, controller as ctl'):
+            self.assertRefused(line, './iotguard/agent/service.py')
+        self.assertRefused('from iotguard.controller import rpcapi',
+                           '/src/iotguard/agent/virt/libvirt.py')
+
+    def test_agent_imports_the_contract_and_the_core(self):
+        for line in ('from iotguard import caps',
+                     'from iotguard import rates',
+                     'from iotguard import rpcapi',
+                     'from iotguard.agent import manager',
+                     'from iotguard.sim import world',
+                     'import oslo_messaging'):
+            self.assertAllowed(line, './iotguard/agent/service.py')
+
+    def test_controller_imports_no_agent_or_api(self):
+        for line in ('from iotguard.agent import rates',
+                     'from iotguard.agent import rpcapi as agent_rpcapi',
+                     'from iotguard.api.handlers import domain',
+                     'from iotguard import agent'):
+            self.assertRefused(line, './iotguard/controller/sources/ceilo.py')
+
+    def test_controller_imports_the_database(self):
+        for line in ('from iotguard.db import api as db_api',
+                     'from iotguard import rpcapi',
+                     'from iotguard.policy import base'):
+            self.assertAllowed(line, './iotguard/controller/service.py')
+
+    def test_core_imports_no_service(self):
+        for filename in ('./iotguard/policy/base.py',
+                         './iotguard/sim/loop.py', './iotguard/caps.py',
+                         './iotguard/rates.py', './iotguard/rpcapi.py',
+                         './iotguard/admission.py'):
+            for service in ('agent', 'controller', 'api', 'db'):
+                self.assertRefused('from iotguard.%s import x' % service,
+                                   filename)
+                self.assertRefused('from iotguard import %s' % service,
+                                   filename)
+            self.assertAllowed('from iotguard.policy import costmodel',
+                               filename)
+
+    def test_a_deferred_import_is_checked_too(self):
+        self.assertRefused('    from iotguard.controller import samples',
+                           './iotguard/sim/report.py')
+
+    def test_composition_roots_and_tests_import_anything(self):
+        line = 'from iotguard.controller import service'
+        for filename in ('./iotguard/allinone.py', './iotguard/cmd/agent.py',
+                         './iotguard/api/app.py',
+                         './iotguard/tests/unit/agent/test_service.py',
+                         './iotguard/tests/unit/policy/test_ntt.py'):
+            self.assertAllowed(line, filename)
+
+    def test_similar_names_are_not_services(self):
+        for line in ('from iotguard import admission',
+                     'from iotguard import apidoc',
+                     'from iotguard.dbx import y'):
+            self.assertAllowed(line, './iotguard/policy/base.py')
