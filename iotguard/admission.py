@@ -22,6 +22,9 @@ profile admits only tiers without floors: a floor it cannot price is a
 promise it cannot check.
 """
 
+import collections.abc
+from typing import Any
+
 from iotguard import exception
 from iotguard.policy import base
 from iotguard.policy import costmodel
@@ -32,35 +35,46 @@ EPSILON = 1e-12
 #: floors up to 10^15 the committed load stays finite (a profile of 1e-306
 #: would overflow it to infinity) and a device does at least one 4 KiB
 #: operation per second.
-PROFILE_RANGES = {'iops_4k': (1.0, 1e9), 'bytes_sec': (4096.0, 1e15)}
+PROFILE_RANGES: dict[str, tuple[float, float]] = {
+    'iops_4k': (1.0, 1e9), 'bytes_sec': (4096.0, 1e15)}
 
 
-def profile_of(domain):
+#: A domain or a tier as the database gives them (plain dicts).
+Row = collections.abc.Mapping[str, Any]
+
+
+def profile_of(domain: Row) -> base.Profile | None:
     """The domain's Profile, or None when it has not been calibrated.
 
     A profile outside :data:`PROFILE_RANGES` (stored before they were
     checked) counts as none: its floors cannot be priced.
     """
-    values = {k: domain.get(k) for k in PROFILE_RANGES}
-    if all(v is not None and low <= v <= high
-           for v, (low, high) in zip(values.values(),
-                                     PROFILE_RANGES.values())):
-        return base.Profile(**values)
-    return None
+    iops_4k, bytes_sec = domain.get('iops_4k'), domain.get('bytes_sec')
+    if iops_4k is None or bytes_sec is None:
+        return None
+    for key, value in (('iops_4k', iops_4k), ('bytes_sec', bytes_sec)):
+        low, high = PROFILE_RANGES[key]
+        if not low <= value <= high:
+            return None
+    return base.Profile(iops_4k=iops_4k, bytes_sec=bytes_sec)
 
 
-def committed(tiers, profile):
+def committed(tiers: collections.abc.Iterable[Row],
+              profile: base.Profile) -> float:
     """Committed load of disks with these tiers (dicts with the floors)."""
     return sum((costmodel.committed_floor_load(t['min_iops'],
                                                t['min_bytes_sec'], profile)
                 for t in tiers), 0.0)
 
 
-def _has_floor(tiers):
+def _has_floor(tiers: collections.abc.Iterable[Row]) -> bool:
     return any(t['min_iops'] > 0 or t['min_bytes_sec'] > 0 for t in tiers)
 
 
-def check(tier, domain, others, before, after, max_ratio):
+def check(tier: str, domain: Row, others: collections.abc.Iterable[Row],
+          before: collections.abc.Iterable[Row],
+          after: collections.abc.Iterable[Row],
+          max_ratio: float) -> dict[str, Any]:
     """Admit or refuse moving some disks of ``domain`` to ``tier``.
 
     ``others`` are the tiers of the domain's other disks, ``before`` and
@@ -68,11 +82,12 @@ def check(tier, domain, others, before, after, max_ratio):
     the verdict; raises :class:`iotguard.exception.AdmissionRejected` with
     the same numbers when refused.
     """
-    numbers = {'domain': domain['name'], 'tier': tier,
-               'iops_4k': domain.get('iops_4k'),
-               'bytes_sec': domain.get('bytes_sec'),
-               'capacity': 1.0, 'max_commit_ratio': max_ratio,
-               'committed_before': None, 'committed_after': None}
+    numbers: dict[str, Any] = {
+        'domain': domain['name'], 'tier': tier,
+        'iops_4k': domain.get('iops_4k'),
+        'bytes_sec': domain.get('bytes_sec'),
+        'capacity': 1.0, 'max_commit_ratio': max_ratio,
+        'committed_before': None, 'committed_after': None}
     profile = profile_of(domain)
     if profile is None:
         if not _has_floor(after):

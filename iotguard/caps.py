@@ -34,9 +34,13 @@ Nova or Cinder put in the domain XML): never above the static ceiling.
 Pure module: no oslo, no libvirt.
 """
 
+import collections.abc
 import math
+from typing import Any
+from typing import cast
 
 import jsonschema
+from jsonschema import protocols
 
 from iotguard import exception
 
@@ -48,17 +52,21 @@ IOTUNE_KEYS = BASE_KEYS + MAX_KEYS
 
 #: libvirt takes unsigned long long, QEMU int64.
 _MAX_VALUE = 2 ** 63 - 1
+
+#: A JSON schema; an iotune set as given (0 or missing = no limit).
+Schema = dict[str, Any]
+Limits = collections.abc.Mapping[str, float]
 _UUID = ('^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-'
          '[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$')
 
-LIMITS_SCHEMA = {
+LIMITS_SCHEMA: Schema = {
     'type': 'object',
     'properties': {key: {'type': 'integer', 'minimum': 0,
                          'maximum': _MAX_VALUE} for key in IOTUNE_KEYS},
     'additionalProperties': False,
 }
 
-DISK_SCHEMA = {
+DISK_SCHEMA: Schema = {
     'type': 'object',
     'properties': {
         'instance_uuid': {'type': 'string', 'pattern': _UUID},
@@ -67,7 +75,7 @@ DISK_SCHEMA = {
     'required': ['instance_uuid', 'dev'],
 }
 
-CAP_SCHEMA = {
+CAP_SCHEMA: Schema = {
     'type': 'object',
     'properties': {
         'instance_uuid': DISK_SCHEMA['properties']['instance_uuid'],
@@ -86,13 +94,13 @@ CAP_SCHEMA = {
 #: load in the admin view, the controller's arithmetic) stay finite.
 MAX_RATE = 1e15
 
-_NULLABLE_RATE = {'type': ['number', 'null'], 'minimum': 0,
-                  'maximum': MAX_RATE}
+_NULLABLE_RATE: Schema = {'type': ['number', 'null'], 'minimum': 0,
+                          'maximum': MAX_RATE}
 
 #: One disk in a ``report_samples`` batch. The rate fields are ``null``
 #: when there is no rate for the interval (``gap`` says why: first reading,
 #: counter reset, interval too long or not positive).
-SAMPLE_SCHEMA = {
+SAMPLE_SCHEMA: Schema = {
     'type': 'object',
     'properties': {
         'instance_uuid': DISK_SCHEMA['properties']['instance_uuid'],
@@ -125,7 +133,7 @@ _disk_validator = jsonschema.Draft202012Validator(DISK_SCHEMA)
 _sample_validator = jsonschema.Draft202012Validator(SAMPLE_SCHEMA)
 
 
-def _schema_error(validator, obj):
+def _schema_error(validator: protocols.Validator, obj: Any) -> str | None:
     error = jsonschema.exceptions.best_match(validator.iter_errors(obj))
     if error is None:
         return None
@@ -133,12 +141,12 @@ def _schema_error(validator, obj):
     return '%s: %s' % (where, error.message)
 
 
-def full(limits):
+def full(limits: Limits) -> dict[str, int]:
     """All twelve keys, missing ones as 0."""
     return {key: int(limits.get(key, 0)) for key in IOTUNE_KEYS}
 
 
-def check_limits(limits):
+def check_limits(limits: Limits) -> None:
     """Raise InvalidCap unless ``limits`` is a consistent iotune set."""
     for kind in KINDS:
         total = 'total_' + kind
@@ -157,47 +165,48 @@ def check_limits(limits):
                 reason='%s_max=%d is below %s=%d' % (key, burst, key, base))
 
 
-def validate(cap):
+def validate(cap: object) -> dict[str, Any]:
     """Return ``cap`` if it is a well-formed cap, else raise InvalidCap."""
     message = _schema_error(_cap_validator, cap)
     if message:
         raise exception.InvalidCap(reason=message)
-    check_limits(cap['limits'])
-    return cap
+    valid = cast(dict[str, Any], cap)   # an object, the schema says
+    check_limits(valid['limits'])
+    return valid
 
 
-def validate_disk(disk):
+def validate_disk(disk: object) -> dict[str, Any]:
     """A ``release_caps`` entry: ``{"instance_uuid", "dev"}``."""
     message = _schema_error(_disk_validator, disk)
     if message:
         raise exception.InvalidCap(reason=message)
-    return disk
+    return cast(dict[str, Any], disk)
 
 
-def validate_sample(sample):
+def validate_sample(sample: object) -> dict[str, Any]:
     """One disk of a ``report_samples`` batch; raises Invalid."""
     message = _schema_error(_sample_validator, sample)
     if message:
         raise exception.Invalid(reason='sample: ' + message)
-    return sample
+    return cast(dict[str, Any], sample)
 
 
-def _inf(value):
+def _inf(value: float) -> float:
     return value if value > 0 else math.inf
 
 
-def _wire(value):
+def _wire(value: float) -> int:
     return 0 if math.isinf(value) else int(value)
 
 
-def form(limits, kind):
+def form(limits: Limits, kind: str) -> str | None:
     """Which keys of ``kind`` a set uses: ``'rw'``, ``'total'`` or None.
 
     Burst keys count with their base key. A set that mixes both forms
     (which :func:`check_limits` refuses) counts as ``'rw'``: the read/write
     keys are the more specific choice.
     """
-    def uses(direction):
+    def uses(direction: str) -> bool:
         key = '%s_%s' % (direction, kind)
         return bool(limits.get(key, 0) or limits.get(key + '_max', 0))
 
@@ -208,7 +217,7 @@ def form(limits, kind):
     return None
 
 
-def _mode(limits, kind):
+def _mode(limits: Limits, kind: str) -> str | None:
     if limits.get('total_' + kind, 0):
         return 'total'
     if limits.get('read_' + kind, 0) or limits.get('write_' + kind, 0):
@@ -216,7 +225,7 @@ def _mode(limits, kind):
     return None
 
 
-def effective(cap, static):
+def effective(cap: Limits, static: Limits) -> dict[str, int]:
     """The iotune set to apply: the cap, never above the static ceiling.
 
     Both are iotune dicts (0 = no limit); the result has all twelve keys
@@ -261,7 +270,7 @@ def effective(cap, static):
     return out
 
 
-def with_bursts(limits):
+def with_bursts(limits: Limits) -> dict[str, int]:
     """A full set where every set base key has ``*_max`` >= its value.
 
     The libvirt test driver (and QEMU) refuse a base value above its

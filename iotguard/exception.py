@@ -12,6 +12,8 @@
 
 """The exceptions iotguard raises, one tree, with HTTP codes for the API."""
 
+from typing import Any
+
 
 class IotguardException(Exception):
     """Base class: ``msg_fmt`` is formatted with the keyword arguments."""
@@ -19,7 +21,7 @@ class IotguardException(Exception):
     msg_fmt = 'An unknown error occurred.'
     code = 500
 
-    def __init__(self, message=None, **kwargs):
+    def __init__(self, message: str | None = None, **kwargs: Any) -> None:
         self.kwargs = kwargs
         if message is None:
             message = self.msg_fmt % kwargs
@@ -68,7 +70,7 @@ class AdmissionRejected(Conflict):
                'would be %(committed).3f of capacity, above the allowed '
                '%(max_ratio).3f.')
 
-    def for_member(self):
+    def for_member(self) -> str:
         """The refusal as a project member may read it.
 
         The committed floors of a domain add up other projects' floors and

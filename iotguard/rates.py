@@ -28,6 +28,7 @@ series restarts from the newer reading, when:
   would hide what happened, so it is reported as a gap instead.
 """
 
+import collections.abc
 import dataclasses
 
 COUNTER_KEYS = ('rd_reqs', 'rd_bytes', 'rd_times',
@@ -132,8 +133,8 @@ class Series:
             self._last[key] = reading
         return result
 
-    def prune(self, keep) -> None:
+    def prune(self, keep: collections.abc.Iterable[object]) -> None:
         """Forget every disk not in ``keep``."""
-        keep = set(keep)
-        for key in [k for k in self._last if k not in keep]:
+        kept = set(keep)
+        for key in [k for k in self._last if k not in kept]:
             del self._last[key]

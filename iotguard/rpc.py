@@ -18,7 +18,9 @@ plain dicts and so are payloads.
 """
 
 import importlib
+from typing import Any
 
+from oslo_config import cfg
 import oslo_messaging
 from oslo_messaging.rpc import dispatcher
 
@@ -33,7 +35,7 @@ EXCHANGE = 'iotguard'
 SEND_RETRY = 2
 
 
-def _register_global_only_opts(conf):
+def _register_global_only_opts(conf: cfg.ConfigOpts) -> None:
     # oslo.messaging registers its metrics and tracing options on the
     # global cfg.CONF only; with a private ConfigOpts a cast or call raises
     # NoSuchOptError (oslo_messaging_metrics / oslo_messaging_tracing).
@@ -49,7 +51,8 @@ def _register_global_only_opts(conf):
         conf.register_opts(opts, group=name)
 
 
-def get_transport(conf, url=None):
+def get_transport(conf: cfg.ConfigOpts,
+                  url: str | None = None) -> oslo_messaging.Transport:
     """The RPC transport of ``conf`` (or of ``url`` when given).
 
     iotguard's exchange defaults to ``iotguard`` (``[DEFAULT]
@@ -60,7 +63,8 @@ def get_transport(conf, url=None):
     return oslo_messaging.get_rpc_transport(conf, url=url)
 
 
-def listener_pool(conf, source, configured=None):
+def listener_pool(conf: cfg.ConfigOpts, source: str,
+                  configured: str | None = None) -> str:
     """The pool (the queue) of one notification listener of a controller.
 
     ``configured`` when set, else ``iotguard-<source>.<[DEFAULT] host>``:
@@ -72,14 +76,17 @@ def listener_pool(conf, source, configured=None):
     return configured or 'iotguard-%s.%s' % (source, conf.host)
 
 
-def get_client(transport, topic, version, timeout=None, retry=SEND_RETRY):
+def get_client(transport: oslo_messaging.Transport, topic: str, version: str,
+               timeout: float | None = None,
+               retry: int = SEND_RETRY) -> oslo_messaging.RPCClient:
     """An RPC client for ``topic``; use ``prepare(server=...)`` per call."""
     target = oslo_messaging.Target(topic=topic, version=version)
     return oslo_messaging.get_rpc_client(transport, target, timeout=timeout,
                                          retry=retry)
 
 
-def get_server(transport, topic, server, endpoints):
+def get_server(transport: oslo_messaging.Transport, topic: str, server: str,
+               endpoints: list[Any]) -> oslo_messaging.MessageHandlingServer:
     """A started-on-demand RPC server with the threading executor."""
     target = oslo_messaging.Target(topic=topic, server=server)
     return oslo_messaging.get_rpc_server(

@@ -31,6 +31,8 @@ Controller API (topic ``iotguard-controller``, fanout), version history:
 
 from typing import Any
 
+import oslo_messaging
+
 from iotguard import rpc
 
 AGENT_RPC_API_VERSION = '1.0'
@@ -49,7 +51,7 @@ class AgentAPI:
     ``release_caps`` is ``{"instance_uuid", "dev"}``.
     """
 
-    def __init__(self, transport: Any,
+    def __init__(self, transport: oslo_messaging.Transport,
                  version_cap: str = AGENT_RPC_API_VERSION,
                  timeout: float | None = None) -> None:
         self.client = rpc.get_client(transport, rpc.TOPIC_AGENT,
@@ -80,7 +82,7 @@ class ControllerAPI:
     without the agents knowing.
     """
 
-    def __init__(self, transport: Any,
+    def __init__(self, transport: oslo_messaging.Transport,
                  version_cap: str = CONTROLLER_RPC_API_VERSION) -> None:
         self.client = rpc.get_client(transport, rpc.TOPIC_CONTROLLER,
                                      version_cap)

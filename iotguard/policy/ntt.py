@@ -104,8 +104,8 @@ class NttPolicy:
             size = bytes_sum / iops_sum
         else:
             size = costmodel.DEFAULT_IO_SIZE
-        ops_max = float(1.0 / costmodel.op_cost(np.float64(size),
-                                                snap.profile))
+        ops_max = float(1.0 / costmodel.op_cost(
+            np.asarray(size, dtype=np.float64), snap.profile))
         return ops_max * size, ops_max, size
 
     def decide(self, snapshot: base.DomainSnapshot,
@@ -161,8 +161,8 @@ class NttPolicy:
                     bytes_sec=bw[i], iops=ops[i],
                     lease_age_s=age[i], **seen)))
         picked = set(new_bytes) | set(new_iops)
-        for i in np.flatnonzero(expired):
-            if int(i) in picked:
+        for i in map(int, np.flatnonzero(expired)):
+            if i in picked:
                 continue
             decisions.append(base.Decision(
                 snap.disk_ids[i], base.RELEASE,

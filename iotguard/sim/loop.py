@@ -94,7 +94,9 @@ class Run:
         default_factory=lambda: np.zeros((0, 0)))
 
 
-def window_latency_ms(delta: list[dict[str, float]]) -> base.FloatArray:
+def window_latency_ms(
+        delta: collections.abc.Sequence[collections.abc.Mapping[str, float]]
+) -> base.FloatArray:
     """Each disk's mean latency per operation (ms) from counter deltas."""
     result: base.FloatArray = np.array(
         [(d['rd_times'] + d['wr_times']) / 1e6 / ops if ops else 0.0

@@ -66,7 +66,8 @@ def speed(outstanding: float, domain: scenario_mod.Domain) -> float:
     """Device-seconds per second served at a queue of ``outstanding``."""
     if outstanding <= 0:
         return 0.0
-    return min(1.0, (outstanding / domain.sat_depth) ** domain.depth_exponent)
+    share: float = (outstanding / domain.sat_depth) ** domain.depth_exponent
+    return min(1.0, share)
 
 
 @dataclasses.dataclass
