@@ -42,6 +42,12 @@ GAP_TOO_LONG = 'too_long'
 
 _NS_PER_MS = 1e6
 
+#: A sample older than this many intervals is stale: the controller never
+#: acts on it, the agent and the Ceilometer source report a longer hole
+#: between two readings as a gap (not an average), and the API shows an
+#: agent not heard of for longer as down.
+STALE_INTERVALS = 3
+
 
 @dataclasses.dataclass(frozen=True)
 class Reading:

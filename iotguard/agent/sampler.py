@@ -28,11 +28,6 @@ from iotguard import version
 
 LOG = logging.getLogger(__name__)
 
-#: A sample older than this many intervals is stale (doc/source/reference/
-#: architecture.rst, "The loop"), so a longer hole between two readings is
-#: a gap, not an average.
-STALE_INTERVALS = 3
-
 _RATE_FIELDS = ('read_iops', 'write_iops', 'read_bytes_sec',
                 'write_bytes_sec', 'read_latency_ms', 'write_latency_ms',
                 'flush_ops')
@@ -50,7 +45,7 @@ class Sampler:
         self._clock = clock
         self._wall_clock = wall_clock
         self.series = rates.Series(
-            max_gap_s=STALE_INTERVALS * self.interval_s)
+            max_gap_s=rates.STALE_INTERVALS * self.interval_s)
         self._driver_name = type(driver).__name__
         self._started_at = wall_clock()
         self._outage_since = None   # first failed report of an outage

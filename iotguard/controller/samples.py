@@ -34,15 +34,15 @@ doubling, and the decision loop reads a domain's rows at once with
 sample's dict for the API-free callers (tests, the all-in-one).
 
 **Staleness.** A sample is stale when it is older than
-``STALE_INTERVALS`` (3) intervals, the interval being the larger of the
-controller's decision interval and the sample's own ``interval_s`` (a
-Ceilometer sample that covers 300 s stays usable longer than an agent's
-5 s one). A policy must never tighten a cap on stale data; the decision
-loop flags such disks in the snapshot. A sample with a ``gap`` (first
-reading, counter reset after a reboot, ...) has no rates: it is stored,
-so it replaces older rates that no longer describe the disk, and
-:func:`has_rates` (or ``gather``'s ``stale``) tells the loop it says
-nothing about the load.
+:data:`iotguard.rates.STALE_INTERVALS` (3) intervals, the interval being
+the larger of the controller's decision interval and the sample's own
+``interval_s`` (a Ceilometer sample that covers 300 s stays usable
+longer than an agent's 5 s one). A policy must never tighten a cap on
+stale data; the decision loop flags such disks in the snapshot. A sample
+with a ``gap`` (first reading, counter reset after a reboot, ...) has no
+rates: it is stored, so it replaces older rates that no longer describe
+the disk, and :func:`has_rates` (or ``gather``'s ``stale``) tells the
+loop it says nothing about the load.
 
 Thread-safe: the RPC server's threads add while the loop reads.
 """
@@ -58,10 +58,9 @@ from oslo_log import log as logging
 
 from iotguard import caps
 from iotguard import exception
+from iotguard import rates
 
 LOG = logging.getLogger(__name__)
-
-STALE_INTERVALS = 3
 
 #: Default tolerated clock skew between a source and the controller.
 MAX_SKEW_S = 2.0
@@ -272,7 +271,7 @@ class SampleStore:
     def stale_after_s(self, sample):
         """Age in seconds beyond which ``sample`` (a dict) is stale."""
         own = sample.get('interval_s') or 0.0
-        return STALE_INTERVALS * max(self.interval_s, float(own))
+        return rates.STALE_INTERVALS * max(self.interval_s, float(own))
 
     def is_stale(self, sample, now):
         """True when ``sample`` (a dict) is older than 3 intervals."""
@@ -281,7 +280,8 @@ class SampleStore:
         return now - sample['timestamp'] > self.stale_after_s(sample)
 
     def _limit_s(self, own_interval):
-        return STALE_INTERVALS * max(self.interval_s, own_interval or 0.0)
+        return rates.STALE_INTERVALS * max(self.interval_s,
+                                           own_interval or 0.0)
 
     # -- adding -------------------------------------------------------------
 
@@ -411,7 +411,7 @@ class SampleStore:
         cols[:, ~known] = _NAN
         (stamp, interval, r_iops, w_iops, r_bytes, w_bytes, r_lat, w_lat,
          _flush, s_iops, s_bytes, rated) = cols
-        limit = STALE_INTERVALS * np.fmax(self.interval_s, interval)
+        limit = rates.STALE_INTERVALS * np.fmax(self.interval_s, interval)
         with np.errstate(invalid='ignore'):
             stale = ~known | (rated != 1.0) | (now - stamp > limit)
         return Columns(
@@ -444,7 +444,7 @@ class SampleStore:
             keys = list(self._rows)
             rows = np.fromiter(self._rows.values(), np.intp, len(keys))
             stamp, interval = self._cols[0, rows], self._cols[1, rows]
-            limit = STALE_INTERVALS * np.fmax(self.interval_s, interval)
+            limit = rates.STALE_INTERVALS * np.fmax(self.interval_s, interval)
             old = np.flatnonzero(now - stamp > limit)
             for i in old:
                 self._drop(keys[i])

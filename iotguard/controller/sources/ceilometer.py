@@ -67,9 +67,6 @@ LATENCY = frozenset(('rd_times', 'wr_times'))
 _UNKNOWN = {'flush_ops': None}
 _NO_LATENCY = {'read_latency_ms': None, 'write_latency_ms': None}
 
-#: Two readings more than this many polling intervals apart give a gap.
-STALE_INTERVALS = 3
-
 
 @dataclasses.dataclass
 class _Pending:
@@ -137,7 +134,7 @@ class Assembler:
 
     def __init__(self, polling_interval_s):
         self.window_s = polling_interval_s / 2.0
-        self.max_gap_s = STALE_INTERVALS * polling_interval_s
+        self.max_gap_s = rates.STALE_INTERVALS * polling_interval_s
         self._series = rates.Series(max_gap_s=self.max_gap_s)
         self._pending = {}
         self._last = {}
