@@ -64,6 +64,33 @@ def local_domain(host):
     return LOCAL_PREFIX + host
 
 
+#: The largest count the agents table holds (a 32-bit signed integer).
+_MAX_COUNT = 2 ** 31 - 1
+#: The longest reporting interval taken as one (a day); NaN is none.
+_MAX_INTERVAL_S = 86400.0
+
+
+def _count(value):
+    return value if type(value) is int and 0 <= value <= _MAX_COUNT else None
+
+
+def heartbeat_report(info):
+    """What the agents table keeps of a heartbeat's ``info``.
+
+    ``version``, ``interval_s``, ``disks`` and ``caps`` (see
+    :meth:`iotguard.rpcapi.ControllerAPI.agent_heartbeat`); a field that is
+    missing or malformed is None, the heartbeat still counts.
+    """
+    version, interval = info.get('version'), info.get('interval_s')
+    return {
+        'version': version[:64] if isinstance(version, str) else None,
+        'interval_s': (float(interval) if type(interval) in (int, float)
+                       and 0 < interval <= _MAX_INTERVAL_S else None),
+        'disks': _count(info.get('disks')),
+        'caps': _count(info.get('caps')),
+    }
+
+
 def _owns_everything(name):
     return True
 
@@ -148,7 +175,8 @@ class ControllerManager:
             if not self.owns('agent:' + host):
                 return
             self.db.agent_heartbeat(host[:255],
-                                    str(info.get('driver', 'unknown'))[:64])
+                                    str(info.get('driver', 'unknown'))[:64],
+                                    **heartbeat_report(info))
         except Exception:
             LOG.exception('agent_heartbeat of %.255r failed', host)
 

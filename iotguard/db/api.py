@@ -43,6 +43,8 @@ _DOMAIN_FIELDS = ('name', 'kind', 'iops_4k', 'bytes_sec', 'policy',
 _DECISION_FIELDS = ('id', 'created_at', 'domain', 'policy', 'instance_uuid',
                     'dev', 'project_id', 'action', 'old_limits',
                     'new_limits', 'reason', 'numbers')
+_AGENT_FIELDS = ('host', 'driver', 'version', 'last_heartbeat', 'interval_s',
+                 'disks', 'caps', 'created_at')
 _RATE_FIELDS = ('read_iops', 'write_iops', 'read_bytes_sec',
                 'write_bytes_sec', 'latency_ms')
 
@@ -995,8 +997,9 @@ class Connection:
 
     # -- agents --------------------------------------------------------------
 
-    def agent_heartbeat(self, host, driver, now=None):
-        """Record that the agent on ``host`` is alive."""
+    def agent_heartbeat(self, host, driver, now=None, version=None,
+                        interval_s=None, disks=None, caps=None):
+        """Record that the agent on ``host`` is alive, and what it said."""
         now = now or utcnow()
         with self._writer() as session:
             agent = session.scalars(sa.select(models.Agent).where(
@@ -1007,10 +1010,14 @@ class Connection:
             else:
                 agent.updated_at = now
             agent.driver, agent.last_heartbeat = driver, now
+            agent.version, agent.interval_s = version, interval_s
+            agent.disks, agent.caps = disks, caps
 
-    def agent_list(self):
+    def agent_list(self, host=None):
+        """Every agent (or the one on ``host``), by host."""
         with self._reader() as session:
-            agents = session.scalars(sa.select(models.Agent).order_by(
-                models.Agent.host)).all()
-            return [_row(a, ('host', 'driver', 'last_heartbeat'))
-                    for a in agents]
+            query = sa.select(models.Agent).order_by(models.Agent.host)
+            if host is not None:
+                query = query.where(models.Agent.host == host)
+            return [_row(a, _AGENT_FIELDS)
+                    for a in session.scalars(query).all()]

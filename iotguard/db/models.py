@@ -230,4 +230,11 @@ class Agent(Base):
     host = sa.Column(sa.String(255), nullable=False)
     driver = sa.Column(sa.String(64), nullable=False)
     last_heartbeat = sa.Column(DateTime, nullable=False)
+    #: From the last heartbeat (None when the agent did not say): the
+    #: agent's version, its reporting interval (seconds), how many disks
+    #: it reported and how many caps it had in force.
+    version = sa.Column(sa.String(64))
+    interval_s = sa.Column(sa.Float)
+    disks = sa.Column(sa.Integer)
+    caps = sa.Column(sa.Integer)
     created_at, updated_at = _timestamps()

@@ -427,15 +427,22 @@ class DbApiTests:
                           marker=max(ids) + 100)
 
     def test_agents(self):
-        self.db.agent_heartbeat('cn1', 'libvirt', now=T0)
+        self.db.agent_heartbeat('cn1', 'libvirt', now=T0, version='1.0',
+                                interval_s=5.0, disks=3, caps=1)
         self.db.agent_heartbeat('cn1', 'libvirt',
-                                now=T0 + datetime.timedelta(seconds=5))
+                                now=T0 + datetime.timedelta(seconds=5),
+                                version='1.1', interval_s=2.5, disks=4,
+                                caps=0)
         self.db.agent_heartbeat('cn0', 'simulated', now=T0)
-        self.assertEqual([
-            {'host': 'cn0', 'driver': 'simulated', 'last_heartbeat': T0},
-            {'host': 'cn1', 'driver': 'libvirt',
-             'last_heartbeat': T0 + datetime.timedelta(seconds=5)}],
-            self.db.agent_list())
+        cn0 = {'host': 'cn0', 'driver': 'simulated', 'version': None,
+               'last_heartbeat': T0, 'interval_s': None, 'disks': None,
+               'caps': None, 'created_at': T0}
+        cn1 = {'host': 'cn1', 'driver': 'libvirt', 'version': '1.1',
+               'last_heartbeat': T0 + datetime.timedelta(seconds=5),
+               'interval_s': 2.5, 'disks': 4, 'caps': 0, 'created_at': T0}
+        self.assertEqual([cn0, cn1], self.db.agent_list())
+        self.assertEqual([cn1], self.db.agent_list(host='cn1'))
+        self.assertEqual([], self.db.agent_list(host='cn2'))
 
 
 backends.on_every_backend(globals(), DbApiTests)

@@ -53,6 +53,7 @@ class FakeDB:
         self.caps = {}        # (uuid, dev) -> cap dict
         self.decisions = []   # dicts, id = index + 1
         self.agents = {}
+        self.reports = {}
         self.fail_domains = set()
         self.renewals = []
         self.rates_written = []
@@ -192,8 +193,9 @@ class FakeDB:
         self.rates_written.append(list(rates))
         return len(rates)
 
-    def agent_heartbeat(self, host, driver, now=None):
+    def agent_heartbeat(self, host, driver, now=None, **report):
         self.agents[host] = (driver, now)
+        self.reports[host] = report
 
 
 class FakeAgentAPI:

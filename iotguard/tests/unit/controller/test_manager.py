@@ -136,6 +136,28 @@ class ManagerTest(base.TestCase):
         self.manager.agent_heartbeat({}, None, {})
         self.assertEqual({'cn1': ('LibvirtDriver', None)}, self.db.agents)
 
+    def test_heartbeat_report(self):
+        self.manager.agent_heartbeat({}, 'cn1', {
+            'driver': 'LibvirtDriver', 'version': '1.2.3', 'interval_s': 5,
+            'disks': 12, 'caps': 3, 'started_at': 1.0, 'timestamp': 2.0})
+        self.assertEqual({'version': '1.2.3', 'interval_s': 5.0,
+                          'disks': 12, 'caps': 3}, self.db.reports['cn1'])
+
+    def test_heartbeat_report_drops_malformed_fields(self):
+        for bad in ({'version': 7, 'interval_s': float('nan'),
+                     'disks': -1, 'caps': True},
+                    {'version': None, 'interval_s': float('inf'),
+                     'disks': 2 ** 40, 'caps': 1.5},
+                    {'interval_s': 0, 'disks': '3'},
+                    {'interval_s': True}):
+            self.manager.agent_heartbeat({}, 'cn1', dict(bad, driver='x'))
+            self.assertEqual(('x', None), self.db.agents['cn1'])
+            self.assertEqual({'version': None, 'interval_s': None,
+                              'disks': None, 'caps': None},
+                             self.db.reports['cn1'], bad)
+        self.manager.agent_heartbeat({}, 'cn1', {'version': 'v' * 100})
+        self.assertEqual('v' * 64, self.db.reports['cn1']['version'])
+
     def test_heartbeat_db_failure_is_survived(self):
         def broken(*args, **kw):
             raise RuntimeError('db down')
