@@ -184,9 +184,17 @@ def _check(params: dict[str, float]) -> None:
              % (1 + params['min_change']))
 
 
+def _static_load(snap: base.DomainSnapshot, size: base.FloatArray,
+                 cost: base.FloatArray) -> base.FloatArray:
+    """The static limits (Nova's, Cinder's) as a load; ``inf``: none."""
+    if snap.static_iops is None or snap.static_bytes_sec is None:
+        return np.full(len(snap), np.inf)
+    return costmodel.limit_load(snap.static_iops, snap.static_bytes_sec,
+                                size, cost)
+
+
 def _release_point(snap: base.DomainSnapshot, ceil: base.FloatArray,
-                   size: base.FloatArray,
-                   cost: base.FloatArray) -> base.FloatArray:
+                   static: base.FloatArray) -> base.FloatArray:
     """The cap level (load) from which a cap can be released.
 
     The ceiling, or the whole domain when there is none, where the static
@@ -196,8 +204,6 @@ def _release_point(snap: base.DomainSnapshot, ceil: base.FloatArray,
     point = np.minimum(ceil, CAPACITY)
     if snap.static_iops is None or snap.static_bytes_sec is None:
         return point
-    static = costmodel.limit_load(snap.static_iops, snap.static_bytes_sec,
-                                  size, cost)
     with np.errstate(invalid='ignore'):
         below_static = ceil < static * (1.0 - 1e-9)
     result: base.FloatArray = np.where(below_static, np.inf, point)
@@ -339,7 +345,8 @@ class GuaranteePolicy:
         # A cap is released only where the static limits alone keep the
         # disk under its ceiling; a tier ceiling below them is held by
         # the cap itself (never above the ceiling).
-        hold = _release_point(snap, ceil, size, cost)
+        static = _static_load(snap, size, cost)
+        hold = _release_point(snap, ceil, static)
         cap = costmodel.limit_load(snap.cap_iops, snap.cap_bytes_sec, size,
                                    cost)
         total = float(u.sum())
@@ -446,8 +453,10 @@ class GuaranteePolicy:
         slack = 0.0 if bool(wants.any()) else self.tolerance
         # A disk with at most one request in flight adds at most one to
         # the queue: it is never what keeps the queue long.
+        # A cap at the disk's static limits would change nothing.
         over = fresh & ~shallow & (u > share * (1.0 + slack))
-        tighten = engaged & over & (target < cap * (1.0 - self.min_change))
+        tighten = engaged & over & (target < np.minimum(cap, static) * (
+            1.0 - self.min_change))
         loosen = (may_raise & ~tighten
                   & (target > cap * (1.0 + self.min_change)))
         new = np.where(tighten, target,

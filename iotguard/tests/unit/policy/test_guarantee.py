@@ -163,6 +163,18 @@ class TestGuaranteePolicy(test_base.TestCase):
         self.assertAlmostEqual(0.902 - 0.132,
                                decisions['n'].numbers['new_cap'])
 
+    def test_a_disk_at_its_own_ceiling_is_never_capped_at_it(self):
+        # q is held by its static ceiling (12 IOPS, Nova's) and its floor
+        # is above it; the interval read it a little over (13 IOPS, two
+        # samples straddling the window), above its fair share (its
+        # ceiling). n fills the domain (nobody starves: n is not capped).
+        # Capping q at its own ceiling would change nothing but add a cap
+        # to renew and release later: nothing is decided.
+        quiet = fakes.disk('q', ops=13, tier=SILVER, latency_ms=80.0,
+                           static_iops=12.0, static_bytes_sec=12 * 64 * KIB)
+        noisy = fakes.disk('n', ops=90, latency_ms=SLOW)
+        self.assertEqual({}, self.decide(quiet, noisy))
+
     def test_cap_never_above_ceiling(self):
         # a is capped at 30 IOPS, its ceiling is 40; the domain is calm so
         # the cap would be raised x1.5 to 45: above the ceiling. Where the
