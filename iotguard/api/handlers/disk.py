@@ -53,20 +53,21 @@ def view(disk):
 
 
 def load(disks, profile):
-    """Device-seconds per second the disks used at their latest rates.
+    """The domain's load at its disks' latest rates.
 
-    None (logged) if the sum is not finite: rates up to
+    :func:`iotguard.policy.costmodel.domain_load` of the summed rates.
+    None (logged) if it is not finite: rates up to
     :data:`iotguard.caps.MAX_RATE` cannot make it so, rates stored before
     that limit could.
     """
-    total = 0.0
+    iops = bytes_sec = 0.0
     for disk in disks:
         if disk['sampled_at'] is None:
             continue
-        iops = (disk['read_iops'] or 0.0) + (disk['write_iops'] or 0.0)
-        bytes_sec = ((disk['read_bytes_sec'] or 0.0)
-                     + (disk['write_bytes_sec'] or 0.0))
-        total += float(costmodel.load(iops, bytes_sec, profile))
+        iops += (disk['read_iops'] or 0.0) + (disk['write_iops'] or 0.0)
+        bytes_sec += ((disk['read_bytes_sec'] or 0.0)
+                      + (disk['write_bytes_sec'] or 0.0))
+    total = costmodel.domain_load(iops, bytes_sec, profile)
     if not math.isfinite(total):
         LOG.warning('The load of domain %s overflows at its stored rates; '
                     'shown as unknown until the controller writes new ones',
