@@ -73,13 +73,14 @@ def mean_io_size(iops: FloatArray, bytes_sec: FloatArray) -> FloatArray:
     return result
 
 
-def _combine(ops_share: FloatArray, bytes_share: FloatArray,
+def _combine(ops_share: FloatArray | float,
+             bytes_share: FloatArray | float,
              profile: Profile) -> FloatArray:
     """The two shares of a profile's capacity, combined by its form."""
     if profile.form == base.MAX:
         result: FloatArray = np.maximum(ops_share, bytes_share)
     else:
-        result = ops_share + bytes_share
+        result = np.add(ops_share, bytes_share)
     return result
 
 
@@ -104,8 +105,8 @@ def domain_load(total_iops: float, total_bytes_sec: float,
     bandwidth shares, exact for a token bucket (and at most the sum of the
     disks' loads).
     """
-    return float(load(np.float64(total_iops), np.float64(total_bytes_sec),
-                      profile))
+    return float(_combine(total_iops / profile.iops_4k,
+                          total_bytes_sec / profile.bytes_sec, profile))
 
 
 def limit_load(ops_limit: FloatArray, bytes_limit: FloatArray,
@@ -175,9 +176,8 @@ def committed_floor_load(min_iops: float, min_bytes_sec: float,
         min_iops = min_bytes_sec / FLOOR_IO_SIZE
     if min_bytes_sec <= 0:
         min_bytes_sec = min_iops * FLOOR_IO_SIZE
-    return float(_combine(np.float64(min_iops / profile.iops_4k),
-                          np.float64(min_bytes_sec / profile.bytes_sec),
-                          profile))
+    return float(_combine(min_iops / profile.iops_4k,
+                          min_bytes_sec / profile.bytes_sec, profile))
 
 
 def to_limits(share: FloatArray, io_size: FloatArray,
