@@ -110,6 +110,10 @@ SATURATION_FACTOR = guarantee.UNCONGESTED
 #: ``busy_depth``).
 BUSY_DEPTH = guarantee.DEFAULTS['busy_depth']
 
+#: A disk at this share of its own ceiling waits in its own throttle
+#: (``guarantee``'s ``at_cap_ratio``).
+AT_CEILING = guarantee.DEFAULTS['at_cap_ratio']
+
 IOPS_4K = 'iops_4k'
 BYTES_SEC = 'bytes_sec'
 
@@ -213,6 +217,32 @@ def observe_disks(state: State, iops: base.FloatArray,
     observe(state, float(np.sum(iops)), float(np.sum(bytes_sec)), full,
             prior)
     return full
+
+
+def usable(snapshot: base.DomainSnapshot) -> base.BoolArray:
+    """The disks whose latency tells about the domain, not about a limit.
+
+    Fresh, without a cap and below 90 % of their own ceiling (a disk at
+    its ceiling waits in its own throttle).
+    """
+    snap = snapshot
+    size = costmodel.mean_io_size(snap.iops, snap.bytes_sec)
+    cost = costmodel.op_cost(size, snap.profile)
+    ceiling = costmodel.limit_load(snap.ceil_iops, snap.ceil_bytes_sec,
+                                   size, cost)
+    load = costmodel.load(snap.iops, snap.bytes_sec, snap.profile)
+    result: base.BoolArray = (~snap.stale & ~snap.capped
+                              & ~(load >= AT_CEILING * ceiling))
+    return result
+
+
+def observe_snapshot(state: State, snapshot: base.DomainSnapshot,
+                     profile: base.Profile,
+                     prior: base.Profile | None = None) -> bool:
+    """One interval of a domain from its policy snapshot (see above)."""
+    snap = snapshot
+    return observe_disks(state, snap.iops, snap.bytes_sec, snap.latency_ms,
+                         usable(snap), profile, prior)
 
 
 def _scale(state: State, prior: base.Profile | None) -> tuple[float, float]:
