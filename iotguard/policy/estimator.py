@@ -23,7 +23,9 @@ explains the saturated intervals best.
 without a cap of its own that always has a request in flight (Little's
 law: ``iops x latency >= BUSY_DEPTH``) and whose operations take more than
 ``SATURATION_FACTOR`` times the domain's uncongested service time, the one
-:func:`iotguard.policy.guarantee.learn_service` learns. In a saturated
+:func:`iotguard.policy.guarantee.learn_service` learns, here from the quiet
+intervals only (the cost of an operation until there is one). In a
+saturated
 interval the domain served its capacity: the point lies on the model's
 ``load = 1``. In a quiet interval it served at most its capacity: a lower
 bound, which may raise the fitted capacity, never lower it.
@@ -212,8 +214,11 @@ def observe_disks(state: State, iops: base.FloatArray,
     cost = costmodel.op_cost(size, profile)
     usable = usable & (iops > 0) & (latency_ms > 0)
     full = saturated(iops, latency_ms, cost, usable, state.service)
-    state.service = guarantee.learn_service(state.service, latency_ms, cost,
-                                            usable)
+    if not full:
+        # only a quiet interval tells the uncongested service time: a
+        # domain saturated from the start would learn its queue as normal
+        state.service = guarantee.learn_service(state.service, latency_ms,
+                                                cost, usable)
     observe(state, float(np.sum(iops)), float(np.sum(bytes_sec)), full,
             prior)
     return full
