@@ -25,6 +25,7 @@ promise it cannot check.
 from iotguard import exception
 from iotguard.policy import base
 from iotguard.policy import costmodel
+from iotguard.policy import estimator
 
 #: Tolerance of the "does not raise the load" comparison.
 EPSILON = 1e-12
@@ -35,18 +36,62 @@ EPSILON = 1e-12
 PROFILE_RANGES = {'iops_4k': (1.0, 1e9), 'bytes_sec': (4096.0, 1e15)}
 
 
-def profile_of(domain):
-    """The domain's Profile, or None when it has not been calibrated.
+#: Where a domain's profile comes from: the one an operator typed
+#: (pinned), or the one the estimator learned (with its margin).
+MANUAL = 'manual'
+LEARNED = 'learned'
+SOURCES = (MANUAL, LEARNED)
+
+
+def _priced(iops_4k, bytes_sec):
+    """Whether admission can price floors with these figures."""
+    return all(v is not None and low <= v <= high
+               for v, (low, high) in zip((iops_4k, bytes_sec),
+                                         PROFILE_RANGES.values()))
+
+
+def manual_profile(domain):
+    """The profile an operator set, or None when it has not been set.
 
     A profile outside :data:`PROFILE_RANGES` (stored before they were
     checked) counts as none: its floors cannot be priced.
     """
     values = {k: domain.get(k) for k in PROFILE_RANGES}
-    if all(v is not None and low <= v <= high
-           for v, (low, high) in zip(values.values(),
-                                     PROFILE_RANGES.values())):
-        return base.Profile(**values)
+    if _priced(*values.values()):
+        return base.Profile(form=domain.get('form') or base.ADDITIVE,
+                            **values)
     return None
+
+
+def learned_fit(domain):
+    """The estimator's latest fit of a domain (a Fit), or None."""
+    if domain.get('learned_form') is None:
+        return None
+    return estimator.Fit(
+        form=domain['learned_form'], iops_4k=domain['learned_iops_4k'],
+        bytes_sec=domain['learned_bytes_sec'],
+        error=domain['learned_error'],
+        intervals=domain['learned_intervals'],
+        mixes=domain['learned_mixes'],
+        confidence=domain['learned_confidence'],
+        identified=tuple(filter(None, (domain.get('learned_identified')
+                                       or '').split(','))))
+
+
+def profile_of(domain):
+    """The Profile decisions and admission use, or None without one.
+
+    The learned one (shrunk by its margin, :meth:`estimator.Fit.margined`)
+    when the domain's ``profile_source`` is ``learned`` and the estimator
+    has a fit; otherwise the manual one.
+    """
+    if domain.get('profile_source') == LEARNED:
+        fit = learned_fit(domain)
+        if fit is not None:
+            profile = fit.margined()
+            if _priced(profile.iops_4k, profile.bytes_sec):
+                return profile
+    return manual_profile(domain)
 
 
 def committed(tiers, profile):
@@ -74,6 +119,8 @@ def check(tier, domain, others, before, after, max_ratio):
                'capacity': 1.0, 'max_commit_ratio': max_ratio,
                'committed_before': None, 'committed_after': None}
     profile = profile_of(domain)
+    if profile is not None:
+        numbers.update(iops_4k=profile.iops_4k, bytes_sec=profile.bytes_sec)
     if profile is None:
         if not _has_floor(after):
             return numbers
