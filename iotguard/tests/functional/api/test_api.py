@@ -614,7 +614,8 @@ class APITests:
         self.assertEqual(['ceph:new', 'local:cn1'],
                          [d['name'] for d in domains])
         self.assertIsNone(domains[0]['profile'])
-        self.assertEqual({'iops_4k': 10000.0, 'bytes_sec': 400e6},
+        self.assertEqual({'iops_4k': 10000.0, 'bytes_sec': 400e6,
+                          'form': 'additive', 'source': 'manual'},
                          domains[1]['profile'])
         domain = self.call('GET', '/v1/domains/local:cn1',
                            who=ADMIN).json['domain']
@@ -674,7 +675,9 @@ class APITests:
                                    'policy': 'none', 'params': {}})
         self.assertEqual(200, response.status_code, response.text)
         profile = response.json['domain']['profile']
-        self.assertEqual({'iops_4k': 20000.0, 'bytes_sec': 1e9}, profile)
+        manual = {'iops_4k': 20000.0, 'bytes_sec': 1e9, 'form': 'additive'}
+        self.assertEqual(dict(manual, source='manual', manual=manual,
+                              learned=None), profile)
         self.assertIsInstance(profile['iops_4k'], float)
         self.assertEqual('none', self.db.domain_get('ceph:new')['policy'])
         # Now calibrated, the domain admits a floor.
@@ -712,6 +715,41 @@ class APITests:
                                            domain['policy']))
         self.assertEqual(200, self.call('GET', '/v1/domains/local:cn1',
                                         who=ADMIN).status_code)
+
+    def test_learned_profile_shown_and_chosen(self):
+        fit = {'form': 'max', 'iops_4k': 12000.0, 'bytes_sec': 5e8,
+               'error': 0.02, 'intervals': 60, 'mixes': 3,
+               'confidence': 1.0, 'identified': ['iops_4k', 'bytes_sec']}
+        self.db.domain_learned('local:cn1', fit, {'saturated': []})
+        domain = self.call('GET', '/v1/domains/local:cn1',
+                           who=ADMIN).json['domain']
+        profile = domain['profile']
+        # pinned to the manual profile until the admin lets it learn
+        self.assertEqual(('manual', 10000.0, 'additive'), (
+            profile['source'], profile['iops_4k'], profile['form']))
+        learned = profile['learned']
+        self.assertEqual(dict(fit, margined={
+            'iops_4k': 12000.0, 'bytes_sec': 5e8, 'form': 'max'}),
+            {k: v for k, v in learned.items() if k != 'learned_at'})
+        self.assertIsNotNone(learned['learned_at'])
+        response = self.call('PATCH', '/v1/domains/local:cn1', who=ADMIN,
+                             body={'profile_source': 'learned'})
+        self.assertEqual(200, response.status_code, response.text)
+        domain = response.json['domain']
+        self.assertEqual(('learned', 12000.0, 'max'), (
+            domain['profile']['source'], domain['profile']['iops_4k'],
+            domain['profile']['form']))
+        # the committed floors are priced with the learned profile
+        self.assertLess(domain['committed'], 0.22048)
+        for body in ({'profile_source': 'guess'}, {'form': 'min'}):
+            self.assertError(self.call('PATCH', '/v1/domains/local:cn1',
+                                       who=ADMIN, body=body), 400)
+        response = self.call('PATCH', '/v1/domains/local:cn1', who=ADMIN,
+                             body={'profile_source': 'manual',
+                                   'form': 'max'})
+        self.assertEqual({'iops_4k': 10000.0, 'bytes_sec': 400e6,
+                          'form': 'max'},
+                         response.json['domain']['profile']['manual'])
 
     def test_domain_profile_at_the_bounds(self):
         for profile in ({'iops_4k': 1, 'bytes_sec': 4096},
