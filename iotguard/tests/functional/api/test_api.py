@@ -157,7 +157,7 @@ class APITests:
     def test_unknown_query_parameters_are_400(self):
         for path in ('/v1/tiers', '/v1/tiers/gold', '/v1/domains',
                      '/v1/instances/%s' % A1, '/v1', '/v1/instances',
-                     '/v1/decisions/%d' % self.decisions[0]):
+                     '/v1/decisions/%d' % self.decisions[0], '/v1/agents'):
             self.assertError(self.call('GET', path + '?color=red',
                                        who=ADMIN), 400, 'color')
         self.assertError(self.call('PUT', '/v1/instances/%s/tier?dev=vda'
@@ -856,6 +856,43 @@ class APITests:
                             ('since=0001-01-01T00:00:00%2B01:00', 'range'),
                             ('since=9999-12-31T23:59:59-01:00', 'range')):
             self.assertError(self.call('GET', '/v1/decisions?' + query,
+                                       who=ADMIN), 400, part)
+
+    # -- agents ---------------------------------------------------------------
+
+    def test_agents_for_the_admin(self):
+        self.db.agent_heartbeat('cn2', 'libvirt', version='2.0',
+                                interval_s=5.0, disks=3, caps=1)
+        self.db.agent_heartbeat('cn1', 'simulated', now=T0)
+        response = self.call('GET', '/v1/agents', who=ADMIN)
+        self.assertEqual(200, response.status_code, response.text)
+        cn1, cn2 = response.json['agents']
+        self.assertEqual({
+            'host': 'cn1', 'driver': 'simulated', 'version': None,
+            'last_heartbeat': '2026-11-22T03:00:00Z', 'interval_s': None,
+            'disks': None, 'caps': None, 'alive': False,
+            'created_at': '2026-11-22T03:00:00Z'}, cn1)
+        self.assertEqual(('cn2', '2.0', 5.0, 3, 1, True),
+                         (cn2['host'], cn2['version'], cn2['interval_s'],
+                          cn2['disks'], cn2['caps'], cn2['alive']))
+        for query, hosts in (('?alive=true', ['cn2']),
+                             ('?alive=0', ['cn1']),
+                             ('?host=cn1', ['cn1']),
+                             ('?host=cn1&alive=yes', []),
+                             ('?host=cn9', [])):
+            response = self.call('GET', '/v1/agents' + query, who=ADMIN)
+            self.assertEqual(hosts, [a['host'] for a in
+                                     response.json['agents']], query)
+
+    def test_agents_are_the_admins(self):
+        self.db.agent_heartbeat('cn1', 'libvirt')
+        for who in (READER_A, MEMBER_A, NOROLE_A):
+            self.assertError(self.call('GET', '/v1/agents', who=who), 403)
+        for query, part in (('alive=maybe', 'alive'), ('host=a/b', 'host'),
+                            ('host=' + 'h' * 256, 'host'),
+                            ('limit=1', 'limit'),
+                            ('alive=1&alive=0', 'more than once')):
+            self.assertError(self.call('GET', '/v1/agents?' + query,
                                        who=ADMIN), 400, part)
 
 
