@@ -28,9 +28,13 @@ newest sample, and refuses (logs and returns ``False``):
 
 **Columnar.** The store holds no dict per sample: each disk has one row
 in NumPy columns (timestamp, the rates, the static ceilings already
-reduced to the total IOPS and bytes/s the decision uses, ...), grown by
-doubling, and the decision loop reads a domain's rows at once with
-:meth:`SampleStore.gather`. :meth:`SampleStore.latest` rebuilds one
+reduced to the total IOPS and bytes/s the decision uses, the iotune
+values of the static limits and of the cap, the few strings), grown by
+doubling. Its one way in is :meth:`SampleStore.add_batch`, a checked
+:class:`iotguard.batch.Batch` (an agent's batch in columns, decoded at
+once); :class:`Sample` records of the other forms go through
+:func:`to_batch`. The decision loop reads a domain's rows at once with
+:meth:`SampleStore.gather`; :meth:`SampleStore.latest` rebuilds one
 sample's dict for the API-free callers (tests, the all-in-one).
 
 **Staleness.** A sample is stale when it is older than
