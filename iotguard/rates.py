@@ -73,6 +73,19 @@ class Rates:
     def as_dict(self) -> dict[str, float]:
         return dataclasses.asdict(self)
 
+    def values(self) -> tuple[float, float, float, float, float, float,
+                              float]:
+        """The rates, in the order of :data:`RATE_FIELDS`."""
+        return (self.read_iops, self.write_iops, self.read_bytes_sec,
+                self.write_bytes_sec, self.read_latency_ms,
+                self.write_latency_ms, self.flush_ops)
+
+
+#: The names of a sample's rates (every field of :class:`Rates` but the
+#: interval), in the order of :meth:`Rates.values`.
+RATE_FIELDS = tuple(f.name for f in dataclasses.fields(Rates)
+                    if f.name != 'interval_s')
+
 
 @dataclasses.dataclass(frozen=True)
 class Gap:

@@ -78,11 +78,16 @@ def listener_pool(conf: cfg.ConfigOpts, source: str,
 
 def get_client(transport: oslo_messaging.Transport, topic: str, version: str,
                timeout: float | None = None,
-               retry: int = SEND_RETRY) -> oslo_messaging.RPCClient:
-    """An RPC client for ``topic``; use ``prepare(server=...)`` per call."""
+               retry: int = SEND_RETRY,
+               version_cap: str | None = None) -> oslo_messaging.RPCClient:
+    """An RPC client for ``topic``; use ``prepare(server=...)`` per call.
+
+    ``version_cap``: the newest version the receivers speak (a call above
+    it raises; ``can_send_version`` tells); None: no cap.
+    """
     target = oslo_messaging.Target(topic=topic, version=version)
     return oslo_messaging.get_rpc_client(transport, target, timeout=timeout,
-                                         retry=retry)
+                                         retry=retry, version_cap=version_cap)
 
 
 def get_server(transport: oslo_messaging.Transport, topic: str, server: str,

@@ -27,16 +27,26 @@ Controller API (topic ``iotguard-controller``, fanout), version history:
 
 * 1.0 - Initial version: ``report_samples(host, samples)`` and
   ``agent_heartbeat(host, info)``, both fanout casts.
+* 1.1 - ``report_samples``' batch may hold columns (:mod:`iotguard.batch`:
+  one list per field instead of one dict per disk).
+
+A controller of 1.1 takes batches of both forms. An agent sends the 1.1
+form only when its version cap allows it (``[upgrade_levels] controller``,
+Nova's pattern: unset means the newest), else the 1.0 form, so the
+controllers are upgraded first, then the agents; an agent upgraded before
+its controllers runs with ``[upgrade_levels] controller = 1.0`` until they
+are.
 """
 
 from typing import Any
 
 import oslo_messaging
 
+from iotguard import batch as batch_mod
 from iotguard import rpc
 
 AGENT_RPC_API_VERSION = '1.0'
-CONTROLLER_RPC_API_VERSION = '1.0'
+CONTROLLER_RPC_API_VERSION = '1.1'
 
 #: An RPC request context (a plain dict) and a payload (plain dicts).
 Context = dict[str, Any]
@@ -83,18 +93,33 @@ class ControllerAPI:
     """
 
     def __init__(self, transport: oslo_messaging.Transport,
-                 version_cap: str = CONTROLLER_RPC_API_VERSION) -> None:
-        self.client = rpc.get_client(transport, rpc.TOPIC_CONTROLLER,
-                                     version_cap)
+                 version_cap: str | None = None) -> None:
+        """A client; ``version_cap``: what every controller speaks.
+
+        ``[upgrade_levels] controller``; None: this version.
+        """
+        self.client = rpc.get_client(
+            transport, rpc.TOPIC_CONTROLLER, '1.0',
+            version_cap=version_cap or CONTROLLER_RPC_API_VERSION)
+
+    def sends_columns(self) -> bool:
+        """Whether ``report_samples`` goes out in columns (1.1)."""
+        return bool(self.client.can_send_version('1.1'))
 
     def report_samples(self, ctxt: Context, host: str,
                        samples: Payload) -> None:
-        """One batch per host per interval; see iotguard.caps.SAMPLE_SCHEMA.
+        """One batch per host per interval, in columns (:mod:`iotguard.batch`).
 
         ``samples`` is ``{"timestamp": <UNIX time>, "interval_s": <float>,
-        "disks": [<sample>, ...]}``.
+        "disks": {<field>: [<value per disk>, ...], ...}}``; sent as it is
+        (1.1) or, when the version cap is 1.0, as ``"disks": [<sample>,
+        ...]`` (:data:`iotguard.caps.SAMPLE_SCHEMA`).
         """
-        self.client.prepare(fanout=True, version='1.0').cast(
+        if self.sends_columns():
+            version = '1.1'
+        else:
+            version, samples = '1.0', batch_mod.to_samples(samples)
+        self.client.prepare(fanout=True, version=version).cast(
             ctxt, 'report_samples', host=host, samples=samples)
 
     def agent_heartbeat(self, ctxt: Context, host: str,

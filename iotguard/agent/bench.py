@@ -17,7 +17,8 @@
 One pass is what the agent does every ``[agent] sample_interval``: list the
 disks, ``manager.periodic`` (leases, re-applies; a tenth of the disks hold a
 cap), one bulk statistics read, the rates of every disk, and the
-``report_samples`` batch serialised as oslo.messaging does (JSON) plus the
+``report_samples`` batch (in columns, RPC 1.1; a dict per disk with
+``--version-cap 1.0``) serialised as oslo.messaging does (JSON) plus the
 heartbeat. The simulated world is advanced between passes, outside the
 measurement. CPU is ``time.process_time()`` of this process.
 """
@@ -33,6 +34,7 @@ from oslo_serialization import jsonutils
 from iotguard.agent import manager as manager_mod
 from iotguard.agent import sampler as sampler_mod
 from iotguard.agent.virt import simulated
+from iotguard import batch as batch_mod
 from iotguard import conf as iotguard_conf
 
 HOST = 'bench-host'
@@ -40,12 +42,19 @@ INTERVAL_S = 5.0
 
 
 class _SerialisingAPI:
-    """Stands for ControllerAPI: pays the JSON cost, sends nothing."""
+    """Stands for ControllerAPI: pays the JSON cost, sends nothing.
 
-    def __init__(self):
+    With ``version_cap`` 1.0 it also turns the columns into a dict per
+    disk first, as ControllerAPI does for controllers older than 1.1.
+    """
+
+    def __init__(self, version_cap=None):
         self.last_bytes = 0
+        self.old_form = version_cap == '1.0'
 
     def report_samples(self, ctxt, host, samples):
+        if self.old_form:
+            samples = batch_mod.to_samples(samples)
         self.last_bytes = len(jsonutils.dumps(
             {'method': 'report_samples',
              'args': {'host': host, 'samples': samples}}))
@@ -80,7 +89,7 @@ def _scenario(disks):
     }, '<agent-bench>')
 
 
-def measure(disks, passes=5):
+def measure(disks, passes=5, version_cap=None):
     """CPU seconds of each pass (the first two warm the series up)."""
     from iotguard.sim import world as world_mod
 
@@ -97,7 +106,7 @@ def measure(disks, passes=5):
     manager = manager_mod.AgentManager(conf, driver,
                                        clock=lambda: sim_clock[0],
                                        store=_NoStore())
-    api = _SerialisingAPI()
+    api = _SerialisingAPI(version_cap)
     sampler = sampler_mod.Sampler(conf, driver, manager, api,
                                   clock=lambda: world.now,
                                   wall_clock=lambda: sim_clock[0])
@@ -118,8 +127,8 @@ def measure(disks, passes=5):
         manager.periodic(listing)
         batch = sampler.run_once(listing)
         cpu.append(time.process_time() - start)
-    assert len(batch['disks']) == disks, 'the pass missed disks'
-    assert all(d['gap'] is None for d in batch['disks']), 'gaps in steady'
+    assert batch_mod.size(batch) == disks, 'the pass missed disks'
+    assert batch['disks']['gap'] == [None] * disks, 'gaps in steady'
     return cpu[2:], api.last_bytes
 
 
@@ -132,10 +141,13 @@ def main(argv=None):
                              'and 2000)')
     parser.add_argument('--passes', type=int, default=5,
                         help='measured passes per size (default 5)')
+    parser.add_argument('--version-cap', choices=('1.0', '1.1'),
+                        help='the controllers\' RPC version (1.0: the '
+                             'batch goes out as a dict per disk)')
     args = parser.parse_args(argv)
     print('disks  cpu_ms_median  cpu_ms_max  core_pct_at_5s  batch_kib')
     for n in args.disks or [200, 2000]:
-        cpu, size = measure(n, args.passes)
+        cpu, size = measure(n, args.passes, args.version_cap)
         med = statistics.median(cpu)
         print('%5d  %13.1f  %10.1f  %14.3f  %9.0f' % (
             n, med * 1e3, max(cpu) * 1e3, 100 * med / INTERVAL_S,

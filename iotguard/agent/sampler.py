@@ -23,14 +23,11 @@ import time
 
 from oslo_log import log as logging
 
+from iotguard import batch as batch_mod
 from iotguard import rates
 from iotguard import version
 
 LOG = logging.getLogger(__name__)
-
-_RATE_FIELDS = ('read_iops', 'write_iops', 'read_bytes_sec',
-                'write_bytes_sec', 'read_latency_ms', 'write_latency_ms',
-                'flush_ops')
 
 
 class Sampler:
@@ -51,11 +48,16 @@ class Sampler:
         self._outage_since = None   # first failed report of an outage
 
     def collect(self, disks):
-        """Read the counters once and build the per-disk samples."""
+        """Read the counters once and build the batch, in columns.
+
+        :mod:`iotguard.batch`'s wire form, built from the rates without a
+        dict per disk.
+        """
         at = self._clock()
         counters = self.driver.get_all_block_stats()
         timestamp = self._wall_clock()
-        samples = []
+        out = batch_mod.Builder(timestamp, self.interval_s)
+        add = out.add
         update = self.series.update
         cap_in_force = self.manager.cap_in_force
         for key, values in counters.items():
@@ -63,33 +65,18 @@ class Sampler:
             if disk is None:
                 continue
             result = update(key, rates.Reading(at, values))
-            sample = {'instance_uuid': key[0], 'dev': key[1],
-                      'volume_id': disk.volume_id,
-                      'project_id': disk.project_id,
-                      'timestamp': timestamp,
-                      'static': {k: v for k, v in disk.static.items() if v}}
-            if isinstance(result, rates.Gap):
-                sample['gap'] = result.reason
-                sample['interval_s'] = result.interval_s
-                for field in _RATE_FIELDS:
-                    sample[field] = None
+            if type(result) is rates.Gap:
+                gap, measured = result.reason, None
                 if result.reason == rates.GAP_RESET:
                     self.manager.mark_dirty(key[0], 'counter reset')
             else:
-                sample['gap'] = None
-                sample.update(result.as_dict())
+                gap, measured = None, result.values()
             in_force = cap_in_force(key)
-            if in_force is None:
-                sample['cap'] = None
-                sample['lease_expires_at'] = None
-                sample['decision_id'] = None
-            else:
-                (sample['cap'], sample['lease_expires_at'],
-                 sample['decision_id']) = in_force
-            samples.append(sample)
+            add(key[0], key[1], disk.volume_id, disk.project_id,
+                result.interval_s, gap, measured, disk.static,
+                *(in_force or ()))
         self.series.prune(counters)
-        return {'timestamp': timestamp, 'interval_s': self.interval_s,
-                'disks': samples}
+        return out.wire()
 
     def heartbeat_info(self, batch):
         return {'driver': self._driver_name,
@@ -97,7 +84,7 @@ class Sampler:
                 'started_at': self._started_at,
                 'timestamp': batch['timestamp'],
                 'interval_s': self.interval_s,
-                'disks': len(batch['disks']),
+                'disks': batch_mod.size(batch),
                 'caps': self.manager.caps_count()}
 
     def run_once(self, disks=None):

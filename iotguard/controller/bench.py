@@ -21,7 +21,8 @@ What it does, with the controller's own code and a real broker:
    an empty database) gets the schema, one tier, ``--domains`` domains and
    ``hosts x disks-per-host`` disks spread over them (each domain spans
    many hosts, like a Ceph or Cinder pool);
-2. ``--rounds`` times: the hosts' ``report_samples`` batches are cast with
+2. ``--rounds`` times: the hosts' ``report_samples`` batches (in columns,
+   RPC 1.1, or a dict per disk with ``--version-cap 1.0``) are cast with
    the real :class:`ControllerAPI` (fanout, RabbitMQ at ``--url``) and
    received by the controller's RPC server and :class:`ControllerManager`
    into the sample store (ingest time and rate; the feeder runs in this
@@ -61,6 +62,7 @@ from oslo_config import cfg
 import oslo_messaging
 import sqlalchemy as sa
 
+from iotguard import batch as batch_mod
 from iotguard import conf as iotguard_conf
 from iotguard.controller import audit as audit_mod
 from iotguard.controller import loop as loop_mod
@@ -139,9 +141,8 @@ class _TimedManager(manager_mod.ControllerManager):
         self.busy_s += time.perf_counter() - started
 
 
-def _sample(host, index, domain_slot, timestamp, caps=None,
-            relieved=False):
-    """A disk's sample: slots 0-2 of a domain are noisy, 3-6 starve.
+def _load(host, index, domain_slot, caps=None, relieved=False):
+    """A disk's IOPS and latency: slots 0-2 of a domain are noisy, 3-6 starve.
 
     A capped noisy disk runs at its cap; once its domain's noisy disks are
     capped (``relieved``) the starving ones get their floor back.
@@ -155,14 +156,7 @@ def _sample(host, index, domain_slot, timestamp, caps=None,
         iops, latency = (2200.0, 3.0) if relieved else (500.0, 80.0)
     else:
         iops, latency = 20.0, 2.0
-    return {'instance_uuid': _disk_uuid(host, index), 'dev': 'vda',
-            'volume_id': None, 'project_id': 'bench',
-            'timestamp': timestamp, 'interval_s': INTERVAL_S, 'gap': None,
-            'read_iops': iops / 2, 'write_iops': iops / 2,
-            'read_bytes_sec': iops * 2048.0, 'write_bytes_sec': iops * 2048.0,
-            'read_latency_ms': latency, 'write_latency_ms': latency,
-            'flush_ops': 0.0, 'static': {}, 'cap': None,
-            'lease_expires_at': None, 'decision_id': None}
+    return iops, latency
 
 
 def _conf(db_url, args):
@@ -219,15 +213,21 @@ def _populate(db, args):
 
 
 def _batches(args, slots, domain_of, timestamp, caps):
-    """Every host's report_samples batch of one interval."""
+    """Every host's report_samples batch of one interval (columns)."""
     relieved = {domain_of[key] for key, slot in slots.items()
                 if slot < NOISY and caps.get(_disk_uuid(*key))}
-    return [('host-%04d' % host,
-             {'timestamp': timestamp, 'interval_s': INTERVAL_S,
-              'disks': [_sample(host, i, slots[(host, i)], timestamp, caps,
-                                domain_of[(host, i)] in relieved)
-                        for i in range(args.disks_per_host)]})
-            for host in range(args.hosts)]
+    out = []
+    for host in range(args.hosts):
+        columns = batch_mod.Builder(timestamp, INTERVAL_S)
+        for i in range(args.disks_per_host):
+            iops, latency = _load(host, i, slots[(host, i)], caps,
+                                  domain_of[(host, i)] in relieved)
+            columns.add(_disk_uuid(host, i), 'vda', None, 'bench',
+                        INTERVAL_S, None,
+                        (iops / 2, iops / 2, iops * 2048.0, iops * 2048.0,
+                         latency, latency, 0.0), {})
+        out.append(('host-%04d' % host, columns.wire()))
+    return out
 
 
 class _InProcess:
@@ -239,15 +239,26 @@ class _InProcess:
         self.batches = []
 
     def start(self, transport):
-        self.api = rpcapi.ControllerAPI(transport)
+        self.api = rpcapi.ControllerAPI(transport,
+                                        version_cap=self.args.version_cap)
 
     def prepare(self, timestamp, caps):
         self.batches = _batches(self.args, self.slots, self.domain_of,
                                 timestamp, caps)
+        if not self.api.sends_columns():
+            # the 1.0 form, as an agent capped at 1.0 sends it (made here,
+            # before the clock starts, as the columns are)
+            self.batches = [(host, batch_mod.to_samples(batch))
+                            for host, batch in self.batches]
 
     def send(self):
+        if self.api.sends_columns():
+            for host, batch in self.batches:
+                self.api.report_samples({}, host, batch)
+            return
+        client = self.api.client.prepare(fanout=True, version='1.0')
         for host, batch in self.batches:
-            self.api.report_samples({}, host, batch)
+            client.cast({}, 'report_samples', host=host, samples=batch)
 
     def stop(self):
         pass
@@ -408,6 +419,9 @@ def main(argv=None):
                         'come from: this process (default, the figures '
                         'before 2026-11) or a child process, like agents on '
                         'other hosts')
+    parser.add_argument('--version-cap', choices=('1.0', '1.1'),
+                        help='the agents\' [upgrade_levels] controller: '
+                        '1.0 sends a dict per disk, 1.1 (default) columns')
     parser.add_argument('--db-url', help='an empty database (default: a '
                         'fresh SQLite file)')
     parser.add_argument('--url', default=os.environ.get(

@@ -16,7 +16,9 @@ Every controller receives every agent's batch (fanout casts) and keeps
 the samples of the disks in the domains it owns, so ownership moves
 between controllers without the agents knowing:
 
-* ``report_samples(host, samples)``: each disk sample is checked once,
+* ``report_samples(host, samples)``: a 1.1 batch (columns,
+  :mod:`iotguard.batch`) is checked once for all its disks and refused
+  whole when malformed; a 1.0 batch's disk samples are each checked once,
   decoded into a :class:`~iotguard.controller.samples.Sample`
   (:data:`iotguard.caps.SAMPLE_SCHEMA`); malformed ones, disks of domains
   owned by another controller and disks nobody knows are dropped (logged);
@@ -42,9 +44,11 @@ the message dropped.
 import threading
 import time
 
+import numpy as np
 from oslo_log import log as logging
 import oslo_messaging
 
+from iotguard import batch as batch_mod
 from iotguard.controller import samples as samples_mod
 from iotguard import exception
 from iotguard import rpcapi
@@ -96,7 +100,7 @@ def _owns_everything(name):
 
 
 class ControllerManager:
-    """RPC API 1.0 of iotguard-controller.
+    """RPC API 1.1 of iotguard-controller (accepts 1.0 calls too).
 
     ``owns(name) -> bool`` says whether this controller owns a domain (or
     ``agent:<host>``); the default owns everything (one controller).
@@ -155,10 +159,15 @@ class ControllerManager:
         found = self._index.get((instance_uuid, dev))
         return found[0] if found else None
 
-    # -- RPC API 1.0 --------------------------------------------------------
+    # -- RPC API 1.1 --------------------------------------------------------
 
     def report_samples(self, ctxt, host, samples):
-        """One batch of one host; see :mod:`iotguard.rpcapi`."""
+        """One batch of one host, of either form (see :mod:`iotguard.rpcapi`).
+
+        1.0: ``samples["disks"]`` is a list of per-disk dicts, each checked
+        on its own; 1.1: it holds columns (:mod:`iotguard.batch`), checked
+        at once and stored without a dict per disk.
+        """
         try:
             self._report(host, samples)
         except Exception:
@@ -187,18 +196,35 @@ class ControllerManager:
             with self._lock:
                 self.stats[what] += n
 
-    def _report(self, host, batch):
+    def _report(self, host, wire):
         received = self._clock()
+        disks = wire.get('disks') if isinstance(wire, dict) else None
         if not isinstance(host, str) or not host or \
-                not isinstance(batch, dict) or \
-                not isinstance(batch.get('disks'), list):
+                type(disks) not in (list, dict):
             LOG.error('Malformed report_samples from %.255r dropped: it '
-                      'needs a host and {"disks": [...]}', host)
+                      'needs a host and {"disks": ...}', host)
             self._count('dropped')
             return
-        records = [r for r in (self._admit(s, host) for s in batch['disks'])
-                   if r is not None]
-        self._store(records, received)
+        if type(disks) is list:        # 1.0: a dict per disk
+            records = [r for r in (self._admit(s, host) for s in disks)
+                       if r is not None]
+            self._store(records, received)
+            return
+        try:                           # 1.1: columns, checked at once
+            batch = batch_mod.decode(wire)
+        except exception.Invalid as e:
+            LOG.error('Dropped the samples of host %.255r: %s', host, e)
+            self._count('dropped')
+            return
+        owned = {}
+        keep = [i for i, key in enumerate(batch.keys())
+                if self._route(key, host, batch.volume_id[i],
+                               batch.project_id[i], owned)]
+        if len(keep) < len(batch):
+            batch = batch.take(np.array(keep, dtype=np.intp))
+        stored = self.store.add_batch(batch, received) if keep else 0
+        self._count('stored', stored)
+        self._count('dropped', len(keep) - stored)
 
     def add_sample(self, sample, received_at=None):
         """The sink of the other sources (Ceilometer, Gnocchi).
@@ -224,25 +250,38 @@ class ControllerManager:
                         e)
             self._count('dropped')
             return None
-        found = self._index.get(record.key)
+        if self._route(record.key, host, record.volume_id,
+                       record.project_id):
+            return record
+        return None
+
+    def _route(self, key, host, volume_id, project_id, owned=None):
+        """Whether the disk ``key``'s sample is kept here (a domain owned).
+
+        ``owned``: a cache of :attr:`owns` for one batch.
+        """
+        found = self._index.get(key)
         if found is None:
-            domain = self._register(host, record)
+            domain = self._register(host, key, volume_id, project_id)
             if domain is None:
-                return None
+                return False
         else:
             domain = found[0]
-        if not self.owns(domain):
+        mine = None if owned is None else owned.get(domain)
+        if mine is None:
+            mine = self.owns(domain)
+            if owned is not None:
+                owned[domain] = mine
+        if not mine:
             self._count('foreign')
-            return None
-        return record
+        return mine
 
-    def _register(self, host, sample):
+    def _register(self, host, key, volume_id, project_id):
         """Record an unknown image-backed disk of ``host``; its domain."""
-        key = sample.key
         domain = local_domain(host) if host else None
         if (not self.register_local or domain is None
-                or sample.volume_id
-                or not sample.project_id
+                or volume_id
+                or not project_id
                 or not self.owns(domain)):
             with self._lock:
                 first = key not in self._unknown
@@ -267,7 +306,7 @@ class ControllerManager:
                 except exception.Conflict:
                     pass
             self.db.disk_upsert(key[0], key[1], host, domain,
-                                sample.project_id)
+                                project_id)
         except Exception as e:
             LOG.warning('Could not record disk %s/%s of %s: %s', key[0],
                         key[1], host, e)

@@ -28,9 +28,13 @@ newest sample, and refuses (logs and returns ``False``):
 
 **Columnar.** The store holds no dict per sample: each disk has one row
 in NumPy columns (timestamp, the rates, the static ceilings already
-reduced to the total IOPS and bytes/s the decision uses, ...), grown by
-doubling, and the decision loop reads a domain's rows at once with
-:meth:`SampleStore.gather`. :meth:`SampleStore.latest` rebuilds one
+reduced to the total IOPS and bytes/s the decision uses, the iotune
+values of the static limits and of the cap, the few strings), grown by
+doubling. Its one way in is :meth:`SampleStore.add_batch`, a checked
+:class:`iotguard.batch.Batch` (an agent's batch in columns, decoded at
+once); :class:`Sample` records of the other forms go through
+:func:`to_batch`. The decision loop reads a domain's rows at once with
+:meth:`SampleStore.gather`; :meth:`SampleStore.latest` rebuilds one
 sample's dict for the API-free callers (tests, the all-in-one).
 
 **Staleness.** A sample is stale when it is older than
@@ -56,6 +60,7 @@ import typing
 import numpy as np
 from oslo_log import log as logging
 
+from iotguard import batch as batch_mod
 from iotguard import caps
 from iotguard import exception
 from iotguard import rates
@@ -65,8 +70,7 @@ LOG = logging.getLogger(__name__)
 #: Default tolerated clock skew between a source and the controller.
 MAX_SKEW_S = 2.0
 
-RATES = ('read_iops', 'write_iops', 'read_bytes_sec', 'write_bytes_sec',
-         'read_latency_ms', 'write_latency_ms', 'flush_ops')
+RATES = batch_mod.RATES
 
 
 class Sample(typing.NamedTuple):
@@ -239,17 +243,68 @@ class Columns(typing.NamedTuple):
     stale: np.ndarray
 
 
-#: The float columns of the store, in row order of a record's values.
+#: The float columns of the store, by row of ``SampleStore._cols``.
 _FLOAT_COLUMNS = ('timestamp', 'interval_s') + RATES + (
-    'static_iops', 'static_bytes_sec', 'rated')
+    'static_iops', 'static_bytes_sec', 'rated', 'capped',
+    'lease_expires_at')
+#: The string columns (``SampleStore._strings``).
+_STRING_COLUMNS = ('gap', 'volume_id', 'project_id', 'decision_id',
+                   'source')
 _NAN = math.nan
+_KEY_ROW = {key: i for i, key in enumerate(caps.IOTUNE_KEYS)}
+
+
+def _ceilings(static, kind):
+    """:func:`ceiling` of every disk: ``static`` is a Batch's int rows."""
+    total, read, write = (static[_KEY_ROW['%s_%s' % (d, kind)]]
+                          for d in ('total', 'read', 'write'))
+    both = np.where((read > 0) & (write > 0), read + write, 0)
+    out = np.where(total > 0, total, both).astype(np.float64)
+    out[out == 0] = math.inf
+    return out
+
+
+def _matrix(rows, width, n, dtype):
+    """``rows`` (n tuples of ``width`` values) as a ``width x n`` array."""
+    return np.array(rows, dtype=dtype).reshape(n, width).T
+
+
+def _limit_values(limits):
+    return [limits.get(key, 0) for key in caps.IOTUNE_KEYS] if limits \
+        else [0] * len(caps.IOTUNE_KEYS)
+
+
+def to_batch(records):
+    """The :class:`iotguard.batch.Batch` of some :class:`Sample` records."""
+    n = len(records)
+    width = len(caps.IOTUNE_KEYS)
+    return batch_mod.Batch(
+        [r.instance_uuid for r in records], [r.dev for r in records],
+        np.array([r.timestamp for r in records], dtype=np.float64),
+        np.array([r.interval_s for r in records], dtype=np.float64),
+        [r.gap for r in records],
+        _matrix([r[5:12] for r in records], len(RATES), n, np.float64),
+        _matrix([_limit_values(r.static) for r in records], width, n,
+                np.int64),
+        _matrix([_limit_values(r.cap) for r in records], width, n,
+                np.int64),
+        np.array([r.cap is not None for r in records], dtype=bool),
+        np.array([r.lease_expires_at for r in records], dtype=np.float64),
+        [r.decision_id for r in records], [r.volume_id for r in records],
+        [r.project_id for r in records], [r.source for r in records])
+
+
+def _objects(values):
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
 
 
 class SampleStore:
     """The newest sample of every disk, one row per ``(instance_uuid, dev)``.
 
-    Float columns (``nan`` for "none"), plus per row the few strings and
-    dicts a sample carries, kept as one tuple.
+    Columns only: floats (``nan`` for "none"), the static ceilings and
+    the cap as iotune integers, and the few strings a sample carries.
     """
 
     def __init__(self, interval_s, clock=time.time, max_skew_s=MAX_SKEW_S,
@@ -262,8 +317,13 @@ class SampleStore:
         self._lock = threading.Lock()
         self._rows = {}        # (instance_uuid, dev) -> row
         self._free = []        # rows of forgotten disks
-        self._meta = []        # row -> (gap, static, cap, volume_id, ...)
-        self._cols = np.full((len(_FLOAT_COLUMNS), max(1, capacity)), _NAN)
+        self._size = 0         # rows in use or free
+        capacity = max(1, capacity)
+        self._cols = np.full((len(_FLOAT_COLUMNS), capacity), _NAN)
+        self._limits = np.zeros((2 * len(caps.IOTUNE_KEYS), capacity),
+                                dtype=np.int64)    # static, then cap
+        self._strings = np.full((len(_STRING_COLUMNS), capacity), None,
+                                dtype=object)
         self.rejected = 0
 
     # -- staleness ----------------------------------------------------------
@@ -280,8 +340,8 @@ class SampleStore:
         return now - sample['timestamp'] > self.stale_after_s(sample)
 
     def _limit_s(self, own_interval):
-        return rates.STALE_INTERVALS * max(self.interval_s,
-                                           own_interval or 0.0)
+        """Staleness limits of an array of intervals (``nan``: none)."""
+        return rates.STALE_INTERVALS * np.fmax(self.interval_s, own_interval)
 
     # -- adding -------------------------------------------------------------
 
@@ -308,69 +368,103 @@ class SampleStore:
 
     def add_many(self, records, received_at=None):
         """Store :class:`Sample` records (checked); how many were stored."""
+        return self.add_batch(to_batch(records), received_at)
+
+    def add_batch(self, batch, received_at=None):
+        """Store a checked :class:`iotguard.batch.Batch`; how many stored.
+
+        Refused (each logged): a sample from the future, one stale on
+        arrival, one not newer than the disk's latest (also when a disk
+        comes twice in the batch: in order, as if sent one by one).
+        """
         now = self._clock() if received_at is None else received_at
-        accepted = []
-        for record in records:
-            stamp = record.timestamp
-            if stamp > now + self.max_skew_s:
-                self._refuse(record.key, 'timestamp %.3f is %.1f s in the '
-                             'future', stamp, stamp - now)
-            elif now - stamp > self._limit_s(record.interval_s):
-                self._refuse(record.key, 'timestamp %.3f is %.1f s old, '
-                             'stale', stamp, now - stamp)
-            else:
-                accepted.append(record)
-        if not accepted:
+        stamp = batch.timestamp
+        with np.errstate(invalid='ignore'):
+            future = stamp > now + self.max_skew_s
+            stale = now - stamp > self._limit_s(batch.interval_s)
+        bad = future | stale
+        if bad.any():
+            keys = batch.instance_uuid, batch.dev
+            for i in np.flatnonzero(bad).tolist():
+                key = keys[0][i], keys[1][i]
+                if future[i]:
+                    self._refuse(key, 'timestamp %.3f is %.1f s in the '
+                                 'future', stamp[i], stamp[i] - now)
+                else:
+                    self._refuse(key, 'timestamp %.3f is %.1f s old, '
+                                 'stale', stamp[i], now - stamp[i])
+            batch = batch.take(np.flatnonzero(~bad))
+        if not len(batch):
             return 0
+        values = np.vstack((
+            batch.timestamp, batch.interval_s, batch.rates,
+            _ceilings(batch.static, 'iops_sec'),
+            _ceilings(batch.static, 'bytes_sec'),
+            np.fromiter((g is None for g in batch.gap), bool, len(batch))
+            & ~np.isnan(batch.rates[0]),
+            batch.capped, batch.lease_expires_at))
+        limits = np.vstack((batch.static, batch.cap))
+        strings = np.vstack([_objects(column) for column in (
+            batch.gap, batch.volume_id, batch.project_id, batch.decision_id,
+            batch.source)])
         stored = 0
         with self._lock:
-            rows, values, batch = self._rows, {}, {}   # by row; row -> stamp
-            for record in accepted:
-                key = record.key
-                row = rows.get(key)
-                if row is None:
-                    row = rows[key] = self._new_row()
-                    batch[row] = record.timestamp
-                else:
-                    latest = batch.get(row)
-                    if latest is None:
-                        latest = self._cols[0, row]
-                    if record.timestamp <= latest:
-                        self._refuse(key, '%s (timestamp %.3f, latest %.3f)',
-                                     'duplicate' if record.timestamp == latest
-                                     else 'older than the latest',
-                                     record.timestamp, latest)
-                        continue
-                    batch[row] = record.timestamp
-                static = record.static
-                values[row] = (row, record[2], record[3], *record[5:12],
-                               ceiling(static, 'iops_sec') if static
-                               else math.inf,
-                               ceiling(static, 'bytes_sec') if static
-                               else math.inf,
-                               record.gap is None
-                               and record.read_iops is not None)
-                self._meta[row] = (record.gap, static, record.cap,
-                                   record.volume_id, record.project_id,
-                                   record.lease_expires_at,
-                                   record.decision_id, record.source)
-                stored += 1
-            if values:
-                # None -> nan; a row twice in a batch: its newest values
-                table = np.array(list(values.values()), dtype=np.float64)
-                self._cols[:, table[:, 0].astype(np.intp)] = table[:, 1:].T
+            rows = self._rows_of(batch.keys())
+            for index in self._generations(rows):
+                stored += self._write(rows[index], index, batch, values,
+                                      limits, strings)
         return stored
+
+    def _rows_of(self, keys):
+        get, rows = self._rows.get, []
+        for key in keys:
+            row = get(key)
+            if row is None:
+                row = self._rows[key] = self._new_row()
+            rows.append(row)
+        return np.array(rows, dtype=np.intp)
+
+    @staticmethod
+    def _generations(rows):
+        """Positions of a batch's rows: first sightings, then repeats."""
+        if len(np.unique(rows)) == len(rows):
+            return [np.arange(len(rows))]
+        seen, nth = {}, []
+        for row in rows.tolist():
+            nth.append(seen.get(row, 0))
+            seen[row] = nth[-1] + 1
+        nth = np.array(nth)
+        return [np.flatnonzero(nth == k) for k in range(nth.max() + 1)]
+
+    def _write(self, rows, index, batch, values, limits, strings):
+        stamp = values[0, index]
+        latest = self._cols[0, rows]
+        newer = np.isnan(latest) | (stamp > latest)
+        for i in np.flatnonzero(~newer).tolist():
+            self._refuse((batch.instance_uuid[index[i]],
+                          batch.dev[index[i]]),
+                         '%s (timestamp %.3f, latest %.3f)',
+                         'duplicate' if stamp[i] == latest[i]
+                         else 'older than the latest', stamp[i], latest[i])
+        rows, index = rows[newer], index[newer]
+        self._cols[:, rows] = values[:, index]
+        self._limits[:, rows] = limits[:, index]
+        self._strings[:, rows] = strings[:, index]
+        return len(rows)
 
     def _new_row(self):
         if self._free:
             return self._free.pop()
-        row = len(self._meta)
-        if row >= self._cols.shape[1]:
-            grown = np.full((len(_FLOAT_COLUMNS), 2 * self._cols.shape[1]),
-                            _NAN)
-            grown[:, :row] = self._cols
-            self._cols = grown
-        self._meta.append(None)
+        row = self._size
+        capacity = self._cols.shape[1]
+        if row >= capacity:
+            self._cols = np.hstack((self._cols, np.full(
+                (self._cols.shape[0], capacity), _NAN)))
+            self._limits = np.hstack((self._limits, np.zeros_like(
+                self._limits)))
+            self._strings = np.hstack((self._strings, np.full(
+                self._strings.shape, None, dtype=object)))
+        self._size += 1
         return row
 
     # -- reading ------------------------------------------------------------
@@ -381,23 +475,31 @@ class SampleStore:
             row = self._rows.get((instance_uuid, dev))
             if row is None:
                 return None
-            values = self._cols[:, row].tolist()
-            meta = self._meta[row]
-        floats = dict(zip(_FLOAT_COLUMNS, values))
-        gap, static, cap, volume_id, project_id, lease, decision_id, \
-            source = meta
+            floats = dict(zip(_FLOAT_COLUMNS, self._cols[:, row].tolist()))
+            limits = self._limits[:, row].tolist()
+            strings = dict(zip(_STRING_COLUMNS,
+                               self._strings[:, row].tolist()))
+        keys, width = caps.IOTUNE_KEYS, len(caps.IOTUNE_KEYS)
+
+        def none_if_nan(value):
+            return None if math.isnan(value) else value
+
         sample = {'instance_uuid': instance_uuid, 'dev': dev,
                   'timestamp': floats['timestamp'],
-                  'interval_s': (None if math.isnan(floats['interval_s'])
-                                 else floats['interval_s']),
-                  'gap': gap, 'static': dict(static),
-                  'cap': None if cap is None else dict(cap),
-                  'volume_id': volume_id, 'project_id': project_id,
-                  'lease_expires_at': lease, 'decision_id': decision_id}
+                  'interval_s': none_if_nan(floats['interval_s']),
+                  'gap': strings['gap'],
+                  'static': {k: v for k, v in zip(keys, limits) if v},
+                  'cap': ({k: v for k, v in zip(keys, limits[width:]) if v}
+                          if floats['capped'] else None),
+                  'volume_id': strings['volume_id'],
+                  'project_id': strings['project_id'],
+                  'lease_expires_at': none_if_nan(
+                      floats['lease_expires_at']),
+                  'decision_id': strings['decision_id']}
         for key in RATES:
-            sample[key] = None if math.isnan(floats[key]) else floats[key]
-        if source is not None:
-            sample['source'] = source
+            sample[key] = none_if_nan(floats[key])
+        if strings['source'] is not None:
+            sample['source'] = strings['source']
         return sample
 
     def gather(self, keys, now):
@@ -409,17 +511,21 @@ class SampleStore:
             known = rows >= 0
             cols = self._cols[:, np.where(known, rows, 0)]
         cols[:, ~known] = _NAN
-        (stamp, interval, r_iops, w_iops, r_bytes, w_bytes, r_lat, w_lat,
-         _flush, s_iops, s_bytes, rated) = cols
-        limit = rates.STALE_INTERVALS * np.fmax(self.interval_s, interval)
+        col = dict(zip(_FLOAT_COLUMNS, cols))
+        limit = self._limit_s(col['interval_s'])
         with np.errstate(invalid='ignore'):
-            stale = ~known | (rated != 1.0) | (now - stamp > limit)
+            stale = ~known | (col['rated'] != 1.0) | (
+                now - col['timestamp'] > limit)
         return Columns(
-            timestamp=stamp, read_iops=r_iops, write_iops=w_iops,
-            read_bytes_sec=r_bytes, write_bytes_sec=w_bytes,
-            read_latency_ms=r_lat, write_latency_ms=w_lat,
-            static_iops=np.where(known, s_iops, math.inf),
-            static_bytes_sec=np.where(known, s_bytes, math.inf),
+            timestamp=col['timestamp'], read_iops=col['read_iops'],
+            write_iops=col['write_iops'],
+            read_bytes_sec=col['read_bytes_sec'],
+            write_bytes_sec=col['write_bytes_sec'],
+            read_latency_ms=col['read_latency_ms'],
+            write_latency_ms=col['write_latency_ms'],
+            static_iops=np.where(known, col['static_iops'], math.inf),
+            static_bytes_sec=np.where(known, col['static_bytes_sec'],
+                                      math.inf),
             stale=stale)
 
     # -- forgetting ---------------------------------------------------------
@@ -428,7 +534,8 @@ class SampleStore:
         row = self._rows.pop(key, None)
         if row is not None:
             self._cols[:, row] = _NAN
-            self._meta[row] = None
+            self._limits[:, row] = 0
+            self._strings[:, row] = None
             self._free.append(row)
 
     def forget(self, instance_uuid, dev):
@@ -444,8 +551,7 @@ class SampleStore:
             keys = list(self._rows)
             rows = np.fromiter(self._rows.values(), np.intp, len(keys))
             stamp, interval = self._cols[0, rows], self._cols[1, rows]
-            limit = rates.STALE_INTERVALS * np.fmax(self.interval_s, interval)
-            old = np.flatnonzero(now - stamp > limit)
+            old = np.flatnonzero(now - stamp > self._limit_s(interval))
             for i in old:
                 self._drop(keys[i])
             return len(old)

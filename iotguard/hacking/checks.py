@@ -14,18 +14,19 @@
 
 I301: no oslo, SQLAlchemy, libvirt or openstack imports in the pure core
       (iotguard/policy, iotguard/sim, iotguard/caps.py, iotguard/rates.py,
-      iotguard/admission.py).
+      iotguard/batch.py, iotguard/admission.py).
 I302: options are declared only in iotguard/conf/.
 I303: no eventlet.
 I304: no clock reads in iotguard/policy/.
 I305: DB sessions (enginefacade, sqlalchemy.orm) stay in iotguard/db/.
 I306: the services keep to their side: the agent imports nothing from the
       controller, the API or the database; the controller nothing from the
-      agent or the API; the core (policy, sim, caps, rates, rpcapi,
+      agent or the API; the core (policy, sim, caps, rates, batch, rpcapi,
       admission) nothing from any service (agent, controller, api, db).
       What the agent and the controller share is the contract at the top
-      level: iotguard.caps (records), iotguard.rates (rate math),
-      iotguard.rpcapi (both RPC clients).
+      level: iotguard.caps (records), iotguard.batch (samples in
+      columns), iotguard.rates (rate math), iotguard.rpcapi (both RPC
+      clients).
 """
 
 import re
@@ -33,7 +34,7 @@ import re
 from hacking import core
 
 _PURE = re.compile(
-    r'(^|/)iotguard/(policy/|sim/|(caps|rates|admission)\.py$)')
+    r'(^|/)iotguard/(policy/|sim/|(caps|rates|batch|admission)\.py$)')
 _IMPURE_IMPORT = re.compile(
     r'^\s*(import|from)\s+(oslo_\w+|sqlalchemy|libvirt|openstack)\b')
 _OPT = re.compile(r'\bcfg\.\w*Opt\(')
@@ -49,7 +50,7 @@ _BOUNDARIES = (
     (re.compile(r'(^|/)iotguard/controller/'),
      frozenset(('agent', 'api')), 'the controller'),
     (re.compile(r'(^|/)iotguard/(policy/|sim/|'
-                r'(caps|rates|rpcapi|admission)\.py$)'),
+                r'(caps|rates|batch|rpcapi|admission)\.py$)'),
      _SERVICES, 'the core'),
 )
 _FROM_PACKAGE = re.compile(r'^\s*(from|import)\s+iotguard\.(\w+)')
@@ -113,5 +114,6 @@ def check_service_boundaries(logical_line, filename):
         if files.search(filename):
             for name in sorted(_imported_packages(logical_line) & forbidden):
                 yield 0, ('I306: %s must not import iotguard.%s (share '
-                          'iotguard.caps, iotguard.rates or iotguard.rpcapi '
+                          'iotguard.caps, iotguard.batch, iotguard.rates or '
+                          'iotguard.rpcapi '
                           'instead)' % (who, name))

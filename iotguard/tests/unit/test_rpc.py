@@ -10,8 +10,13 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The RPC clients give up on a dead broker instead of blocking."""
+"""The RPC clients: bounded retries, the version they send."""
 
+from unittest import mock
+
+from iotguard.agent import service
+from iotguard import batch
+from iotguard import caps
 from iotguard import rpc
 from iotguard import rpcapi
 from iotguard.tests import base
@@ -32,3 +37,60 @@ class ClientRetryTest(base.TestCase):
             # prepared per call, the bound is kept
             self.assertEqual(rpc.SEND_RETRY,
                              api.client.prepare(version='1.0').retry)
+
+
+class ReportSamplesVersionTest(base.TestCase):
+    """Columns (1.1) only when the controllers' version cap allows them."""
+
+    def setUp(self):
+        super().setUp()
+        self.transport = rpc.get_transport(self.conf, url='fake://')
+        self.addCleanup(self.transport.cleanup)
+        out = batch.Builder(1000.0, 5.0)
+        out.add('11111111-2222-3333-4444-555555555555', 'vda', None, 'p1',
+                5.0, None, (1.0,) * 7, {'total_iops_sec': 100})
+        self.columns = out.wire()
+
+    def sent(self, api):
+        """What ``report_samples`` casts: (prepare's kwargs, samples)."""
+        real, casts = api.client.prepare, []
+
+        def prepare(**kw):
+            context = real(**kw)
+            if kw.get('fanout'):
+                context.cast = mock.Mock()
+                casts.append((kw, context.cast))
+            return context
+
+        with mock.patch.object(api.client, 'prepare', side_effect=prepare):
+            api.report_samples({}, 'cn1', self.columns)
+        [(kw, cast)] = casts
+        [(args, cast_kw)] = cast.call_args_list
+        self.assertEqual(('report_samples', 'cn1'),
+                         (args[1], cast_kw['host']))
+        return kw, cast_kw['samples']
+
+    def test_newest_sends_columns(self):
+        api = rpcapi.ControllerAPI(self.transport)
+        self.assertTrue(api.sends_columns())
+        kw, samples = self.sent(api)
+        self.assertEqual({'fanout': True, 'version': '1.1'}, kw)
+        self.assertIs(self.columns, samples)
+
+    def test_capped_at_1_0_sends_a_dict_per_disk(self):
+        api = rpcapi.ControllerAPI(self.transport, version_cap='1.0')
+        self.assertFalse(api.sends_columns())
+        kw, samples = self.sent(api)
+        self.assertEqual({'fanout': True, 'version': '1.0'}, kw)
+        [disk] = samples['disks']
+        caps.validate_sample(disk)
+        self.assertEqual({'total_iops_sec': 100}, disk['static'])
+
+    def test_the_agent_takes_its_cap_from_upgrade_levels(self):
+        self.flags(controller='1.0', group='upgrade_levels')
+        agent = service.AgentService(self.conf, driver=mock.Mock(),
+                                     transport=self.transport, timer=False)
+        with mock.patch.object(agent, 'manager'), \
+                mock.patch.object(rpc, 'get_server'):
+            agent.start()
+        self.assertFalse(agent.sampler.controller_api.sends_columns())

@@ -34,6 +34,7 @@ import testtools
 from iotguard.agent import manager as manager_mod
 from iotguard.agent import sampler as sampler_mod
 from iotguard.agent.virt import libvirt as lv
+from iotguard import batch as batch_mod
 from iotguard.tests import base as test_base
 from iotguard.tests.fixtures import ceph as ceph_fixture
 from iotguard.tests.functional.agent import guest
@@ -145,7 +146,7 @@ class QemuGuestEndToEndTest(test_base.TestCase):
         disks = self.driver.list_disks()
         self.mgr.periodic(disks)
         batch = self.sampler.run_once(disks)
-        return [d for d in batch['disks']
+        return [d for d in batch_mod.to_samples(batch)['disks']
                 if d['instance_uuid'] == self.uuid and d['dev'] == 'vda'][0]
 
     def interval(self):

@@ -30,6 +30,7 @@ import testtools
 
 from iotguard.agent import service as agent_service
 from iotguard.agent.virt import libvirt as lv
+from iotguard import batch as batch_mod
 from iotguard import caps
 from iotguard import rpc
 from iotguard import rpcapi
@@ -44,16 +45,24 @@ except ImportError:
 
 
 class ControllerEndpoint:
-    """What iotguard-controller serves, recording what it gets."""
+    """What iotguard-controller serves, recording what it gets.
 
-    target = oslo_messaging.Target(version='1.0')
+    A batch in columns (1.1) is kept in the 1.0 form (a dict per disk),
+    as it would reach an older controller; ``columns`` counts them.
+    """
+
+    target = oslo_messaging.Target(version=rpcapi.CONTROLLER_RPC_API_VERSION)
 
     def __init__(self):
         self.batches = []
         self.heartbeats = []
+        self.columns = 0
         self.arrived = threading.Condition()
 
     def report_samples(self, ctxt, host, samples):
+        if type(samples.get('disks')) is dict:
+            samples = batch_mod.to_samples(samples)
+            self.columns += 1
         with self.arrived:
             self.batches.append((host, samples))
             self.arrived.notify_all()
@@ -132,6 +141,7 @@ class AgentOverRabbitTest(test_base.TestCase):
             return disk if disk and disk['gap'] is None else None
         disk = self.controller.wait_for(with_rates)
         self.assertIsNotNone(disk, 'no report_samples with rates arrived')
+        self.assertGreater(self.controller.columns, 0)   # sent as 1.1
         caps.validate_sample(disk)
         self.assertGreater(disk['read_iops'], 0)
         self.assertEqual({'total_iops_sec': 1000,

@@ -213,7 +213,8 @@ class ControllerOverRabbitTest(base.TestCase):
 
         v2 is made to look like a flood (10 MB/s, slow, busy) in samples
         from the future and from the far past; a garbage batch and a
-        sample of an unknown disk come along.
+        sample of an unknown disk come along, and a batch in columns
+        with a rate out of range.
         """
         api = rpcapi.ControllerAPI(self.transport)
         now = time.time()
@@ -223,6 +224,13 @@ class ControllerOverRabbitTest(base.TestCase):
                      static={}, cap=None, interval_s=SAMPLE_S)
         v2 = dict(instance_uuid=self.disks['v2'][0], dev='vda', **flood)
         api.report_samples({}, self.host, 'garbage')
+        # columns (1.1) with a rate out of range: the whole batch dropped
+        api.report_samples({}, self.host, {'timestamp': now, 'disks': {
+            'instance_uuid': [v2['instance_uuid']], 'dev': ['vda'],
+            'gap': [None], 'static': {}, 'cap': {},
+            **{k: [v] for k, v in flood.items()
+               if k not in ('gap', 'static', 'cap')},
+            'write_bytes_sec': [1e16]}})
         api.report_samples({}, self.host, {'disks': [
             dict(v2, timestamp=now + 3600), dict(v2, timestamp=now - 3600),
             dict(v2, timestamp=now, write_bytes_sec=-1.0),

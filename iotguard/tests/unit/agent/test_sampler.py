@@ -17,6 +17,7 @@ import fixtures
 from iotguard.agent import manager
 from iotguard.agent import sampler
 from iotguard.agent.virt import base
+from iotguard import batch as batch_mod
 from iotguard import caps
 from iotguard import rates
 from iotguard.tests import base as test_base
@@ -25,6 +26,11 @@ from iotguard.tests.unit.agent import test_manager
 
 A = (fakes.UUID_A, 'vda')
 B = (fakes.UUID_B, 'vdb')
+
+
+def disks(batch):
+    """The batch's disks as 1.0 dicts (what an older controller gets)."""
+    return batch_mod.to_samples(batch)['disks']
 
 
 class Clock:
@@ -64,7 +70,7 @@ class SamplerTest(test_base.TestCase):
         self.wall.now += dt
 
     def by_dev(self, batch):
-        return {d['dev']: d for d in batch['disks']}
+        return {d['dev']: d for d in disks(batch)}
 
     def test_first_pass_is_gap_then_rates(self):
         self.set_counters(A, wr_reqs=0, wr_bytes=0, wr_times=0)
@@ -100,7 +106,9 @@ class SamplerTest(test_base.TestCase):
         self.assertEqual('compute1', host)
         self.assertIs(batch, sent)
         self.assertEqual(self.wall.now, batch['timestamp'])
-        for disk in batch['disks']:
+        # columns, one check for all; each disk valid in the 1.0 form too
+        self.assertEqual(2, len(batch_mod.decode(batch)))
+        for disk in disks(batch):
             caps.validate_sample(disk)
         info = self.api.heartbeats[-1][1]
         self.assertEqual(2, info['disks'])
@@ -143,7 +151,7 @@ class SamplerTest(test_base.TestCase):
         self.assertEqual(3, len(self.driver.get_all_block_stats()))
         batch = self.sampler.run_once(disks={A: self.driver.disks[A]})
         self.assertEqual([A[0]],
-                         [d['instance_uuid'] for d in batch['disks']])
+                         batch['disks']['instance_uuid'])
 
     def test_report_outage_warns_once_then_recovers(self):
         log = self.useFixture(fixtures.FakeLogger())
@@ -156,7 +164,7 @@ class SamplerTest(test_base.TestCase):
             batch = self.sampler.run_once()
             self.advance(5.0)
         # The interval still returns its batch; one warning, not three.
-        self.assertEqual(2, len(batch['disks']))
+        self.assertEqual(2, batch_mod.size(batch))
         self.assertEqual(1, log.output.count('Cannot report samples'))
         self.assertIn("no exchange 'iotguard-controller_fanout'",
                       log.output)

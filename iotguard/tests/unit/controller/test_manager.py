@@ -10,6 +10,11 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import math
+
+import fixtures
+
+from iotguard import batch as batch_mod
 from iotguard.controller import manager
 from iotguard.controller import samples
 from iotguard.tests import base
@@ -128,6 +133,74 @@ class ManagerTest(base.TestCase):
         self.manager.report_samples({}, 'cn1', self.batch(
             self.sample(), self.sample(self.mine)))
         self.assertEqual(1, self.manager.stats['stored'])
+
+    def columns(self, *disks, timestamp=T0 - 0.5, **static):
+        """A 1.1 batch (columns) of ``disks``: ``(disk, project_id)``."""
+        out = batch_mod.Builder(timestamp, 5.0)
+        for disk, project_id in disks:
+            out.add(disk['instance_uuid'], disk['dev'], None, project_id,
+                    5.0, None, (5.0, 5.0, 20480.0, 20480.0, 1.0, 1.0, 0.0),
+                    static, {'total_iops_sec': 300}, T0 + 15, 'd1')
+        return out.wire()
+
+    def test_columns_keep_only_owned_domains(self):
+        self.manager.report_samples({}, 'cn1', self.columns(
+            (self.mine, 'p1'), (self.theirs, 'p1'), total_iops_sec=900))
+        self.assertIsNone(self.store.latest(self.theirs['instance_uuid'],
+                                            'vda'))
+        got = self.store.latest(self.mine['instance_uuid'], 'vda')
+        self.assertEqual((T0 - 0.5, 5.0, {'total_iops_sec': 900},
+                          {'total_iops_sec': 300}, T0 + 15, 'd1', 'p1'),
+                         (got['timestamp'], got['read_iops'],
+                          got['static'], got['cap'],
+                          got['lease_expires_at'], got['decision_id'],
+                          got['project_id']))
+        self.assertEqual((1, 1, 0), (self.manager.stats['stored'],
+                                     self.manager.stats['foreign'],
+                                     self.manager.stats['dropped']))
+
+    def test_malformed_columns_dropped_whole_service_lives(self):
+        log = self.useFixture(fixtures.FakeLogger())
+        good = self.columns((self.mine, 'p1'))
+        bad = []
+        for name, value in (('read_iops', [math.nan]), ('read_iops', [-1]),
+                            ('read_iops', [2e15]), ('dev', ['0bad']),
+                            ('dev', []), ('gap', [7]),
+                            ('static', {'total_iops_sec': [2 ** 63]}),
+                            ('unknown', [1])):
+            spoiled = batch_mod.Builder(T0, 5.0).wire()
+            spoiled['disks'] = dict(good['disks'], **{name: value})
+            bad.append(spoiled)
+        bad.append(dict(good, timestamp=math.inf))
+        for spoiled in bad:
+            self.manager.report_samples({}, 'cn1', spoiled)
+        self.assertEqual((0, len(bad)), (self.manager.stats['stored'],
+                                         self.manager.stats['dropped']))
+        self.assertEqual(0, len(self.store))
+        self.assertIn('sample batch: read_iops: not a finite number',
+                      log.output)
+        self.manager.report_samples({}, 'cn1', good)
+        self.assertEqual(1, self.manager.stats['stored'])
+
+    def test_columns_from_the_future_or_twice_refused(self):
+        self.manager.report_samples({}, 'cn1', self.columns(
+            (self.mine, 'p1'), timestamp=T0 + 3600))
+        good = self.columns((self.mine, 'p1'))
+        self.manager.report_samples({}, 'cn1', good)
+        self.manager.report_samples({}, 'cn1', good)
+        self.assertEqual((1, 2), (self.manager.stats['stored'],
+                                  self.manager.stats['dropped']))
+
+    def test_columns_register_an_unknown_local_disk(self):
+        new = {'instance_uuid': fakes.sample()['instance_uuid'],
+               'dev': 'vdb'}
+        self.manager.report_samples({}, 'cn1', self.columns(
+            (new, 'proj-x'), (self.mine, 'p1')))
+        disk = self.db.disks[(new['instance_uuid'], 'vdb')]
+        self.assertEqual(('local:cn1', 'proj-x'),
+                         (disk['domain'], disk['project_id']))
+        self.assertEqual(2, self.manager.stats['stored'])
+        self.assertEqual(1, self.manager.stats['registered'])
 
     def test_heartbeat(self):
         self.manager.agent_heartbeat({}, 'cn1', {'driver': 'LibvirtDriver'})

@@ -263,7 +263,7 @@ class ColumnarStoreTest(base.TestCase):
         # a new disk takes the forgotten row, nothing of the old one shows
         new = '99999999-2222-3333-4444-555555555555'
         self.store.add(fakes.sample(new, timestamp=999.0, gap='first'))
-        self.assertEqual(6, len(self.store._meta))
+        self.assertEqual(6, self.store._size)
         latest = self.store.latest(new, 'vda')
         self.assertIsNone(latest['read_iops'])
         self.assertEqual('first', latest['gap'])

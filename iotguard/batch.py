@@ -1,0 +1,369 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""A host's samples in columns: the ``report_samples`` batch of RPC 1.1.
+
+Part of the contract the agent and the controller share. Where RPC 1.0
+sends one dict per disk (:data:`iotguard.caps.SAMPLE_SCHEMA`), 1.1 sends
+one list per field, by position::
+
+    {"timestamp": 1795000000.0,      # UNIX time of the host's reading
+     "interval_s": 5.0,              # the agent's sampling interval
+     "disks": {
+        "instance_uuid": ["...", ...], "dev": ["vda", ...],
+        "volume_id": [null, ...], "project_id": ["...", ...],
+        "interval_s": [5.01, ...],   # the measured interval of each disk
+        "gap": [null, ...],          # why a disk has no rates, or null
+        "read_iops": [12.5, ...],    # ... every rate of SAMPLE_SCHEMA
+        "static": {"total_iops_sec": [500, ...]},  # 0: no limit
+        "cap": {"total_iops_sec": [100, ...]},
+        "lease_expires_at": [null, ...],  # null: no cap in force
+        "decision_id": [null, ...]}}
+
+Every list has one entry per disk. The fields, their types and bounds
+are those of the per-disk form, read from :data:`iotguard.caps.
+SAMPLE_SCHEMA` (and :data:`iotguard.caps.LIMITS_SCHEMA` for each iotune
+key of ``static`` and ``cap``), so the schema is written once;
+:data:`COLUMNS_SCHEMA` is generated from it. :func:`decode` checks a
+whole batch at once (lengths, types, patterns, finite numbers in range)
+and returns a :class:`Batch` of NumPy columns; a batch with one bad
+value is refused whole. It is a little stricter than the schema: no
+string may hold a line break (the schema's ``$`` lets one trailing
+newline through) and an iotune value is an integer, never ``1.0``.
+:class:`Builder` is the agent's side, and :func:`to_samples` turns a
+batch into the 1.0 form for an older controller. Pure module: no oslo.
+"""
+
+import dataclasses
+import math
+import re
+import typing
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from iotguard import caps
+from iotguard import exception
+from iotguard import rates
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+RATES = rates.RATE_FIELDS
+#: The per-disk fields of the 1.0 form that are lists here (``timestamp``
+#: is the batch's; ``static`` and ``cap`` are a list per iotune key).
+STRINGS = ('instance_uuid', 'dev', 'volume_id', 'project_id', 'gap',
+           'decision_id')
+NUMBERS = ('interval_s',) + RATES + ('lease_expires_at',)
+LIMITS = ('static', 'cap')
+#: Lists a batch may leave out (all null then).
+OPTIONAL = frozenset(('volume_id', 'project_id', 'interval_s',
+                      'lease_expires_at', 'decision_id'))
+
+_PROPERTIES = caps.SAMPLE_SCHEMA['properties']
+_LIMIT_ITEM = caps.LIMITS_SCHEMA['properties']['total_iops_sec']
+
+
+def _array_of(item: caps.Schema) -> caps.Schema:
+    return {'type': 'array', 'items': item}
+
+
+#: The 1.1 batch as a JSON schema, generated from the per-disk one (for
+#: documentation and tests; :func:`decode` applies the same rules at once).
+COLUMNS_SCHEMA: caps.Schema = {
+    'type': 'object',
+    'properties': {
+        'timestamp': _PROPERTIES['timestamp'],
+        'interval_s': _PROPERTIES['interval_s'],
+        'disks': {
+            'type': 'object',
+            'properties': dict(
+                {name: _array_of(_PROPERTIES[name])
+                 for name in STRINGS + NUMBERS},
+                **{name: {'type': 'object',
+                          'properties': {key: _array_of(_LIMIT_ITEM)
+                                         for key in caps.IOTUNE_KEYS},
+                          'additionalProperties': False}
+                   for name in LIMITS}),
+            'required': sorted(set(STRINGS + NUMBERS + LIMITS) - OPTIONAL),
+        },
+    },
+    'required': ['timestamp', 'disks'],
+}
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    'string': (str,), 'number': (int, float), 'integer': (int,),
+    'null': (type(None),)}
+
+
+def _types(schema: caps.Schema) -> frozenset[type]:
+    kinds = schema['type']
+    names = [kinds] if isinstance(kinds, str) else kinds
+    return frozenset(t for name in names for t in _JSON_TYPES[name])
+
+
+def _invalid(where: str, why: str) -> exception.Invalid:
+    return exception.Invalid(reason='sample batch: %s: %s' % (where, why))
+
+
+def _list(disks: dict[str, Any], name: str, n: int | None) -> list[Any]:
+    values = disks.get(name)
+    if values is None and name in OPTIONAL and n is not None:
+        return [None] * n
+    if type(values) is not list:
+        raise _invalid(name, 'not a list')
+    if n is not None and len(values) != n:
+        raise _invalid(name, '%d values for %d disks' % (len(values), n))
+    return values
+
+
+def _check_types(where: str, values: list[Any], schema: caps.Schema) -> None:
+    wrong = set(map(type, values)) - _types(schema)
+    if wrong:
+        raise _invalid(where, 'not %s: %s' % (
+            schema['type'], ', '.join(sorted(t.__name__ for t in wrong))))
+
+
+def _check_pattern(where: str, values: list[Any], schema: caps.Schema,
+                   pattern: re.Pattern[str] | None) -> None:
+    if pattern is None:
+        return
+    present = [v for v in values if v is not None]
+    # one match over all of them: no value may hold the separator
+    joined = '\n'.join(present)
+    if present and (joined.count('\n') != len(present) - 1
+                    or not pattern.fullmatch(joined)):
+        raise _invalid(where, 'does not match %s' % schema['pattern'])
+
+
+def _pattern(schema: caps.Schema) -> re.Pattern[str] | None:
+    if 'pattern' not in schema:
+        return None
+    one = schema['pattern'].lstrip('^').rstrip('$')
+    return re.compile('(?:%s)(?:\n(?:%s))*' % (one, one))
+
+
+_PATTERNS = {name: _pattern(_PROPERTIES[name]) for name in STRINGS}
+
+
+def _numbers(where: str, values: list[Any], schema: caps.Schema,
+             dtype: type[np.float64] | type[np.int64]) -> Any:
+    _check_types(where, values, schema)
+    try:
+        array = np.array(values, dtype=dtype)   # None -> nan
+    except (OverflowError, ValueError, TypeError):
+        raise _invalid(where, 'out of range')
+    if dtype is np.float64:
+        bad = ~np.isfinite(array)
+        if bad.any() and int(bad.sum()) != values.count(None):
+            raise _invalid(where, 'not a finite number')
+        present = array[~bad]
+    else:
+        present = array
+    low, high = schema.get('minimum'), schema.get('maximum')
+    if ((low is not None and (present < low).any())
+            or (high is not None and (present > high).any())):
+        raise _invalid(where, 'not within [%s, %s]' % (low, high))
+    return array
+
+
+def _limits(disks: dict[str, Any], name: str, n: int) -> IntArray:
+    given = disks.get(name)
+    if type(given) is not dict:
+        raise _invalid(name, 'not an object of iotune keys')
+    unknown = set(given) - set(caps.IOTUNE_KEYS)
+    if unknown:
+        raise _invalid(name, 'unknown keys: %s' % ', '.join(
+            sorted(map(str, unknown))))
+    out = np.zeros((len(caps.IOTUNE_KEYS), n), dtype=np.int64)
+    for i, key in enumerate(caps.IOTUNE_KEYS):
+        if key in given:
+            where = '%s/%s' % (name, key)
+            out[i] = _numbers(where, _list(given, key, n), _LIMIT_ITEM,
+                              np.int64)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Batch:
+    """Checked samples of some disks, by position (see the module doc).
+
+    ``nan`` stands for "none" in the float columns; ``rates`` has one row
+    per name of :data:`RATES`; ``static`` and ``cap`` one row per key of
+    :data:`iotguard.caps.IOTUNE_KEYS` (0: no limit); ``capped`` says which
+    disks have a cap in force.
+    """
+
+    instance_uuid: list[str]
+    dev: list[str]
+    timestamp: FloatArray
+    interval_s: FloatArray
+    gap: list[str | None]
+    rates: FloatArray
+    static: IntArray
+    cap: IntArray
+    capped: BoolArray
+    lease_expires_at: FloatArray
+    decision_id: list[str | None]
+    volume_id: list[str | None]
+    project_id: list[str | None]
+    source: list[str | None]
+
+    def __len__(self) -> int:
+        return len(self.instance_uuid)
+
+    def keys(self) -> list[tuple[str, str]]:
+        return list(zip(self.instance_uuid, self.dev))
+
+    def take(self, index: npt.NDArray[np.intp]) -> 'Batch':
+        """The disks at ``index`` (positions), in that order."""
+        def pick(values: list[Any]) -> list[Any]:
+            return [values[i] for i in index.tolist()]
+
+        return Batch(
+            pick(self.instance_uuid), pick(self.dev), self.timestamp[index],
+            self.interval_s[index], pick(self.gap), self.rates[:, index],
+            self.static[:, index], self.cap[:, index], self.capped[index],
+            self.lease_expires_at[index], pick(self.decision_id),
+            pick(self.volume_id), pick(self.project_id), pick(self.source))
+
+
+def decode(wire: object) -> Batch:
+    """The :class:`Batch` of a 1.1 batch, or raise Invalid (the reason).
+
+    The one check of an agent's batch, over all its disks at once.
+    """
+    try:
+        return _decode(wire)
+    except OverflowError:     # an integer too large for a float
+        raise _invalid('(number)', 'out of range')
+
+
+def _decode(wire: object) -> Batch:
+    if type(wire) is not dict or type(wire.get('disks')) is not dict:
+        raise _invalid('(top)', 'needs {"timestamp", "disks": {...}}')
+    stamp = typing.cast(float, wire.get('timestamp'))
+    if type(stamp) not in (int, float) or not math.isfinite(stamp):
+        raise _invalid('timestamp', 'not a finite number')
+    disks = wire['disks']
+    unknown = set(disks) - set(STRINGS + NUMBERS + LIMITS)
+    if unknown:
+        raise _invalid('disks', 'unknown fields: %s' % ', '.join(
+            sorted(map(str, unknown))))
+    n = len(_list(disks, 'instance_uuid', None))
+    strings: dict[str, list[Any]] = {}
+    for name in STRINGS:
+        values = strings[name] = _list(disks, name, n)
+        _check_types(name, values, _PROPERTIES[name])
+        _check_pattern(name, values, _PROPERTIES[name], _PATTERNS[name])
+    numbers = {name: np.full(n, math.nan)
+               if name in OPTIONAL and disks.get(name) is None
+               else _numbers(name, _list(disks, name, n), _PROPERTIES[name],
+                             np.float64)
+               for name in NUMBERS}
+    columns = (np.vstack([numbers[name] for name in RATES]) if n
+               else np.zeros((len(RATES), 0)))
+    lease = numbers['lease_expires_at']
+    return Batch(
+        strings['instance_uuid'], strings['dev'],
+        np.full(n, float(stamp)), numbers['interval_s'], strings['gap'],
+        columns, _limits(disks, 'static', n), _limits(disks, 'cap', n),
+        ~np.isnan(lease), lease, strings['decision_id'],
+        strings['volume_id'], strings['project_id'], [None] * n)
+
+
+class Builder:
+    """Collects one host's samples into the 1.1 wire form (the agent).
+
+    No dict per disk: :meth:`add` appends to the lists, :meth:`wire`
+    returns them.
+    """
+
+    def __init__(self, timestamp: float, interval_s: float) -> None:
+        self.timestamp = timestamp
+        self.interval_s = interval_s
+        self.lists: dict[str, list[Any]] = {
+            name: [] for name in STRINGS + NUMBERS}
+        self.limits: dict[str, dict[str, list[int]]] = {
+            name: {} for name in LIMITS}
+        self._n = 0
+        self._appends = [self.lists[name].append for name in (
+            'instance_uuid', 'dev', 'volume_id', 'project_id', 'gap',
+            'interval_s', 'lease_expires_at', 'decision_id') + RATES]
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _limit(self, name: str, limits: dict[str, int]) -> None:
+        columns = self.limits[name]
+        for key, value in limits.items():
+            if value:
+                column = columns.get(key)
+                if column is None:
+                    column = columns[key] = []
+                column.extend([0] * (self._n - len(column)))
+                column.append(value)
+
+    def add(self, instance_uuid: str, dev: str, volume_id: str | None,
+            project_id: str | None, interval_s: float, gap: str | None,
+            measured: tuple[float, ...] | None, static: dict[str, int],
+            cap: dict[str, int] | None = None,
+            lease_expires_at: float | None = None,
+            decision_id: str | None = None) -> None:
+        """One disk; ``measured``: its rates (:data:`RATES`) or None."""
+        values = (instance_uuid, dev, volume_id, project_id, gap,
+                  interval_s, lease_expires_at if cap is not None else None,
+                  decision_id) + (measured or (None,) * len(RATES))
+        for append, value in zip(self._appends, values):
+            append(value)
+        if static:
+            self._limit('static', static)
+        if cap:
+            self._limit('cap', cap)
+        self._n += 1
+
+    def wire(self) -> dict[str, Any]:
+        disks: dict[str, Any] = dict(self.lists)
+        for name, columns in self.limits.items():
+            for column in columns.values():
+                column.extend([0] * (self._n - len(column)))
+            disks[name] = columns
+        return {'timestamp': self.timestamp, 'interval_s': self.interval_s,
+                'disks': disks}
+
+
+def size(wire: dict[str, Any]) -> int:
+    """How many disks a batch of either form holds."""
+    disks = wire['disks']
+    return len(disks['instance_uuid'] if type(disks) is dict else disks)
+
+
+def to_samples(wire: dict[str, Any]) -> dict[str, Any]:
+    """The 1.0 form (a dict per disk) of a well-formed 1.1 batch."""
+    disks = wire['disks']
+    n = len(disks['instance_uuid'])
+    lists = {name: disks.get(name) or [None] * n
+             for name in STRINGS + NUMBERS}
+    out = []
+    for i in range(n):
+        sample = {name: lists[name][i] for name in STRINGS + NUMBERS}
+        sample['timestamp'] = wire['timestamp']
+        for name in LIMITS:
+            sample[name] = {key: column[i] for key, column
+                            in disks[name].items() if column[i]}
+        if sample['lease_expires_at'] is None:
+            sample['cap'] = None
+        out.append(sample)
+    return {'timestamp': wire['timestamp'],
+            'interval_s': wire.get('interval_s'), 'disks': out}

@@ -1,0 +1,169 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The samples of a host in columns (RPC 1.1): one check for the batch."""
+
+import math
+
+import hypothesis
+from hypothesis import strategies as st
+import jsonschema
+import numpy as np
+
+from iotguard import batch
+from iotguard import caps
+from iotguard import exception
+from iotguard.tests import base
+
+UUIDS = ['%08d-2222-3333-4444-555555555555' % i for i in range(3)]
+RATES = (10.0, 20.0, 40960.0, 81920.0, 1.5, 2.5, 0.5)
+
+
+def wire():
+    """Three disks: rates and a cap, a gap, a volume with rates."""
+    out = batch.Builder(1000.0, 5.0)
+    out.add(UUIDS[0], 'vda', None, 'p1', 5.01, None, RATES,
+            {'total_iops_sec': 500, 'total_bytes_sec': 0},
+            {'total_iops_sec': 100}, 1015.0, 'd1')
+    out.add(UUIDS[1], 'vda', None, 'p1', 0.0, 'first', None, {})
+    out.add(UUIDS[2], 'vdb', 'vol-1', 'p2', 4.99, None, RATES,
+            {'read_iops_sec': 30, 'write_iops_sec': 20})
+    return out.wire()
+
+
+def _finite_numbers(disks):
+    return all(not isinstance(v, float) or math.isfinite(v)
+               for name in batch.NUMBERS for v in disks.get(name) or ())
+
+
+def _one_line(disks):
+    # stricter than the schema, whose '$' lets a trailing newline through
+    return not any(isinstance(v, str) and '\n' in v
+                   for name in batch.STRINGS for v in disks[name])
+
+
+class BatchTest(base.TestCase):
+
+    def test_builder_is_columns_and_matches_the_schema(self):
+        w = wire()
+        jsonschema.validate(w, batch.COLUMNS_SCHEMA)
+        disks = w['disks']
+        self.assertEqual(UUIDS, disks['instance_uuid'])
+        self.assertEqual([None, 'first', None], disks['gap'])
+        self.assertEqual([10.0, None, 10.0], disks['read_iops'])
+        # static and cap: one list per key any disk sets, 0 = no limit
+        self.assertEqual({'total_iops_sec': [500, 0, 0],
+                          'read_iops_sec': [0, 0, 30],
+                          'write_iops_sec': [0, 0, 20]}, disks['static'])
+        self.assertEqual({'total_iops_sec': [100, 0, 0]}, disks['cap'])
+        self.assertEqual([1015.0, None, None], disks['lease_expires_at'])
+
+    def test_decode(self):
+        b = batch.decode(wire())
+        self.assertEqual(3, len(b))
+        self.assertEqual(list(zip(UUIDS, ('vda', 'vda', 'vdb'))), b.keys())
+        self.assertEqual([1000.0] * 3, b.timestamp.tolist())
+        self.assertEqual(list(RATES), b.rates[:, 0].tolist())
+        self.assertTrue(np.isnan(b.rates[:, 1]).all())
+        row = caps.IOTUNE_KEYS.index('total_iops_sec')
+        self.assertEqual([500, 0, 0], b.static[row].tolist())
+        self.assertEqual([100, 0, 0], b.cap[row].tolist())
+        self.assertEqual([True, False, False], b.capped.tolist())
+        self.assertEqual([None, None, 'vol-1'], b.volume_id)
+        two = b.take(np.array([2, 0]))
+        self.assertEqual([UUIDS[2], UUIDS[0]], two.instance_uuid)
+        self.assertEqual([False, True], two.capped.tolist())
+
+    def test_empty_batch(self):
+        empty = batch.Builder(1000.0, 5.0).wire()
+        self.assertEqual(0, len(batch.decode(empty)))
+        self.assertEqual([], batch.to_samples(empty)['disks'])
+
+    def test_old_form_is_what_each_disk_was(self):
+        old = batch.to_samples(wire())
+        self.assertEqual(3, batch.size(old))
+        self.assertEqual(3, batch.size(wire()))
+        for sample in old['disks']:
+            caps.validate_sample(sample)
+            self.assertEqual(1000.0, sample['timestamp'])
+        first, gap, volume = old['disks']
+        self.assertEqual({'total_iops_sec': 500}, first['static'])
+        self.assertEqual(({'total_iops_sec': 100}, 1015.0, 'd1'),
+                         (first['cap'], first['lease_expires_at'],
+                          first['decision_id']))
+        self.assertIsNone(gap['cap'])
+        self.assertIsNone(gap['read_iops'])
+        self.assertEqual('vol-1', volume['volume_id'])
+
+    def test_malformed_batches_refused_whole(self):
+        def spoiled(**disks):
+            w = wire()
+            w['disks'].update(disks)
+            return w
+
+        for bad in (None, [], {}, {'timestamp': 1.0, 'disks': []},
+                    dict(wire(), timestamp=math.nan),
+                    dict(wire(), timestamp='now'),
+                    spoiled(dev=['vda', 'vda']),
+                    spoiled(dev=['vda', 'vda', '0bad']),
+                    spoiled(dev=['vda', 'vda\nvdc', 'vdb']),
+                    spoiled(instance_uuid=[UUIDS[0], 'x', UUIDS[2]]),
+                    spoiled(read_iops=[1.0, None, math.nan]),
+                    spoiled(read_iops=[1.0, None, math.inf]),
+                    spoiled(read_iops=[1.0, None, -1.0]),
+                    spoiled(read_iops=[1.0, None, caps.MAX_RATE * 2]),
+                    spoiled(read_iops=[1.0, None, True]),
+                    spoiled(read_iops=[1.0, None, '1']),
+                    spoiled(read_iops=[1.0, None, 10 ** 400]),
+                    spoiled(interval_s=[5.0, None, 5.0]),
+                    spoiled(gap=[None, 3, None]),
+                    spoiled(static={'total_iops_sec': [1, 2]}),
+                    spoiled(static={'total_iops_sec': [1, 2, -3]}),
+                    spoiled(static={'total_iops_sec': [1, 2, 2 ** 63]}),
+                    spoiled(static={'total_iops_sec': [1, 2, 3.0]}),
+                    spoiled(static={'iops': [1, 2, 3]}),
+                    spoiled(cap=None),
+                    spoiled(lease_expires_at=[1.0, math.inf, None]),
+                    spoiled(extra=[1, 2, 3])):
+            self.assertRaises(exception.Invalid, batch.decode, bad)
+
+    def test_optional_lists_may_be_left_out(self):
+        w = wire()
+        for name in batch.OPTIONAL:
+            del w['disks'][name]
+        b = batch.decode(w)
+        self.assertEqual([None] * 3, b.project_id)
+        self.assertFalse(b.capped.any())
+
+    @hypothesis.settings(max_examples=300, deadline=None)
+    @hypothesis.given(
+        st.sampled_from(batch.STRINGS + batch.NUMBERS),
+        st.integers(0, 2),
+        st.one_of(st.none(), st.booleans(), st.integers(-2 ** 64, 2 ** 64),
+                  st.floats(allow_nan=True, allow_infinity=True),
+                  st.text(max_size=40),
+                  st.sampled_from([UUIDS[1], UUIDS[1] + '\n', 'vdz',
+                                   'v' * 33, '1a', {}, []])))
+    def test_decode_agrees_with_the_schema(self, name, i, value):
+        w = wire()
+        w['disks'][name][i] = value
+        try:
+            jsonschema.validate(w, batch.COLUMNS_SCHEMA)
+            wanted = _finite_numbers(w['disks']) and _one_line(w['disks'])
+        except jsonschema.ValidationError:
+            wanted = False
+        try:
+            batch.decode(w)
+        except exception.Invalid:
+            self.assertFalse(wanted, (name, value))
+            return
+        self.assertTrue(wanted, (name, value))
