@@ -63,11 +63,12 @@ def manual_profile(domain: Row) -> base.Profile | None:
     A profile outside :data:`PROFILE_RANGES` (stored before they were
     checked) counts as none: its floors cannot be priced.
     """
-    values = {k: domain.get(k) for k in PROFILE_RANGES}
-    if _priced(*values.values()):
-        return base.Profile(form=domain.get('form') or base.ADDITIVE,
-                            **values)
-    return None
+    iops_4k, bytes_sec = domain.get('iops_4k'), domain.get('bytes_sec')
+    if not _priced(iops_4k, bytes_sec):
+        return None
+    assert iops_4k is not None and bytes_sec is not None
+    return base.Profile(iops_4k=iops_4k, bytes_sec=bytes_sec,
+                        form=domain.get('form') or base.ADDITIVE)
 
 
 def learned_fit(domain: Row) -> estimator.Fit | None:
@@ -124,11 +125,12 @@ def check(tier: str, domain: Row, others: collections.abc.Iterable[Row],
     the verdict; raises :class:`iotguard.exception.AdmissionRejected` with
     the same numbers when refused.
     """
-    numbers: dict[str, Any] = {'domain': domain['name'], 'tier': tier,
-               'iops_4k': domain.get('iops_4k'),
-               'bytes_sec': domain.get('bytes_sec'),
-               'capacity': 1.0, 'max_commit_ratio': max_ratio,
-               'committed_before': None, 'committed_after': None}
+    numbers: dict[str, Any] = {
+        'domain': domain['name'], 'tier': tier,
+        'iops_4k': domain.get('iops_4k'),
+        'bytes_sec': domain.get('bytes_sec'),
+        'capacity': 1.0, 'max_commit_ratio': max_ratio,
+        'committed_before': None, 'committed_after': None}
     profile = profile_of(domain)
     if profile is not None:
         numbers.update(iops_4k=profile.iops_4k, bytes_sec=profile.bytes_sec)

@@ -413,7 +413,9 @@ def _bounded(cand: _Candidate, quiet: np.ndarray) -> _Candidate:
 
 def mixes_of(points: np.ndarray) -> np.ndarray:
     """Each point's I/O-size mix: its mean size in bins of MIX_OCTAVES."""
-    return np.round(np.log2(points[:, 1] / points[:, 0]) / MIX_OCTAVES)
+    mixes: np.ndarray = np.round(np.log2(points[:, 1] / points[:, 0])
+                                 / MIX_OCTAVES)
+    return mixes
 
 
 def fit(state: State, prior: base.Profile | None = None) -> Fit | None:
