@@ -170,7 +170,7 @@ class SharedQueueTest(base.TestCase):
         self._wait(lambda: len(self._instances()) == 2, 60,
                    'the agent\'s disks registered')
         self.api('PATCH', '/v1/domains/' + domain, self.ADMIN,
-                 {'iops_4k': IOPS, 'bytes_sec': BYTES_SEC})
+                 {'iops_4k': IOPS, 'bytes_sec': BYTES_SEC, 'form': 'max'})
         self.api('POST', '/v1/tiers', self.ADMIN,
                  {'name': 'quiet-' + self.run_id, 'min_bytes_sec': FLOOR,
                   'min_iops': FLOOR_IOPS})

@@ -13,7 +13,7 @@
 """A domain's profile form, its source and the learned profile.
 
 Revision ID: 8c4f1e2a7b93
-Revises: 5b7e2d9c4a10
+Revises: 8c3d5e1f2a47
 Create Date: 2026-11-25
 """
 
@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
 revision = '8c4f1e2a7b93'
-down_revision = '5b7e2d9c4a10'
+down_revision = '8c3d5e1f2a47'
 branch_labels = None
 depends_on = None
 
