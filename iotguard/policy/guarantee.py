@@ -61,9 +61,14 @@ each disk did when it was last uncongested):
    now; an array whose throughput hardly depends on the queue depth, like
    the paper's, is better served by a figure close to 1, otherwise the
    caps feed on the throughput they lowered); otherwise at least
-   ``high_watermark``. When the pressure is above 1 while every deep disk
-   is capped (the caps fill the queue again), it is cut by at most 15 %
-   per interval.
+   ``high_watermark``. A token bucket (a profile in the ``max`` form)
+   serves its rate at any queue depth and its one FIFO queue grows
+   without bound as it fills: its capacity is the border,
+   ``high_watermark``, whatever it serves now (the last tenth is the
+   queue's headroom; a disk held by its own ceiling shows nothing of the
+   queue, so nothing else would keep it short). When the pressure is
+   above 1 while every deep disk is capped (the caps fill the queue
+   again), it is cut by at most 15 % per interval.
 6. **Cap** only the deep disks above their allocation (weakness 1: a disk at
    or below its fair share is never capped), at their allocation, never below
    their floor, never above their ceiling. Caps are sent as both
@@ -439,7 +444,12 @@ class GuaranteePolicy:
         demand = np.minimum(np.where(at_cap, np.inf, demand), ceil)
 
         # 4. fair shares of what the domain can serve
-        if any_starving:
+        if profile.form == base.MAX:
+            # A token bucket serves its rate at any queue depth, and its
+            # one FIFO queue grows without bound as it fills: share out
+            # the border, whatever it serves now.
+            capacity = self.high_watermark * CAPACITY
+        elif any_starving:
             capacity = total
         elif bool(unmet.any()):
             capacity = max(total, self.min_capacity * CAPACITY)

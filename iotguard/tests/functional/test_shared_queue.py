@@ -25,7 +25,8 @@ in windows of ``WINDOW_S``, independently of what iotguard measures.
   noisy-neighbour effect.
 * With iotguard (api, controller and agent as separate processes over
   RabbitMQ and PostgreSQL, the agent on ``qemu:///system``, the domain
-  profile set as the docs ask, the quiet guests on a tier chosen through
+  profile set as the docs ask for a token bucket (``form: max``), the
+  quiet guests on a tier chosen through
   the API), from the third window after the noisy guest started a quiet
   guest's median window is at least ``QUIET_SHARE`` of what it wrote
   alone and its worst ``QUIET_WORST``, and the noisy guest keeps at least
@@ -70,12 +71,13 @@ NOISY = dict(bs='64k', count=16, par=16)
 FLOOR = 800 << 10
 FLOOR_IOPS = 13
 #: What the quiet guests keep of their demand, median and worst window,
-#: and the noisy guest of the spare (median): guarantee's congestion
-#: threshold keeps the shared queue short at the price of some spare
-#: (see the contributor guide's page on this bed for the figures).
-QUIET_SHARE = 0.9
-QUIET_WORST = 0.6
-SPARE_SHARE = 0.5
+#: and the noisy guest of the spare (median): guarantee holds a token
+#: bucket at its border (``high_watermark``, 0.9) to keep its queue
+#: short, at the price of a tenth of the bucket (see the contributor
+#: guide's page on this bed for the figures).
+QUIET_SHARE = 0.95
+QUIET_WORST = 0.85
+SPARE_SHARE = 0.75
 #: Windows after the noisy guest starts that are not judged (two
 #: decision intervals and the agent's sampling lag).
 SETTLE = 2

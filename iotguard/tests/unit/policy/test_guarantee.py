@@ -636,3 +636,24 @@ class TestGuaranteeMaxForm(test_base.TestCase):
         decisions = fakes.by_disk(pol.decide(snap, 100.0))
         self.assertAlmostEqual(1.0, decisions['a'].numbers['domain_load'])
         self.assertEqual(base.CAP, decisions['a'].action)
+
+    def test_bucket_is_held_at_the_border(self):
+        # q runs at its own ceiling (12 x 64 KiB = 768 KiB/s, 0.1875 of
+        # the bucket), n at its cap (52 x 64 KiB, 0.8125): the bucket is
+        # full (1.0), its FIFO queue long, and q, held by its own
+        # throttle, shows nothing of it. A bucket serves its rate at any
+        # queue depth: n's share is the border (high watermark 0.9) less
+        # q's demand, 0.7125, whatever the domain serves now.
+        pol = guarantee.GuaranteePolicy()
+        snap = fakes.snapshot(
+            fakes.disk('q', ops=12, size=64 * KIB, tier=SILVER,
+                       latency_ms=83.0, static_iops=12.0,
+                       static_bytes_sec=768 * KIB),
+            capped('n', 52, 52, latency_ms=SLOW),
+            profile=self.BUCKET)
+        decisions = fakes.by_disk(pol.decide(snap, 100.0))
+        self.assertEqual(['n'], list(decisions))
+        self.assertEqual(base.CAP, decisions['n'].action)
+        self.assertAlmostEqual(0.7125, decisions['n'].numbers['new_cap'])
+        self.assertAlmostEqual(0.7125 * 4096 * KIB,
+                               decisions['n'].bytes_sec)
