@@ -86,17 +86,19 @@ def learned_fit(domain: Row) -> estimator.Fit | None:
                                        or '').split(','))))
 
 
-def profile_of(domain: Row) -> base.Profile | None:
+def profile_of(domain: Row, margined: bool = True) -> base.Profile | None:
     """The Profile decisions and admission use, or None without one.
 
-    The learned one (shrunk by its margin, :meth:`estimator.Fit.margined`)
-    when the domain's ``profile_source`` is ``learned`` and the estimator
-    has a fit; otherwise the manual one.
+    The learned one (shrunk by its margin, :meth:`estimator.Fit.margined`,
+    unless ``margined`` is false: the best estimate of the device, which
+    the domain's utilisation is read against) when the domain's
+    ``profile_source`` is ``learned`` and the estimator has a fit;
+    otherwise the manual one.
     """
     if domain.get('profile_source') == LEARNED:
         fit = learned_fit(domain)
         if fit is not None:
-            profile = fit.margined()
+            profile = fit.margined() if margined else fit.profile
             if _priced(profile.iops_4k, profile.bytes_sec):
                 return profile
     return manual_profile(domain)

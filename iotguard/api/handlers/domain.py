@@ -38,7 +38,8 @@ def _full_view(domain, disks, default_policy):
         'capacity': 1.0,
         'committed': (admission.committed(tiers, profile)
                       if profile else None),
-        'utilisation': disk.load(disks, profile) if profile else None,
+        'utilisation': (disk.load(disks, admission.profile_of(
+            domain, margined=False)) if profile else None),
         'disks': [disk.view(d) for d in disks],
         'created_at': domain['created_at'],
         'updated_at': domain['updated_at'],

@@ -78,6 +78,14 @@ FLOOR_IOPS = 13
 QUIET_SHARE = 0.95
 QUIET_WORST = 0.85
 SPARE_SHARE = 0.75
+#: Guests that saturate the bucket with large writes (its bandwidth
+#: binds) and with small ones (its IOPS bind).
+LEARN_LARGE = dict(bs='64k', count=16, par=8)
+LEARN_SMALL = dict(bs='4k', count=256, par=8)
+#: How close to the bucket's limits the learned profile comes, and in
+#: how long a phase of load.
+LEARN_TOLERANCE = 0.1
+LEARN_TIMEOUT_S = 180
 #: Windows after the noisy guest starts that are not judged (two
 #: decision intervals and the agent's sampling lag).
 SETTLE = 2
@@ -195,10 +203,82 @@ class SharedQueueTest(base.TestCase):
         for kind, proc in self.procs.items():
             self.assertIsNone(proc.poll(), '%s died' % kind)
 
+    def test_iotguard_learns_the_bucket_and_admits_what_fits(self):
+        """The estimator finds the bucket's limits; admission uses them.
+
+        The profile is typed as fio gives it (100 IOPS, 4 MiB/s, additive:
+        1.64 times too dear for 64 KiB writes on a token bucket); the
+        domain only observes (policy ``none``). A guest saturates the
+        bucket with 64 KiB writes, then another with 4 KiB writes.
+        """
+        big = self.guest('learn64', 'proj-b', LEARN_LARGE)
+        self.bed.wait_writing([big])
+        self._start_iotguard()
+        domain = 'local:' + self.host
+        path = '/v1/domains/' + domain
+        self._wait(lambda: len(self._instances()) == 1, 60,
+                   'the agent\'s disk registered')
+        self.api('PATCH', path, self.ADMIN,
+                 {'iops_4k': IOPS, 'bytes_sec': BYTES_SEC,
+                  'policy': 'none'})
+        started = time.monotonic()
+        learned = self._learned(path, 'bytes_sec', BYTES_SEC)
+        times = {'bytes_sec': time.monotonic() - started}
+        small = self.guest('learn4', 'proj-b', LEARN_SMALL)
+        self.bed.wait_writing([small])
+        big.destroy()
+        started = time.monotonic()
+        learned = self._learned(path, 'iops_4k', IOPS)
+        times['iops_4k'] = time.monotonic() - started
+        shown = self._report('learned in %s: %s' % (
+            ', '.join('%s %.0f s' % kv for kv in sorted(times.items())),
+            learned))
+        self.assertEqual('max', learned['form'], shown)
+        self.assertLess(abs(learned['bytes_sec'] / BYTES_SEC - 1.0),
+                        LEARN_TOLERANCE, shown)
+
+        # Admission: a floor of 2.5 MiB/s or 40 IOPS costs 1.025 of the
+        # bucket as typed (refused above 0.9), 0.625 as learned.
+        tier = {'name': 'big-' + self.run_id, 'min_iops': 40,
+                'min_bytes_sec': 5 << 19}
+        self.api('POST', '/v1/tiers', self.ADMIN, tier)
+        choose = '/v1/instances/%s/tier' % small.UUIDString()
+        self.assertEqual(409, self.call('PUT', choose, self.MEMBER_B,
+                                        {'tier': tier['name']})[0])
+        self.api('PATCH', path, self.ADMIN, {'profile_source': 'learned'})
+        self.assertEqual(200, self.call('PUT', choose, self.MEMBER_B,
+                                        {'tier': tier['name']})[0])
+        view = self.api('GET', path, self.ADMIN)['domain']
+        self._report('utilisation as learned, 4 KiB writes saturating: '
+                     '%s (profile in use %s)' % (view['utilisation'],
+                                                 view['profile']))
+        self.assertLessEqual(view['utilisation'], 1.05, view)
+
+    def _learned(self, path, key, truth):
+        """The domain's fit once ``key`` is identified within tolerance."""
+        seen = []
+
+        def close():
+            view = self.api('GET', path, self.ADMIN)['domain']
+            learned = (view['profile'] or {}).get('learned')
+            seen.append(learned)
+            return bool(learned and key in learned['identified']
+                        and abs(learned[key] / truth - 1.0)
+                        < LEARN_TOLERANCE)
+
+        try:
+            self._wait(close, LEARN_TIMEOUT_S, 'the estimator to find %s'
+                       % key)
+        except self.failureException:
+            self.fail('%s not learned in %d s; fits seen: %s' % (
+                key, LEARN_TIMEOUT_S, seen[-3:]))
+        return seen[-1]
+
     # -- iotguard as processes ------------------------------------------
 
     ADMIN = {'X-Project-Id': 'admin-proj', 'X-Roles': 'admin,member,reader'}
     MEMBER_A = {'X-Project-Id': 'proj-a', 'X-Roles': 'member,reader'}
+    MEMBER_B = {'X-Project-Id': 'proj-b', 'X-Roles': 'member,reader'}
 
     def _start_iotguard(self):
         db = self.useFixture(database.Database('postgresql'))
@@ -232,7 +312,8 @@ class SharedQueueTest(base.TestCase):
                         self.addDetail(kind + suffix, content.text_content(
                             f.read()[-6000:]))
 
-    def api(self, method, path, who, body=None):
+    def call(self, method, path, who, body=None):
+        """(status, decoded body) of one API call."""
         req = urllib.request.Request(
             'http://127.0.0.1:%d%s' % (self.port, path), method=method,
             data=json.dumps(body).encode() if body is not None else None,
@@ -240,11 +321,18 @@ class SharedQueueTest(base.TestCase):
                                  'Content-Type': 'application/json'}))
         try:
             with urllib.request.urlopen(req, timeout=30) as resp:
-                text = resp.read()
+                status, text = resp.status, resp.read()
         except urllib.error.HTTPError as exc:
-            self.fail('%s %s -> %s %s' % (method, path, exc.code,
-                                          exc.read()[:2000]))
-        return json.loads(text) if text else None
+            status, text = exc.code, exc.read()
+        return status, json.loads(text) if text else None
+
+    def api(self, method, path, who, body=None):
+        """The body of an API call that must succeed."""
+        status, answer = self.call(method, path, who, body)
+        if status >= 300:
+            self.fail('%s %s -> %s %s' % (method, path, status,
+                                          str(answer)[:2000]))
+        return answer
 
     def _api_up(self):
         try:

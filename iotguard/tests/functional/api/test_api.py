@@ -751,6 +751,21 @@ class APITests:
                           'form': 'max'},
                          response.json['domain']['profile']['manual'])
 
+    def test_utilisation_is_read_against_the_fit_without_its_margin(self):
+        # Half confident: decisions and admission use the fit shrunk by
+        # 10 %, the utilisation is the device's load on the fit itself.
+        fit = {'form': 'max', 'iops_4k': 12000.0, 'bytes_sec': 5e8,
+               'error': 0.02, 'intervals': 30, 'mixes': 2,
+               'confidence': 0.5, 'identified': ['iops_4k', 'bytes_sec']}
+        self.db.domain_learned('local:cn1', fit, {'saturated': []})
+        response = self.call('PATCH', '/v1/domains/local:cn1', who=ADMIN,
+                             body={'profile_source': 'learned'})
+        self.assertEqual(200, response.status_code, response.text)
+        domain = response.json['domain']
+        self.assertAlmostEqual(12000.0 * 0.9, domain['profile']['iops_4k'])
+        # A1 vda: 400 IOPS and 5e6 B/s, its IOPS bind
+        self.assertAlmostEqual(400 / 12000.0, domain['utilisation'])
+
     def test_domain_profile_at_the_bounds(self):
         for profile in ({'iops_4k': 1, 'bytes_sec': 4096},
                         {'iops_4k': 1e9, 'bytes_sec': 1e15}):
