@@ -30,9 +30,13 @@ in windows of ``WINDOW_S``, independently of what iotguard measures.
   the API), from the third window after the noisy guest started a quiet
   guest's median window is at least ``QUIET_SHARE`` of what it wrote
   alone and its worst ``QUIET_WORST``, and the noisy guest keeps at least
-  ``SPARE_SHARE`` of the spare in its median window; with quiet guests
-  that write as fast as their ceiling lets them, and with quiet guests
-  that think between their writes (closed-loop clients).
+  ``SPARE_SHARE`` of the spare in its median window, its cap changed at
+  most ``MAX_CAP_CHANGES`` times; with quiet guests that write as fast as
+  their ceiling lets them, and with quiet guests that think between their
+  writes (closed-loop clients).
+* The capacity estimator learns the bucket from a profile typed as fio
+  gives it (additive), within ``LEARN_TOLERANCE`` of its limits, and
+  admission then admits a floor the typed profile refuses.
 """
 
 import json
@@ -75,9 +79,12 @@ FLOOR_IOPS = 13
 #: bucket at its border (``high_watermark``, 0.9) to keep its queue
 #: short, at the price of a tenth of the bucket (see the contributor
 #: guide's page on this bed for the figures).
-QUIET_SHARE = 0.95
-QUIET_WORST = 0.85
+QUIET_SHARE = 0.9
+QUIET_WORST = 0.8
 SPARE_SHARE = 0.75
+#: The noisy guest's cap changes (set, raised, released) in the whole
+#: run: one or two when the caps do not churn.
+MAX_CAP_CHANGES = 3
 #: Guests that saturate the bucket with large writes (its bandwidth
 #: binds) and with small ones (its IOPS bind).
 LEARN_LARGE = dict(bs='64k', count=16, par=8)
@@ -200,6 +207,9 @@ class SharedQueueTest(base.TestCase):
         spare = BYTES_SEC - sum(alone)
         self.assertGreaterEqual(statistics.median(rates[2][SETTLE:]),
                                 SPARE_SHARE * spare, shown)
+        changes = self.api('GET', '/v1/decisions?instance=%s&limit=100'
+                           % noisy.UUIDString(), self.ADMIN)['decisions']
+        self.assertLessEqual(len(changes), MAX_CAP_CHANGES, shown)
         for kind, proc in self.procs.items():
             self.assertIsNone(proc.poll(), '%s died' % kind)
 
