@@ -81,6 +81,13 @@ class SetDomain(command.Command):
                             help='Capacity: 4 KiB operations per second')
         parser.add_argument('--bytes-sec', metavar='<bytes>', type=float,
                             help='Capacity: bytes per second')
+        parser.add_argument('--form', choices=('additive', 'max'),
+                            help='How the two combine: additive (disks, '
+                                 'arrays) or max (a token bucket)')
+        parser.add_argument('--profile-source',
+                            choices=('manual', 'learned'),
+                            help='Use the profile set here (manual) or the '
+                                 'one learned from the storage (learned)')
         parser.add_argument('--policy', metavar='<policy>',
                             help='Decision policy (none, static, ntt, '
                                  'guarantee)')
@@ -92,7 +99,8 @@ class SetDomain(command.Command):
 
     def take_action(self, parsed_args):
         fields = {key: getattr(parsed_args, key)
-                  for key in ('iops_4k', 'bytes_sec', 'policy')
+                  for key in ('iops_4k', 'bytes_sec', 'form',
+                              'profile_source', 'policy')
                   if getattr(parsed_args, key) is not None}
         if parsed_args.params:
             fields['params'] = {key: param_value(value) for key, value

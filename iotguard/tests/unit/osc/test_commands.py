@@ -438,6 +438,14 @@ class TestDomain(CommandTestCase):
             'params': {'high': 0.95, 'steps': 3, 'strict': True,
                        'mode': 'fast'}})], fake.calls)
 
+    def test_set_form_and_profile_source(self):
+        fake, _ = self.run_command(
+            domain.SetDomain, ['local:c1', '--form', 'max',
+                               '--profile-source', 'learned'],
+            domain_update=[{}])
+        self.assertEqual([('domain_update', ('local:c1',), {
+            'form': 'max', 'profile_source': 'learned'})], fake.calls)
+
     def test_set_nothing(self):
         self.assertRaises(exceptions.CommandError, self.run_command,
                           domain.SetDomain, ['local:c1'])
