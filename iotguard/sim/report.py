@@ -26,8 +26,12 @@ from iotguard.sim import measures
 
 
 def result(run: loop.Run, reference: loop.Run) -> dict[str, Any]:
-    """The JSON figures of one run (``reference``: the ``none`` run)."""
-    return {
+    """The JSON figures of one run (``reference``: the ``none`` run).
+
+    ``estimator`` only for a run that learned (the simulator's; the
+    all-in-one's controller keeps its fits in its database).
+    """
+    figures = {
         'vms': measures.vm_table(run),
         'measures': {k: round(v, 4)
                      for k, v in measures.measure(run, reference).items()},
@@ -35,9 +39,11 @@ def result(run: loop.Run, reference: loop.Run) -> dict[str, Any]:
         'queue_max': round(float(run.queue.max()), 2),
         'response_ms_max': round(float(run.response_ms.max()), 1),
         'caps': sum(1 for a in run.actions if a.action == 'cap'),
-        'estimator': learning.convergence(
-            run.fits, learning.truth(run.scenario.domain), run.window_s),
     }
+    if run.fits:
+        figures['estimator'] = learning.convergence(
+            run.fits, learning.truth(run.scenario.domain), run.window_s)
+    return figures
 
 
 def document(scenario: str, seed: int,
@@ -86,7 +92,14 @@ def table(scenario: str, results: dict[str, dict[str, Any]]) -> str:
 
 
 def _estimator(results: dict[str, dict[str, Any]]) -> str:
-    """The learned capacity profile under each policy, against the truth."""
+    """The learned capacity profile under each policy, against the truth.
+
+    Only the runs that learned (see :func:`result`).
+    """
+    results = {name: result for name, result in results.items()
+               if 'estimator' in result}
+    if not results:
+        return ''
     true = next(iter(results.values()))['estimator']['true']
     rows = [['policy', 'form', 'iops_4k', 'bytes_sec', 'error',
              'confidence', 'identified', 'within 10 % from (s)']]
