@@ -283,37 +283,40 @@ def _decode(wire: object) -> Batch:
         strings['volume_id'], strings['project_id'], [None] * n)
 
 
+_ROW = ('instance_uuid', 'dev', 'volume_id', 'project_id', 'gap',
+        'decision_id', 'interval_s', 'lease_expires_at') + RATES
+_NO_RATES = (None,) * len(RATES)
+_NO_LIMITS: dict[str, int] = {}
+
+
+def _limit_columns(given: list[dict[str, int]]) -> dict[str, list[int]]:
+    """One list per iotune key some disk sets (0: no limit)."""
+    out = {}
+    present = set().union(*given)
+    for key in caps.IOTUNE_KEYS:
+        if key in present:
+            column = [limits.get(key, 0) for limits in given]
+            if any(column):
+                out[key] = column
+    return out
+
+
 class Builder:
     """Collects one host's samples into the 1.1 wire form (the agent).
 
-    No dict per disk: :meth:`add` appends to the lists, :meth:`wire`
-    returns them.
+    No dict per disk: :meth:`add` appends one tuple (and the disk's own
+    static and cap dicts), :meth:`wire` turns them into lists at once.
     """
 
     def __init__(self, timestamp: float, interval_s: float) -> None:
         self.timestamp = timestamp
         self.interval_s = interval_s
-        self.lists: dict[str, list[Any]] = {
-            name: [] for name in STRINGS + NUMBERS}
-        self.limits: dict[str, dict[str, list[int]]] = {
-            name: {} for name in LIMITS}
-        self._n = 0
-        self._appends = [self.lists[name].append for name in (
-            'instance_uuid', 'dev', 'volume_id', 'project_id', 'gap',
-            'interval_s', 'lease_expires_at', 'decision_id') + RATES]
+        self._rows: list[tuple[Any, ...]] = []
+        self._static: list[dict[str, int]] = []
+        self._cap: list[dict[str, int]] = []
 
     def __len__(self) -> int:
-        return self._n
-
-    def _limit(self, name: str, limits: dict[str, int]) -> None:
-        columns = self.limits[name]
-        for key, value in limits.items():
-            if value:
-                column = columns.get(key)
-                if column is None:
-                    column = columns[key] = []
-                column.extend([0] * (self._n - len(column)))
-                column.append(value)
+        return len(self._rows)
 
     def add(self, instance_uuid: str, dev: str, volume_id: str | None,
             project_id: str | None, interval_s: float, gap: str | None,
@@ -322,23 +325,19 @@ class Builder:
             lease_expires_at: float | None = None,
             decision_id: str | None = None) -> None:
         """One disk; ``measured``: its rates (:data:`RATES`) or None."""
-        values = (instance_uuid, dev, volume_id, project_id, gap,
-                  interval_s, lease_expires_at if cap is not None else None,
-                  decision_id) + (measured or (None,) * len(RATES))
-        for append, value in zip(self._appends, values):
-            append(value)
-        if static:
-            self._limit('static', static)
-        if cap:
-            self._limit('cap', cap)
-        self._n += 1
+        self._rows.append((
+            instance_uuid, dev, volume_id, project_id, gap, decision_id,
+            interval_s, None if cap is None else lease_expires_at)
+            + (measured or _NO_RATES))
+        self._static.append(static)
+        self._cap.append(cap or _NO_LIMITS)
 
     def wire(self) -> dict[str, Any]:
-        disks: dict[str, Any] = dict(self.lists)
-        for name, columns in self.limits.items():
-            for column in columns.values():
-                column.extend([0] * (self._n - len(column)))
-            disks[name] = columns
+        columns = (map(list, zip(*self._rows)) if self._rows
+                   else ([] for _ in _ROW))
+        disks: dict[str, Any] = dict(zip(_ROW, columns))
+        disks['static'] = _limit_columns(self._static)
+        disks['cap'] = _limit_columns(self._cap)
         return {'timestamp': self.timestamp, 'interval_s': self.interval_s,
                 'disks': disks}
 
