@@ -28,6 +28,7 @@ from typing import Any
 from iotguard import exception
 from iotguard.policy import base
 from iotguard.policy import costmodel
+from iotguard.policy import estimator
 
 #: Tolerance of the "does not raise the load" comparison.
 EPSILON = 1e-12
@@ -38,25 +39,67 @@ EPSILON = 1e-12
 PROFILE_RANGES: dict[str, tuple[float, float]] = {
     'iops_4k': (1.0, 1e9), 'bytes_sec': (4096.0, 1e15)}
 
-
 #: A domain or a tier as the database gives them (plain dicts).
 Row = collections.abc.Mapping[str, Any]
 
 
-def profile_of(domain: Row) -> base.Profile | None:
-    """The domain's Profile, or None when it has not been calibrated.
+#: Where a domain's profile comes from: the one an operator typed
+#: (pinned), or the one the estimator learned (with its margin).
+MANUAL = 'manual'
+LEARNED = 'learned'
+SOURCES = (MANUAL, LEARNED)
+
+
+def _priced(iops_4k: float | None, bytes_sec: float | None) -> bool:
+    """Whether admission can price floors with these figures."""
+    return all(v is not None and low <= v <= high
+               for v, (low, high) in zip((iops_4k, bytes_sec),
+                                         PROFILE_RANGES.values()))
+
+
+def manual_profile(domain: Row) -> base.Profile | None:
+    """The profile an operator set, or None when it has not been set.
 
     A profile outside :data:`PROFILE_RANGES` (stored before they were
     checked) counts as none: its floors cannot be priced.
     """
     iops_4k, bytes_sec = domain.get('iops_4k'), domain.get('bytes_sec')
-    if iops_4k is None or bytes_sec is None:
+    if not _priced(iops_4k, bytes_sec):
         return None
-    for key, value in (('iops_4k', iops_4k), ('bytes_sec', bytes_sec)):
-        low, high = PROFILE_RANGES[key]
-        if not low <= value <= high:
-            return None
-    return base.Profile(iops_4k=iops_4k, bytes_sec=bytes_sec)
+    assert iops_4k is not None and bytes_sec is not None
+    return base.Profile(iops_4k=iops_4k, bytes_sec=bytes_sec,
+                        form=domain.get('form') or base.ADDITIVE)
+
+
+def learned_fit(domain: Row) -> estimator.Fit | None:
+    """The estimator's latest fit of a domain (a Fit), or None."""
+    if domain.get('learned_form') is None:
+        return None
+    return estimator.Fit(
+        form=domain['learned_form'], iops_4k=domain['learned_iops_4k'],
+        bytes_sec=domain['learned_bytes_sec'],
+        error=domain['learned_error'],
+        intervals=domain['learned_intervals'],
+        mixes=domain['learned_mixes'],
+        confidence=domain['learned_confidence'],
+        identified=tuple(filter(None, (domain.get('learned_identified')
+                                       or '').split(','))))
+
+
+def profile_of(domain: Row) -> base.Profile | None:
+    """The Profile decisions and admission use, or None without one.
+
+    The learned one (shrunk by its margin, :meth:`estimator.Fit.margined`)
+    when the domain's ``profile_source`` is ``learned`` and the estimator
+    has a fit; otherwise the manual one.
+    """
+    if domain.get('profile_source') == LEARNED:
+        fit = learned_fit(domain)
+        if fit is not None:
+            profile = fit.margined()
+            if _priced(profile.iops_4k, profile.bytes_sec):
+                return profile
+    return manual_profile(domain)
 
 
 def committed(tiers: collections.abc.Iterable[Row],
@@ -89,6 +132,8 @@ def check(tier: str, domain: Row, others: collections.abc.Iterable[Row],
         'capacity': 1.0, 'max_commit_ratio': max_ratio,
         'committed_before': None, 'committed_after': None}
     profile = profile_of(domain)
+    if profile is not None:
+        numbers.update(iops_4k=profile.iops_4k, bytes_sec=profile.bytes_sec)
     if profile is None:
         if not _has_floor(after):
             return numbers

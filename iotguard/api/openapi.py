@@ -23,6 +23,7 @@ import copy
 import dataclasses
 import functools
 
+from iotguard.api.schemas import agent
 from iotguard.api.schemas import common
 from iotguard.api.schemas import decision
 from iotguard.api.schemas import domain
@@ -130,6 +131,10 @@ OPERATIONS = {
         'GET': Operation('Show one decision.',
                          params={'decision_id': common.QUERY_INT},
                          errors=(404,)),
+    },
+    '/v1/agents': {
+        'GET': Operation('List the agents and whether each is alive '
+                         '(admin).', query=agent.LIST_QUERY),
     },
 }
 

@@ -106,6 +106,10 @@ RULES = [
     _rule('iotguard:decision:all_projects', 'rule:admin',
           "See every project's decisions.", 'GET', '/v1/decisions',
           ('GET', '/v1/decisions/{decision_id}')),
+    _rule('iotguard:agent:list', 'rule:admin',
+          'List the agents: host, driver, version, last heartbeat, disks '
+          'and caps reported, and whether each is alive.',
+          'GET', '/v1/agents'),
 ]
 
 

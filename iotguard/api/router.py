@@ -19,6 +19,7 @@ from oslo_log import log
 from sqlalchemy import exc as sa_exc
 import webob.dec
 
+from iotguard.api.handlers import agent
 from iotguard.api.handlers import decision
 from iotguard.api.handlers import domain
 from iotguard.api.handlers import instance
@@ -49,6 +50,7 @@ ROUTES = {
                            'PATCH': domain.update_domain},
     '/v1/decisions': {'GET': decision.list_decisions},
     '/v1/decisions/{decision_id}': {'GET': decision.show_decision},
+    '/v1/agents': {'GET': agent.list_agents},
 }
 
 
@@ -61,7 +63,8 @@ def _compile(template):
 _TABLE = [(_compile(t), methods) for t, methods in ROUTES.items()]
 #: The handlers that take query parameters (and check them); any query
 #: parameter on the others is a 400.
-_READS_QUERY = {decision.list_decisions, instance.list_instances}
+_READS_QUERY = {decision.list_decisions, instance.list_instances,
+                agent.list_agents}
 
 
 #: What the databases say when a lock wait ends without the lock.

@@ -31,6 +31,7 @@ import sys
 from iotguard.db import api as db_api
 from iotguard.db import migration
 from iotguard import exception
+from iotguard.policy import base
 from iotguard import service
 from iotguard import tiersync
 
@@ -81,13 +82,14 @@ def tier_sync(conf, db, args):
 def domain_calibrate(conf, db, args):
     profile = {'iops_4k': args.iops_4k, 'bytes_sec': args.bytes_sec}
     try:
-        domain = db.domain_update(args.name, profile)
+        db.domain_update(args.name, profile)
     except exception.NotFound:
         if not args.create:
             raise
-        domain = db.domain_create(args.name, args.kind, **profile)
-    print('Domain %(name)s: iops_4k=%(iops_4k)g bytes_sec=%(bytes_sec)g'
-          % domain)
+        db.domain_create(args.name, args.kind, **profile)
+    domain = db.domain_update(args.name, {'form': args.form})
+    print('Domain %(name)s: iops_4k=%(iops_4k)g bytes_sec=%(bytes_sec)g '
+          'form=%(form)s' % domain)
 
 
 def _positive(text):
@@ -131,6 +133,11 @@ def parser():
                      help='create the domain when it does not exist')
     cal.add_argument('--kind', choices=KINDS, default='local',
                      help='kind of a domain created (default local)')
+    cal.add_argument('--form', choices=base.FORMS, default=base.ADDITIVE,
+                     help='how the two figures combine: additive (seek + '
+                     'transfer: disks, arrays; the default) or max (IOPS '
+                     'and bandwidth provisioned separately: a token '
+                     'bucket, e.g. QEMU throttle, Ceph or Cinder QoS)')
     cal.set_defaults(func=domain_calibrate)
     return top
 

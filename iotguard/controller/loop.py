@@ -54,11 +54,13 @@ import zlib
 import numpy as np
 from oslo_log import log as logging
 
+from iotguard import admission
 from iotguard.controller import audit as audit_mod
 from iotguard.controller import samples as samples_mod
 from iotguard import policy as policy_mod
 from iotguard.policy import base
 from iotguard.policy import costmodel
+from iotguard.policy import estimator
 
 LOG = logging.getLogger(__name__)
 
@@ -70,6 +72,9 @@ FULL_READ_S = 60.0
 #: Little's law: operations in flight that make a disk "busy".
 BUSY_DEPTH = 0.8
 _NO_TIER = base.Tier(name='')
+#: Rounds between two writes of a domain's learned profile and estimator
+#: state (a minute at the default 5 s).
+LEARN_WRITE_ROUNDS = 12
 
 
 @dataclasses.dataclass
@@ -151,8 +156,7 @@ def snapshot_of(domain, interval_s, disks, columns):
         latency = np.where(ops > 0, (r_iops * np.nan_to_num(c.read_latency_ms)
                                      + w_iops * np.nan_to_num(
                                          c.write_latency_ms)) / ops, 0.0)
-    profile = base.Profile(iops_4k=float(domain['iops_4k']),
-                           bytes_sec=float(domain['bytes_sec']))
+    profile = admission.profile_of(domain)
     return base.DomainSnapshot(
         domain=domain['name'], profile=profile, interval_s=interval_s,
         disk_ids=tuple(disk_id(d) for d in disks), iops=ops,
@@ -213,7 +217,7 @@ def renew_due(lease_expires_at, now, lease_s, interval_s):
 
 
 def _calibrated(domain):
-    return bool(domain.get('iops_4k') and domain.get('bytes_sec'))
+    return admission.profile_of(domain) is not None
 
 
 def _value(number):
@@ -262,6 +266,7 @@ class DomainLoop:
         self._rates_slot = {}  # domain name -> rates_write_interval slot
         self._seen = {}        # domain name -> first round here
         self._views = None     # (domains, disks version, read at, views)
+        self._learning = {}    # domain name -> [estimator.State, rounds]
 
     # -- the rounds ---------------------------------------------------------
 
@@ -349,6 +354,7 @@ class DomainLoop:
             self._violating.pop(name, None)
             self._rates_slot.pop(name, None)
             self._seen.pop(name, None)
+            self._learning.pop(name, None)
 
     def run_once(self, domain, now, disks=None, writes=None):
         """collect -> decide -> act -> record for one domain.
@@ -381,6 +387,8 @@ class DomainLoop:
             result.skipped = 'warming up'
         else:
             decisions = policy.decide(snapshot, now) if disks else []
+            if disks:
+                self._learn(domain, snapshot)
         result.decisions = len(decisions)
         alone = writes is None
         writes = _Writes() if alone else writes
@@ -392,6 +400,35 @@ class DomainLoop:
             self._flush(writes, now)
         LOG.debug('Round of %s: %s', name, result)
         return result
+
+    def _learn(self, domain, snapshot):
+        """Feed the round to the domain's capacity estimator.
+
+        Its state is read from the database when this controller first
+        runs the domain; state and fit are written every
+        ``LEARN_WRITE_ROUNDS`` rounds. A failure is logged: learning never
+        stops a round.
+        """
+        name = domain['name']
+        try:
+            entry = self._learning.get(name)
+            if entry is None:
+                entry = self._learning[name] = [estimator.State.from_dict(
+                    self.db.domain_estimator_state(name) or {}), 0]
+            state = entry[0]
+            prior = admission.manual_profile(domain)
+            estimator.observe_snapshot(state, snapshot, snapshot.profile,
+                                       prior)
+            entry[1] += 1
+            if entry[1] >= LEARN_WRITE_ROUNDS:
+                entry[1] = 0
+                fit = estimator.fit(state, prior)
+                self.db.domain_learned(
+                    name, fit.to_dict() if fit else None, state.to_dict())
+                if fit is not None:
+                    LOG.debug('Domain %s learned %s', name, fit)
+        except Exception:
+            LOG.exception('Could not learn the capacity of domain %s', name)
 
     # -- collect ------------------------------------------------------------
 

@@ -38,8 +38,13 @@ _NOT_FOR_FACADE = ('backend', 'db_max_retries', 'db_inc_retry_interval',
 
 _TIER_FIELDS = ('name', 'description', 'min_iops', 'min_bytes_sec',
                 'max_iops', 'max_bytes_sec', 'weight', 'is_public')
+#: The estimator's fit, as the ``learned_*`` columns of a domain.
+LEARNED_FIELDS = ('form', 'iops_4k', 'bytes_sec', 'error', 'intervals',
+                  'mixes', 'confidence', 'identified')
 _DOMAIN_FIELDS = ('name', 'kind', 'iops_4k', 'bytes_sec', 'policy',
-                  'params')
+                  'params', 'form', 'profile_source') + tuple(
+                      'learned_' + f for f in LEARNED_FIELDS) + (
+                          'learned_at',)
 _DECISION_FIELDS = ('id', 'created_at', 'domain', 'policy', 'instance_uuid',
                     'dev', 'project_id', 'action', 'old_limits',
                     'new_limits', 'reason', 'numbers')
@@ -253,6 +258,28 @@ class Connection:
             session.flush()
             return _row(domain, ('id',) + _DOMAIN_FIELDS + ('created_at',
                                                             'updated_at'))
+
+    def domain_learned(self, name, fit, state):
+        """Write the estimator's ``state`` and its ``fit`` (a dict).
+
+        A ``fit`` of None leaves the last one in place.
+        """
+        with self._writer() as session:
+            domain = self._domain_row(session, name)
+            if fit is not None:
+                for field in LEARNED_FIELDS:
+                    value = fit[field]
+                    if field == 'identified':
+                        value = ','.join(value)
+                    setattr(domain, 'learned_' + field, value)
+                domain.learned_at = utcnow()
+            domain.estimator_state = state
+            session.flush()
+
+    def domain_estimator_state(self, name):
+        """The estimator's state of a domain (a dict, None if none)."""
+        with self._reader() as session:
+            return self._domain_row(session, name).estimator_state
 
     # -- disks and their tiers -----------------------------------------------
 

@@ -149,6 +149,25 @@ class Domain(Base):
     policy = sa.Column(sa.String(64))
     params = sa.Column(db_types.JsonEncodedDict, nullable=False)
     created_at, updated_at = _timestamps()
+    #: the manual profile's form (``additive`` or ``max``)
+    form = sa.Column(sa.String(16), nullable=False, default='additive',
+                     server_default='additive')
+    #: the profile decisions and admission use: ``manual`` (pinned) or
+    #: ``learned`` (the estimator's fit, with its margin)
+    profile_source = sa.Column(sa.String(16), nullable=False,
+                               default='manual', server_default='manual')
+    #: the estimator's latest fit (iotguard.policy.estimator.Fit)
+    learned_form = sa.Column(sa.String(16))
+    learned_iops_4k = sa.Column(sa.Double)
+    learned_bytes_sec = sa.Column(sa.Double)
+    learned_error = sa.Column(sa.Double)
+    learned_intervals = sa.Column(sa.Integer)
+    learned_mixes = sa.Column(sa.Integer)
+    learned_confidence = sa.Column(sa.Double)
+    learned_identified = sa.Column(sa.String(64))
+    learned_at = sa.Column(DateTime)
+    #: the estimator's state (iotguard.policy.estimator.State)
+    estimator_state = sa.Column(db_types.JsonEncodedDict)
 
 
 class Disk(Base):

@@ -124,6 +124,16 @@ class Client:
         return self._call('PATCH', '/domains/%s' % _quote(name),
                           fields)['domain']
 
+    # -- agents --------------------------------------------------------------
+
+    def agent_list(self, host=None, alive=None):
+        params = {}
+        if host is not None:
+            params['host'] = host
+        if alive is not None:
+            params['alive'] = 'true' if alive else 'false'
+        return self._call('GET', '/agents', params=params)['agents']
+
     # -- decisions -----------------------------------------------------------
 
     def decision_show(self, decision_id):

@@ -66,12 +66,24 @@ class Tier:
                                  % (self.name, low, high))
 
 
+#: The cost model's forms (:mod:`iotguard.policy.costmodel`): ``additive``
+#: (seek + transfer: disks, arrays) and ``max`` (separately provisioned
+#: IOPS and bandwidth: token buckets).
+ADDITIVE = 'additive'
+MAX = 'max'
+FORMS = (ADDITIVE, MAX)
+
+
 @dataclasses.dataclass(frozen=True)
 class Profile:
-    """A domain's capacity: random 4 KiB IOPS and sequential bytes/s."""
+    """A domain's capacity: random 4 KiB IOPS and sequential bytes/s.
+
+    ``form`` says how the two combine (:data:`FORMS`).
+    """
 
     iops_4k: float
     bytes_sec: float
+    form: str = ADDITIVE
 
     def __post_init__(self) -> None:
         for field in ('iops_4k', 'bytes_sec'):
@@ -79,6 +91,9 @@ class Profile:
             if not math.isfinite(value) or value <= 0:
                 raise ValueError('profile: %s must be > 0, not %r'
                                  % (field, value))
+        if self.form not in FORMS:
+            raise ValueError('profile: form must be one of %s, not %r'
+                             % (', '.join(FORMS), self.form))
 
 
 @dataclasses.dataclass(frozen=True)

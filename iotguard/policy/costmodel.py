@@ -10,26 +10,58 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The I/O-size aware cost model.
+"""The I/O-size aware cost model, in two forms.
 
-One disk's load is measured in device-seconds per second::
+One disk's load is measured in device-seconds per second, so a domain's
+capacity is 1.0 whatever mix of I/O sizes it serves. The profile's
+``form`` (:class:`iotguard.policy.base.Profile`) says how its two figures
+combine:
+
+``additive`` (the default: seek + transfer, disks and arrays)::
 
     u = iops / iops_4k + bytes_sec / bytes_sec_capacity
 
-so a domain's capacity is 1.0 whatever mix of I/O sizes it serves. An
-operation of ``s`` bytes costs ``1 / iops_4k + s / bytes_sec_capacity``
-device-seconds: small random I/O is charged for its seeks, large I/O for its
-transfer. Floors, shares and caps are computed in ``u`` and converted back to
-IOPS and bytes/s at the disk's current mean I/O size.
+  an operation of ``s`` bytes costs ``1 / iops_4k + s / bytes_sec``
+  device-seconds: small random I/O is charged for its seeks, large I/O for
+  its transfer.
+
+``max`` (separately provisioned IOPS and bandwidth: QEMU's throttle, Ceph
+librbd QoS, Cinder front-end QoS, cloud volumes with provisioned IOPS and
+throughput, any token bucket)::
+
+    u = max(iops / iops_4k, bytes_sec / bytes_sec_capacity)
+
+  an operation costs ``max(1 / iops_4k, s / bytes_sec)``: the bucket that
+  empties first is the one that holds the device. Below the knee size
+  ``bytes_sec / iops_4k`` an operation costs one IOPS token, above it its
+  bytes.
+
+At one I/O size both forms are linear in the operation rate (the load of
+``n`` operations of ``s`` bytes is ``n * op_cost(s)``), so floors, shares
+and caps are computed in ``u`` and converted back to IOPS and bytes/s at
+the disk's current mean I/O size with the same functions in both forms.
+
+The domain's load is :func:`domain_load` of its total rates. In the
+additive form that is the sum of the disks' loads. In the max form it is
+the max of the summed shares, exact for a token bucket, while each disk is
+charged at its own dominant resource: the sum of the disks' loads is then
+at least the domain's load (equal when they all bind the same resource),
+so shares and floors priced per disk are conservative for a mix of
+IOPS-bound and bandwidth-bound disks.
 """
 
 import numpy as np
 
+from iotguard.policy import base
 from iotguard.policy.base import FloatArray
 from iotguard.policy.base import Profile
 
 #: I/O size assumed for a disk that did no I/O in the last interval.
 DEFAULT_IO_SIZE = 16384.0
+
+#: The I/O size a floor with only one part set is priced at
+#: (:func:`committed_floor_load`): the size ``iops_4k`` is measured at.
+FLOOR_IO_SIZE = 4096.0
 
 
 def mean_io_size(iops: FloatArray, bytes_sec: FloatArray) -> FloatArray:
@@ -41,24 +73,48 @@ def mean_io_size(iops: FloatArray, bytes_sec: FloatArray) -> FloatArray:
     return result
 
 
+def _combine(ops_share: FloatArray | float,
+             bytes_share: FloatArray | float,
+             profile: Profile) -> FloatArray:
+    """The two shares of a profile's capacity, combined by its form."""
+    if profile.form == base.MAX:
+        result: FloatArray = np.maximum(ops_share, bytes_share)
+    else:
+        result = np.add(ops_share, bytes_share)
+    return result
+
+
 def op_cost(io_size: FloatArray, profile: Profile) -> FloatArray:
     """Device-seconds one operation of ``io_size`` bytes costs."""
-    result: FloatArray = 1.0 / profile.iops_4k + io_size / profile.bytes_sec
-    return result
+    return _combine(1.0 / profile.iops_4k, io_size / profile.bytes_sec,
+                    profile)
 
 
 def load(iops: FloatArray, bytes_sec: FloatArray,
          profile: Profile) -> FloatArray:
     """Device-seconds per second each disk uses (the ``u`` above)."""
-    result: FloatArray = iops / profile.iops_4k + bytes_sec / profile.bytes_sec
-    return result
+    return _combine(iops / profile.iops_4k, bytes_sec / profile.bytes_sec,
+                    profile)
+
+
+def domain_load(total_iops: float, total_bytes_sec: float,
+                profile: Profile) -> float:
+    """The load of a whole domain from its total rates.
+
+    Additive: the sum of its disks' loads. Max: the larger of its IOPS and
+    bandwidth shares, exact for a token bucket (and at most the sum of the
+    disks' loads).
+    """
+    return float(_combine(total_iops / profile.iops_4k,
+                          total_bytes_sec / profile.bytes_sec, profile))
 
 
 def limit_load(ops_limit: FloatArray, bytes_limit: FloatArray,
                io_size: FloatArray, cost: FloatArray) -> FloatArray:
     """An (IOPS, bytes/s) limit pair in device-seconds per second.
 
-    ``cost`` is :func:`op_cost` at ``io_size``; ``inf`` is no limit.
+    ``cost`` is :func:`op_cost` at ``io_size`` (so the profile's form is in
+    it); ``inf`` is no limit.
     """
     with np.errstate(invalid='ignore'):
         result: FloatArray = np.minimum(ops_limit,
@@ -96,17 +152,32 @@ def committed_floor_load(min_iops: float, min_bytes_sec: float,
     """The most a floor can cost at any I/O size (for admission).
 
     With both floors set the cost of ``min(min_iops, min_bytes_sec / s)``
-    operations peaks where the two meet, at ``min_iops / iops_4k +
-    min_bytes_sec / bytes_sec``. A floor with only one part set is charged
-    as though the other part were at the domain's own 4 KiB ratio.
+    operations peaks where the two meet, at ``s = min_bytes_sec /
+    min_iops``: ``min_iops / iops_4k + min_bytes_sec / bytes_sec``
+    (additive) or ``max(min_iops / iops_4k, min_bytes_sec / bytes_sec)``
+    (max form: below that size the floor's operations cost at most their
+    IOPS token each, above it its bytes are the promise).
+
+    A floor with only one part set would cost without bound (IOPS of huge
+    operations, bytes/s of tiny ones); it is priced as though the other
+    part were at ``FLOOR_IO_SIZE``, the size ``iops_4k`` is measured at:
+    an IOPS floor promises small operations, a bandwidth floor operations
+    of at least 4 KiB. In both forms that is the exact peak over those
+    sizes. In the max form an IOPS floor then costs ``min_iops /
+    iops_4k`` (the knee ``bytes_sec / iops_4k`` is above 4 KiB on any
+    real device), while a bandwidth floor costs ``min_bytes_sec / 4096 /
+    iops_4k``, which on a token bucket with a high knee is well above
+    what the same floor costs with large I/O (``min_bytes_sec /
+    bytes_sec``): a tier for large I/O should set both parts.
     """
     if min_iops <= 0 and min_bytes_sec <= 0:
         return 0.0
     if min_iops <= 0:
-        min_iops = min_bytes_sec / 4096.0
+        min_iops = min_bytes_sec / FLOOR_IO_SIZE
     if min_bytes_sec <= 0:
-        min_bytes_sec = min_iops * 4096.0
-    return min_iops / profile.iops_4k + min_bytes_sec / profile.bytes_sec
+        min_bytes_sec = min_iops * FLOOR_IO_SIZE
+    return float(_combine(min_iops / profile.iops_4k,
+                          min_bytes_sec / profile.bytes_sec, profile))
 
 
 def to_limits(share: FloatArray, io_size: FloatArray,

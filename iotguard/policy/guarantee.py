@@ -36,10 +36,12 @@ each disk did when it was last uncongested):
    disks' latency against the domain's congestion threshold
    (``congestion_ms``, or ``congestion_factor`` x the learned service time);
    ``pressure`` is the largest ratio.
-3. **Engage** when the domain's load ``U = sum(u)`` passes
+3. **Engage** when the domain's load ``U`` (:func:`costmodel.domain_load`:
+   ``sum(u)`` in the additive form) passes
    ``high_watermark``, a disk is starving or the pressure is above 1. Once
    caps are in force the policy stays engaged until ``U`` falls below
-   ``low_watermark`` (hysteresis).
+   ``low_watermark`` (hysteresis). Shares are allocated in the disks'
+   charges ``sum(u)`` (at least ``U`` in the max form: conservative).
 4. **Estimate demand.** A capped disk running at ``at_cap_ratio`` of its cap
    or more wants more (unbounded); an uncapped disk with unmet demand wants
    ``headroom`` more than it gets, and at least its floor plus
@@ -184,9 +186,17 @@ def _check(params: dict[str, float]) -> None:
              % (1 + params['min_change']))
 
 
+def _static_load(snap: base.DomainSnapshot, size: base.FloatArray,
+                 cost: base.FloatArray) -> base.FloatArray:
+    """The static limits (Nova's, Cinder's) as a load; ``inf``: none."""
+    if snap.static_iops is None or snap.static_bytes_sec is None:
+        return np.full(len(snap), np.inf)
+    return costmodel.limit_load(snap.static_iops, snap.static_bytes_sec,
+                                size, cost)
+
+
 def _release_point(snap: base.DomainSnapshot, ceil: base.FloatArray,
-                   size: base.FloatArray,
-                   cost: base.FloatArray) -> base.FloatArray:
+                   static: base.FloatArray) -> base.FloatArray:
     """The cap level (load) from which a cap can be released.
 
     The ceiling, or the whole domain when there is none, where the static
@@ -196,8 +206,6 @@ def _release_point(snap: base.DomainSnapshot, ceil: base.FloatArray,
     point = np.minimum(ceil, CAPACITY)
     if snap.static_iops is None or snap.static_bytes_sec is None:
         return point
-    static = costmodel.limit_load(snap.static_iops, snap.static_bytes_sec,
-                                  size, cost)
     with np.errstate(invalid='ignore'):
         below_static = ceil < static * (1.0 - 1e-9)
     result: base.FloatArray = np.where(below_static, np.inf, point)
@@ -339,10 +347,17 @@ class GuaranteePolicy:
         # A cap is released only where the static limits alone keep the
         # disk under its ceiling; a tier ceiling below them is held by
         # the cap itself (never above the ceiling).
-        hold = _release_point(snap, ceil, size, cost)
+        static = _static_load(snap, size, cost)
+        hold = _release_point(snap, ceil, static)
         cap = costmodel.limit_load(snap.cap_iops, snap.cap_bytes_sec, size,
                                    cost)
+        # What the disks are charged (the allocation's unit) and the
+        # domain's own load (the watermarks'): equal in the additive form;
+        # in the max form a mix of IOPS-bound and bandwidth-bound disks is
+        # charged more than the device's load (see costmodel).
         total = float(u.sum())
+        domain = costmodel.domain_load(float(snap.iops.sum()),
+                                       float(snap.bytes_sec.sum()), profile)
 
         # 2. engagement, with hysteresis while caps are in force
         # Unmet demand: slow operations *and* always one in flight (Little:
@@ -382,7 +397,7 @@ class GuaranteePolicy:
         # (A calm domain, below the low watermark, has no queue to keep
         # short: a slow disk there is slow for another reason.)
         pressure = float(np.max(np.where(
-            shallow, snap.latency_ms / threshold_ms, 0.0))) if total > (
+            shallow, snap.latency_ms / threshold_ms, 0.0))) if domain > (
                 self.low_watermark * CAPACITY) else 0.0
         # A cap is raised on a disk that runs at it (a probe for spare
         # capacity) only while no uncapped disk has unmet demand and the
@@ -403,11 +418,12 @@ class GuaranteePolicy:
         starving = (slow | wants) & (u < floor * (1.0 - self.tolerance))
         any_starving = bool(starving.any())
         engaged = (any_starving or pressure > 1.0
-                   or total > self.high_watermark * CAPACITY)
-        holding = bool(capped.any()) and total > (self.low_watermark
-                                                  * CAPACITY)
+                   or domain > self.high_watermark * CAPACITY)
+        holding = bool(capped.any()) and domain > (self.low_watermark
+                                                   * CAPACITY)
 
-        numbers = dict(domain_load=total, starving=float(starving.sum()),
+        numbers = dict(domain_load=domain, charged=total,
+                       starving=float(starving.sum()),
                        waiting=float(unmet.sum()), pressure=pressure,
                        service_ratio=learned or math.nan)
         if not (engaged or holding):
@@ -446,8 +462,10 @@ class GuaranteePolicy:
         slack = 0.0 if bool(wants.any()) else self.tolerance
         # A disk with at most one request in flight adds at most one to
         # the queue: it is never what keeps the queue long.
+        # A cap at the disk's static limits would change nothing.
         over = fresh & ~shallow & (u > share * (1.0 + slack))
-        tighten = engaged & over & (target < cap * (1.0 - self.min_change))
+        tighten = engaged & over & (target < np.minimum(cap, static) * (
+            1.0 - self.min_change))
         loosen = (may_raise & ~tighten
                   & (target > cap * (1.0 + self.min_change)))
         new = np.where(tighten, target,

@@ -30,6 +30,8 @@ import numpy as np
 
 from iotguard.policy import base
 from iotguard.policy import costmodel
+from iotguard.policy import estimator
+from iotguard.sim import learning
 from iotguard.sim import scenario as scenario_mod
 from iotguard.sim import storage
 from iotguard.sim import throttle
@@ -92,6 +94,10 @@ class Run:
     #: each disk's mean latency per operation (ms; 0 without I/O)
     latency_ms: base.FloatArray = dataclasses.field(
         default_factory=lambda: np.zeros((0, 0)))
+    #: the capacity estimator's fit after each window
+    #: (:mod:`iotguard.sim.learning`)
+    fits: list[estimator.Fit | None] = dataclasses.field(
+        default_factory=list)
 
 
 def window_latency_ms(
@@ -106,7 +112,8 @@ def window_latency_ms(
 
 
 def profile(domain: scenario_mod.Domain) -> base.Profile:
-    return base.Profile(iops_4k=domain.iops_4k, bytes_sec=domain.bytes_sec)
+    return base.Profile(iops_4k=domain.iops_4k, bytes_sec=domain.bytes_sec,
+                        form=domain.form)
 
 
 def static_ceiling(limits: dict[str, int], unit: str) -> float:
@@ -172,6 +179,7 @@ class _Loop:
         self.vms = [self.world.vm(d) for d in self.ids]
         self.tiers = [scenario.tiers[vm.tier] for vm in self.vms]
         self.profile = profile(scenario.domain)
+        self.learner = learning.Learner(learning.prior(scenario.domain))
         n = len(self.ids)
         self.cap_iops = np.full(n, np.inf)
         self.cap_bytes = np.full(n, np.inf)
@@ -255,13 +263,14 @@ class _Loop:
                            dtype=float)
             size = np.array([d['rd_bytes'] + d['wr_bytes'] for d in delta],
                             dtype=float)
-            work[k] = (ops / sc.domain.iops_4k
-                       + size / sc.domain.bytes_sec) / dt
+            work[k] = costmodel.load(ops, size, self.profile) / dt
             kbs[k] = size / dt / workload.KIB
             latency[k] = window_latency_ms(delta)
             response[k] = (queue[k] / ops.sum() * dt * 1e3 if ops.sum()
                            else 0.0)
-            self.apply(self.policy.decide(self.snapshot(delta), now), now)
+            snapshot = self.snapshot(delta)
+            self.learner.observe(snapshot)
+            self.apply(self.policy.decide(snapshot, now), now)
             if progress is not None:
                 progress((k + 1) / windows)
         sizes = np.array([nominal_io_size(vm) for vm in self.vms])
@@ -282,7 +291,8 @@ class _Loop:
             slots=slots_in, capacity=capacity, queue=queue,
             response_ms=response,
             cap_kbs=cap_kbs, actions=self.actions,
-            change_times=sc.change_times(), latency_ms=latency)
+            change_times=sc.change_times(), latency_ms=latency,
+            fits=self.learner.fits)
 
 
 def run(scenario: scenario_mod.Scenario, policy: base.Policy, seed: int = 0,

@@ -20,6 +20,7 @@ the Agg backend (no display needed).
 
 from typing import Any
 
+from iotguard.sim import learning
 from iotguard.sim import loop
 from iotguard.sim import measures
 
@@ -34,6 +35,8 @@ def result(run: loop.Run, reference: loop.Run) -> dict[str, Any]:
         'queue_max': round(float(run.queue.max()), 2),
         'response_ms_max': round(float(run.response_ms.max()), 1),
         'caps': sum(1 for a in run.actions if a.action == 'cap'),
+        'estimator': learning.convergence(
+            run.fits, learning.truth(run.scenario.domain), run.window_s),
     }
 
 
@@ -78,7 +81,30 @@ def table(scenario: str, results: dict[str, dict[str, Any]]) -> str:
             _fmt(results[p]['measures'].get(key, results[p].get(key)))
             for p in policies])
     out.append(_grid(rows))
+    out += ['', _estimator(results)]
     return '\n'.join(out) + '\n'
+
+
+def _estimator(results: dict[str, dict[str, Any]]) -> str:
+    """The learned capacity profile under each policy, against the truth."""
+    true = next(iter(results.values()))['estimator']['true']
+    rows = [['policy', 'form', 'iops_4k', 'bytes_sec', 'error',
+             'confidence', 'identified', 'within 10 % from (s)']]
+    rows.append(['(true)', true['form'], _fmt(true['iops_4k']),
+                 _fmt(true['bytes_sec']), '', '', '', ''])
+    for name, result in results.items():
+        learned = result['estimator']
+        fit = learned['fit']
+        if fit is None:
+            rows.append([name, '-', '-', '-', '-', '-', '-', '-'])
+            continue
+        rows.append([name, fit['form'], _fmt(fit['iops_4k']),
+                     _fmt(fit['bytes_sec']), _fmt(fit['error']),
+                     _fmt(fit['confidence']),
+                     ','.join(fit['identified']) or '-',
+                     _fmt(learned['converged_s'])])
+    return ('capacity estimator: the fit after the run (prior: the '
+            'profile as typed, additive)\n' + _grid(rows))
 
 
 def _grid(rows: list[list[str]]) -> str:

@@ -46,7 +46,9 @@ class Domain:
     outstanding requests the array serves ``min(1, (n / sat_depth) **
     depth_exponent)`` of it; a disk with ``q`` of them gets a share in
     proportion to ``q ** share_exponent``. ``noise`` is the standard
-    deviation of the per-tick log-normal speed factor.
+    deviation of the per-tick log-normal speed factor. ``form`` is the
+    cost model's form the storage follows (:data:`base.FORMS`):
+    ``additive`` (seek + transfer) or ``max`` (a token bucket).
     """
 
     name: str
@@ -56,6 +58,7 @@ class Domain:
     depth_exponent: float = 0.0
     share_exponent: float = 1.0
     noise: float = 0.0
+    form: str = base.ADDITIVE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -255,7 +258,11 @@ def _domain(r: _Reader) -> Domain:
         sat_depth=r.number('sat_depth', 1.0, strict=True),
         depth_exponent=r.number('depth_exponent', 0.0),
         share_exponent=r.number('share_exponent', 1.0, strict=True),
-        noise=r.number('noise', 0.0))
+        noise=r.number('noise', 0.0),
+        form=r.string('form', base.ADDITIVE))
+    if domain.form not in base.FORMS:
+        r.fail(r.name('form'), 'must be one of %s, not %r'
+               % (', '.join(base.FORMS), domain.form))
     r.done()
     return domain
 

@@ -16,6 +16,7 @@ import math
 
 from oslo_log import log
 
+from iotguard import admission
 from iotguard.policy import costmodel
 
 LOG = log.getLogger(__name__)
@@ -53,20 +54,21 @@ def view(disk):
 
 
 def load(disks, profile):
-    """Device-seconds per second the disks used at their latest rates.
+    """The domain's load at its disks' latest rates.
 
-    None (logged) if the sum is not finite: rates up to
+    :func:`iotguard.policy.costmodel.domain_load` of the summed rates.
+    None (logged) if it is not finite: rates up to
     :data:`iotguard.caps.MAX_RATE` cannot make it so, rates stored before
     that limit could.
     """
-    total = 0.0
+    iops = bytes_sec = 0.0
     for disk in disks:
         if disk['sampled_at'] is None:
             continue
-        iops = (disk['read_iops'] or 0.0) + (disk['write_iops'] or 0.0)
-        bytes_sec = ((disk['read_bytes_sec'] or 0.0)
-                     + (disk['write_bytes_sec'] or 0.0))
-        total += float(costmodel.load(iops, bytes_sec, profile))
+        iops += (disk['read_iops'] or 0.0) + (disk['write_iops'] or 0.0)
+        bytes_sec += ((disk['read_bytes_sec'] or 0.0)
+                      + (disk['write_bytes_sec'] or 0.0))
+    total = costmodel.domain_load(iops, bytes_sec, profile)
     if not math.isfinite(total):
         LOG.warning('The load of domain %s overflows at its stored rates; '
                     'shown as unknown until the controller writes new ones',
@@ -75,7 +77,37 @@ def load(disks, profile):
     return total
 
 
-def profile_view(profile):
-    if profile is None:
+def _learned_view(domain):
+    fit = admission.learned_fit(domain)
+    if fit is None:
         return None
-    return {'iops_4k': profile.iops_4k, 'bytes_sec': profile.bytes_sec}
+    view = fit.to_dict()
+    view['identified'] = list(fit.identified)
+    view['margined'] = profile_values(fit.margined())
+    view['learned_at'] = domain.get('learned_at')
+    return view
+
+
+def profile_values(profile):
+    return {'iops_4k': profile.iops_4k, 'bytes_sec': profile.bytes_sec,
+            'form': profile.form}
+
+
+def profile_view(domain, full=False):
+    """The profile a domain's decisions and admission use, and its source.
+
+    ``full`` (one domain's view) adds the manual profile and the
+    estimator's fit. None when the domain has neither.
+    """
+    in_use = admission.profile_of(domain)
+    learned = _learned_view(domain)
+    if in_use is None and learned is None:
+        return None
+    view = (profile_values(in_use) if in_use else
+            {'iops_4k': None, 'bytes_sec': None, 'form': None})
+    view['source'] = domain.get('profile_source') or admission.MANUAL
+    if full:
+        manual = admission.manual_profile(domain)
+        view['manual'] = profile_values(manual) if manual else None
+        view['learned'] = learned
+    return view

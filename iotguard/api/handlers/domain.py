@@ -34,7 +34,7 @@ def _full_view(domain, disks, default_policy):
         'name': domain['name'], 'kind': domain['kind'],
         'policy': domain['policy'] or default_policy,
         'params': domain['params'],
-        'profile': disk.profile_view(profile),
+        'profile': disk.profile_view(domain, full=True),
         'capacity': 1.0,
         'committed': (admission.committed(tiers, profile)
                       if profile else None),
@@ -54,7 +54,7 @@ def list_domains(req):
         return util.json_response({'domains': [{
             'name': d['name'], 'kind': d['kind'],
             'policy': d['policy'] or default,
-            'profile': disk.profile_view(admission.profile_of(d))}
+            'profile': disk.profile_view(d)}
             for d in domains]})
     mine = {d['domain'] for d in st.db.disk_list(
         project_id=common.context(req).project_id)}

@@ -22,6 +22,9 @@ NAME = {'type': 'string', 'minLength': 1, 'maxLength': 64,
         'pattern': _NOT_DOTS + r'[A-Za-z0-9._-]+$'}
 DOMAIN_NAME = {'type': 'string', 'minLength': 1, 'maxLength': 255,
                'pattern': _NOT_DOTS + r'[A-Za-z0-9._:@#-]+$'}
+#: A compute host's name (``[DEFAULT] host`` of its agent).
+HOST = {'type': 'string', 'minLength': 1, 'maxLength': 255,
+        'pattern': _NOT_DOTS + r'[A-Za-z0-9._:@-]+$'}
 PROJECT_ID = {'type': 'string', 'minLength': 1, 'maxLength': 64,
               'pattern': _NOT_DOTS + r'[A-Za-z0-9._-]+$'}
 #: A rate (IOPS, bytes/s), 0 = no limit; up to 10^15.

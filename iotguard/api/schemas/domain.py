@@ -14,6 +14,7 @@
 
 from iotguard import admission
 from iotguard.api.schemas import common
+from iotguard.policy import base
 
 _PARAM = {'type': ['number', 'string', 'boolean'], 'maxLength': 255,
           'minimum': -1e15, 'maximum': 1e15}
@@ -29,6 +30,8 @@ UPDATE = {
     'properties': {
         'iops_4k': _profile_value('iops_4k'),
         'bytes_sec': _profile_value('bytes_sec'),
+        'form': {'enum': list(base.FORMS)},
+        'profile_source': {'enum': list(admission.SOURCES)},
         'policy': common.NAME,
         'params': {'type': 'object', 'maxProperties': 64,
                    'propertyNames': common.NAME,

@@ -149,7 +149,7 @@ class SharedQueueTest(base.TestCase):
         alone = [statistics.median(r) for r in self.windows(quiet, 3)]
         noisy = self.start_noisy()
         rates = self.windows(quiet + [noisy], 2 + 4)
-        shown = self._show(alone, rates)
+        shown = self._report(self._show(alone, rates))
         for before, after in zip(alone, rates[:2]):
             self.assertLess(max(after[2:]), 0.75 * before, shown)
         total = [sum(w) for w in zip(*rates)][2:]
@@ -170,7 +170,7 @@ class SharedQueueTest(base.TestCase):
         self._wait(lambda: len(self._instances()) == 2, 60,
                    'the agent\'s disks registered')
         self.api('PATCH', '/v1/domains/' + domain, self.ADMIN,
-                 {'iops_4k': IOPS, 'bytes_sec': BYTES_SEC})
+                 {'iops_4k': IOPS, 'bytes_sec': BYTES_SEC, 'form': 'max'})
         self.api('POST', '/v1/tiers', self.ADMIN,
                  {'name': 'quiet-' + self.run_id, 'min_bytes_sec': FLOOR,
                   'min_iops': FLOOR_IOPS})
@@ -180,7 +180,8 @@ class SharedQueueTest(base.TestCase):
         alone = [statistics.median(r) for r in self.windows(quiet, 3)]
         noisy = self.start_noisy()
         rates = self.windows(quiet + [noisy], SETTLE + 8)
-        shown = self._show(alone, rates) + '\n' + self._decisions()
+        shown = self._report(self._show(alone, rates) + '\n'
+                             + self._decisions())
         for before, after in zip(alone, rates[:2]):
             self.assertGreaterEqual(statistics.median(after[SETTLE:]),
                                     QUIET_SHARE * before, shown)
@@ -273,9 +274,19 @@ class SharedQueueTest(base.TestCase):
                           % (timeout, what))
             time.sleep(1)
 
+    def _report(self, shown):
+        """``shown``, also appended to ``$IOTGUARD_BED_REPORT`` if set."""
+        path = os.environ.get('IOTGUARD_BED_REPORT')
+        if path:
+            with open(path, 'a') as f:
+                f.write('== %s %s\n%s\n' % (
+                    time.strftime('%Y-%m-%dT%H:%M:%S'), self.id(), shown))
+        return shown
+
     @staticmethod
     def _show(alone, rates):
-        lines = ['alone (KiB/s): %s' % ' '.join('%.0f' % (a / 1024)
+        lines = ['load average: %.2f %.2f %.2f' % os.getloadavg(),
+                 'alone (KiB/s): %s' % ' '.join('%.0f' % (a / 1024)
                                                 for a in alone)]
         for i, window in enumerate(zip(*rates)):
             lines.append('window %d: %s' % (i, ' '.join(

@@ -14,6 +14,8 @@
 
 from iotguard import admission
 from iotguard import exception
+from iotguard.policy import base as base_policy
+from iotguard.policy import estimator
 from iotguard.tests import base
 
 DOMAIN = {'name': 'local:cn1', 'iops_4k': 10000.0, 'bytes_sec': 400e6}
@@ -104,3 +106,48 @@ class CheckTest(base.TestCase):
                                 'gold', domain, [], [], [_tier(10)],
                                 max_ratio=0.9)
         self.assertIn('calibrate', exc.message)
+
+
+class LearnedProfileTest(base.TestCase):
+    """The bed of issue 12: fio's figures typed in, the max form learned."""
+
+    BED = {'name': 'bed', 'iops_4k': 100.0, 'bytes_sec': 4194304.0,
+           'form': 'additive', 'profile_source': 'manual',
+           'learned_form': 'max', 'learned_iops_4k': 100.0,
+           'learned_bytes_sec': 4194304.0, 'learned_error': 0.01,
+           'learned_intervals': 60, 'learned_mixes': 2,
+           'learned_confidence': 1.0,
+           'learned_identified': 'iops_4k,bytes_sec'}
+    QUIET = {'min_iops': 10.0, 'min_bytes_sec': 600 * 1024.0}
+
+    def test_manual_until_the_admin_lets_it_learn(self):
+        self.assertEqual(base_policy.Profile(100.0, 4194304.0),
+                         admission.profile_of(self.BED))
+        fit = admission.learned_fit(self.BED)
+        self.assertEqual(('iops_4k', 'bytes_sec'), fit.identified)
+        learned = dict(self.BED, profile_source='learned')
+        self.assertEqual(base_policy.MAX, admission.profile_of(learned).form)
+
+    def test_three_600k_floors_admitted_with_the_learned_profile(self):
+        # a fourth quiet VM: 0.99 of the bucket with the manual profile
+        # (refused at 0.9), 0.59 with the learned one
+        others = [self.QUIET] * 3
+        self.assertRaises(exception.AdmissionRejected, admission.check,
+                          'quiet', self.BED, others, [], [self.QUIET], 0.9)
+        numbers = admission.check(
+            'quiet', dict(self.BED, profile_source='learned'), others, [],
+            [self.QUIET], 0.9)
+        self.assertAlmostEqual(4 * 0.146484375, numbers['committed_after'])
+
+    def test_low_confidence_is_priced_with_the_margin(self):
+        learned = dict(self.BED, profile_source='learned',
+                       learned_confidence=0.0, learned_identified='iops_4k')
+        profile = admission.profile_of(learned)
+        self.assertAlmostEqual(100.0 * (1 - estimator.MARGIN),
+                               profile.iops_4k)
+
+    def test_manual_form_and_no_fit(self):
+        bucket = dict(self.BED, form='max', learned_form=None,
+                      profile_source='learned')
+        self.assertIsNone(admission.learned_fit(bucket))
+        self.assertEqual(base_policy.MAX, admission.profile_of(bucket).form)

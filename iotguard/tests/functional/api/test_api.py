@@ -157,7 +157,7 @@ class APITests:
     def test_unknown_query_parameters_are_400(self):
         for path in ('/v1/tiers', '/v1/tiers/gold', '/v1/domains',
                      '/v1/instances/%s' % A1, '/v1', '/v1/instances',
-                     '/v1/decisions/%d' % self.decisions[0]):
+                     '/v1/decisions/%d' % self.decisions[0], '/v1/agents'):
             self.assertError(self.call('GET', path + '?color=red',
                                        who=ADMIN), 400, 'color')
         self.assertError(self.call('PUT', '/v1/instances/%s/tier?dev=vda'
@@ -614,7 +614,8 @@ class APITests:
         self.assertEqual(['ceph:new', 'local:cn1'],
                          [d['name'] for d in domains])
         self.assertIsNone(domains[0]['profile'])
-        self.assertEqual({'iops_4k': 10000.0, 'bytes_sec': 400e6},
+        self.assertEqual({'iops_4k': 10000.0, 'bytes_sec': 400e6,
+                          'form': 'additive', 'source': 'manual'},
                          domains[1]['profile'])
         domain = self.call('GET', '/v1/domains/local:cn1',
                            who=ADMIN).json['domain']
@@ -674,7 +675,9 @@ class APITests:
                                    'policy': 'none', 'params': {}})
         self.assertEqual(200, response.status_code, response.text)
         profile = response.json['domain']['profile']
-        self.assertEqual({'iops_4k': 20000.0, 'bytes_sec': 1e9}, profile)
+        manual = {'iops_4k': 20000.0, 'bytes_sec': 1e9, 'form': 'additive'}
+        self.assertEqual(dict(manual, source='manual', manual=manual,
+                              learned=None), profile)
         self.assertIsInstance(profile['iops_4k'], float)
         self.assertEqual('none', self.db.domain_get('ceph:new')['policy'])
         # Now calibrated, the domain admits a floor.
@@ -712,6 +715,41 @@ class APITests:
                                            domain['policy']))
         self.assertEqual(200, self.call('GET', '/v1/domains/local:cn1',
                                         who=ADMIN).status_code)
+
+    def test_learned_profile_shown_and_chosen(self):
+        fit = {'form': 'max', 'iops_4k': 12000.0, 'bytes_sec': 5e8,
+               'error': 0.02, 'intervals': 60, 'mixes': 3,
+               'confidence': 1.0, 'identified': ['iops_4k', 'bytes_sec']}
+        self.db.domain_learned('local:cn1', fit, {'saturated': []})
+        domain = self.call('GET', '/v1/domains/local:cn1',
+                           who=ADMIN).json['domain']
+        profile = domain['profile']
+        # pinned to the manual profile until the admin lets it learn
+        self.assertEqual(('manual', 10000.0, 'additive'), (
+            profile['source'], profile['iops_4k'], profile['form']))
+        learned = profile['learned']
+        self.assertEqual(dict(fit, margined={
+            'iops_4k': 12000.0, 'bytes_sec': 5e8, 'form': 'max'}),
+            {k: v for k, v in learned.items() if k != 'learned_at'})
+        self.assertIsNotNone(learned['learned_at'])
+        response = self.call('PATCH', '/v1/domains/local:cn1', who=ADMIN,
+                             body={'profile_source': 'learned'})
+        self.assertEqual(200, response.status_code, response.text)
+        domain = response.json['domain']
+        self.assertEqual(('learned', 12000.0, 'max'), (
+            domain['profile']['source'], domain['profile']['iops_4k'],
+            domain['profile']['form']))
+        # the committed floors are priced with the learned profile
+        self.assertLess(domain['committed'], 0.22048)
+        for body in ({'profile_source': 'guess'}, {'form': 'min'}):
+            self.assertError(self.call('PATCH', '/v1/domains/local:cn1',
+                                       who=ADMIN, body=body), 400)
+        response = self.call('PATCH', '/v1/domains/local:cn1', who=ADMIN,
+                             body={'profile_source': 'manual',
+                                   'form': 'max'})
+        self.assertEqual({'iops_4k': 10000.0, 'bytes_sec': 400e6,
+                          'form': 'max'},
+                         response.json['domain']['profile']['manual'])
 
     def test_domain_profile_at_the_bounds(self):
         for profile in ({'iops_4k': 1, 'bytes_sec': 4096},
@@ -818,6 +856,43 @@ class APITests:
                             ('since=0001-01-01T00:00:00%2B01:00', 'range'),
                             ('since=9999-12-31T23:59:59-01:00', 'range')):
             self.assertError(self.call('GET', '/v1/decisions?' + query,
+                                       who=ADMIN), 400, part)
+
+    # -- agents ---------------------------------------------------------------
+
+    def test_agents_for_the_admin(self):
+        self.db.agent_heartbeat('cn2', 'libvirt', version='2.0',
+                                interval_s=5.0, disks=3, caps=1)
+        self.db.agent_heartbeat('cn1', 'simulated', now=T0)
+        response = self.call('GET', '/v1/agents', who=ADMIN)
+        self.assertEqual(200, response.status_code, response.text)
+        cn1, cn2 = response.json['agents']
+        self.assertEqual({
+            'host': 'cn1', 'driver': 'simulated', 'version': None,
+            'last_heartbeat': '2026-11-22T03:00:00Z', 'interval_s': None,
+            'disks': None, 'caps': None, 'alive': False,
+            'created_at': '2026-11-22T03:00:00Z'}, cn1)
+        self.assertEqual(('cn2', '2.0', 5.0, 3, 1, True),
+                         (cn2['host'], cn2['version'], cn2['interval_s'],
+                          cn2['disks'], cn2['caps'], cn2['alive']))
+        for query, hosts in (('?alive=true', ['cn2']),
+                             ('?alive=0', ['cn1']),
+                             ('?host=cn1', ['cn1']),
+                             ('?host=cn1&alive=yes', []),
+                             ('?host=cn9', [])):
+            response = self.call('GET', '/v1/agents' + query, who=ADMIN)
+            self.assertEqual(hosts, [a['host'] for a in
+                                     response.json['agents']], query)
+
+    def test_agents_are_the_admins(self):
+        self.db.agent_heartbeat('cn1', 'libvirt')
+        for who in (READER_A, MEMBER_A, NOROLE_A):
+            self.assertError(self.call('GET', '/v1/agents', who=who), 403)
+        for query, part in (('alive=maybe', 'alive'), ('host=a/b', 'host'),
+                            ('host=' + 'h' * 256, 'host'),
+                            ('limit=1', 'limit'),
+                            ('alive=1&alive=0', 'more than once')):
+            self.assertError(self.call('GET', '/v1/agents?' + query,
                                        who=ADMIN), 400, part)
 
 

@@ -62,7 +62,7 @@ MEMBER = {'project': PROJECT, 'roles': 'member,reader'}
 _TIME = re.compile(r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z$')
 GENERATED = {'id': None, 'decision_id': None, 'created_at': _TIME,
              'updated_at': _TIME, 'sampled_at': _TIME,
-             'lease_expires_at': _TIME,
+             'lease_expires_at': _TIME, 'last_heartbeat': _TIME,
              'request_id': re.compile(r'^req-[0-9a-f-]{36}$')}
 #: Objects whose keys are data, not parameters (libvirt iotune keys, a
 #: policy's parameters and audit numbers): key paths, matched at the end.
@@ -138,6 +138,8 @@ CALLS = (
          response='decisions/decisions-list-response.json'),
     Call('GET', '/v1/decisions/{decision_id}', '/v1/decisions/{decision_id}',
          MEMBER, 200, response='decisions/decision-show-response.json'),
+    Call('GET', '/v1/agents', '/v1/agents', ADMIN, 200,
+         response='agents/agents-list-response.json'),
     Call('GET', '/v1/tiers/{name}', '/v1/tiers/silver', MEMBER, 404,
          response='errors/not-found-response.json'),
     Call('DELETE', '/v1/instances/{uuid}/tier', INSTANCE_TIER, MEMBER, 204,
@@ -233,6 +235,9 @@ class SamplesMatchTheAPI:
         db.cap_set(INSTANCE, 'vda', limits,
                    SAMPLED_AT + datetime.timedelta(seconds=35),
                    self.decision_id)
+        # Heard of now, so alive.
+        db.agent_heartbeat('compute1', 'libvirt', version='1.0.0',
+                           interval_s=5.0, disks=2, caps=1)
 
     def test_samples_match_the_live_api(self):
         found = []

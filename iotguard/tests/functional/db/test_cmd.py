@@ -79,8 +79,15 @@ class CommandTests:
         self.manage('domain', 'calibrate', 'ceph:p1', '--iops-4k', '25000',
                     '--bytes-sec', '1e9')
         domain = self.db.domain_get('ceph:p1')
-        self.assertEqual(('ceph', 25000.0, 1e9), (
-            domain['kind'], domain['iops_4k'], domain['bytes_sec']))
+        self.assertEqual(('ceph', 25000.0, 1e9, 'additive'), (
+            domain['kind'], domain['iops_4k'], domain['bytes_sec'],
+            domain['form']))
+        code, out, _ = self.manage('domain', 'calibrate', 'ceph:p1',
+                                   '--iops-4k', '100', '--bytes-sec',
+                                   '4194304', '--form', 'max')
+        self.assertEqual(0, code)
+        self.assertIn('form=max', out)
+        self.assertEqual('max', self.db.domain_get('ceph:p1')['form'])
 
     def test_tier_sync_dry_run_then_real(self):
         self.manage('db', 'sync')

@@ -51,7 +51,8 @@ class PolicyTest(base.TestCase):
         for rule in ('iotguard:tier:create', 'iotguard:tier:update',
                      'iotguard:tier:delete', 'iotguard:domain:update',
                      'iotguard:decision:all_projects',
-                     'iotguard:instance:all_projects'):
+                     'iotguard:instance:all_projects',
+                     'iotguard:agent:list'):
             self.assertTrue(self.allowed(rule, _ctx('p', 'admin'), 'p'))
             self.assertFalse(self.allowed(rule, _ctx('p', 'member',
                                                      'reader'), 'p'), rule)

@@ -11,9 +11,13 @@
 # under the License.
 
 """GET /v1/instances, DELETE /v1/instances/{uuid}/tier, GET
-/v1/decisions/{id}: validation, policy and scoping, with a recording
-database (the functional API tests run them on real databases)."""
+/v1/decisions/{id}, GET /v1/agents: validation, policy and scoping, with a
+recording database (the functional API tests run them on real
+databases)."""
 
+import datetime
+
+from oslo_utils import timeutils
 import webob
 
 from iotguard.api import app
@@ -124,6 +128,76 @@ class TestListInstances(RouteTest):
                 ('?marker=3', ADMIN, 400, 'marker')):
             self.assertError(self.call('GET', '/v1/instances' + query, who,
                                        disk_list=[]), code, part)
+
+
+NOW = datetime.datetime(2026, 11, 25, 12, 0, 0)
+
+
+def agent(host, seconds_ago, interval_s=5.0):
+    """An agent as db.api's agent_list returns it."""
+    return {'host': host, 'driver': 'libvirt', 'version': '1.0',
+            'last_heartbeat': NOW - datetime.timedelta(seconds=seconds_ago),
+            'interval_s': interval_s, 'disks': 4, 'caps': 1,
+            'created_at': NOW - datetime.timedelta(days=1)}
+
+
+class TestListAgents(RouteTest):
+
+    def setUp(self):
+        super().setUp()
+        timeutils.set_time_override(NOW)
+        self.addCleanup(timeutils.clear_time_override)
+
+    def test_alive_within_three_of_its_intervals(self):
+        agents = [agent('cn1', 15.0), agent('cn2', 15.5),
+                  agent('cn3', 50.0, interval_s=20.0),
+                  agent('cn4', -2.0),   # the controller's clock is ahead
+                  agent('cn5', 15.0, interval_s=None),
+                  agent('cn6', 16.0, interval_s=None)]
+        response = self.call('GET', '/v1/agents', ADMIN, agent_list=agents)
+        self.assertEqual(200, response.status_code, response.text)
+        self.assertEqual([('agent_list', (), {'host': None})], self.db.calls)
+        listed = response.json['agents']
+        self.assertEqual({'cn1': True, 'cn2': False, 'cn3': True,
+                          'cn4': True, 'cn5': True, 'cn6': False},
+                         {a['host']: a['alive'] for a in listed})
+        self.assertEqual({
+            'host': 'cn1', 'driver': 'libvirt', 'version': '1.0',
+            'last_heartbeat': '2026-11-25T11:59:45Z', 'interval_s': 5.0,
+            'disks': 4, 'caps': 1, 'alive': True,
+            'created_at': '2026-11-24T12:00:00Z'}, listed[0])
+
+    def test_default_interval_is_the_agents_option(self):
+        self.flags(group='agent', sample_interval=10.0)
+        response = self.call('GET', '/v1/agents', ADMIN, agent_list=[
+            agent('cn1', 29.0, interval_s=None),
+            agent('cn2', 31.0, interval_s=None)])
+        self.assertEqual([True, False],
+                         [a['alive'] for a in response.json['agents']])
+
+    def test_filters(self):
+        agents = [agent('cn1', 1.0), agent('cn2', 100.0)]
+        for query, hosts in (('?alive=true', ['cn1']),
+                             ('?alive=False', ['cn2']),
+                             # the database filters by host
+                             ('?host=cn2', ['cn1', 'cn2'])):
+            response = self.call('GET', '/v1/agents' + query, ADMIN,
+                                 agent_list=agents)
+            self.assertEqual(hosts,
+                             [a['host'] for a in response.json['agents']])
+        self.assertEqual([('agent_list', (), {'host': 'cn2'})], self.db.calls)
+
+    def test_refusals(self):
+        for query, who, code, part in (
+                ('', READER, 403, 'iotguard:agent:list'),
+                ('', MEMBER, 403, 'iotguard:agent:list'),
+                ('?alive=perhaps', ADMIN, 400, 'alive'),
+                ('?host=a/b', ADMIN, 400, 'host'),
+                ('?host=', ADMIN, 400, 'host'),
+                ('?limit=3', ADMIN, 400, 'limit'),
+                ('?host=cn1&host=cn2', ADMIN, 400, 'more than once')):
+            self.assertError(self.call('GET', '/v1/agents' + query, who,
+                                       agent_list=[]), code, part)
 
 
 class TestUnsetInstanceTier(RouteTest):

@@ -85,6 +85,15 @@ class FakeDB:
             raise exception.NotFound(what=name)
         return dict(self.domains[name])
 
+    def domain_estimator_state(self, name):
+        return self.domain_get(name).get('estimator_state')
+
+    def domain_learned(self, name, fit, state):
+        domain = self.domains[name]
+        domain['estimator_state'] = state
+        if fit is not None:
+            domain.update({'learned_' + k: v for k, v in fit.items()})
+
     def domain_create(self, name, kind, iops_4k=None, bytes_sec=None,
                       policy=None, params=None):
         return self.add_domain(name, iops_4k, bytes_sec, policy, params,

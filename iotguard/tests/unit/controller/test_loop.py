@@ -15,6 +15,7 @@ import math
 
 import fixtures
 
+from iotguard import admission
 from iotguard.controller import audit
 from iotguard.controller import loop
 from iotguard.controller import samples
@@ -468,6 +469,35 @@ class RunTest(LoopTestBase):
         self.assertIn('load', row['numbers'])
         self.assertLess(self.cap_of(heavy)['limits']['total_bytes_sec'],
                         32 * KIB64)
+
+    def test_capacity_learned_and_used_once_chosen(self):
+        # a token bucket of 100 IOPS and 4 MiB/s whose profile was typed
+        # additive: a deep 64 KiB writer saturates it at 64 ops/s
+        domain = self.db.add_domain('bucket', iops_4k=100.0,
+                                    bytes_sec=4194304.0, policy='none')
+        heavy = self.db.add_disk('bucket', 'cn1', fakes.tier('bulk'))
+        for k in range(loop.LEARN_WRITE_ROUNDS):
+            self.feed(heavy, iops=64.0, bytes_sec=64 * KIB64,
+                      latency_ms=125.0, at=T0 + 5 * k)
+            self.loop.run_once(domain, T0 + 5 * k)
+        row = self.db.domains['bucket']
+        self.assertEqual(loop.LEARN_WRITE_ROUNDS,
+                         len(row['estimator_state']['saturated']))
+        self.assertEqual('max', row['learned_form'])
+        self.assertAlmostEqual(4194304.0, row['learned_bytes_sec'])
+        self.assertEqual(('bytes_sec',), row['learned_identified'])
+        # pinned to the manual profile until the admin chooses the learned
+        self.assertEqual('additive', admission.profile_of(row).form)
+        row['profile_source'] = 'learned'
+        row['learned_identified'] = ','.join(row['learned_identified'])
+        self.assertEqual('max', admission.profile_of(row).form)
+        # a controller taking the domain over starts from the stored state
+        self.loop.forget(['bucket'])
+        self.feed(heavy, iops=64.0, bytes_sec=64 * KIB64, latency_ms=125.0,
+                  at=T0 + 100)
+        self.loop.run_once(domain, T0 + 100)
+        self.assertEqual(loop.LEARN_WRITE_ROUNDS + 1, len(
+            self.loop._learning['bucket'][0].saturated))
 
 
 class HelpersTest(base.TestCase):

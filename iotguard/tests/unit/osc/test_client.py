@@ -91,6 +91,18 @@ class TestClient(base.TestCase):
             self.assertEqual([], self.client.instance_list(**kwargs))
             self.assertEqual(params, self.sent()[1]['params'])
 
+    def test_agent_list_query(self):
+        for kwargs, params in (({}, {}),
+                               ({'host': 'cn1'}, {'host': 'cn1'}),
+                               ({'alive': True}, {'alive': 'true'}),
+                               ({'alive': False, 'host': 'cn1'},
+                                {'alive': 'false', 'host': 'cn1'})):
+            self.answer(200, {'agents': [{'host': 'cn1'}]})
+            self.assertEqual([{'host': 'cn1'}],
+                             self.client.agent_list(**kwargs))
+            self.assertEqual(('/v1/agents', 'GET'), self.sent()[0])
+            self.assertEqual(params, self.sent()[1]['params'])
+
     def test_decision_page_and_marker(self):
         self.answer(200, {'decisions': [{'id': 9}, {'id': 7}],
                           'links': [{'rel': 'next', 'href': 'x'}]})

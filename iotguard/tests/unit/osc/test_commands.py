@@ -22,6 +22,7 @@ from openstack import exceptions as sdk_exc
 from osc_lib import exceptions
 
 from iotguard.osc import client
+from iotguard.osc.v1 import agent
 from iotguard.osc.v1 import decision
 from iotguard.osc.v1 import domain
 from iotguard.osc.v1 import instance
@@ -440,6 +441,43 @@ class TestDomain(CommandTestCase):
     def test_set_nothing(self):
         self.assertRaises(exceptions.CommandError, self.run_command,
                           domain.SetDomain, ['local:c1'])
+
+
+class TestAgent(CommandTestCase):
+
+    AGENT = {'host': 'cn1', 'driver': 'libvirt', 'version': '1.0',
+             'last_heartbeat': '2026-11-22T03:40:05Z', 'interval_s': 5.0,
+             'disks': 12, 'caps': 3, 'alive': True,
+             'created_at': '2026-11-22T01:00:00Z'}
+
+    def test_list(self):
+        fake, answer = self.run_command(agent.ListAgent, [],
+                                        agent_list=[[self.AGENT]])
+        self.assertEqual([('agent_list', (), {'host': None, 'alive': None})],
+                         fake.calls)
+        self.assertEqual([{'Host': 'cn1', 'Driver': 'libvirt',
+                           'Alive': True,
+                           'Last Heartbeat': '2026-11-22T03:40:05Z',
+                           'Disks': 12, 'Caps': 3}], self.rows(answer))
+
+    def test_list_long_and_filters(self):
+        for argv, filters in ((['--host', 'cn1', '--long'],
+                               {'host': 'cn1', 'alive': None}),
+                              (['--alive'], {'host': None, 'alive': True}),
+                              (['--dead'], {'host': None, 'alive': False})):
+            fake, answer = self.run_command(agent.ListAgent, argv,
+                                            agent_list=[[self.AGENT]])
+            self.assertEqual([('agent_list', (), filters)], fake.calls)
+        fake, answer = self.run_command(agent.ListAgent, ['--long'],
+                                        agent_list=[[self.AGENT]])
+        shown = self.rows(answer)[0]
+        self.assertEqual(('1.0', 5.0, '2026-11-22T01:00:00Z'),
+                         (shown['Version'], shown['Interval (s)'],
+                          shown['Created At']))
+
+    def test_alive_and_dead_are_exclusive(self):
+        self.assertRaises(SystemExit, self.run_command, agent.ListAgent,
+                          ['--alive', '--dead'])
 
 
 class TestDecision(CommandTestCase):

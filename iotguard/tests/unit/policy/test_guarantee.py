@@ -163,6 +163,18 @@ class TestGuaranteePolicy(test_base.TestCase):
         self.assertAlmostEqual(0.902 - 0.132,
                                decisions['n'].numbers['new_cap'])
 
+    def test_a_disk_at_its_own_ceiling_is_never_capped_at_it(self):
+        # q is held by its static ceiling (12 IOPS, Nova's) and its floor
+        # is above it; the interval read it a little over (13 IOPS, two
+        # samples straddling the window), above its fair share (its
+        # ceiling). n fills the domain (nobody starves: n is not capped).
+        # Capping q at its own ceiling would change nothing but add a cap
+        # to renew and release later: nothing is decided.
+        quiet = fakes.disk('q', ops=13, tier=SILVER, latency_ms=80.0,
+                           static_iops=12.0, static_bytes_sec=12 * 64 * KIB)
+        noisy = fakes.disk('n', ops=90, latency_ms=SLOW)
+        self.assertEqual({}, self.decide(quiet, noisy))
+
     def test_cap_never_above_ceiling(self):
         # a is capped at 30 IOPS, its ceiling is 40; the domain is calm so
         # the cap would be raised x1.5 to 45: above the ceiling. Where the
@@ -595,3 +607,32 @@ class TestGuaranteeProperties(test_base.TestCase):
                                    or r['ceiling'] >= r['floor']):
                     self.assertGreaterEqual(d.iops,
                                             r['floor'] * (1 - 1e-9), (r, d))
+
+
+class TestGuaranteeMaxForm(test_base.TestCase):
+    """A token-bucket domain (100 IOPS, 4 MiB/s) in the max form."""
+
+    BUCKET = base.Profile(iops_4k=100.0, bytes_sec=4096 * KIB, form=base.MAX)
+
+    def test_mix_below_the_watermark_is_not_engaged(self):
+        # 50 x 4 KiB and 32 x 64 KiB: the bucket is at 0.82 of its IOPS,
+        # 0.55 of its bandwidth (domain load 0.82 < 0.9), while each disk
+        # is charged 0.5 at its dominant resource (1.0 in all)
+        pol = guarantee.GuaranteePolicy()
+        snap = fakes.snapshot(
+            fakes.disk('a', ops=50, size=4 * KIB, latency_ms=1.0),
+            fakes.disk('b', ops=32, size=64 * KIB, latency_ms=1.0),
+            profile=self.BUCKET)
+        self.assertEqual([], pol.decide(snap, 100.0))
+
+    def test_saturated_bucket_reads_one(self):
+        # 64 KiB at 4 MiB/s: the additive form would read 1.64
+        pol = guarantee.GuaranteePolicy()
+        snap = fakes.snapshot(
+            fakes.disk('a', ops=48, size=64 * KIB, latency_ms=SLOW),
+            fakes.disk('b', ops=16, size=64 * KIB, tier=SILVER,
+                       latency_ms=SLOW),
+            profile=self.BUCKET)
+        decisions = fakes.by_disk(pol.decide(snap, 100.0))
+        self.assertAlmostEqual(1.0, decisions['a'].numbers['domain_load'])
+        self.assertEqual(base.CAP, decisions['a'].action)

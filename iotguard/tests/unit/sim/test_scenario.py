@@ -24,7 +24,7 @@ from iotguard.tests import base
 from iotguard.tests.unit.sim import helpers
 
 SHIPPED = ('paper-4vm', 'paper-20vm', 'io-size', 'on-off',
-           'idle-neighbours', 'tiers')
+           'idle-neighbours', 'tiers', 'token-bucket')
 
 
 class TestShipped(base.TestCase):

@@ -10,6 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import dataclasses
 import math
 
 from iotguard.sim import scenario
@@ -64,6 +65,11 @@ class TestSpeed(base.TestCase):
     def test_op_cost_is_the_cost_model(self):
         self.assertAlmostEqual(1 / 100 + 65536 / 1e6,
                                storage.op_cost(65536, DOMAIN))
+
+    def test_op_cost_of_a_token_bucket(self):
+        bucket = dataclasses.replace(DOMAIN, form='max')
+        self.assertAlmostEqual(65536 / 1e6, storage.op_cost(65536, bucket))
+        self.assertAlmostEqual(1 / 100, storage.op_cost(4096, bucket))
 
     def test_read_mix_is_exact(self):
         s = storage.Stream(disk=0, size=4096, cost=0.01, read_fraction=0.3)

@@ -1,0 +1,47 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""/v1/agents: the agents and whether each is alive (admin).
+
+An agent casts a heartbeat every interval, which the controller owning
+``agent:<host>`` writes to the agents table. An agent is alive while its
+last heartbeat is at most :data:`iotguard.rates.STALE_INTERVALS` of its
+own reporting intervals old (``[agent] sample_interval`` for an agent that
+did not say its interval): past that, the samples it sent are stale too.
+"""
+
+from oslo_utils import strutils
+from oslo_utils import timeutils
+
+from iotguard.api.handlers import common
+from iotguard.api.schemas import agent as schema
+from iotguard.api import util
+from iotguard import rates
+
+
+def _view(agent, now, default_interval_s):
+    interval = agent['interval_s'] or default_interval_s
+    age = timeutils.delta_seconds(agent['last_heartbeat'], now)
+    return dict(agent, alive=age <= rates.STALE_INTERVALS * interval)
+
+
+def list_agents(req):
+    common.authorize(req, 'iotguard:agent:list')
+    st = common.state(req)
+    query = util.read_query(req, schema.LIST_QUERY)
+    now = timeutils.utcnow()
+    agents = [_view(a, now, st.conf.agent.sample_interval)
+              for a in st.db.agent_list(host=query.get('host'))]
+    if 'alive' in query:
+        alive = strutils.bool_from_string(query['alive'], strict=True)
+        agents = [a for a in agents if a['alive'] == alive]
+    return util.json_response({'agents': agents})

@@ -1,0 +1,455 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""A domain's capacity profile, learned from what its storage does.
+
+Pure: NumPy, no I/O, no clock. Each interval the caller feeds one
+observation per domain: its total operations/s and bytes/s and whether it
+was saturated (:func:`observe`; :func:`observe_disks` decides saturation
+from the disks' rates and latency). :func:`fit` then fits both forms of
+the cost model (:mod:`iotguard.policy.costmodel`) and keeps the one that
+explains the saturated intervals best.
+
+**Saturation** (what blk-iocost and PARDA read from latency): a disk
+without a cap of its own that always has a request in flight (Little's
+law: ``iops x latency >= BUSY_DEPTH``) and whose operations take more than
+``SATURATION_FACTOR`` times the domain's uncongested service time, the one
+:func:`iotguard.policy.guarantee.learn_service` learns, here from the quiet
+intervals only (the cost of an operation until there is one). In a
+saturated
+interval the domain served its capacity: the point lies on the model's
+``load = 1``. In a quiet interval it served at most its capacity: a lower
+bound, which may raise the fitted capacity, never lower it.
+
+**The two forms.**
+
+- ``additive``: ``ops / iops_4k + bytes / bytes_sec = 1`` at every
+  saturated point: non-negative least squares on ``a * ops + b * bytes =
+  1``, once more without the points more than ``TRIM`` median deviations
+  away, then scaled so that the ``QUANTILE`` of the points' loads is 1
+  (a saturated interval that was only partly saturated reads low).
+- ``max``: every saturated point has ``ops = iops_4k`` (small I/O, below
+  the knee) or ``bytes = bytes_sec`` (large I/O). The points are split by
+  I/O size at each boundary between the mixes seen; each side gives its
+  resource as the ``QUANTILE`` of its rates; the split with the smallest
+  error wins.
+
+The error of a fit is the mean relative error of its loads at the
+saturated points, ``mean |load - 1|``. The form with the smaller error is
+kept. Forms within ``FORM_TOLERANCE`` of each other explain the evidence
+equally (one or two I/O-size mixes fit both exactly): then the prior
+decides, the form under which the prior's own figures explain the
+saturated points best (an operator's fio figures on a token bucket are
+right in the max form, 1.64 times too dear in the additive one); without a
+prior, ``max``.
+
+**Identification.** One I/O-size mix identifies one parameter: the
+resource that binds at that size (under the prior when there is one). The
+other is kept from the prior, never below what the domain was seen to
+serve; :attr:`Fit.identified` names what the evidence identified. Without
+a prior a single mix identifies nothing for sure.
+
+**Confidence** grows with the saturated intervals used (full at
+``FULL_EVIDENCE``), is halved while a parameter is not identified, and
+falls to 0 as the error reaches ``ERROR_SCALE``. While it is low, use
+:meth:`Fit.margined`: the capacity shrunk by up to ``MARGIN``.
+
+**Bounded state.** :class:`State` is plain data (``to_dict`` /
+``from_dict``, JSON-able) holding the ``MAX_POINTS`` most recent saturated
+points and the Pareto frontier of the quiet ones (a point served with both
+fewer operations and fewer bytes than another bounds nothing).
+Observations that are not finite, negative, or more than
+``OUTLIER_FACTOR`` times the largest rate known (prior or median of the
+accepted points; a counter reset read as a rate) are rejected and
+counted.
+"""
+
+import dataclasses
+import math
+
+import numpy as np
+
+from iotguard.policy import base
+from iotguard.policy import costmodel
+from iotguard.policy import guarantee
+
+#: Saturated points kept (the most recent): an hour at 5 s intervals. The
+#: quiet frontier is bounded by the same number.
+MAX_POINTS = 720
+#: The quantile of the saturated rates taken as the capacity: above the
+#: median, so that intervals only partly saturated do not pull it down.
+QUANTILE = 0.75
+#: Additive fit: points further than this many median absolute deviations
+#: from the median load are left out of the second pass.
+TRIM = 3.0
+#: A rate above this many times the largest known one is a glitch.
+OUTLIER_FACTOR = 20.0
+#: Two fits whose errors differ by less than this explain the evidence
+#: equally.
+FORM_TOLERANCE = 0.02
+#: Saturated intervals for full confidence: five minutes at 5 s.
+FULL_EVIDENCE = 60
+#: A fit with this mean relative error has no confidence.
+ERROR_SCALE = 0.25
+#: While confidence is low the capacity used is the fit's times ``1 -
+#: MARGIN * (1 - confidence)``: 80 % of it with no confidence.
+MARGIN = 0.2
+#: Width of one I/O-size mix, in octaves (log2 of bytes per operation).
+MIX_OCTAVES = 0.5
+#: Saturation: a disk's latency above this many times the uncongested
+#: service time (what ``guarantee`` counts as uncongested)...
+SATURATION_FACTOR = guarantee.UNCONGESTED
+#: ... with at least this many requests in flight (``guarantee``'s
+#: ``busy_depth``).
+BUSY_DEPTH = guarantee.DEFAULTS['busy_depth']
+
+#: A disk at this share of its own ceiling waits in its own throttle
+#: (``guarantee``'s ``at_cap_ratio``).
+AT_CEILING = guarantee.DEFAULTS['at_cap_ratio']
+
+IOPS_4K = 'iops_4k'
+BYTES_SEC = 'bytes_sec'
+
+
+@dataclasses.dataclass
+class State:
+    """What the estimator keeps of one domain between rounds.
+
+    ``saturated``: ``[ops, bytes]`` of the recent saturated intervals,
+    oldest first; ``quiet``: the frontier of the quiet ones; ``service``:
+    the learned uncongested service time ratio
+    (:func:`iotguard.policy.guarantee.learn_service`); ``rejected``:
+    observations refused as glitches.
+    """
+
+    saturated: list[list[float]] = dataclasses.field(default_factory=list)
+    quiet: list[list[float]] = dataclasses.field(default_factory=list)
+    service: float | None = None
+    rejected: int = 0
+
+    def to_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> 'State':
+        def points(key: str) -> list[list[float]]:
+            raw = data.get(key) or []
+            assert isinstance(raw, list)
+            return [[float(o), float(b)] for o, b in raw][-MAX_POINTS:]
+
+        service = data.get('service')
+        rejected = data.get('rejected') or 0
+        assert isinstance(rejected, (int, float))
+        return cls(saturated=points('saturated'), quiet=points('quiet'),
+                   service=None if service is None else float(
+                       service),  # type: ignore[arg-type]
+                   rejected=int(rejected))
+
+
+@dataclasses.dataclass(frozen=True)
+class Fit:
+    """A learned capacity profile and how far to trust it.
+
+    ``intervals``: saturated intervals the fit used; ``mixes``: distinct
+    I/O-size mixes among them; ``identified``: the parameters the evidence
+    identified (the others come from the prior).
+    """
+
+    form: str
+    iops_4k: float
+    bytes_sec: float
+    error: float
+    intervals: int
+    mixes: int
+    confidence: float
+    identified: tuple[str, ...]
+
+    @property
+    def profile(self) -> base.Profile:
+        return base.Profile(self.iops_4k, self.bytes_sec, self.form)
+
+    def margined(self) -> base.Profile:
+        """The profile shrunk by the margin its confidence leaves."""
+        scale = 1.0 - MARGIN * (1.0 - self.confidence)
+        return base.Profile(self.iops_4k * scale, self.bytes_sec * scale,
+                            self.form)
+
+    def to_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+
+def saturated(iops: base.FloatArray, latency_ms: base.FloatArray,
+              cost: base.FloatArray, usable: base.BoolArray,
+              service: float | None) -> bool:
+    """Whether a domain's disks show it saturated (see the module doc).
+
+    ``cost``: each disk's :func:`costmodel.op_cost`; ``usable``: the disks
+    whose latency has no wait of their own (I/O, no cap, not at their
+    ceiling); ``service``: the learned service time ratio.
+    """
+    in_flight = iops * latency_ms / 1000.0
+    slow = latency_ms > SATURATION_FACTOR * 1000.0 * cost * (service or 1.0)
+    return bool((usable & slow & (in_flight >= BUSY_DEPTH)).any())
+
+
+def observe_disks(state: State, iops: base.FloatArray,
+                  bytes_sec: base.FloatArray, latency_ms: base.FloatArray,
+                  usable: base.BoolArray, profile: base.Profile,
+                  prior: base.Profile | None = None) -> bool:
+    """One interval of a domain from its disks; returns its saturation.
+
+    ``profile`` prices the operations for the latency test (the fit in
+    use, or the prior).
+    """
+    size = costmodel.mean_io_size(iops, bytes_sec)
+    cost = costmodel.op_cost(size, profile)
+    usable = usable & (iops > 0) & (latency_ms > 0)
+    full = saturated(iops, latency_ms, cost, usable, state.service)
+    if not full:
+        # only a quiet interval tells the uncongested service time: a
+        # domain saturated from the start would learn its queue as normal
+        state.service = guarantee.learn_service(state.service, latency_ms,
+                                                cost, usable)
+    observe(state, float(np.sum(iops)), float(np.sum(bytes_sec)), full,
+            prior)
+    return full
+
+
+def usable(snapshot: base.DomainSnapshot) -> base.BoolArray:
+    """The disks whose latency tells about the domain, not about a limit.
+
+    Fresh, without a cap and below 90 % of their own ceiling (a disk at
+    its ceiling waits in its own throttle).
+    """
+    snap = snapshot
+    size = costmodel.mean_io_size(snap.iops, snap.bytes_sec)
+    cost = costmodel.op_cost(size, snap.profile)
+    ceiling = costmodel.limit_load(snap.ceil_iops, snap.ceil_bytes_sec,
+                                   size, cost)
+    load = costmodel.load(snap.iops, snap.bytes_sec, snap.profile)
+    result: base.BoolArray = (~snap.stale & ~snap.capped
+                              & ~(load >= AT_CEILING * ceiling))
+    return result
+
+
+def observe_snapshot(state: State, snapshot: base.DomainSnapshot,
+                     profile: base.Profile,
+                     prior: base.Profile | None = None) -> bool:
+    """One interval of a domain from its policy snapshot (see above)."""
+    snap = snapshot
+    return observe_disks(state, snap.iops, snap.bytes_sec, snap.latency_ms,
+                         usable(snap), profile, prior)
+
+
+def _scale(state: State, prior: base.Profile | None) -> tuple[float, float]:
+    """The largest rates known: the prior's, the accepted points'."""
+    known = state.saturated + state.quiet
+    ops = prior.iops_4k if prior else 0.0
+    byts = prior.bytes_sec if prior else 0.0
+    if known:
+        median = np.median(np.asarray(known), axis=0)
+        ops, byts = max(ops, float(median[0])), max(byts, float(median[1]))
+    return ops, byts
+
+
+def observe(state: State, ops: float, bytes_sec: float, full: bool,
+            prior: base.Profile | None = None) -> bool:
+    """Record one interval's totals; False (counted) if rejected."""
+    valid = (math.isfinite(ops) and math.isfinite(bytes_sec) and ops >= 0
+             and bytes_sec >= 0 and (ops > 0 or not full))
+    if valid:
+        top_ops, top_bytes = _scale(state, prior)
+        valid = not ((top_ops and ops > OUTLIER_FACTOR * top_ops)
+                     or (top_bytes and bytes_sec > OUTLIER_FACTOR
+                         * top_bytes))
+    if not valid:
+        state.rejected += 1
+        return False
+    if ops <= 0 and bytes_sec <= 0:
+        return True
+    if full:
+        state.saturated.append([ops, bytes_sec])
+        del state.saturated[:-MAX_POINTS]
+    else:
+        frontier = [p for p in state.quiet
+                    if not (p[0] <= ops and p[1] <= bytes_sec)]
+        if not any(p[0] >= ops and p[1] >= bytes_sec for p in frontier):
+            frontier.append([ops, bytes_sec])
+        state.quiet = frontier[-MAX_POINTS:]
+    return True
+
+
+@dataclasses.dataclass
+class _Candidate:
+    form: str
+    iops: float
+    byts: float
+    identified: tuple[str, ...]
+    used: int
+
+
+def _loads(points: np.ndarray, iops: float, byts: float,
+           form: str) -> base.FloatArray:
+    return costmodel.load(points[:, 0], points[:, 1],
+                          base.Profile(iops, byts, form))
+
+
+def _error(points: np.ndarray, cand: _Candidate) -> float:
+    return float(np.mean(np.abs(_loads(points, cand.iops, cand.byts,
+                                       cand.form) - 1.0)))
+
+
+def _iops_bound(points: np.ndarray, prior: base.Profile) -> base.BoolArray:
+    """Which points the prior says are held by operations, not bytes."""
+    result: base.BoolArray = (points[:, 0] / prior.iops_4k
+                              >= points[:, 1] / prior.bytes_sec)
+    return result
+
+
+def _fit_max(points: np.ndarray, mix: np.ndarray,
+             prior: base.Profile | None) -> _Candidate:
+    """Split the points by I/O size: below, operations bind; above, bytes."""
+    scored = []
+    for edge in list(np.unique(mix)) + [np.inf]:
+        small = mix < edge
+        identified = []
+        if small.any():
+            iops = float(np.quantile(points[small, 0], QUANTILE))
+            identified.append(IOPS_4K)
+        else:
+            iops = max(prior.iops_4k if prior else 0.0,
+                       float(points[:, 0].max()))
+        if (~small).any():
+            byts = float(np.quantile(points[~small, 1], QUANTILE))
+            identified.append(BYTES_SEC)
+        else:
+            byts = max(prior.bytes_sec if prior else 0.0,
+                       float(points[:, 1].max()))
+        cand = _Candidate(base.MAX, iops, byts, tuple(identified),
+                          len(points))
+        agree = (int(np.sum(_iops_bound(points, prior) == small))
+                 if prior else 0)
+        scored.append((_error(points, cand), agree, cand))
+    # among the splits that fit as well as the best: the one the prior
+    # agrees with most, then the one that identifies most
+    best = min(error for error, _, _ in scored)
+    return max((s for s in scored if s[0] <= best + FORM_TOLERANCE),
+               key=lambda s: (s[1], len(s[2].identified), -s[0]))[2]
+
+
+def _nnls(points: np.ndarray) -> tuple[float, float]:
+    """Non-negative ``(a, b)`` least squares of ``a*ops + b*bytes = 1``."""
+    scale = points.max(axis=0)
+    x = points / scale
+    ones = np.ones(len(x))
+    coef = np.linalg.lstsq(x, ones, rcond=None)[0]
+    if (coef < 0).any():
+        single = [np.array([ones @ x[:, 0] / (x[:, 0] @ x[:, 0]), 0.0]),
+                  np.array([0.0, ones @ x[:, 1] / (x[:, 1] @ x[:, 1])])]
+        coef = min(single, key=lambda c: float(np.sum((x @ c - 1) ** 2)))
+    return float(coef[0] / scale[0]), float(coef[1] / scale[1])
+
+
+def _fit_additive(points: np.ndarray, mixes: int,
+                  prior: base.Profile | None) -> _Candidate | None:
+    """Least squares over the mixes; one mix: the binding term only."""
+    used = points
+    identified: tuple[str, ...] = ()
+    if mixes >= 2:
+        a, b = _nnls(points)
+        load = points @ np.array([a, b])
+        spread = float(np.median(np.abs(load - np.median(load))))
+        keep = np.abs(load - np.median(load)) <= TRIM * spread + 1e-9
+        if keep.sum() >= 2:
+            used = points[keep]
+            a, b = _nnls(used)
+        identified = (IOPS_4K, BYTES_SEC)
+    if mixes < 2 or a <= 0 or b <= 0:
+        if prior is None:
+            return None
+        # one term identified, the other kept from the prior
+        size = float(np.median(points[:, 1] / points[:, 0]))
+        if 1.0 / prior.iops_4k >= size / prior.bytes_sec:
+            b = 1.0 / prior.bytes_sec
+            a = float(np.median(1.0 / points[:, 0] - size * b))
+            identified = (IOPS_4K,)
+        else:
+            a = 1.0 / prior.iops_4k
+            b = float(np.median(1.0 / points[:, 0] - a) / size)
+            identified = (BYTES_SEC,)
+        if a <= 0 or b <= 0:
+            # the prior's other term alone costs more than seen: scale both
+            ratio = float(np.median(1.0 / points[:, 0])) / float(
+                costmodel.op_cost(np.array([size]), prior)[0])
+            a, b = ratio / prior.iops_4k, ratio / prior.bytes_sec
+            identified = ()
+    # the capacity at the QUANTILE of the points' loads
+    q = float(np.quantile(used @ np.array([a, b]), QUANTILE))
+    return _Candidate(base.ADDITIVE, q / a, q / b, identified, len(used))
+
+
+def _bounded(cand: _Candidate, quiet: np.ndarray) -> _Candidate:
+    """Raise a fit to serve every quiet interval (never lowers it)."""
+    if not len(quiet):
+        return cand
+    if cand.form == base.MAX:
+        return dataclasses.replace(
+            cand, iops=max(cand.iops, float(quiet[:, 0].max())),
+            byts=max(cand.byts, float(quiet[:, 1].max())))
+    over = max(1.0, float(_loads(quiet, cand.iops, cand.byts,
+                                 cand.form).max()))
+    return dataclasses.replace(cand, iops=cand.iops * over,
+                               byts=cand.byts * over)
+
+
+def mixes_of(points: np.ndarray) -> np.ndarray:
+    """Each point's I/O-size mix: its mean size in bins of MIX_OCTAVES."""
+    mixes: np.ndarray = np.round(np.log2(points[:, 1] / points[:, 0])
+                                 / MIX_OCTAVES)
+    return mixes
+
+
+def fit(state: State, prior: base.Profile | None = None) -> Fit | None:
+    """The best of both forms over the state's evidence (see module doc).
+
+    ``prior``: the manual profile, if any. None before any saturated
+    interval.
+    """
+    points = np.asarray(state.saturated, dtype=np.float64).reshape(-1, 2)
+    points = points[(points[:, 0] > 0) & (points[:, 1] > 0)]
+    if not len(points):
+        return None
+    quiet = np.asarray(state.quiet, dtype=np.float64).reshape(-1, 2)
+    mix = mixes_of(points)
+    mixes = len(np.unique(mix))
+    cands = [_bounded(c, quiet) for c in (
+        _fit_additive(points, mixes, prior), _fit_max(points, mix, prior))
+        if c is not None]
+    errors = [_error(points, c) for c in cands]
+    best = min(errors)
+    tied = [c for c, e in zip(cands, errors) if e <= best + FORM_TOLERANCE]
+    if len(tied) > 1:
+        def prior_error(cand: _Candidate) -> float:
+            if prior is None:
+                return 0.0 if cand.form == base.MAX else 1.0
+            return _error(points, dataclasses.replace(
+                cand, iops=prior.iops_4k, byts=prior.bytes_sec))
+        tied.sort(key=prior_error)
+    chosen = tied[0]
+    error = errors[cands.index(chosen)]
+    identified = chosen.identified if (prior or mixes > 1) else ()
+    confidence = (min(1.0, chosen.used / FULL_EVIDENCE)
+                  * (1.0 if len(identified) == 2 else 0.5)
+                  * max(0.0, 1.0 - error / ERROR_SCALE))
+    return Fit(form=chosen.form, iops_4k=chosen.iops, bytes_sec=chosen.byts,
+               error=error, intervals=chosen.used, mixes=mixes,
+               confidence=confidence, identified=identified)
