@@ -44,6 +44,7 @@ batch into the 1.0 form for an older controller. Pure module: no oslo.
 """
 
 import dataclasses
+import functools
 import math
 import re
 import typing
@@ -107,10 +108,15 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
     'null': (type(None),)}
 
 
-def _types(schema: caps.Schema) -> frozenset[type]:
-    kinds = schema['type']
+@functools.lru_cache
+def _python_types(kinds: str | tuple[str, ...]) -> frozenset[type]:
     names = [kinds] if isinstance(kinds, str) else kinds
     return frozenset(t for name in names for t in _JSON_TYPES[name])
+
+
+def _types(schema: caps.Schema) -> frozenset[type]:
+    kinds = schema['type']
+    return _python_types(kinds if isinstance(kinds, str) else tuple(kinds))
 
 
 def _invalid(where: str, why: str) -> exception.Invalid:
@@ -157,24 +163,40 @@ def _pattern(schema: caps.Schema) -> re.Pattern[str] | None:
 _PATTERNS = {name: _pattern(_PROPERTIES[name]) for name in STRINGS}
 
 
-def _numbers(where: str, values: list[Any], schema: caps.Schema,
+def _numbers(names: list[str], lists: list[list[Any]],
+             schemas: list[caps.Schema],
              dtype: type[np.float64] | type[np.int64]) -> Any:
-    _check_types(where, values, schema)
+    """Some columns of numbers, checked at once: a ``len(names) x n`` array.
+
+    ``None`` becomes ``nan`` (where the schema allows it).
+    """
+    for name, values, schema in zip(names, lists, schemas):
+        _check_types(name, values, schema)
+    if not lists:
+        return np.zeros((0, 0), dtype=dtype)
     try:
-        array = np.array(values, dtype=dtype)   # None -> nan
+        array = np.array(lists, dtype=dtype)
     except (OverflowError, ValueError, TypeError):
-        raise _invalid(where, 'out of range')
+        for name, values in zip(names, lists):
+            try:
+                np.array(values, dtype=dtype)
+            except (OverflowError, ValueError, TypeError):
+                raise _invalid(name, 'out of range')
+        raise
     if dtype is np.float64:
         bad = ~np.isfinite(array)
-        if bad.any() and int(bad.sum()) != values.count(None):
-            raise _invalid(where, 'not a finite number')
-        present = array[~bad]
-    else:
-        present = array
-    low, high = schema.get('minimum'), schema.get('maximum')
-    if ((low is not None and (present < low).any())
-            or (high is not None and (present > high).any())):
-        raise _invalid(where, 'not within [%s, %s]' % (low, high))
+        if bad.any():
+            for name, values, count in zip(names, lists, bad.sum(axis=1)):
+                if count and count != values.count(None):
+                    raise _invalid(name, 'not a finite number')
+    low = np.array([s.get('minimum', -math.inf) for s in schemas])
+    high = np.array([s.get('maximum', math.inf) for s in schemas])
+    with np.errstate(invalid='ignore'):
+        out = ((array < low[:, None]) | (array > high[:, None])).any(axis=1)
+    if out.any():
+        i = int(np.flatnonzero(out)[0])
+        raise _invalid(names[i], 'not within [%s, %s]' % (
+            schemas[i].get('minimum'), schemas[i].get('maximum')))
     return array
 
 
@@ -187,11 +209,12 @@ def _limits(disks: dict[str, Any], name: str, n: int) -> IntArray:
         raise _invalid(name, 'unknown keys: %s' % ', '.join(
             sorted(map(str, unknown))))
     out = np.zeros((len(caps.IOTUNE_KEYS), n), dtype=np.int64)
-    for i, key in enumerate(caps.IOTUNE_KEYS):
-        if key in given:
-            where = '%s/%s' % (name, key)
-            out[i] = _numbers(where, _list(given, key, n), _LIMIT_ITEM,
-                              np.int64)
+    rows = [i for i, key in enumerate(caps.IOTUNE_KEYS) if key in given]
+    if rows:
+        keys = [caps.IOTUNE_KEYS[i] for i in rows]
+        out[rows] = _numbers(['%s/%s' % (name, key) for key in keys],
+                             [_list(given, key, n) for key in keys],
+                             [_LIMIT_ITEM] * len(keys), np.int64)
     return out
 
 
@@ -267,13 +290,14 @@ def _decode(wire: object) -> Batch:
         values = strings[name] = _list(disks, name, n)
         _check_types(name, values, _PROPERTIES[name])
         _check_pattern(name, values, _PROPERTIES[name], _PATTERNS[name])
-    numbers = {name: np.full(n, math.nan)
-               if name in OPTIONAL and disks.get(name) is None
-               else _numbers(name, _list(disks, name, n), _PROPERTIES[name],
-                             np.float64)
-               for name in NUMBERS}
-    columns = (np.vstack([numbers[name] for name in RATES]) if n
-               else np.zeros((len(RATES), 0)))
+    given = [name for name in NUMBERS
+             if name not in OPTIONAL or disks.get(name) is not None]
+    checked = _numbers(given, [_list(disks, name, n) for name in given],
+                       [_PROPERTIES[name] for name in given], np.float64)
+    numbers = dict.fromkeys(NUMBERS, np.full(n, math.nan))
+    numbers.update(zip(given, checked))
+    columns = np.array([numbers[name] for name in RATES]).reshape(
+        len(RATES), n)
     lease = numbers['lease_expires_at']
     return Batch(
         strings['instance_uuid'], strings['dev'],
@@ -283,37 +307,40 @@ def _decode(wire: object) -> Batch:
         strings['volume_id'], strings['project_id'], [None] * n)
 
 
+_ROW = ('instance_uuid', 'dev', 'volume_id', 'project_id', 'gap',
+        'decision_id', 'interval_s', 'lease_expires_at') + RATES
+_NO_RATES = (None,) * len(RATES)
+_NO_LIMITS: dict[str, int] = {}
+
+
+def _limit_columns(given: list[dict[str, int]]) -> dict[str, list[int]]:
+    """One list per iotune key some disk sets (0: no limit)."""
+    out = {}
+    present = set().union(*given)
+    for key in caps.IOTUNE_KEYS:
+        if key in present:
+            column = [limits.get(key, 0) for limits in given]
+            if any(column):
+                out[key] = column
+    return out
+
+
 class Builder:
     """Collects one host's samples into the 1.1 wire form (the agent).
 
-    No dict per disk: :meth:`add` appends to the lists, :meth:`wire`
-    returns them.
+    No dict per disk: :meth:`add` appends one tuple (and the disk's own
+    static and cap dicts), :meth:`wire` turns them into lists at once.
     """
 
     def __init__(self, timestamp: float, interval_s: float) -> None:
         self.timestamp = timestamp
         self.interval_s = interval_s
-        self.lists: dict[str, list[Any]] = {
-            name: [] for name in STRINGS + NUMBERS}
-        self.limits: dict[str, dict[str, list[int]]] = {
-            name: {} for name in LIMITS}
-        self._n = 0
-        self._appends = [self.lists[name].append for name in (
-            'instance_uuid', 'dev', 'volume_id', 'project_id', 'gap',
-            'interval_s', 'lease_expires_at', 'decision_id') + RATES]
+        self._rows: list[tuple[Any, ...]] = []
+        self._static: list[dict[str, int]] = []
+        self._cap: list[dict[str, int]] = []
 
     def __len__(self) -> int:
-        return self._n
-
-    def _limit(self, name: str, limits: dict[str, int]) -> None:
-        columns = self.limits[name]
-        for key, value in limits.items():
-            if value:
-                column = columns.get(key)
-                if column is None:
-                    column = columns[key] = []
-                column.extend([0] * (self._n - len(column)))
-                column.append(value)
+        return len(self._rows)
 
     def add(self, instance_uuid: str, dev: str, volume_id: str | None,
             project_id: str | None, interval_s: float, gap: str | None,
@@ -322,23 +349,19 @@ class Builder:
             lease_expires_at: float | None = None,
             decision_id: str | None = None) -> None:
         """One disk; ``measured``: its rates (:data:`RATES`) or None."""
-        values = (instance_uuid, dev, volume_id, project_id, gap,
-                  interval_s, lease_expires_at if cap is not None else None,
-                  decision_id) + (measured or (None,) * len(RATES))
-        for append, value in zip(self._appends, values):
-            append(value)
-        if static:
-            self._limit('static', static)
-        if cap:
-            self._limit('cap', cap)
-        self._n += 1
+        self._rows.append((
+            instance_uuid, dev, volume_id, project_id, gap, decision_id,
+            interval_s, None if cap is None else lease_expires_at)
+            + (measured or _NO_RATES))
+        self._static.append(static)
+        self._cap.append(cap or _NO_LIMITS)
 
     def wire(self) -> dict[str, Any]:
-        disks: dict[str, Any] = dict(self.lists)
-        for name, columns in self.limits.items():
-            for column in columns.values():
-                column.extend([0] * (self._n - len(column)))
-            disks[name] = columns
+        columns = (map(list, zip(*self._rows)) if self._rows
+                   else ([] for _ in _ROW))
+        disks: dict[str, Any] = dict(zip(_ROW, columns))
+        disks['static'] = _limit_columns(self._static)
+        disks['cap'] = _limit_columns(self._cap)
         return {'timestamp': self.timestamp, 'interval_s': self.interval_s,
                 'disks': disks}
 
