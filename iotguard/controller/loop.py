@@ -38,6 +38,11 @@ controller can take over a domain at any round:
   round, for all its domains), notifications ``iotguard.cap.apply`` /
   ``iotguard.cap.release``, and ``iotguard.guarantee.violation`` when a
   disk falls below its floor with unmet demand.
+* **learn**: the round fed to the domain's capacity estimator; when a fit
+  is written, ``iotguard.domain.overcommitted`` /
+  ``iotguard.domain.overcommit_cleared`` when the floors admitted stop /
+  start again to fit in what the storage was learned to serve
+  (:func:`iotguard.admission.overcommit`; report only).
 
 One domain failing (DB, policy, messaging) is logged and the others go on;
 its caps are then not renewed and lapse at their lease, back to the
