@@ -20,9 +20,22 @@ when it does not raise the committed load (moving down a tier on an
 over-committed domain is always allowed). A domain without a capacity
 profile admits only tiers without floors: a floor it cannot price is a
 promise it cannot check.
+
+**Overcommitment** (:func:`overcommit`): the floors admitted were priced
+with the profile in use at the time (an operator's figures, or a fit
+shrunk by its margin). When the estimator's fit, without its margin, prices
+them above ``max_ratio`` the storage was found to serve less than was
+sold: the domain is *overcommitted*, and *beyond capacity* when they
+exceed 1.0. This is reported, never acted on: no tier changes, nothing is
+refused retroactively (new admissions already use the profile in use).
+The verdict is only given when the fit identifies what matters: both of
+its parameters identified by the evidence (every floor is priced with
+both) and a confidence of at least :data:`OVERCOMMIT_CONFIDENCE`.
+Otherwise it is None (unknown).
 """
 
 import collections.abc
+import dataclasses
 from typing import Any
 
 from iotguard import exception
@@ -48,6 +61,11 @@ Row = collections.abc.Mapping[str, Any]
 MANUAL = 'manual'
 LEARNED = 'learned'
 SOURCES = (MANUAL, LEARNED)
+
+#: The least confidence of a fit (both parameters identified) whose
+#: verdict on overcommitment is given: half the evidence for full
+#: confidence with a small error.
+OVERCOMMIT_CONFIDENCE = 0.5
 
 
 def _priced(iops_4k: float | None, bytes_sec: float | None) -> bool:
@@ -156,3 +174,58 @@ def check(tier: str, domain: Row, others: collections.abc.Iterable[Row],
             committed=numbers['committed_after'], max_ratio=max_ratio,
             numbers=numbers)
     return numbers
+
+
+@dataclasses.dataclass(frozen=True)
+class Overcommit:
+    """The verdict of :func:`overcommit` and the numbers behind it.
+
+    ``committed``: the floors priced with the profile in use (None without
+    one); ``committed_learned``: priced with the fit without its margin
+    (None without a fit admission can price); ``overcommitted`` and
+    ``beyond_capacity``: None while the fit does not identify what matters
+    (see the module doc).
+    """
+
+    committed: float | None
+    committed_learned: float | None
+    max_commit_ratio: float
+    confidence: float | None
+    overcommitted: bool | None
+    beyond_capacity: bool | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def identifies(fit: estimator.Fit | None) -> bool:
+    """Whether a fit is trusted to judge overcommitment (module doc)."""
+    return (fit is not None
+            and {estimator.IOPS_4K, estimator.BYTES_SEC} <= set(fit.identified)
+            and fit.confidence >= OVERCOMMIT_CONFIDENCE
+            and _priced(fit.iops_4k, fit.bytes_sec))
+
+
+def overcommit(tiers: collections.abc.Iterable[Row],
+               profile: base.Profile | None, fit: estimator.Fit | None,
+               max_ratio: float) -> Overcommit:
+    """Whether floors admitted with ``profile`` exceed what ``fit`` serves.
+
+    ``tiers``: those of the domain's disks; ``profile``: the one in use
+    (:func:`profile_of`); ``fit``: the estimator's (:func:`learned_fit`),
+    read without its margin. Pure: the controller and the API share it.
+    """
+    tiers = list(tiers)
+    in_use = committed(tiers, profile) if profile is not None else None
+    learned = (committed(tiers, fit.profile)
+               if fit is not None and _priced(fit.iops_4k, fit.bytes_sec)
+               else None)
+    judged = identifies(fit) and learned is not None
+    return Overcommit(
+        committed=in_use, committed_learned=learned,
+        max_commit_ratio=max_ratio,
+        confidence=fit.confidence if fit is not None else None,
+        overcommitted=(learned > max_ratio if judged and learned is not None
+                       else None),
+        beyond_capacity=(learned > 1.0 if judged and learned is not None
+                         else None))

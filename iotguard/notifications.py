@@ -23,6 +23,14 @@ Event types (publisher ``iotguard-controller.<host>``):
   disks got a weaker source's tier; sent once per refusal;
 * ``iotguard.tier.admitted`` (INFO): such a tier was given (at once, or
   at a later resync once capacity freed).
+* ``iotguard.domain.overcommitted`` (WARN): the floors admitted on a
+  domain cost more than ``[admission] max_commit_ratio`` of what its
+  storage was learned to serve (:func:`iotguard.admission.overcommit`);
+  sent when it starts, with ``domain``, ``committed`` (profile in use),
+  ``committed_learned`` (the fit, no margin), ``max_commit_ratio``,
+  ``confidence`` and ``beyond_capacity`` (above 1.0); report only;
+* ``iotguard.domain.overcommit_cleared`` (INFO): such a domain no longer
+  is (same payload).
 
 Where they go is oslo.messaging's ``[oslo_messaging_notifications]``
 (``driver = messagingv2``, ``topics``, ``transport_url``); with no driver
@@ -40,8 +48,10 @@ CAP_RELEASE = 'iotguard.cap.release'
 GUARANTEE_VIOLATION = 'iotguard.guarantee.violation'
 TIER_ADMITTED = 'iotguard.tier.admitted'
 TIER_REFUSED = 'iotguard.tier.refused'
+DOMAIN_OVERCOMMITTED = 'iotguard.domain.overcommitted'
+DOMAIN_OVERCOMMIT_CLEARED = 'iotguard.domain.overcommit_cleared'
 EVENT_TYPES = (CAP_APPLY, CAP_RELEASE, GUARANTEE_VIOLATION, TIER_ADMITTED,
-               TIER_REFUSED)
+               TIER_REFUSED, DOMAIN_OVERCOMMITTED, DOMAIN_OVERCOMMIT_CLEARED)
 
 
 def publisher_id(service, host):
@@ -77,3 +87,9 @@ class Notifier:
 
     def tier_refused(self, payload):
         self._send('warn', TIER_REFUSED, payload)
+
+    def domain_overcommitted(self, payload):
+        self._send('warn', DOMAIN_OVERCOMMITTED, payload)
+
+    def domain_overcommit_cleared(self, payload):
+        self._send('info', DOMAIN_OVERCOMMIT_CLEARED, payload)

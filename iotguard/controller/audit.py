@@ -101,6 +101,24 @@ class Audit:
             self.notifier.cap_release(self._payload(
                 domain, policy, disk, decision, decision_id, old))
 
+    def overcommitted(self, domain, numbers):
+        """Floors admitted exceed what the storage was learned to serve."""
+        LOG.warning('Domain %s is overcommitted: its floors cost %.3f of '
+                    'the learned capacity (max_commit_ratio %.2f; %.3f with '
+                    'the profile in use, confidence %.2f); nothing is '
+                    'changed, the admin decides', domain,
+                    numbers['committed_learned'],
+                    numbers['max_commit_ratio'], numbers['committed'] or 0.0,
+                    numbers['confidence'])
+        self.notifier.domain_overcommitted(dict(numbers, domain=domain))
+
+    def overcommit_cleared(self, domain, numbers):
+        """A domain overcommitted before no longer is."""
+        LOG.info('Domain %s is no longer overcommitted: its floors cost '
+                 '%.3f of the learned capacity', domain,
+                 numbers['committed_learned'])
+        self.notifier.domain_overcommit_cleared(dict(numbers, domain=domain))
+
     def violation(self, domain, disk, numbers, now):
         """A disk's guarantee is not met; tell the operators."""
         LOG.warning('Guarantee violated on %s/%s in domain %s: %s',

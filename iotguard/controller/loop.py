@@ -38,6 +38,11 @@ controller can take over a domain at any round:
   round, for all its domains), notifications ``iotguard.cap.apply`` /
   ``iotguard.cap.release``, and ``iotguard.guarantee.violation`` when a
   disk falls below its floor with unmet demand.
+* **learn**: the round fed to the domain's capacity estimator; when a fit
+  is written, ``iotguard.domain.overcommitted`` /
+  ``iotguard.domain.overcommit_cleared`` when the floors admitted stop /
+  start again to fit in what the storage was learned to serve
+  (:func:`iotguard.admission.overcommit`; report only).
 
 One domain failing (DB, policy, messaging) is logged and the others go on;
 its caps are then not renewed and lapse at their lease, back to the
@@ -267,6 +272,8 @@ class DomainLoop:
         self._seen = {}        # domain name -> first round here
         self._views = None     # (domains, disks version, read at, views)
         self._learning = {}    # domain name -> [estimator.State, rounds]
+        self._overcommitted = {}  # domain name -> last verdict given
+        self.max_commit_ratio = conf.admission.max_commit_ratio
 
     # -- the rounds ---------------------------------------------------------
 
@@ -355,6 +362,7 @@ class DomainLoop:
             self._rates_slot.pop(name, None)
             self._seen.pop(name, None)
             self._learning.pop(name, None)
+            self._overcommitted.pop(name, None)
 
     def run_once(self, domain, now, disks=None, writes=None):
         """collect -> decide -> act -> record for one domain.
@@ -388,7 +396,7 @@ class DomainLoop:
         else:
             decisions = policy.decide(snapshot, now) if disks else []
             if disks:
-                self._learn(domain, snapshot)
+                self._learn(domain, snapshot, disks)
         result.decisions = len(decisions)
         alone = writes is None
         writes = _Writes() if alone else writes
@@ -401,13 +409,14 @@ class DomainLoop:
         LOG.debug('Round of %s: %s', name, result)
         return result
 
-    def _learn(self, domain, snapshot):
+    def _learn(self, domain, snapshot, disks):
         """Feed the round to the domain's capacity estimator.
 
         Its state is read from the database when this controller first
         runs the domain; state and fit are written every
-        ``LEARN_WRITE_ROUNDS`` rounds. A failure is logged: learning never
-        stops a round.
+        ``LEARN_WRITE_ROUNDS`` rounds, and the floors of ``disks`` are
+        then judged against the new fit (:meth:`_judge`). A failure is
+        logged: learning never stops a round.
         """
         name = domain['name']
         try:
@@ -427,8 +436,32 @@ class DomainLoop:
                     name, fit.to_dict() if fit else None, state.to_dict())
                 if fit is not None:
                     LOG.debug('Domain %s learned %s', name, fit)
+                self._judge(domain, disks, fit)
         except Exception:
             LOG.exception('Could not learn the capacity of domain %s', name)
+
+    def _judge(self, domain, disks, fit):
+        """Report floors admitted beyond what the storage was learned to do.
+
+        :func:`iotguard.admission.overcommit` on the domain's tiers, the
+        profile in use and ``fit``; ``iotguard.domain.overcommitted`` (and
+        a warning) when the domain becomes overcommitted,
+        ``iotguard.domain.overcommit_cleared`` when it no longer is. While
+        the fit gives no verdict the last one stands. Report only: no tier
+        is changed, nothing refused.
+        """
+        name = domain['name']
+        verdict = admission.overcommit(
+            [d['tier'] for d in disks if d.get('tier')],
+            admission.profile_of(domain), fit, self.max_commit_ratio)
+        if verdict.overcommitted is None:
+            return
+        was = self._overcommitted.get(name, False)
+        self._overcommitted[name] = verdict.overcommitted
+        if verdict.overcommitted and not was:
+            self.audit.overcommitted(name, verdict.to_dict())
+        elif was and not verdict.overcommitted:
+            self.audit.overcommit_cleared(name, verdict.to_dict())
 
     # -- collect ------------------------------------------------------------
 

@@ -27,17 +27,23 @@ def _name(name):
     return name
 
 
-def _full_view(domain, disks, default_policy):
+def _full_view(domain, disks, conf):
+    max_ratio = conf.admission.max_commit_ratio
     profile = admission.profile_of(domain)
     tiers = [d['tier'] for d in disks if d['tier']]
+    verdict = admission.overcommit(tiers, profile,
+                                   admission.learned_fit(domain), max_ratio)
     return {
         'name': domain['name'], 'kind': domain['kind'],
-        'policy': domain['policy'] or default_policy,
+        'policy': domain['policy'] or conf.controller.default_policy,
         'params': domain['params'],
         'profile': disk.profile_view(domain, full=True),
         'capacity': 1.0,
-        'committed': (admission.committed(tiers, profile)
-                      if profile else None),
+        'committed': verdict.committed,
+        'committed_learned': verdict.committed_learned,
+        'max_commit_ratio': max_ratio,
+        'overcommitted': verdict.overcommitted,
+        'beyond_capacity': verdict.beyond_capacity,
         'utilisation': (disk.load(disks, admission.profile_of(
             domain, margined=False)) if profile else None),
         'disks': [disk.view(d) for d in disks],
@@ -72,7 +78,7 @@ def show_domain(req, name):
         domain = st.db.domain_get(name)
         return util.json_response({'domain': _full_view(
             domain, st.db.disk_list(domain=name),
-            st.conf.controller.default_policy)})
+            st.conf)})
     try:
         disks = st.db.disk_list(domain=name,
                                 project_id=common.context(req).project_id)
@@ -103,5 +109,4 @@ def update_domain(req, name):
             body[key] = float(body[key])
     domain = st.db.domain_update(name, body)
     return util.json_response({'domain': _full_view(
-        domain, st.db.disk_list(domain=name),
-        st.conf.controller.default_policy)})
+        domain, st.db.disk_list(domain=name), st.conf)})

@@ -23,6 +23,10 @@ LIST_COLUMNS = (('name', 'Name'), ('kind', 'Kind'), ('policy', 'Policy'),
 SHOW_COLUMNS = (('name', 'Name'), ('kind', 'Kind'), ('policy', 'Policy'),
                 ('params', 'Params'), ('profile', 'Profile'),
                 ('capacity', 'Capacity'), ('committed', 'Committed'),
+                ('committed_learned', 'Committed Learned'),
+                ('max_commit_ratio', 'Max Commit Ratio'),
+                ('overcommitted', 'Overcommitted'),
+                ('beyond_capacity', 'Beyond Capacity'),
                 ('utilisation', 'Utilisation'), ('disks', 'Disks'),
                 ('created_at', 'Created At'), ('updated_at', 'Updated At'))
 

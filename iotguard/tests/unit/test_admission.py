@@ -12,6 +12,8 @@
 
 """Unit tests of the pure admission check."""
 
+import dataclasses
+
 from iotguard import admission
 from iotguard import exception
 from iotguard.policy import base as base_policy
@@ -151,3 +153,71 @@ class LearnedProfileTest(base.TestCase):
                       profile_source='learned')
         self.assertIsNone(admission.learned_fit(bucket))
         self.assertEqual(base_policy.MAX, admission.profile_of(bucket).form)
+
+
+class OvercommitTest(base.TestCase):
+    """Floors admitted with an optimistic profile, judged by the fit."""
+
+    # typed twice what the bucket serves; the fit finds 100 / 4 MiB/s
+    TYPED = base_policy.Profile(200.0, 8388608.0, base_policy.MAX)
+    FIT = admission.learned_fit(LearnedProfileTest.BED)
+    QUIET = LearnedProfileTest.QUIET     # 0.146 of the bucket each
+
+    def verdict(self, n, fit=FIT, profile=TYPED):
+        return admission.overcommit([self.QUIET] * n, profile, fit, 0.9)
+
+    def test_within_what_the_storage_serves(self):
+        v = self.verdict(6)
+        self.assertAlmostEqual(6 * 0.0732421875, v.committed)
+        self.assertAlmostEqual(6 * 0.146484375, v.committed_learned)
+        self.assertIs(False, v.overcommitted)
+        self.assertIs(False, v.beyond_capacity)
+        self.assertEqual(1.0, v.confidence)
+        self.assertEqual(0.9, v.max_commit_ratio)
+
+    def test_overcommitted_and_beyond_capacity(self):
+        v = self.verdict(8)
+        self.assertLess(v.committed, 0.9)          # admitted at the time
+        self.assertAlmostEqual(8 * 0.146484375, v.committed_learned)
+        self.assertIs(True, v.overcommitted)
+        self.assertIs(True, v.beyond_capacity)
+        v = self.verdict(7)                     # 1.03 > 1.0
+        self.assertTrue(v.overcommitted and v.beyond_capacity)
+
+    def test_above_the_ratio_within_capacity(self):
+        v = admission.overcommit([self.QUIET] * 6 + [_tier(5.0)],
+                                 self.TYPED, self.FIT, 0.9)
+        self.assertAlmostEqual(0.92890625, v.committed_learned)
+        self.assertIs(True, v.overcommitted)
+        self.assertIs(False, v.beyond_capacity)
+
+    def test_the_fit_is_read_without_its_margin(self):
+        fit = dataclasses.replace(self.FIT, confidence=0.5)
+        v = self.verdict(6, fit=fit)
+        self.assertAlmostEqual(6 * 0.146484375, v.committed_learned)
+        self.assertIs(False, v.overcommitted)
+
+    def test_no_verdict_unless_the_fit_identifies_what_matters(self):
+        for fit in (None,
+                    dataclasses.replace(self.FIT, identified=('bytes_sec',)),
+                    dataclasses.replace(self.FIT, identified=()),
+                    dataclasses.replace(self.FIT, confidence=0.49)):
+            v = self.verdict(8, fit=fit)
+            self.assertIsNone(v.overcommitted, fit)
+            self.assertIsNone(v.beyond_capacity, fit)
+        # the numbers are still given when the fit can price them
+        v = self.verdict(8, fit=dataclasses.replace(self.FIT, identified=()))
+        self.assertAlmostEqual(8 * 0.146484375, v.committed_learned)
+        self.assertIsNone(self.verdict(8, fit=None).committed_learned)
+
+    def test_without_a_profile_in_use(self):
+        v = self.verdict(0, profile=None)
+        self.assertIsNone(v.committed)
+        self.assertEqual(0.0, v.committed_learned)
+        self.assertIs(False, v.overcommitted)
+
+    def test_shared_by_the_domain_view(self):
+        v = self.verdict(8).to_dict()
+        self.assertEqual({'committed', 'committed_learned',
+                          'max_commit_ratio', 'confidence',
+                          'overcommitted', 'beyond_capacity'}, set(v))

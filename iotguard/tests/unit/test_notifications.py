@@ -38,10 +38,14 @@ class NotifierTest(base.TestCase):
         self.notifier.cap_apply({'instance_uuid': 'u', 'limits': {'a': 1}})
         self.notifier.cap_release({'instance_uuid': 'u'})
         self.notifier.guarantee_violation({'instance_uuid': 'v'})
+        self.notifier.domain_overcommitted({'domain': 'd'})
+        self.notifier.domain_overcommit_cleared({'domain': 'd'})
         sent = _impl_test.NOTIFICATIONS
         self.assertEqual(
             [('iotguard.cap.apply', 'INFO'), ('iotguard.cap.release', 'INFO'),
-             ('iotguard.guarantee.violation', 'WARN')],
+             ('iotguard.guarantee.violation', 'WARN'),
+             ('iotguard.domain.overcommitted', 'WARN'),
+             ('iotguard.domain.overcommit_cleared', 'INFO')],
             [(n[1]['event_type'], n[2]) for n in sent])
         self.assertEqual({'iotguard-controller.ctl1'},
                          {n[1]['publisher_id'] for n in sent})

@@ -766,6 +766,43 @@ class APITests:
         # A1 vda: 400 IOPS and 5e6 B/s, its IOPS bind
         self.assertAlmostEqual(400 / 12000.0, domain['utilisation'])
 
+    def test_overcommitment_shown_against_the_fit_without_its_margin(self):
+        # The floors were admitted at 0.22 of the typed profile; the
+        # storage is learned to serve a tenth of it (half confident: the
+        # margin shrinks the profile in use, never the verdict).
+        fit = {'form': 'additive', 'iops_4k': 1000.0, 'bytes_sec': 40e6,
+               'error': 0.02, 'intervals': 30, 'mixes': 2,
+               'confidence': 0.5, 'identified': ['iops_4k', 'bytes_sec']}
+        self.db.domain_learned('local:cn1', fit, {'saturated': []})
+        domain = self.call('GET', '/v1/domains/local:cn1',
+                           who=ADMIN).json['domain']
+        self.assertAlmostEqual(0.22048, domain['committed'])
+        self.assertAlmostEqual(2.2048, domain['committed_learned'])
+        self.assertEqual(0.9, domain['max_commit_ratio'])
+        self.assertIs(True, domain['overcommitted'])
+        self.assertIs(True, domain['beyond_capacity'])
+        # under what the storage serves: 0.73 of it
+        self.db.domain_learned('local:cn1', dict(
+            fit, iops_4k=3000.0, bytes_sec=120e6), {'saturated': []})
+        domain = self.call('GET', '/v1/domains/local:cn1',
+                           who=ADMIN).json['domain']
+        self.assertAlmostEqual(0.22048 / 0.3, domain['committed_learned'])
+        self.assertIs(False, domain['overcommitted'])
+        self.assertIs(False, domain['beyond_capacity'])
+        # a fit that identified one parameter gives no verdict
+        self.db.domain_learned('local:cn1', dict(
+            fit, identified=['bytes_sec']), {'saturated': []})
+        domain = self.call('GET', '/v1/domains/local:cn1',
+                           who=ADMIN).json['domain']
+        self.assertAlmostEqual(2.2048, domain['committed_learned'])
+        self.assertIsNone(domain['overcommitted'])
+        self.assertIsNone(domain['beyond_capacity'])
+        # a project never sees it
+        domain = self.call('GET', '/v1/domains/local:cn1',
+                           who=MEMBER_A).json['domain']
+        for secret in ('committed_learned', 'overcommitted'):
+            self.assertNotIn(secret, domain)
+
     def test_domain_profile_at_the_bounds(self):
         for profile in ({'iops_4k': 1, 'bytes_sec': 4096},
                         {'iops_4k': 1e9, 'bytes_sec': 1e15}):

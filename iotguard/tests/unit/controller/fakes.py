@@ -240,6 +240,12 @@ class FakeNotifier:
     def guarantee_violation(self, payload):
         self.sent.append(('iotguard.guarantee.violation', payload))
 
+    def domain_overcommitted(self, payload):
+        self.sent.append(('iotguard.domain.overcommitted', payload))
+
+    def domain_overcommit_cleared(self, payload):
+        self.sent.append(('iotguard.domain.overcommit_cleared', payload))
+
 
 class ScriptedPolicy:
     """A policy that answers what the test tells it, and records."""

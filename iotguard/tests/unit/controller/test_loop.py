@@ -10,6 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import dataclasses
 import logging
 import math
 
@@ -21,6 +22,7 @@ from iotguard.controller import loop
 from iotguard.controller import samples
 from iotguard import policy as policy_mod
 from iotguard.policy import base as policy_base
+from iotguard.policy import estimator
 from iotguard.tests import base
 from iotguard.tests.unit.controller import fakes
 
@@ -498,6 +500,81 @@ class RunTest(LoopTestBase):
         self.loop.run_once(domain, T0 + 100)
         self.assertEqual(loop.LEARN_WRITE_ROUNDS + 1, len(
             self.loop._learning['bucket'][0].saturated))
+
+
+class OvercommitTest(LoopTestBase):
+    """Floors admitted on a profile the fit later finds too optimistic."""
+
+    #: what the storage serves: a bucket of 100 IOPS and 4 MiB/s
+    TRUE = estimator.Fit('max', 100.0, 4194304.0, 0.01, 60, 2, 1.0,
+                         ('iops_4k', 'bytes_sec'))
+
+    def setUp(self):
+        super().setUp()
+        # typed twice what it serves; eight 600 KiB/s floors admitted at
+        # 0.59 of it cost 1.17 of the bucket
+        self.domain = self.db.add_domain('bucket', iops_4k=200.0,
+                                         bytes_sec=8388608.0, policy='none')
+        self.domain['form'] = 'max'
+        quiet = fakes.tier('quiet', min_iops=10.0,
+                           min_bytes_sec=600 * 1024.0)
+        self.disks = [self.db.add_disk('bucket', 'cn1', quiet)
+                      for _ in range(8)]
+        self.fit = self.TRUE
+        self.useFixture(fixtures.MockPatchObject(
+            loop.estimator, 'fit', lambda state, prior: self.fit))
+        self.t = T0
+
+    def learn(self):
+        """Rounds until the controller writes (and judges) a fit."""
+        for _ in range(loop.LEARN_WRITE_ROUNDS):
+            for disk in self.disks:
+                self.feed(disk, iops=2.0, bytes_sec=2 * KIB64,
+                          latency_ms=5.0, at=self.t)
+            self.loop.run_once(self.domain, self.t)
+            self.t += 5.0
+
+    def test_reported_once_per_transition_and_nothing_changed(self):
+        log = self.useFixture(fixtures.FakeLogger(level=logging.WARNING))
+        tiers = [dict(d['tier']) for d in self.disks]
+        self.learn()
+        self.learn()
+        over = self.events('iotguard.domain.overcommitted')
+        self.assertEqual(1, len(over))
+        payload = over[0]
+        self.assertEqual('bucket', payload['domain'])
+        self.assertAlmostEqual(8 * 0.0732421875, payload['committed'])
+        self.assertAlmostEqual(8 * 0.146484375,
+                               payload['committed_learned'])
+        self.assertEqual(0.9, payload['max_commit_ratio'])
+        self.assertEqual(1.0, payload['confidence'])
+        self.assertIs(True, payload['beyond_capacity'])
+        self.assertIn('Domain bucket is overcommitted', log.output)
+        # report only: every tier kept, no cap
+        self.assertEqual(tiers, [d['tier'] for d in self.disks])
+        self.assertEqual({}, self.db.caps)
+        # a fit that does not identify both parameters judges nothing
+        self.fit = dataclasses.replace(self.TRUE, iops_4k=200.0,
+                                       bytes_sec=8388608.0,
+                                       identified=('bytes_sec',))
+        self.learn()
+        self.assertEqual([], self.events('iotguard.domain.overcommit_cleared'))
+        # a trusted fit under which the floors fit clears it, once
+        self.fit = dataclasses.replace(self.fit,
+                                       identified=('iops_4k', 'bytes_sec'))
+        self.learn()
+        self.learn()
+        cleared = self.events('iotguard.domain.overcommit_cleared')
+        self.assertEqual(1, len(cleared))
+        self.assertIs(False, cleared[0]['overcommitted'])
+        self.assertEqual(1, len(self.events('iotguard.domain.overcommitted')))
+
+    def test_within_the_learned_capacity_nothing_is_sent(self):
+        self.disks = self.disks[:6]      # 0.88 of the bucket
+        for disk in list(self.db.disks.values())[6:]:
+            disk['domain'] = 'elsewhere'
+        self.learn()
+        self.assertEqual([], self.notifier.sent)
 
 
 class HelpersTest(base.TestCase):

@@ -425,6 +425,22 @@ class TestDomain(CommandTestCase):
         self.assertEqual([DISK], self.one(answer)['Disks'])
         self.assertEqual(0.44, self.one(answer)['Committed'])
         self.assertNotIn('Utilisation', answer[0])
+        self.assertNotIn('Overcommitted', answer[0])
+
+    def test_show_overcommitment(self):
+        _, answer = self.run_command(domain.ShowDomain, ['local:c1'],
+                                     domain_show=[{
+                                         'name': 'local:c1', 'kind': 'local',
+                                         'committed': 0.59,
+                                         'committed_learned': 1.17,
+                                         'max_commit_ratio': 0.9,
+                                         'overcommitted': True,
+                                         'beyond_capacity': True,
+                                         'disks': []}])
+        shown = self.one(answer)
+        self.assertEqual((1.17, 0.9, True, True), (
+            shown['Committed Learned'], shown['Max Commit Ratio'],
+            shown['Overcommitted'], shown['Beyond Capacity']))
 
     def test_set_with_params(self):
         fake, _ = self.run_command(
