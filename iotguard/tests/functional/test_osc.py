@@ -217,8 +217,11 @@ class TestOpenstackCLI(base.TestCase):
         self.cli('domain', 'set', 'local:compute1', '--iops-4k', '20000',
                  '--policy', 'static')
         domain = self.json('domain', 'show', 'local:compute1')
-        self.assertEqual({'iops_4k': 20000.0, 'bytes_sec': 400e6},
-                         domain['Profile'])
+        self.assertEqual({'iops_4k': 20000.0, 'bytes_sec': 400e6,
+                          'form': 'additive', 'source': 'manual'},
+                         {k: v for k, v in domain['Profile'].items()
+                          if k not in ('manual', 'learned')})
+        self.assertIsNone(domain['Profile']['learned'])
         self.assertEqual('static', domain['Policy'])
         self.assertEqual([instance, other], sorted(
             d['instance_uuid'] for d in domain['Disks']))
