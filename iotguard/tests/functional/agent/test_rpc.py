@@ -90,10 +90,7 @@ class AgentOverRabbitTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
-        reason = rabbit.unreachable()
-        if reason:
-            self.skipTest(reason)
-        run = uuid.uuid4().hex[:10]
+        run = rabbit.run_id(self)
         self.host = 'compute-' + run
         self.flags(host=self.host)
         self.flags(sample_interval=0.5, libvirt_uri=tld.URI, state_file='',

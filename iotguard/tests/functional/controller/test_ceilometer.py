@@ -24,7 +24,6 @@ overrides it.
 import datetime
 import threading
 import time
-import uuid
 
 from oslo_config import cfg
 import oslo_messaging
@@ -68,10 +67,7 @@ class RabbitTestCase(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
-        reason = rabbit.unreachable()
-        if reason:
-            self.skipTest(reason)
-        self.run_id = uuid.uuid4().hex[:10]
+        self.run_id = rabbit.run_id(self)
         # Its own exchange, and queues and exchange that go away with it.
         # The exchange is read when the transport is made, and the option
         # registered by the first one made.

@@ -133,10 +133,7 @@ class ControllerOverRabbitTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        reason = rabbit.unreachable()
-        if reason:
-            self.skipTest(reason)
-        run = uuid.uuid4().hex[:10]
+        run = rabbit.run_id(self)
         self.host = 'cn-' + run
         self.domain = 'ft-pool-' + run
         backend = ('postgresql' if database.unavailable('postgresql') is None

@@ -68,10 +68,7 @@ class WireOverRabbitTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        reason = rabbit.unreachable()
-        if reason:
-            self.skipTest(reason)
-        run = uuid.uuid4().hex[:10]
+        run = rabbit.run_id(self)
         self.host = 'cn-wire-' + run
         self.flags(host=self.host)
         self.flags(sample_interval=5.0, state_file='', group='agent')
