@@ -716,11 +716,19 @@ class APITests:
         self.assertEqual(200, self.call('GET', '/v1/domains/local:cn1',
                                         who=ADMIN).status_code)
 
-    def test_learned_profile_shown_and_chosen(self):
-        fit = {'form': 'max', 'iops_4k': 12000.0, 'bytes_sec': 5e8,
-               'error': 0.02, 'intervals': 60, 'mixes': 3,
-               'confidence': 1.0, 'identified': ['iops_4k', 'bytes_sec']}
+    def learn(self, **fields):
+        """Store a fit of local:cn1 and return it.
+
+        By default: max form, 12000 IOPS, 5e8 B/s, both identified.
+        """
+        fit = dict({'form': 'max', 'iops_4k': 12000.0, 'bytes_sec': 5e8,
+                    'error': 0.02,
+                    'identified': ['iops_4k', 'bytes_sec']}, **fields)
         self.db.domain_learned('local:cn1', fit, {'saturated': []})
+        return fit
+
+    def test_learned_profile_shown_and_chosen(self):
+        fit = self.learn(intervals=60, mixes=3, confidence=1.0)
         domain = self.call('GET', '/v1/domains/local:cn1',
                            who=ADMIN).json['domain']
         profile = domain['profile']
@@ -754,10 +762,7 @@ class APITests:
     def test_utilisation_is_read_against_the_fit_without_its_margin(self):
         # Half confident: decisions and admission use the fit shrunk by
         # 10 %, the utilisation is the device's load on the fit itself.
-        fit = {'form': 'max', 'iops_4k': 12000.0, 'bytes_sec': 5e8,
-               'error': 0.02, 'intervals': 30, 'mixes': 2,
-               'confidence': 0.5, 'identified': ['iops_4k', 'bytes_sec']}
-        self.db.domain_learned('local:cn1', fit, {'saturated': []})
+        self.learn(intervals=30, mixes=2, confidence=0.5)
         response = self.call('PATCH', '/v1/domains/local:cn1', who=ADMIN,
                              body={'profile_source': 'learned'})
         self.assertEqual(200, response.status_code, response.text)
@@ -770,10 +775,8 @@ class APITests:
         # The floors were admitted at 0.22 of the typed profile; the
         # storage is learned to serve a tenth of it (half confident: the
         # margin shrinks the profile in use, never the verdict).
-        fit = {'form': 'additive', 'iops_4k': 1000.0, 'bytes_sec': 40e6,
-               'error': 0.02, 'intervals': 30, 'mixes': 2,
-               'confidence': 0.5, 'identified': ['iops_4k', 'bytes_sec']}
-        self.db.domain_learned('local:cn1', fit, {'saturated': []})
+        fit = self.learn(form='additive', iops_4k=1000.0, bytes_sec=40e6,
+                         intervals=30, mixes=2, confidence=0.5)
         domain = self.call('GET', '/v1/domains/local:cn1',
                            who=ADMIN).json['domain']
         self.assertAlmostEqual(0.22048, domain['committed'])
@@ -782,16 +785,14 @@ class APITests:
         self.assertIs(True, domain['overcommitted'])
         self.assertIs(True, domain['beyond_capacity'])
         # under what the storage serves: 0.73 of it
-        self.db.domain_learned('local:cn1', dict(
-            fit, iops_4k=3000.0, bytes_sec=120e6), {'saturated': []})
+        self.learn(**dict(fit, iops_4k=3000.0, bytes_sec=120e6))
         domain = self.call('GET', '/v1/domains/local:cn1',
                            who=ADMIN).json['domain']
         self.assertAlmostEqual(0.22048 / 0.3, domain['committed_learned'])
         self.assertIs(False, domain['overcommitted'])
         self.assertIs(False, domain['beyond_capacity'])
         # a fit that identified one parameter gives no verdict
-        self.db.domain_learned('local:cn1', dict(
-            fit, identified=['bytes_sec']), {'saturated': []})
+        self.learn(**dict(fit, identified=['bytes_sec']))
         domain = self.call('GET', '/v1/domains/local:cn1',
                            who=ADMIN).json['domain']
         self.assertAlmostEqual(2.2048, domain['committed_learned'])
