@@ -12,9 +12,10 @@
 # under the License.
 """Print the last stestr run as 'NAME: N passed, N failed, N skipped'.
 
-Also adds the counts to .stestr-summary (read back by ``--total``), and
-fails when the run executed no test at all, so a suite can never pass on
-zero tests.
+Also adds the counts and the failed tests' names to .stestr-summary (read
+back by ``--total``, which names them again at the end of the whole run),
+and fails when the run executed no test at all, so a suite can never pass
+on zero tests.
 """
 
 import io
@@ -26,7 +27,7 @@ import sys
 RECORD = '.stestr-summary'
 
 
-def count_last_run():
+def count_last_run(prefix=None):
     # Imported here: --total runs outside the test virtualenv.
     import subunit
     import testtools
@@ -36,14 +37,27 @@ def count_last_run():
     stream = subunit.ByteStreamToStreamResult(
         io.BytesIO(data), non_subunit_name='stdout')
     summary = testtools.StreamSummary()
-    summary.startTestRun()
-    stream.run(summary)
-    summary.stopTestRun()
+    ran = set()
+    collect = testtools.StreamToDict(lambda test: ran.add(test['id']))
+    result = testtools.CopyStreamResult([summary, collect])
+    result.startTestRun()
+    stream.run(result)
+    result.stopTestRun()
     skipped = len(summary.skipped)
     failed = (len(summary.errors) + len(summary.failures)
               + len(summary.unexpectedSuccesses))
     passed = summary.testsRun - failed - skipped
-    return {'passed': passed, 'failed': failed, 'skipped': skipped}
+    names = sorted(test.id() for test, _detail in
+                   summary.errors + summary.failures)
+    if prefix:
+        # The unit and functional suites share one stestr repository: when
+        # a run never started, "last" is the other suite's.
+        if not ran or any(not t.startswith(prefix) for t in ran):
+            return {'passed': 0, 'failed': 1, 'skipped': 0,
+                    'failed_tests': ['(the last run is not %s: did it '
+                                     'start?)' % prefix]}
+    return {'passed': passed, 'failed': failed, 'skipped': skipped,
+            'failed_tests': names}
 
 
 def main(argv):
@@ -55,15 +69,19 @@ def main(argv):
             runs = [json.loads(line) for line in f if line.strip()]
         counts = {k: sum(r[k] for r in runs)
                   for k in ('passed', 'failed', 'skipped')}
+        counts['failed_tests'] = [t for r in runs
+                                  for t in r.get('failed_tests', [])]
         name = 'total'
     else:
         name = argv[1] if len(argv) > 1 else 'tests'
-        counts = count_last_run()
+        counts = count_last_run(argv[2] if len(argv) > 2 else None)
         if os.environ.get('IOTGUARD_TEST_RECORD', '1') == '1':
             with open(RECORD, 'a') as f:
                 f.write(json.dumps(counts) + '\n')
     print('%s: %d passed, %d failed, %d skipped'
           % (name, counts['passed'], counts['failed'], counts['skipped']))
+    for test in counts['failed_tests']:
+        print('%s: FAILED %s' % (name, test))
     if counts['passed'] == 0:
         print('%s: no test ran' % name, file=sys.stderr)
         return 1
