@@ -52,7 +52,8 @@ def count_last_run(prefix=None):
     if prefix:
         # The unit and functional suites share one stestr repository: when
         # a run never started, "last" is the other suite's.
-        if not ran or any(not t.startswith(prefix) for t in ran):
+        # ("setUpClass (iotguard.tests....)" names a class that failed.)
+        if not ran or any(prefix not in t for t in ran):
             return {'passed': 0, 'failed': 1, 'skipped': 0,
                     'failed_tests': ['(the last run is not %s: did it '
                                      'start?)' % prefix]}
