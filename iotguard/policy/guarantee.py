@@ -68,9 +68,7 @@ each disk did when it was last uncongested):
    queue's headroom; a disk held by its own ceiling shows nothing of the
    queue, so nothing else would keep it short). When the pressure is
    above 1 while every deep disk is capped (the caps fill the queue
-   again), it is cut: to the border where more than the border is
-   served (where the caps settle once the flood is held), else by at
-   most 15 % per interval; such a cut is sent from ``tolerance`` on.
+   again), it is cut by at most 15 % per interval.
 6. **Cap** only the deep disks above their allocation (weakness 1: a disk at
    or below its fair share is never capped), at their allocation, never below
    their floor, never above their ceiling. Caps are sent as both
@@ -465,13 +463,7 @@ class GuaranteePolicy:
         if pressure > 1.0 and not bool((active & ~capped & ~shallow).any()):
             # the shallow disks queue past the threshold although every
             # deep queue is capped: the caps fill the array, share out less
-            # (above the border, down to the border first: that is where
-            # the caps settle once the flood that filled it is held, and a
-            # deeper cut would leave them below it, within min_change)
-            cut = total * max(0.85, pressure ** -0.5)
-            if total > self.high_watermark * CAPACITY:
-                cut = max(cut, self.high_watermark * CAPACITY)
-            capacity = min(capacity, cut)
+            capacity = min(capacity, total * max(0.85, pressure ** -0.5))
         share, level = allocation.fair_shares(capacity, floor, demand,
                                               snap.weight)
         target = np.minimum(np.maximum(share, floor), ceil)
@@ -486,11 +478,8 @@ class GuaranteePolicy:
         # the queue: it is never what keeps the queue long.
         # A cap at the disk's static limits would change nothing.
         over = fresh & ~shallow & (u > share * (1.0 + slack))
-        # Above the latency threshold the cut is no measurement noise: it
-        # is sent from the tolerance on.
-        cut_step = self.tolerance if pressure > 1.0 else self.min_change
         tighten = engaged & over & (target < np.minimum(cap, static) * (
-            1.0 - cut_step))
+            1.0 - self.min_change))
         loosen = (may_raise & ~tighten
                   & (target > cap * (1.0 + self.min_change)))
         new = np.where(tighten, target,

@@ -580,40 +580,6 @@ class TestThinkingClients(test_base.TestCase):
         loose.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
         self.assertEqual([], loose.decide(fakes.snapshot(*disks), 5.0))
 
-    def test_a_cut_above_the_border_goes_to_the_border_first(self):
-        # Issue 13, aggressors: caps that fill the array above the border
-        # (0.9) with the writer past its threshold are cut to the border,
-        # where they settle once the flood is held, not 15 % below what
-        # is served: a cap cut under the border stayed there, the
-        # raise back being within min_change, and the array ran at 0.86.
-        # Two floods at 40 IOPS (0.44 each) and the writer: 0.9223 is
-        # served; each flood's share of the border is 0.4094, 7 % under
-        # its cap: above the threshold a cut is sent from the tolerance
-        # (5 %) on, not from min_change.
-        policy = guarantee.GuaranteePolicy()
-        policy.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
-        disks = [capped('f1', 40, 40, latency_ms=SLOW),
-                 capped('f2', 40, 40, latency_ms=SLOW),
-                 self.sync_writer(20.0)]
-        decisions = fakes.by_disk(policy.decide(fakes.snapshot(*disks),
-                                                5.0))
-        self.assertEqual(['f1', 'f2'], sorted(decisions))
-        for d in decisions.values():
-            self.assertGreater(d.numbers['pressure'], 1.0)
-            self.assertAlmostEqual(0.9, d.numbers['capacity'])
-            self.assertAlmostEqual(d.numbers['share'] / C64, d.iops)
-            self.assertGreater(d.iops, 0.9 * 40)
-        # at or under the border the cut is what it was: at most 15 %
-        # (36 IOPS each: 0.8343 served, shared out 0.7092)
-        disks = [capped('f1', 36, 36, latency_ms=SLOW),
-                 capped('f2', 36, 36, latency_ms=SLOW),
-                 self.sync_writer(20.0)]
-        decisions = fakes.by_disk(policy.decide(fakes.snapshot(*disks),
-                                                10.0))
-        for d in decisions.values():
-            self.assertAlmostEqual(0.85 * d.numbers['charged'],
-                                   d.numbers['capacity'])
-
     def test_at_cap_held_while_shallow_latency_near_threshold(self):
         # a runs at its cap, 40 IOPS (0.44), below its share; b does 22
         # IOPS (0.242) at low latency; a paced 4 KiB client does 20 IOPS
