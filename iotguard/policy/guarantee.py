@@ -73,7 +73,10 @@ each disk did when it was last uncongested):
    or below its fair share is never capped), at their allocation, never below
    their floor, never above their ceiling. Caps are sent as both
    ``total_iops_sec`` and ``total_bytes_sec`` at the disk's mean I/O size,
-   which bounds its cost whatever size it switches to.
+   which bounds its cost whatever size it switches to. A cap that reaches
+   the disk's ceiling is the ceiling's own keys (a tier with a bytes
+   ceiling only: no IOPS key), so a key derived at one size does not bind
+   at another and get raised again and again.
 7. **Release gradually** (weakness 2): a cap is raised by at most
    ``release_factor`` per interval, and removed once it would reach the
    disk's ceiling or the whole domain. A disk that runs at its cap is only
@@ -83,7 +86,8 @@ each disk did when it was last uncongested):
    the oscillation that makes caps churn. A disk using under a tenth of
    its cap keeps it (an on/off aggressor). Changes smaller than
    ``min_change`` are not sent, so caps do not flap with measurement
-   noise.
+   noise; a raise is judged by what the new keys, with the ceilings,
+   let the disk do at its current I/O size.
 
 Disks whose samples are ``stale`` are never tightened (their caps may be
 raised or released). Everything is a handful of NumPy operations over the
@@ -529,8 +533,26 @@ class GuaranteePolicy:
                             snap.cap_bytes_sec[index] * ratio)
         ops = np.minimum(ops, snap.ceil_iops[index])
         byts = np.minimum(byts, snap.ceil_bytes_sec[index])
+        # A cap that reaches the disk's ceiling (one it must hold: the
+        # tier's, below the static limits) is the ceiling itself, both
+        # keys: derived at one I/O size, the key that does not bind there
+        # (IOPS under a bytes ceiling) would bind at another size and be
+        # raised again every time the size dips, to no end.
+        top = new[index] >= ceil[index] * (1.0 - 1e-9)
+        ops = np.where(top, snap.ceil_iops[index], ops)
+        byts = np.where(top, snap.ceil_bytes_sec[index], byts)
+        # A raise is judged by what it lets the disk do at its current I/O
+        # size, both keys and the ceilings together: one that moves that
+        # by no more than min_change (a key raised while the other, held
+        # at a ceiling, binds) is no change, only an RPC, a libvirt call
+        # and an audit record.
+        effective = costmodel.limit_load(ops, byts, size[index], cost[index])
+        sent = (tight | release[index]
+                | (effective > cap[index] * (1.0 + self.min_change)))
         decisions = []
         for k, i in enumerate(index):
+            if not sent[k]:
+                continue
             seen = base.audit_numbers(
                 load=u[i], floor=floor[i], ceiling=ceil[i], cap=cap[i],
                 new_cap=new[i], io_size=size[i], iops=snap.iops[i],

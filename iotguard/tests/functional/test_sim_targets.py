@@ -127,7 +127,8 @@ class TestThinkingClients(testtools.TestCase):
         self.within(before, quiet_worst=(0, 0.9))
         self.within(after, quiet_worst=(0.95, 1.1),
                     work_conservation=(0.9, 1.0),
-                    cap_churn_per_min=(0, 0.2))
+                    cap_churn_per_min=(0, 0.2),
+                    cap_changes_per_10min=(0, 2.0))
         # each quiet disk's mean latency under its threshold (6 x the
         # learned service time of its I/O size: the scenario's factor)
         run = runs['guarantee']
@@ -151,9 +152,10 @@ class TestThinkingClients(testtools.TestCase):
     def test_aggressors_hold_the_quiet_disks(self):
         _, before, after = self.compare('aggressors')
         self.within(before, quiet_worst=(0, 0.8), quiet_kept=(0, 0.6))
-        # not all of issue 13's targets (see the policies page): the
-        # worst window is 0.949, work conservation 0.88
+        # not all of issue 13's targets (see the policies page): over 10
+        # minutes the worst window is 0.949, work conservation 0.861
         self.within(after, quiet_kept=(0.95, 1.0), quiet_worst=(0.94, 1.1),
                     work_conservation=(0.85, 1.0),
                     cap_churn_per_min=(0, 0.2),
+                    cap_changes_per_10min=(0, 2.0),
                     quiet_latency_ms=(0, 0.5 * before['quiet_latency_ms']))

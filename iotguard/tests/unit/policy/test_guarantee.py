@@ -358,6 +358,65 @@ class TestGuaranteePolicy(test_base.TestCase):
         self.assertAlmostEqual(30.0, decisions['a'].iops)
         self.assertAlmostEqual(30 * 64 * KIB, decisions['a'].bytes_sec)
 
+    def test_a_cap_raised_to_a_bytes_ceiling_is_the_ceiling(self):
+        # Issue 13: a disk of a tier with a bytes ceiling (40 x 64 KiB/s,
+        # no static limit: the cap holds it) is capped at 27 x 64 KiB
+        # (both keys from one load at its 64 KiB I/O); the domain is
+        # calm, the cap is raised to the ceiling. It becomes the ceiling
+        # itself: no IOPS key is left over, which would bind whenever the
+        # disk's I/O got smaller and be raised x1.5 again and again (40
+        # -> 60 -> 90 -> 135 IOPS) while total_bytes_sec stays at the
+        # ceiling.
+        tier = base.Tier('ceil', max_bytes_sec=40 * 64 * KIB)
+        raised = self.decide(capped('a', 27, 27, tier=tier),
+                             fakes.disk('b', ops=10))['a']
+        self.assertEqual(base.CAP, raised.action)
+        self.assertEqual(math.inf, raised.iops)
+        self.assertEqual({'total_iops_sec': 0,
+                          'total_bytes_sec': 40 * 64 * 1024},
+                         raised.limits)
+        # held there: at its ceiling with 64 KiB I/O, at 16 KiB (160
+        # IOPS, the bytes key still binds), calm or holding, nothing is
+        # sent.
+        at_ceiling = functools.partial(
+            fakes.disk, 'a', tier=tier, cap_iops=math.inf,
+            cap_bytes_sec=40 * 64 * KIB, cap_set_at=0.0)
+        for disk in (at_ceiling(ops=40), at_ceiling(ops=160, size=16 * KIB),
+                     at_ceiling(ops=10, size=256 * KIB)):
+            for neighbour in (fakes.disk('b', ops=10),       # calm
+                              fakes.disk('b', ops=40)):      # holding
+                self.assertEqual({}, self.decide(disk, neighbour))
+
+    def test_every_raise_changes_what_the_disk_may_do(self):
+        # The policy run against its own caps: a disk at its tier bytes
+        # ceiling whose I/O size wanders (64 KiB, 128 KiB, 16 KiB, ...),
+        # in a domain with spare. Each cap sent lets the disk do more (or
+        # less) at its I/O size of the moment than the one in force, by
+        # more than min_change: none is a change only on the wire.
+        tier = base.Tier('ceil', max_bytes_sec=40 * 64 * KIB)
+        policy = guarantee.GuaranteePolicy()
+        cap_iops, cap_bytes, sent = 8.0, 8 * 64 * KIB, 0
+        for step, size in enumerate([64, 128, 16, 64, 256, 32, 64, 128,
+                                     16, 64, 8, 64] * 2):
+            size *= KIB
+            ops = min(cap_iops, cap_bytes / size, 40 * 64 * KIB / size)
+            disk = fakes.disk('a', ops=ops, size=size, tier=tier,
+                              cap_iops=cap_iops, cap_bytes_sec=cap_bytes,
+                              cap_set_at=0.0)
+            decisions = fakes.by_disk(policy.decide(fakes.snapshot(
+                disk, fakes.disk('b', ops=10)), 5.0 * step))
+            if 'a' not in decisions:
+                continue
+            d = decisions['a']
+            self.assertEqual(base.CAP, d.action)
+            before = min(cap_iops, cap_bytes / size, 40 * 64 * KIB / size)
+            after = min(d.iops, d.bytes_sec / size, 40 * 64 * KIB / size)
+            self.assertGreater(abs(after - before), 0.1 * before,
+                               (step, size, cap_iops, cap_bytes, d))
+            cap_iops, cap_bytes, sent = d.iops, d.bytes_sec, sent + 1
+        # raised while the IOPS key bound, then held: a few changes
+        self.assertLessEqual(sent, 4)
+
     def test_spare_shared_by_weight(self):
         heavy = base.Tier('heavy', weight=3)
         # Both slow and uncapped, U = 0.99 > 0.9: demands 0.66 * 1.2 and

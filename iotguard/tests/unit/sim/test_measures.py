@@ -159,6 +159,26 @@ class TestActions(base.TestCase):
         self.assertAlmostEqual(4.0, measures.cap_churn_per_min(
             actions, 2, TIMES, 5.0, settle))
 
+    def test_cap_changes_per_10min_is_the_worst_disk(self):
+        settle = A([False, True, False, False])
+        # disk 1 changes twice in steady state (t=15, t=20), disk 0 once
+        # (t=5); t=10 falls in the settling window 1. 15 s of steady
+        # time: the worst disk's 2 changes scale to 2 x 600 / 15 = 80 per
+        # 10 min, where the mean per minute reads 3 / 2 / 0.25 = 6.
+        actions = [action(5.0, 0), action(10.0, 1), action(15.0, 1),
+                   action(20.0, 1), action(20.0, 0, changed=False)]
+        self.assertAlmostEqual(80.0, measures.cap_changes_per_10min(
+            actions, 2, TIMES, 5.0, settle))
+        self.assertAlmostEqual(6.0, measures.cap_churn_per_min(
+            actions, 2, TIMES, 5.0, settle))
+        self.assertEqual([1.0, 2.0], measures.steady_changes(
+            actions, 2, TIMES, 5.0, settle).tolist())
+        # no steady time, no disk: nothing to count
+        self.assertEqual(0.0, measures.cap_changes_per_10min(
+            actions, 2, TIMES, 5.0, A([True] * 4)))
+        self.assertEqual(0.0, measures.cap_changes_per_10min(
+            [], 0, TIMES, 5.0, settle))
+
 
 class TestFairness(base.TestCase):
 
