@@ -289,7 +289,7 @@ def prepare(path: str, size: int = CREATE_SIZE, destroy: bool = False,
             raise _failed('cannot open %s: %s' % (path, exc.strerror))
         target = Target(path, found, block=True)
     elif stat.S_ISREG(st.st_mode):
-        if not destroy:
+        if st.st_size and not destroy:
             raise _failed('%s exists and holds %d bytes: the measurement '
                           'writes over them; give --yes-destroy to accept, '
                           'or name a file that does not exist'
