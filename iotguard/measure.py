@@ -35,9 +35,12 @@ operations in flight:
     closer: the choice falls back to the form that charges more.
 
 The operations are counted as the storage sees them from here (a 1 MiB
-write is one operation, whatever the layers below split it into), with
-the time up to the last operation completed within the phase, so a phase
-of few large operations is not rounded to whole seconds.
+write is one operation, whatever the layers below split it into). The
+first :data:`RAMP_SHARE` of a phase is not counted (a token bucket's
+burst, queues filling up: fio's ``ramp_time``); the built-in generator
+then counts the operations completed after the first one past the ramp
+up to the last one within the phase, over that time, so a phase of few
+large operations is not rounded to whole operations.
 
 Two engines run the phases: fio (:func:`run_fio`, when it is installed,
 ``psync`` writers as threads, its JSON output parsed by
@@ -87,6 +90,10 @@ CREATE_SIZE = 1 << 30
 #: The 4 KiB writes of the mixed phase, together, at this share of the
 #: measured ``iops_4k``: half the storage's time on an additive one.
 MIX_SHARE = 0.5
+#: The first part of each phase is not counted (a bucket's burst, queues
+#: filling), nor the write that ends it: the rate is the operations
+#: completed after it to the last one within the phase, over that time.
+RAMP_SHARE = 0.25
 #: A paced writer that falls behind catches up at most this long.
 PACE_SLACK_S = 0.1
 #: The alignment O_DIRECT asks for of offsets, sizes and buffers.
@@ -357,17 +364,24 @@ class _Stream:
 
 
 class _Tally:
-    def __init__(self, start: float, deadline: float) -> None:
-        self.start, self.deadline = start, deadline
+    """Writes completed after the ramp, counted from the first of them."""
+
+    def __init__(self, start: float, ramp: float, deadline: float) -> None:
+        self.ramp_end, self.deadline = start + ramp, deadline
         self.ops = self.nbytes = 0
-        self.last = start
+        self.first: float | None = None
+        self.last = 0.0
         self.error: BaseException | None = None
         self.stop = threading.Event()
         self.lock = threading.Lock()
 
     def done(self, nbytes: int, when: float) -> None:
         with self.lock:
-            if when <= self.deadline:
+            if when < self.ramp_end or when > self.deadline:
+                return
+            if self.first is None:
+                self.first = self.last = when
+            else:
                 self.ops += 1
                 self.nbytes += nbytes
                 self.last = max(self.last, when)
@@ -421,7 +435,7 @@ def _run_streams(fd: int, span: int, name: str,
                  streams: list[_Stream], seconds: float,
                  clock: Any = time.monotonic) -> Phase:
     start = clock()
-    tally = _Tally(start, start + seconds)
+    tally = _Tally(start, RAMP_SHARE * seconds, start + seconds)
     threads = []
     for stream in streams:
         pacer = _Pacer(stream.rate, start) if stream.rate else None
@@ -441,7 +455,9 @@ def _run_streams(fd: int, span: int, name: str,
             reason += (' (the storage refused an aligned O_DIRECT write; '
                        'try --no-direct)')
         raise _failed('a write failed in the %s phase: %s' % (name, reason))
-    return Phase(name, tally.ops, tally.nbytes, tally.last - tally.start)
+    return Phase(name, tally.ops, tally.nbytes,
+                 tally.last - tally.first if tally.first is not None
+                 else 0.0)
 
 
 def run_builtin(target: Target, seconds: float = SECONDS, depth: int = DEPTH,
@@ -484,7 +500,8 @@ def fio_args(target: Target, name: str, seconds: float, depth: int,
     """fio's command line for one phase (JSON on stdout)."""
     common = ['--output-format=json', '--filename=%s' % target.path,
               '--ioengine=psync', '--thread', '--time_based',
-              '--runtime=%gs' % seconds, '--ramp_time=0',
+              '--ramp_time=%gs' % (RAMP_SHARE * seconds),
+              '--runtime=%gs' % ((1 - RAMP_SHARE) * seconds),
               '--randrepeat=0', '--fallocate=none', '--allow_file_create=0',
               '--direct=%d' % direct, '--sync=%s' % ('none' if direct
                                                      else 'dsync'),
