@@ -50,8 +50,10 @@ class MeasureBucketTest(base.TestCase):
         self.dir = self.useFixture(fixtures.TempDir(rootdir='/var/tmp')).path
         self.bucket = self.useFixture(fusebucket.FuseBucket(
             self.dir, iops=IOPS, bytes_sec=BYTES_SEC))
-        self.addDetail('qemu-storage-daemon.log', content.content_from_file(
-            self.bucket.log, buffer_now=False))
+        # Read before the temporary directory goes.
+        self.addCleanup(lambda: self.addDetail(
+            'qemu-storage-daemon.log', content.content_from_file(
+                self.bucket.log, buffer_now=True)))
 
     def calibrate(self, backend, engine):
         why = database.unavailable(backend)
