@@ -34,8 +34,10 @@ from iotguard.policy import base
 from iotguard.tests import base as test_base
 
 HERE = os.path.dirname(__file__)
-#: fio's JSON output of a mixed phase (fio_args 'mixed': 15 small writers
-#: and one 1 MiB writer), hand-written in fio's documented format.
+#: fio 3.33's JSON output of a mixed phase (fio_args 'mixed', 4 s: 15
+#: small writers paced at 3 IOPS each and one 1 MiB writer), captured on
+#: the functional test's bucket of 100 IOPS and 4 MiB/s over FUSE; the
+#: jobs' latency and disk statistics are cut, the rest is as fio wrote it.
 FIO_SAMPLE = os.path.join(HERE, 'fio_mixed.json')
 
 PROFILE = base.Profile(iops_4k=100.0, bytes_sec=4 << 20)
