@@ -83,3 +83,8 @@ class AdmissionRejected(Conflict):
                 'promised there leave no room for it. Choose a lower tier '
                 'or ask the cloud operator.'
                 % (self.kwargs.get('tier'), self.kwargs.get('domain')))
+
+
+class MeasureFailed(IotguardException):
+    msg_fmt = 'Measurement failed: %(reason)s'
+    code = 400

@@ -18,7 +18,11 @@
     iotguard-manage [--config-file FILE] db version
     iotguard-manage [--config-file FILE] tier sync [--dry-run] [--os-cloud C]
     iotguard-manage [--config-file FILE] domain calibrate NAME
-        --iops-4k N --bytes-sec N [--create --kind local|ceph|cinder]
+        --iops-4k N --bytes-sec N [--form F] [--create --kind K]
+    iotguard-manage [--config-file FILE] domain calibrate NAME
+        --measure PATH [--seconds S] [--depth N] [--size BYTES]
+        [--large-size BYTES] [--engine auto|fio|builtin] [--no-direct]
+        [--yes-destroy] [--create --kind K]
 
 ``--config-file`` and ``--config-dir`` go to oslo.config. ``tier sync``
 talks to Nova and Cinder as the cloud named by ``--os-cloud`` (clouds.yaml)
@@ -31,6 +35,7 @@ import sys
 from iotguard.db import api as db_api
 from iotguard.db import migration
 from iotguard import exception
+from iotguard import measure
 from iotguard.policy import base
 from iotguard import service
 from iotguard import tiersync
@@ -79,17 +84,57 @@ def tier_sync(conf, db, args):
                                ' to make' if args.dry_run else ' made'))
 
 
-def domain_calibrate(conf, db, args):
-    profile = {'iops_4k': args.iops_4k, 'bytes_sec': args.bytes_sec}
+def _store_profile(db, args, profile):
+    """The profile as the domain's manual one (created with --create)."""
+    values = dict(profile)
     try:
-        db.domain_update(args.name, profile)
+        return db.domain_update(args.name, values)
     except exception.NotFound:
         if not args.create:
             raise
-        db.domain_create(args.name, args.kind, **profile)
-    domain = db.domain_update(args.name, {'form': args.form})
+    form = values.pop('form')
+    db.domain_create(args.name, args.kind, **values)
+    return db.domain_update(args.name, {'form': form})
+
+
+def domain_calibrate(conf, db, args):
+    if args.measure is not None:
+        profile = _measure(db, args)
+    else:
+        profile = {'iops_4k': args.iops_4k, 'bytes_sec': args.bytes_sec,
+                   'form': args.form}
+    domain = _store_profile(db, args, profile)
     print('Domain %(name)s: iops_4k=%(iops_4k)g bytes_sec=%(bytes_sec)g '
           'form=%(form)s' % domain)
+
+
+def _measure(db, args):
+    """Measure on --measure's path; the profile, or MeasureFailed."""
+    if not args.create:
+        db.domain_get(args.name)  # NotFound before any write
+    target = measure.prepare(args.measure, size=args.size,
+                             destroy=args.yes_destroy, depth=args.depth,
+                             large_size=args.large_size)
+    engine = args.engine
+    if engine == 'auto':
+        engine = 'fio' if measure.fio_path() else 'builtin'
+    print('Measuring %s with %s: %s writes, %d in flight, %g s a phase; '
+          '%s.' % (target.path, engine,
+                   'O_DIRECT' if args.direct else 'O_DSYNC', args.depth,
+                   args.seconds, 'a file created for it'
+                   if target.created else 'its data is overwritten'))
+    try:
+        result = measure.measure(
+            target, engine, seconds=args.seconds, depth=args.depth,
+            large_size=args.large_size, direct=args.direct,
+            progress=lambda phase: print(measure.phase_line(phase)))
+    finally:
+        target.cleanup()
+    for line in measure.report_lines(result):
+        print(line)
+    profile = result.profile
+    return {'iops_4k': profile.iops_4k, 'bytes_sec': profile.bytes_sec,
+            'form': profile.form}
 
 
 def _positive(text):
@@ -97,6 +142,43 @@ def _positive(text):
     if not value > 0 or value == float('inf'):
         raise argparse.ArgumentTypeError('must be a number > 0')
     return value
+
+
+def _count(text):
+    value = int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError('must be an integer >= 2')
+    return value
+
+
+def _size(text):
+    try:
+        value = measure.parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc))
+    if value <= 0:
+        raise argparse.ArgumentTypeError('must be a size > 0')
+    return value
+
+
+def _check_calibrate(cal):
+    """Usage errors argparse cannot see: typed or measured, not both."""
+    def check(args):
+        typed = [flag for flag, value in (('--iops-4k', args.iops_4k),
+                                          ('--bytes-sec', args.bytes_sec),
+                                          ('--form', args.form))
+                 if value is not None]
+        if args.measure is not None:
+            if typed:
+                cal.error('--measure finds %s itself: give one or the '
+                          'other' % ', '.join(typed))
+        else:
+            if args.iops_4k is None or args.bytes_sec is None:
+                cal.error('give --iops-4k and --bytes-sec, or --measure '
+                          'PATH')
+            if args.form is None:
+                args.form = base.ADDITIVE
+    return check
 
 
 def parser():
@@ -125,25 +207,53 @@ def parser():
     cal = domainc.add_parser('calibrate', help="set a domain's capacity "
                                                'profile')
     cal.add_argument('name')
-    cal.add_argument('--iops-4k', type=_positive, required=True,
+    cal.add_argument('--iops-4k', type=_positive,
                      help='random 4 KiB IOPS the storage sustains')
-    cal.add_argument('--bytes-sec', type=_positive, required=True,
+    cal.add_argument('--bytes-sec', type=_positive,
                      help='sequential bytes per second it sustains')
     cal.add_argument('--create', action='store_true',
                      help='create the domain when it does not exist')
     cal.add_argument('--kind', choices=KINDS, default='local',
                      help='kind of a domain created (default local)')
-    cal.add_argument('--form', choices=base.FORMS, default=base.ADDITIVE,
+    cal.add_argument('--form', choices=base.FORMS,
                      help='how the two figures combine: additive (seek + '
                      'transfer: disks, arrays; the default) or max (IOPS '
                      'and bandwidth provisioned separately: a token '
                      'bucket, e.g. QEMU throttle, Ceph or Cinder QoS)')
-    cal.set_defaults(func=domain_calibrate)
+    meas = cal.add_argument_group(
+        'measuring', 'instead of --iops-4k, --bytes-sec and --form: write '
+        'to a test file or volume on the storage and measure all three')
+    meas.add_argument('--measure', metavar='PATH',
+                      help='file or block device to write on (a file that '
+                      'does not exist is created, then removed)')
+    meas.add_argument('--seconds', type=_positive, default=measure.SECONDS,
+                      help='length of each of the three phases (default '
+                      '%(default)g)')
+    meas.add_argument('--depth', type=_count, default=measure.DEPTH,
+                      help='writes in flight (default %(default)d)')
+    meas.add_argument('--size', type=_size, default=measure.CREATE_SIZE,
+                      help='size of a file created, e.g. 1G (default '
+                      '%(default)d bytes)')
+    meas.add_argument('--large-size', type=_size, default=measure.LARGE_SIZE,
+                      help='size of the sequential writes (default '
+                      '%(default)d bytes)')
+    meas.add_argument('--engine', choices=measure.ENGINES, default='auto',
+                      help='fio, the built-in generator, or fio when it is '
+                      'installed (auto, the default)')
+    meas.add_argument('--no-direct', dest='direct', action='store_false',
+                      help='write through the page cache with O_DSYNC '
+                      'where O_DIRECT is refused')
+    meas.add_argument('--yes-destroy', action='store_true',
+                      help='accept writing over an existing non-empty file '
+                      'or a block device')
+    cal.set_defaults(func=domain_calibrate, check=_check_calibrate(cal))
     return top
 
 
 def main(argv=None, connect=None):
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    if getattr(args, 'check', None):
+        args.check(args)
     oslo_args = []
     for path in args.config_file:
         oslo_args += ['--config-file', path]
