@@ -12,12 +12,14 @@
 
 """How the API shows one disk (instance and domain views share it)."""
 
+import datetime
 import math
 
 from oslo_log import log
 
 from iotguard import admission
 from iotguard.policy import costmodel
+from iotguard import rates as rates_mod
 
 LOG = log.getLogger(__name__)
 
@@ -53,17 +55,32 @@ def view(disk):
     }
 
 
-def load(disks, profile):
-    """The domain's load at its disks' latest rates.
+def fresh_since(conf, now):
+    """The oldest ``sampled_at`` of rates that are not stale.
 
-    :func:`iotguard.policy.costmodel.domain_load` of the summed rates.
+    The controller writes a disk's rates every ``[controller]
+    rates_write_interval`` while its samples are fresh, and stops when
+    they are stale (:data:`iotguard.rates.STALE_INTERVALS` intervals
+    without one); the last rates of a disk that went away stay stored.
+    """
+    interval = max(conf.controller.decision_interval,
+                   conf.controller.rates_write_interval)
+    return now - datetime.timedelta(
+        seconds=rates_mod.STALE_INTERVALS * interval)
+
+
+def load(disks, profile, since):
+    """The domain's load at its disks' latest rates sampled from ``since``.
+
+    :func:`iotguard.policy.costmodel.domain_load` of the summed rates
+    (rates older than ``since`` are stale: see :func:`fresh_since`).
     None (logged) if it is not finite: rates up to
     :data:`iotguard.caps.MAX_RATE` cannot make it so, rates stored before
     that limit could.
     """
     iops = bytes_sec = 0.0
     for disk in disks:
-        if disk['sampled_at'] is None:
+        if disk['sampled_at'] is None or disk['sampled_at'] < since:
             continue
         iops += (disk['read_iops'] or 0.0) + (disk['write_iops'] or 0.0)
         bytes_sec += ((disk['read_bytes_sec'] or 0.0)

@@ -12,6 +12,8 @@
 
 """/v1/domains: the admin sees everything, a project only its disks."""
 
+from oslo_utils import timeutils
+
 from iotguard import admission
 from iotguard.api.handlers import common
 from iotguard.api.handlers import disk
@@ -45,7 +47,8 @@ def _full_view(domain, disks, conf):
         'overcommitted': verdict.overcommitted,
         'beyond_capacity': verdict.beyond_capacity,
         'utilisation': (disk.load(disks, admission.profile_of(
-            domain, margined=False)) if profile else None),
+            domain, margined=False), disk.fresh_since(
+                conf, timeutils.utcnow())) if profile else None),
         'disks': [disk.view(d) for d in disks],
         'created_at': domain['created_at'],
         'updated_at': domain['updated_at'],

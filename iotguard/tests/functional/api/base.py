@@ -14,6 +14,7 @@
 
 import json
 
+from oslo_utils import timeutils
 import sqlalchemy as sa
 import webob
 
@@ -66,6 +67,16 @@ class APITestCase(base.TestCase):
                                                     self.conf)).db
         self.nova_calls = []
         self.app = self.deploy(self.db)
+
+    def at(self, when):
+        """The API's clock reads ``when`` for the rest of the test.
+
+        (Rates sampled before ``[controller]`` intervals x
+        ``STALE_INTERVALS`` are stale and left out of a domain's
+        utilisation; the fixtures' rates have fixed times.)
+        """
+        timeutils.set_time_override(when)
+        self.addCleanup(timeutils.clear_time_override)
 
     def deploy(self, db):
         """The application on ``db``, Nova recorded in ``nova_calls``."""

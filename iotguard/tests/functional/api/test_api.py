@@ -23,6 +23,7 @@ import webob
 
 from iotguard.api import app
 from iotguard import caps
+from iotguard import rates
 from iotguard.tests import base as test_base
 from iotguard.tests.fixtures import database
 from iotguard.tests.fixtures import ports
@@ -610,6 +611,7 @@ class APITests:
     # -- domains --------------------------------------------------------------
 
     def test_domains_for_the_admin(self):
+        self.at(T0 + datetime.timedelta(seconds=1))
         domains = self.call('GET', '/v1/domains', who=ADMIN).json['domains']
         self.assertEqual(['ceph:new', 'local:cn1'],
                          [d['name'] for d in domains])
@@ -629,6 +631,7 @@ class APITests:
                          404)
 
     def test_domain_load_at_max_rate_is_finite(self):
+        self.at(T0 + datetime.timedelta(seconds=1))
         # Every disk of local:cn1 at the largest rates a sample may carry.
         for uuid, dev in ((A1, 'vda'), (A1, 'vdb'), (A3, 'vda'),
                           (A3, 'vdb'), (B1, 'vda')):
@@ -643,6 +646,7 @@ class APITests:
             response.json['domain']['utilisation'], delta=1.0)
 
     def test_domain_load_that_overflows_is_unknown(self):
+        self.at(T0 + datetime.timedelta(seconds=1))
         # Rates stored before caps.MAX_RATE: each finite, their sum not.
         logs = self.useFixture(fixtures.FakeLogger(level=logging.WARNING))
         for dev in ('vda', 'vdb'):
@@ -759,7 +763,28 @@ class APITests:
                           'form': 'max'},
                          response.json['domain']['profile']['manual'])
 
+    def test_stale_rates_are_not_in_the_utilisation(self):
+        # A1 vda's rates (400 IOPS, 5e6 B/s) were sampled at T0; they are
+        # stale once STALE_INTERVALS x the slower of the decision and the
+        # rates write intervals have passed (a disk that went away keeps
+        # its last rates stored).
+        horizon = rates.STALE_INTERVALS * max(
+            self.conf.controller.decision_interval,
+            self.conf.controller.rates_write_interval)
+        for after, utilisation in ((horizon - 1, 400 / 10000.0 + 5e6 / 400e6),
+                                   (horizon + 1, 0.0)):
+            self.at(T0 + datetime.timedelta(seconds=after))
+            domain = self.call('GET', '/v1/domains/local:cn1',
+                               who=ADMIN).json['domain']
+            self.assertAlmostEqual(utilisation, domain['utilisation'])
+            # the disk still shows its last rates, with their time
+            disk = [d for d in domain['disks']
+                    if (d['instance_uuid'], d['dev']) == (A1, 'vda')][0]
+            self.assertEqual(400.0, disk['rates']['read_iops']
+                             + disk['rates']['write_iops'])
+
     def test_utilisation_is_read_against_the_fit_without_its_margin(self):
+        self.at(T0 + datetime.timedelta(seconds=1))
         # Half confident: decisions and admission use the fit shrunk by
         # 10 %, the utilisation is the device's load on the fit itself.
         self.learn(intervals=30, mixes=2, confidence=0.5)
