@@ -60,13 +60,13 @@ def fresh_since(conf, now):
 
     The controller writes a disk's rates every ``[controller]
     rates_write_interval`` while its samples are fresh, and stops when
-    they are stale (:data:`iotguard.rates.STALE_INTERVALS` intervals
-    without one); the last rates of a disk that went away stay stored.
+    they are stale (:data:`iotguard.rates.STALE_INTERVALS` decision
+    intervals without one); the last rates of a disk that went away stay
+    stored.
     """
-    interval = max(conf.controller.decision_interval,
-                   conf.controller.rates_write_interval)
     return now - datetime.timedelta(
-        seconds=rates_mod.STALE_INTERVALS * interval)
+        seconds=conf.controller.rates_write_interval
+        + rates_mod.STALE_INTERVALS * conf.controller.decision_interval)
 
 
 def load(disks, profile, since):

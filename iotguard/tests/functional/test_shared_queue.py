@@ -109,6 +109,8 @@ connection = %(db)s
 decision_interval = 2.0
 lease_seconds = 10.0
 register_local_disks = true
+# the API's rates (and the domain's utilisation) a second old at most
+rates_write_interval = 1.0
 [agent]
 virt_driver = libvirt
 libvirt_uri = qemu:///system

@@ -765,12 +765,12 @@ class APITests:
 
     def test_stale_rates_are_not_in_the_utilisation(self):
         # A1 vda's rates (400 IOPS, 5e6 B/s) were sampled at T0; they are
-        # stale once STALE_INTERVALS x the slower of the decision and the
-        # rates write intervals have passed (a disk that went away keeps
-        # its last rates stored).
-        horizon = rates.STALE_INTERVALS * max(
-            self.conf.controller.decision_interval,
-            self.conf.controller.rates_write_interval)
+        # stale once a rates write interval and STALE_INTERVALS decision
+        # intervals have passed (a disk that went away keeps its last
+        # rates stored).
+        horizon = (self.conf.controller.rates_write_interval
+                   + rates.STALE_INTERVALS
+                   * self.conf.controller.decision_interval)
         for after, utilisation in ((horizon - 1, 400 / 10000.0 + 5e6 / 400e6),
                                    (horizon + 1, 0.0)):
             self.at(T0 + datetime.timedelta(seconds=after))
