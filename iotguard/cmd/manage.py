@@ -85,16 +85,16 @@ def tier_sync(conf, db, args):
 
 
 def _store_profile(db, args, profile):
-    """The profile as the domain's manual one (created with --create)."""
-    values = dict(profile)
+    """The profile as the domain's manual one (created with --create).
+
+    One write either way: a domain is never left with half a profile.
+    """
     try:
-        return db.domain_update(args.name, values)
+        return db.domain_update(args.name, dict(profile))
     except exception.NotFound:
         if not args.create:
             raise
-    form = values.pop('form')
-    db.domain_create(args.name, args.kind, **values)
-    return db.domain_update(args.name, {'form': form})
+    return db.domain_create(args.name, args.kind, **profile)
 
 
 def domain_calibrate(conf, db, args):

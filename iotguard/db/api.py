@@ -220,12 +220,12 @@ class Connection:
         return domain
 
     def domain_create(self, name, kind, iops_4k=None, bytes_sec=None,
-                      policy=None, params=None):
+                      policy=None, params=None, form='additive'):
         try:
             with self._writer() as session:
                 domain = models.Domain(
                     name=name, kind=kind, iops_4k=iops_4k,
-                    bytes_sec=bytes_sec, policy=policy,
+                    bytes_sec=bytes_sec, policy=policy, form=form,
                     params=params or {}, created_at=utcnow())
                 session.add(domain)
                 session.flush()

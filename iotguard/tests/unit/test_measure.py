@@ -316,10 +316,10 @@ class FakeDb:
         self.domains[name].update(values)
         return dict(self.domains[name])
 
-    def domain_create(self, name, kind, **values):
-        self.writes.append(('create', name, kind, values))
-        self.domains[name] = dict(name=name, kind=kind, form='additive',
-                                  **values)
+    def domain_create(self, name, kind, form='additive', **values):
+        self.writes.append(('create', name, kind, dict(values, form=form)))
+        self.domains[name] = dict(name=name, kind=kind, form=form, **values)
+        return dict(self.domains[name])
 
     def dispose(self):
         pass
@@ -395,8 +395,10 @@ class TestCalibrateMeasure(test_base.TestCase):
             'domain', 'calibrate', 'cinder:new', '--measure', self.path,
             '--size', '64M', '--create', '--kind', 'cinder')
         self.assertEqual(0, code, err)
-        self.assertEqual(('create', 'cinder:new', 'cinder', {
-            'iops_4k': 100.0, 'bytes_sec': 4 << 20}), self.db.writes[0])
+        # one write: the profile and its form together
+        self.assertEqual([('create', 'cinder:new', 'cinder', {
+            'iops_4k': 100.0, 'bytes_sec': 4 << 20, 'form': 'additive'})],
+            self.db.writes)
         self.assertEqual('additive',
                          self.db.domain_get('cinder:new')['form'])
 
