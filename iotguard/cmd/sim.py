@@ -109,7 +109,7 @@ def cmd_run(args: argparse.Namespace, names: list[str]) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     try:
-        bench = importlib.import_module('iotguard.sim.bench')
+        bench = importlib.import_module('iotguard.bench.decision')
     except ImportError as e:
         raise ValueError('the decision benchmark is not available (%s)' % e)
     figures = bench.run(args.disks, args.domains)

@@ -27,6 +27,8 @@ I306: the services keep to their side: the agent imports nothing from the
       level: iotguard.caps (records), iotguard.batch (samples in
       columns), iotguard.rates (rate math), iotguard.rpcapi (both RPC
       clients).
+I307: only the benchmarks (iotguard/bench/) and the tests import
+      iotguard.bench: no service or tool depends on a measuring harness.
 """
 
 import re
@@ -34,7 +36,8 @@ import re
 from hacking import core
 
 _PURE = re.compile(
-    r'(^|/)iotguard/(policy/|sim/|(caps|rates|batch|admission)\.py$)')
+    r'(^|/)iotguard/(policy/|sim/|bench/decision\.py$|'
+    r'(caps|rates|batch|admission)\.py$)')
 _IMPURE_IMPORT = re.compile(
     r'^\s*(import|from)\s+(oslo_\w+|sqlalchemy|libvirt|openstack)\b')
 _OPT = re.compile(r'\bcfg\.\w*Opt\(')
@@ -55,6 +58,7 @@ _BOUNDARIES = (
 )
 _FROM_PACKAGE = re.compile(r'^\s*(from|import)\s+iotguard\.(\w+)')
 _FROM_TOP = re.compile(r'^\s*from\s+iotguard\s+import\s+\(?([^)]*)')
+_BENCH_USERS = re.compile(r'(^|/)iotguard/(bench|tests)/')
 _CLOCK = re.compile(r'\b(time\.time|time\.monotonic|utcnow|datetime\.now)\(')
 
 
@@ -117,3 +121,12 @@ def check_service_boundaries(logical_line, filename):
                           'iotguard.caps, iotguard.batch, iotguard.rates or '
                           'iotguard.rpcapi '
                           'instead)' % (who, name))
+
+
+@core.flake8ext
+def check_bench_not_imported(logical_line, filename):
+    """I307: the runtime packages never import the benchmarks."""
+    if not _BENCH_USERS.search(filename) and \
+            'bench' in _imported_packages(logical_line):
+        yield 0, ('I307: iotguard.bench is a measuring harness; runtime '
+                  'code must not import it')

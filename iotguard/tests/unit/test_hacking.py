@@ -114,3 +114,25 @@ class ServiceBoundariesTest(testtools.TestCase):
                      'from iotguard import apidoc',
                      'from iotguard.dbx import y'):
             self.assertAllowed(line, './iotguard/policy/base.py')
+
+
+class BenchNotImportedTest(testtools.TestCase):
+
+    def test_runtime_code_refuses_the_benchmarks(self):
+        for line, filename in (
+                ('from iotguard.bench import agent', './iotguard/agent/x.py'),
+                ('import iotguard.bench.controller',
+                 './iotguard/controller/service.py'),
+                ('from iotguard import bench', './iotguard/cmd/sim.py')):
+            self.assertEqual(['I307'], codes(
+                checks.check_bench_not_imported, line, filename), filename)
+
+    def test_benchmarks_and_tests_may_import_them(self):
+        for filename in ('./iotguard/bench/controller.py',
+                         './iotguard/tests/unit/bench/test_decision.py'):
+            self.assertEqual([], codes(
+                checks.check_bench_not_imported,
+                'from iotguard.bench import decision', filename), filename)
+        self.assertEqual([], codes(
+            checks.check_bench_not_imported, 'from iotguard import caps',
+            './iotguard/agent/manager.py'))

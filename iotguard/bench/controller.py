@@ -12,7 +12,7 @@
 
 """Scale benchmark of one iotguard-controller over RabbitMQ on loopback.
 
-    python -m iotguard.controller.bench --hosts 1000 --disks-per-host 50 \\
+    python -m iotguard.bench.controller --hosts 1000 --disks-per-host 50 \\
         --domains 100 [--db-url URL] [--rounds 3] [--feeder process]
 
 What it does, with the controller's own code and a real broker:
@@ -408,7 +408,7 @@ def run(args):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog='python -m iotguard.controller.bench',
+        prog='python -m iotguard.bench.controller',
         description='Scale benchmark of iotguard-controller over RabbitMQ.')
     parser.add_argument('--hosts', type=int, default=1000)
     parser.add_argument('--disks-per-host', type=int, default=50)

@@ -13,7 +13,7 @@
 import numpy as np
 
 from iotguard.policy import guarantee
-from iotguard.sim import bench
+from iotguard.bench import decision as bench
 from iotguard.tests import base as test_base
 
 

@@ -1,0 +1,21 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Benchmarks: measuring tools, never imported by a service.
+
+Each module is run by hand and prints its figures (the docs give the
+commands and the figures measured): :mod:`iotguard.bench.agent` (one
+agent sampling pass), :mod:`iotguard.bench.controller` (one controller's
+rounds over RabbitMQ) and :mod:`iotguard.bench.decision` (one decision,
+``iotguard-sim bench``). The local check I307 keeps the runtime packages
+from importing them.
+"""
