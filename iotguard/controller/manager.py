@@ -25,7 +25,12 @@ between controllers without the agents knowing:
   an unknown image-backed disk of the reporting host is recorded in the
   domain ``local:<host>`` when ``[controller] register_local_disks`` is on
   and this controller owns that domain; the rest of the batch goes to the
-  :class:`~iotguard.controller.samples.SampleStore` at once.
+  :class:`~iotguard.controller.samples.SampleStore` at once. A disk of
+  ``local:<host>`` that the host's agent stops listing while it still
+  lists the instance's other disks (the rescue disk layout gone after an
+  unrescue, an ephemeral disk gone with a resize) is dropped from the
+  database after ``UNLISTED_BATCHES`` batches without it (a volume's disk
+  is membership's, which follows Nova and Cinder).
 
 **The disk index** (which disk is in which domain) is read in full once,
 then kept current by events: membership's changes
@@ -61,6 +66,9 @@ LOCAL_PREFIX = 'local:'
 #: reload asked by an unknown disk's sample at most this often.
 INDEX_RELOAD_S = 600.0
 INDEX_RELOAD_MIN_S = 30.0
+#: Batches of a host in a row without one of its local disks (while they
+#: list its instance) before that disk is dropped.
+UNLISTED_BATCHES = 2
 
 
 def local_domain(host):
@@ -117,6 +125,8 @@ class ControllerManager:
         self._clock = clock
         self._lock = threading.Lock()
         self._index = {}          # (uuid, dev) -> (domain, host)
+        self._devs = {}           # uuid -> its devs in the index
+        self._unlisted = {}       # (uuid, dev) -> batches without it
         self._unknown = set()     # disks already logged as unknown
         self._loaded_at = None    # when the index was last read in full
         self._unknown_since = None
@@ -128,8 +138,12 @@ class ControllerManager:
     def refresh_index(self):
         """Read which disk lives in which domain, in full."""
         index = self.db.disk_index()
+        devs = {}
+        for uuid, dev in index:
+            devs.setdefault(uuid, set()).add(dev)
         with self._lock:
             self._index = index
+            self._devs = devs
             self._unknown -= set(index)
             self._loaded_at = self._clock()
             self._unknown_since = None
@@ -150,10 +164,21 @@ class ControllerManager:
         """
         with self._lock:
             for uuid, dev, domain, host in upserted:
-                self._index[(uuid, dev)] = (domain, host)
-                self._unknown.discard((uuid, dev))
+                self._indexed((uuid, dev), domain, host)
             for key in removed:
                 self._index.pop(key, None)
+                self._unlisted.pop(key, None)
+                devs = self._devs.get(key[0])
+                if devs is not None:
+                    devs.discard(key[1])
+                    if not devs:
+                        del self._devs[key[0]]
+
+    def _indexed(self, key, domain, host):
+        """Add one disk to the index (the caller holds the lock)."""
+        self._index[key] = (domain, host)
+        self._devs.setdefault(key[0], set()).add(key[1])
+        self._unknown.discard(key)
 
     def domain_of(self, instance_uuid, dev):
         found = self._index.get((instance_uuid, dev))
@@ -217,7 +242,8 @@ class ControllerManager:
             self._count('dropped')
             return
         owned = {}
-        keep = [i for i, key in enumerate(batch.keys())
+        keys = batch.keys()
+        keep = [i for i, key in enumerate(keys)
                 if self._route(key, host, batch.volume_id[i],
                                batch.project_id[i], owned)]
         if len(keep) < len(batch):
@@ -225,6 +251,54 @@ class ControllerManager:
         stored = self.store.add_batch(batch, received) if keep else 0
         self._count('stored', stored)
         self._count('dropped', len(keep) - stored)
+        self._drop_unlisted(host, keys)
+
+    def _drop_unlisted(self, host, keys):
+        """Drop the local disks of ``host`` its agent no longer lists.
+
+        ``keys``: every disk of the host's batch (a 1.1 batch lists them
+        all; 1.0 agents are not followed). A disk of
+        ``local:<host>`` missing from ``UNLISTED_BATCHES`` batches in a
+        row, while the batches list other disks of its instance, is
+        deleted from the database and the index (its cap goes with it;
+        the agent has no such disk any more). A sample naming it again
+        registers it again.
+        """
+        domain = local_domain(host)
+        if not self.owns(domain):
+            return
+        listed = {}
+        for uuid, dev in keys:
+            listed.setdefault(uuid, set()).add(dev)
+        gone = []
+        with self._lock:
+            for key in [k for k in self._unlisted if k[1] in
+                        listed.get(k[0], ())]:
+                del self._unlisted[key]
+            for uuid, devs in listed.items():
+                known = self._devs.get(uuid)
+                if known is None or known <= devs:
+                    continue
+                for dev in known - devs:
+                    key = (uuid, dev)
+                    if self._index.get(key) != (domain, host):
+                        continue
+                    misses = self._unlisted.get(key, 0) + 1
+                    self._unlisted[key] = misses
+                    if misses >= UNLISTED_BATCHES:
+                        gone.append(key)
+        for uuid, dev in gone:
+            try:
+                self.db.disk_delete(uuid, dev)
+            except exception.NotFound:
+                pass
+            except Exception as e:
+                LOG.warning('Could not drop disk %s/%s, which the agent of '
+                            '%s no longer lists: %s', uuid, dev, host, e)
+                continue
+            LOG.info('Dropped disk %s/%s: the agent of %s no longer lists '
+                     'it', uuid, dev, host)
+            self.index_changed(removed=[(uuid, dev)])
 
     def add_sample(self, sample, received_at=None):
         """The sink of the other sources (Ceilometer, Gnocchi).
@@ -315,6 +389,6 @@ class ControllerManager:
         LOG.info('Recorded disk %s/%s of %s in domain %s', key[0], key[1],
                  host, domain)
         with self._lock:
-            self._index[key] = (domain, host)
+            self._indexed(key, domain, host)
         self._count('registered')
         return domain

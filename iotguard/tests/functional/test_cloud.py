@@ -494,8 +494,9 @@ class CloudTest(base.TestCase):
 
         Hard reboot, suspend and resume, rescue and unrescue, resize (same
         host) and confirm, rebuild, shelve (offloaded) and unshelve: after
-        each, the noisy disk is under its cap again within a few intervals
-        and its static ceiling is the flavor's quota, never the cap.
+        each, the noisy disk is under its cap again within a few intervals,
+        its static ceiling is the flavor's quota, never the cap, and the
+        instance has no disk but its root (rescue adds one for a while).
         """
         self.api('POST', '/v1/tiers', {'name': 'lifecycle-bronze',
                                        'max_bytes_sec': CEILING},
@@ -583,6 +584,12 @@ class CloudTest(base.TestCase):
                                        '&limit=5' % noisy.id)))
             took[name] = (round(to_write, 1),
                           round(time.monotonic() - began, 1))
+            # Only the disks the domain has now: the rescue layout's
+            # second disk, registered by the agent, goes after unrescue.
+            self.assertTrue(wait_for(
+                lambda: sorted(self.disks(noisy) or ()) == ['vda'],
+                4 * INTERVAL + 3 * SAMPLE, step=0.5),
+                'disks after %s: %s' % (name, self.disks(noisy)))
             self.assertEqual(
                 STATIC, self.persistent_iotune(noisy)['total_bytes_sec'],
                 'static ceiling after %s' % name)

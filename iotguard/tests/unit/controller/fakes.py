@@ -110,6 +110,12 @@ class FakeDB:
                     volume_id=volume_id)
         return disk
 
+    def disk_delete(self, instance_uuid, dev):
+        if self.disks.pop((instance_uuid, dev), None) is None:
+            from iotguard import exception
+            raise exception.NotFound(what='%s/%s' % (instance_uuid, dev))
+        self.caps.pop((instance_uuid, dev), None)
+
     def disk_list(self, instance_uuid=None, domain=None, project_id=None):
         if domain in self.fail_domains:
             raise RuntimeError('database on fire for %s' % domain)

@@ -202,6 +202,58 @@ class ManagerTest(base.TestCase):
         self.assertEqual(2, self.manager.stats['stored'])
         self.assertEqual(1, self.manager.stats['registered'])
 
+    def test_a_local_disk_the_agent_stops_listing_is_dropped(self):
+        # the rescue layout: vda and vdb; after unrescue only vda
+        root = {'instance_uuid': fakes.sample()['instance_uuid'],
+                'dev': 'vda'}
+        rescued = dict(root, dev='vdb')
+        self.manager.report_samples({}, 'cn1', self.columns(
+            (root, 'p1'), (rescued, 'p1')))
+        self.assertIn((root['instance_uuid'], 'vdb'), self.db.disks)
+        # one batch without it: kept; listed again: the count starts over
+        self.manager.report_samples({}, 'cn1', self.columns((root, 'p1')))
+        self.manager.report_samples({}, 'cn1', self.columns(
+            (root, 'p1'), (rescued, 'p1')))
+        self.manager.report_samples({}, 'cn1', self.columns((root, 'p1')))
+        self.assertIn((root['instance_uuid'], 'vdb'), self.db.disks)
+        self.manager.report_samples({}, 'cn1', self.columns((root, 'p1')))
+        self.assertNotIn((root['instance_uuid'], 'vdb'), self.db.disks)
+        self.assertIsNone(self.manager.domain_of(root['instance_uuid'],
+                                                 'vdb'))
+        self.assertEqual('local:cn1', self.manager.domain_of(
+            root['instance_uuid'], 'vda'))
+        # a sample naming it again registers it again
+        self.manager.report_samples({}, 'cn1', self.columns(
+            (root, 'p1'), (rescued, 'p1')))
+        self.assertIn((root['instance_uuid'], 'vdb'), self.db.disks)
+
+    def test_unlisted_disks_kept_unless_local_owned_and_instance_listed(self):
+        self.owned.add('local:cn2')
+        uuid = self.mine['instance_uuid']
+        local = {'instance_uuid': uuid, 'dev': 'vdb'}
+        self.manager.report_samples({}, 'cn1', self.columns(
+            (self.mine, 'p1'), (local, 'p1')))
+        other = {'instance_uuid': fakes.sample()['instance_uuid'],
+                 'dev': 'vda'}
+        for _ in range(2 * manager.UNLISTED_BATCHES):
+            # the instance not in the batch at all (stopped, rebuilt)
+            self.manager.report_samples({}, 'cn1', self.columns(
+                (other, 'p1')))
+            # the volume's disk ('mine') unlisted is membership's
+            self.manager.report_samples({}, 'cn1', self.columns(
+                (local, 'p1')))
+            # another host's batch says nothing of cn1's disks
+            self.manager.report_samples({}, 'cn2', self.columns(
+                (self.mine, 'p1')))
+        self.assertIn((uuid, 'vdb'), self.db.disks)
+        self.assertIn((uuid, 'vda'), self.db.disks)
+        # local:cn1 owned by another controller: not ours to drop
+        self.owned.discard('local:cn1')
+        for _ in range(2 * manager.UNLISTED_BATCHES):
+            self.manager.report_samples({}, 'cn1', self.columns(
+                (self.mine, 'p1')))
+        self.assertIn((uuid, 'vdb'), self.db.disks)
+
     def test_heartbeat(self):
         self.manager.agent_heartbeat({}, 'cn1', {'driver': 'LibvirtDriver'})
         self.manager.agent_heartbeat({}, 'cn9', {'driver': 'x'})  # not mine
