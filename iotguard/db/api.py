@@ -311,21 +311,6 @@ class Connection:
                 raise exception.NotFound(
                     what='disk %s of instance %s' % (dev, instance_uuid))
 
-    def disk_update_rates(self, instance_uuid, dev, sampled_at, **rates):
-        """Store the latest rates and latency seen for a disk."""
-        unknown = set(rates) - set(_RATE_FIELDS)
-        if unknown:
-            raise exception.Invalid(reason='unknown rates %s'
-                                    % sorted(unknown))
-        with self._writer() as session:
-            count = session.execute(sa.update(models.Disk).where(
-                models.Disk.instance_uuid == instance_uuid,
-                models.Disk.dev == dev).values(sampled_at=sampled_at,
-                                               **rates)).rowcount
-            if not count:
-                raise exception.NotFound(
-                    what='disk %s of instance %s' % (dev, instance_uuid))
-
     def disk_tier_set(self, instance_uuid, dev, tier, source, project_id):
         """Record a tier choice from a flavor or volume type (no admission).
 
@@ -609,21 +594,6 @@ class Connection:
                 what='disk %s of instance %s' % (dev, instance_uuid))
         return disk
 
-    def cap_set(self, instance_uuid, dev, limits, lease_expires_at,
-                decision_id=None):
-        """Record the cap in force on a disk (replacing any other)."""
-        with self._writer() as session:
-            disk = self._disk_row(session, instance_uuid, dev)
-            cap = session.scalars(sa.select(models.Cap).where(
-                models.Cap.disk_id == disk.id)).first()
-            if cap is None:
-                cap = models.Cap(disk_id=disk.id, created_at=utcnow())
-                session.add(cap)
-            else:
-                cap.updated_at = utcnow()
-            cap.limits, cap.lease_expires_at = limits, lease_expires_at
-            cap.decision_id = decision_id
-
     def cap_release(self, instance_uuid, dev):
         """Forget the cap of a disk; False when it had none."""
         with self._writer() as session:
@@ -642,7 +612,9 @@ class Connection:
     def decisions_create(self, decisions):
         """Append many decisions in one transaction; their ids, in order.
 
-        Each is a dict of :meth:`decision_create`'s arguments.
+        Each is a dict of ``domain, policy, instance_uuid, dev,
+        project_id, action, old_limits, new_limits, reason, numbers`` and
+        optionally ``created_at`` (default now).
         """
         if not decisions:
             return []
@@ -834,7 +806,8 @@ class Connection:
         """Store the latest rates of many disks at once (by disk id).
 
         Each item: ``id``, ``sampled_at`` and the rate fields of
-        :meth:`disk_update_rates` (a missing field is written as NULL).
+        ``read_iops, write_iops, read_bytes_sec, write_bytes_sec,
+        latency_ms`` (a missing field is written as NULL).
         One executemany statement; returns how many disks were given.
         """
         if not rates:
@@ -968,21 +941,6 @@ class Connection:
             return {(u, d): (domain, host) for u, d, domain, host in rows}
 
     # -- decisions (audit trail) ---------------------------------------------
-
-    def decision_create(self, domain, policy, instance_uuid, dev,
-                        project_id, action, old_limits, new_limits, reason,
-                        numbers, created_at=None):
-        """Append one decision to the audit trail; returns its id."""
-        with self._writer() as session:
-            decision = models.Decision(
-                created_at=created_at or utcnow(), domain=domain,
-                policy=policy, instance_uuid=instance_uuid, dev=dev,
-                project_id=project_id, action=action,
-                old_limits=old_limits, new_limits=new_limits,
-                reason=reason, numbers=numbers)
-            session.add(decision)
-            session.flush()
-            return decision.id
 
     def decision_list(self, limit, marker=None, instance_uuid=None,
                       domain=None, since=None, project_id=None):

@@ -32,6 +32,7 @@ import fixtures
 
 from iotguard.api import app
 from iotguard.tests import base
+from iotguard.tests import dbrows
 from iotguard.tests.fixtures import database
 
 ADMIN = ('admin-user', 'admin-proj', 'admin,member,reader')
@@ -234,9 +235,10 @@ class TestOpenstackCLI(base.TestCase):
         self.assertIn('bogus', err)
 
         # Decisions: every page without --limit, one page with it.
-        ids = [self.db.decision_create(
-            'local:compute1', 'guarantee', instance, 'vda', 'proj-a', 'cap',
-            {}, {'total_iops_sec': 3000 + i}, 'test %d' % i, {'share': i})
+        ids = [dbrows.decision_create(
+            self.db, 'local:compute1', 'guarantee', instance, 'vda',
+            'proj-a', 'cap', {}, {'total_iops_sec': 3000 + i}, 'test %d' % i,
+            {'share': i})
             for i in range(3)]
         everything = self.json('decision', 'list', '--instance', instance)
         self.assertEqual(sorted(ids, reverse=True),

@@ -28,6 +28,7 @@ import uuid
 import testtools
 
 from iotguard.tests import base
+from iotguard.tests import dbrows
 from iotguard.tests.functional import test_osc
 
 try:
@@ -177,9 +178,10 @@ class TestTempestClient(base.TestCase):
         self.assertIn('committed', self.admin.show_domain('local:c1')[
             'domain'])
 
-        ids = [self.db.decision_create(
-            'local:c1', 'guarantee', instance, 'vda', 'proj-a', 'cap', {},
-            {'total_iops_sec': 100 * i}, 'r', {}) for i in range(3)]
+        ids = [dbrows.decision_create(
+            self.db, 'local:c1', 'guarantee', instance, 'vda', 'proj-a',
+            'cap', {}, {'total_iops_sec': 100 * i}, 'r', {})
+            for i in range(3)]
         page = self.member.list_decisions(instance=instance, limit=2)
         self.assertEqual(sorted(ids, reverse=True)[:2],
                          [d['id'] for d in page['decisions']])

@@ -49,6 +49,7 @@ import uuid
 
 from iotguard.db import api as db_api
 from iotguard import service
+from iotguard.tests import dbrows
 from iotguard.tests.fixtures import database
 
 LUA = '''
@@ -81,13 +82,13 @@ def seed(db, count):
         for dev in ('vda', 'vdb'):
             db.disk_upsert(instance, dev, 'cn1', 'local:bench', 'bench')
         db.instance_tier_set(instance, 'gold', lambda *a: {})
-        db.disk_update_rates(instance, 'vda', now, read_iops=100.0,
-                             write_iops=50.0, latency_ms=1.0)
-        decision = db.decision_create('local:bench', 'guarantee', instance,
-                                      'vda', 'bench', 'cap', {},
-                                      {'total_iops_sec': 500}, 'bench', {})
-        db.cap_set(instance, 'vda', {'total_iops_sec': 500},
-                   now + datetime.timedelta(days=1), decision)
+        dbrows.disk_update_rates(db, instance, 'vda', now, read_iops=100.0,
+                                 write_iops=50.0, latency_ms=1.0)
+        decision = dbrows.decision_create(
+            db, 'local:bench', 'guarantee', instance, 'vda', 'bench', 'cap',
+            {}, {'total_iops_sec': 500}, 'bench', {})
+        dbrows.cap_set(db, instance, 'vda', {'total_iops_sec': 500},
+                       now + datetime.timedelta(days=1), decision)
     return uuids
 
 

@@ -25,6 +25,7 @@ from iotguard.api import app
 from iotguard import caps
 from iotguard import rates
 from iotguard.tests import base as test_base
+from iotguard.tests import dbrows
 from iotguard.tests.fixtures import database
 from iotguard.tests.fixtures import ports
 from iotguard.tests.functional.api import base
@@ -62,18 +63,18 @@ def seed(db):
                        volume_id=VOL if dev == 'vdb' and uuid == A1
                        else None)
     db.instance_tier_set(B1, 'gold', lambda *a: {})
-    db.disk_update_rates(A1, 'vda', T0, read_iops=300.0,
-                         write_iops=100.0, read_bytes_sec=4e6,
-                         write_bytes_sec=1e6, latency_ms=2.5)
+    dbrows.disk_update_rates(db, A1, 'vda', T0, read_iops=300.0,
+                             write_iops=100.0, read_bytes_sec=4e6,
+                             write_bytes_sec=1e6, latency_ms=2.5)
     decisions = []
     for i in range(7):
         uuid, project = (A1, 'proj-a') if i < 5 else (B1, 'proj-b')
-        decisions.append(db.decision_create(
-            'local:cn1', 'guarantee', uuid, 'vda', project, 'cap', {},
+        decisions.append(dbrows.decision_create(
+            db, 'local:cn1', 'guarantee', uuid, 'vda', project, 'cap', {},
             {'total_iops_sec': 100 + i}, 'reason %d' % i, {'u': 0.5},
             created_at=T0 + datetime.timedelta(seconds=i)))
-    db.cap_set(A1, 'vda', {'total_iops_sec': 104},
-               T0 + datetime.timedelta(seconds=30), decisions[4])
+    dbrows.cap_set(db, A1, 'vda', {'total_iops_sec': 104},
+                   T0 + datetime.timedelta(seconds=30), decisions[4])
     return decisions
 
 
@@ -635,8 +636,8 @@ class APITests:
         # Every disk of local:cn1 at the largest rates a sample may carry.
         for uuid, dev in ((A1, 'vda'), (A1, 'vdb'), (A3, 'vda'),
                           (A3, 'vdb'), (B1, 'vda')):
-            self.db.disk_update_rates(
-                uuid, dev, T0, read_iops=caps.MAX_RATE,
+            dbrows.disk_update_rates(
+                self.db, uuid, dev, T0, read_iops=caps.MAX_RATE,
                 write_iops=caps.MAX_RATE, read_bytes_sec=caps.MAX_RATE,
                 write_bytes_sec=caps.MAX_RATE)
         response = self.call('GET', '/v1/domains/local:cn1', who=ADMIN)
@@ -650,8 +651,8 @@ class APITests:
         # Rates stored before caps.MAX_RATE: each finite, their sum not.
         logs = self.useFixture(fixtures.FakeLogger(level=logging.WARNING))
         for dev in ('vda', 'vdb'):
-            self.db.disk_update_rates(A3, dev, T0, read_iops=1.7e308,
-                                      write_iops=1.7e308)
+            dbrows.disk_update_rates(self.db, A3, dev, T0, read_iops=1.7e308,
+                                     write_iops=1.7e308)
         response = self.call('GET', '/v1/domains/local:cn1', who=ADMIN)
         self.assertEqual(200, response.status_code, response.text)
         self.assertIsNone(response.json['domain']['utilisation'])

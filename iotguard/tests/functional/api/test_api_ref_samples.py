@@ -37,6 +37,7 @@ import yaml
 
 import iotguard
 from iotguard.api import router
+from iotguard.tests import dbrows
 from iotguard.tests.fixtures import database
 from iotguard.tests.functional.api import base
 
@@ -219,12 +220,14 @@ class SamplesMatchTheAPI:
         for dev, volume in (('vda', None), ('vdb', VOLUME)):
             db.disk_upsert(INSTANCE, dev, 'compute1', DOMAIN, PROJECT,
                            volume_id=volume)
-        db.disk_update_rates(INSTANCE, 'vda', SAMPLED_AT, read_iops=2400.0,
-                             write_iops=800.0, read_bytes_sec=9.8e6,
-                             write_bytes_sec=3.2e6, latency_ms=4.2)
+        dbrows.disk_update_rates(
+            db, INSTANCE, 'vda', SAMPLED_AT, read_iops=2400.0,
+            write_iops=800.0, read_bytes_sec=9.8e6, write_bytes_sec=3.2e6,
+            latency_ms=4.2)
         limits = {'total_iops_sec': 2900, 'total_bytes_sec': 11878400}
-        self.decision_id = db.decision_create(
-            DOMAIN, 'guarantee', INSTANCE, 'vda', PROJECT, 'cap', {}, limits,
+        self.decision_id = dbrows.decision_create(
+            db, DOMAIN, 'guarantee', INSTANCE, 'vda', PROJECT, 'cap', {},
+            limits,
             'guarantee: load 0.4000 above its fair share 0.3400, capped at '
             '0.3400 (floor 0.2000)',
             {'domain_load': 0.97, 'starving': 1.0, 'capacity': 0.97,
@@ -232,9 +235,9 @@ class SamplesMatchTheAPI:
              'new_cap': 0.34, 'io_size': 4096.0, 'iops': 3200.0,
              'bytes_sec': 13000000.0, 'latency_ms': 4.2},
             created_at=SAMPLED_AT + datetime.timedelta(seconds=5))
-        db.cap_set(INSTANCE, 'vda', limits,
-                   SAMPLED_AT + datetime.timedelta(seconds=35),
-                   self.decision_id)
+        dbrows.cap_set(db, INSTANCE, 'vda', limits,
+                       SAMPLED_AT + datetime.timedelta(seconds=35),
+                       self.decision_id)
         # Heard of now, so alive.
         db.agent_heartbeat('compute1', 'libvirt', version='1.0.0',
                            interval_s=5.0, disks=2, caps=1)

@@ -14,6 +14,7 @@
 
 import datetime
 
+from iotguard.tests import dbrows
 from iotguard.tests.functional.db import backends
 
 UUID_A = '11111111-1111-4111-8111-111111111111'
@@ -25,12 +26,12 @@ class ControllerDbTests:
 
     def _cap_a(self, domain):
         """A 10 IOPS cap on UUID_A's vda decided at T0: (decision, lease)."""
-        decision = self.db.decision_create(
-            domain, 'guarantee', UUID_A, 'vda', 'p', 'cap', {},
+        decision = dbrows.decision_create(
+            self.db, domain, 'guarantee', UUID_A, 'vda', 'p', 'cap', {},
             {'total_iops_sec': 10}, 'why', {}, created_at=T0)
         lease = T0 + datetime.timedelta(seconds=15)
-        self.db.cap_set(UUID_A, 'vda', {'total_iops_sec': 10}, lease,
-                        decision)
+        dbrows.cap_set(self.db, UUID_A, 'vda', {'total_iops_sec': 10}, lease,
+                       decision)
         return decision, lease
 
     def test_caps_renew(self):
@@ -202,7 +203,7 @@ class ControllerDbTests:
         audit = {d['id']: d for d in self.db.decision_list(limit=10)}
         self.assertEqual(['r1', 'r2'], [audit[i]['reason'] for i in ids])
         lease = T0 + datetime.timedelta(seconds=15)
-        self.db.cap_set(UUID_A, 'vda', {'total_iops_sec': 9}, lease)
+        dbrows.cap_set(self.db, UUID_A, 'vda', {'total_iops_sec': 9}, lease)
         self.assertEqual(2, self.db.caps_set([
             {'instance_uuid': u, 'dev': 'vda',
              'limits': {'total_iops_sec': n}, 'lease_expires_at': lease,

@@ -21,6 +21,7 @@ from iotguard import admission
 from iotguard.db import api as db_api
 from iotguard import exception
 from iotguard.tests import base
+from iotguard.tests import dbrows
 from iotguard.tests.fixtures import database
 from iotguard.tests.functional.db import backends
 
@@ -346,19 +347,18 @@ class DbApiTests:
 
     def test_disks_caps_and_rates(self):
         self._domain_with_disks()
-        self.db.disk_update_rates(UUID_A, 'vda', T0, read_iops=10.0,
-                                  write_iops=5.0, latency_ms=1.5)
-        self.assertRaises(exception.Invalid, self.db.disk_update_rates,
-                          UUID_A, 'vda', T0, iops=1.0)
-        self.assertRaises(exception.NotFound, self.db.disk_update_rates,
-                          UUID_A, 'vdz', T0, read_iops=1.0)
-        decision = self.db.decision_create(
-            'local:cn1', 'guarantee', UUID_A, 'vda', 'proj-a', 'cap',
+        dbrows.disk_update_rates(self.db, UUID_A, 'vda', T0, read_iops=10.0,
+                                 write_iops=5.0, latency_ms=1.5)
+        vda_id = self.db.disk_list(instance_uuid=UUID_A)[0]['id']
+        self.assertRaises(exception.Invalid, self.db.disk_rates_bulk_update,
+                          [{'id': vda_id, 'sampled_at': T0, 'iops': 1.0}])
+        decision = dbrows.decision_create(
+            self.db, 'local:cn1', 'guarantee', UUID_A, 'vda', 'proj-a', 'cap',
             {}, {'total_iops_sec': 100}, 'pushes vdb below its floor',
             {'u': 0.95}, created_at=T0)
         lease = T0 + datetime.timedelta(seconds=30)
-        self.db.cap_set(UUID_A, 'vda', {'total_iops_sec': 100}, lease,
-                        decision)
+        dbrows.cap_set(self.db, UUID_A, 'vda', {'total_iops_sec': 100}, lease,
+                       decision)
         vda, vdb = self.db.disk_list(instance_uuid=UUID_A)
         self.assertEqual((10.0, 5.0, 1.5, T0), (
             vda['read_iops'], vda['write_iops'], vda['latency_ms'],
@@ -374,8 +374,9 @@ class DbApiTests:
         self.assertEqual(1, self.db.cap_delete_expired(
             lease + datetime.timedelta(seconds=1)))
         self.assertFalse(self.db.cap_release(UUID_A, 'vda'))
-        self.assertRaises(exception.NotFound, self.db.cap_set, UUID_A, 'vdz',
-                          {}, lease)
+        self.assertRaises(exception.NotFound, self.db.caps_set, [
+            {'instance_uuid': UUID_A, 'dev': 'vdz', 'limits': {},
+             'lease_expires_at': lease, 'decision_id': None}])
         self.assertEqual([UUID_B], [d['instance_uuid'] for d in
                                     self.db.disk_list(project_id='proj-b')])
         self.assertEqual(3, len(self.db.disk_list(domain='local:cn1')))
@@ -400,8 +401,8 @@ class DbApiTests:
     def test_decisions_paginate_newest_first(self):
         ids = []
         for i in range(7):
-            ids.append(self.db.decision_create(
-                'local:cn1' if i % 2 else 'ceph:p', 'guarantee',
+            ids.append(dbrows.decision_create(
+                self.db, 'local:cn1' if i % 2 else 'ceph:p', 'guarantee',
                 UUID_A if i < 5 else UUID_B, 'vda',
                 'proj-a' if i < 5 else 'proj-b', 'cap', {},
                 {'total_iops_sec': i}, 'r%d' % i, {'i': i},
