@@ -13,16 +13,17 @@
 """iotguard's local flake8 checks (I3xx).
 
 I301: no oslo, SQLAlchemy, libvirt or openstack imports in the pure core
-      (iotguard/policy, iotguard/sim, iotguard/caps.py, iotguard/rates.py,
-      iotguard/batch.py, iotguard/admission.py).
+      (iotguard/policy, iotguard/engine, iotguard/sim, iotguard/caps.py,
+      iotguard/rates.py, iotguard/batch.py, iotguard/admission.py).
 I302: options are declared only in iotguard/conf/.
 I303: no eventlet.
-I304: no clock reads in iotguard/policy/.
+I304: no clock reads in iotguard/policy/ and iotguard/engine/.
 I305: DB sessions (enginefacade, sqlalchemy.orm) stay in iotguard/db/.
 I306: the services keep to their side: the agent imports nothing from the
       controller, the API or the database; the controller nothing from the
-      agent or the API; the core (policy, sim, caps, rates, batch, rpcapi,
-      admission) nothing from any service (agent, controller, api, db).
+      agent or the API; the core (policy, engine, sim, caps, rates,
+      batch, rpcapi, admission) nothing from any service (agent,
+      controller, api, db).
       What the agent and the controller share is the contract at the top
       level: iotguard.caps (records), iotguard.batch (samples in
       columns), iotguard.rates (rate math), iotguard.rpcapi (both RPC
@@ -36,7 +37,7 @@ import re
 from hacking import core
 
 _PURE = re.compile(
-    r'(^|/)iotguard/(policy/|sim/|bench/decision\.py$|'
+    r'(^|/)iotguard/(policy/|engine/|sim/|bench/decision\.py$|'
     r'(caps|rates|batch|admission)\.py$)')
 _IMPURE_IMPORT = re.compile(
     r'^\s*(import|from)\s+(oslo_\w+|sqlalchemy|libvirt|openstack)\b')
@@ -52,19 +53,21 @@ _BOUNDARIES = (
      frozenset(('controller', 'api', 'db')), 'the agent'),
     (re.compile(r'(^|/)iotguard/controller/'),
      frozenset(('agent', 'api')), 'the controller'),
-    (re.compile(r'(^|/)iotguard/(policy/|sim/|'
+    (re.compile(r'(^|/)iotguard/(policy/|engine/|sim/|'
                 r'(caps|rates|batch|rpcapi|admission)\.py$)'),
      _SERVICES, 'the core'),
 )
 _FROM_PACKAGE = re.compile(r'^\s*(from|import)\s+iotguard\.(\w+)')
 _FROM_TOP = re.compile(r'^\s*from\s+iotguard\s+import\s+\(?([^)]*)')
 _BENCH_USERS = re.compile(r'(^|/)iotguard/(bench|tests)/')
+#: Where ``now`` is an argument, never read (I304).
+_NO_CLOCK = re.compile(r'(^|/)iotguard/(policy|engine)/')
 _CLOCK = re.compile(r'\b(time\.time|time\.monotonic|utcnow|datetime\.now)\(')
 
 
 @core.flake8ext
 def check_pure_imports(logical_line, filename):
-    """I301: the policies and the simulator stay free of services."""
+    """I301: the policies, the engine and the simulator stay pure."""
     if _PURE.search(filename) and _IMPURE_IMPORT.match(logical_line):
         yield 0, 'I301: no oslo/sqlalchemy/libvirt/openstack import here'
 
@@ -86,9 +89,9 @@ def check_no_eventlet(logical_line):
 
 @core.flake8ext
 def check_no_clock_in_policy(logical_line, filename):
-    """I304: a policy gets ``now`` passed in, it never reads a clock."""
-    if 'iotguard/policy/' in filename and _CLOCK.search(logical_line):
-        yield 0, 'I304: policies take now as an argument'
+    """I304: a policy or the engine gets ``now``, never reads a clock."""
+    if _NO_CLOCK.search(filename) and _CLOCK.search(logical_line):
+        yield 0, 'I304: policies and the engine take now as an argument'
 
 
 @core.flake8ext

@@ -25,6 +25,7 @@ class PureImportsTest(testtools.TestCase):
 
     def test_pure_core_refuses_oslo(self):
         for filename in ('./iotguard/policy/guarantee.py',
+                         './iotguard/engine/plan.py',
                          './iotguard/sim/loop.py', './iotguard/caps.py',
                          './iotguard/rates.py', 'iotguard/admission.py'):
             self.assertEqual(['I301'], codes(
@@ -39,6 +40,21 @@ class PureImportsTest(testtools.TestCase):
             self.assertEqual([], codes(
                 checks.check_pure_imports, 'from oslo_log import log',
                 filename), filename)
+
+
+class NoClockTest(testtools.TestCase):
+
+    def test_policies_and_the_engine_read_no_clock(self):
+        for filename in ('./iotguard/policy/ntt.py',
+                         './iotguard/engine/plan.py'):
+            self.assertEqual(['I304'], codes(
+                checks.check_no_clock_in_policy, 'now = time.time()',
+                filename), filename)
+
+    def test_the_services_read_their_clock(self):
+        self.assertEqual([], codes(
+            checks.check_no_clock_in_policy, 'now = time.time()',
+            './iotguard/controller/loop.py'))
 
 
 class ServiceBoundariesTest(testtools.TestCase):
@@ -86,6 +102,7 @@ class ServiceBoundariesTest(testtools.TestCase):
 
     def test_core_imports_no_service(self):
         for filename in ('./iotguard/policy/base.py',
+                         './iotguard/engine/plan.py',
                          './iotguard/sim/loop.py', './iotguard/caps.py',
                          './iotguard/rates.py', './iotguard/rpcapi.py',
                          './iotguard/admission.py'):
