@@ -32,7 +32,9 @@ controller can take over a domain at any round:
   and the renewals of the caps in force (each with
   ``lease_expires_at = now + [controller] lease_seconds``), and one
   ``release_caps`` cast with the releases. Unchanged caps are not sent
-  again until their renewal is due (every round, see :func:`renew_due`).
+  again until their renewal is due (every round, see
+  :func:`iotguard.engine.plan.renew_due`); which decisions are carried
+  out is :func:`iotguard.engine.plan.plan`'s, the simulator's too.
 * **record**: each decision in the audit trail before it is sent, the
   caps in force after (the renewals and the rates for the API once per
   round, for all its domains), notifications ``iotguard.cap.apply`` /
@@ -62,6 +64,7 @@ from oslo_log import log as logging
 from iotguard import admission
 from iotguard.controller import audit as audit_mod
 from iotguard.controller import samples as samples_mod
+from iotguard.engine import plan as plan_mod
 from iotguard import policy as policy_mod
 from iotguard.policy import base
 from iotguard.policy import costmodel
@@ -210,15 +213,12 @@ def rates_offset(name, interval_s):
     return (zlib.crc32(name.encode()) % 1000) / 1000.0 * interval_s
 
 
-def renew_due(lease_expires_at, now, lease_s, interval_s):
-    """Whether a cap in force is sent again this round (to renew it).
-
-    Once it has run half an interval of its lease: with rounds every
-    interval that is every round, so a lease always has
-    ``lease_s - interval_s`` seconds left, and an extra round (ownership
-    change, restart) does not send it twice.
-    """
-    return lease_expires_at - now < lease_s - interval_s / 2.0
+def _cap(disk, limits, lease_expires_at, decision_id):
+    """The ``apply_caps`` record of a cap on ``disk``."""
+    return {'instance_uuid': disk['instance_uuid'], 'dev': disk['dev'],
+            'limits': limits, 'lease_expires_at': lease_expires_at,
+            'decision_id': (str(decision_id) if decision_id is not None
+                            else None)}
 
 
 def _calibrated(domain):
@@ -505,87 +505,66 @@ class DomainLoop:
 
     def _act(self, name, policy_name, disks, snapshot, decisions, now,
              result, writes):
-        index = {disk_id(d): i for i, d in enumerate(disks)}
-        lease = now + self.lease_s
-        pending = []     # (disk, decision, old limits, new limits)
-        decided = set()
-        for decision in decisions:
-            i = index.get(decision.disk_id)
-            if i is None:
-                LOG.warning('Policy %s decided on unknown disk %s; ignored',
-                            policy_name, decision.disk_id)
-                continue
-            disk = disks[i]
-            in_force = disk['cap']
-            old = in_force['limits'] if in_force else {}
-            if decision.action == base.RELEASE:
-                decided.add(i)
-                if in_force is not None:
-                    pending.append((disk, decision, old, None))
-                continue
-            limits = {k: v for k, v in decision.limits.items() if v}
-            if snapshot.stale[i] and bool(base.tightens(
-                    np.float64(decision.iops),
-                    np.float64(decision.bytes_sec),
-                    snapshot.cap_iops[i], snapshot.cap_bytes_sec[i])):
-                LOG.warning('Dropped %s on %s: its samples are stale, a cap '
-                            'is never tightened on stale data',
-                            decision.reason, decision.disk_id)
-                result.dropped += 1
-                continue
-            if in_force is not None and limits == in_force['limits']:
-                continue   # unchanged: renewed below when due
-            decided.add(i)
-            pending.append((disk, decision, old, limits))
+        """Plan the decisions, audit the changes, cast them per host."""
+        in_force = [None if d['cap'] is None else plan_mod.InForce(
+            d['cap']['limits'], d['cap']['lease_expires_at']) for d in disks]
+        plan = plan_mod.plan(snapshot, decisions, in_force, now,
+                             self.lease_s, self.interval_s)
+        for unknown in plan.unknown:
+            LOG.warning('Policy %s decided on unknown disk %s; ignored',
+                        policy_name, unknown)
+        for decision in plan.dropped:
+            LOG.warning('Dropped %s on %s: its samples are stale, a cap '
+                        'is never tightened on stale data',
+                        decision.reason, decision.disk_id)
+        result.dropped += len(plan.dropped)
+        olds = [d['cap']['limits'] if d['cap'] else {} for d in disks]
         ids = self.audit.decisions(
-            name, policy_name, [(d, dec, old) for d, dec, old, _l in pending],
-            now) if pending else []
+            name, policy_name, [(disks[c.disk], c.decision, olds[c.disk])
+                                for c in plan.changes],
+            now) if plan.changes else []
+        lease = now + self.lease_s
         applies = collections.defaultdict(list)    # host -> [(cap, rec)]
+        renewals = collections.defaultdict(list)   # host -> [(cap, row id)]
         releases = collections.defaultdict(list)   # host -> [(disk, rec)]
-        for (disk, decision, old, limits), decision_id in zip(pending, ids):
-            record = (disk, decision, decision_id, old)
-            if limits is None:
+        for change, decision_id in zip(plan.changes, ids):
+            disk = disks[change.disk]
+            record = (disk, change.decision, decision_id, olds[change.disk])
+            if change.limits is None:
                 releases[disk['host']].append(
                     ({'instance_uuid': disk['instance_uuid'],
                       'dev': disk['dev']}, record))
             else:
-                applies[disk['host']].append((
-                    {'instance_uuid': disk['instance_uuid'],
-                     'dev': disk['dev'], 'limits': limits,
-                     'lease_expires_at': lease,
-                     'decision_id': str(decision_id)}, record))
-        for i, disk in enumerate(disks):
-            cap = disk['cap']
-            if i in decided or cap is None or not renew_due(
-                    cap['lease_expires_at'], now, self.lease_s,
-                    self.interval_s):
-                continue
-            decision_id = cap['decision_id']
-            applies[disk['host']].append((
-                {'instance_uuid': disk['instance_uuid'], 'dev': disk['dev'],
-                 'limits': cap['limits'], 'lease_expires_at': lease,
-                 'decision_id': (str(decision_id)
-                                 if decision_id is not None else None)},
-                disk['id']))
-        self._send(name, policy_name, applies, releases, result, writes)
+                applies[disk['host']].append((_cap(
+                    disk, change.limits, lease, decision_id), record))
+        for i in plan.renewals:
+            disk = disks[i]
+            renewals[disk['host']].append((_cap(
+                disk, disk['cap']['limits'], lease,
+                disk['cap']['decision_id']), disk['id']))
+        self._send(name, policy_name, applies, renewals, releases, result,
+                   writes)
 
-    def _send(self, name, policy_name, applies, releases, result, writes):
-        """Cast per host; record what was sent, renew the leases sent."""
+    def _send(self, name, policy_name, applies, renewals, releases, result,
+              writes):
+        """Cast per host; record what was sent, renew the leases sent.
+
+        A host's new caps and renewals go in one ``apply_caps`` cast.
+        """
         renewed, applied, released = [], [], []
         ctxt = {}
-        for host, items in applies.items():
+        for host in dict.fromkeys([*applies, *renewals]):
+            new, renew = applies.get(host, []), renewals.get(host, [])
             try:
-                self.agent_api.apply_caps(ctxt, host, [c for c, _ in items])
+                self.agent_api.apply_caps(ctxt, host,
+                                          [c for c, _ in new + renew])
             except Exception as e:
                 LOG.error('apply_caps to %s failed (%s); its caps are sent '
                           'again next round', host, e)
                 continue
             result.casts += 1
-            for cap, record in items:
-                if isinstance(record, tuple):
-                    applied.append((cap, record))
-                else:
-                    renewed.append(record)   # the disk row id
+            applied.extend(new)
+            renewed.extend(row_id for _cap, row_id in renew)
         for host, items in releases.items():
             try:
                 self.agent_api.release_caps(ctxt, host,

@@ -588,8 +588,3 @@ class HelpersTest(base.TestCase):
         self.assertEqual(math.inf, loop.ceiling({'read_iops_sec': 100},
                                                 'iops_sec'))
         self.assertEqual(math.inf, loop.ceiling({}, 'bytes_sec'))
-
-    def test_renew_due(self):
-        self.assertFalse(loop.renew_due(T0 + 15, T0, 15, 5))
-        self.assertFalse(loop.renew_due(T0 + 15, T0 + 2, 15, 5))
-        self.assertTrue(loop.renew_due(T0 + 15, T0 + 5, 15, 5))
