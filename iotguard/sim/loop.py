@@ -15,9 +15,10 @@
 Every control interval the loop measures what an agent would (per-disk
 rates and mean latency per operation over the last interval, the cap in
 force and when it was set, the tier), builds the domain's
-:class:`~iotguard.policy.base.DomainSnapshot`, asks the policy, and applies
-each decision's caps to the disks' throttles, never above the static
-ceilings of the scenario (a ``release`` restores them). It records the
+:class:`~iotguard.policy.base.DomainSnapshot`, asks the policy, plans its
+decisions as the controller does (:func:`iotguard.engine.plan.plan`) and
+applies the new or changed caps to the disks' throttles, never above the
+static ceilings of the scenario (a ``release`` restores them). It records the
 series the measures and the plots are computed from, and the truth the
 oracle needs: each disk's demand and the storage's capacity.
 """
@@ -28,6 +29,7 @@ import math
 
 import numpy as np
 
+from iotguard.engine import plan as plan_mod
 from iotguard.policy import base
 from iotguard.policy import costmodel
 from iotguard.policy import estimator
@@ -184,6 +186,7 @@ class _Loop:
         self.cap_iops = np.full(n, np.inf)
         self.cap_bytes = np.full(n, np.inf)
         self.cap_set_at = np.full(n, np.nan)
+        self.in_force: list[plan_mod.InForce | None] = [None] * n
         self.actions: list[Action] = []
 
     def snapshot(self, delta: list[dict[str, int]]) -> base.DomainSnapshot:
@@ -206,24 +209,37 @@ class _Loop:
         return base.DomainSnapshot.from_disks(
             self.scenario.domain.name, self.profile, dt, disks)
 
-    def apply(self, decisions: list[base.Decision], now: float) -> None:
-        index = {d: i for i, d in enumerate(self.ids)}
-        for decision in decisions:
-            i = index[decision.disk_id]
+    def apply(self, snapshot: base.DomainSnapshot,
+              decisions: list[base.Decision], now: float) -> None:
+        """Carry out the decisions as the controller does.
+
+        Through the same :func:`iotguard.engine.plan.plan`: a cap equal
+        to the one in force is not applied again (its ``cap_set_at``
+        stays), a release is applied only to a capped disk. The
+        simulator's caps have no lease (they never lapse, ``inf``), so
+        no renewal is ever due; its disks are never stale, so no cap is
+        dropped.
+        """
+        todo = plan_mod.plan(snapshot, decisions, self.in_force, now,
+                             math.inf, self.scenario.interval_s)
+        for change in todo.changes:
+            i, decision = change.disk, change.decision
             static = self.vms[i].limits
             tightened = decision.action == base.CAP and (
                 decision.iops < self.cap_iops[i]
                 or decision.bytes_sec < self.cap_bytes[i])
-            if decision.action == base.CAP:
+            if change.limits is None:
+                target = dict(static)
+                self.cap_iops[i] = self.cap_bytes[i] = np.inf
+                self.cap_set_at[i] = np.nan
+                self.in_force[i] = None
+            else:
                 target = capped_iotune(static, decision.iops,
                                        decision.bytes_sec)
                 self.cap_iops[i] = decision.iops
                 self.cap_bytes[i] = decision.bytes_sec
                 self.cap_set_at[i] = now
-            else:
-                target = dict(static)
-                self.cap_iops[i] = self.cap_bytes[i] = np.inf
-                self.cap_set_at[i] = np.nan
+                self.in_force[i] = plan_mod.InForce(change.limits, math.inf)
             before = self.world.get_iotune(decision.disk_id)
             self.world.set_iotune(decision.disk_id, throttle.call_for(target))
             self.actions.append(Action(
@@ -270,7 +286,7 @@ class _Loop:
                            else 0.0)
             snapshot = self.snapshot(delta)
             self.learner.observe(snapshot)
-            self.apply(self.policy.decide(snapshot, now), now)
+            self.apply(snapshot, self.policy.decide(snapshot, now), now)
             if progress is not None:
                 progress((k + 1) / windows)
         sizes = np.array([nominal_io_size(vm) for vm in self.vms])

@@ -52,6 +52,21 @@ class Stepper:
                                      'test', bytes_sec=caps[now])]
 
 
+class Repeater(Recorder):
+    """Caps the first disk at 10 s and answers the same cap after that."""
+
+    name = 'repeater'
+
+    def decide(self, snapshot, now):
+        self.seen.append((now, snapshot))
+        if now < 10.0:
+            return []
+        return [policy_base.Decision(snapshot.disk_ids[0], policy_base.CAP,
+                                     'test', bytes_sec=self.cap_bytes),
+                policy_base.Decision(snapshot.disk_ids[1],
+                                     policy_base.RELEASE, 'test')]
+
+
 class TestLoop(base.TestCase):
 
     def run_loop(self, policy, **overrides):
@@ -100,6 +115,18 @@ class TestLoop(base.TestCase):
         self.assertEqual([('cap', True), ('release', True)],
                          [(a.action, a.changed) for a in run.actions])
         self.assertEqual([10.0, 20.0], [a.time for a in run.actions])
+
+    def test_an_unchanged_cap_is_not_applied_again(self):
+        # as in the controller (iotguard.engine.plan): the cap is applied
+        # once, keeps its set time, and the uncapped disk is not released
+        policy = Repeater()
+        run = self.run_loop(policy)
+        self.assertEqual([(10.0, 'cap', True)],
+                         [(a.time, a.action, a.changed)
+                          for a in run.actions])
+        self.assertEqual([10.0] * 4,
+                         [snap.cap_set_at[0] for now, snap in policy.seen
+                          if now > 10.0])
 
     def test_only_a_lower_cap_is_a_throttle(self):
         run = self.run_loop(Stepper())
