@@ -30,7 +30,6 @@ and plot judge what really happened.
 """
 
 import dataclasses
-import math
 import os
 import socketserver
 import threading
@@ -46,6 +45,7 @@ import numpy as np
 from iotguard.agent import service as agent_service
 from iotguard.agent.virt import simulated
 from iotguard.api import app as api_app
+from iotguard import caps
 from iotguard import conf as iotguard_conf
 from iotguard.controller import audit
 from iotguard.controller import service as controller_service
@@ -170,16 +170,11 @@ def seed(db, scenario, world, policy):
     return disks
 
 
-def _finite_limit(limits, key):
-    value = (limits or {}).get(key, 0)
-    return float(value) if value else math.inf
-
-
 def action(decision, index, start):
     """A recorded decision of the audit trail as a simulator Action."""
     old, new = decision['old_limits'] or {}, decision['new_limits'] or {}
     tightened = decision['action'] == 'cap' and any(
-        _finite_limit(new, k) < _finite_limit(old, k)
+        caps.limit(new, k) < caps.limit(old, k)
         for k in ('total_iops_sec', 'total_bytes_sec'))
     return loop.Action(
         time=audit.to_timestamp(decision['created_at']) - start,

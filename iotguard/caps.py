@@ -191,8 +191,36 @@ def validate_sample(sample: object) -> dict[str, Any]:
     return cast(dict[str, Any], sample)
 
 
-def _inf(value: float) -> float:
+def inf_if_zero(value: float) -> float:
+    """A limit as the core reads it: ``inf`` for "no limit" (0 on the wire).
+
+    The one conversion from libvirt's and the database's form (a whole
+    number, 0 or missing for none) to the core's (a float, ``inf`` for
+    none); :func:`iotguard.policy.base.wire_value` is the way back.
+    """
     return value if value > 0 else math.inf
+
+
+def limit(limits: Limits | None, key: str) -> float:
+    """One iotune key of ``limits`` as the core reads it (``inf``: none)."""
+    return inf_if_zero(float((limits or {}).get(key, 0)))
+
+
+_inf = inf_if_zero
+
+
+def ceiling(static: Limits, kind: str) -> float:
+    """A disk's static total ceiling of ``kind`` (``inf`` when none).
+
+    ``static`` holds iotune keys; ``kind`` is ``iops_sec`` or
+    ``bytes_sec``. Read and write ceilings add up when both are set (one
+    of them alone bounds only its direction: no total ceiling).
+    """
+    total = static.get('total_' + kind, 0)
+    if total:
+        return float(total)
+    read, write = static.get('read_' + kind, 0), static.get('write_' + kind, 0)
+    return float(read + write) if read and write else math.inf
 
 
 def _wire(value: float) -> int:

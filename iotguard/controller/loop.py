@@ -62,8 +62,8 @@ import numpy as np
 from oslo_log import log as logging
 
 from iotguard import admission
+from iotguard import caps
 from iotguard.controller import audit as audit_mod
-from iotguard.controller import samples as samples_mod
 from iotguard.engine import plan as plan_mod
 from iotguard import policy as policy_mod
 from iotguard.policy import base
@@ -106,15 +106,6 @@ def disk_id(disk):
     return '%s/%s' % (disk['instance_uuid'], disk['dev'])
 
 
-#: A disk's static total ceiling of a kind (``inf`` when none).
-ceiling = samples_mod.ceiling
-
-
-def _limit(limits, key):
-    value = (limits or {}).get(key, 0)
-    return float(value) if value else math.inf
-
-
 def _tier(tier):
     if not tier:
         return _NO_TIER
@@ -126,6 +117,7 @@ def _tier(tier):
 
 
 def _inf_if_zero(values):
+    """:func:`iotguard.caps.inf_if_zero` of a column."""
     return np.where(values > 0, values, math.inf)
 
 
@@ -149,8 +141,8 @@ def snapshot_of(domain, interval_s, disks, columns):
         tiers.append(found[0])
         cap = disk['cap']
         if cap is not None:
-            cap_iops[i] = _limit(cap['limits'], 'total_iops_sec')
-            cap_bytes_sec[i] = _limit(cap['limits'], 'total_bytes_sec')
+            cap_iops[i] = caps.limit(cap['limits'], 'total_iops_sec')
+            cap_bytes_sec[i] = caps.limit(cap['limits'], 'total_bytes_sec')
             cap_set_at[i] = cap['set_at']
 
     def tier_col(field):

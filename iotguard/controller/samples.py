@@ -210,19 +210,6 @@ def has_rates(sample):
         sample.get('read_iops') is not None
 
 
-def ceiling(static, kind):
-    """A disk's static total ceiling of ``kind`` (``inf`` when none).
-
-    ``static`` holds iotune keys; ``kind`` is ``iops_sec`` or
-    ``bytes_sec``. Read and write ceilings add up when both are set.
-    """
-    total = static.get('total_' + kind, 0)
-    if total:
-        return float(total)
-    read, write = static.get('read_' + kind, 0), static.get('write_' + kind, 0)
-    return float(read + write) if read and write else math.inf
-
-
 class Columns(typing.NamedTuple):
     """What the decision loop reads of some disks' samples, by position.
 
@@ -255,7 +242,7 @@ _KEY_ROW = {key: i for i, key in enumerate(caps.IOTUNE_KEYS)}
 
 
 def _ceilings(static, kind):
-    """:func:`ceiling` of every disk: ``static`` is a Batch's int rows."""
+    """:func:`iotguard.caps.ceiling` of every disk (a Batch's int rows)."""
     total, read, write = (static[_KEY_ROW['%s_%s' % (d, kind)]]
                           for d in ('total', 'read', 'write'))
     both = np.where((read > 0) & (write > 0), read + write, 0)

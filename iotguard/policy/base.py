@@ -29,6 +29,8 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from iotguard import caps
+
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
@@ -122,10 +124,6 @@ class DiskState:
     stale: bool = False
 
 
-def _inf_if_zero(value: float) -> float:
-    return value if value > 0 else math.inf
-
-
 @dataclasses.dataclass
 class DomainSnapshot:
     """Every disk of one contention domain, one array per quantity."""
@@ -180,9 +178,9 @@ class DomainSnapshot:
             latency_ms=col([d.latency_ms for d in disks]),
             floor_iops=col([d.tier.min_iops for d in disks]),
             floor_bytes_sec=col([d.tier.min_bytes_sec for d in disks]),
-            ceil_iops=col([min(_inf_if_zero(d.tier.max_iops), d.static_iops)
-                           for d in disks]),
-            ceil_bytes_sec=col([min(_inf_if_zero(d.tier.max_bytes_sec),
+            ceil_iops=col([min(caps.inf_if_zero(d.tier.max_iops),
+                               d.static_iops) for d in disks]),
+            ceil_bytes_sec=col([min(caps.inf_if_zero(d.tier.max_bytes_sec),
                                     d.static_bytes_sec) for d in disks]),
             weight=col([d.tier.weight for d in disks]),
             cap_iops=col([d.cap_iops for d in disks]),

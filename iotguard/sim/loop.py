@@ -29,6 +29,7 @@ import math
 
 import numpy as np
 
+from iotguard import caps
 from iotguard.engine import plan as plan_mod
 from iotguard.policy import base
 from iotguard.policy import costmodel
@@ -118,15 +119,6 @@ def profile(domain: scenario_mod.Domain) -> base.Profile:
                         form=domain.form)
 
 
-def static_ceiling(limits: dict[str, int], unit: str) -> float:
-    """The total static ceiling of one unit (``inf`` when none)."""
-    total = limits['total_' + unit]
-    if total:
-        return float(total)
-    read, write = limits['read_' + unit], limits['write_' + unit]
-    return float(read + write) if read and write else math.inf
-
-
 def capped_iotune(static: dict[str, int], iops: float,
                   bytes_sec: float) -> dict[str, int]:
     """The static limits tightened by a cap (``inf`` = no cap of a kind).
@@ -139,7 +131,7 @@ def capped_iotune(static: dict[str, int], iops: float,
     for unit, cap in (('iops_sec', iops), ('bytes_sec', bytes_sec)):
         if not math.isfinite(cap):
             continue
-        value = base.wire_value(min(cap, static_ceiling(static, unit)))
+        value = base.wire_value(min(cap, caps.ceiling(static, unit)))
         for direction in throttle.DIRECTIONS:
             target['%s_%s' % (direction, unit)] = 0
             if direction != 'total' or target['total_%s_max' % unit] < value:
@@ -204,8 +196,8 @@ class _Loop:
                 cap_iops=float(self.cap_iops[i]),
                 cap_bytes_sec=float(self.cap_bytes[i]),
                 cap_set_at=float(self.cap_set_at[i]),
-                static_iops=static_ceiling(vm.limits, 'iops_sec'),
-                static_bytes_sec=static_ceiling(vm.limits, 'bytes_sec')))
+                static_iops=caps.ceiling(vm.limits, 'iops_sec'),
+                static_bytes_sec=caps.ceiling(vm.limits, 'bytes_sec')))
         return base.DomainSnapshot.from_disks(
             self.scenario.domain.name, self.profile, dt, disks)
 

@@ -11,6 +11,7 @@
 # under the License.
 
 import copy
+import math
 
 import testtools
 
@@ -38,6 +39,29 @@ class KeysTest(testtools.TestCase):
         self.assertEqual(5, f['total_iops_sec'])
         self.assertEqual(0, f['read_bytes_sec_max'])
         self.assertEqual(set(caps.IOTUNE_KEYS), set(f))
+
+
+class NoLimitTest(testtools.TestCase):
+    """0 or missing on the wire is ``inf`` in the core."""
+
+    def test_inf_if_zero_and_limit(self):
+        self.assertEqual(math.inf, caps.inf_if_zero(0))
+        self.assertEqual(250.0, caps.inf_if_zero(250))
+        self.assertEqual(math.inf, caps.limit(None, 'total_iops_sec'))
+        self.assertEqual(math.inf, caps.limit({'total_iops_sec': 0},
+                                              'total_iops_sec'))
+        self.assertEqual(8.0, caps.limit({'total_bytes_sec': 8},
+                                         'total_bytes_sec'))
+
+    def test_ceiling(self):
+        self.assertEqual(500.0, caps.ceiling({'total_iops_sec': 500},
+                                             'iops_sec'))
+        self.assertEqual(300.0, caps.ceiling(
+            {'read_iops_sec': 100, 'write_iops_sec': 200}, 'iops_sec'))
+        # one direction alone bounds no total
+        self.assertEqual(math.inf, caps.ceiling({'read_iops_sec': 100},
+                                                'iops_sec'))
+        self.assertEqual(math.inf, caps.ceiling({}, 'bytes_sec'))
 
 
 class ValidateTest(testtools.TestCase):

@@ -575,16 +575,3 @@ class OvercommitTest(LoopTestBase):
             disk['domain'] = 'elsewhere'
         self.learn()
         self.assertEqual([], self.notifier.sent)
-
-
-class HelpersTest(base.TestCase):
-
-    def test_ceiling(self):
-        self.assertEqual(500.0, loop.ceiling({'total_iops_sec': 500},
-                                             'iops_sec'))
-        self.assertEqual(300.0, loop.ceiling({'read_iops_sec': 100,
-                                              'write_iops_sec': 200},
-                                             'iops_sec'))
-        self.assertEqual(math.inf, loop.ceiling({'read_iops_sec': 100},
-                                                'iops_sec'))
-        self.assertEqual(math.inf, loop.ceiling({}, 'bytes_sec'))
