@@ -352,7 +352,8 @@ def run(args):
     manager.refresh_index()
     server = rpc.get_server(transport, rpc.TOPIC_CONTROLLER,
                             'bench-controller', [manager])
-    server.start()
+    # as the service starts it
+    server.start(override_pool_size=conf.controller.rpc_thread_pool_size)
     time.sleep(1.0)   # the fanout queue is bound before the first cast
     rss0 = _rss_mib()
     notifier = notifications.Notifier(
