@@ -21,8 +21,7 @@ what each layer costs, so the controller's ingest rate
 allows on the same machine. ``--messages`` casts of one host's batch in
 columns (``--disks-per-host`` disks, the agents' own client) are queued
 on a topic queue of the bench's own exchange **before** the clock starts
-(the sender's time per cast is shown apart, ``cast_us``), then taken
-off by:
+(the sender's cost per cast is shown apart), then taken off by:
 
 ``kombu``
     a bare kombu consumer (py-amqp), acknowledging each message: the
@@ -42,8 +41,12 @@ off by:
 Each line gives the messages per second and the wall and CPU time per
 message from the first message received to the last (connecting is not
 counted), the samples per second that makes, and the CPU the broker
-(``beam.smp``, when found) spent meanwhile. Nothing here runs in the
-service; it only measures.
+(``beam.smp``, when found) spent meanwhile; then, for the casts that
+queued them (one after the other, each waiting for the broker's
+publisher confirm), the wall and CPU time per cast of the sender and the
+broker's CPU meanwhile. The receiver, the sender and the broker share
+the machine's cores when agents and controller run on one host. Nothing
+here runs in the service; it only measures.
 """
 
 import argparse
@@ -206,10 +209,13 @@ def _fill(conf, args, topic, wires):
         server.stop()
         server.wait()
         client = rpc.get_client(transport, topic, '1.1')
-        started = time.perf_counter()
+        broker = _broker_pids()
+        started, cpu, broker_cpu = (time.perf_counter(), _cpu(),
+                                    _broker_cpu(broker))
         for host, wire in wires:
             client.cast({}, 'report_samples', host=host, samples=wire)
-        return time.perf_counter() - started
+        return (time.perf_counter() - started, _cpu() - cpu,
+                _broker_cpu(broker) - broker_cpu)
     finally:
         transport.cleanup()
 
@@ -271,7 +277,8 @@ def _stage(conf, args, stage, wires):
     wall = clock.last - clock.first
     n = max(1, args.messages - 1)
     return (n / wall, 1e6 * wall / n, 1e6 * clock.cpu / n,
-            1e6 * clock.broker_cpu / n, 1e6 * cast / args.messages)
+            1e6 * clock.broker_cpu / n) + tuple(
+                1e6 * value / args.messages for value in cast)
 
 
 def run(args):
@@ -291,20 +298,19 @@ def run(args):
     for _ in range(args.runs):
         for stage in stages:
             results[stage].append(_stage(conf, args, stage, wires))
-    print('%-16s %9s %9s %9s %11s %12s %8s' % (
-        'stage', 'msg/s', 'wall_us', 'cpu_us', 'samples/s',
-        'broker_cpu_us', 'cast_us'))
+    print('%-16s %7s %7s %6s %9s %6s | %7s %6s %6s' % (
+        'stage', 'msg/s', 'wall_us', 'cpu_us', 'samples/s', 'broker',
+        'cast_us', 'cpu_us', 'broker'))
     for stage in stages:
         rows = results[stage]
         rate = statistics.median(r[0] for r in rows)
-        print('%-16s %9.0f %9.0f %9.0f %11.0f %12.0f %8.0f' % (
-            stage, rate, statistics.median(r[1] for r in rows),
-            statistics.median(r[2] for r in rows),
-            rate * args.disks_per_host,
-            statistics.median(r[3] for r in rows),
-            statistics.median(r[4] for r in rows)))
-    print('(median of %d runs; per message, first to last received)'
-          % args.runs)
+        print('%-16s %7.0f %7.0f %6.0f %9.0f %6.0f | %7.0f %6.0f %6.0f' % (
+            (stage, rate, statistics.median(r[1] for r in rows),
+             statistics.median(r[2] for r in rows),
+             rate * args.disks_per_host) + tuple(
+                statistics.median(r[i] for r in rows) for i in (3, 4, 5, 6))))
+    print('(median of %d runs; per message: receiving, first to last '
+          'received, then casting them all before)' % args.runs)
     with kombu.Connection(_amqp(args.url)) as connection:
         kombu.Exchange(conf.control_exchange, channel=connection.channel(),
                        no_declare=True).delete()
