@@ -238,7 +238,6 @@ def _kombu(conf, args, topic, clock, decode):
                             accept=['json']):
             while not clock.done.is_set():
                 connection.drain_events(timeout=10)
-        queue.delete()
 
 
 def _oslo(conf, args, topic, clock, endpoint):
@@ -249,10 +248,15 @@ def _oslo(conf, args, topic, clock, endpoint):
     clock.done.wait(120)
     server.stop()
     server.wait()
-    with kombu.Connection(_amqp(args.url)) as connection:
-        kombu.Queue(topic, channel=connection.channel(),
-                    no_declare=True).delete()
     transport.cleanup()
+
+
+def _delete_queues(args, topic):
+    """The queues an RPC server declared for ``topic`` (they outlive it)."""
+    with kombu.Connection(_amqp(args.url)) as connection:
+        channel = connection.channel()
+        for name in (topic, '%s.floor' % topic):
+            kombu.Queue(name, channel=channel, no_declare=True).delete()
 
 
 def _stage(conf, args, stage, wires):
@@ -271,6 +275,7 @@ def _stage(conf, args, stage, wires):
                                  wire['disks']['dev'])}
         store = samples_mod.SampleStore(INTERVAL_S, max_skew_s=1e9)
         _oslo(conf, args, topic, clock, _Counted(conf, store, index, clock))
+    _delete_queues(args, topic)
     if not clock.done.is_set():
         raise RuntimeError('%s: %d of %d messages' % (
             stage, clock.count, args.messages))
