@@ -13,7 +13,8 @@
 """Scale benchmark of one iotguard-controller over RabbitMQ on loopback.
 
     python -m iotguard.bench.controller --hosts 1000 --disks-per-host 50 \\
-        --domains 100 [--db-url URL] [--rounds 3] [--feeder process]
+        --domains 100 [--db-url URL] [--rounds 3] [--feeder process] \\
+        [--feeder-threads N]
 
 What it does, with the controller's own code and a real broker:
 
@@ -27,7 +28,9 @@ What it does, with the controller's own code and a real broker:
    received by the controller's RPC server and :class:`ControllerManager`
    into the sample store (ingest time and rate; the feeder runs in this
    process too, or with ``--feeder process`` in a child process as agents
-   on other hosts would; its batches are built before the clock starts),
+   on other hosts would; its batches are built before the clock starts,
+   and ``cast_s`` is the time it took to cast them all: ingest cannot be
+   shorter),
    then one decision round
    over every domain as the service runs it (:meth:`DomainLoop.run`):
    wall time, CPU of the process during the round, decisions, RPC casts
@@ -55,6 +58,7 @@ import resource
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
 
@@ -237,6 +241,8 @@ class _InProcess:
         self.args, self.slots, self.domain_of = args, slots, domain_of
         self.api = None
         self.batches = []
+        self.cast_s = float('nan')
+        self.threads = max(1, args.feeder_threads)
 
     def start(self, transport):
         self.api = rpcapi.ControllerAPI(transport,
@@ -251,14 +257,37 @@ class _InProcess:
             self.batches = [(host, batch_mod.to_samples(batch))
                             for host, batch in self.batches]
 
-    def send(self):
+    def _cast(self, batches):
         if self.api.sends_columns():
-            for host, batch in self.batches:
+            for host, batch in batches:
                 self.api.report_samples({}, host, batch)
             return
         client = self.api.client.prepare(fanout=True, version='1.0')
-        for host, batch in self.batches:
+        for host, batch in batches:
             client.cast({}, 'report_samples', host=host, samples=batch)
+
+    def send(self):
+        """Cast the batches; the seconds it took (the agents' side).
+
+        Each cast waits for the broker's publisher confirm (one round
+        trip): one thread casting 1,000 batches in a row is bound by that
+        latency, where agents on 1,000 hosts cast side by side; with
+        ``--feeder-threads`` the casts overlap.
+        """
+        started = time.perf_counter()
+        threads = [threading.Thread(target=self._cast,
+                                    args=(self.batches[i::self.threads],))
+                   for i in range(self.threads)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        self.cast_s = time.perf_counter() - started
+        return self.cast_s
+
+    def sent(self):
+        """How long the last :meth:`send` took to cast everything."""
+        return self.cast_s
 
     def stop(self):
         pass
@@ -271,9 +300,9 @@ def _feeder_main(pipe, conf, url, args, slots, domain_of):
     for command in iter(pipe.recv, None):
         if command[0] == 'prepare':
             feeder.prepare(*command[1:])
+            pipe.send('done')
         else:
-            feeder.send()
-        pipe.send('done')
+            pipe.send(feeder.send())
     transport.cleanup()
 
 
@@ -303,17 +332,19 @@ class _OtherProcess(_InProcess):
     def send(self):
         self.pipe.send(('send',))
 
+    def sent(self):
+        return self.pipe.recv() if self.pipe.poll(60) else float('nan')
+
     def stop(self):
-        if self.pipe.poll(60):
-            self.pipe.recv()
         self.pipe.send(None)
         self.process.join(30)
 
 
 def _ingest(feeder, args, manager, timestamp, caps):
-    """One interval's samples cast and stored: (seconds, samples stored).
+    """One interval's samples cast and stored.
 
-    The batches are built before the clock starts.
+    (seconds, samples stored, seconds the feeder took to cast them); the
+    batches are built before the clock starts.
     """
     expected = args.hosts * args.disks_per_host
     feeder.prepare(timestamp, caps)
@@ -324,7 +355,8 @@ def _ingest(feeder, args, manager, timestamp, caps):
     while (manager.stats['stored'] - before < expected
            and time.monotonic() < deadline):
         time.sleep(0.01)
-    return time.monotonic() - started, manager.stats['stored'] - before
+    took = time.monotonic() - started
+    return took, manager.stats['stored'] - before, feeder.sent()
 
 
 def run(args):
@@ -352,7 +384,8 @@ def run(args):
     manager.refresh_index()
     server = rpc.get_server(transport, rpc.TOPIC_CONTROLLER,
                             'bench-controller', [manager])
-    server.start()
+    # as the service starts it
+    server.start(override_pool_size=conf.controller.rpc_thread_pool_size)
     time.sleep(1.0)   # the fanout queue is bound before the first cast
     rss0 = _rss_mib()
     notifier = notifications.Notifier(
@@ -361,8 +394,8 @@ def run(args):
     loop = loop_mod.DomainLoop(conf, db, store, agents,
                                audit_mod.Audit(db, notifier))
     domains = db.domain_list()
-    print('round  ingest_s  samples/s  store_us  total_s  cpu_s  decisions  '
-          'applied  renewed  casts')
+    print('round  ingest_s  cast_s  samples/s  store_us  total_s  cpu_s  '
+          'decisions  applied  renewed  casts')
     start = time.monotonic()
     steady = []
     for k in range(args.rounds):
@@ -370,15 +403,16 @@ def run(args):
         time.sleep(max(0.0, start + k * INTERVAL_S - time.monotonic()))
         # what the agents send every interval, then one round on it
         busy0 = manager.busy_s
-        took, stored = _ingest(feeder, args, manager, time.time() - 0.5,
-                               agents.caps)
+        took, stored, cast_s = _ingest(feeder, args, manager,
+                                       time.time() - 0.5, agents.caps)
         store_us = 1e6 * (manager.busy_s - busy0) / max(1, stored)
         at = time.time()
         cpu0, wall0 = _cpu(), time.monotonic()
         results = loop.run(domains, at)
         wall, cpu = time.monotonic() - wall0, _cpu() - cpu0
-        print('%5d  %8.2f  %9.0f  %8.1f  %7.2f  %5.2f  %9d  %7d  %7d  %5d'
-              % (k + 1, took, stored / took, store_us, wall, cpu,
+        print('%5d  %8.2f  %6.2f  %9.0f  %8.1f  %7.2f  %5.2f  %9d  %7d  '
+              '%7d  %5d'
+              % (k + 1, took, cast_s, stored / took, store_us, wall, cpu,
                  sum(r.decisions for r in results),
                  sum(r.applied for r in results),
                  sum(r.renewed for r in results),
@@ -387,15 +421,16 @@ def run(args):
             print('       (RSS %.0f MiB before the first ingest, %.0f MiB '
                   'after the first round)' % (rss0, _rss_mib()))
         else:
-            steady.append((wall, stored / took, cpu, store_us))
+            steady.append((wall, stored / took, cpu, store_us, cast_s))
     if steady:
         print('steady (median of rounds 2-%d): round %.2f s, ingest %.0f '
               'samples/s, round CPU %.2f s, RSS %.0f MiB, %d disks, %.1f us '
-              'per sample in report_samples' % (
+              'per sample in report_samples, %.2f s to cast' % (
                   args.rounds, statistics.median(r[0] for r in steady),
                   statistics.median(r[1] for r in steady),
                   statistics.median(r[2] for r in steady), _rss_mib(),
-                  len(slots), statistics.median(r[3] for r in steady)))
+                  len(slots), statistics.median(r[3] for r in steady),
+                  statistics.median(r[4] for r in steady)))
     print('controller RSS at the end: %.0f MiB (max %.0f MiB)' % (
         _rss_mib(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         / 1024.0))
@@ -419,6 +454,11 @@ def main(argv=None):
                         'come from: this process (default, the figures '
                         'before 2026-11) or a child process, like agents on '
                         'other hosts')
+    parser.add_argument('--feeder-threads', type=int, default=1,
+                        help='threads casting the batches side by side, '
+                        'as agents on many hosts do (default 1: one after '
+                        'the other, each waiting for its publisher '
+                        'confirm)')
     parser.add_argument('--version-cap', choices=('1.0', '1.1'),
                         help='the agents\' [upgrade_levels] controller: '
                         '1.0 sends a dict per disk, 1.1 (default) columns')

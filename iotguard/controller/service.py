@@ -106,7 +106,8 @@ class ControllerService:
         self._start_membership()
         self.server = rpc.get_server(self.transport, rpc.TOPIC_CONTROLLER,
                                      self.host, [self.manager])
-        self.server.start()
+        self.server.start(
+            override_pool_size=conf.controller.rpc_thread_pool_size)
         if self._timer:
             self._thread = threading.Thread(target=self._run,
                                             name='iotguard-controller-loop',

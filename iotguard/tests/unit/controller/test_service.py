@@ -141,6 +141,28 @@ class SourcesWiringTest(base.TestCase):
                          self.svc.gnocchi.poll.call_args_list)
 
 
+class RPCServerTest(base.TestCase):
+    """The RPC server runs [controller] rpc_thread_pool_size threads."""
+
+    def _start(self):
+        svc = service.ControllerService(
+            self.conf, transport=mock.Mock(),
+            notification_transport=mock.Mock(),
+            db=test_manager.FakeIndexDB(), timer=False)
+        with mock.patch.object(service.rpc, 'get_server') as get_server, \
+                mock.patch.object(service.notifications, 'Notifier'), \
+                mock.patch.object(svc.partition, 'start'):
+            svc.start()
+        return get_server.return_value.start
+
+    def test_one_thread_by_default(self):
+        self._start().assert_called_once_with(override_pool_size=1)
+
+    def test_configured_threads(self):
+        self.flags(rpc_thread_pool_size=4, group='controller')
+        self._start().assert_called_once_with(override_pool_size=4)
+
+
 class MembershipWiringTest(base.TestCase):
 
     def setUp(self):
