@@ -33,10 +33,11 @@ What it does, with the service's own classes:
    nobody consumes;
 3. **no RabbitMQ ingest**: before each round a controller builds the
    samples of the disks of the domains it owns (obeying the caps it
-   sent, as the controller bench's feeder does) and adds them straight
-   to its own sample store. A million samples per interval cannot go
-   through one broker on this machine; ingest is measured by the
-   controller bench;
+   sent, as the controller bench's feeder does), decodes them as the
+   controller decodes an agent's batch and adds them straight to its own
+   sample store (``feed``). A million samples per interval cannot go
+   through one broker on this machine; ingest over RabbitMQ is measured
+   by the controller bench;
 4. the controllers' rounds are spread over the interval (controller
    ``i`` starts ``i / N`` of an interval after the first): on separate
    machines they would not compete for the same two cores;
@@ -95,6 +96,7 @@ class Round:
     owned: list         # domain names
     disks: int
     feed_s: float
+    feed_cpu_s: float
     wall_s: float
     cpu_s: float
     rss_mib: float
@@ -172,17 +174,23 @@ def _child(args, index, db_url, group, pipe):
     names = [d['name'] for d in service.db.domain_list()]
     pipe.send(('ready', os.getpid(), bench.rss_mib()))
     start = pipe.recv() + index * args.interval / args.controllers
-    owned, disks = None, []
+    fed, wires = None, []
     for k in range(args.rounds):
         time.sleep(max(0.0, start + k * args.interval - time.time()))
-        started = time.time()
+        started, feed_cpu0 = time.time(), bench.cpu()
         mine = service.partition.my_domains(names)
-        if mine != owned:
-            owned, disks = mine, _owned_disks(args, mine)
-        for host, wire in bench.batches(disks, started - 0.5, agents.caps,
-                                        args.interval):
+        # Built again when the share or the caps change; otherwise only
+        # the time of the reading moves on (the load is steady). Decoding
+        # and storing are done every round, as for an agent's batch.
+        key = (tuple(mine), frozenset(agents.caps.items()))
+        if key != fed:
+            fed, wires = key, bench.batches(_owned_disks(args, mine),
+                                            started, agents.caps,
+                                            args.interval)
+        for _host, wire in wires:
+            wire['timestamp'] = started - 0.5
             service.store.add_batch(batch_mod.decode(wire), started)
-        feed_s = time.time() - started
+        feed_s, feed_cpu = time.time() - started, bench.cpu() - feed_cpu0
         cpu0, wall0 = bench.cpu(), time.monotonic()
         service.tick()
         wall, cpu = time.monotonic() - wall0, bench.cpu() - cpu0
@@ -191,6 +199,7 @@ def _child(args, index, db_url, group, pipe):
             controller=index, round=k + 1, started=started,
             ended=time.time(), owned=sorted(service.owned),
             disks=sum(r.disks for r in results), feed_s=feed_s,
+            feed_cpu_s=feed_cpu,
             wall_s=wall, cpu_s=cpu, rss_mib=bench.rss_mib(),
             decisions=sum(r.decisions for r in results),
             applied=sum(r.applied for r in results),
@@ -292,6 +301,7 @@ def run(args, out=print):
     """The whole run; its :class:`Result` (also printed through ``out``)."""
     logging.getLogger('iotguard').setLevel(logging.ERROR)
     group = 'iotguard-bench-%s' % uuid.uuid4().hex[:12]
+    out('load average (1 min) at the start: %.2f' % os.getloadavg()[0])
     database = _Database(args)
     processes = []
     try:
@@ -336,15 +346,17 @@ def _drive(args, db, names, db_url, group, processes, out):
         if not pipe.poll(max(0.0, deadline - time.monotonic())):
             raise RuntimeError('a controller did not start in %.0f s'
                                % READY_TIMEOUT_S)
-        pipe.recv()
+        _ready, pid, rss = pipe.recv()
+        out('controller %d (pid %d) started: RSS %.0f MiB (joined, disk '
+            'index read, no round yet)' % (pipes[pipe], pid, rss))
     start = time.time() + 1.0
     for pipe in pipes:
         pipe.send(start)
     victim = args.controllers - 1 if args.victim is None else args.victim
     kill_at = start + (args.kill_after + 0.5) * args.interval
     lease_s = 3 * args.interval
-    out('controller  round  domains  disks  feed_s  round_s  cpu_s  '
-        'decisions  applied  renewed  rss_mib')
+    out('controller  round  domains  disks  feed_s  feed_cpu  round_s  '
+        'cpu_s  decisions  applied  renewed  rss_mib')
     rounds, before, pending = [], {}, set()
     leases, killed_at = Leases(), None
     open_pipes = dict(pipes)
@@ -376,11 +388,11 @@ def _drive(args, db, names, db_url, group, processes, out):
             elif message[0] == 'round':
                 r = message[1]
                 rounds.append(r)
-                out('%10d  %5d  %7d  %5d  %6.2f  %7.2f  %5.2f  %9d  %7d  '
-                    '%7d  %7.0f' % (r.controller, r.round, len(r.owned),
-                                    r.disks, r.feed_s, r.wall_s, r.cpu_s,
-                                    r.decisions, r.applied, r.renewed,
-                                    r.rss_mib))
+                out('%10d  %5d  %7d  %5d  %6.2f  %8.2f  %7.2f  %5.2f  '
+                    '%9d  %7d  %7d  %7.0f' % (
+                        r.controller, r.round, len(r.owned), r.disks,
+                        r.feed_s, r.feed_cpu_s, r.wall_s, r.cpu_s,
+                        r.decisions, r.applied, r.renewed, r.rss_mib))
     for process in processes:
         process.join(30)
     victim_domains, reowned_s = _reowned(rounds, victim, killed_at or 0.0)
@@ -412,11 +424,12 @@ def _summary(args, result, out):
                 walls.append(wall)
                 if disks:
                     per_disk_cpu.append(1e6 * cpu / disks)
-            out('  controller %d %s: %d domains, %d disks, feed %.2f s, '
-                'round %.2f s, CPU %.2f s, RSS %.0f MiB' % (
+            out('  controller %d %s: %d domains, %d disks, feed %.2f s '
+                '(CPU %.2f s), round %.2f s, CPU %.2f s, RSS %.0f MiB' % (
                     c, 'after ' if after else 'before',
                     statistics.median(len(r.owned) for r in rs), disks,
-                    statistics.median(r.feed_s for r in rs), wall, cpu,
+                    statistics.median(r.feed_s for r in rs),
+                    statistics.median(r.feed_cpu_s for r in rs), wall, cpu,
                     rs[-1].rss_mib))
     rss = [max(r.rss_mib for r in result.rounds if r.controller == c)
            for c in range(args.controllers)

@@ -22,7 +22,8 @@ from iotguard.tests import base as test_base
 def _round(controller, k, started, owned):
     return bench.Round(controller=controller, round=k, started=started,
                        ended=started + 0.5, owned=owned, disks=0,
-                       feed_s=0.0, wall_s=0.5, cpu_s=0.1, rss_mib=100.0,
+                       feed_s=0.0, feed_cpu_s=0.0, wall_s=0.5, cpu_s=0.1,
+                       rss_mib=100.0,
                        decisions=0, applied=0, renewed=0)
 
 
