@@ -49,9 +49,10 @@ What it does, with the service's own classes:
 6. per controller and round: domains owned, disks, the round's wall
    time and CPU, the feed's wall time and the resident memory (VmRSS).
 
-Leases are three intervals (``[controller] lease_seconds``) and
+Leases are three intervals (``[controller] lease_seconds``),
 ``[coordination] member_timeout`` is 0.8 interval (4 s of 5 s by
-default), so a stretched interval keeps the service's proportions.
+default), and the rates writes and full disk reads keep their cadence
+in rounds, so a stretched interval keeps the service's proportions.
 Nothing here runs in the service; it only measures.
 """
 
@@ -75,6 +76,7 @@ from sqlalchemy.engine import url as sa_url
 from iotguard import batch as batch_mod
 from iotguard.bench import controller as bench
 from iotguard.controller import audit as audit_mod
+from iotguard.controller import loop as loop_mod
 from iotguard.controller import service as service_mod
 from iotguard.db import api as db_api
 from iotguard.db import migration
@@ -82,6 +84,10 @@ from iotguard import rpc
 
 #: How often the database is read for the leases after the kill (s).
 POLL_S = 0.25
+#: The round's full read of its disks, every so many seconds at 5 s
+#: rounds (:data:`iotguard.controller.loop.FULL_READ_S`, read once here:
+#: each controller process scales its own copy).
+DEFAULT_FULL_READ_S = loop_mod.FULL_READ_S
 READY_TIMEOUT_S = 120.0
 
 
@@ -131,11 +137,24 @@ class Result:
 
 
 def _interval_conf(conf, args, index, group):
+    """The service's cadences, kept in rounds when the interval stretches.
+
+    At the default 5 s a domain writes its rates every 30 s (6 rounds)
+    and the round reads its disks in full every 60 s (12 rounds); with
+    ``--interval`` 15 s and the same seconds they would cost three times
+    as much per round. Both are scaled with the interval, as the lease
+    (3 intervals) and tooz's member timeout (0.8 interval) are.
+    """
+    scale = args.interval / bench.INTERVAL_S
     conf.set_override('host', 'bench-controller-%d' % index)
     conf.set_override('decision_interval', args.interval,
                       group='controller')
     conf.set_override('lease_seconds', 3 * args.interval,
                       group='controller')
+    conf.set_override('rates_write_interval',
+                      scale * conf.controller.rates_write_interval,
+                      group='controller')
+    loop_mod.FULL_READ_S = scale * DEFAULT_FULL_READ_S
     conf.set_override('backend_url', args.redis_url, group='coordination')
     conf.set_override('member_timeout', member_timeout(args.interval),
                       group='coordination')
@@ -204,6 +223,10 @@ def _child(args, index, db_url, group, pipe):
             decisions=sum(r.decisions for r in results),
             applied=sum(r.applied for r in results),
             renewed=sum(r.renewed for r in results))))
+    # Stay in the group until every controller has run its rounds: one
+    # leaving early would hand its domains to those still running.
+    pipe.send(('finished',))
+    pipe.recv()
     service.stop()
     transport.cleanup()
     pipe.send(('done',))
@@ -360,7 +383,7 @@ def _drive(args, db, names, db_url, group, processes, out):
     rounds, before, pending = [], {}, set()
     leases, killed_at = Leases(), None
     open_pipes = dict(pipes)
-    next_poll = 0.0
+    finished, stopped, next_poll = set(), False, 0.0
     while open_pipes or pending:
         now = time.time()
         if killed_at is None and now >= kill_at:
@@ -385,6 +408,8 @@ def _drive(args, db, names, db_url, group, processes, out):
                 continue
             if message[0] == 'done':
                 del open_pipes[pipe]
+            elif message[0] == 'finished':
+                finished.add(pipe)
             elif message[0] == 'round':
                 r = message[1]
                 rounds.append(r)
@@ -393,6 +418,10 @@ def _drive(args, db, names, db_url, group, processes, out):
                         r.controller, r.round, len(r.owned), r.disks,
                         r.feed_s, r.feed_cpu_s, r.wall_s, r.cpu_s,
                         r.decisions, r.applied, r.renewed, r.rss_mib))
+        if not stopped and open_pipes and finished >= set(open_pipes):
+            stopped = True
+            for pipe in open_pipes:
+                pipe.send('stop')
     for process in processes:
         process.join(30)
     victim_domains, reowned_s = _reowned(rounds, victim, killed_at or 0.0)

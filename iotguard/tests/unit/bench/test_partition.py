@@ -16,6 +16,7 @@ from unittest import mock
 
 from iotguard.bench import controller as bench_controller
 from iotguard.bench import partition as bench
+from iotguard.controller import loop as loop_mod
 from iotguard.tests import base as test_base
 
 
@@ -96,3 +97,14 @@ class TestPartitionBench(test_base.TestCase):
         self.assertEqual(2, bench.member_timeout(2.5))
         self.assertEqual(16, bench.member_timeout(20.0))
         self.assertEqual(1, bench.member_timeout(0.5))
+
+    def test_stretched_interval_keeps_the_cadences_in_rounds(self):
+        self.addCleanup(setattr, loop_mod, 'FULL_READ_S',
+                        loop_mod.FULL_READ_S)
+        args = bench.parser().parse_args(['--interval', '15'])
+        bench._interval_conf(self.conf, args, 3, 'g')
+        self.assertEqual(45.0, self.conf.controller.lease_seconds)
+        self.assertEqual(90.0, self.conf.controller.rates_write_interval)
+        self.assertEqual(180.0, loop_mod.FULL_READ_S)
+        self.assertEqual(12, self.conf.coordination.member_timeout)
+        self.assertEqual('g', self.conf.coordination.group_name)
