@@ -125,6 +125,8 @@ class Leases:
 
 @dataclasses.dataclass
 class Result:
+    """A whole run: every round, the kill and what it did to the leases."""
+
     rounds: list
     victim: int
     killed_at: float
