@@ -51,6 +51,7 @@ Nothing here runs in the service; it only measures.
 """
 
 import argparse
+import itertools
 import logging
 import multiprocessing
 import os
@@ -87,7 +88,7 @@ NOISY = 3
 GOLD = 4
 
 
-def _rss_mib():
+def rss_mib():
     with open('/proc/self/status') as f:
         for line in f:
             if line.startswith('VmRSS:'):
@@ -95,7 +96,7 @@ def _rss_mib():
     return float('nan')
 
 
-def _cpu():
+def cpu():
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
@@ -112,10 +113,11 @@ def _disk_uuid(host, index):
     return found
 
 
-class _Agents(rpcapi.AgentAPI):
+class Agents(rpcapi.AgentAPI):
     """The real client (casts go to RabbitMQ), remembering the caps sent.
 
-    The fed samples obey them, as a throttled disk would.
+    The fed samples obey them, as a throttled disk would (shared with the
+    partition bench).
     """
 
     def __init__(self, transport):
@@ -163,14 +165,15 @@ def _load(host, index, domain_slot, caps=None, relieved=False):
     return iops, latency
 
 
-def _conf(db_url, args):
+def make_conf(db_url, url):
+    """A bench controller's configuration (``url``: the broker)."""
     conf = cfg.ConfigOpts()
     iotguard_conf.register_opts(conf)
     conf([], project='iotguard', default_config_files=[])
     # An exchange of its own: rpc.get_transport makes ``iotguard`` the
     # default, shared with every iotguard service and test on the broker
     # (their fanout casts would reach this controller, its theirs).
-    rpc.get_transport(conf, url=args.url).cleanup()   # registers the option
+    rpc.get_transport(conf, url=url).cleanup()   # registers the option
     conf.set_override('control_exchange',
                       'iotguard-bench-%s' % uuid.uuid4().hex[:8])
     conf.set_override('host', 'bench-controller')
@@ -181,7 +184,26 @@ def _conf(db_url, args):
     return conf
 
 
-def _populate(db, args):
+def place(args, n):
+    """Disk ``n``'s ``(host, index, domain, slot)`` in the bench's layout.
+
+    Arithmetic, so that a controller of the partition bench finds the
+    disks of the domains it owns without holding the whole layout.
+    Consecutive disks go to different domains (each domain spans many
+    hosts); ``slot`` spreads the noisy and gold disks over the hosts.
+    """
+    per_domain = max(1, args.hosts * args.disks_per_host // args.domains)
+    host, index = divmod(n, args.disks_per_host)
+    return (host, index, n % args.domains,
+            (n // args.domains * 7919) % per_domain)
+
+
+def domain_names(args):
+    return ['bench-%03d' % d for d in range(args.domains)]
+
+
+def populate(db, args):
+    """Tiers, domains and disks; the domain names and every placement."""
     db.tier_create({'name': TIER, 'description': '', 'min_iops': 50.0,
                     'min_bytes_sec': 0.0, 'max_iops': 0.0,
                     'max_bytes_sec': 0.0, 'weight': 1.0, 'is_public': True})
@@ -189,45 +211,43 @@ def _populate(db, args):
                     'min_iops': 2000.0, 'min_bytes_sec': 0.0,
                     'max_iops': 0.0, 'max_bytes_sec': 0.0, 'weight': 1.0,
                     'is_public': True})
-    names = ['bench-%03d' % d for d in range(args.domains)]
+    names = domain_names(args)
     for name in names:
         db.domain_create(name, 'ceph', iops_4k=50000.0, bytes_sec=2e9,
                          policy='guarantee')
-    slots, domain_of = {}, {}
+    disks = [place(args, n)
+             for n in range(args.hosts * args.disks_per_host)]
     rows = []
-    per_domain = max(1, args.hosts * args.disks_per_host // args.domains)
-    for host in range(args.hosts):
-        for index in range(args.disks_per_host):
-            n = host * args.disks_per_host + index
-            domain = domain_of[(host, index)] = n % args.domains
-            # spread the noisy and gold disks over the hosts
-            slots[(host, index)] = (n // args.domains * 7919) % per_domain
-            rows.append({'instance_uuid': _disk_uuid(host, index),
-                         'dev': 'vda', 'host': 'host-%04d' % host,
-                         'domain': names[domain], 'project_id': 'bench'})
-            if len(rows) >= 5000:
-                db.disk_bulk_insert(rows)
-                rows = []
+    for host, index, domain, _slot in disks:
+        rows.append({'instance_uuid': _disk_uuid(host, index),
+                     'dev': 'vda', 'host': 'host-%04d' % host,
+                     'domain': names[domain], 'project_id': 'bench'})
+        if len(rows) >= 5000:
+            db.disk_bulk_insert(rows)
+            rows = []
     db.disk_bulk_insert(rows)
-    for (host, index), slot in slots.items():
+    for host, index, _domain, slot in disks:
         if NOISY <= slot < NOISY + GOLD:
             db.disk_tier_set(_disk_uuid(host, index), 'vda', GOLD_TIER,
                              'flavor', 'bench')
-    return names, slots, domain_of
+    return names, disks
 
 
-def _batches(args, slots, domain_of, timestamp, caps):
-    """Every host's report_samples batch of one interval (columns)."""
-    relieved = {domain_of[key] for key, slot in slots.items()
-                if slot < NOISY and caps.get(_disk_uuid(*key))}
+def batches(disks, timestamp, caps, interval_s=INTERVAL_S):
+    """The ``report_samples`` batches (columns) of ``disks``, per host.
+
+    ``disks``: placements (:func:`place`) grouped by host; ``caps``: the
+    caps sent (instance uuid -> IOPS), which the samples obey.
+    """
+    relieved = {domain for host, index, domain, slot in disks
+                if slot < NOISY and caps.get(_disk_uuid(host, index))}
     out = []
-    for host in range(args.hosts):
-        columns = batch_mod.Builder(timestamp, INTERVAL_S)
-        for i in range(args.disks_per_host):
-            iops, latency = _load(host, i, slots[(host, i)], caps,
-                                  domain_of[(host, i)] in relieved)
+    for host, group in itertools.groupby(disks, key=lambda d: d[0]):
+        columns = batch_mod.Builder(timestamp, interval_s)
+        for _host, i, domain, slot in group:
+            iops, latency = _load(host, i, slot, caps, domain in relieved)
             columns.add(_disk_uuid(host, i), 'vda', None, 'bench',
-                        INTERVAL_S, None,
+                        interval_s, None,
                         (iops / 2, iops / 2, iops * 2048.0, iops * 2048.0,
                          latency, latency, 0.0), {})
         out.append(('host-%04d' % host, columns.wire()))
@@ -237,8 +257,8 @@ def _batches(args, slots, domain_of, timestamp, caps):
 class _InProcess:
     """The agents' casts from this process (as the bench always did)."""
 
-    def __init__(self, conf, args, slots, domain_of):
-        self.args, self.slots, self.domain_of = args, slots, domain_of
+    def __init__(self, conf, args, disks):
+        self.args, self.disks = args, disks
         self.api = None
         self.batches = []
         self.cast_s = float('nan')
@@ -249,8 +269,7 @@ class _InProcess:
                                         version_cap=self.args.version_cap)
 
     def prepare(self, timestamp, caps):
-        self.batches = _batches(self.args, self.slots, self.domain_of,
-                                timestamp, caps)
+        self.batches = batches(self.disks, timestamp, caps)
         if not self.api.sends_columns():
             # the 1.0 form, as an agent capped at 1.0 sends it (made here,
             # before the clock starts, as the columns are)
@@ -293,8 +312,8 @@ class _InProcess:
         pass
 
 
-def _feeder_main(pipe, conf, url, args, slots, domain_of):
-    feeder = _InProcess(conf, args, slots, domain_of)
+def _feeder_main(pipe, conf, url, args, disks):
+    feeder = _InProcess(conf, args, disks)
     transport = rpc.get_transport(conf, url=url)
     feeder.start(transport)
     for command in iter(pipe.recv, None):
@@ -312,11 +331,11 @@ class _OtherProcess(_InProcess):
     Forked before this process connects to the broker or starts threads.
     """
 
-    def __init__(self, conf, args, slots, domain_of):
+    def __init__(self, conf, args, disks):
         ctx = multiprocessing.get_context('fork')
         self.pipe, child = ctx.Pipe()
         self.process = ctx.Process(target=_feeder_main, args=(
-            child, conf, args.url, args, slots, domain_of), daemon=True)
+            child, conf, args.url, args, disks), daemon=True)
         self.process.start()
 
     def start(self, transport):
@@ -364,19 +383,19 @@ def run(args):
     logging.getLogger('iotguard').setLevel(logging.ERROR)
     workdir = tempfile.mkdtemp(prefix='iotguard-bench-')
     db_url = args.db_url or 'sqlite:///%s/bench.sqlite' % workdir
-    conf = _conf(db_url, args)
+    conf = make_conf(db_url, args.url)
     engine = sa.create_engine(db_url)
     migration.upgrade(engine)
     engine.dispose()
     db = db_api.Connection(conf)
     t = time.monotonic()
-    names, slots, domain_of = _populate(db, args)
+    names, disks = populate(db, args)
     print('populated %d domains, %d disks in %.1f s (%s)' % (
-        len(names), len(slots), time.monotonic() - t,
+        len(names), len(disks), time.monotonic() - t,
         db_url.split(':')[0]))
 
     feeder = (_OtherProcess if args.feeder == 'process' else _InProcess)(
-        conf, args, slots, domain_of)
+        conf, args, disks)
     transport = rpc.get_transport(conf, url=args.url)
     feeder.start(transport)
     store = samples_mod.SampleStore(INTERVAL_S)
@@ -387,10 +406,10 @@ def run(args):
     # as the service starts it
     server.start(override_pool_size=conf.controller.rpc_thread_pool_size)
     time.sleep(1.0)   # the fanout queue is bound before the first cast
-    rss0 = _rss_mib()
+    rss0 = rss_mib()
     notifier = notifications.Notifier(
         conf, oslo_messaging.get_notification_transport(conf, url=args.url))
-    agents = _Agents(transport)
+    agents = Agents(transport)
     loop = loop_mod.DomainLoop(conf, db, store, agents,
                                audit_mod.Audit(db, notifier))
     domains = db.domain_list()
@@ -407,32 +426,32 @@ def run(args):
                                        time.time() - 0.5, agents.caps)
         store_us = 1e6 * (manager.busy_s - busy0) / max(1, stored)
         at = time.time()
-        cpu0, wall0 = _cpu(), time.monotonic()
+        cpu0, wall0 = cpu(), time.monotonic()
         results = loop.run(domains, at)
-        wall, cpu = time.monotonic() - wall0, _cpu() - cpu0
+        wall, cpu_s = time.monotonic() - wall0, cpu() - cpu0
         print('%5d  %8.2f  %6.2f  %9.0f  %8.1f  %7.2f  %5.2f  %9d  %7d  '
               '%7d  %5d'
-              % (k + 1, took, cast_s, stored / took, store_us, wall, cpu,
+              % (k + 1, took, cast_s, stored / took, store_us, wall, cpu_s,
                  sum(r.decisions for r in results),
                  sum(r.applied for r in results),
                  sum(r.renewed for r in results),
                  sum(r.casts for r in results)))
         if k == 0:
             print('       (RSS %.0f MiB before the first ingest, %.0f MiB '
-                  'after the first round)' % (rss0, _rss_mib()))
+                  'after the first round)' % (rss0, rss_mib()))
         else:
-            steady.append((wall, stored / took, cpu, store_us, cast_s))
+            steady.append((wall, stored / took, cpu_s, store_us, cast_s))
     if steady:
         print('steady (median of rounds 2-%d): round %.2f s, ingest %.0f '
               'samples/s, round CPU %.2f s, RSS %.0f MiB, %d disks, %.1f us '
               'per sample in report_samples, %.2f s to cast' % (
                   args.rounds, statistics.median(r[0] for r in steady),
                   statistics.median(r[1] for r in steady),
-                  statistics.median(r[2] for r in steady), _rss_mib(),
-                  len(slots), statistics.median(r[3] for r in steady),
+                  statistics.median(r[2] for r in steady), rss_mib(),
+                  len(disks), statistics.median(r[3] for r in steady),
                   statistics.median(r[4] for r in steady)))
     print('controller RSS at the end: %.0f MiB (max %.0f MiB)' % (
-        _rss_mib(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        rss_mib(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         / 1024.0))
     feeder.stop()
     server.stop()
