@@ -366,6 +366,81 @@ class Builder:
                 'disks': disks}
 
 
+@dataclasses.dataclass(frozen=True)
+class Disks:
+    """The columns of a batch that change only with the host's disks.
+
+    Built once per listing (:meth:`of`) and reused by :func:`from_arrays`
+    while the same disks come in the same order, so a steady pass does
+    nothing per disk for them.
+    """
+
+    instance_uuid: list[str]
+    dev: list[str]
+    volume_id: list[str | None]
+    project_id: list[str | None]
+    static: dict[str, list[int]]
+
+    @classmethod
+    def of(cls, disks: list[tuple[str, str, str | None, str | None,
+                                  dict[str, int]]]) -> 'Disks':
+        """From ``(instance_uuid, dev, volume_id, project_id, static)``."""
+        columns = list(map(list, zip(*disks))) if disks else [[]] * 5
+        return cls(columns[0], columns[1], columns[2], columns[3],
+                   _limit_columns(columns[4]))
+
+    def __len__(self) -> int:
+        return len(self.instance_uuid)
+
+
+#: A cap in force: ``(position, cap, lease_expires_at, decision_id)``.
+InForce = tuple[int, dict[str, int], float, str | None]
+
+
+def from_arrays(timestamp: float, interval_s: float, disks: Disks,
+                measured: rates.Columns,
+                in_force: list[InForce]) -> dict[str, Any]:
+    """The 1.1 wire form from a pass's arrays (the agent).
+
+    What :class:`Builder` gives for the same samples, with nothing done
+    per disk but for the disks with a gap or a cap in force.
+    """
+    n = len(disks)
+    gaps = np.flatnonzero(measured.gap).tolist()
+    out: dict[str, Any] = {
+        'instance_uuid': list(disks.instance_uuid), 'dev': list(disks.dev),
+        'volume_id': list(disks.volume_id),
+        'project_id': list(disks.project_id),
+        'gap': measured.gap_names(),
+        'interval_s': measured.interval_s.tolist()}
+    for name, row in zip(RATES, measured.rates.tolist()):
+        for i in gaps:
+            row[i] = None
+        out[name] = row
+    lease: list[float | None] = [None] * n
+    decision: list[str | None] = [None] * n
+    for i, _cap, expires, decision_id in in_force:
+        lease[i] = expires
+        decision[i] = decision_id
+    out['lease_expires_at'] = lease
+    out['decision_id'] = decision
+    out['static'] = {key: list(column)
+                     for key, column in disks.static.items()}
+    cap: dict[str, list[int]] = {}
+    present = set().union(*(limits for _i, limits, _e, _d in in_force))
+    for key in caps.IOTUNE_KEYS:
+        if key not in present:
+            continue
+        column = [0] * n
+        for i, limits, _expires, _id in in_force:
+            column[i] = limits.get(key, 0)
+        if any(column):
+            cap[key] = column
+    out['cap'] = cap
+    return {'timestamp': timestamp, 'interval_s': interval_s,
+            'disks': {name: out[name] for name in _ROW + LIMITS}}
+
+
 def size(wire: dict[str, Any]) -> int:
     """How many disks a batch of either form holds."""
     disks = wire['disks']

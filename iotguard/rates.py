@@ -30,6 +30,11 @@ series restarts from the newer reading, when:
 
 import collections.abc
 import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 COUNTER_KEYS = ('rd_reqs', 'rd_bytes', 'rd_times',
                 'wr_reqs', 'wr_bytes', 'wr_times', 'fl_reqs')
@@ -157,3 +162,169 @@ class Series:
         kept = set(keep)
         for key in [k for k in self._last if k not in kept]:
             del self._last[key]
+
+
+#: The gap reasons by code in :attr:`Columns.gap` (0: a rate, no gap).
+GAP_CODES: tuple[str | None, ...] = (None, GAP_FIRST, GAP_INTERVAL,
+                                     GAP_RESET, GAP_TOO_LONG)
+_FIRST, _INTERVAL, _RESET, _TOO_LONG = 1, 2, 3, 4
+
+_C = {key: i for i, key in enumerate(COUNTER_KEYS)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Readings:
+    """The cumulative counters of several disks at one instant.
+
+    What a driver's bulk statistics read gives: ``keys[i]`` is the disk
+    of row ``i`` of ``counters`` (``len(keys) x len(COUNTER_KEYS)``, in
+    the order of :data:`COUNTER_KEYS`; a counter the driver cannot read
+    is 0). Unsigned 64-bit, as libvirt reports them, so a counter that
+    wrapped is a reset like any counter that went backwards.
+    """
+
+    keys: list[Any]
+    counters: npt.NDArray[np.uint64]
+
+    @classmethod
+    def from_dict(cls, counters: dict[Any, dict[str, int]]) -> 'Readings':
+        """From ``{key: {counter: value}}`` (missing counters are 0)."""
+        flat = [c.get(k, 0) for c in counters.values() for k in COUNTER_KEYS]
+        return cls(list(counters), np.array(flat, dtype=np.uint64).reshape(
+            len(counters), len(COUNTER_KEYS)))
+
+    def as_dict(self) -> dict[Any, dict[str, int]]:
+        """``{key: {counter: value}}``, every counter present."""
+        return {key: dict(zip(COUNTER_KEYS, row))
+                for key, row in zip(self.keys, self.counters.tolist())}
+
+    def take(self, index: npt.NDArray[np.intp]) -> 'Readings':
+        """The disks at ``index`` (positions), in that order."""
+        return Readings([self.keys[i] for i in index.tolist()],
+                        self.counters[index])
+
+
+@dataclasses.dataclass(frozen=True)
+class Columns:
+    """What :meth:`Table.update` computed for each disk of a pass.
+
+    ``interval_s``: as :attr:`Rates.interval_s` or :attr:`Gap.interval_s`
+    (0.0 for a first reading); ``gap``: a code of :data:`GAP_CODES`;
+    ``rates``: one row per name of :data:`RATE_FIELDS`, ``nan`` where
+    there is a gap.
+    """
+
+    interval_s: npt.NDArray[np.float64]
+    gap: npt.NDArray[np.int8]
+    rates: npt.NDArray[np.float64]
+
+    def gap_names(self) -> list[str | None]:
+        """The gap reason of each disk (None: it has rates)."""
+        out: list[str | None] = [None] * len(self.gap)
+        for i in np.flatnonzero(self.gap).tolist():
+            out[i] = GAP_CODES[int(self.gap[i])]
+        return out
+
+
+class Table:
+    """:class:`Series` for all the disks of a host at once, in NumPy.
+
+    The same rules as :func:`compute` and :meth:`Series.update`, applied
+    to every disk of a bulk read with a few array operations instead of a
+    reading, a dict and a result object per disk: the agent's sampling
+    pass over thousands of disks is then a fixed cost. Each disk keeps a
+    slot (a row of the arrays) from its first reading until it is pruned;
+    the slots of a list of keys are looked up once and reused while the
+    same keys come in the same order, which is the steady state.
+
+    Exact as :class:`Series` while counters stay below 2**53 (the float
+    precision both divide in; beyond, Python's integer division may round
+    a latency differently in the last bit).
+    """
+
+    def __init__(self, max_gap_s: float = float('inf')) -> None:
+        self.max_gap_s = max_gap_s
+        self._slot: dict[Any, int] = {}
+        self._free: list[int] = []
+        self._at = np.full(0, math.nan)
+        self._counters = np.zeros((0, len(COUNTER_KEYS)), dtype=np.uint64)
+        self._keys: list[Any] | None = []   # None: slots to look up
+        self._slots = np.zeros(0, dtype=np.intp)
+
+    def __len__(self) -> int:
+        return len(self._slot)
+
+    def _slots_of(self, keys: list[Any]) -> npt.NDArray[np.intp]:
+        if keys == self._keys:
+            return self._slots
+        slots = []
+        for key in keys:
+            slot = self._slot.get(key)
+            if slot is None:
+                slot = self._new_slot()
+                self._slot[key] = slot
+            slots.append(slot)
+        self._keys = list(keys)
+        self._slots = np.array(slots, dtype=np.intp)
+        return self._slots
+
+    def _new_slot(self) -> int:
+        if self._free:
+            slot = self._free.pop()
+        else:
+            slot = len(self._at)
+            grow = max(16, slot)
+            self._at = np.concatenate([self._at, np.full(grow, math.nan)])
+            self._counters = np.concatenate([self._counters, np.zeros(
+                (grow, len(COUNTER_KEYS)), dtype=np.uint64)])
+            self._free = list(range(slot + grow - 1, slot, -1))
+        self._at[slot] = math.nan
+        return slot
+
+    def update(self, at: float, readings: Readings) -> Columns:
+        """The rates of every disk of ``readings`` (taken at ``at``)."""
+        slots = self._slots_of(readings.keys)
+        cur = readings.counters
+        prev_at = self._at[slots]
+        prev = self._counters[slots]
+        interval = at - prev_at
+        first = np.isnan(prev_at)
+        gap = np.where(first, _FIRST, 0).astype(np.int8)
+        bad = ~first & (interval <= 0)
+        gap[bad] = _INTERVAL
+        gap[(gap == 0) & (cur < prev).any(axis=1)] = _RESET
+        gap[(gap == 0) & (interval > self.max_gap_s)] = _TOO_LONG
+        interval[first] = 0.0
+        # A duplicate reading (same instant) keeps the older one; see
+        # Series.update.
+        kept = ~(bad & (interval == 0))
+        self._at[slots[kept]] = at
+        self._counters[slots[kept]] = cur[kept]
+        ok = gap == 0
+        with np.errstate(divide='ignore', invalid='ignore'):
+            # Wrapped where a counter went back: those rows are gaps.
+            delta = (cur - prev).T.astype(np.float64)
+            per_s = delta / interval
+            out = np.full((len(RATE_FIELDS), len(slots)), math.nan)
+            out[0] = per_s[_C['rd_reqs']]
+            out[1] = per_s[_C['wr_reqs']]
+            out[2] = per_s[_C['rd_bytes']]
+            out[3] = per_s[_C['wr_bytes']]
+            for row, times, reqs in ((4, 'rd_times', 'rd_reqs'),
+                                     (5, 'wr_times', 'wr_reqs')):
+                n = delta[_C[reqs]]
+                out[row] = np.where(n > 0, delta[_C[times]] / n / _NS_PER_MS,
+                                    0.0)
+            out[6] = per_s[_C['fl_reqs']]
+        out[:, ~ok] = math.nan
+        return Columns(interval, gap, out)
+
+    def prune(self, keep: collections.abc.Iterable[Any]) -> None:
+        """Forget every disk not in ``keep``; their slots are reused."""
+        if (self._keys is not None and keep == self._keys
+                and len(self._keys) == len(self._slot)):
+            return      # the steady state: the disks of the last update
+        kept = keep if isinstance(keep, (set, frozenset, dict)) else set(keep)
+        for key in [k for k in self._slot if k not in kept]:
+            self._free.append(self._slot.pop(key))
+        self._keys = None

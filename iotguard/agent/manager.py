@@ -82,6 +82,12 @@ class AgentManager:
         self._applied = {}   # (uuid, dev) -> iotune known live (12 keys)
         self._disks = {}     # (uuid, dev) -> base.Disk, last listing
         self._dirty = set()  # instance uuids to re-read and re-apply
+        # Disks whose live iotune may not be what it should (a failed or
+        # unfinished _enforce): periodic retries them.
+        self._unsettled = set()
+        # When periodic has something to do for a lease at the earliest.
+        self._next_expiry = float('inf')
+        self._in_force = None  # cache of caps_in_force(), None: stale
         self.driver_calls = 0
 
     # -- RPC API 1.0 --------------------------------------------------------
@@ -110,6 +116,8 @@ class AgentManager:
                 self._caps[key] = Cap(caps_mod.full(cap['limits']),
                                       float(cap['lease_expires_at']),
                                       cap['decision_id'])
+                self._next_expiry = min(self._next_expiry,
+                                        float(cap['lease_expires_at']))
                 changed = True
                 self._enforce(key)
             if changed:
@@ -158,12 +166,23 @@ class AgentManager:
     # -- used by the service and the sampler --------------------------------
     def cap_in_force(self, key):
         """``(effective limits, lease_expires_at, decision_id)`` or None."""
+        return self.caps_in_force().get(key)
+
+    def caps_in_force(self):
+        """``{key: cap_in_force(key)}`` of the disks with a cap in force.
+
+        Kept between calls until a cap or what is applied changes, so the
+        sampler pays for the capped disks only when something changed.
+        Read-only for the caller.
+        """
         with self._lock:
-            cap = self._caps.get(key)
-            applied = self._applied.get(key)
-            if cap is None or applied is None:
-                return None
-            return _nonzero(applied), cap.lease_expires_at, cap.decision_id
+            if self._in_force is None:
+                self._in_force = {
+                    key: (_nonzero(self._applied[key]),
+                          cap.lease_expires_at, cap.decision_id)
+                    for key, cap in self._caps.items()
+                    if key in self._applied}
+            return self._in_force
 
     def caps_count(self):
         return len(self._caps)
@@ -180,11 +199,22 @@ class AgentManager:
         self.mark_dirty(instance_uuid, event)
 
     def periodic(self, disks=None):
-        """Once per interval: leases, re-applies, new and gone disks."""
+        """Once per interval: leases, re-applies, new and gone disks.
+
+        Nothing per disk in an interval where no lease lapses, no instance
+        was marked, no earlier apply failed and the listing is the last
+        one (the same disks, equal: the drivers give the same objects
+        back, so this is one identity check per disk, in C): every disk
+        is then as the last pass left it.
+        """
         if disks is None:
             disks = self.driver.list_disks()
         now = self._clock()
         with self._lock:
+            if (not self._dirty and not self._unsettled
+                    and now < self._next_expiry and disks == self._disks):
+                return
+            self._in_force = None
             self._disks = dict(disks)
             for key in [k for k in self._applied if k not in disks]:
                 # Gone (deleted, migrated away, detached, shut off): when
@@ -202,10 +232,15 @@ class AgentManager:
             for key in disks:
                 if key[0] in dirty:
                     self._applied.pop(key, None)
-            for key in set(self._caps) | set(expired) | {
+            for key in set(self._caps) | set(expired) | self._unsettled | {
                     k for k in disks if k[0] in dirty}:
                 if key in disks:
                     self._enforce(key)
+                else:
+                    self._unsettled.discard(key)
+            self._next_expiry = min(
+                (c.lease_expires_at for c in self._caps.values()),
+                default=float('inf'))
             if expired:
                 self._save()
 
@@ -215,6 +250,7 @@ class AgentManager:
         now = self._clock()
         disks = self.driver.list_disks()
         with self._lock:
+            self._in_force = None
             self._disks = dict(disks)
             for key, disk in disks.items():
                 try:
@@ -239,11 +275,20 @@ class AgentManager:
                              'provable lease for live %s)', key[0], key[1],
                              _nonzero(live))
                 self._enforce(key)
+            self._next_expiry = min(
+                (c.lease_expires_at for c in self._caps.values()),
+                default=float('inf'))
             self._save()
 
     # -- internals ----------------------------------------------------------
     def _enforce(self, key):
-        """Make the disk's live iotune what it should be; one call at most."""
+        """Make the disk's live iotune what it should be; one call at most.
+
+        The disk stays unsettled (periodic tries again) unless this ends
+        with the live iotune known to be the wanted one.
+        """
+        self._in_force = None
+        self._unsettled.add(key)
         disk = self._disks.get(key)
         if disk is None:
             self._disks.update(self.driver.list_disks())
@@ -258,6 +303,7 @@ class AgentManager:
         if key not in self._applied:
             self._applied[key] = caps_mod.full(self.driver.get_iotune(*key))
         if canonical(self._applied[key]) == wanted:
+            self._unsettled.discard(key)
             return False
         try:
             self.driver.set_iotune(key[0], key[1], limits,
@@ -270,6 +316,7 @@ class AgentManager:
             return False
         self.driver_calls += 1
         self._applied[key] = limits
+        self._unsettled.discard(key)
         LOG.info('Applied %s on %s/%s (%s)', _nonzero(limits) or 'no limit',
                  key[0], key[1], 'cap %s' % cap.decision_id if cap
                  else 'static limits')

@@ -21,6 +21,7 @@ instance for a re-check of its cap, since the domain was likely rebuilt.
 
 import time
 
+import numpy as np
 from oslo_log import log as logging
 
 from iotguard import batch as batch_mod
@@ -28,6 +29,8 @@ from iotguard import rates
 from iotguard import version
 
 LOG = logging.getLogger(__name__)
+
+_RESET = rates.GAP_CODES.index(rates.GAP_RESET)
 
 
 class Sampler:
@@ -41,8 +44,11 @@ class Sampler:
         self.controller_api = controller_api
         self._clock = clock
         self._wall_clock = wall_clock
-        self.series = rates.Series(
+        self.table = rates.Table(
             max_gap_s=rates.STALE_INTERVALS * self.interval_s)
+        # (read keys, {listed key: position}, batch.Disks, listing,
+        #  positions of the listed disks in the read or None: all)
+        self._layout = None
         self._driver_name = type(driver).__name__
         self._started_at = wall_clock()
         self._outage_since = None   # first failed report of an outage
@@ -50,33 +56,51 @@ class Sampler:
     def collect(self, disks):
         """Read the counters once and build the batch, in columns.
 
-        :mod:`iotguard.batch`'s wire form, built from the rates without a
-        dict per disk.
+        :mod:`iotguard.batch`'s wire form, from the arrays of one bulk
+        read (:meth:`iotguard.agent.virt.base.Driver.get_block_stats`)
+        through :class:`iotguard.rates.Table`: in the steady state
+        (the same disks as the last pass) nothing is done per disk in
+        Python but for the disks with a gap or a cap in force.
         """
         at = self._clock()
-        counters = self.driver.get_all_block_stats()
+        readings = self.driver.get_block_stats()
         timestamp = self._wall_clock()
-        out = batch_mod.Builder(timestamp, self.interval_s)
-        add = out.add
-        update = self.series.update
-        cap_in_force = self.manager.cap_in_force
-        for key, values in counters.items():
-            disk = disks.get(key)
-            if disk is None:
-                continue
-            result = update(key, rates.Reading(at, values))
-            if type(result) is rates.Gap:
-                gap, measured = result.reason, None
-                if result.reason == rates.GAP_RESET:
-                    self.manager.mark_dirty(key[0], 'counter reset')
-            else:
-                gap, measured = None, result.values()
-            in_force = cap_in_force(key)
-            add(key[0], key[1], disk.volume_id, disk.project_id,
-                result.interval_s, gap, measured, disk.static,
-                *(in_force or ()))
-        self.series.prune(counters)
-        return out.wire()
+        listed = self._listed(readings, disks)
+        measured = self.table.update(at, listed)
+        self.table.prune(readings.keys)
+        for i in np.flatnonzero(measured.gap == _RESET).tolist():
+            self.manager.mark_dirty(listed.keys[i][0], 'counter reset')
+        position = self._layout[1]
+        in_force = [(position[key], *cap) for key, cap
+                    in self.manager.caps_in_force().items()
+                    if key in position]
+        return batch_mod.from_arrays(timestamp, self.interval_s,
+                                     self._layout[2], measured, in_force)
+
+    def _listed(self, readings, disks):
+        """The readings of the listed disks; the batch's disk columns.
+
+        A disk read but not listed (it appeared between the listing and
+        the read) waits for the next pass. Redone only when the read's
+        disks or the listing changed.
+        """
+        if (self._layout is not None and readings.keys == self._layout[0]
+                and disks == self._layout[3]):
+            index = self._layout[4]
+        else:
+            index = np.array([i for i, key in enumerate(readings.keys)
+                              if key in disks], dtype=np.intp)
+            keys = [readings.keys[i] for i in index.tolist()]
+            rows = [(key[0], key[1], disks[key].volume_id,
+                     disks[key].project_id, disks[key].static)
+                    for key in keys]
+            self._layout = (list(readings.keys),
+                            {key: i for i, key in enumerate(keys)},
+                            batch_mod.Disks.of(rows), dict(disks),
+                            None if len(index) == len(readings.keys)
+                            else index)
+            index = self._layout[4]
+        return readings if index is None else readings.take(index)
 
     def heartbeat_info(self, batch):
         return {'driver': self._driver_name,

@@ -21,6 +21,15 @@ cap), one bulk statistics read, the rates of every disk, and the
 ``--version-cap 1.0``) serialised as oslo.messaging does (JSON) plus the
 heartbeat. The simulated world is advanced between passes, outside the
 measurement. CPU is ``time.process_time()`` of this process.
+
+``--driver libvirt-replay`` charges the libvirt driver's own work: its
+listing and its parsing of one ``getAllDomainStats`` result per pass,
+through its real code, from records of the shape libvirt returns (a
+domain per disk, the world's counters). libvirt's ``test:///default``
+cannot hold thousands of disks with statistics, so the records are made
+from the world between passes and handed out as fresh dicts at each call
+(libvirt-python builds a dict per domain too); setting caps goes to the
+world, as with the simulated driver.
 """
 
 import argparse
@@ -33,6 +42,7 @@ from oslo_serialization import jsonutils
 
 from iotguard.agent import manager as manager_mod
 from iotguard.agent import sampler as sampler_mod
+from iotguard.agent.virt import libvirt as libvirt_driver
 from iotguard.agent.virt import simulated
 from iotguard import batch as batch_mod
 from iotguard import conf as iotguard_conf
@@ -72,6 +82,100 @@ class _NoStore:
         return {}
 
 
+_DOMAIN_XML = """<domain type='kvm'><uuid>%(uuid)s</uuid><metadata>
+<nova:instance xmlns:nova="http://openstack.org/xmlns/libvirt/nova/1.1">
+<nova:owner><nova:project uuid="%(project)s">p</nova:project></nova:owner>
+</nova:instance></metadata><devices>
+<disk type='network' device='disk'><driver name='qemu' type='raw'/>
+<target dev='%(dev)s' bus='virtio'/><serial>%(volume)s</serial>
+<iotune>%(iotune)s</iotune></disk></devices></domain>"""
+
+
+class _ReplayDomain:
+    """A running domain as libvirt-python shows it, from the world."""
+
+    def __init__(self, dom_id, disk):
+        self._id = dom_id
+        self._uuid = disk.instance_uuid
+        self.dev = disk.dev
+        self._xml = _DOMAIN_XML % {
+            'uuid': disk.instance_uuid, 'project': disk.project_id,
+            'dev': disk.dev, 'volume': disk.volume_id or '',
+            'iotune': ''.join('<%s>%d</%s>' % (k, v, k)
+                              for k, v in disk.static.items() if v)}
+
+    def UUIDString(self):
+        return self._uuid
+
+    def ID(self):
+        return self._id
+
+    def isPersistent(self):
+        return True
+
+    def XMLDesc(self, flags=0):
+        return self._xml
+
+
+class _ReplayConnection:
+    """Hands out recorded ``getAllDomainStats`` results (see the doc)."""
+
+    def __init__(self, simulated_driver):
+        self._sim = simulated_driver
+        self._domains = [_ReplayDomain(i + 1, disk) for i, disk in
+                         enumerate(simulated_driver.list_disks().values())]
+        self._records = []
+
+    def record(self):
+        """Record every domain's bulk statistics now (one disk each).
+
+        As libvirt gives them for ``VIR_DOMAIN_STATS_BLOCK``.
+        """
+        counters = self._sim.get_all_block_stats()
+        self._records = []
+        for dom in self._domains:
+            dev = dom.dev
+            stats = {'block.count': 1, 'block.0.name': dev,
+                     'block.0.path': '/dev/rbd/volumes/%s' % dom.UUIDString()}
+            for name, value in counters[(dom.UUIDString(), dev)].items():
+                stats['block.0.' + name.replace('_', '.')] = value
+            stats.update({'block.0.fl.times': 1000 * stats['block.0.fl.reqs'],
+                          'block.0.allocation': 1 << 30,
+                          'block.0.capacity': 10 << 30,
+                          'block.0.physical': 10 << 30})
+            self._records.append((dom, stats))
+
+    def listAllDomains(self, flags=0):
+        return list(self._domains)
+
+    def getAllDomainStats(self, stats=0, flags=0):
+        return [(dom, dict(record)) for dom, record in self._records]
+
+    def close(self):
+        pass
+
+
+class _ReplayLibvirtDriver(libvirt_driver.LibvirtDriver):
+    """The libvirt driver on a replay connection; iotune on the world."""
+
+    def __init__(self, conf, simulated_driver):
+        super().__init__(conf, uri='replay:///bench')
+        self._sim = simulated_driver
+        self._conn = _ReplayConnection(simulated_driver)
+
+    def record(self):
+        self._conn.record()
+
+    def get_iotune(self, instance_uuid, dev):
+        return self._sim.get_iotune(instance_uuid, dev)
+
+    def set_iotune(self, instance_uuid, dev, limits, static=None):
+        self._sim.set_iotune(instance_uuid, dev, limits, static)
+
+
+DRIVERS = ('simulated', 'libvirt-replay')
+
+
 def _scenario(disks):
     from iotguard.sim import scenario
     return scenario.parse({
@@ -89,7 +193,7 @@ def _scenario(disks):
     }, '<agent-bench>')
 
 
-def measure(disks, passes=5, version_cap=None):
+def measure(disks, passes=5, version_cap=None, driver_name='simulated'):
     """CPU seconds of each pass (the first two warm the series up)."""
     from iotguard.sim import world as world_mod
 
@@ -102,6 +206,10 @@ def measure(disks, passes=5, version_cap=None):
     world = world_mod.World(_scenario(disks), seed=0)
     driver = simulated.SimulatedDriver(conf, world=world)
     driver.start()
+    record = None
+    if driver_name == 'libvirt-replay':
+        driver = _ReplayLibvirtDriver(conf, driver)
+        record = driver.record
     sim_clock = [time.time()]
     manager = manager_mod.AgentManager(conf, driver,
                                        clock=lambda: sim_clock[0],
@@ -122,6 +230,8 @@ def measure(disks, passes=5, version_cap=None):
     for _ in range(passes + 2):
         world.step(INTERVAL_S)
         sim_clock[0] += INTERVAL_S
+        if record is not None:
+            record()
         start = time.process_time()
         listing = driver.list_disks()
         manager.periodic(listing)
@@ -141,13 +251,17 @@ def main(argv=None):
                              'and 2000)')
     parser.add_argument('--passes', type=int, default=5,
                         help='measured passes per size (default 5)')
+    parser.add_argument('--driver', choices=DRIVERS, default='simulated',
+                        help='the agent\'s driver (default simulated; '
+                             'libvirt-replay: the libvirt driver\'s code '
+                             'on recorded bulk statistics)')
     parser.add_argument('--version-cap', choices=('1.0', '1.1'),
                         help='the controllers\' RPC version (1.0: the '
                              'batch goes out as a dict per disk)')
     args = parser.parse_args(argv)
     print('disks  cpu_ms_median  cpu_ms_max  core_pct_at_5s  batch_kib')
     for n in args.disks or [200, 2000]:
-        cpu, size = measure(n, args.passes, args.version_cap)
+        cpu, size = measure(n, args.passes, args.version_cap, args.driver)
         med = statistics.median(cpu)
         print('%5d  %13.1f  %10.1f  %14.3f  %9.0f' % (
             n, med * 1e3, max(cpu) * 1e3, 100 * med / INTERVAL_S,

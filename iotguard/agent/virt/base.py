@@ -23,6 +23,8 @@ Constructors do no I/O; :meth:`Driver.start` connects.
 import abc
 import dataclasses
 
+from iotguard import rates
+
 #: Lifecycle event names passed to the callback.
 EVENT_STARTED = 'started'
 EVENT_STOPPED = 'stopped'
@@ -73,6 +75,17 @@ class Driver(abc.ABC):
 
         Returns ``{(instance_uuid, dev): {counter: int}}``.
         """
+
+    def get_block_stats(self):
+        """:meth:`get_all_block_stats` as columns: a ``rates.Readings``.
+
+        What the sampler reads every interval. A driver that can fill the
+        arrays straight from its bulk read overrides this (and gives the
+        same keys and order while its disks do not change, which lets the
+        sampler reuse what it worked out per disk); this default goes
+        through the dict.
+        """
+        return rates.Readings.from_dict(self.get_all_block_stats())
 
     @abc.abstractmethod
     def get_iotune(self, instance_uuid, dev):

@@ -45,13 +45,17 @@
 """
 
 import dataclasses
+import functools
+import operator
 import threading
 from xml.etree import ElementTree
 
+import numpy as np
 from oslo_log import log as logging
 
 from iotguard.agent.virt import base
 from iotguard import caps
+from iotguard import rates
 
 try:
     import libvirt
@@ -64,10 +68,8 @@ _NOVA_NS = 'http://openstack.org/xmlns/libvirt/nova/'
 #: The namespace of iotguard's record in a domain's metadata.
 METADATA_NS = 'http://openstack.org/xmlns/libvirt/iotguard/1.0'
 _METADATA_KEY = 'iotguard'
-_BULK_KEYS = {'rd.reqs': 'rd_reqs', 'rd.bytes': 'rd_bytes',
-              'rd.times': 'rd_times', 'wr.reqs': 'wr_reqs',
-              'wr.bytes': 'wr_bytes', 'wr.times': 'wr_times',
-              'fl.reqs': 'fl_reqs'}
+#: The bulk statistics' name of each of rates.COUNTER_KEYS, in order.
+_BULK_FIELDS = tuple(key.replace('_', '.') for key in rates.COUNTER_KEYS)
 
 _event_loop_lock = threading.Lock()
 _event_loop_started = False
@@ -182,18 +184,46 @@ def recognise_own_caps(disks, record):
     return disks
 
 
+@functools.lru_cache(maxsize=None)
+def _block_fields(i):
+    """The field names of block ``i``: name, counters' getter, counters.
+
+    Made once per index, since every pass reads them for every disk; the
+    counters in the order of ``rates.COUNTER_KEYS``.
+    """
+    prefix = 'block.%d.' % i
+    keys = tuple(prefix + field for field in _BULK_FIELDS)
+    return prefix + 'name', operator.itemgetter(*keys), keys
+
+
 def parse_bulk_block_stats(stats):
-    """``{dev: counters}`` from one getAllDomainStats record."""
+    """``{dev: counters}`` from one getAllDomainStats record.
+
+    ``counters``: a tuple in the order of ``rates.COUNTER_KEYS``, 0 for a
+    counter the record lacks (rates count a missing counter as 0).
+    """
     out = {}
     for i in range(stats.get('block.count', 0)):
-        prefix = 'block.%d.' % i
-        name = stats.get(prefix + 'name')
+        name_key, counters, keys = _block_fields(i)
+        name = stats.get(name_key)
         if name is None or name in out:
             continue
-        out[name] = {ours: stats[prefix + theirs]
-                     for theirs, ours in _BULK_KEYS.items()
-                     if prefix + theirs in stats}
+        try:
+            out[name] = counters(stats)
+        except KeyError:
+            out[name] = tuple(stats.get(key, 0) for key in keys)
     return out
+
+
+def _block_stats(dom, dev):
+    """A disk's counters from ``blockStats``: no times, no flushes.
+
+    For a domain the bulk read gave nothing for (the test driver).
+    """
+    # -1: not supported
+    rd_req, rd_bytes, wr_req, wr_bytes, _errs = (
+        max(v, 0) for v in dom.blockStats(dev))
+    return (rd_req, rd_bytes, 0, wr_req, wr_bytes, 0, 0)
 
 
 def _is_disconnect(error):
@@ -214,7 +244,8 @@ class LibvirtDriver(base.Driver):
         self._lock = threading.RLock()
         self._callback = None
         self._needs_bursts = False
-        # uuid -> (domain id, {dev: Disk}); refreshed when the id changes.
+        # uuid -> (domain id, {dev: Disk}, their keys, their expected
+        # bulk statistics fields); refreshed when the id changes.
         self._domains = {}
 
     # -- connection ------------------------------------------------------
@@ -296,13 +327,14 @@ class LibvirtDriver(base.Driver):
             self._domains.pop(instance_uuid, None)
 
     # -- disks --------------------------------------------------------------
-    def _disks_of(self, dom):
+    def _domain(self, dom):
+        """``(domain id, {dev: Disk}, their keys)``, read once per id."""
         uuid = dom.UUIDString()
         dom_id = dom.ID()
         with self._lock:
             cached = self._domains.get(uuid)
         if cached is not None and cached[0] == dom_id:
-            return cached[1]
+            return cached
         flags = (libvirt.VIR_DOMAIN_XML_INACTIVE if dom.isPersistent()
                  else 0)
         disks = parse_domain_xml(uuid, dom.XMLDesc(flags))
@@ -313,9 +345,14 @@ class LibvirtDriver(base.Driver):
             for dev, disk in parse_domain_xml(uuid, live).items():
                 disks.setdefault(dev, disk)
         disks = recognise_own_caps(disks, parse_cap_record(live))
+        # Where the bulk read should have each disk: the same order as
+        # the definition's disks, unless it has others (a CD-ROM).
+        fields = tuple(_block_fields(i) for i in range(len(disks)))
+        entry = (dom_id, disks, tuple(disk.key for disk in disks.values()),
+                 fields)
         with self._lock:
-            self._domains[uuid] = (dom_id, disks)
-        return disks
+            self._domains[uuid] = entry
+        return entry
 
     def _active_domains(self, conn):
         return conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE)
@@ -324,11 +361,12 @@ class LibvirtDriver(base.Driver):
         out = {}
         for dom in self._call(self._active_domains):
             try:
-                for disk in self._disks_of(dom).values():
-                    out[disk.key] = disk
+                _id, disks, keys, _fields = self._domain(dom)
             except libvirt.libvirtError as e:
                 # Gone between the list and the read: next interval.
                 LOG.debug('Skipping domain %s: %s', dom.UUIDString(), e)
+                continue
+            out.update(zip(keys, disks.values()))
         return out
 
     # -- statistics ---------------------------------------------------------
@@ -339,23 +377,33 @@ class LibvirtDriver(base.Driver):
             libvirt.VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE)
 
     def get_all_block_stats(self):
-        out = {}
+        return self.get_block_stats().as_dict()
+
+    def get_block_stats(self):
+        """One bulk read, parsed straight into one array: no dict per disk."""
+        keys = []
+        flat = []
         for dom, stats in self._call(self._bulk):
-            uuid = dom.UUIDString()
             try:
-                disks = self._disks_of(dom)
-                by_dev = parse_bulk_block_stats(stats)
-                for dev in disks:
-                    counters = by_dev.get(dev)
-                    if counters is None:
-                        rd_req, rd_bytes, wr_req, wr_bytes, _errs = (
-                            dom.blockStats(dev))
-                        counters = {'rd_reqs': rd_req, 'rd_bytes': rd_bytes,
-                                    'wr_reqs': wr_req, 'wr_bytes': wr_bytes}
-                    out[(uuid, dev)] = counters
+                _id, disks, dom_keys, fields = self._domain(dom)
+                try:
+                    rows = [counters(stats) for (name, counters, _keys), dev
+                            in zip(fields, disks) if stats[name] == dev]
+                except KeyError:
+                    rows = ()
+                if len(rows) != len(disks):
+                    by_dev = parse_bulk_block_stats(stats)
+                    rows = [by_dev.get(dev) or _block_stats(dom, dev)
+                            for dev in disks]
             except libvirt.libvirtError as e:
-                LOG.debug('No block statistics for %s: %s', uuid, e)
-        return out
+                LOG.debug('No block statistics for %s: %s',
+                          dom.UUIDString(), e)
+                continue
+            keys.extend(dom_keys)
+            for row in rows:
+                flat.extend(row)
+        return rates.Readings(keys, np.array(flat, dtype=np.uint64).reshape(
+            len(keys), len(rates.COUNTER_KEYS)))
 
     # -- iotune -------------------------------------------------------------
     def get_iotune(self, instance_uuid, dev):

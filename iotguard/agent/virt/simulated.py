@@ -23,6 +23,7 @@ import time
 
 from iotguard.agent.virt import base
 from iotguard import caps
+from iotguard import rates
 
 
 class SimulatedDriver(base.Driver):
@@ -34,7 +35,12 @@ class SimulatedDriver(base.Driver):
         self._owns_world = world is None
         self._clock = clock
         self._t0 = None
-        self._disks = {}  # disk id -> base.Disk
+        self._disks = {}  # disk id -> base.Disk, or False: another host's
+        # What the world's disk ids give, kept until they change:
+        self._ids = None
+        self._mine = []      # this host's disk ids
+        self._listing = {}   # key -> base.Disk, in the order of _mine
+        self._keys = []      # their keys (the same tuples every pass)
 
     @property
     def world(self):
@@ -60,8 +66,7 @@ class SimulatedDriver(base.Driver):
 
     def _my_disks(self):
         ids = self._world.disk_ids()
-        if len(ids) != len(self._disks) or any(
-                i not in self._disks for i in ids):
+        if ids != self._ids:
             disks = {}
             for disk_id in ids:
                 disk = self._disks.get(disk_id)
@@ -79,15 +84,24 @@ class SimulatedDriver(base.Driver):
                                 self._world.static_iotune(disk_id)))
                 disks[disk_id] = disk
             self._disks = disks
-        return {i: d for i, d in self._disks.items() if d}
+            self._ids = ids
+            mine = {i: d for i, d in disks.items() if d}
+            self._mine = list(mine)
+            self._listing = {d.key: d for d in mine.values()}
+            self._keys = list(self._listing)
+        return self._mine
 
     def list_disks(self):
-        return {d.key: d for d in self._my_disks().values()}
+        self._my_disks()
+        return dict(self._listing)
 
     def get_all_block_stats(self):
+        return self.get_block_stats().as_dict()
+
+    def get_block_stats(self):
         self._catch_up()
-        counters = self._world.counters
-        return {d.key: counters(i) for i, d in self._my_disks().items()}
+        ids = self._my_disks()
+        return rates.Readings(self._keys, self._world.counter_array(ids))
 
     @staticmethod
     def _id(instance_uuid, dev):

@@ -12,6 +12,7 @@
 
 """The samples of a host in columns (RPC 1.1): one check for the batch."""
 
+import json
 import math
 
 import hypothesis
@@ -22,6 +23,7 @@ import numpy as np
 from iotguard import batch
 from iotguard import caps
 from iotguard import exception
+from iotguard import rates
 from iotguard.tests import base
 
 UUIDS = ['%08d-2222-3333-4444-555555555555' % i for i in range(3)]
@@ -53,6 +55,26 @@ def _one_line(disks):
 
 
 class BatchTest(base.TestCase):
+
+    def test_from_arrays_is_the_builder_form(self):
+        disks = batch.Disks.of([
+            (UUIDS[0], 'vda', None, 'p1',
+             {'total_iops_sec': 500, 'total_bytes_sec': 0}),
+            (UUIDS[1], 'vda', None, 'p1', {}),
+            (UUIDS[2], 'vdb', 'vol-1', 'p2',
+             {'read_iops_sec': 30, 'write_iops_sec': 20})])
+        measured = rates.Columns(
+            np.array([5.01, 0.0, 4.99]), np.array([0, 1, 0], dtype=np.int8),
+            np.array([RATES, [math.nan] * len(RATES), RATES]).T)
+        got = batch.from_arrays(1000.0, 5.0, disks, measured, [
+            (0, {'total_iops_sec': 100}, 1015.0, 'd1')])
+        # the same values, and the same JSON (the order of the keys)
+        self.assertEqual(json.dumps(wire()), json.dumps(got))
+        empty = batch.from_arrays(1000.0, 5.0, batch.Disks.of([]),
+                                  rates.Columns(np.zeros(0),
+                                                np.zeros(0, np.int8),
+                                                np.zeros((7, 0))), [])
+        self.assertEqual(batch.Builder(1000.0, 5.0).wire(), empty)
 
     def test_builder_is_columns_and_matches_the_schema(self):
         w = wire()

@@ -10,6 +10,9 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import random
+
+import numpy as np
 import testtools
 
 from iotguard import rates
@@ -139,3 +142,69 @@ class SeriesTest(testtools.TestCase):
                          s.update('b', reading(2.0, rd_reqs=9)).reason)
         self.assertEqual(1.0, s.update('a', reading(2.0, rd_reqs=2))
                          .read_iops)
+
+
+class TableTest(testtools.TestCase):
+
+    def check_pass(self, table, series, at, readings):
+        got = table.update(at, readings)
+        gaps = got.gap_names()
+        for i, (key, counters) in enumerate(readings.as_dict().items()):
+            want = series.update(key, rates.Reading(at, counters))
+            where = '%s at %s' % (key, at)
+            self.assertEqual(want.interval_s, got.interval_s[i], where)
+            if isinstance(want, rates.Gap):
+                self.assertEqual(want.reason, gaps[i], where)
+                self.assertTrue(np.isnan(got.rates[:, i]).all(), where)
+            else:
+                self.assertIsNone(gaps[i], where)
+                self.assertEqual(list(want.values()),
+                                 got.rates[:, i].tolist(), where)
+
+    def test_same_as_series_over_random_passes(self):
+        rng = random.Random(20261126)
+        pool = [('uuid-%d' % i, 'vd%s' % 'abc'[i % 3]) for i in range(40)]
+        counters = {key: [0] * len(rates.COUNTER_KEYS) for key in pool}
+        series = rates.Series(max_gap_s=15.0)
+        table = rates.Table(max_gap_s=15.0)
+        present = pool[:20]
+        at = 1000.0
+        for _ in range(400):
+            at += rng.choice([5.0, 5.0, 5.0, 4.75, 5.125, 0.0, -1.0, 16.0,
+                              rng.uniform(0.001, 20.0)])
+            if rng.random() < 0.2:      # disks appear and disappear
+                present = rng.sample(pool, rng.randint(0, len(pool)))
+            for key in present:
+                c = counters[key]
+                if rng.random() < 0.05:     # reboot, re-attach
+                    c[rng.randrange(len(c))] = rng.randrange(10)
+                elif rng.random() < 0.8:
+                    for k in range(len(c)):
+                        c[k] += rng.choice([0, 1, rng.randrange(1 << 40)])
+            # the agent reads only the listed disks of the stats it got
+            read = [key for key in present if rng.random() < 0.95]
+            self.check_pass(table, series, at, rates.Readings(
+                read, np.array([counters[k] for k in read],
+                               dtype=np.uint64).reshape(len(read), 7)))
+            series.prune(present)
+            table.prune(present)
+            self.assertLessEqual(len(table), len(present))
+
+    def test_wrap_of_unsigned_counter_is_a_reset(self):
+        table = rates.Table()
+        keys = ['d']
+        top = np.array([[2 ** 64 - 10] + [0] * 6], dtype=np.uint64)
+        table.update(0.0, rates.Readings(keys, top))
+        got = table.update(5.0, rates.Readings(keys, np.array(
+            [[100] + [0] * 6], dtype=np.uint64)))
+        self.assertEqual([rates.GAP_RESET], got.gap_names())
+
+    def test_readings_from_and_to_dict(self):
+        given = {'a': {'rd_reqs': 3}, 'b': dict.fromkeys(
+            rates.COUNTER_KEYS, 2 ** 63 + 1)}
+        back = rates.Readings.from_dict(given).as_dict()
+        self.assertEqual(dict(dict.fromkeys(rates.COUNTER_KEYS, 0),
+                              rd_reqs=3), back['a'])
+        self.assertEqual(given['b'], back['b'])
+        self.assertEqual((0, 7), rates.Readings.from_dict(
+            {}).counters.shape)

@@ -15,6 +15,7 @@
 from iotguard.agent import manager
 from iotguard.agent.virt import base
 from iotguard import caps
+from iotguard import rates
 
 UUID_A = '6f1e2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b'
 UUID_B = '0b1c2d3e-4f50-4617-8a9b-abcdefabcdef'
@@ -85,6 +86,10 @@ class FakeWorld:
 
     def counters(self, disk_id):
         return dict(self._counters[disk_id])
+
+    def counter_array(self, disk_ids):
+        return rates.Readings.from_dict(
+            {i: self._counters[i] for i in disk_ids}).counters
 
     def get_iotune(self, disk_id):
         return dict(self._tune[disk_id])

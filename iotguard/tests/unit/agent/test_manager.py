@@ -61,6 +61,30 @@ class ManagerTestCase(test_base.TestCase):
         return {k: v for k, v in self.driver.live[key].items() if v}
 
 
+class PeriodicTest(ManagerTestCase):
+
+    def test_steady_interval_touches_no_disk(self):
+        self.mgr.apply_caps({}, [cap(total_iops_sec=200)])
+        self.mgr.periodic()
+        with mock.patch.object(self.mgr, '_enforce',
+                               side_effect=AssertionError('per disk')):
+            self.mgr.periodic()
+        # ... but a lease still lapses at its time
+        self.clock.now = 1100.0
+        self.mgr.periodic()
+        self.assertEqual(1000, self.live()['total_iops_sec'])
+        self.assertIsNone(self.mgr.cap_in_force(A))
+
+    def test_failed_restore_is_retried(self):
+        self.mgr.apply_caps({}, [cap(total_iops_sec=200)])
+        self.driver.fail_set = True
+        self.mgr.release_caps({}, [{'instance_uuid': A[0], 'dev': A[1]}])
+        self.assertEqual(200, self.live()['total_iops_sec'])
+        self.driver.fail_set = False
+        self.mgr.periodic()
+        self.assertEqual(1000, self.live()['total_iops_sec'])
+
+
 class ApplyTest(ManagerTestCase):
 
     def test_target_version(self):

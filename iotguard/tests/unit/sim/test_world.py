@@ -73,6 +73,15 @@ class TestWorld(base.TestCase):
         self.assertLessEqual(heavy['wr_bytes'], 2000000 * 20 + 2 * 65536)
         self.assertEqual(0, heavy['rd_reqs'])
 
+    def test_counter_array_is_counters_in_rows(self):
+        self.world.step(7.5)
+        ids = [self.heavy, self.light]
+        rows = self.world.counter_array(ids)
+        self.assertEqual([[self.world.counters(i)[k]
+                           for k in world.COUNTER_KEYS] for i in ids],
+                         rows.tolist())
+        self.assertRaises(KeyError, self.world.counter_array, ['nope'])
+
     def test_step_validation(self):
         self.world.step(0)
         self.assertEqual(0.0, self.world.now)
