@@ -14,8 +14,25 @@
 
 Each module is run by hand and prints its figures (the docs give the
 commands and the figures measured): :mod:`iotguard.bench.agent` (one
-agent sampling pass), :mod:`iotguard.bench.controller` (one controller's
-rounds over RabbitMQ) and :mod:`iotguard.bench.decision` (one decision,
-``iotguard-sim bench``). The local check I307 keeps the runtime packages
-from importing them.
+agent sampling pass), :mod:`iotguard.bench.broker` (receiving batches
+off RabbitMQ, layer by layer), :mod:`iotguard.bench.controller` (one
+controller's rounds over RabbitMQ), :mod:`iotguard.bench.partition` (N
+controllers over tooz, one killed) and :mod:`iotguard.bench.decision`
+(one decision, ``iotguard-sim bench``). The local check I307 keeps the
+runtime packages from importing them.
 """
+
+import argparse
+import os
+
+
+def add_url_argument(parser: argparse.ArgumentParser,
+                     help: str = 'oslo.messaging transport URL') -> None:
+    """``--url``: the broker a benchmark casts to.
+
+    ``$IOTGUARD_TEST_RABBIT_URL`` (as the functional tests take it), else
+    RabbitMQ's guest account on loopback.
+    """
+    parser.add_argument('--url', default=os.environ.get(
+        'IOTGUARD_TEST_RABBIT_URL', 'rabbit://guest:guest@127.0.0.1:5672/'),
+        help=help)

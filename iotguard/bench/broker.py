@@ -63,6 +63,7 @@ import kombu
 from oslo_config import cfg
 
 from iotguard import batch as batch_mod
+from iotguard import bench
 from iotguard import conf as iotguard_conf
 from iotguard.controller import manager as manager_mod
 from iotguard.controller import samples as samples_mod
@@ -335,9 +336,7 @@ def main(argv=None):
     parser.add_argument('--prefetch', type=int,
                         help='[oslo_messaging_rabbit] '
                         'rabbit_qos_prefetch_count')
-    parser.add_argument('--url', default=os.environ.get(
-        'IOTGUARD_TEST_RABBIT_URL', 'rabbit://guest:guest@127.0.0.1:5672/'),
-        help='oslo.messaging transport URL')
+    bench.add_url_argument(parser)
     run(parser.parse_args(argv))
     return 0
 

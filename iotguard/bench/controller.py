@@ -54,7 +54,6 @@ import argparse
 import itertools
 import logging
 import multiprocessing
-import os
 import resource
 import statistics
 import sys
@@ -68,6 +67,7 @@ import oslo_messaging
 import sqlalchemy as sa
 
 from iotguard import batch as batch_mod
+from iotguard import bench
 from iotguard import conf as iotguard_conf
 from iotguard.controller import audit as audit_mod
 from iotguard.controller import loop as loop_mod
@@ -483,9 +483,7 @@ def main(argv=None):
                         '1.0 sends a dict per disk, 1.1 (default) columns')
     parser.add_argument('--db-url', help='an empty database (default: a '
                         'fresh SQLite file)')
-    parser.add_argument('--url', default=os.environ.get(
-        'IOTGUARD_TEST_RABBIT_URL', 'rabbit://guest:guest@127.0.0.1:5672/'),
-        help='oslo.messaging transport URL')
+    bench.add_url_argument(parser)
     run(parser.parse_args(argv))
     return 0
 

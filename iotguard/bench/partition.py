@@ -74,6 +74,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import url as sa_url
 
 from iotguard import batch as batch_mod
+from iotguard import bench as bench_pkg
 from iotguard.bench import controller as bench
 from iotguard.controller import audit as audit_mod
 from iotguard.controller import loop as loop_mod
@@ -515,9 +516,8 @@ def parser():
         help='where the PostgreSQL database of the run is created')
     p.add_argument('--redis-url', default=os.environ.get(
         'IOTGUARD_TEST_REDIS_URL', 'redis://127.0.0.1:6379'))
-    p.add_argument('--url', default=os.environ.get(
-        'IOTGUARD_TEST_RABBIT_URL', 'rabbit://guest:guest@127.0.0.1:5672/'),
-        help='oslo.messaging transport URL (casts nobody consumes)')
+    bench_pkg.add_url_argument(
+        p, help='oslo.messaging transport URL (casts nobody consumes)')
     return p
 
 
