@@ -75,11 +75,23 @@ def fair_shares(capacity: float, floors: FloatArray, demands: FloatArray,
         const = floor_sum - s_floor[ks] + e_dem[ke]
         return const + slope * levels, slope
 
-    points = np.concatenate((s_sorted, e_sorted[np.isfinite(e_sorted)]))
-    points = np.unique(points)
-    values, _ = total(points)
-    k = int(np.searchsorted(values, capacity, side='left'))
-    if k < len(points) and values[k] == capacity:
+    # Both runs are sorted: a stable sort merges them in one pass. A point
+    # twice over (a floor equal to another disk's demand) is harmless: it
+    # has one value, and the search below lands on its first copy.
+    points = np.sort(np.concatenate(
+        (s_sorted, e_sorted[np.isfinite(e_sorted)])), kind='stable')
+    # The first point where g reaches the capacity: g is non-decreasing
+    # along the points, so a bisection evaluates it at ~log2(n) of them
+    # (each the same arithmetic as over all of them at once).
+    lo, hi = 0, len(points)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if float(total(points[mid:mid + 1])[0][0]) < capacity:
+            lo = mid + 1
+        else:
+            hi = mid
+    k = lo
+    if k < len(points) and float(total(points[k:k + 1])[0][0]) == capacity:
         level = float(points[k])
     else:
         # capacity lies after points[k-1] (or before the first point, which

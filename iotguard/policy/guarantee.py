@@ -95,8 +95,10 @@ domain's columns; the only Python loop builds the decisions for the disks
 that change.
 """
 
+import collections.abc
 import dataclasses
 import math
+import operator
 
 import numpy as np
 
@@ -301,6 +303,10 @@ def remembered_demand(asked: base.FloatArray, closed: base.FloatArray,
     result: base.FloatArray = np.maximum(u, np.where(
         known, np.minimum(closed, np.where(known, asked, 0.0)), u))
     return result
+
+
+#: Picks some of a row's values, as a tuple.
+Getter = collections.abc.Callable[[list[float]], tuple[float, ...]]
 
 
 class GuaranteePolicy:
@@ -549,34 +555,59 @@ class GuaranteePolicy:
         effective = costmodel.limit_load(ops, byts, size[index], cost[index])
         sent = (tight | release[index]
                 | (effective > cap[index] * (1.0 + self.min_change)))
+        # The audit numbers of every decision at once, as Python floats
+        # (one tolist instead of a NumPy scalar per number and decision):
+        # the per-disk ones in this order, then the domain's.
+        names = ('load', 'floor', 'ceiling', 'cap', 'new_cap', 'io_size',
+                 'iops', 'bytes_sec', 'latency_ms') + tuple(extra)
+        matrix = np.column_stack([
+            column[index] for column in (
+                u, floor, ceil, cap, new, size, snap.iops, snap.bytes_sec,
+                snap.latency_ms, *extra.values())])
+        # One key getter per pattern of finite numbers (a handful; the
+        # pattern as the bits of an int): "no limit" (inf) and "never"
+        # (nan) are left out, as base.audit_numbers does.
+        finite = np.isfinite(matrix)
+        codes = (finite.astype(np.int64) @ (np.int64(1) << np.arange(
+            len(names), dtype=np.int64))).tolist()
+        getters: dict[int, tuple[tuple[str, ...], Getter]] = {}
+        for code, pattern in zip(codes, finite.tolist()):
+            if code not in getters:
+                at = [j for j, ok in enumerate(pattern) if ok]
+                # (one index more than kept, so that it always returns a
+                # tuple; zip drops the extra value)
+                getters[code] = (tuple(names[j] for j in at),
+                                 operator.itemgetter(*at, 0))
+        common = base.audit_numbers(**numbers)
+        share = names.index('share') if 'share' in extra else None
         decisions = []
-        for k, i in enumerate(index):
+        for k, (i, row, released, tightened, iops, bytes_sec) in enumerate(
+                zip(index.tolist(), matrix.tolist(), release[index].tolist(),
+                    tight.tolist(), ops.tolist(), byts.tolist())):
             if not sent[k]:
                 continue
-            seen = base.audit_numbers(
-                load=u[i], floor=floor[i], ceiling=ceil[i], cap=cap[i],
-                new_cap=new[i], io_size=size[i], iops=snap.iops[i],
-                bytes_sec=snap.bytes_sec[i], latency_ms=snap.latency_ms[i],
-                **{k2: v[i] for k2, v in extra.items()}, **numbers)
-            if release[i]:
+            kept, getter = getters[codes[k]]
+            seen = dict(zip(kept, getter(row)))
+            seen.update(common)
+            load, floor_i, ceil_i, cap_i, new_i = row[:5]
+            if released:
                 decisions.append(base.Decision(
                     snap.disk_ids[i], base.RELEASE,
                     'guarantee: cap raised to the %s, released'
-                    % ('ceiling' if ceil[i] <= CAPACITY else
+                    % ('ceiling' if ceil_i <= CAPACITY else
                        'whole domain'), numbers=seen))
-            elif tighten[i]:
+            elif tightened:
+                assert share is not None   # a tightening has shares
                 decisions.append(base.Decision(
                     snap.disk_ids[i], base.CAP,
                     'guarantee: load %.4f above its fair share %.4f, '
                     'capped at %.4f (floor %.4f)'
-                    % (u[i], extra['share'][i], new[i], floor[i]),
-                    iops=float(ops[k]), bytes_sec=float(byts[k]),
-                    numbers=seen))
+                    % (load, row[share], new_i, floor_i),
+                    iops=iops, bytes_sec=bytes_sec, numbers=seen))
             else:
                 decisions.append(base.Decision(
                     snap.disk_ids[i], base.CAP,
                     'guarantee: cap raised from %.4f to %.4f (at most x%g '
-                    'per interval)' % (cap[i], new[i], self.release_factor),
-                    iops=float(ops[k]), bytes_sec=float(byts[k]),
-                    numbers=seen))
+                    'per interval)' % (cap_i, new_i, self.release_factor),
+                    iops=iops, bytes_sec=bytes_sec, numbers=seen))
         return decisions
