@@ -103,6 +103,10 @@ class LockedWorld:
         with self.lock:
             return self._world.counters(disk_id)
 
+    def counter_array(self, disk_ids):
+        with self.lock:
+            return self._world.counter_array(disk_ids)
+
     def get_iotune(self, disk_id):
         with self.lock:
             return self._world.get_iotune(disk_id)
