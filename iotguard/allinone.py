@@ -51,6 +51,7 @@ from iotguard.controller import audit
 from iotguard.controller import service as controller_service
 from iotguard.db import api as db_api
 from iotguard.db import migration
+from iotguard import exception
 from iotguard.policy import costmodel
 from iotguard import rpc
 from iotguard.sim import loop
@@ -353,6 +354,8 @@ class AllInOne:
         self.disks = []
         self._last_decision = 0
         self._reasons = {}
+        #: windows whose samples did not all reach the controller in time
+        self.late_windows = 0
 
     @property
     def api_url(self):
@@ -456,6 +459,12 @@ class AllInOne:
         for agent in self.agents:
             agent.tick()
         self._wait(lambda: self._samples_in(stamp))
+        if not self._samples_in(stamp):
+            self.late_windows += 1
+            if self.late_windows == 1:
+                LOG.warning('Window %d: the agents\' samples did not all '
+                            'reach the controller within %.1f s (see %s)',
+                            k + 1, DELIVERY_TIMEOUT_S, self.log_file)
         self.controller.tick(stamp)
         self._wait(self._caps_applied)
         self._new_decisions()
@@ -499,6 +508,12 @@ class AllInOne:
                     time.sleep(delay)
         except KeyboardInterrupt:
             LOG.info('Interrupted after %d of %d windows', done, windows)
+        if done and self.late_windows >= done:
+            # Nothing was decided on measurements: the figures would be
+            # those of no control, presented as iotguard's.
+            raise exception.AllInOneFailed(
+                reason='the agents\' samples never reached the controller '
+                       'in %d windows; see %s' % (done, self.log_file))
         return self.recorder.run(done)
 
     def stop(self):

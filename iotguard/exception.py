@@ -85,6 +85,10 @@ class AdmissionRejected(Conflict):
                 % (self.kwargs.get('tier'), self.kwargs.get('domain')))
 
 
+class AllInOneFailed(IotguardException):
+    msg_fmt = 'The all-in-one failed: %(reason)s'
+
+
 class MeasureFailed(IotguardException):
     msg_fmt = 'Measurement failed: %(reason)s'
     code = 400

@@ -176,6 +176,9 @@ def main(argv=None):
     except (exception.Invalid, ValueError, TypeError, OSError) as e:
         sys.stderr.write('iotguard-allinone: error: %s\n' % e)
         return USAGE_ERROR
+    except exception.AllInOneFailed as e:
+        sys.stderr.write('iotguard-allinone: %s\n' % e)
+        return 1
 
 
 if __name__ == '__main__':

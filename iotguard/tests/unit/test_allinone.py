@@ -13,11 +13,13 @@
 import datetime
 import io
 
+import fixtures
 import numpy as np
 
 from iotguard.agent.virt import simulated
 from iotguard import allinone
 from iotguard.cmd import allinone as cmd
+from iotguard import exception
 from iotguard import policy as policy_mod
 from iotguard.sim import loop
 from iotguard.sim import scenario as scenario_mod
@@ -128,6 +130,36 @@ class LockedWorldTest(base.TestCase):
                for w in (plain, allinone.LockedWorld(shared))]
         self.assertEqual(got[0].as_dict(), got[1].as_dict())
         self.assertTrue(any(any(c) for c in got[1].as_dict().values()))
+
+
+class LateSamplesTest(base.TestCase):
+    """A run whose samples never reached the controller is an error."""
+
+    def run_with(self, late):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        aio = allinone.AllInOne(allinone.Options(duration_s=15.0,
+                                                 speed=1e6), tmp)
+
+        class Recorder:
+            queue = [None] * 3
+
+            def run(self, done):
+                return done
+
+        aio.recorder = Recorder()
+
+        def window(k):
+            aio.late_windows += k < late
+
+        aio.window = window
+        return aio.run()
+
+    def test_every_window_late_fails_the_run(self):
+        e = self.assertRaises(exception.AllInOneFailed, self.run_with, 3)
+        self.assertIn('never reached the controller in 3 windows', str(e))
+
+    def test_one_window_on_time_is_a_run(self):
+        self.assertEqual(3, self.run_with(2))
 
 
 class CutTest(base.TestCase):
