@@ -100,10 +100,6 @@ class LockedWorld:
     def static_iotune(self, disk_id):
         return self._world.static_iotune(disk_id)
 
-    def counters(self, disk_id):
-        with self.lock:
-            return self._world.counters(disk_id)
-
     def counter_array(self, disk_ids):
         with self.lock:
             return self._world.counter_array(disk_ids)
