@@ -79,16 +79,6 @@ class Plan:
     dropped: tuple[base.Decision, ...] = ()
     unknown: tuple[str, ...] = ()
 
-    @property
-    def applies(self) -> tuple[Change, ...]:
-        """The new or changed caps."""
-        return tuple(c for c in self.changes if c.limits is not None)
-
-    @property
-    def releases(self) -> tuple[Change, ...]:
-        """The releases of caps in force."""
-        return tuple(c for c in self.changes if c.limits is None)
-
 
 def renew_due(lease_expires_at: float, now: float, lease_s: float,
               interval_s: float) -> bool:
