@@ -116,11 +116,6 @@ def _tier(tier):
                      weight=tier['weight'])
 
 
-def _inf_if_zero(values):
-    """:func:`iotguard.caps.inf_if_zero` of a column."""
-    return np.where(values > 0, values, math.inf)
-
-
 def snapshot_of(domain, interval_s, disks, columns):
     """The columnar snapshot of a domain's disks and their samples.
 
@@ -128,6 +123,8 @@ def snapshot_of(domain, interval_s, disks, columns):
     converted by :meth:`DomainLoop.collect`); ``columns``: their samples
     (:meth:`SampleStore.gather`), in the same order. A stale disk keeps
     the rates its last sample had (0 where none), flagged ``stale``.
+    Built by :meth:`iotguard.policy.base.DomainSnapshot.of_samples`, as
+    the simulator's.
     """
     tiers, cache = [], {}
     cap_iops = np.full(len(disks), math.inf)
@@ -144,34 +141,10 @@ def snapshot_of(domain, interval_s, disks, columns):
             cap_iops[i] = caps.limit(cap['limits'], 'total_iops_sec')
             cap_bytes_sec[i] = caps.limit(cap['limits'], 'total_bytes_sec')
             cap_set_at[i] = cap['set_at']
-
-    def tier_col(field):
-        return np.fromiter((getattr(t, field) for t in tiers), np.float64,
-                           len(tiers))
-
-    c = columns
-    r_iops, w_iops = np.nan_to_num(c.read_iops), np.nan_to_num(c.write_iops)
-    ops = r_iops + w_iops
-    with np.errstate(invalid='ignore', divide='ignore'):
-        latency = np.where(ops > 0, (r_iops * np.nan_to_num(c.read_latency_ms)
-                                     + w_iops * np.nan_to_num(
-                                         c.write_latency_ms)) / ops, 0.0)
-    profile = admission.profile_of(domain)
-    return base.DomainSnapshot(
-        domain=domain['name'], profile=profile, interval_s=interval_s,
-        disk_ids=tuple(disk_id(d) for d in disks), iops=ops,
-        bytes_sec=(np.nan_to_num(c.read_bytes_sec)
-                   + np.nan_to_num(c.write_bytes_sec)),
-        latency_ms=latency, floor_iops=tier_col('min_iops'),
-        floor_bytes_sec=tier_col('min_bytes_sec'),
-        ceil_iops=np.minimum(_inf_if_zero(tier_col('max_iops')),
-                             c.static_iops),
-        ceil_bytes_sec=np.minimum(_inf_if_zero(tier_col('max_bytes_sec')),
-                                  c.static_bytes_sec),
-        weight=tier_col('weight'), cap_iops=cap_iops,
-        cap_bytes_sec=cap_bytes_sec, cap_set_at=cap_set_at,
-        stale=c.stale.copy(), static_iops=c.static_iops,
-        static_bytes_sec=c.static_bytes_sec)
+    return base.DomainSnapshot.of_samples(
+        domain['name'], admission.profile_of(domain), interval_s,
+        tuple(disk_id(d) for d in disks), tiers, columns, cap_iops,
+        cap_bytes_sec, cap_set_at)
 
 
 def violations(snapshot, latency_ms):
