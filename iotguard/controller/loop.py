@@ -178,12 +178,11 @@ def rates_offset(name, interval_s):
     return (zlib.crc32(name.encode()) % 1000) / 1000.0 * interval_s
 
 
-def _cap(disk, limits, lease_expires_at, decision_id):
-    """The ``apply_caps`` record of a cap on ``disk``."""
-    return {'instance_uuid': disk['instance_uuid'], 'dev': disk['dev'],
-            'limits': limits, 'lease_expires_at': lease_expires_at,
-            'decision_id': (str(decision_id) if decision_id is not None
-                            else None)}
+def cap_of(disk, limits, lease_expires_at, decision_id):
+    """The :class:`iotguard.caps.Cap` on ``disk`` (a DB view)."""
+    return caps.Cap(disk['instance_uuid'], disk['dev'], limits,
+                    lease_expires_at,
+                    str(decision_id) if decision_id is not None else None)
 
 
 def _calibrated(domain):
@@ -497,14 +496,13 @@ class DomainLoop:
             record = (disk, change.decision, decision_id, olds[change.disk])
             if change.limits is None:
                 releases[disk['host']].append(
-                    ({'instance_uuid': disk['instance_uuid'],
-                      'dev': disk['dev']}, record))
+                    (caps.Disk(disk['instance_uuid'], disk['dev']), record))
             else:
-                applies[disk['host']].append((_cap(
+                applies[disk['host']].append((cap_of(
                     disk, change.limits, lease, decision_id), record))
         for i in plan.renewals:
             disk = disks[i]
-            renewals[disk['host']].append((_cap(
+            renewals[disk['host']].append((cap_of(
                 disk, disk['cap']['limits'], lease,
                 disk['cap']['decision_id']), disk['id']))
         self._send(name, policy_name, applies, renewals, releases, result,
@@ -521,8 +519,8 @@ class DomainLoop:
         for host in dict.fromkeys([*applies, *renewals]):
             new, renew = applies.get(host, []), renewals.get(host, [])
             try:
-                self.agent_api.apply_caps(ctxt, host,
-                                          [c for c, _ in new + renew])
+                self.agent_api.apply_caps(
+                    ctxt, host, [c.to_wire() for c, _ in new + renew])
             except Exception as e:
                 LOG.error('apply_caps to %s failed (%s); its caps are sent '
                           'again next round', host, e)
@@ -532,8 +530,8 @@ class DomainLoop:
             renewed.extend(row_id for _cap, row_id in renew)
         for host, items in releases.items():
             try:
-                self.agent_api.release_caps(ctxt, host,
-                                            [d for d, _ in items])
+                self.agent_api.release_caps(
+                    ctxt, host, [d.to_wire() for d, _ in items])
             except Exception as e:
                 LOG.error('release_caps to %s failed (%s); tried again next '
                           'round', host, e)

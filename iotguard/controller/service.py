@@ -183,13 +183,11 @@ class ControllerService:
             lease = audit_mod.to_timestamp(cap['lease_expires_at'])
             if lease <= self._clock():
                 continue
-            caps.append({'instance_uuid': instance_uuid, 'dev': disk['dev'],
-                         'limits': cap['limits'], 'lease_expires_at': lease,
-                         'decision_id': (str(cap['decision_id'])
-                                         if cap['decision_id'] is not None
-                                         else None)})
+            caps.append(loop_mod.cap_of(disk, cap['limits'], lease,
+                                        cap['decision_id']))
         if caps:
-            self.loop.agent_api.apply_caps({}, host, caps)
+            self.loop.agent_api.apply_caps({}, host,
+                                           [c.to_wire() for c in caps])
             LOG.info('Sent the %d cap(s) of rebuilt instance %s to %s again',
                      len(caps), instance_uuid, host)
 
