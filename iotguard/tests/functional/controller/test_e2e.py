@@ -139,7 +139,8 @@ class EndToEndTest(base.TestCase):
         self.conf.set_override('control_exchange', 'iotguard-e2e-' + run)
         self.transport = rpc.get_transport(self.conf, url=rabbit.URL)
         self.addCleanup(self.transport.cleanup)
-        self.ears = rabbit.Tap('iotguard-e2e-' + run, rpc.TOPIC_CONTROLLER)
+        self.ears = rabbit.Tap('iotguard-e2e-' + run, rpc.topic_of(
+            self.transport, rpc.TOPIC_CONTROLLER))
         self.addCleanup(self.ears.stop)
         self.agent_api = rpcapi.AgentAPI(self.transport, timeout=10)
 
