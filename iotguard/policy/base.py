@@ -243,6 +243,42 @@ def audit_numbers(**values: float) -> dict[str, float]:
             if math.isfinite(value)}
 
 
+#: The most columns :func:`audit_rows` takes (a row's pattern of finite
+#: values is kept as the bits of an int64).
+AUDIT_COLUMNS = 62
+
+
+def audit_rows(names: tuple[str, ...],
+               values: FloatArray) -> list[dict[str, float]]:
+    """:func:`audit_numbers` of every row of ``values``, at once.
+
+    ``values[i, j]`` is the number ``names[j]`` of row ``i``. The same
+    dicts, keys in the order of ``names``, as one call of
+    :func:`audit_numbers` per row, but the numbers are read back as Python
+    floats in one go and the keys are found once per pattern of finite
+    values (a handful), not once per number.
+    """
+    if values.ndim != 2 or values.shape[1] != len(names):
+        raise ValueError('audit_rows: %d names for values of shape %r'
+                         % (len(names), values.shape))
+    if len(names) > AUDIT_COLUMNS:
+        raise ValueError('audit_rows: at most %d names, not %d'
+                         % (AUDIT_COLUMNS, len(names)))
+    finite = np.isfinite(values)
+    codes = finite.astype(np.int64) @ (np.int64(1) << np.arange(
+        len(names), dtype=np.int64))
+    patterns, which = np.unique(codes, return_index=True)
+    rows: list[dict[str, float]] = [{}] * len(values)
+    for code, first in zip(patterns.tolist(), which.tolist()):
+        at = np.flatnonzero(finite[first])
+        keys = [names[j] for j in at.tolist()]
+        members = np.flatnonzero(codes == code)
+        for i, numbers in zip(members.tolist(),
+                              values[np.ix_(members, at)].tolist()):
+            rows[i] = dict(zip(keys, numbers))
+    return rows
+
+
 def tightens(iops: FloatArray, bytes_sec: FloatArray,
              cap_iops: FloatArray, cap_bytes_sec: FloatArray) -> BoolArray:
     """Whether each new cap is tighter than the one in force, on any kind.

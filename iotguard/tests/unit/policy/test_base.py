@@ -1,0 +1,85 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+import math
+
+import numpy as np
+
+from iotguard.policy import base
+from iotguard.tests import base as test_base
+
+
+def reference_rows(names, values):
+    """audit_rows the straightforward way: audit_numbers row by row."""
+    return [base.audit_numbers(**dict(zip(names, row)))
+            for row in values.tolist()]
+
+
+class TestAuditRows(test_base.TestCase):
+
+    def test_by_hand(self):
+        rows = base.audit_rows(('a', 'b', 'c'), np.array([
+            [1.0, math.inf, 3.0],
+            [math.nan, 2.0, -math.inf],
+            [0.5, 0.25, 0.125]]))
+        self.assertEqual([{'a': 1.0, 'c': 3.0}, {'b': 2.0},
+                          {'a': 0.5, 'b': 0.25, 'c': 0.125}], rows)
+
+    def test_keys_in_the_order_of_names(self):
+        rows = base.audit_rows(('z', 'a', 'm'),
+                               np.array([[1.0, 2.0, 3.0]]))
+        self.assertEqual(['z', 'a', 'm'], list(rows[0]))
+
+    def test_values_are_python_floats(self):
+        rows = base.audit_rows(('a',), np.array([[1.5]]))
+        self.assertIs(float, type(rows[0]['a']))
+
+    def test_no_finite_value_no_key(self):
+        rows = base.audit_rows(('a', 'b'), np.array([[math.nan, math.inf],
+                                                     [math.inf, math.nan]]))
+        self.assertEqual([{}, {}], rows)
+        rows[0]['x'] = 1.0      # each row a dict of its own
+        self.assertEqual({}, rows[1])
+
+    def test_no_rows(self):
+        self.assertEqual([], base.audit_rows(('a', 'b'), np.zeros((0, 2))))
+
+    def test_shape_must_match_names(self):
+        self.assertRaises(ValueError, base.audit_rows, ('a', 'b'),
+                          np.zeros((3, 3)))
+        self.assertRaises(ValueError, base.audit_rows, ('a',),
+                          np.zeros(3))
+
+    def test_too_many_names(self):
+        names = tuple('n%d' % j for j in range(base.AUDIT_COLUMNS + 1))
+        self.assertRaises(ValueError, base.audit_rows, names,
+                          np.zeros((1, len(names))))
+
+    def test_random_against_audit_numbers(self):
+        rng = np.random.default_rng(11)
+        for trial in range(300):
+            rows = int(rng.integers(0, 40))
+            columns = int(rng.integers(1, base.AUDIT_COLUMNS + 1))
+            names = tuple('k%d' % j for j in rng.permutation(columns))
+            values = rng.normal(0, 1e3, (rows, columns))
+            special = rng.random((rows, columns))
+            values[special < 0.1] = math.inf
+            values[(special >= 0.1) & (special < 0.15)] = math.nan
+            values[(special >= 0.15) & (special < 0.2)] = -math.inf
+            values[(special >= 0.2) & (special < 0.25)] = -0.0
+            expected = reference_rows(names, values)
+            observed = base.audit_rows(names, values)
+            self.assertEqual(expected, observed)
+            for e, o in zip(expected, observed):
+                self.assertEqual(list(e), list(o))
+                self.assertEqual([math.copysign(1, v) for v in e.values()],
+                                 [math.copysign(1, v) for v in o.values()])
