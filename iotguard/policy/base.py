@@ -233,6 +233,35 @@ class Decision:
                 'total_bytes_sec': wire_value(self.bytes_sec)}
 
 
+def make_decisions(disk_ids: list[str], actions: list[str],
+                   reasons: list[str], iops: list[float],
+                   bytes_sec: list[float],
+                   numbers: list[dict[str, float]]) -> list[Decision]:
+    """:class:`Decision` records in bulk, one per position of the lists.
+
+    The same records as ``Decision(disk_ids[k], actions[k], ...)`` one by
+    one, at about half the cost: the actions are checked once for all, and
+    each record's fields are set at once, where a frozen dataclass's
+    ``__init__`` sets them one by one.
+    """
+    size = len(disk_ids)
+    if not (len(actions) == len(reasons) == len(iops) == len(bytes_sec)
+            == len(numbers) == size):
+        raise ValueError('make_decisions: columns of unequal lengths')
+    unknown = set(actions).difference(ACTIONS)
+    if unknown:
+        raise ValueError('unknown action %r' % sorted(unknown)[0])
+    new = object.__new__
+    records = []
+    for disk_id, action, reason, ops, byts, seen in zip(
+            disk_ids, actions, reasons, iops, bytes_sec, numbers):
+        record = new(Decision)
+        record.__dict__.update(disk_id=disk_id, action=action, reason=reason,
+                               iops=ops, bytes_sec=byts, numbers=seen)
+        records.append(record)
+    return records
+
+
 def audit_numbers(**values: float) -> dict[str, float]:
     """The finite ones of ``values`` as plain floats, for the audit trail.
 

@@ -566,31 +566,26 @@ class GuaranteePolicy:
                     for value in numbers.values()]))
         # (only decide() tightens, and it gives the shares)
         share = extra.get('share', new)[index]
+        released = release[index]
         raised = ('guarantee: cap raised from %%.4f to %%.4f (at most x%g '
                   'per interval)' % self.release_factor)
-        decisions = []
-        for (i, seen, released, tightened, iops, bytes_sec, load, share_i,
-             new_i, floor_i, cap_i, ceil_i) in zip(
-                index.tolist(), audit, release[index].tolist(),
-                tight.tolist(), ops[sent].tolist(), byts[sent].tolist(),
-                u[index].tolist(), share.tolist(), new[index].tolist(),
-                floor[index].tolist(), cap[index].tolist(),
-                ceil[index].tolist()):
-            if released:
-                decisions.append(base.Decision(
-                    snap.disk_ids[i], base.RELEASE,
-                    'guarantee: cap raised to the %s, released'
-                    % ('ceiling' if ceil_i <= CAPACITY else
-                       'whole domain'), math.inf, math.inf, seen))
-            elif tightened:
-                decisions.append(base.Decision(
-                    snap.disk_ids[i], base.CAP,
-                    'guarantee: load %.4f above its fair share %.4f, '
-                    'capped at %.4f (floor %.4f)'
-                    % (load, share_i, new_i, floor_i),
-                    iops, bytes_sec, seen))
-            else:
-                decisions.append(base.Decision(
-                    snap.disk_ids[i], base.CAP, raised % (cap_i, new_i),
-                    iops, bytes_sec, seen))
+        reasons = [
+            'guarantee: cap raised to the %s, released'
+            % ('ceiling' if ceil_i <= CAPACITY else 'whole domain')
+            if released_i else
+            'guarantee: load %.4f above its fair share %.4f, capped at '
+            '%.4f (floor %.4f)' % (load, share_i, new_i, floor_i)
+            if tightened else raised % (cap_i, new_i)
+            for released_i, tightened, load, share_i, new_i, floor_i, cap_i,
+            ceil_i in zip(released.tolist(), tight.tolist(),
+                          u[index].tolist(), share.tolist(),
+                          new[index].tolist(), floor[index].tolist(),
+                          cap[index].tolist(), ceil[index].tolist())]
+        # A release lifts both limits.
+        decisions = base.make_decisions(
+            [snap.disk_ids[i] for i in index.tolist()],
+            [base.RELEASE if released_i else base.CAP
+             for released_i in released.tolist()],
+            reasons, np.where(released, np.inf, ops[sent]).tolist(),
+            np.where(released, np.inf, byts[sent]).tolist(), audit)
         return decisions

@@ -10,6 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import dataclasses
 import math
 
 import numpy as np
@@ -83,3 +84,50 @@ class TestAuditRows(test_base.TestCase):
                 self.assertEqual(list(e), list(o))
                 self.assertEqual([math.copysign(1, v) for v in e.values()],
                                  [math.copysign(1, v) for v in o.values()])
+
+
+class TestMakeDecisions(test_base.TestCase):
+
+    def columns(self, rng, size):
+        actions = [base.ACTIONS[k] for k in rng.integers(0, 2, size)]
+        return (['disk-%d' % k for k in range(size)], actions,
+                ['reason %d' % k for k in range(size)],
+                [math.inf if a == base.RELEASE else float(v)
+                 for a, v in zip(actions, rng.uniform(1, 1e4, size))],
+                rng.uniform(1, 1e8, size).tolist(),
+                [{'load': float(v)} for v in rng.random(size)])
+
+    def test_fields_are_decisions(self):
+        # make_decisions sets every field of a Decision
+        self.assertEqual(
+            ('disk_id', 'action', 'reason', 'iops', 'bytes_sec', 'numbers'),
+            tuple(f.name for f in dataclasses.fields(base.Decision)))
+
+    def test_random_against_decision(self):
+        rng = np.random.default_rng(5)
+        for size in (0, 1, 2, 17, 300):
+            columns = self.columns(rng, size)
+            expected = [base.Decision(*row) for row in zip(*columns)]
+            observed = base.make_decisions(*columns)
+            self.assertEqual(expected, observed)
+            for e, o in zip(expected, observed):
+                self.assertIs(base.Decision, type(o))
+                self.assertEqual(vars(e), vars(o))
+                self.assertEqual(repr(e), repr(o))
+                self.assertEqual(e.limits, o.limits)
+
+    def test_records_stay_frozen(self):
+        record, = base.make_decisions(['d'], [base.CAP], ['r'], [1.0],
+                                      [2.0], [{}])
+        self.assertRaises(dataclasses.FrozenInstanceError, setattr, record,
+                          'iops', 3.0)
+        self.assertEqual(record, dataclasses.replace(record))
+
+    def test_unknown_action(self):
+        self.assertRaises(ValueError, base.make_decisions, ['d', 'e'],
+                          [base.CAP, 'throttle'], ['r', 'r'], [1.0, 1.0],
+                          [1.0, 1.0], [{}, {}])
+
+    def test_unequal_lengths(self):
+        self.assertRaises(ValueError, base.make_decisions, ['d', 'e'],
+                          [base.CAP], ['r'], [1.0], [1.0], [{}])
