@@ -22,8 +22,10 @@ so that a decision over 100,000 disks stays a handful of vector operations.
 convention), see :func:`Decision.limits`.
 """
 
+import collections.abc
 import dataclasses
 import math
+import operator
 from typing import Protocol
 
 import numpy as np
@@ -276,16 +278,28 @@ def audit_numbers(**values: float) -> dict[str, float]:
 #: values is kept as the bits of an int64).
 AUDIT_COLUMNS = 62
 
+#: Picks a row's values at some positions, as a tuple.
+Picker = collections.abc.Callable[[list[float]], tuple[float, ...]]
 
-def audit_rows(names: tuple[str, ...],
-               values: FloatArray) -> list[dict[str, float]]:
+
+def _picker(at: list[int]) -> Picker:
+    if len(at) >= 2:
+        pick: Picker = operator.itemgetter(*at)
+        return pick
+    return lambda row: tuple(row[j] for j in at)
+
+
+def audit_rows(names: tuple[str, ...], values: FloatArray,
+               common: dict[str, float] | None = None
+               ) -> list[dict[str, float]]:
     """:func:`audit_numbers` of every row of ``values``, at once.
 
-    ``values[i, j]`` is the number ``names[j]`` of row ``i``. The same
-    dicts, keys in the order of ``names``, as one call of
-    :func:`audit_numbers` per row, but the numbers are read back as Python
-    floats in one go and the keys are found once per pattern of finite
-    values (a handful), not once per number.
+    ``values[i, j]`` is the number ``names[j]`` of row ``i``; ``common``
+    are numbers of every row, after its own. The same dicts, keys in that
+    order, as ``audit_numbers(**row, **common)`` row by row, but the
+    numbers are read back as Python floats in one go and the keys are
+    found once per pattern of finite values (a handful), not once per
+    number.
     """
     if values.ndim != 2 or values.shape[1] != len(names):
         raise ValueError('audit_rows: %d names for values of shape %r'
@@ -293,18 +307,22 @@ def audit_rows(names: tuple[str, ...],
     if len(names) > AUDIT_COLUMNS:
         raise ValueError('audit_rows: at most %d names, not %d'
                          % (AUDIT_COLUMNS, len(names)))
+    shared = audit_numbers(**(common or {}))
+    shared_keys = tuple(shared)
+    shared_values = tuple(shared.values())
     finite = np.isfinite(values)
     codes = finite.astype(np.int64) @ (np.int64(1) << np.arange(
         len(names), dtype=np.int64))
-    patterns, which = np.unique(codes, return_index=True)
-    rows: list[dict[str, float]] = [{}] * len(values)
-    for code, first in zip(patterns.tolist(), which.tolist()):
-        at = np.flatnonzero(finite[first])
-        keys = [names[j] for j in at.tolist()]
-        members = np.flatnonzero(codes == code)
-        for i, numbers in zip(members.tolist(),
-                              values[np.ix_(members, at)].tolist()):
-            rows[i] = dict(zip(keys, numbers))
+    patterns: dict[int, tuple[tuple[str, ...], Picker]] = {}
+    rows = []
+    for i, (code, numbers) in enumerate(zip(codes.tolist(),
+                                            values.tolist())):
+        if code not in patterns:
+            at = np.flatnonzero(finite[i]).tolist()
+            patterns[code] = (tuple(names[j] for j in at) + shared_keys,
+                              _picker(at))
+        keys, pick = patterns[code]
+        rows.append(dict(zip(keys, pick(numbers) + shared_values)))
     return rows
 
 

@@ -553,17 +553,13 @@ class GuaranteePolicy:
             return []
         index, tight = index[sent], tight[sent]
         # The audit numbers of every decision at once: the disk's, then
-        # the domain's (the same for all; "no limit" and "never" are left
-        # out of both, as base.audit_numbers does).
+        # the domain's.
         names = ('load', 'floor', 'ceiling', 'cap', 'new_cap', 'io_size',
-                 'iops', 'bytes_sec', 'latency_ms') + tuple(extra) + tuple(
-                     numbers)
+                 'iops', 'bytes_sec', 'latency_ms') + tuple(extra)
         audit = base.audit_rows(names, np.column_stack([
             column[index] for column in (
                 u, floor, ceil, cap, new, size, snap.iops, snap.bytes_sec,
-                snap.latency_ms, *extra.values())] + [
-                    np.full(len(index), value)
-                    for value in numbers.values()]))
+                snap.latency_ms, *extra.values())]), numbers)
         # (only decide() tightens, and it gives the shares)
         share = extra.get('share', new)[index]
         released = release[index]

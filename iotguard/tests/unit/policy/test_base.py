@@ -19,9 +19,9 @@ from iotguard.policy import base
 from iotguard.tests import base as test_base
 
 
-def reference_rows(names, values):
+def reference_rows(names, values, common=None):
     """audit_rows the straightforward way: audit_numbers row by row."""
-    return [base.audit_numbers(**dict(zip(names, row)))
+    return [base.audit_numbers(**dict(zip(names, row)), **(common or {}))
             for row in values.tolist()]
 
 
@@ -51,6 +51,14 @@ class TestAuditRows(test_base.TestCase):
         rows[0]['x'] = 1.0      # each row a dict of its own
         self.assertEqual({}, rows[1])
 
+    def test_common_numbers_after_the_rows_own(self):
+        rows = base.audit_rows(('a', 'b'), np.array([[1.0, math.inf],
+                                                     [3.0, 4.0]]),
+                               {'level': math.inf, 'capacity': 0.5})
+        self.assertEqual([{'a': 1.0, 'capacity': 0.5},
+                          {'a': 3.0, 'b': 4.0, 'capacity': 0.5}], rows)
+        self.assertEqual(['a', 'b', 'capacity'], list(rows[1]))
+
     def test_no_rows(self):
         self.assertEqual([], base.audit_rows(('a', 'b'), np.zeros((0, 2))))
 
@@ -77,8 +85,15 @@ class TestAuditRows(test_base.TestCase):
             values[(special >= 0.1) & (special < 0.15)] = math.nan
             values[(special >= 0.15) & (special < 0.2)] = -math.inf
             values[(special >= 0.2) & (special < 0.25)] = -0.0
-            expected = reference_rows(names, values)
-            observed = base.audit_rows(names, values)
+            common = {'c%d' % j: v for j, v in enumerate(
+                rng.choice([0.5, -0.0, 1e-300, math.inf, math.nan],
+                           int(rng.integers(0, 5))).tolist())}
+            if trial % 2:
+                expected = reference_rows(names, values)
+                observed = base.audit_rows(names, values)
+            else:
+                expected = reference_rows(names, values, common)
+                observed = base.audit_rows(names, values, common)
             self.assertEqual(expected, observed)
             for e, o in zip(expected, observed):
                 self.assertEqual(list(e), list(o))
