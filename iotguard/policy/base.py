@@ -277,6 +277,7 @@ def audit_numbers(**values: float) -> dict[str, float]:
 #: The most columns :func:`audit_rows` takes (a row's pattern of finite
 #: values is kept as the bits of an int64).
 AUDIT_COLUMNS = 62
+_BITS = np.int64(1) << np.arange(AUDIT_COLUMNS, dtype=np.int64)
 
 #: Picks a row's values at some positions, as a tuple.
 Picker = collections.abc.Callable[[list[float]], tuple[float, ...]]
@@ -311,8 +312,7 @@ def audit_rows(names: tuple[str, ...], values: FloatArray,
     shared_keys = tuple(shared)
     shared_values = tuple(shared.values())
     finite = np.isfinite(values)
-    codes = finite.astype(np.int64) @ (np.int64(1) << np.arange(
-        len(names), dtype=np.int64))
+    codes = finite @ _BITS[:len(names)]
     patterns: dict[int, tuple[tuple[str, ...], Picker]] = {}
     rows = []
     for i, (code, numbers) in enumerate(zip(codes.tolist(),

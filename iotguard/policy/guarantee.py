@@ -556,12 +556,13 @@ class GuaranteePolicy:
         # the domain's.
         names = ('load', 'floor', 'ceiling', 'cap', 'new_cap', 'io_size',
                  'iops', 'bytes_sec', 'latency_ms') + tuple(extra)
-        audit = base.audit_rows(names, np.column_stack([
-            column[index] for column in (
-                u, floor, ceil, cap, new, size, snap.iops, snap.bytes_sec,
-                snap.latency_ms, *extra.values())]), numbers)
-        # (only decide() tightens, and it gives the shares)
-        share = extra.get('share', new)[index]
+        columns = np.column_stack([column[index] for column in (
+            u, floor, ceil, cap, new, size, snap.iops, snap.bytes_sec,
+            snap.latency_ms, *extra.values())])
+        audit = base.audit_rows(names, columns, numbers)
+        # The reasons' numbers: load, share (only decide() tightens, and it
+        # gives the shares), new cap, floor, cap in force, ceiling.
+        share = names.index('share') if 'share' in extra else 4
         released = release[index]
         raised = ('guarantee: cap raised from %%.4f to %%.4f (at most x%g '
                   'per interval)' % self.release_factor)
@@ -572,16 +573,16 @@ class GuaranteePolicy:
             'guarantee: load %.4f above its fair share %.4f, capped at '
             '%.4f (floor %.4f)' % (load, share_i, new_i, floor_i)
             if tightened else raised % (cap_i, new_i)
-            for released_i, tightened, load, share_i, new_i, floor_i, cap_i,
-            ceil_i in zip(released.tolist(), tight.tolist(),
-                          u[index].tolist(), share.tolist(),
-                          new[index].tolist(), floor[index].tolist(),
-                          cap[index].tolist(), ceil[index].tolist())]
+            for released_i, tightened, (load, share_i, new_i, floor_i, cap_i,
+                                        ceil_i)
+            in zip(released.tolist(), tight.tolist(),
+                   columns[:, [0, share, 4, 1, 3, 2]].tolist())]
         # A release lifts both limits.
+        ops, byts = ops[sent], byts[sent]
+        ops[released] = byts[released] = np.inf
         decisions = base.make_decisions(
             [snap.disk_ids[i] for i in index.tolist()],
             [base.RELEASE if released_i else base.CAP
              for released_i in released.tolist()],
-            reasons, np.where(released, np.inf, ops[sent]).tolist(),
-            np.where(released, np.inf, byts[sent]).tolist(), audit)
+            reasons, ops.tolist(), byts.tolist(), audit)
         return decisions
