@@ -318,8 +318,8 @@ def audit_rows(names: tuple[str, ...], values: FloatArray,
     for i, (code, numbers) in enumerate(zip(codes.tolist(),
                                             values.tolist())):
         if code not in patterns:
-            at = np.flatnonzero(finite[i]).tolist()
-            patterns[code] = (tuple(names[j] for j in at) + shared_keys,
+            at = [j for j, ok in enumerate(finite[i].tolist()) if ok]
+            patterns[code] = (tuple([names[j] for j in at]) + shared_keys,
                               _picker(at))
         keys, pick = patterns[code]
         rows.append(dict(zip(keys, pick(numbers) + shared_values)))
