@@ -23,8 +23,9 @@ What it does, with the controller's own code and a real broker:
    ``hosts x disks-per-host`` disks spread over them (each domain spans
    many hosts, like a Ceph or Cinder pool);
 2. ``--rounds`` times: the hosts' ``report_samples`` batches (in columns,
-   RPC 1.1, or a dict per disk with ``--version-cap 1.0``) are cast with
-   the real :class:`ControllerAPI` (fanout, RabbitMQ at ``--url``) and
+   RPC 1.2, or a dict per disk with ``--version-cap 1.0``) are cast with
+   the real :class:`ControllerAPI` (RabbitMQ at ``--url``; to the one
+   controller, or fanout with ``--version-cap 1.1`` or ``1.0``) and
    received by the controller's RPC server and :class:`ControllerManager`
    into the sample store (ingest time and rate; the feeder runs in this
    process too, or with ``--feeder process`` in a child process as agents
@@ -141,9 +142,9 @@ class _TimedManager(manager_mod.ControllerManager):
 
     busy_s = 0.0
 
-    def report_samples(self, ctxt, host, samples):
+    def report_samples(self, ctxt, host, samples, route=False):
         started = time.perf_counter()
-        super().report_samples(ctxt, host, samples)
+        super().report_samples(ctxt, host, samples, route=route)
         self.busy_s += time.perf_counter() - started
 
 
@@ -478,9 +479,10 @@ def main(argv=None):
                         'as agents on many hosts do (default 1: one after '
                         'the other, each waiting for its publisher '
                         'confirm)')
-    parser.add_argument('--version-cap', choices=('1.0', '1.1'),
+    parser.add_argument('--version-cap', choices=('1.0', '1.1', '1.2'),
                         help='the agents\' [upgrade_levels] controller: '
-                        '1.0 sends a dict per disk, 1.1 (default) columns')
+                        '1.0 sends a dict per disk, 1.1 columns to every '
+                        'controller, 1.2 (default) columns to one')
     parser.add_argument('--db-url', help='an empty database (default: a '
                         'fresh SQLite file)')
     bench.add_url_argument(parser)
