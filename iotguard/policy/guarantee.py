@@ -95,10 +95,8 @@ domain's columns; the only Python loop builds the decisions for the disks
 that change.
 """
 
-import collections.abc
 import dataclasses
 import math
-import operator
 
 import numpy as np
 
@@ -303,10 +301,6 @@ def remembered_demand(asked: base.FloatArray, closed: base.FloatArray,
     result: base.FloatArray = np.maximum(u, np.where(
         known, np.minimum(closed, np.where(known, asked, 0.0)), u))
     return result
-
-
-#: Picks some of a row's values, as a tuple.
-Getter = collections.abc.Callable[[list[float]], tuple[float, ...]]
 
 
 class GuaranteePolicy:
@@ -555,59 +549,40 @@ class GuaranteePolicy:
         effective = costmodel.limit_load(ops, byts, size[index], cost[index])
         sent = (tight | release[index]
                 | (effective > cap[index] * (1.0 + self.min_change)))
-        # The audit numbers of every decision at once, as Python floats
-        # (one tolist instead of a NumPy scalar per number and decision):
-        # the per-disk ones in this order, then the domain's.
+        if not sent.any():
+            return []
+        index, tight = index[sent], tight[sent]
+        # The audit numbers of every decision at once: the disk's, then
+        # the domain's.
         names = ('load', 'floor', 'ceiling', 'cap', 'new_cap', 'io_size',
                  'iops', 'bytes_sec', 'latency_ms') + tuple(extra)
-        matrix = np.column_stack([
-            column[index] for column in (
-                u, floor, ceil, cap, new, size, snap.iops, snap.bytes_sec,
-                snap.latency_ms, *extra.values())])
-        # One key getter per pattern of finite numbers (a handful; the
-        # pattern as the bits of an int): "no limit" (inf) and "never"
-        # (nan) are left out, as base.audit_numbers does.
-        finite = np.isfinite(matrix)
-        codes = (finite.astype(np.int64) @ (np.int64(1) << np.arange(
-            len(names), dtype=np.int64))).tolist()
-        getters: dict[int, tuple[tuple[str, ...], Getter]] = {}
-        for code, pattern in zip(codes, finite.tolist()):
-            if code not in getters:
-                at = [j for j, ok in enumerate(pattern) if ok]
-                # (one index more than kept, so that it always returns a
-                # tuple; zip drops the extra value)
-                getters[code] = (tuple(names[j] for j in at),
-                                 operator.itemgetter(*at, 0))
-        common = base.audit_numbers(**numbers)
-        share = names.index('share') if 'share' in extra else None
-        decisions = []
-        for k, (i, row, released, tightened, iops, bytes_sec) in enumerate(
-                zip(index.tolist(), matrix.tolist(), release[index].tolist(),
-                    tight.tolist(), ops.tolist(), byts.tolist())):
-            if not sent[k]:
-                continue
-            kept, getter = getters[codes[k]]
-            seen = dict(zip(kept, getter(row)))
-            seen.update(common)
-            load, floor_i, ceil_i, cap_i, new_i = row[:5]
-            if released:
-                decisions.append(base.Decision(
-                    snap.disk_ids[i], base.RELEASE,
-                    'guarantee: cap raised to the %s, released'
-                    % ('ceiling' if ceil_i <= CAPACITY else
-                       'whole domain'), numbers=seen))
-            elif tightened:
-                assert share is not None   # a tightening has shares
-                decisions.append(base.Decision(
-                    snap.disk_ids[i], base.CAP,
-                    'guarantee: load %.4f above its fair share %.4f, '
-                    'capped at %.4f (floor %.4f)'
-                    % (load, row[share], new_i, floor_i),
-                    iops=iops, bytes_sec=bytes_sec, numbers=seen))
-            else:
-                decisions.append(base.Decision(
-                    snap.disk_ids[i], base.CAP,
-                    'guarantee: cap raised from %.4f to %.4f (at most x%g '
-                    'per interval)' % (cap_i, new_i, self.release_factor),
-                    iops=iops, bytes_sec=bytes_sec, numbers=seen))
+        columns = np.column_stack([column[index] for column in (
+            u, floor, ceil, cap, new, size, snap.iops, snap.bytes_sec,
+            snap.latency_ms, *extra.values())])
+        audit = base.audit_rows(names, columns, numbers)
+        # The reasons' numbers: load, share (only decide() tightens, and it
+        # gives the shares), new cap, floor, cap in force, ceiling.
+        share = names.index('share') if 'share' in extra else 4
+        released = release[index]
+        raised = ('guarantee: cap raised from %%.4f to %%.4f (at most x%g '
+                  'per interval)' % self.release_factor)
+        reasons = [
+            'guarantee: cap raised to the %s, released'
+            % ('ceiling' if ceil_i <= CAPACITY else 'whole domain')
+            if released_i else
+            'guarantee: load %.4f above its fair share %.4f, capped at '
+            '%.4f (floor %.4f)' % (load, share_i, new_i, floor_i)
+            if tightened else raised % (cap_i, new_i)
+            for released_i, tightened, (load, share_i, new_i, floor_i, cap_i,
+                                        ceil_i)
+            in zip(released.tolist(), tight.tolist(),
+                   columns[:, [0, share, 4, 1, 3, 2]].tolist())]
+        # A release lifts both limits.
+        ops, byts = ops[sent], byts[sent]
+        ops[released] = byts[released] = np.inf
+        decisions = base.make_decisions(
+            [snap.disk_ids[i] for i in index.tolist()],
+            [base.RELEASE if released_i else base.CAP
+             for released_i in released.tolist()],
+            reasons, ops.tolist(), byts.tolist(), audit)
         return decisions
