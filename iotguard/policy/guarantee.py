@@ -125,6 +125,7 @@ DEFAULTS = {
     'congestion_ms': 0.0,
     'congestion_factor': 8.0,
     'congestion_release': 0.7,
+    'raise_change': 0.03,
 }
 
 #: How far, per decision, the learned uncongested service time follows
@@ -192,6 +193,8 @@ def _check(params: dict[str, float]) -> None:
         fail('congestion_factor', '> 1')
     if not 0 < params['congestion_release'] <= 1:
         fail('congestion_release', 'in (0, 1]')
+    if not 0 <= params['raise_change'] <= params['min_change']:
+        fail('raise_change', 'in [0, min_change (%r)]' % params['min_change'])
     if params['release_factor'] <= 1 + params['min_change']:
         fail('release_factor', 'above 1 + min_change (%r)'
              % (1 + params['min_change']))
@@ -338,6 +341,7 @@ class GuaranteePolicy:
         self.congestion_ms = values['congestion_ms']
         self.congestion_factor = values['congestion_factor']
         self.congestion_release = values['congestion_release']
+        self.raise_change = values['raise_change']
         #: what is remembered between calls, per domain (:class:`Memory`)
         self.memory: dict[str, Memory] = {}
 
@@ -423,7 +427,13 @@ class GuaranteePolicy:
         # what it asks and does not hold the cap.
         at_cap = fresh & capped & (u >= self.at_cap_ratio * cap)
         unmet = (slow | wants) & ~capped
-        congested = (bool((slow & ~capped).any())
+        # A shallow disk that loses more than the tolerance of what it
+        # would send at the uncongested service time loses it to the
+        # queue, however far under the threshold its latency is (a client
+        # thinking 20 ms between 4 KiB writes loses 5 % at ~1.2 ms).
+        losing = (bool(wants.any()) and domain > self.low_watermark
+                  * CAPACITY)
+        congested = (bool((slow & ~capped).any()) or losing
                      or pressure > self.congestion_release)
         # An idle disk keeps its cap as it is: it costs nothing, tells
         # nothing (no I/O size), and protects the neighbours the moment the
@@ -440,6 +450,7 @@ class GuaranteePolicy:
         numbers = dict(domain_load=domain, charged=total,
                        starving=float(starving.sum()),
                        waiting=float(unmet.sum()), pressure=pressure,
+                       losing=float(losing),
                        service_ratio=learned or math.nan)
         if not (engaged or holding):
             return self._relax(snap, may_raise, u, floor, ceil, hold, cap,
@@ -466,10 +477,19 @@ class GuaranteePolicy:
         else:
             capacity = max(total, self.min_capacity * CAPACITY,
                            self.high_watermark * CAPACITY)
-        if pressure > 1.0 and not bool((active & ~capped & ~shallow).any()):
-            # the shallow disks queue past the threshold although every
-            # deep queue is capped: the caps fill the array, share out less
-            capacity = min(capacity, total * max(0.85, pressure ** -0.5))
+        border = self.high_watermark * CAPACITY
+        if (pressure > 1.0 or losing) and not bool(
+                (active & ~capped & ~shallow).any()):
+            # the shallow disks queue past the threshold (or lose to the
+            # queue) although every deep queue is capped: the caps fill
+            # the array, share out less. Above the border, the border
+            # (where the raises would bring the caps back); at or under
+            # it, 85 % of what is served or less.
+            if total > border:
+                capacity = min(capacity, border)
+            else:
+                capacity = min(capacity, total * (0.85 if losing else max(
+                    0.85, pressure ** -0.5)))
         share, level = allocation.fair_shares(capacity, floor, demand,
                                               snap.weight)
         target = np.minimum(np.maximum(share, floor), ceil)
@@ -486,8 +506,16 @@ class GuaranteePolicy:
         over = fresh & ~shallow & (u > share * (1.0 + slack))
         tighten = engaged & over & (target < np.minimum(cap, static) * (
             1.0 - self.min_change))
+        # Under the border the raise back toward the share is sent from
+        # raise_change on: a cap cut under pressure (to 85 % of what was
+        # served) or raised x release_factor from a calm domain lands a
+        # few per cent under its share at the border, and min_change would
+        # leave it there for good, the array idle under the border.
+        step = (self.raise_change if domain < self.high_watermark * CAPACITY
+                else self.min_change)
+        numbers.update(raise_step=step)
         loosen = (may_raise & ~tighten
-                  & (target > cap * (1.0 + self.min_change)))
+                  & (target > cap * (1.0 + step)))
         new = np.where(tighten, target,
                        np.minimum(target, cap * self.release_factor))
         release = loosen & (new >= hold)
@@ -495,7 +523,8 @@ class GuaranteePolicy:
         extra = dict(share=share, target=target, demand=demand, asked=asked,
                      service_ms=service_ms, threshold_ms=threshold_ms)
         return self._decisions(snap, change, release, new, u, floor, ceil,
-                               cap, size, cost, numbers, extra, tighten)
+                               cap, size, cost, numbers, extra, tighten,
+                               step)
 
     def _relax(self, snap: base.DomainSnapshot, may_raise: base.BoolArray,
                u: base.FloatArray, floor: base.FloatArray,
@@ -524,8 +553,14 @@ class GuaranteePolicy:
                    size: base.FloatArray, cost: base.FloatArray,
                    numbers: dict[str, float],
                    extra: dict[str, base.FloatArray],
-                   tighten: base.BoolArray) -> list[base.Decision]:
-        """Build the decisions of the disks in ``change`` (few)."""
+                   tighten: base.BoolArray,
+                   step: float | None = None) -> list[base.Decision]:
+        """Build the decisions of the disks in ``change`` (few).
+
+        A raise is sent when it moves the cap by more than ``step``
+        (default ``min_change``).
+        """
+        step = self.min_change if step is None else step
         index = np.flatnonzero(change)
         tight = tighten[index]
         # A tightened cap is derived from the share at the disk's current
@@ -554,7 +589,7 @@ class GuaranteePolicy:
         # and an audit record.
         effective = costmodel.limit_load(ops, byts, size[index], cost[index])
         sent = (tight | release[index]
-                | (effective > cap[index] * (1.0 + self.min_change)))
+                | (effective > cap[index] * (1.0 + step)))
         # The audit numbers of every decision at once, as Python floats
         # (one tolist instead of a NumPy scalar per number and decision):
         # the per-disk ones in this order, then the domain's.
