@@ -478,13 +478,15 @@ class GuaranteePolicy:
             capacity = max(total, self.min_capacity * CAPACITY,
                            self.high_watermark * CAPACITY)
         border = self.high_watermark * CAPACITY
-        if (pressure > 1.0 or losing) and not bool(
-                (active & ~capped & ~shallow).any()):
+        queue_cut = (pressure > 1.0 or losing) and not bool(
+            (active & ~capped & ~shallow).any())
+        if queue_cut:
             # the shallow disks queue past the threshold (or lose to the
             # queue) although every deep queue is capped: the caps fill
             # the array, share out less. Above the border, the border
-            # (where the raises would bring the caps back); at or under
-            # it, 85 % of what is served or less.
+            # (where a raise would bring the caps back: cut and raise
+            # would be two changes); at or under it, 85 % of what is
+            # served or less.
             if total > border:
                 capacity = min(capacity, border)
             else:
@@ -504,8 +506,11 @@ class GuaranteePolicy:
         # the queue: it is never what keeps the queue long.
         # A cap at the disk's static limits would change nothing.
         over = fresh & ~shallow & (u > share * (1.0 + slack))
+        # A cut to the border is sent from raise_change on: the evidence
+        # is the queue itself, not a measurement that may be noise.
+        cut_step = self.raise_change if queue_cut else self.min_change
         tighten = engaged & over & (target < np.minimum(cap, static) * (
-            1.0 - self.min_change))
+            1.0 - cut_step))
         # Under the border the raise back toward the share is sent from
         # raise_change on: a cap cut under pressure (to 85 % of what was
         # served) or raised x release_factor from a calm domain lands a
@@ -513,7 +518,7 @@ class GuaranteePolicy:
         # leave it there for good, the array idle under the border.
         step = (self.raise_change if domain < self.high_watermark * CAPACITY
                 else self.min_change)
-        numbers.update(raise_step=step)
+        numbers.update(raise_step=step, cut_step=cut_step)
         loosen = (may_raise & ~tighten
                   & (target > cap * (1.0 + step)))
         new = np.where(tighten, target,
