@@ -478,12 +478,14 @@ class GuaranteePolicy:
             capacity = max(total, self.min_capacity * CAPACITY,
                            self.high_watermark * CAPACITY)
         border = self.high_watermark * CAPACITY
-        queue_cut = (pressure > 1.0 or losing) and not bool(
-            (active & ~capped & ~shallow).any())
+        objective_missed = pressure > 1.0 or losing
+        queue_cut = objective_missed and (total > border or not bool(
+            (active & ~capped & ~shallow).any()))
         if queue_cut:
             # the shallow disks queue past the threshold (or lose to the
-            # queue) although every deep queue is capped: the caps fill
-            # the array, share out less. Above the border, the border
+            # queue) above the border, or although every deep queue is
+            # capped (the caps fill the array): share out less. Above the
+            # border, the border
             # (where a raise would bring the caps back: cut and raise
             # would be two changes); at or under it, 85 % of what is
             # served or less.
