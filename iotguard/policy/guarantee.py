@@ -193,8 +193,8 @@ def _check(params: dict[str, float]) -> None:
         fail('congestion_factor', '> 1')
     if not 0 < params['congestion_release'] <= 1:
         fail('congestion_release', 'in (0, 1]')
-    if not 0 <= params['raise_change'] <= params['min_change']:
-        fail('raise_change', 'in [0, min_change (%r)]' % params['min_change'])
+    if not 0 <= params['raise_change'] < 1:
+        fail('raise_change', 'in [0, 1)')
     if params['release_factor'] <= 1 + params['min_change']:
         fail('release_factor', 'above 1 + min_change (%r)'
              % (1 + params['min_change']))
@@ -341,7 +341,8 @@ class GuaranteePolicy:
         self.congestion_ms = values['congestion_ms']
         self.congestion_factor = values['congestion_factor']
         self.congestion_release = values['congestion_release']
-        self.raise_change = values['raise_change']
+        #: (never above min_change)
+        self.raise_change = min(values['raise_change'], self.min_change)
         #: what is remembered between calls, per domain (:class:`Memory`)
         self.memory: dict[str, Memory] = {}
 
@@ -520,7 +521,8 @@ class GuaranteePolicy:
         # leave it there for good, the array idle under the border.
         step = (self.raise_change if domain < self.high_watermark * CAPACITY
                 else self.min_change)
-        numbers.update(raise_step=step, cut_step=cut_step)
+        numbers.update(raise_step=step, cut_step=cut_step,
+                       queue_cut=float(queue_cut), border=border)
         loosen = (may_raise & ~tighten
                   & (target > cap * (1.0 + step)))
         new = np.where(tighten, target,
@@ -643,13 +645,20 @@ class GuaranteePolicy:
                 decisions.append(base.Decision(
                     snap.disk_ids[i], base.CAP,
                     'guarantee: load %.4f above its fair share %.4f, '
-                    'capped at %.4f (floor %.4f)'
-                    % (load, row[share], new_i, floor_i),
+                    'capped at %.4f (floor %.4f)%s'
+                    % (load, row[share], new_i, floor_i,
+                       '; latency objective missed, capacity %.4f shared '
+                       'out' % common['capacity']
+                       if common.get('queue_cut') else ''),
                     iops=iops, bytes_sec=bytes_sec, numbers=seen))
             else:
                 decisions.append(base.Decision(
                     snap.disk_ids[i], base.CAP,
                     'guarantee: cap raised from %.4f to %.4f (at most x%g '
-                    'per interval)' % (cap_i, new_i, self.release_factor),
+                    'per interval%s)' % (
+                        cap_i, new_i, self.release_factor,
+                        '' if step >= self.min_change else
+                        '; under the border sent from +%g %%' % (
+                            100 * step)),
                     iops=iops, bytes_sec=bytes_sec, numbers=seen))
         return decisions

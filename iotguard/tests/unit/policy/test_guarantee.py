@@ -243,6 +243,24 @@ class TestGuaranteePolicy(test_base.TestCase):
                                 fakes.disk('b', ops=50))
         self.assertAlmostEqual(30.0, decisions['a'].iops)
 
+    def test_raise_toward_the_share_under_the_border(self):
+        # a runs at its cap of 50 IOPS (0.55); b does 29 IOPS (0.319): U =
+        # 0.869, under the border, holding. a's share at the border, 0.581,
+        # is 5.6 % above its cap: under min_change (10 %), over
+        # raise_change (3 %): raised, so the array is used to the border.
+        decisions = self.decide(capped('a', 50, 50), fakes.disk('b', ops=29))
+        d = decisions['a']
+        self.assertAlmostEqual(0.581 / C64, d.iops)
+        self.assertEqual(0.03, d.numbers['raise_step'])
+        self.assertIn('from +3 %', d.reason)
+        # 2.6 % under its share (b at 30.5 IOPS): not sent
+        self.assertEqual({}, self.decide(capped('a', 50, 50),
+                                         fakes.disk('b', ops=30.5)))
+        # nor with raise_change at min_change (the former rule)
+        self.assertEqual({}, self.decide(
+            capped('a', 50, 50), fakes.disk('b', ops=29),
+            policy=guarantee.GuaranteePolicy(raise_change=0.1)))
+
     def test_small_changes_not_sent(self):
         # a runs at its cap of 52 IOPS (0.572); b and c starve at 18 IOPS
         # (0.198 < 0.95 x 0.22) and, with no margin, want their floor:
@@ -450,6 +468,8 @@ class TestGuaranteePolicy(test_base.TestCase):
                             ('congestion_factor', 1.0),
                             ('congestion_release', 0),
                             ('congestion_release', 1.5),
+                            ('raise_change', -0.01),
+                            ('raise_change', 1),
                             ('headroom', math.nan)):
             err = self.assertRaises(ValueError, guarantee.GuaranteePolicy,
                                     **{name: value})
@@ -575,10 +595,58 @@ class TestThinkingClients(test_base.TestCase):
             # the threshold of a 64 KiB op: 8 x its learned service time
             self.assertAlmostEqual(8 * 1000 * C64 * ratio,
                                    d.numbers['threshold_ms'])
-        # with a looser threshold (congestion_ms 25) nothing changes
-        loose = guarantee.GuaranteePolicy(congestion_ms=25)
-        loose.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
-        self.assertEqual([], loose.decide(fakes.snapshot(*disks), 5.0))
+        # with a looser threshold (congestion_ms 25) the pressure is 0.8,
+        # but the writer still loses to the queue: see
+        # test_shallow_disk_losing_to_the_queue_cuts_to_the_border
+
+    def test_shallow_disk_losing_to_the_queue_cuts_to_the_border(self):
+        # The same two capped floods, under a loose threshold (25 ms): the
+        # writer's 20 ms are a pressure of 0.8 only, but it does 26 IOPS
+        # where it would do 50 at its service time: it loses 48 % to the
+        # queue. U = 0.922, above the border: the caps share out the
+        # border (0.9), a cut of 7 % (sent from raise_change, 3 %).
+        policy = guarantee.GuaranteePolicy(congestion_ms=25)
+        policy.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
+        disks = [capped('f1', 40, 40, latency_ms=SLOW),
+                 capped('f2', 40, 40, latency_ms=SLOW),
+                 self.sync_writer(20.0)]
+        decisions = fakes.by_disk(policy.decide(fakes.snapshot(*disks),
+                                                5.0))
+        self.assertEqual(['f1', 'f2'], sorted(decisions))
+        for d in decisions.values():
+            self.assertAlmostEqual(0.8, d.numbers['pressure'], places=2)
+            self.assertEqual(1.0, d.numbers['losing'])
+            self.assertEqual(0.9, d.numbers['capacity'])
+            self.assertEqual(0.03, d.numbers['cut_step'])
+            self.assertLess(d.iops, 40 * 0.97)
+            self.assertGreater(d.iops, 40 * 0.9)
+        # at 2.5 ms the writer loses 4 % (under the tolerance, 5 %):
+        # U = 0.958 is above the border, yet nothing is cut
+        policy = guarantee.GuaranteePolicy(congestion_ms=25)
+        policy.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
+        self.assertEqual([], policy.decide(fakes.snapshot(
+            *disks[:2], self.sync_writer(2.5)), 5.0))
+
+    def test_objective_missed_above_the_border_shares_out_the_border(self):
+        # An uncapped flood (0.88) and the writer past the threshold
+        # (20 ms against 8 x 1.625 ms): U = 0.922 > 0.9. What is served
+        # would be shared out while a disk waits; above the border the
+        # border is: the flood's share is 0.9 less the writer's demand.
+        policy = guarantee.GuaranteePolicy()
+        policy.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
+        decisions = fakes.by_disk(policy.decide(fakes.snapshot(
+            self.flood(), self.sync_writer(20.0)), 5.0))
+        self.assertEqual(['flood'], list(decisions))
+        self.assertEqual(0.9, decisions['flood'].numbers['capacity'])
+        # under the border (the flood at 70 IOPS, U = 0.812) what is
+        # served is shared out, as before
+        policy = guarantee.GuaranteePolicy()
+        policy.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
+        decisions = fakes.by_disk(policy.decide(fakes.snapshot(
+            self.flood(ops=70), self.sync_writer(20.0)), 5.0))
+        d = decisions['flood']
+        self.assertAlmostEqual(d.numbers['charged'], d.numbers['capacity'])
+        self.assertLess(d.numbers['capacity'], 0.9)
 
     def test_at_cap_held_while_shallow_latency_near_threshold(self):
         # a runs at its cap, 40 IOPS (0.44), below its share; b does 22
