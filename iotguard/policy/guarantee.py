@@ -480,13 +480,16 @@ class GuaranteePolicy:
                            self.high_watermark * CAPACITY)
         border = self.high_watermark * CAPACITY
         objective_missed = pressure > 1.0 or losing
-        queue_cut = objective_missed and (total > border or not bool(
-            (active & ~capped & ~shallow).any()))
+        queue_cut = objective_missed and (
+            (total > border and bool(capped.any()))
+            or not bool((active & ~capped & ~shallow).any()))
         if queue_cut:
             # the shallow disks queue past the threshold (or lose to the
-            # queue) above the border, or although every deep queue is
-            # capped (the caps fill the array): share out less. Above the
-            # border, the border
+            # queue) although every deep queue is capped (the caps fill
+            # the array), or above the border with caps already in force
+            # (a new flood joins a domain under control; the first
+            # engagement shares out what is served): share out less.
+            # Above the border, the border
             # (where a raise would bring the caps back: cut and raise
             # would be two changes); at or under it, 85 % of what is
             # served or less.

@@ -627,26 +627,32 @@ class TestThinkingClients(test_base.TestCase):
         self.assertEqual([], policy.decide(fakes.snapshot(
             *disks[:2], self.sync_writer(2.5)), 5.0))
 
-    def test_objective_missed_above_the_border_shares_out_the_border(self):
-        # An uncapped flood (0.88) and the writer past the threshold
-        # (20 ms against 8 x 1.625 ms): U = 0.922 > 0.9. What is served
-        # would be shared out while a disk waits; above the border the
-        # border is: the flood's share is 0.9 less the writer's demand.
+    def test_new_flood_above_the_border_shares_out_the_border(self):
+        # A flood capped at 10 IOPS (0.11), a new one uncapped (0.88) and
+        # the writer past the threshold (20 ms against 8 x 1.625 ms):
+        # U = 1.032 > 0.9. What is served would be shared out while a
+        # disk waits; with caps in force, above the border, the border
+        # is: the new flood is capped at once under it.
+        policy = guarantee.GuaranteePolicy()
+        policy.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
+        decisions = fakes.by_disk(policy.decide(fakes.snapshot(
+            capped('old', 10, 10, latency_ms=SLOW), self.flood(),
+            self.sync_writer(20.0)), 5.0))
+        d = decisions['flood']
+        self.assertEqual(0.9, d.numbers['capacity'])
+        self.assertEqual(1.0, d.numbers['queue_cut'])
+        self.assertIn('latency objective missed', d.reason)
+        self.assertLess(d.numbers['new_cap'], 0.9 - 0.11)
+        # the first engagement (no cap in force yet) shares out what is
+        # served, as before
         policy = guarantee.GuaranteePolicy()
         policy.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
         decisions = fakes.by_disk(policy.decide(fakes.snapshot(
             self.flood(), self.sync_writer(20.0)), 5.0))
-        self.assertEqual(['flood'], list(decisions))
-        self.assertEqual(0.9, decisions['flood'].numbers['capacity'])
-        # under the border (the flood at 70 IOPS, U = 0.812) what is
-        # served is shared out, as before
-        policy = guarantee.GuaranteePolicy()
-        policy.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
-        decisions = fakes.by_disk(policy.decide(fakes.snapshot(
-            self.flood(ops=70), self.sync_writer(20.0)), 5.0))
         d = decisions['flood']
         self.assertAlmostEqual(d.numbers['charged'], d.numbers['capacity'])
-        self.assertLess(d.numbers['capacity'], 0.9)
+        self.assertEqual(0.0, d.numbers['queue_cut'])
+        self.assertNotIn('latency objective missed', d.reason)
 
     def test_at_cap_held_while_shallow_latency_near_threshold(self):
         # a runs at its cap, 40 IOPS (0.44), below its share; b does 22
