@@ -83,8 +83,9 @@ each disk did when it was last uncongested):
 7. **Release gradually** (weakness 2): a cap is raised by at most
    ``release_factor`` per interval, and removed once it would reach the
    disk's ceiling or the whole domain. A disk that runs at its cap is only
-   raised while no uncapped disk is slow *and* always has one in flight
-   and the pressure is at most ``congestion_release``: raising it then
+   raised while no uncapped disk is slow *and* always has one in flight,
+   no shallow disk loses to the queue, and the pressure is at most
+   ``congestion_release``: raising it then
    would push the neighbours back under and the cap would be cut again,
    the oscillation that makes caps churn. A disk using under a tenth of
    its cap keeps it (an on/off aggressor). Changes smaller than
