@@ -284,6 +284,10 @@ class Memory:
     """
 
     service: float | None = None
+    #: whether the domain's last cut was made above the border
+    #: (``high_watermark``): only then are raises toward the share sent
+    #: from ``raise_change`` on
+    cut_over_border: bool = True
     disk_ids: tuple[str, ...] = ()
     asked: base.FloatArray = dataclasses.field(
         default_factory=lambda: np.zeros(0))
@@ -435,13 +439,7 @@ class GuaranteePolicy:
         # what it asks and does not hold the cap.
         at_cap = fresh & capped & (u >= self.at_cap_ratio * cap)
         unmet = (slow | wants) & ~capped
-        # A shallow disk that loses more than the tolerance of what it
-        # would send at the uncongested service time loses it to the
-        # queue, however far under the threshold its latency is (a client
-        # thinking 20 ms between 4 KiB writes loses 5 % at ~1.2 ms).
-        losing = (bool(wants.any()) and domain > self.low_watermark
-                  * CAPACITY)
-        congested = (bool((slow & ~capped).any()) or losing
+        congested = (bool((slow & ~capped).any())
                      or pressure > self.congestion_release)
         # An idle disk keeps its cap as it is: it costs nothing, tells
         # nothing (no I/O size), and protects the neighbours the moment the
@@ -458,7 +456,6 @@ class GuaranteePolicy:
         numbers = dict(domain_load=domain, charged=total,
                        starving=float(starving.sum()),
                        waiting=float(unmet.sum()), pressure=pressure,
-                       losing=float(losing),
                        service_ratio=learned or math.nan)
         if not (engaged or holding):
             return self._relax(snap, may_raise, u, floor, ceil, hold, cap,
@@ -486,25 +483,22 @@ class GuaranteePolicy:
             capacity = max(total, self.min_capacity * CAPACITY,
                            self.high_watermark * CAPACITY)
         border = self.high_watermark * CAPACITY
-        objective_missed = pressure > 1.0 or losing
-        queue_cut = objective_missed and (
+        queue_cut = pressure > 1.0 and (
             (total > border and bool(capped.any()))
             or not bool((active & ~capped & ~shallow).any()))
         if queue_cut:
-            # the shallow disks queue past the threshold (or lose to the
-            # queue) although every deep queue is capped (the caps fill
-            # the array), or above the border with caps already in force
-            # (a new flood joins a domain under control; the first
-            # engagement shares out what is served): share out less.
-            # Above the border, the border
+            # the shallow disks queue past the threshold although every
+            # deep queue is capped (the caps fill the array), or above the
+            # border with caps already in force (a new flood joins a
+            # domain under control; the first engagement shares out what
+            # is served): share out less. Above the border, the border
             # (where a raise would bring the caps back: cut and raise
             # would be two changes); at or under it, 85 % of what is
             # served or less.
             if total > border:
                 capacity = min(capacity, border)
             else:
-                capacity = min(capacity, total * (0.85 if losing else max(
-                    0.85, pressure ** -0.5)))
+                capacity = min(capacity, total * max(0.85, pressure ** -0.5))
         share, level = allocation.fair_shares(capacity, floor, demand,
                                               snap.weight)
         target = np.minimum(np.maximum(share, floor), ceil)
@@ -525,14 +519,21 @@ class GuaranteePolicy:
         tighten = engaged & over & (target < np.minimum(cap, static) * (
             1.0 - cut_step))
         # Under the border the raise back toward the share is sent from
-        # raise_change on: a cap cut under pressure (to 85 % of what was
-        # served) or raised x release_factor from a calm domain lands a
-        # few per cent under its share at the border, and min_change would
-        # leave it there for good, the array idle under the border.
-        step = (self.raise_change if domain < self.high_watermark * CAPACITY
-                else self.min_change)
+        # raise_change on: a cap cut from above the border (to what was
+        # served less the starving disks' margin, or to 85 % of it) lands
+        # a few per cent under its share at the border, and min_change
+        # would leave it there for good, the array idle under the border.
+        # Not after a cut made under the border: there a neighbour
+        # starved or queued with the array under the border, which is
+        # then no level the array can run at (the raise would be cut
+        # again, and again: churn).
+        if bool(tighten.any()):
+            memory.cut_over_border = domain > border
+        step = (self.raise_change if domain < border
+                and memory.cut_over_border else self.min_change)
         numbers.update(raise_step=step, cut_step=cut_step,
-                       queue_cut=float(queue_cut), border=border)
+                       queue_cut=float(queue_cut), border=border,
+                       cut_over_border=float(memory.cut_over_border))
         loosen = (may_raise & ~tighten
                   & (target > cap * (1.0 + step)))
         new = np.where(tighten, target,
