@@ -67,11 +67,10 @@ each disk did when it was last uncongested):
    ``high_watermark``, whatever it serves now (the last tenth is the
    queue's headroom; a disk held by its own ceiling shows nothing of the
    queue, so nothing else would keep it short). When the pressure is
-   above 1, or a shallow disk loses to the queue (wants more, 2.), while
-   every deep disk is capped (the caps fill the queue again), it is cut
-   by at most 15 % per interval; above the border, to the border (also
-   with a deep disk uncapped once caps are in force: a new flood).
-   Such a cut is sent from ``raise_change`` on.
+   above 1 while every deep disk is capped (the caps fill the queue
+   again), it is cut by at most 15 % per interval; above the border, to
+   the border (also with a deep disk uncapped once caps are in force: a
+   new flood). Such a cut is sent from ``raise_change`` on.
 6. **Cap** only the deep disks above their allocation (weakness 1: a disk at
    or below its fair share is never capped), at their allocation, never below
    their floor, never above their ceiling. Caps are sent as both
@@ -83,16 +82,16 @@ each disk did when it was last uncongested):
 7. **Release gradually** (weakness 2): a cap is raised by at most
    ``release_factor`` per interval, and removed once it would reach the
    disk's ceiling or the whole domain. A disk that runs at its cap is only
-   raised while no uncapped disk is slow *and* always has one in flight,
-   no shallow disk loses to the queue, and the pressure is at most
-   ``congestion_release``: raising it then
+   raised while no uncapped disk is slow *and* always has one in flight
+   and the pressure is at most ``congestion_release``: raising it then
    would push the neighbours back under and the cap would be cut again,
    the oscillation that makes caps churn. A disk using under a tenth of
    its cap keeps it (an on/off aggressor). Changes smaller than
    ``min_change`` are not sent, so caps do not flap with measurement
    noise, except a raise toward the share while the domain is under the
-   border (from ``raise_change`` on: a cap left a few per cent under its
-   share would keep the array idle under the border for good); a raise
+   border and its last cut was made above it (from ``raise_change`` on: a
+   cap left a few per cent under its share would keep the array idle
+   under the border for good); a raise
    is judged by what the new keys, with the ceilings, let the disk do at
    its current I/O size.
 
