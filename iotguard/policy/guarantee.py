@@ -279,13 +279,13 @@ class Memory:
 
     ``service``: the uncongested service time per device-second of cost
     (:func:`learn_service`); ``asked``: the load each disk did when it was
-    last uncongested (``nan``: never seen so), aligned with ``disk_ids``.
+    last uncongested (``nan``: never seen so), aligned with ``disk_ids``;
+    ``cut_over_border``: whether the domain's last cut was made above the
+    border.
     """
 
     service: float | None = None
-    #: whether the domain's last cut was made above the border
-    #: (``high_watermark``): only then are raises toward the share sent
-    #: from ``raise_change`` on
+    #: only then are raises toward the share sent from raise_change on
     cut_over_border: bool = True
     disk_ids: tuple[str, ...] = ()
     asked: base.FloatArray = dataclasses.field(
