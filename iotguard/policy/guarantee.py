@@ -91,9 +91,8 @@ each disk did when it was last uncongested):
    noise, except a raise toward the share while the domain is under the
    border and its last cut was made above it (from ``raise_change`` on: a
    cap left a few per cent under its share would keep the array idle
-   under the border for good); a raise
-   is judged by what the new keys, with the ceilings, let the disk do at
-   its current I/O size.
+   under the border for good); a raise is judged by what the new keys,
+   with the ceilings, let the disk do at its current I/O size.
 
 Disks whose samples are ``stale`` are never tightened (their caps may be
 raised or released). Everything is a handful of NumPy operations over the
