@@ -34,7 +34,7 @@ without the agents knowing:
 * ``report_samples(host, samples)``: a 1.1 batch (columns,
   :mod:`iotguard.batch`) is checked once for all its disks and refused
   whole when malformed; a 1.0 batch's disk samples are each checked once,
-  decoded into a :class:`~iotguard.controller.samples.Sample`
+  decoded into a :class:`~iotguard.caps.Sample`
   (:data:`iotguard.caps.SAMPLE_SCHEMA`); malformed ones, disks of domains
   owned by another controller and disks nobody knows are dropped (logged);
   an unknown image-backed disk of the reporting host is recorded in the
