@@ -164,6 +164,8 @@ class ControllerManager:
         self._index = {}          # (uuid, dev) -> (domain, host)
         self._devs = {}           # uuid -> its devs in the index
         self._unlisted = {}       # (uuid, dev) -> batches without it
+        self._listed = {}         # host -> (hash of its listing, index)
+        self._index_version = 0   # counts the index's changes
         self._unknown = set()     # disks already logged as unknown
         self._loaded_at = None    # when the index was last read in full
         self._unknown_since = None
@@ -184,6 +186,7 @@ class ControllerManager:
             self._unknown -= set(index)
             self._loaded_at = self._clock()
             self._unknown_since = None
+            self._index_version += 1
 
     def index_due(self, now):
         """Whether :meth:`refresh_index` should run now (see module doc)."""
@@ -200,6 +203,7 @@ class ControllerManager:
         ``(uuid, dev)`` keys.
         """
         with self._lock:
+            self._index_version += 1
             for uuid, dev, domain, host in upserted:
                 self._indexed((uuid, dev), domain, host)
             for key in removed:
@@ -213,6 +217,7 @@ class ControllerManager:
 
     def _indexed(self, key, domain, host):
         """Add one disk to the index (the caller holds the lock)."""
+        self._index_version += 1
         self._index[key] = (domain, host)
         self._devs.setdefault(key[0], set()).add(key[1])
         self._unknown.discard(key)
@@ -410,6 +415,12 @@ class ControllerManager:
         domain = local_domain(host)
         if not full_listing and not self.owns(domain):
             return
+        # The steady state: the same listing as last time, the index
+        # unchanged since, no disk missing: nothing to look at.
+        seen = (hash(tuple(keys)), self._index_version)
+        if not self._unlisted and self._listed.get(host) == seen:
+            return
+        self._listed[host] = seen
         listed = {}
         for uuid, dev in keys:
             listed.setdefault(uuid, set()).add(dev)
