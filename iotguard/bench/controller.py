@@ -48,7 +48,9 @@ What it does, with the controller's own code and a real broker:
    the wall time the controller's ``report_samples`` takes per sample
    (``store_us``: checking, routing and storing, without the broker and
    oslo.messaging's decoding), the figures of the table in the
-   controller's admin guide.
+   controller's admin guide; and the samples stored per CPU-second of
+   the controller's process during the ingest (its capacity when the
+   broker and the feeder leave it a core).
 
 Nothing here runs in the service; it only measures.
 """
@@ -479,8 +481,10 @@ def run(args):
         time.sleep(max(0.0, start + k * INTERVAL_S - time.monotonic()))
         # what the agents send every interval, then one round on it
         busy0 = manager.busy_s
+        ingest_cpu0 = cpu()
         took, stored, cast_s = _ingest(feeder, args, manager,
                                        time.time() - 0.5, agents.caps)
+        ingest_cpu = cpu() - ingest_cpu0
         store_us = 1e6 * (manager.busy_s - busy0) / max(1, stored)
         at = time.time()
         cpu0, wall0 = cpu(), time.monotonic()
@@ -497,7 +501,8 @@ def run(args):
             print('       (RSS %.0f MiB before the first ingest, %.0f MiB '
                   'after the first round)' % (rss0, rss_mib()))
         else:
-            steady.append((wall, stored / took, cpu_s, store_us, cast_s))
+            steady.append((wall, stored / took, cpu_s, store_us, cast_s,
+                           stored / max(ingest_cpu, 1e-9)))
     if steady:
         print('steady (median of rounds 2-%d): round %.2f s, ingest %.0f '
               'samples/s, round CPU %.2f s, RSS %.0f MiB, %d disks, %.1f us '
@@ -507,6 +512,9 @@ def run(args):
                   statistics.median(r[2] for r in steady), rss_mib(),
                   len(disks), statistics.median(r[3] for r in steady),
                   statistics.median(r[4] for r in steady)))
+        print('steady ingest: %.0f samples per CPU-second of this process '
+              '(with --feeder thread, the feeder\'s CPU is counted too)'
+              % statistics.median(r[5] for r in steady))
     print('controller RSS at the end: %.0f MiB (max %.0f MiB)' % (
         rss_mib(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         / 1024.0))
