@@ -421,20 +421,22 @@ class _OtherProcess(_InProcess):
 def _ingest(feeder, args, manager, timestamp, caps):
     """One interval's samples cast and stored.
 
-    (seconds, samples stored, seconds the feeder took to cast them); the
-    batches are built before the clock starts.
+    (seconds, samples stored, seconds the feeder took to cast them, CPU
+    seconds of this process meanwhile); the batches are built before the
+    clock starts.
     """
     expected = args.hosts * args.disks_per_host
     feeder.prepare(timestamp, caps)
     before = manager.stats['stored']
+    cpu0 = cpu()
     started = time.monotonic()
     feeder.send()
     deadline = time.monotonic() + 600
     while (manager.stats['stored'] - before < expected
            and time.monotonic() < deadline):
         time.sleep(0.01)
-    took = time.monotonic() - started
-    return took, manager.stats['stored'] - before, feeder.sent()
+    took, used = time.monotonic() - started, cpu() - cpu0
+    return took, manager.stats['stored'] - before, feeder.sent(), used
 
 
 def run(args):
@@ -481,10 +483,8 @@ def run(args):
         time.sleep(max(0.0, start + k * INTERVAL_S - time.monotonic()))
         # what the agents send every interval, then one round on it
         busy0 = manager.busy_s
-        ingest_cpu0 = cpu()
-        took, stored, cast_s = _ingest(feeder, args, manager,
-                                       time.time() - 0.5, agents.caps)
-        ingest_cpu = cpu() - ingest_cpu0
+        took, stored, cast_s, ingest_cpu = _ingest(
+            feeder, args, manager, time.time() - 0.5, agents.caps)
         store_us = 1e6 * (manager.busy_s - busy0) / max(1, stored)
         at = time.time()
         cpu0, wall0 = cpu(), time.monotonic()
