@@ -14,6 +14,7 @@
 
 import datetime
 
+from iotguard.api.handlers import disk as disk_handlers
 from iotguard.tests import dbrows
 from iotguard.tests.functional.db import backends
 
@@ -223,6 +224,12 @@ class ControllerDbTests:
         # a disk not in the batch is left alone
         self.assertEqual((None, None), (got[UUID_A]['read_iops'],
                                         got[UUID_A]['sampled_at']))
+        # what GET /v1/disks shows of them
+        self.assertEqual(
+            {'read_iops': 1.125, 'write_iops': None, 'read_bytes_sec': 4096.0,
+             'write_bytes_sec': 1e12 / 3, 'latency_ms': 0.1, 'sampled_at': t1},
+            disk_handlers.view(got[uuids[1]])['rates'])
+        self.assertIsNone(disk_handlers.view(got[UUID_A])['rates'])
         # a column NULL in a whole statement, and one disk alone
         self.assertEqual(1, self.db.disk_rates_bulk_update(
             [{'id': ids[uuids[0]], 'sampled_at': t1}]))
