@@ -12,12 +12,18 @@
 
 """The cap wire format, shared by the controller and the agents.
 
-A cap is a plain dict::
+A cap is a :class:`Cap` record; on the wire (``apply_caps``) its
+:meth:`Cap.to_wire` dict::
 
     {"instance_uuid": "<nova instance uuid>", "dev": "vda",
      "limits": {"total_iops_sec": 500, "total_bytes_sec": 52428800},
      "lease_expires_at": 1795000000.0,     # UNIX time, seconds (UTC)
      "decision_id": "<uuid of the audited decision>"}
+
+and :meth:`Cap.from_wire` the one way back, checked. A disk is a
+:class:`Disk` (``release_caps`` sends its wire form). Their JSON schemas
+(:data:`CAP_SCHEMA`, :data:`DISK_SCHEMA`) are generated from the records'
+fields (:func:`record_schema`), so a field is declared once.
 
 ``limits`` holds libvirt iotune keys (the same keys Nova's flavor
 ``quota:disk_*`` extra specs set): the six base keys and their ``*_max``
@@ -35,6 +41,7 @@ Pure module: no oslo, no libvirt.
 """
 
 import collections.abc
+import dataclasses
 import math
 from typing import Any
 from typing import cast
@@ -66,28 +73,90 @@ LIMITS_SCHEMA: Schema = {
     'additionalProperties': False,
 }
 
-DISK_SCHEMA: Schema = {
-    'type': 'object',
-    'properties': {
-        'instance_uuid': {'type': 'string', 'pattern': _UUID},
-        'dev': {'type': 'string', 'pattern': '^[a-zA-Z][a-zA-Z0-9_-]{0,31}$'},
-    },
-    'required': ['instance_uuid', 'dev'],
-}
 
-CAP_SCHEMA: Schema = {
-    'type': 'object',
-    'properties': {
-        'instance_uuid': DISK_SCHEMA['properties']['instance_uuid'],
-        'dev': DISK_SCHEMA['properties']['dev'],
-        'limits': LIMITS_SCHEMA,
-        'lease_expires_at': {'type': 'number', 'exclusiveMinimum': 0},
-        'decision_id': {'type': ['string', 'null'], 'maxLength': 255},
-    },
-    'required': ['instance_uuid', 'dev', 'limits', 'lease_expires_at',
-                 'decision_id'],
-    'additionalProperties': False,
-}
+def _field(schema: Schema) -> Any:
+    """A record's field and its JSON schema (see :func:`record_schema`)."""
+    return dataclasses.field(metadata={'schema': schema})
+
+
+def record_schema(record: type, closed: bool = True) -> Schema:
+    """The JSON schema of a record's wire form, from its fields.
+
+    Every field is required; ``closed``: no other property is allowed.
+    """
+    fields = dataclasses.fields(record)
+    schema: Schema = {
+        'type': 'object',
+        'properties': {f.name: f.metadata['schema'] for f in fields},
+        'required': [f.name for f in fields],
+    }
+    if closed:
+        schema['additionalProperties'] = False
+    return schema
+
+
+_UUID_SCHEMA: Schema = {'type': 'string', 'pattern': _UUID}
+_DEV_SCHEMA: Schema = {'type': 'string',
+                       'pattern': '^[a-zA-Z][a-zA-Z0-9_-]{0,31}$'}
+
+
+@dataclasses.dataclass(frozen=True)
+class Disk:
+    """One disk of an instance: ``release_caps``' entry."""
+
+    instance_uuid: str = _field(_UUID_SCHEMA)
+    dev: str = _field(_DEV_SCHEMA)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {'instance_uuid': self.instance_uuid, 'dev': self.dev}
+
+    @classmethod
+    def from_wire(cls, obj: object) -> 'Disk':
+        """The disk of a wire dict, or raise InvalidCap (the reason)."""
+        valid = validate_disk(obj)
+        return cls(valid['instance_uuid'], valid['dev'])
+
+
+@dataclasses.dataclass(frozen=True)
+class Cap:
+    """A dynamic cap on one disk, with its lease: ``apply_caps``' entry.
+
+    ``limits``: iotune keys (0 or missing: no limit); ``decision_id``: the
+    audited decision that set it (None: none recorded).
+    """
+
+    instance_uuid: str = _field(_UUID_SCHEMA)
+    dev: str = _field(_DEV_SCHEMA)
+    limits: collections.abc.Mapping[str, int] = _field(LIMITS_SCHEMA)
+    lease_expires_at: float = _field(
+        {'type': 'number', 'exclusiveMinimum': 0})
+    decision_id: str | None = _field(
+        {'type': ['string', 'null'], 'maxLength': 255})
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.instance_uuid, self.dev
+
+    def to_wire(self) -> dict[str, Any]:
+        return {'instance_uuid': self.instance_uuid, 'dev': self.dev,
+                'limits': dict(self.limits),
+                'lease_expires_at': self.lease_expires_at,
+                'decision_id': self.decision_id}
+
+    @classmethod
+    def from_wire(cls, obj: object) -> 'Cap':
+        """The cap of a wire dict, or raise InvalidCap (the reason).
+
+        Its ``limits`` then hold all twelve keys (:func:`full`).
+        """
+        valid = validate(obj)
+        return cls(valid['instance_uuid'], valid['dev'],
+                   full(valid['limits']), float(valid['lease_expires_at']),
+                   valid['decision_id'])
+
+
+DISK_SCHEMA: Schema = record_schema(Disk, closed=False)
+CAP_SCHEMA: Schema = record_schema(Cap)
 
 #: The largest rate (IOPS, bytes/s, flushes/s) or latency (ms) iotguard
 #: takes, far above any device: sums of them over a domain's disks (its

@@ -23,19 +23,24 @@ Agent API (topic ``iotguard-agent``, server = host), version history:
 * 1.0 - Initial version: ``apply_caps(caps)`` (cast),
   ``release_caps(disks)`` (cast), ``get_state()`` (call).
 
-Controller API (topic ``iotguard-controller``, fanout), version history:
+Controller API (topic ``iotguard-controller``), version history:
 
 * 1.0 - Initial version: ``report_samples(host, samples)`` and
   ``agent_heartbeat(host, info)``, both fanout casts.
 * 1.1 - ``report_samples``' batch may hold columns (:mod:`iotguard.batch`:
   one list per field instead of one dict per disk).
+* 1.2 - ``report_samples(host, samples, route=True)`` is cast to **one**
+  controller (no fanout), which keeps the disks of the domains it owns
+  and sends each other owner its share with ``store_samples(batches)``
+  (a cast to that controller alone, ``server`` = its tooz member id):
+  every controller receives about its own share of the samples instead
+  of all of them.
 
-A controller of 1.1 takes batches of both forms. An agent sends the 1.1
-form only when its version cap allows it (``[upgrade_levels] controller``,
-Nova's pattern: unset means the newest), else the 1.0 form, so the
-controllers are upgraded first, then the agents; an agent upgraded before
-its controllers runs with ``[upgrade_levels] controller = 1.0`` until they
-are.
+A controller of 1.2 takes batches of every form. An agent sends the newest
+form its version cap allows (``[upgrade_levels] controller``, Nova's
+pattern: unset means the newest), so the controllers are upgraded first,
+then the agents; an agent upgraded before its controllers runs with
+``[upgrade_levels] controller`` set to their version until they are.
 """
 
 from typing import Any
@@ -46,7 +51,7 @@ from iotguard import batch as batch_mod
 from iotguard import rpc
 
 AGENT_RPC_API_VERSION = '1.0'
-CONTROLLER_RPC_API_VERSION = '1.1'
+CONTROLLER_RPC_API_VERSION = '1.2'
 
 #: An RPC request context (a plain dict) and a payload (plain dicts).
 Context = dict[str, Any]
@@ -85,11 +90,12 @@ class AgentAPI:
 
 
 class ControllerAPI:
-    """Casts to every controller (fanout) on topic ``iotguard-controller``.
+    """Casts to the controllers on topic ``iotguard-controller``.
 
-    Every controller receives every batch and keeps the disks of the
-    domains it owns, so domain ownership can move between controllers
-    without the agents knowing.
+    An agent's batch goes to one controller (1.2), which routes each disk
+    to its domain's owner, or to every controller (fanout, 1.1 and 1.0),
+    each keeping the disks of the domains it owns: either way domain
+    ownership can move between controllers without the agents knowing.
     """
 
     def __init__(self, transport: oslo_messaging.Transport,
@@ -112,15 +118,31 @@ class ControllerAPI:
 
         ``samples`` is ``{"timestamp": <UNIX time>, "interval_s": <float>,
         "disks": {<field>: [<value per disk>, ...], ...}}``; sent as it is
+        to one controller, which routes it (1.2), or to every controller
         (1.1) or, when the version cap is 1.0, as ``"disks": [<sample>,
-        ...]`` (:data:`iotguard.caps.SAMPLE_SCHEMA`).
+        ...]`` (:data:`iotguard.caps.SAMPLE_SCHEMA`) to every controller.
         """
+        if self.client.can_send_version('1.2'):
+            self.client.prepare(version='1.2').cast(
+                ctxt, 'report_samples', host=host, samples=samples,
+                route=True)
+            return
         if self.sends_columns():
             version = '1.1'
         else:
             version, samples = '1.0', batch_mod.to_samples(samples)
         self.client.prepare(fanout=True, version=version).cast(
             ctxt, 'report_samples', host=host, samples=samples)
+
+    def store_samples(self, ctxt: Context, server: str,
+                      batches: list[tuple[str, Payload]]) -> None:
+        """Hand one controller (``server``) its share of some batches.
+
+        ``batches``: ``[(host, samples), ...]`` in the 1.1 form, the disks
+        of the domains ``server`` owns (controller to controller, 1.2).
+        """
+        self.client.prepare(server=server, version='1.2').cast(
+            ctxt, 'store_samples', batches=batches)
 
     def agent_heartbeat(self, ctxt: Context, host: str,
                         info: Payload) -> None:

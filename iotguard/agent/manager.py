@@ -14,7 +14,7 @@
 
 Semantics (doc/source/reference/architecture.rst, "Fail safe"):
 
-* A cap is validated at the edge (:func:`iotguard.caps.validate`); a
+* A cap is checked at the edge (:meth:`iotguard.caps.Cap.from_wire`); a
   malformed one is logged and refused, the others in the batch still apply.
 * What is applied is ``caps.effective(cap, static)``: never above the
   disk's static ceiling. Release, or a lapsed lease, restores the static
@@ -30,7 +30,6 @@ Semantics (doc/source/reference/architecture.rst, "Fail safe"):
   agent would apply for it. Every other disk gets its static limits back.
 """
 
-import dataclasses
 import json
 import os
 import tempfile
@@ -56,16 +55,6 @@ def canonical(limits):
     return caps_mod.with_bursts(limits)
 
 
-@dataclasses.dataclass
-class Cap:
-    limits: dict
-    lease_expires_at: float
-    decision_id: str | None
-
-    def as_dict(self):
-        return dataclasses.asdict(self)
-
-
 class AgentManager:
     """RPC endpoint of topic ``iotguard-agent``, server = host."""
 
@@ -78,7 +67,7 @@ class AgentManager:
         self._store = (store if store is not None
                        else StateFile(conf.agent.state_file))
         self._lock = threading.RLock()
-        self._caps = {}      # (uuid, dev) -> Cap
+        self._caps = {}      # (uuid, dev) -> caps.Cap (all twelve keys)
         self._applied = {}   # (uuid, dev) -> iotune known live (12 keys)
         self._disks = {}     # (uuid, dev) -> base.Disk, last listing
         self._dirty = set()  # instance uuids to re-read and re-apply
@@ -100,24 +89,22 @@ class AgentManager:
         now = self._clock()
         with self._lock:
             changed = False
-            for cap in caps:
+            for wire in caps:
                 try:
-                    caps_mod.validate(cap)
+                    cap = caps_mod.Cap.from_wire(wire)
                 except exception.InvalidCap as e:
-                    LOG.error('Refusing malformed cap %.300r: %s', cap, e)
+                    LOG.error('Refusing malformed cap %.300r: %s', wire, e)
                     continue
-                key = (cap['instance_uuid'], cap['dev'])
-                if cap['lease_expires_at'] <= now:
+                key = cap.key
+                if cap.lease_expires_at <= now:
                     LOG.warning('Refusing cap %s on %s/%s: its lease '
                                 'expired at %.0f (now %.0f)',
-                                cap['decision_id'], key[0], key[1],
-                                cap['lease_expires_at'], now)
+                                cap.decision_id, key[0], key[1],
+                                cap.lease_expires_at, now)
                     continue
-                self._caps[key] = Cap(caps_mod.full(cap['limits']),
-                                      float(cap['lease_expires_at']),
-                                      cap['decision_id'])
+                self._caps[key] = cap
                 self._next_expiry = min(self._next_expiry,
-                                        float(cap['lease_expires_at']))
+                                        cap.lease_expires_at)
                 changed = True
                 self._enforce(key)
             if changed:
@@ -129,14 +116,14 @@ class AgentManager:
             LOG.error('release_caps refused: disks must be a list')
             return
         with self._lock:
-            for disk in disks:
+            for wire in disks:
                 try:
-                    caps_mod.validate_disk(disk)
+                    disk = caps_mod.Disk.from_wire(wire)
                 except exception.InvalidCap as e:
                     LOG.error('Refusing malformed release %.300r: %s',
-                              disk, e)
+                              wire, e)
                     continue
-                key = (disk['instance_uuid'], disk['dev'])
+                key = (disk.instance_uuid, disk.dev)
                 if self._caps.pop(key, None) is not None:
                     LOG.info('Released cap on %s/%s', *key)
                 self._enforce(key)
@@ -335,7 +322,7 @@ class StateFile:
     def save(self, held):
         if not self.path:
             return
-        data = {'%s/%s' % key: cap.as_dict() for key, cap in held.items()}
+        data = {'%s/%s' % key: cap.to_wire() for key, cap in held.items()}
         directory = os.path.dirname(os.path.abspath(self.path))
         try:
             os.makedirs(directory, exist_ok=True)
@@ -356,14 +343,15 @@ class StateFile:
             out = {}
             for name, cap in data.items():
                 uuid, dev = name.rsplit('/', 1)
-                out[(uuid, dev)] = Cap(caps_mod.full(cap['limits']),
-                                       float(cap['lease_expires_at']),
-                                       cap.get('decision_id'))
+                # (before 2026-11-26 the key alone named the disk)
+                out[(uuid, dev)] = caps_mod.Cap.from_wire(
+                    {'decision_id': None, **cap, 'instance_uuid': uuid,
+                     'dev': dev})
             return out
         except FileNotFoundError:
             return {}
         except (OSError, ValueError, KeyError, TypeError,
-                AttributeError) as e:
+                AttributeError, exception.InvalidCap) as e:
             LOG.warning('Ignoring unreadable %s: %s', self.path, e)
             return {}
 

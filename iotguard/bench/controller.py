@@ -23,8 +23,9 @@ What it does, with the controller's own code and a real broker:
    ``hosts x disks-per-host`` disks spread over them (each domain spans
    many hosts, like a Ceph or Cinder pool);
 2. ``--rounds`` times: the hosts' ``report_samples`` batches (in columns,
-   RPC 1.1, or a dict per disk with ``--version-cap 1.0``) are cast with
-   the real :class:`ControllerAPI` (fanout, RabbitMQ at ``--url``) and
+   RPC 1.2, or a dict per disk with ``--version-cap 1.0``) are cast with
+   the real :class:`ControllerAPI` (RabbitMQ at ``--url``; to the one
+   controller, or fanout with ``--version-cap 1.1`` or ``1.0``) and
    received by the controller's RPC server and :class:`ControllerManager`
    into the sample store (ingest time and rate; the feeder runs in this
    process too, or with ``--feeder process`` in a child process as agents
@@ -149,9 +150,9 @@ class _TimedManager(manager_mod.ControllerManager):
 
     busy_s = 0.0
 
-    def report_samples(self, ctxt, host, samples):
+    def report_samples(self, ctxt, host, samples, route=False):
         started = time.perf_counter()
-        super().report_samples(ctxt, host, samples)
+        super().report_samples(ctxt, host, samples, route=route)
         self.busy_s += time.perf_counter() - started
 
 
@@ -298,33 +299,33 @@ class _InProcess:
     def _encode(self):
         """The casts' AMQP messages, encoded as oslo.messaging sends them.
 
-        The real client casts each batch with the driver's
-        ``fanout_send`` replaced by a recorder: the envelope it would
-        publish (context, ``_unique_id``, the batch as JSON) is kept and
-        serialised as kombu would, so :meth:`send` only publishes bytes.
+        The real client casts each batch (to the controllers' topic with
+        RPC 1.2, fanout before) with the rabbit driver's ``_publish``
+        replaced by a recorder: the exchange, the routing key and the
+        envelope it would publish (context, ``_unique_id``, the batch as
+        JSON), serialised as kombu would, so :meth:`send` only publishes
+        bytes (to exchanges the controller's RPC server declared).
         """
         recorded = []
-        real = impl_rabbit.Connection.fanout_send
+        real = impl_rabbit.Connection._publish
 
-        def record(connection, topic, msg, retry=None):
-            recorded.append(('%s_fanout' % topic, kombu_json.dumps(msg)))
+        def record(connection, exchange, msg, routing_key=None, timeout=None,
+                   transport_options=None):
+            recorded.append((exchange, routing_key or '',
+                             kombu_json.dumps(msg)))
 
-        impl_rabbit.Connection.fanout_send = record
+        impl_rabbit.Connection._publish = record
         try:
             self._cast(self.batches)
         finally:
-            impl_rabbit.Connection.fanout_send = real
+            impl_rabbit.Connection._publish = real
         return recorded
 
     def _publish(self, connection, messages):
-        exchanges = {}
         producer = connection.Producer()
-        for name, body in messages:
-            exchange = exchanges.get(name)
-            if exchange is None:
-                exchange = exchanges[name] = kombu.Exchange(
-                    name, type='fanout', durable=False, auto_delete=True)
-            producer.publish(body, exchange=exchange, routing_key='',
+        for exchange, routing_key, body in messages:
+            producer.publish(body, exchange=exchange.name,
+                             routing_key=routing_key,
                              content_type='application/json',
                              content_encoding='utf-8')
 
@@ -550,9 +551,10 @@ def main(argv=None):
                         'bytes during the ingest, each publish confirmed by '
                         'the broker (agents on 1,000 hosts encode on their '
                         'own CPUs, not on the controller\'s)')
-    parser.add_argument('--version-cap', choices=('1.0', '1.1'),
+    parser.add_argument('--version-cap', choices=('1.0', '1.1', '1.2'),
                         help='the agents\' [upgrade_levels] controller: '
-                        '1.0 sends a dict per disk, 1.1 (default) columns')
+                        '1.0 sends a dict per disk, 1.1 columns to every '
+                        'controller, 1.2 (default) columns to one')
     parser.add_argument('--db-url', help='an empty database (default: a '
                         'fresh SQLite file)')
     bench.add_url_argument(parser)

@@ -77,17 +77,18 @@ class Audit:
     def caps_applied(self, domain, policy, sent):
         """Caps were sent: write them as in force (one transaction), notify.
 
-        ``sent`` is ``[(cap, (disk, decision, decision_id, old_limits))]``.
+        ``sent`` is ``[(cap, (disk, decision, decision_id, old_limits))]``,
+        each ``cap`` a :class:`iotguard.caps.Cap`.
         """
         self.db.caps_set([dict(
-            cap, lease_expires_at=to_datetime(cap['lease_expires_at']),
+            cap.to_wire(), lease_expires_at=to_datetime(cap.lease_expires_at),
             decision_id=decision_id)
             for cap, (_d, _dec, decision_id, _old) in sent])
         for cap, (disk, decision, decision_id, old) in sent:
             payload = self._payload(domain, policy, disk, decision,
                                     decision_id, old)
-            payload.update(limits=cap['limits'],
-                           lease_expires_at=cap['lease_expires_at'])
+            payload.update(limits=dict(cap.limits),
+                           lease_expires_at=cap.lease_expires_at)
             self.notifier.cap_apply(payload)
 
     def caps_released(self, domain, policy, sent):

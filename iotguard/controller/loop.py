@@ -116,11 +116,6 @@ def _tier(tier):
                      weight=tier['weight'])
 
 
-def _inf_if_zero(values):
-    """:func:`iotguard.caps.inf_if_zero` of a column."""
-    return np.where(values > 0, values, math.inf)
-
-
 def snapshot_of(domain, interval_s, disks, columns):
     """The columnar snapshot of a domain's disks and their samples.
 
@@ -128,6 +123,8 @@ def snapshot_of(domain, interval_s, disks, columns):
     converted by :meth:`DomainLoop.collect`); ``columns``: their samples
     (:meth:`SampleStore.gather`), in the same order. A stale disk keeps
     the rates its last sample had (0 where none), flagged ``stale``.
+    Built by :meth:`iotguard.policy.base.DomainSnapshot.of_samples`, as
+    the simulator's.
     """
     tiers, cache = [], {}
     cap_iops = np.full(len(disks), math.inf)
@@ -144,34 +141,10 @@ def snapshot_of(domain, interval_s, disks, columns):
             cap_iops[i] = caps.limit(cap['limits'], 'total_iops_sec')
             cap_bytes_sec[i] = caps.limit(cap['limits'], 'total_bytes_sec')
             cap_set_at[i] = cap['set_at']
-
-    def tier_col(field):
-        return np.fromiter((getattr(t, field) for t in tiers), np.float64,
-                           len(tiers))
-
-    c = columns
-    r_iops, w_iops = np.nan_to_num(c.read_iops), np.nan_to_num(c.write_iops)
-    ops = r_iops + w_iops
-    with np.errstate(invalid='ignore', divide='ignore'):
-        latency = np.where(ops > 0, (r_iops * np.nan_to_num(c.read_latency_ms)
-                                     + w_iops * np.nan_to_num(
-                                         c.write_latency_ms)) / ops, 0.0)
-    profile = admission.profile_of(domain)
-    return base.DomainSnapshot(
-        domain=domain['name'], profile=profile, interval_s=interval_s,
-        disk_ids=tuple(disk_id(d) for d in disks), iops=ops,
-        bytes_sec=(np.nan_to_num(c.read_bytes_sec)
-                   + np.nan_to_num(c.write_bytes_sec)),
-        latency_ms=latency, floor_iops=tier_col('min_iops'),
-        floor_bytes_sec=tier_col('min_bytes_sec'),
-        ceil_iops=np.minimum(_inf_if_zero(tier_col('max_iops')),
-                             c.static_iops),
-        ceil_bytes_sec=np.minimum(_inf_if_zero(tier_col('max_bytes_sec')),
-                                  c.static_bytes_sec),
-        weight=tier_col('weight'), cap_iops=cap_iops,
-        cap_bytes_sec=cap_bytes_sec, cap_set_at=cap_set_at,
-        stale=c.stale.copy(), static_iops=c.static_iops,
-        static_bytes_sec=c.static_bytes_sec)
+    return base.DomainSnapshot.of_samples(
+        domain['name'], admission.profile_of(domain), interval_s,
+        tuple(disk_id(d) for d in disks), tiers, columns, cap_iops,
+        cap_bytes_sec, cap_set_at)
 
 
 def violations(snapshot, latency_ms):
@@ -205,12 +178,11 @@ def rates_offset(name, interval_s):
     return (zlib.crc32(name.encode()) % 1000) / 1000.0 * interval_s
 
 
-def _cap(disk, limits, lease_expires_at, decision_id):
-    """The ``apply_caps`` record of a cap on ``disk``."""
-    return {'instance_uuid': disk['instance_uuid'], 'dev': disk['dev'],
-            'limits': limits, 'lease_expires_at': lease_expires_at,
-            'decision_id': (str(decision_id) if decision_id is not None
-                            else None)}
+def cap_of(disk, limits, lease_expires_at, decision_id):
+    """The :class:`iotguard.caps.Cap` on ``disk`` (a DB view)."""
+    return caps.Cap(disk['instance_uuid'], disk['dev'], limits,
+                    lease_expires_at,
+                    str(decision_id) if decision_id is not None else None)
 
 
 def _calibrated(domain):
@@ -524,14 +496,13 @@ class DomainLoop:
             record = (disk, change.decision, decision_id, olds[change.disk])
             if change.limits is None:
                 releases[disk['host']].append(
-                    ({'instance_uuid': disk['instance_uuid'],
-                      'dev': disk['dev']}, record))
+                    (caps.Disk(disk['instance_uuid'], disk['dev']), record))
             else:
-                applies[disk['host']].append((_cap(
+                applies[disk['host']].append((cap_of(
                     disk, change.limits, lease, decision_id), record))
         for i in plan.renewals:
             disk = disks[i]
-            renewals[disk['host']].append((_cap(
+            renewals[disk['host']].append((cap_of(
                 disk, disk['cap']['limits'], lease,
                 disk['cap']['decision_id']), disk['id']))
         self._send(name, policy_name, applies, renewals, releases, result,
@@ -548,8 +519,8 @@ class DomainLoop:
         for host in dict.fromkeys([*applies, *renewals]):
             new, renew = applies.get(host, []), renewals.get(host, [])
             try:
-                self.agent_api.apply_caps(ctxt, host,
-                                          [c for c, _ in new + renew])
+                self.agent_api.apply_caps(
+                    ctxt, host, [c.to_wire() for c, _ in new + renew])
             except Exception as e:
                 LOG.error('apply_caps to %s failed (%s); its caps are sent '
                           'again next round', host, e)
@@ -559,8 +530,8 @@ class DomainLoop:
             renewed.extend(row_id for _cap, row_id in renew)
         for host, items in releases.items():
             try:
-                self.agent_api.release_caps(ctxt, host,
-                                            [d for d, _ in items])
+                self.agent_api.release_caps(
+                    ctxt, host, [d.to_wire() for d, _ in items])
             except Exception as e:
                 LOG.error('release_caps to %s failed (%s); tried again next '
                           'round', host, e)

@@ -10,12 +10,26 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The controller's RPC endpoint (topic ``iotguard-controller``, fanout).
+"""The controller's RPC endpoint (topic ``iotguard-controller``).
 
-Every controller receives every agent's batch (fanout casts) and keeps
-the samples of the disks in the domains it owns, so ownership moves
-between controllers without the agents knowing:
+An agent's batch reaches one controller (RPC 1.2), which routes it, or
+every controller (fanout, 1.1 and 1.0); each keeps the samples of the
+disks in the domains it owns, so ownership moves between controllers
+without the agents knowing:
 
+* ``report_samples(host, samples, route=True)`` (1.2): the controller
+  that received the batch reads only its disks' names, keeps the disks
+  of the domains it owns and queues each other owner's share
+  (:func:`iotguard.batch.select`); the queue goes out as one
+  ``store_samples`` cast per owner every ``FORWARD_S`` seconds, or as
+  soon as it holds ``FORWARD_DISKS`` disks. An unknown disk goes to the
+  owner of ``local:<host>``, which may record it (below). Each share is
+  checked by its owner, so a malformed value costs that owner's share of
+  the batch only. Without coordination (one controller) nothing is
+  routed.
+* ``store_samples(batches)`` (1.2): another controller's routed shares,
+  ``[(host, samples)]``, stored as below (a disk whose domain moved away
+  meanwhile is dropped).
 * ``report_samples(host, samples)``: a 1.1 batch (columns,
   :mod:`iotguard.batch`) is checked once for all its disks and refused
   whole when malformed; a 1.0 batch's disk samples are each checked once,
@@ -69,6 +83,10 @@ INDEX_RELOAD_MIN_S = 30.0
 #: Batches of a host in a row without one of its local disks (while they
 #: list its instance) before that disk is dropped.
 UNLISTED_BATCHES = 2
+#: Routed shares wait at most this long (seconds) for more of the same
+#: owner, or until they hold this many disks, before they are sent.
+FORWARD_S = 0.25
+FORWARD_DISKS = 2000
 
 
 def local_domain(host):
@@ -117,10 +135,21 @@ class ControllerManager:
     target = oslo_messaging.Target(version=rpcapi.CONTROLLER_RPC_API_VERSION)
 
     def __init__(self, conf, db, store, owns=_owns_everything,
-                 clock=time.time):
+                 clock=time.time, owner_of=None, forward=None):
+        """The endpoint; ``owner_of`` and ``forward`` route batches.
+
+        ``owner_of(domain)``: the member id owning it (None: unknown);
+        ``forward(server, batches)``: casts ``store_samples`` there. Both
+        None: nothing is routed (one controller).
+        """
         self.db = db
         self.store = store
         self.owns = owns
+        self.owner_of = owner_of
+        self.forward = forward
+        self._outbox = {}         # server -> [(host, samples)] to forward
+        self._outbox_disks = 0
+        self._outbox_since = None
         self.register_local = conf.controller.register_local_disks
         self._clock = clock
         self._lock = threading.Lock()
@@ -138,7 +167,7 @@ class ControllerManager:
         self._loaded_at = None    # when the index was last read in full
         self._unknown_since = None
         self.stats = {'stored': 0, 'dropped': 0, 'foreign': 0,
-                      'registered': 0}
+                      'registered': 0, 'forwarded': 0}
 
     # -- membership index ---------------------------------------------------
 
@@ -193,18 +222,43 @@ class ControllerManager:
 
     # -- RPC API 1.1 --------------------------------------------------------
 
-    def report_samples(self, ctxt, host, samples):
-        """One batch of one host, of either form (see :mod:`iotguard.rpcapi`).
+    def report_samples(self, ctxt, host, samples, route=False):
+        """One batch of one host, of any form (see :mod:`iotguard.rpcapi`).
 
         1.0: ``samples["disks"]`` is a list of per-disk dicts, each checked
         on its own; 1.1: it holds columns (:mod:`iotguard.batch`), checked
-        at once and stored without a dict per disk.
+        at once and stored without a dict per disk; 1.2 (``route``): this
+        controller alone received it and routes it first.
         """
         try:
+            routed = route and self.forward is not None
             with self._ingest:
-                self._report(host, samples)
+                if routed:
+                    samples = self._route_away(host, samples)
+                if not routed or samples is not None:
+                    self._report(host, samples, listing=not routed)
+            if routed:
+                self.flush_forwards()
         except Exception:
             LOG.exception('Dropped the samples of host %.255r', host)
+
+    def store_samples(self, ctxt, batches):
+        """Another controller's routed shares: ``[(host, samples)]``."""
+        if not isinstance(batches, list):
+            LOG.error('Malformed store_samples dropped: batches must be '
+                      'a list')
+            return
+        for item in batches:
+            if not (isinstance(item, (list, tuple)) and len(item) == 2):
+                LOG.error('Malformed store_samples entry dropped')
+                self._count('dropped')
+                continue
+            try:
+                with self._ingest:
+                    self._report(item[0], item[1], listing=False)
+            except Exception:
+                LOG.exception('Dropped the routed samples of host %.255r',
+                              item[0])
 
     def agent_heartbeat(self, ctxt, host, info):
         """Record that the agent on ``host`` is alive."""
@@ -229,7 +283,69 @@ class ControllerManager:
             with self._lock:
                 self.stats[what] += n
 
-    def _report(self, host, wire):
+    def _route_away(self, host, wire):
+        """Queue the other owners' shares of a batch; return ours (or None).
+
+        Reads only the disks' names: each share is checked where it is
+        stored. A batch whose names cannot be read is returned whole, for
+        :func:`iotguard.batch.decode` to refuse (and say why).
+        """
+        keys = batch_mod.keys_of(wire)
+        if keys is None or not isinstance(host, str) or not host:
+            return wire
+        self._drop_unlisted(host, keys, full_listing=True)
+        local = local_domain(host) if self.register_local else None
+        mine, away, owners = [], {}, {}
+        for i, key in enumerate(keys):
+            found = self._index.get(key)
+            domain = found[0] if found is not None else local
+            if domain is None:
+                mine.append(i)      # unknown: logged and dropped here
+                continue
+            owner = owners.get(domain, False)
+            if owner is False:
+                owner = owners[domain] = (None if self.owns(domain)
+                                          else self.owner_of(domain))
+            if owner is None:
+                mine.append(i)      # ours, or no owner known: kept here
+            else:
+                away.setdefault(owner, []).append(i)
+        if not away:
+            return wire
+        with self._lock:
+            for owner, rows in away.items():
+                self._outbox.setdefault(owner, []).append(
+                    (host, batch_mod.select(wire, rows)))
+                self._outbox_disks += len(rows)
+            if self._outbox_since is None:
+                self._outbox_since = time.monotonic()
+        return batch_mod.select(wire, mine) if mine else None
+
+    def flush_forwards(self, force=False):
+        """Send the routed shares when due (see the module doc)."""
+        with self._lock:
+            if not self._outbox or not force and (
+                    self._outbox_disks < FORWARD_DISKS and
+                    time.monotonic() - self._outbox_since < FORWARD_S):
+                return
+            outbox, self._outbox = self._outbox, {}
+            self._outbox_disks, self._outbox_since = 0, None
+        for server, batches in outbox.items():
+            n = sum(batch_mod.size(b) for _host, b in batches)
+            try:
+                self.forward(server, batches)
+            except Exception as e:
+                LOG.warning('Could not route %d samples to controller %s: '
+                            '%s', n, server, e)
+                self._count('dropped', n)
+                continue
+            self._count('forwarded', n)
+
+    def _report(self, host, wire, listing=True):
+        """Check and store a batch.
+
+        ``listing``: it lists all the host's disks (not a routed share).
+        """
         received = self._clock()
         disks = wire.get('disks') if isinstance(wire, dict) else None
         if not isinstance(host, str) or not host or \
@@ -259,9 +375,10 @@ class ControllerManager:
         stored = self.store.add_batch(batch, received) if keep else 0
         self._count('stored', stored)
         self._count('dropped', len(keep) - stored)
-        self._drop_unlisted(host, keys)
+        if listing:
+            self._drop_unlisted(host, keys)
 
-    def _drop_unlisted(self, host, keys):
+    def _drop_unlisted(self, host, keys, full_listing=False):
         """Drop the local disks of ``host`` its agent no longer lists.
 
         ``keys``: every disk of the host's batch (a 1.1 batch lists them
@@ -270,10 +387,12 @@ class ControllerManager:
         row, while the batches list other disks of its instance, is
         deleted from the database and the index (its cap goes with it;
         the agent has no such disk any more). A sample naming it again
-        registers it again.
+        registers it again. Run by the owner of that domain, or by the
+        controller that routes the batch (``full_listing``: it alone sees
+        the host's whole listing).
         """
         domain = local_domain(host)
-        if not self.owns(domain):
+        if not full_listing and not self.owns(domain):
             return
         listed = {}
         for uuid, dev in keys:

@@ -130,6 +130,21 @@ class Partition:
         with self._lock:
             return self._partitioner.belongs_to_self(name)
 
+    def owner_of(self, name):
+        """The member id (str) owning the domain ``name``; None: unknown.
+
+        None too without coordination (this controller is the only one).
+        """
+        if self._partitioner is None:
+            return None
+        try:
+            with self._lock:
+                members = self._partitioner.members_for_object(name)
+        except Exception as e:     # an empty ring, while joining
+            LOG.debug('No owner of %s yet: %s', name, e)
+            return None
+        return next(iter(members)).decode() if members else None
+
     def my_domains(self, all_domains):
         """The domains (dicts or names) of ``all_domains`` owned here."""
         self.refresh()

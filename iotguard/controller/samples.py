@@ -63,6 +63,7 @@ from oslo_log import log as logging
 from iotguard import batch as batch_mod
 from iotguard import caps
 from iotguard import exception
+from iotguard.policy import base
 from iotguard import rates
 
 LOG = logging.getLogger(__name__)
@@ -208,26 +209,6 @@ def has_rates(sample):
     """Whether ``sample`` (a dict or None) carries rates (no ``gap``)."""
     return sample is not None and sample.get('gap') is None and \
         sample.get('read_iops') is not None
-
-
-class Columns(typing.NamedTuple):
-    """What the decision loop reads of some disks' samples, by position.
-
-    Rates as sent (``nan`` where none, or no sample); ``static_*`` the
-    static total ceilings (``inf`` when none); ``stale``: no sample, a
-    sample without rates (gap) or a stale one.
-    """
-
-    timestamp: np.ndarray
-    read_iops: np.ndarray
-    write_iops: np.ndarray
-    read_bytes_sec: np.ndarray
-    write_bytes_sec: np.ndarray
-    read_latency_ms: np.ndarray
-    write_latency_ms: np.ndarray
-    static_iops: np.ndarray
-    static_bytes_sec: np.ndarray
-    stale: np.ndarray
 
 
 #: The float columns of the store, by row of ``SampleStore._cols``.
@@ -490,7 +471,10 @@ class SampleStore:
         return sample
 
     def gather(self, keys, now):
-        """The :class:`Columns` of ``keys`` (``(instance_uuid, dev)``)."""
+        """The :class:`~iotguard.policy.base.SampleColumns` of ``keys``.
+
+        ``keys``: ``(instance_uuid, dev)``, the order of the columns.
+        """
         n = len(keys)
         with self._lock:
             get = self._rows.get
@@ -503,7 +487,7 @@ class SampleStore:
         with np.errstate(invalid='ignore'):
             stale = ~known | (col['rated'] != 1.0) | (
                 now - col['timestamp'] > limit)
-        return Columns(
+        return base.SampleColumns(
             timestamp=col['timestamp'], read_iops=col['read_iops'],
             write_iops=col['write_iops'],
             read_bytes_sec=col['read_bytes_sec'],

@@ -12,11 +12,14 @@
 
 """The controller process wired together: RPC server, partition, loop.
 
-Threads only (no eventlet): the RPC server (topic ``iotguard-controller``,
-fanout casts from the agents) and the optional Ceilometer listener use
-oslo.messaging's ``threading`` executor, and so does the Nova/Cinder
-notification listener of membership (when ``[service_credentials]`` is
-configured); one thread runs the decision rounds every ``[controller]
+Threads only (no eventlet): the RPC server (topic ``iotguard-controller``:
+the agents' casts and, with coordination, the samples other controllers
+route here; its ``server`` is then this controller's tooz member id) and
+the optional Ceilometer listener use oslo.messaging's ``threading``
+executor, and so does the Nova/Cinder notification listener of membership
+(when ``[service_credentials]`` is configured); with coordination a
+thread sends the samples routed from here every ``FORWARD_S``; one
+thread runs the decision rounds every ``[controller]
 decision_interval``: follow the tooz group, pick the owned domains, resync
 membership when due, reload the disk index when due (membership's
 changes keep it current in between), poll Gnocchi when enabled, and run
@@ -24,6 +27,7 @@ one round over the owned domains. A failing round is logged and the next
 one runs on time.
 """
 
+import functools
 import threading
 import time
 
@@ -77,6 +81,7 @@ class ControllerService:
         self._gnocchi_due = 0.0
         self._stop = threading.Event()
         self._thread = None
+        self._flusher = None
 
     def start(self):
         conf = self.conf
@@ -90,9 +95,14 @@ class ControllerService:
         self.notifier = notifications.Notifier(
             conf, self.notification_transport)
         self.partition.start()
+        routed = self.partition.coordinated
+        controllers = rpcapi.ControllerAPI(self.transport)
         self.manager = manager_mod.ControllerManager(
             conf, self.db, self.store, owns=self.partition.owns,
-            clock=self._clock)
+            clock=self._clock,
+            owner_of=self.partition.owner_of if routed else None,
+            forward=(functools.partial(controllers.store_samples, {})
+                     if routed else None))
         self.loop = loop_mod.DomainLoop(
             conf, self.db, self.store,
             rpcapi.AgentAPI(self.transport),
@@ -104,8 +114,12 @@ class ControllerService:
                           'round')
         self._start_sources()
         self._start_membership()
-        self.server = rpc.get_server(self.transport, rpc.TOPIC_CONTROLLER,
-                                     self.host, [self.manager])
+        # Coordinated, the server is named by the tooz member id: other
+        # controllers route samples to it by that name (store_samples).
+        self.server = rpc.get_server(
+            self.transport, rpc.TOPIC_CONTROLLER,
+            self.partition.member_id.decode() if routed else self.host,
+            [self.manager])
         self.server.start(
             override_pool_size=conf.controller.rpc_thread_pool_size)
         if self._timer:
@@ -113,11 +127,25 @@ class ControllerService:
                                             name='iotguard-controller-loop',
                                             daemon=True)
             self._thread.start()
+        if routed:
+            self._flusher = threading.Thread(
+                target=self._flush_forwards, name='iotguard-controller-route',
+                daemon=True)
+            self._flusher.start()
         LOG.info('iotguard-controller on %s started (every %.1f s, leases '
                  '%.1f s, %s)', self.host, self.interval_s,
                  self.conf.controller.lease_seconds,
                  'coordinated' if self.partition.coordinated
                  else 'owning every domain')
+
+    def _flush_forwards(self):
+        """Send the routed samples that waited ``FORWARD_S`` (a thread)."""
+        while not self._stop.wait(manager_mod.FORWARD_S):
+            try:
+                self.manager.flush_forwards()
+            except Exception:
+                LOG.exception('Routing samples to the other controllers '
+                              'failed')
 
     def _start_sources(self):
         conf = self.conf
@@ -183,13 +211,11 @@ class ControllerService:
             lease = audit_mod.to_timestamp(cap['lease_expires_at'])
             if lease <= self._clock():
                 continue
-            caps.append({'instance_uuid': instance_uuid, 'dev': disk['dev'],
-                         'limits': cap['limits'], 'lease_expires_at': lease,
-                         'decision_id': (str(cap['decision_id'])
-                                         if cap['decision_id'] is not None
-                                         else None)})
+            caps.append(loop_mod.cap_of(disk, cap['limits'], lease,
+                                        cap['decision_id']))
         if caps:
-            self.loop.agent_api.apply_caps({}, host, caps)
+            self.loop.agent_api.apply_caps({}, host,
+                                           [c.to_wire() for c in caps])
             LOG.info('Sent the %d cap(s) of rebuilt instance %s to %s again',
                      len(caps), instance_uuid, host)
 
@@ -237,6 +263,8 @@ class ControllerService:
                 server.wait()
         if self._thread is not None:
             self._thread.join(timeout=60)
+        if self._flusher is not None:
+            self._flusher.join(timeout=5)
         self.partition.stop()
 
     def wait(self):

@@ -24,12 +24,13 @@ convention), see :func:`Decision.limits`.
 
 import dataclasses
 import math
+from typing import NamedTuple
 from typing import Protocol
+from typing import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-from iotguard import caps
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -124,6 +125,26 @@ class DiskState:
     stale: bool = False
 
 
+class SampleColumns(NamedTuple):
+    """Some disks' newest samples, by position: what a snapshot is made of.
+
+    Rates as measured (``nan`` where none: no sample, or a gap);
+    ``static_*`` the static total ceilings Nova or Cinder set (``inf``
+    when none); ``stale``: no usable sample (none, a gap, or too old).
+    """
+
+    timestamp: FloatArray
+    read_iops: FloatArray
+    write_iops: FloatArray
+    read_bytes_sec: FloatArray
+    write_bytes_sec: FloatArray
+    read_latency_ms: FloatArray
+    write_latency_ms: FloatArray
+    static_iops: FloatArray
+    static_bytes_sec: FloatArray
+    stale: BoolArray
+
+
 @dataclasses.dataclass
 class DomainSnapshot:
     """Every disk of one contention domain, one array per quantity."""
@@ -159,37 +180,83 @@ class DomainSnapshot:
         return result
 
     @classmethod
-    def from_disks(cls, domain: str, profile: Profile, interval_s: float,
-                   disks: list[DiskState]) -> 'DomainSnapshot':
-        """Build the columnar snapshot from per-disk rows.
+    def of_samples(cls, domain: str, profile: Profile, interval_s: float,
+                   disk_ids: tuple[str, ...], tiers: Sequence[Tier],
+                   samples: 'SampleColumns', cap_iops: FloatArray,
+                   cap_bytes_sec: FloatArray,
+                   cap_set_at: FloatArray) -> 'DomainSnapshot':
+        """The snapshot of some disks, from their samples' columns.
 
-        A tier ceiling and the static ceiling combine into the tightest one;
-        0 in a tier means "no limit".
+        The one builder: the controller (from its sample store), the
+        simulator (from its world's counters) and :meth:`from_disks` all
+        come here. ``tiers`` and the caps in force (``inf``: none) are by
+        position, as ``samples``. A disk's I/O rate is its reads' and
+        writes' (``nan``, no sample, counts as 0), its latency the mean
+        of both weighted by their rates; a tier ceiling (0: no limit) and
+        the static ceiling combine into the tightest one.
         """
-        def col(values: list[float]) -> FloatArray:
-            return np.asarray(values, dtype=np.float64)
+        def tier_col(field: str) -> FloatArray:
+            return np.fromiter((getattr(t, field) for t in tiers),
+                               np.float64, len(tiers))
 
+        def no_limit_if_zero(values: FloatArray) -> FloatArray:
+            """:func:`iotguard.caps.inf_if_zero` of a column."""
+            out: FloatArray = np.where(values > 0, values, math.inf)
+            return out
+
+        s = samples
+        r_iops, w_iops = np.nan_to_num(s.read_iops), np.nan_to_num(
+            s.write_iops)
+        ops = r_iops + w_iops
+        with np.errstate(invalid='ignore', divide='ignore'):
+            latency = np.where(
+                ops > 0, (r_iops * np.nan_to_num(s.read_latency_ms)
+                          + w_iops * np.nan_to_num(s.write_latency_ms))
+                / ops, 0.0)
         return cls(
             domain=domain, profile=profile, interval_s=interval_s,
-            disk_ids=tuple(d.disk_id for d in disks),
-            iops=col([d.read_iops + d.write_iops for d in disks]),
-            bytes_sec=col([d.read_bytes_sec + d.write_bytes_sec
-                           for d in disks]),
-            latency_ms=col([d.latency_ms for d in disks]),
-            floor_iops=col([d.tier.min_iops for d in disks]),
-            floor_bytes_sec=col([d.tier.min_bytes_sec for d in disks]),
-            ceil_iops=col([min(caps.inf_if_zero(d.tier.max_iops),
-                               d.static_iops) for d in disks]),
-            ceil_bytes_sec=col([min(caps.inf_if_zero(d.tier.max_bytes_sec),
-                                    d.static_bytes_sec) for d in disks]),
-            weight=col([d.tier.weight for d in disks]),
-            cap_iops=col([d.cap_iops for d in disks]),
-            cap_bytes_sec=col([d.cap_bytes_sec for d in disks]),
-            cap_set_at=col([d.cap_set_at for d in disks]),
-            stale=np.asarray([d.stale for d in disks], dtype=np.bool_),
-            static_iops=col([d.static_iops for d in disks]),
-            static_bytes_sec=col([d.static_bytes_sec for d in disks]),
-        )
+            disk_ids=disk_ids, iops=ops,
+            bytes_sec=(np.nan_to_num(s.read_bytes_sec)
+                       + np.nan_to_num(s.write_bytes_sec)),
+            latency_ms=latency, floor_iops=tier_col('min_iops'),
+            floor_bytes_sec=tier_col('min_bytes_sec'),
+            ceil_iops=np.minimum(no_limit_if_zero(tier_col('max_iops')),
+                                 s.static_iops),
+            ceil_bytes_sec=np.minimum(
+                no_limit_if_zero(tier_col('max_bytes_sec')),
+                s.static_bytes_sec),
+            weight=tier_col('weight'), cap_iops=cap_iops,
+            cap_bytes_sec=cap_bytes_sec, cap_set_at=cap_set_at,
+            stale=s.stale.copy(), static_iops=s.static_iops,
+            static_bytes_sec=s.static_bytes_sec)
+
+    @classmethod
+    def from_disks(cls, domain: str, profile: Profile, interval_s: float,
+                   disks: list[DiskState]) -> 'DomainSnapshot':
+        """Build the columnar snapshot from per-disk rows (tests).
+
+        Through :meth:`of_samples`: each row's ``latency_ms`` stands for
+        both its reads and its writes.
+        """
+        def col(field: str) -> FloatArray:
+            return np.fromiter((getattr(d, field) for d in disks),
+                               np.float64, len(disks))
+
+        latency = col('latency_ms')
+        samples = SampleColumns(
+            timestamp=np.zeros(len(disks)), read_iops=col('read_iops'),
+            write_iops=col('write_iops'),
+            read_bytes_sec=col('read_bytes_sec'),
+            write_bytes_sec=col('write_bytes_sec'),
+            read_latency_ms=latency, write_latency_ms=latency,
+            static_iops=col('static_iops'),
+            static_bytes_sec=col('static_bytes_sec'),
+            stale=np.fromiter((d.stale for d in disks), np.bool_,
+                              len(disks)))
+        return cls.of_samples(
+            domain, profile, interval_s, tuple(d.disk_id for d in disks),
+            [d.tier for d in disks], samples, col('cap_iops'),
+            col('cap_bytes_sec'), col('cap_set_at'))
 
 
 def reject_params(policy: str, params: dict[str, object]) -> None:

@@ -179,27 +179,47 @@ class _Loop:
         self.cap_bytes = np.full(n, np.inf)
         self.cap_set_at = np.full(n, np.nan)
         self.in_force: list[plan_mod.InForce | None] = [None] * n
+        self.static_iops = np.array(
+            [caps.ceiling(vm.limits, 'iops_sec') for vm in self.vms])
+        self.static_bytes_sec = np.array(
+            [caps.ceiling(vm.limits, 'bytes_sec') for vm in self.vms])
         self.actions: list[Action] = []
 
     def snapshot(self, delta: list[dict[str, int]]) -> base.DomainSnapshot:
+        """The domain's snapshot from one interval's counter deltas.
+
+        Built by :meth:`iotguard.policy.base.DomainSnapshot.of_samples`,
+        the controller's builder: rates per second over the interval,
+        each direction's latency its time per operation.
+        """
         dt = self.scenario.interval_s
-        disks = []
-        for i, (disk_id, vm, d) in enumerate(zip(self.ids, self.vms, delta)):
-            ops = d['rd_reqs'] + d['wr_reqs']
-            latency = (d['rd_times'] + d['wr_times']) / ops / 1e6 if ops else 0
-            disks.append(base.DiskState(
-                disk_id=disk_id, tier=self.tiers[i],
-                read_iops=d['rd_reqs'] / dt, write_iops=d['wr_reqs'] / dt,
-                read_bytes_sec=d['rd_bytes'] / dt,
-                write_bytes_sec=d['wr_bytes'] / dt,
-                latency_ms=latency,
-                cap_iops=float(self.cap_iops[i]),
-                cap_bytes_sec=float(self.cap_bytes[i]),
-                cap_set_at=float(self.cap_set_at[i]),
-                static_iops=caps.ceiling(vm.limits, 'iops_sec'),
-                static_bytes_sec=caps.ceiling(vm.limits, 'bytes_sec')))
-        return base.DomainSnapshot.from_disks(
-            self.scenario.domain.name, self.profile, dt, disks)
+        n = len(self.ids)
+
+        def counter(key: str) -> base.FloatArray:
+            return np.fromiter((d[key] for d in delta), np.float64, n)
+
+        def latency_ms(reqs: base.FloatArray,
+                       times_ns: base.FloatArray) -> base.FloatArray:
+            with np.errstate(invalid='ignore', divide='ignore'):
+                out: base.FloatArray = np.where(
+                    reqs > 0, times_ns / reqs / 1e6, math.nan)
+            return out
+
+        rd_reqs, wr_reqs = counter('rd_reqs'), counter('wr_reqs')
+        samples = base.SampleColumns(
+            timestamp=np.zeros(n), read_iops=rd_reqs / dt,
+            write_iops=wr_reqs / dt,
+            read_bytes_sec=counter('rd_bytes') / dt,
+            write_bytes_sec=counter('wr_bytes') / dt,
+            read_latency_ms=latency_ms(rd_reqs, counter('rd_times')),
+            write_latency_ms=latency_ms(wr_reqs, counter('wr_times')),
+            static_iops=self.static_iops,
+            static_bytes_sec=self.static_bytes_sec,
+            stale=np.zeros(n, dtype=np.bool_))
+        return base.DomainSnapshot.of_samples(
+            self.scenario.domain.name, self.profile, dt, tuple(self.ids),
+            self.tiers, samples, self.cap_iops.copy(),
+            self.cap_bytes.copy(), self.cap_set_at.copy())
 
     def apply(self, snapshot: base.DomainSnapshot,
               decisions: list[base.Decision], now: float) -> None:

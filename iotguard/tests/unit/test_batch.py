@@ -217,3 +217,43 @@ class BatchTest(base.TestCase):
             self.assertFalse(wanted, (name, value))
             return
         self.assertTrue(wanted, (name, value))
+
+
+class RouteTest(base.TestCase):
+    """What a routing controller reads and sends on (RPC 1.2)."""
+
+    def test_keys_of(self):
+        self.assertEqual([(UUIDS[0], 'vda'), (UUIDS[1], 'vda'),
+                          (UUIDS[2], 'vdb')], batch.keys_of(wire()))
+        for spoil in ({'dev': ['vda']}, {'dev': 'vda'},
+                      {'instance_uuid': [1, 2, 3]}, {'gap': [None]},
+                      {'read_iops': 5.0},
+                      {'static': {'total_iops_sec': [1, 2]}},
+                      {'cap': {'total_iops_sec': 7}}, {'cap': [0, 0, 0]}):
+            bad = wire()
+            bad['disks'].update(spoil)
+            self.assertIsNone(batch.keys_of(bad))
+        for bad in (None, [], {'disks': []}, {'disks': {}}):
+            self.assertIsNone(batch.keys_of(bad))
+
+    def test_select_is_take_before_the_check(self):
+        whole = batch.decode(wire())
+        for rows in ([0], [2], [0, 2], [2, 0, 1], []):
+            got = batch.decode(batch.select(wire(), rows))
+            want = whole.take(np.array(rows, dtype=np.intp))
+            self.assertEqual(want.keys(), got.keys())
+            np.testing.assert_array_equal(want.rates, got.rates)
+            np.testing.assert_array_equal(want.static, got.static)
+            np.testing.assert_array_equal(want.cap, got.cap)
+            np.testing.assert_array_equal(want.lease_expires_at,
+                                          got.lease_expires_at)
+            self.assertEqual((want.gap, want.decision_id, want.volume_id),
+                             (got.gap, got.decision_id, got.volume_id))
+
+    def test_optional_lists_left_out_stay_out(self):
+        bare = wire()
+        del bare['disks']['volume_id']
+        self.assertEqual(3, len(batch.keys_of(bare)))
+        share = batch.select(bare, [1])
+        self.assertNotIn('volume_id', share['disks'])
+        self.assertEqual([None], batch.decode(share).volume_id)

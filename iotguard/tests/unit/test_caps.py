@@ -11,6 +11,7 @@
 # under the License.
 
 import copy
+import dataclasses
 import math
 
 import testtools
@@ -140,6 +141,46 @@ class ValidateTest(testtools.TestCase):
         caps.validate_disk({'instance_uuid': UUID, 'dev': 'vdb'})
         self.assertRaises(exception.InvalidCap, caps.validate_disk,
                           {'instance_uuid': UUID})
+
+
+class RecordTest(testtools.TestCase):
+    """The typed records and their one wire conversion."""
+
+    def test_cap_round_trip_fills_every_key(self):
+        wire = cap(total_iops_sec=500)
+        record = caps.Cap.from_wire(wire)
+        self.assertEqual((UUID, 'vda'), record.key)
+        self.assertEqual(caps.full({'total_iops_sec': 500}), record.limits)
+        self.assertEqual(caps.full(wire['limits']),
+                         record.to_wire()['limits'])
+        self.assertEqual(record, caps.Cap.from_wire(record.to_wire()))
+
+    def test_from_wire_checks(self):
+        self.assertRaises(exception.InvalidCap, caps.Cap.from_wire,
+                          cap(total_iops_sec=-1))
+        self.assertRaises(exception.InvalidCap, caps.Cap.from_wire,
+                          cap(total_iops_sec=5, read_iops_sec=5))
+        self.assertRaises(exception.InvalidCap, caps.Cap.from_wire,
+                          dict(cap(), extra=1))
+        self.assertRaises(exception.InvalidCap, caps.Disk.from_wire,
+                          {'instance_uuid': 'not-a-uuid', 'dev': 'vda'})
+
+    def test_disk_round_trip_ignores_other_fields(self):
+        wire = {'instance_uuid': UUID, 'dev': 'vdb', 'host': 'cn1'}
+        self.assertEqual(caps.Disk(UUID, 'vdb'), caps.Disk.from_wire(wire))
+        self.assertEqual({'instance_uuid': UUID, 'dev': 'vdb'},
+                         caps.Disk(UUID, 'vdb').to_wire())
+
+    def test_schemas_are_the_records_fields(self):
+        for record, schema in ((caps.Cap, caps.CAP_SCHEMA),
+                               (caps.Disk, caps.DISK_SCHEMA)):
+            names = [f.name for f in dataclasses.fields(record)]
+            self.assertEqual(names, list(schema['properties']))
+            self.assertEqual(names, schema['required'])
+        self.assertFalse(caps.CAP_SCHEMA['additionalProperties'])
+        self.assertNotIn('additionalProperties', caps.DISK_SCHEMA)
+        self.assertEqual(sorted(cap()),
+                         sorted(caps.CAP_SCHEMA['properties']))
 
 
 class EffectiveTest(testtools.TestCase):

@@ -40,7 +40,7 @@ class ClientRetryTest(base.TestCase):
 
 
 class ReportSamplesVersionTest(base.TestCase):
-    """Columns (1.1) only when the controllers' version cap allows them."""
+    """Routed (1.2), then columns (1.1), as the version cap allows."""
 
     def setUp(self):
         super().setUp()
@@ -57,21 +57,28 @@ class ReportSamplesVersionTest(base.TestCase):
 
         def prepare(**kw):
             context = real(**kw)
-            if kw.get('fanout'):
-                context.cast = mock.Mock()
-                casts.append((kw, context.cast))
+            context.cast = mock.Mock()
+            casts.append((kw, context.cast))
             return context
 
         with mock.patch.object(api.client, 'prepare', side_effect=prepare):
             api.report_samples({}, 'cn1', self.columns)
-        [(kw, cast)] = casts
+        [(kw, cast)] = [(kw, cast) for kw, cast in casts if cast.called]
         [(args, cast_kw)] = cast.call_args_list
         self.assertEqual(('report_samples', 'cn1'),
                          (args[1], cast_kw['host']))
+        self.assertEqual(kw.get('fanout') is None,
+                         cast_kw.get('route', False))
         return kw, cast_kw['samples']
 
-    def test_newest_sends_columns(self):
+    def test_newest_casts_to_one_controller_which_routes(self):
         api = rpcapi.ControllerAPI(self.transport)
+        kw, samples = self.sent(api)
+        self.assertEqual({'version': '1.2'}, kw)
+        self.assertIs(self.columns, samples)
+
+    def test_capped_at_1_1_sends_columns_to_all(self):
+        api = rpcapi.ControllerAPI(self.transport, version_cap='1.1')
         self.assertTrue(api.sends_columns())
         kw, samples = self.sent(api)
         self.assertEqual({'fanout': True, 'version': '1.1'}, kw)

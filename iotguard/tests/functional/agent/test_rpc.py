@@ -59,7 +59,7 @@ class ControllerEndpoint:
         self.columns = 0
         self.arrived = threading.Condition()
 
-    def report_samples(self, ctxt, host, samples):
+    def report_samples(self, ctxt, host, samples, route=False):
         if type(samples.get('disks')) is dict:
             samples = batch_mod.to_samples(samples)
             self.columns += 1

@@ -33,12 +33,31 @@ class StateFileTest(testtools.TestCase):
 
     def test_round_trip_creates_directory(self):
         store = manager.StateFile(self.path)
-        held = {KEY: manager.Cap(caps.full({'total_iops_sec': 5}), 123.5,
-                                 'd-1')}
+        held = {KEY: caps.Cap(*KEY, caps.full({'total_iops_sec': 5}), 123.5,
+                              'd-1')}
         store.save(held)
         self.assertEqual(held, manager.StateFile(self.path).load())
         self.assertEqual([], [n for n in os.listdir(os.path.dirname(
             self.path)) if n != 'caps.json'])   # no temp file left
+
+    def test_a_file_of_the_earlier_form_is_read(self):
+        # the key alone named the disk; decision_id could be missing
+        os.makedirs(os.path.dirname(self.path))
+        with open(self.path, 'w') as f:
+            f.write('{"%s/%s": {"limits": {"total_iops_sec": 5}, '
+                    '"lease_expires_at": 123.5}}' % KEY)
+        self.assertEqual(
+            {KEY: caps.Cap(*KEY, caps.full({'total_iops_sec': 5}), 123.5,
+                           None)},
+            manager.StateFile(self.path).load())
+
+    def test_a_malformed_cap_makes_the_file_unreadable(self):
+        os.makedirs(os.path.dirname(self.path))
+        with open(self.path, 'w') as f:
+            f.write('{"%s/%s": {"limits": {"total_iops_sec": -5}, '
+                    '"lease_expires_at": 123.5}}' % KEY)
+        self.assertEqual({}, manager.StateFile(self.path).load())
+        self.assertIn('Ignoring unreadable', self.log.output)
 
     def test_missing_file_is_empty(self):
         self.assertEqual({}, manager.StateFile(self.path).load())
@@ -54,10 +73,10 @@ class StateFileTest(testtools.TestCase):
         blocker = os.path.join(self.dir, 'file')
         open(blocker, 'w').close()
         store = manager.StateFile(os.path.join(blocker, 'caps.json'))
-        store.save({KEY: manager.Cap(caps.full({}), 1.0, None)})
+        store.save({KEY: caps.Cap(*KEY, caps.full({}), 1.0, None)})
         self.assertIn('Cannot write', self.log.output)
 
     def test_disabled(self):
         store = manager.StateFile('')
-        store.save({KEY: manager.Cap(caps.full({}), 1.0, None)})
+        store.save({KEY: caps.Cap(*KEY, caps.full({}), 1.0, None)})
         self.assertEqual({}, store.load())

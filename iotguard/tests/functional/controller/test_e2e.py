@@ -16,8 +16,9 @@ Real RabbitMQ, PostgreSQL and Redis; the agent runs the simulated
 hypervisor on a noisy-neighbour scenario in real time. The test:
 
 1. waits until the noisy neighbour is capped (audit trail read through
-   the API) and the victims' floors are back (their samples, heard on
-   the agents' fanout like a controller hears them);
+   the API) and the victims' floors are back (their samples, a copy of
+   the agent's batches tapped on the bus: each batch reaches one
+   controller, which routes the domain's disks to its owner);
 2. SIGKILLs the controller that owns the domain: the other one takes it
    over within two decision intervals, and the cap never lapses meanwhile
    (its lease is renewed by the new owner);
@@ -41,13 +42,13 @@ import uuid
 import fixtures
 from oslo_messaging import conffixture
 
+from iotguard import batch as batch_mod
 from iotguard import rpc
 from iotguard import rpcapi
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
 from iotguard.tests.fixtures import ports
 from iotguard.tests.fixtures import rabbit
-from iotguard.tests.functional.agent import test_rpc
 from iotguard.tests.functional.controller import test_loop_rabbit as tlr
 from iotguard.tests.functional.controller import test_partition
 
@@ -129,20 +130,17 @@ class EndToEndTest(base.TestCase):
             'member_timeout': MEMBER_TIMEOUT, 'scenario': scenario_file,
             'sample': SAMPLE_S, 'port': self.port,
             'topic': 'iotguard-e2e-' + run}
-        # The test's own ears on the bus: the agent's fanout batches, and
-        # get_state calls to the agent.
+        # The test's own ears on the bus: a copy of the agent's batches
+        # (cast to one controller, which routes them), and get_state
+        # calls to the agent.
         self.flags(host='e2e-test-' + run)
         # The exchange is read when the transport is made: set it first.
         self.useFixture(conffixture.ConfFixture(self.conf))
         self.conf.set_override('control_exchange', 'iotguard-e2e-' + run)
         self.transport = rpc.get_transport(self.conf, url=rabbit.URL)
         self.addCleanup(self.transport.cleanup)
-        self.ears = test_rpc.ControllerEndpoint()
-        server = rpc.get_server(self.transport, rpc.TOPIC_CONTROLLER,
-                                'e2e-test-' + run, [self.ears])
-        server.start()
-        self.addCleanup(server.wait)
-        self.addCleanup(server.stop)
+        self.ears = rabbit.Tap('iotguard-e2e-' + run, rpc.TOPIC_CONTROLLER)
+        self.addCleanup(self.ears.stop)
         self.agent_api = rpcapi.AgentAPI(self.transport, timeout=10)
 
     def spawn(self, kind, host):
@@ -186,8 +184,8 @@ class EndToEndTest(base.TestCase):
             return json.loads(r.read())
 
     def rate(self, name):
-        for host, batch in reversed(self.ears.batches):
-            for disk in batch['disks']:
+        for args in reversed(self.ears.calls('report_samples')):
+            for disk in batch_mod.to_samples(args['samples'])['disks']:
                 if (disk['instance_uuid'], disk['dev']) == self.disks[name]:
                     if disk['gap']:
                         return None

@@ -12,7 +12,6 @@
 
 """In-memory stand-ins for the agent's unit tests (no I/O)."""
 
-from iotguard.agent import manager
 from iotguard.agent.virt import base
 from iotguard import caps
 from iotguard import rates
@@ -119,7 +118,7 @@ class MemoryStore:
         self.saved = {}
 
     def save(self, held):
-        self.saved = {k: manager.Cap(**v.as_dict()) for k, v in held.items()}
+        self.saved = dict(held)   # caps.Cap records are immutable
 
     def load(self):
         return dict(self.saved)

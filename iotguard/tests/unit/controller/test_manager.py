@@ -32,7 +32,8 @@ class FakeIndexDB(fakes.FakeDB):
         return {k: (d['domain'], d['host']) for k, d in self.disks.items()}
 
 
-class ManagerTest(base.TestCase):
+class ManagerFixture(base.TestCase):
+    """A manager owning ``mine`` (not ``theirs``), with samples to send."""
 
     def setUp(self):
         super().setUp()
@@ -57,6 +58,18 @@ class ManagerTest(base.TestCase):
             kw.setdefault('dev', disk['dev'])
         kw.setdefault('timestamp', T0 - 0.5)
         return fakes.sample(**kw)
+
+    def columns(self, *disks, timestamp=T0 - 0.5, **static):
+        """A 1.1 batch (columns) of ``disks``: ``(disk, project_id)``."""
+        out = batch_mod.Builder(timestamp, 5.0)
+        for disk, project_id in disks:
+            out.add(disk['instance_uuid'], disk['dev'], None, project_id,
+                    5.0, None, (5.0, 5.0, 20480.0, 20480.0, 1.0, 1.0, 0.0),
+                    static, {'total_iops_sec': 300}, T0 + 15, 'd1')
+        return out.wire()
+
+
+class ManagerTest(ManagerFixture):
 
     def test_keeps_only_owned_domains(self):
         self.manager.report_samples({}, 'cn1', self.batch(
@@ -133,15 +146,6 @@ class ManagerTest(base.TestCase):
         self.manager.report_samples({}, 'cn1', self.batch(
             self.sample(), self.sample(self.mine)))
         self.assertEqual(1, self.manager.stats['stored'])
-
-    def columns(self, *disks, timestamp=T0 - 0.5, **static):
-        """A 1.1 batch (columns) of ``disks``: ``(disk, project_id)``."""
-        out = batch_mod.Builder(timestamp, 5.0)
-        for disk, project_id in disks:
-            out.add(disk['instance_uuid'], disk['dev'], None, project_id,
-                    5.0, None, (5.0, 5.0, 20480.0, 20480.0, 1.0, 1.0, 0.0),
-                    static, {'total_iops_sec': 300}, T0 + 15, 'd1')
-        return out.wire()
 
     def test_columns_keep_only_owned_domains(self):
         self.manager.report_samples({}, 'cn1', self.columns(
@@ -363,3 +367,115 @@ class IndexEventsTest(base.TestCase):
         # and a full reload now and then whatever happens
         self.now += manager.INDEX_RELOAD_S
         self.assertTrue(self.manager.index_due(self.now))
+
+
+class RoutingTest(ManagerFixture):
+    """RPC 1.2: the controller that receives a batch routes its disks."""
+
+    def setUp(self):
+        super().setUp()
+        self.sent = []      # (server, batches) cast to store_samples
+        self.owners = {'theirs': 'ctl-b', 'local:cn2': 'ctl-b'}
+        self.manager.owner_of = self.owners.get
+        self.manager.forward = lambda server, batches: self.sent.append(
+            (server, batches))
+        self.other_store = samples.SampleStore(5.0, clock=lambda: T0)
+        self.other = manager.ControllerManager(
+            self.conf, self.db, self.other_store,
+            owns={'theirs', 'local:cn2'}.__contains__, clock=lambda: T0)
+        self.other.refresh_index()
+
+    def test_each_disk_reaches_its_domain_s_owner(self):
+        self.manager.report_samples({}, 'cn1', self.columns(
+            (self.mine, 'p1'), (self.theirs, 'p1')), route=True)
+        self.assertIsNotNone(self.store.latest(self.mine['instance_uuid'],
+                                               'vda'))
+        self.assertEqual([], self.sent)            # not due yet
+        self.manager.flush_forwards(force=True)
+        [(server, batches)] = self.sent
+        self.assertEqual('ctl-b', server)
+        [(host, share)] = batches
+        self.assertEqual(('cn1', [self.theirs['instance_uuid']]),
+                         (host, share['disks']['instance_uuid']))
+        self.other.store_samples({}, batches)
+        got = self.other_store.latest(self.theirs['instance_uuid'], 'vda')
+        self.assertEqual(({'total_iops_sec': 300}, 'd1'),
+                         (got['cap'], got['decision_id']))
+        self.assertIsNone(self.other_store.latest(
+            self.mine['instance_uuid'], 'vda'))
+        self.assertEqual((1, 1, 0), (self.manager.stats['stored'],
+                                     self.manager.stats['forwarded'],
+                                     self.manager.stats['foreign']))
+        self.assertEqual(1, self.other.stats['stored'])
+
+    def test_shares_wait_for_more_until_due(self):
+        self.useFixture(fixtures.MockPatchObject(manager, 'FORWARD_DISKS',
+                                                 2))
+        wire = self.columns((self.theirs, 'p1'))
+        self.manager.report_samples({}, 'cn1', wire, route=True)
+        self.assertEqual([], self.sent)
+        self.manager.report_samples({}, 'cn1', wire, route=True)
+        [(server, batches)] = self.sent       # two disks: due
+        self.assertEqual(2, len(batches))
+        self.manager.flush_forwards(force=True)
+        self.assertEqual(1, len(self.sent))   # nothing left to send
+
+    def test_a_bad_value_costs_only_its_owner_s_share(self):
+        wire = self.columns((self.mine, 'p1'), (self.theirs, 'p1'))
+        wire['disks']['read_iops'][1] = -1.0  # theirs
+        self.manager.report_samples({}, 'cn1', wire, route=True)
+        self.manager.flush_forwards(force=True)
+        self.assertEqual(1, self.manager.stats['stored'])
+        self.other.store_samples({}, self.sent[0][1])
+        self.assertEqual((0, 1), (self.other.stats['stored'],
+                                  self.other.stats['dropped']))
+
+    def test_an_unknown_disk_goes_to_its_host_s_local_owner(self):
+        # a new image-backed disk of cn2, whose local domain ctl-b owns
+        unknown = fakes.sample(timestamp=T0 - 0.5)
+        disk = {'instance_uuid': unknown['instance_uuid'], 'dev': 'vda'}
+        self.manager.report_samples({}, 'cn2', self.columns(
+            (disk, 'p1')), route=True)
+        self.manager.flush_forwards(force=True)
+        self.other.store_samples({}, self.sent[0][1])
+        self.assertEqual(1, self.other.stats['registered'])
+        self.assertEqual('local:cn2', self.other.domain_of(
+            disk['instance_uuid'], 'vda'))
+
+    def test_a_share_whose_domain_moved_away_is_dropped(self):
+        self.manager.report_samples({}, 'cn1', self.columns(
+            (self.theirs, 'p1')), route=True)
+        self.manager.flush_forwards(force=True)
+        self.manager.store_samples({}, self.sent[0][1])  # not its owner
+        self.assertEqual(1, self.manager.stats['foreign'])
+        self.assertEqual(0, len(self.store))
+
+    def test_unreadable_names_are_refused_whole_here(self):
+        wire = self.columns((self.mine, 'p1'), (self.theirs, 'p1'))
+        wire['disks']['dev'] = ['vda']
+        self.manager.report_samples({}, 'cn1', wire, route=True)
+        self.manager.flush_forwards(force=True)
+        self.assertEqual(([], 1), (self.sent, self.manager.stats['dropped']))
+
+    def test_malformed_store_samples_is_dropped(self):
+        for batches in (None, [None], [('cn1',)], [('cn1', None)]):
+            self.other.store_samples({}, batches)
+        self.assertEqual(0, len(self.other_store))
+
+    def test_a_failed_cast_loses_only_those_samples(self):
+        def down(server, batches):
+            raise RuntimeError('broker gone')
+        self.manager.forward = down
+        self.manager.report_samples({}, 'cn1', self.columns(
+            (self.mine, 'p1'), (self.theirs, 'p1')), route=True)
+        self.manager.flush_forwards(force=True)
+        self.assertEqual((1, 1, 0), (self.manager.stats['stored'],
+                                     self.manager.stats['dropped'],
+                                     self.manager.stats['forwarded']))
+
+    def test_without_coordination_nothing_is_routed(self):
+        self.manager.forward = None
+        self.manager.report_samples({}, 'cn1', self.columns(
+            (self.mine, 'p1'), (self.theirs, 'p1')), route=True)
+        self.assertEqual((1, 1), (self.manager.stats['stored'],
+                                  self.manager.stats['foreign']))

@@ -12,9 +12,11 @@
 
 """One engine: the controller, the simulator and the all-in-one plan alike.
 
-Each of them is run once with :func:`iotguard.engine.plan.plan` wrapped;
-the wrapper must see the round of each, so none of them decides on its
-own what to do with a policy's decisions.
+Each of them is run once with :func:`iotguard.engine.plan.plan` and
+:meth:`iotguard.policy.base.DomainSnapshot.of_samples` wrapped; the
+wrappers must see the round of each, so none of them builds its own
+picture of the disks or decides on its own what to do with a policy's
+decisions.
 """
 
 import fixtures
@@ -25,6 +27,7 @@ from iotguard.controller import loop as controller_loop
 from iotguard.controller import samples
 from iotguard.engine import plan
 from iotguard import policy as policy_mod
+from iotguard.policy import base as policy_base
 from iotguard.sim import loop as sim_loop
 from iotguard.tests import base
 from iotguard.tests.unit.controller import fakes
@@ -39,10 +42,17 @@ class OneEngineTest(base.TestCase):
         super().setUp()
         self.plan = self.useFixture(fixtures.MockPatch(
             'iotguard.engine.plan.plan', wraps=plan.plan)).mock
+        self.build = self.useFixture(fixtures.MockPatch(
+            'iotguard.policy.base.DomainSnapshot.of_samples',
+            wraps=policy_base.DomainSnapshot.of_samples)).mock
 
     def planned(self):
         """The domains of the snapshots planned, one a call."""
         return [c.args[0].domain for c in self.plan.call_args_list]
+
+    def built(self):
+        """The domains of the snapshots built, one a call."""
+        return [c.args[0] for c in self.build.call_args_list]
 
     def test_the_controller_round(self):
         self.flags(decision_interval=5.0, lease_seconds=15.0,
@@ -59,12 +69,14 @@ class OneEngineTest(base.TestCase):
             audit.Audit(db, fakes.FakeNotifier()), clock=lambda: T0)
         self.assertEqual(1, rounds.run_once(domain, T0).applied)
         self.assertEqual(['pool'], self.planned())
+        self.assertEqual(['pool'], self.built())
         self.assertEqual('apply_caps', agents.casts[0][0])
 
     def test_the_simulator_loop(self):
         scenario = helpers.make(duration_s=15)
         run = sim_loop.run(scenario, policy_mod.load('guarantee'))
         self.assertEqual([scenario.domain.name] * 3, self.planned())
+        self.assertEqual([scenario.domain.name] * 3, self.built())
         self.assertEqual(3, len(run.times))
 
     def test_the_all_in_one(self):
@@ -78,3 +90,4 @@ class OneEngineTest(base.TestCase):
         aio.window(0)
         aio.window(1)
         self.assertEqual([aio.scenario.domain.name] * 2, self.planned())
+        self.assertEqual([aio.scenario.domain.name] * 2, self.built())
