@@ -68,6 +68,9 @@ STRINGS = ('instance_uuid', 'dev', 'volume_id', 'project_id', 'gap',
            'decision_id')
 NUMBERS = ('interval_s',) + RATES + ('lease_expires_at',)
 LIMITS = ('static', 'cap')
+#: A list of each disk's own time of reading, in a batch merged from
+#: several hosts' (:func:`merge`); else the batch's ``timestamp``.
+STAMPS = 'timestamp'
 #: Lists a batch may leave out (all null then).
 OPTIONAL = frozenset(('volume_id', 'project_id', 'interval_s',
                       'lease_expires_at', 'decision_id'))
@@ -91,7 +94,7 @@ COLUMNS_SCHEMA: caps.Schema = {
             'type': 'object',
             'properties': dict(
                 {name: _array_of(_PROPERTIES[name])
-                 for name in STRINGS + NUMBERS},
+                 for name in STRINGS + NUMBERS + (STAMPS,)},
                 **{name: {'type': 'object',
                           'properties': {key: _array_of(_LIMIT_ITEM)
                                          for key in caps.IOTUNE_KEYS},
@@ -280,7 +283,7 @@ def _decode(wire: object) -> Batch:
     if type(stamp) not in (int, float) or not math.isfinite(stamp):
         raise _invalid('timestamp', 'not a finite number')
     disks = wire['disks']
-    unknown = set(disks) - set(STRINGS + NUMBERS + LIMITS)
+    unknown = set(disks) - set(STRINGS + NUMBERS + LIMITS + (STAMPS,))
     if unknown:
         raise _invalid('disks', 'unknown fields: %s' % ', '.join(
             sorted(map(str, unknown))))
@@ -299,9 +302,12 @@ def _decode(wire: object) -> Batch:
     columns = np.array([numbers[name] for name in RATES]).reshape(
         len(RATES), n)
     lease = numbers['lease_expires_at']
+    stamps = (np.full(n, float(stamp)) if disks.get(STAMPS) is None
+              else _numbers([STAMPS], [_list(disks, STAMPS, n)],
+                            [_PROPERTIES['timestamp']], np.float64)[0])
     return Batch(
-        strings['instance_uuid'], strings['dev'],
-        np.full(n, float(stamp)), numbers['interval_s'], strings['gap'],
+        strings['instance_uuid'], strings['dev'], stamps,
+        numbers['interval_s'], strings['gap'],
         columns, _limits(disks, 'static', n), _limits(disks, 'cap', n),
         ~np.isnan(lease), lease, strings['decision_id'],
         strings['volume_id'], strings['project_id'], [None] * n)
@@ -507,6 +513,40 @@ def select(wire: dict[str, Any], rows: list[int]) -> dict[str, Any]:
         else:
             out[name] = pick(values)
     return dict(wire, disks=out)
+
+
+def merge(wires: list[dict[str, Any]]) -> dict[str, Any]:
+    """One batch of the disks of several (a controller's routed shares).
+
+    Each disk keeps its own batch's time of reading (a ``timestamp``
+    list); a list one batch leaves out is null there, an iotune key one
+    batch does not set is 0 there. For batches :func:`keys_of` could read.
+    """
+    names: dict[str, None] = {}
+    keys: dict[str, dict[str, None]] = {name: {} for name in LIMITS}
+    for wire in wires:
+        for name, values in wire['disks'].items():
+            names[name] = None
+            if name in LIMITS:
+                keys[name].update(dict.fromkeys(values))
+    names.pop(STAMPS, None)
+    out: dict[str, Any] = {name: [] for name in names if name not in LIMITS}
+    out.update({name: {key: [] for key in keys[name]} for name in LIMITS})
+    stamps: list[float] = []
+    for wire in wires:
+        disks = wire['disks']
+        n = len(disks['instance_uuid'])
+        given = disks.get(STAMPS)
+        stamps.extend([wire['timestamp']] * n if given is None else given)
+        for name, column in out.items():
+            if name in LIMITS:
+                limits = disks.get(name) or {}
+                for key, values in column.items():
+                    values.extend(limits.get(key) or [0] * n)
+            else:
+                column.extend(disks.get(name) or [None] * n)
+    out[STAMPS] = stamps
+    return {'timestamp': max(stamps, default=0.0), 'disks': out}
 
 
 def size(wire: dict[str, Any]) -> int:

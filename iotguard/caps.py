@@ -74,21 +74,27 @@ LIMITS_SCHEMA: Schema = {
 }
 
 
-def _field(schema: Schema) -> Any:
-    """A record's field and its JSON schema (see :func:`record_schema`)."""
-    return dataclasses.field(metadata={'schema': schema})
+def _field(schema: Schema | None, required: bool = True,
+           default: Any = dataclasses.MISSING) -> Any:
+    """A record's field and its JSON schema (see :func:`record_schema`).
+
+    ``schema`` None: the field is not on the wire's schema.
+    """
+    return dataclasses.field(default=default, metadata={
+        'schema': schema, 'required': required})
 
 
 def record_schema(record: type, closed: bool = True) -> Schema:
     """The JSON schema of a record's wire form, from its fields.
 
-    Every field is required; ``closed``: no other property is allowed.
+    ``closed``: no other property is allowed.
     """
-    fields = dataclasses.fields(record)
+    fields = [f for f in dataclasses.fields(record)
+              if f.metadata['schema'] is not None]
     schema: Schema = {
         'type': 'object',
         'properties': {f.name: f.metadata['schema'] for f in fields},
-        'required': [f.name for f in fields],
+        'required': [f.name for f in fields if f.metadata['required']],
     }
     if closed:
         schema['additionalProperties'] = False
@@ -166,36 +172,71 @@ MAX_RATE = 1e15
 _NULLABLE_RATE: Schema = {'type': ['number', 'null'], 'minimum': 0,
                           'maximum': MAX_RATE}
 
-#: One disk in a ``report_samples`` batch. The rate fields are ``null``
-#: when there is no rate for the interval (``gap`` says why: first reading,
-#: counter reset, interval too long or not positive).
-SAMPLE_SCHEMA: Schema = {
-    'type': 'object',
-    'properties': {
-        'instance_uuid': DISK_SCHEMA['properties']['instance_uuid'],
-        'dev': DISK_SCHEMA['properties']['dev'],
-        'volume_id': {'type': ['string', 'null']},
-        'project_id': {'type': ['string', 'null']},
-        'timestamp': {'type': 'number'},
-        'interval_s': {'type': 'number'},
-        'gap': {'type': ['string', 'null']},
-        'read_iops': _NULLABLE_RATE,
-        'write_iops': _NULLABLE_RATE,
-        'read_bytes_sec': _NULLABLE_RATE,
-        'write_bytes_sec': _NULLABLE_RATE,
-        'read_latency_ms': _NULLABLE_RATE,
-        'write_latency_ms': _NULLABLE_RATE,
-        'flush_ops': _NULLABLE_RATE,
-        'static': LIMITS_SCHEMA,
-        'cap': {'oneOf': [{'type': 'null'}, LIMITS_SCHEMA]},
-        'lease_expires_at': {'type': ['number', 'null']},
-        'decision_id': {'type': ['string', 'null']},
-    },
-    'required': ['instance_uuid', 'dev', 'timestamp', 'gap', 'read_iops',
-                 'write_iops', 'read_bytes_sec', 'write_bytes_sec',
-                 'read_latency_ms', 'write_latency_ms', 'flush_ops',
-                 'static', 'cap'],
-}
+
+def _rate() -> Any:
+    return _field(_NULLABLE_RATE)
+
+
+def _optional(schema: Schema) -> Any:
+    return _field(schema, required=False, default=None)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Sample:
+    """One disk in a ``report_samples`` batch (the 1.0 form: a dict).
+
+    Rates per second (latencies in ms) over the last interval, ``None``
+    when the interval has none (``gap`` says why: first reading, counter
+    reset, interval too long or not positive). ``static`` and ``cap``:
+    iotune keys (``cap`` None: none in force). ``source``: which metric
+    source sent it, when not an agent (not on the wire's schema).
+    Checked by the controller (:func:`iotguard.controller.samples.decode`).
+    """
+
+    instance_uuid: str = _field(_UUID_SCHEMA)
+    dev: str = _field(_DEV_SCHEMA)
+    timestamp: float = _field({'type': 'number'})
+    interval_s: float | None = _field({'type': 'number'}, required=False)
+    gap: str | None = _field({'type': ['string', 'null']})
+    read_iops: float | None = _rate()
+    write_iops: float | None = _rate()
+    read_bytes_sec: float | None = _rate()
+    write_bytes_sec: float | None = _rate()
+    read_latency_ms: float | None = _rate()
+    write_latency_ms: float | None = _rate()
+    flush_ops: float | None = _rate()
+    static: dict[str, int] = _field(LIMITS_SCHEMA)
+    cap: dict[str, int] | None = _field(
+        {'oneOf': [{'type': 'null'}, LIMITS_SCHEMA]})
+    volume_id: str | None = _optional({'type': ['string', 'null']})
+    project_id: str | None = _optional({'type': ['string', 'null']})
+    lease_expires_at: float | None = _optional(
+        {'type': ['number', 'null']})
+    decision_id: str | None = _optional({'type': ['string', 'null']})
+    source: str | None = _field(None, required=False, default=None)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.instance_uuid, self.dev
+
+    @property
+    def rates(self) -> tuple[float | None, ...]:
+        """The rates, in :data:`iotguard.rates.RATE_FIELDS` order."""
+        return (self.read_iops, self.write_iops, self.read_bytes_sec,
+                self.write_bytes_sec, self.read_latency_ms,
+                self.write_latency_ms, self.flush_ops)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The dict form (:data:`SAMPLE_SCHEMA`)."""
+        wire = {name: getattr(self, name) for name in _SAMPLE_FIELDS}
+        if wire['source'] is None:
+            del wire['source']
+        return wire
+
+
+_SAMPLE_FIELDS = tuple(f.name for f in dataclasses.fields(Sample))
+#: One disk in a ``report_samples`` batch, generated from :class:`Sample`.
+SAMPLE_SCHEMA: Schema = record_schema(Sample, closed=False)
 
 _cap_validator = jsonschema.Draft202012Validator(CAP_SCHEMA)
 _disk_validator = jsonschema.Draft202012Validator(DISK_SCHEMA)

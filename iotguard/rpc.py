@@ -76,24 +76,44 @@ def listener_pool(conf: cfg.ConfigOpts, source: str,
     return configured or 'iotguard-%s.%s' % (source, conf.host)
 
 
+def topic_of(transport: oslo_messaging.Transport, name: str) -> str:
+    """The topic ``name`` (:data:`TOPIC_AGENT`, ...) on ``transport``.
+
+    RabbitMQ names a topic's queues after the topic alone, whatever the
+    exchange: two iotguards on one broker (virtual host) with different
+    ``control_exchange`` would take each other's casts from the shared
+    queue. With an exchange other than ``iotguard``, the topic carries
+    its name too, so each exchange is an iotguard of its own.
+    """
+    exchange = transport.conf.control_exchange
+    return name if exchange == EXCHANGE else '%s-%s' % (name, exchange)
+
+
 def get_client(transport: oslo_messaging.Transport, topic: str, version: str,
                timeout: float | None = None,
                retry: int = SEND_RETRY,
                version_cap: str | None = None) -> oslo_messaging.RPCClient:
     """An RPC client for ``topic``; use ``prepare(server=...)`` per call.
 
-    ``version_cap``: the newest version the receivers speak (a call above
-    it raises; ``can_send_version`` tells); None: no cap.
+    ``topic``: :data:`TOPIC_AGENT` or :data:`TOPIC_CONTROLLER`, made the
+    transport's (:func:`topic_of`). ``version_cap``: the newest version the
+    receivers speak (a call above it raises; ``can_send_version``
+    tells); None: no cap.
     """
-    target = oslo_messaging.Target(topic=topic, version=version)
+    target = oslo_messaging.Target(topic=topic_of(transport, topic),
+                                   version=version)
     return oslo_messaging.get_rpc_client(transport, target, timeout=timeout,
                                          retry=retry, version_cap=version_cap)
 
 
 def get_server(transport: oslo_messaging.Transport, topic: str, server: str,
                endpoints: list[Any]) -> oslo_messaging.MessageHandlingServer:
-    """A started-on-demand RPC server with the threading executor."""
-    target = oslo_messaging.Target(topic=topic, server=server)
+    """A started-on-demand RPC server with the threading executor.
+
+    ``topic`` as for :func:`get_client`.
+    """
+    target = oslo_messaging.Target(topic=topic_of(transport, topic),
+                                   server=server)
     return oslo_messaging.get_rpc_server(
         transport, target, endpoints, executor='threading',
         access_policy=dispatcher.DefaultRPCAccessPolicy)

@@ -24,6 +24,9 @@ OPTS = [
                     '``[upgrade_levels]``: an agent sends nothing newer. '
                     'Unset: the agent\'s own version. Upgrade the '
                     'controllers first; an agent upgraded before them '
-                    'runs with ``1.0`` (samples as a dict per disk) until '
-                    'they speak ``1.1`` (samples in columns).'),
+                    'runs with their version until they are: ``1.0`` '
+                    '(samples as a dict per disk, to every controller), '
+                    '``1.1`` (in columns, to every controller), ``1.2`` '
+                    '(in columns, to one controller, which routes them '
+                    'to their domains\' owners).'),
 ]

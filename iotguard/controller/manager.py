@@ -29,11 +29,12 @@ without the agents knowing:
   routed.
 * ``store_samples(batches)`` (1.2): another controller's routed shares,
   ``[(host, samples)]``, stored as below (a disk whose domain moved away
-  meanwhile is dropped).
+  meanwhile is dropped); ``host`` is None for the shares of known disks
+  merged from several hosts (:func:`iotguard.batch.merge`).
 * ``report_samples(host, samples)``: a 1.1 batch (columns,
   :mod:`iotguard.batch`) is checked once for all its disks and refused
   whole when malformed; a 1.0 batch's disk samples are each checked once,
-  decoded into a :class:`~iotguard.controller.samples.Sample`
+  decoded into a :class:`~iotguard.caps.Sample`
   (:data:`iotguard.caps.SAMPLE_SCHEMA`); malformed ones, disks of domains
   owned by another controller and disks nobody knows are dropped (logged);
   an unknown image-backed disk of the reporting host is recorded in the
@@ -291,7 +292,9 @@ class ControllerManager:
         :func:`iotguard.batch.decode` to refuse (and say why).
         """
         keys = batch_mod.keys_of(wire)
-        if keys is None or not isinstance(host, str) or not host:
+        stamp = wire.get('timestamp') if keys is not None else None
+        if (type(stamp) not in (int, float) or not isinstance(host, str)
+                or not host):
             return wire
         self._drop_unlisted(host, keys, full_listing=True)
         local = local_domain(host) if self.register_local else None
@@ -309,20 +312,28 @@ class ControllerManager:
             if owner is None:
                 mine.append(i)      # ours, or no owner known: kept here
             else:
-                away.setdefault(owner, []).append(i)
+                # a known disk's share needs no host: merged with others
+                away.setdefault((owner, None if found else host),
+                                []).append(i)
         if not away:
             return wire
         with self._lock:
-            for owner, rows in away.items():
+            for (owner, unknown_of), rows in away.items():
                 self._outbox.setdefault(owner, []).append(
-                    (host, batch_mod.select(wire, rows)))
+                    (unknown_of, batch_mod.select(wire, rows)))
                 self._outbox_disks += len(rows)
             if self._outbox_since is None:
                 self._outbox_since = time.monotonic()
         return batch_mod.select(wire, mine) if mine else None
 
     def flush_forwards(self, force=False):
-        """Send the routed shares when due (see the module doc)."""
+        """Send the routed shares when due (see the module doc).
+
+        An owner's shares of known disks go as one batch (each disk with
+        its own time of reading, :func:`iotguard.batch.merge`), checked
+        at once there; those of disks unknown here keep their host, which
+        may record them.
+        """
         with self._lock:
             if not self._outbox or not force and (
                     self._outbox_disks < FORWARD_DISKS and
@@ -330,8 +341,13 @@ class ControllerManager:
                 return
             outbox, self._outbox = self._outbox, {}
             self._outbox_disks, self._outbox_since = 0, None
-        for server, batches in outbox.items():
-            n = sum(batch_mod.size(b) for _host, b in batches)
+        for server, shares in outbox.items():
+            known = [wire for host, wire in shares if host is None]
+            batches = [(host, wire) for host, wire in shares
+                       if host is not None]
+            if known:
+                batches.insert(0, (None, batch_mod.merge(known)))
+            n = sum(batch_mod.size(wire) for _host, wire in batches)
             try:
                 self.forward(server, batches)
             except Exception as e:
@@ -348,8 +364,8 @@ class ControllerManager:
         """
         received = self._clock()
         disks = wire.get('disks') if isinstance(wire, dict) else None
-        if not isinstance(host, str) or not host or \
-                type(disks) not in (list, dict):
+        named = isinstance(host, str) and host or host is None and not listing
+        if not named or type(disks) not in (list, dict):
             LOG.error('Malformed report_samples from %.255r dropped: it '
                       'needs a host and {"disks": ...}', host)
             self._count('dropped')

@@ -66,6 +66,9 @@ class Partition:
         self._coord = None
         self._partitioner = None
         self._lock = threading.Lock()
+        # name -> owner's member id: the ring changes only in refresh()
+        # and _join(), which empty it (hashing a name costs ~10 us)
+        self._owners = {}
 
     @property
     def coordinated(self):
@@ -89,6 +92,7 @@ class Partition:
                 self._partitioner.stop()   # its watchers
             self._partitioner = self._coord.join_partitioned_group(
                 self.group)
+            self._owners = {}
 
     def stop(self):
         if self._coord is None:
@@ -111,6 +115,8 @@ class Partition:
             with self._lock:
                 self._coord.run_watchers()
                 members = self._coord.get_members(self.group).get()
+                self._reconcile(members)
+                self._owners = {}
             if self.member_id not in members:
                 LOG.warning('%s was dropped from %s; joining again',
                             self.member_id.decode(), self.group.decode())
@@ -123,12 +129,44 @@ class Partition:
             LOG.warning('Coordination backend unavailable (%s); keeping '
                         'the last known share of the domains', e)
 
+    def _reconcile(self, members):
+        """Make the hash ring hold exactly the group's ``members``.
+
+        tooz's partitioner reads the members, then starts watching for
+        joins: a member that joins in between is in neither (controllers
+        started together), and this one would then own its domains too,
+        for good. Its ring is set right here, every refresh.
+        """
+        ring = self._partitioner.ring
+        missing = set(members) - set(ring.nodes)
+        gone = set(ring.nodes) - set(members)
+        for member in missing:
+            ring.add_node(member)
+        for member in gone:
+            ring.remove_node(member)
+        if missing or gone:
+            LOG.info('Hash ring of %s set right: %d member(s) added, %d '
+                     'removed', self.group.decode(), len(missing), len(gone))
+
+    def _owner(self, name):
+        """The member id (bytes) owning ``name``; None: none known yet."""
+        found = self._owners.get(name, False)
+        if found is not False:
+            return found
+        with self._lock:
+            try:
+                members = self._partitioner.members_for_object(name)
+            except Exception as e:     # an empty ring, while joining
+                LOG.debug('No owner of %s yet: %s', name, e)
+                return None
+            found = self._owners[name] = next(iter(members), None)
+        return found
+
     def owns(self, name):
         """Whether this controller owns the domain (or key) ``name``."""
         if self._partitioner is None:
             return not self.coordinated
-        with self._lock:
-            return self._partitioner.belongs_to_self(name)
+        return self._owner(name) == self.member_id
 
     def owner_of(self, name):
         """The member id (str) owning the domain ``name``; None: unknown.
@@ -137,13 +175,8 @@ class Partition:
         """
         if self._partitioner is None:
             return None
-        try:
-            with self._lock:
-                members = self._partitioner.members_for_object(name)
-        except Exception as e:     # an empty ring, while joining
-            LOG.debug('No owner of %s yet: %s', name, e)
-            return None
-        return next(iter(members)).decode() if members else None
+        found = self._owner(name)
+        return found.decode() if found is not None else None
 
     def my_domains(self, all_domains):
         """The domains (dicts or names) of ``all_domains`` owned here."""

@@ -16,9 +16,10 @@ Every source (agents' ``report_samples``, Ceilometer, Gnocchi) feeds the
 same store. A per-disk sample arrives in the shape of
 :data:`iotguard.caps.SAMPLE_SCHEMA`, its ``timestamp`` the source's own
 time of measurement (UNIX seconds), and is checked **once**, by
-:func:`decode`, into a typed :class:`Sample` record; a malformed one
-(schema, or a NaN or infinite number) is refused there, logged by the
-caller (a rate above :data:`iotguard.caps.MAX_RATE` is malformed too).
+:func:`decode`, into a typed :class:`iotguard.caps.Sample` record; a
+malformed one (schema, or a NaN or infinite number) is refused there,
+logged by the caller (a rate above :data:`iotguard.caps.MAX_RATE` is
+malformed too).
 The store keeps, per disk ``(instance_uuid, dev)``, only the
 newest sample, and refuses (logs and returns ``False``):
 
@@ -32,9 +33,9 @@ reduced to the total IOPS and bytes/s the decision uses, the iotune
 values of the static limits and of the cap, the few strings), grown by
 doubling. Its one way in is :meth:`SampleStore.add_batch`, a checked
 :class:`iotguard.batch.Batch` (an agent's batch in columns, decoded at
-once); :class:`Sample` records of the other forms go through
-:func:`to_batch`. The decision loop reads a domain's rows at once with
-:meth:`SampleStore.gather`; :meth:`SampleStore.latest` rebuilds one
+once); :class:`iotguard.caps.Sample` records of the other forms go
+through :func:`to_batch`. The decision loop reads a domain's rows at
+once with :meth:`SampleStore.gather`; :meth:`SampleStore.latest` rebuilds one
 sample's dict for the API-free callers (tests, the all-in-one).
 
 **Staleness.** A sample is stale when it is older than
@@ -55,7 +56,6 @@ import math
 import re
 import threading
 import time
-import typing
 
 import numpy as np
 from oslo_log import log as logging
@@ -72,44 +72,6 @@ LOG = logging.getLogger(__name__)
 MAX_SKEW_S = 2.0
 
 RATES = batch_mod.RATES
-
-
-class Sample(typing.NamedTuple):
-    """One disk's sample, checked (:func:`decode`); wire form: the dict.
-
-    Rates are ``None`` when the interval has none (``gap`` says why).
-    """
-
-    instance_uuid: str
-    dev: str
-    timestamp: float
-    interval_s: float | None
-    gap: str | None
-    read_iops: float | None
-    write_iops: float | None
-    read_bytes_sec: float | None
-    write_bytes_sec: float | None
-    read_latency_ms: float | None
-    write_latency_ms: float | None
-    flush_ops: float | None
-    static: dict[str, int]
-    cap: dict[str, int] | None
-    volume_id: str | None = None
-    project_id: str | None = None
-    lease_expires_at: float | None = None
-    decision_id: str | None = None
-    source: str | None = None
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return self.instance_uuid, self.dev
-
-    def to_wire(self) -> dict[str, typing.Any]:
-        """The dict form (:data:`iotguard.caps.SAMPLE_SCHEMA`)."""
-        wire = self._asdict()
-        if wire['source'] is None:
-            del wire['source']
-        return wire
 
 
 _UUID = re.compile(caps.DISK_SCHEMA['properties']['instance_uuid']['pattern'])
@@ -170,8 +132,9 @@ def _fast(obj):
     static, cap = get('static', obj), get('cap', obj)
     if not (_limits(static) and (cap is None or _limits(cap))):
         return None
-    return Sample(uuid, dev, stamp, interval, gap, *rates, static, cap,
-                  strings[1], strings[2], lease, strings[3], strings[4])
+    return caps.Sample(uuid, dev, stamp, interval, gap, *rates, static, cap,
+                       strings[1], strings[2], lease, strings[3],
+                       strings[4])
 
 
 def _number(value):
@@ -179,7 +142,7 @@ def _number(value):
 
 
 def decode(obj):
-    """The :class:`Sample` of a wire sample, or raise Invalid (the reason).
+    """The :class:`iotguard.caps.Sample` of a wire sample, or raise Invalid.
 
     The one check of an incoming sample: :data:`iotguard.caps.
     SAMPLE_SCHEMA` and finite numbers.
@@ -193,7 +156,7 @@ def decode(obj):
     if bad:
         raise exception.Invalid(reason='sample: not a finite number: %s'
                                 % ', '.join(bad))
-    return Sample(
+    return caps.Sample(
         obj['instance_uuid'], obj['dev'], float(obj['timestamp']),
         _number(obj.get('interval_s')), obj['gap'],
         *(_number(obj[k]) for k in RATES),
@@ -243,7 +206,7 @@ def _limit_values(limits):
 
 
 def to_batch(records):
-    """The :class:`iotguard.batch.Batch` of some :class:`Sample` records."""
+    """The :class:`iotguard.batch.Batch` of :class:`iotguard.caps.Sample` s."""
     n = len(records)
     width = len(caps.IOTUNE_KEYS)
     return batch_mod.Batch(
@@ -251,7 +214,7 @@ def to_batch(records):
         np.array([r.timestamp for r in records], dtype=np.float64),
         np.array([r.interval_s for r in records], dtype=np.float64),
         [r.gap for r in records],
-        _matrix([r[5:12] for r in records], len(RATES), n, np.float64),
+        _matrix([r.rates for r in records], len(RATES), n, np.float64),
         _matrix([_limit_values(r.static) for r in records], width, n,
                 np.int64),
         _matrix([_limit_values(r.cap) for r in records], width, n,
@@ -320,12 +283,12 @@ class SampleStore:
         return False
 
     def add(self, sample, received_at=None):
-        """Store one sample (a wire dict or a :class:`Sample`).
+        """Store one sample (a wire dict or a :class:`~iotguard.caps.Sample`).
 
         True when stored; False (logged) when malformed, from the future,
         stale on arrival, or not newer than the one held.
         """
-        if type(sample) is not Sample:
+        if type(sample) is not caps.Sample:
             try:
                 sample = decode(sample)
             except exception.Invalid as e:
@@ -335,7 +298,7 @@ class SampleStore:
         return self.add_many([sample], received_at) == 1
 
     def add_many(self, records, received_at=None):
-        """Store :class:`Sample` records (checked); how many were stored."""
+        """Store checked :class:`iotguard.caps.Sample` s; how many stored."""
         return self.add_batch(to_batch(records), received_at)
 
     def add_batch(self, batch, received_at=None):

@@ -24,8 +24,11 @@ every demand fits, everyone gets its demand.
 """
 
 import numpy as np
+import numpy.typing as npt
 
 from iotguard.policy.base import FloatArray
+
+IntArray = npt.NDArray[np.intp]
 
 
 def _shares(level: float, floors: FloatArray, demands: FloatArray,
@@ -33,6 +36,27 @@ def _shares(level: float, floors: FloatArray, demands: FloatArray,
     result: FloatArray = np.minimum(demands,
                                     np.maximum(floors, weights * level))
     return result
+
+
+def _sorted(values: FloatArray) -> tuple[FloatArray, IntArray]:
+    """``values`` in increasing order, and the order (``np.argsort``)."""
+    order: IntArray = np.argsort(values)
+    return values[order], order
+
+
+def _gather(values: FloatArray, order: IntArray,
+            out: FloatArray) -> FloatArray:
+    """``values[order]``, written into ``out`` (``order`` is in range)."""
+    result: FloatArray = np.take(values, order, out=out, mode='clip')
+    return result
+
+
+def _running_sums(values: FloatArray) -> FloatArray:
+    """``[0, v0, v0 + v1, ...]``: the first k values added in turn."""
+    sums = np.empty(len(values) + 1)
+    sums[0] = 0.0
+    np.cumsum(values, out=sums[1:])
+    return sums
 
 
 def fair_shares(capacity: float, floors: FloatArray, demands: FloatArray,
@@ -56,17 +80,21 @@ def fair_shares(capacity: float, floors: FloatArray, demands: FloatArray,
     # g(level) = sum of shares is piecewise linear and non-decreasing,
     # with breakpoints where w*level crosses a floor (disk starts to grow)
     # and where it crosses a demand (disk stops).
-    start = floors / weights
-    stop = demands / weights
-    s_order = np.argsort(start)
-    e_order = np.argsort(stop)
-    s_sorted = start[s_order]
-    e_sorted = stop[e_order]
-    s_floor = np.concatenate(([0.0], np.cumsum(floors[s_order])))
-    s_weight = np.concatenate(([0.0], np.cumsum(weights[s_order])))
-    e_dem = np.concatenate(([0.0], np.cumsum(
-        np.where(np.isfinite(demands[e_order]), demands[e_order], 0.0))))
-    e_weight = np.concatenate(([0.0], np.cumsum(weights[e_order])))
+    # Each disk's breakpoints in order (start, then stop), with the running
+    # sums of what crosses them; one scratch array carries the values to
+    # add up in turn (fewer arrays of n made at once: fewer pages the
+    # system has to hand over afresh at every decision).
+    scratch = np.empty(n)
+    s_sorted, s_order = _sorted(np.divide(floors, weights, out=scratch))
+    s_floor = _running_sums(_gather(floors, s_order, scratch))
+    s_weight = _running_sums(_gather(weights, s_order, scratch))
+    del s_order
+    e_sorted, e_order = _sorted(np.divide(demands, weights, out=scratch))
+    e_demand = _gather(demands, e_order, scratch)
+    e_demand[~np.isfinite(e_demand)] = 0.0
+    e_dem = _running_sums(e_demand)
+    e_weight = _running_sums(_gather(weights, e_order, scratch))
+    del e_order, e_demand, scratch
 
     def total(levels: FloatArray) -> tuple[FloatArray, FloatArray]:
         ks = np.searchsorted(s_sorted, levels, side='right')
@@ -78,8 +106,8 @@ def fair_shares(capacity: float, floors: FloatArray, demands: FloatArray,
     # Both runs are sorted: a stable sort merges them in one pass. A point
     # twice over (a floor equal to another disk's demand) is harmless: it
     # has one value, and the search below lands on its first copy.
-    points = np.sort(np.concatenate(
-        (s_sorted, e_sorted[np.isfinite(e_sorted)])), kind='stable')
+    points = np.concatenate((s_sorted, e_sorted[np.isfinite(e_sorted)]))
+    points.sort(kind='stable')
     # The first point where g reaches the capacity: g is non-decreasing
     # along the points, so a bisection evaluates it at ~log2(n) of them
     # (each the same arithmetic as over all of them at once).

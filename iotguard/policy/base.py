@@ -22,8 +22,10 @@ so that a decision over 100,000 disks stays a handful of vector operations.
 convention), see :func:`Decision.limits`.
 """
 
+import collections.abc
 import dataclasses
 import math
+import operator
 from typing import NamedTuple
 from typing import Protocol
 from typing import Sequence
@@ -300,6 +302,35 @@ class Decision:
                 'total_bytes_sec': wire_value(self.bytes_sec)}
 
 
+def make_decisions(disk_ids: list[str], actions: list[str],
+                   reasons: list[str], iops: list[float],
+                   bytes_sec: list[float],
+                   numbers: list[dict[str, float]]) -> list[Decision]:
+    """:class:`Decision` records in bulk, one per position of the lists.
+
+    The same records as ``Decision(disk_ids[k], actions[k], ...)`` one by
+    one, at about half the cost: the actions are checked once for all, and
+    each record's fields are set at once, where a frozen dataclass's
+    ``__init__`` sets them one by one.
+    """
+    size = len(disk_ids)
+    if not (len(actions) == len(reasons) == len(iops) == len(bytes_sec)
+            == len(numbers) == size):
+        raise ValueError('make_decisions: columns of unequal lengths')
+    unknown = set(actions).difference(ACTIONS)
+    if unknown:
+        raise ValueError('unknown action %r' % sorted(unknown)[0])
+    new = object.__new__
+    records = []
+    for disk_id, action, reason, ops, byts, seen in zip(
+            disk_ids, actions, reasons, iops, bytes_sec, numbers):
+        record = new(Decision)
+        record.__dict__.update(disk_id=disk_id, action=action, reason=reason,
+                               iops=ops, bytes_sec=byts, numbers=seen)
+        records.append(record)
+    return records
+
+
 def audit_numbers(**values: float) -> dict[str, float]:
     """The finite ones of ``values`` as plain floats, for the audit trail.
 
@@ -308,6 +339,58 @@ def audit_numbers(**values: float) -> dict[str, float]:
     """
     return {key: float(value) for key, value in values.items()
             if math.isfinite(value)}
+
+
+#: The most columns :func:`audit_rows` takes (a row's pattern of finite
+#: values is kept as the bits of an int64).
+AUDIT_COLUMNS = 62
+_BITS = np.int64(1) << np.arange(AUDIT_COLUMNS, dtype=np.int64)
+
+#: Picks a row's values at some positions, as a tuple.
+Picker = collections.abc.Callable[[list[float]], tuple[float, ...]]
+
+
+def _picker(at: list[int]) -> Picker:
+    if len(at) >= 2:
+        pick: Picker = operator.itemgetter(*at)
+        return pick
+    return lambda row: tuple(row[j] for j in at)
+
+
+def audit_rows(names: tuple[str, ...], values: FloatArray,
+               common: dict[str, float] | None = None
+               ) -> list[dict[str, float]]:
+    """:func:`audit_numbers` of every row of ``values``, at once.
+
+    ``values[i, j]`` is the number ``names[j]`` of row ``i``; ``common``
+    are numbers of every row, after its own. The same dicts, keys in that
+    order, as ``audit_numbers(**row, **common)`` row by row, but the
+    numbers are read back as Python floats in one go and the keys are
+    found once per pattern of finite values (a handful), not once per
+    number.
+    """
+    if values.ndim != 2 or values.shape[1] != len(names):
+        raise ValueError('audit_rows: %d names for values of shape %r'
+                         % (len(names), values.shape))
+    if len(names) > AUDIT_COLUMNS:
+        raise ValueError('audit_rows: at most %d names, not %d'
+                         % (AUDIT_COLUMNS, len(names)))
+    shared = audit_numbers(**(common or {}))
+    shared_keys = tuple(shared)
+    shared_values = tuple(shared.values())
+    finite = np.isfinite(values)
+    codes = finite @ _BITS[:len(names)]
+    patterns: dict[int, tuple[tuple[str, ...], Picker]] = {}
+    rows = []
+    for i, (code, numbers) in enumerate(zip(codes.tolist(),
+                                            values.tolist())):
+        if code not in patterns:
+            at = [j for j, ok in enumerate(finite[i].tolist()) if ok]
+            patterns[code] = (tuple([names[j] for j in at]) + shared_keys,
+                              _picker(at))
+        keys, pick = patterns[code]
+        rows.append(dict(zip(keys, pick(numbers) + shared_values)))
+    return rows
 
 
 def tightens(iops: FloatArray, bytes_sec: FloatArray,

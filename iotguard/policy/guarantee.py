@@ -68,7 +68,9 @@ each disk did when it was last uncongested):
    queue's headroom; a disk held by its own ceiling shows nothing of the
    queue, so nothing else would keep it short). When the pressure is
    above 1 while every deep disk is capped (the caps fill the queue
-   again), it is cut by at most 15 % per interval.
+   again), it is cut by at most 15 % per interval; above the border, to
+   the border (also with a deep disk uncapped once caps are in force: a
+   new flood). Such a cut is sent from ``raise_change`` on.
 6. **Cap** only the deep disks above their allocation (weakness 1: a disk at
    or below its fair share is never capped), at their allocation, never below
    their floor, never above their ceiling. Caps are sent as both
@@ -86,8 +88,11 @@ each disk did when it was last uncongested):
    the oscillation that makes caps churn. A disk using under a tenth of
    its cap keeps it (an on/off aggressor). Changes smaller than
    ``min_change`` are not sent, so caps do not flap with measurement
-   noise; a raise is judged by what the new keys, with the ceilings,
-   let the disk do at its current I/O size.
+   noise, except a raise toward the share while the domain is under the
+   border and its last cut was made above it (from ``raise_change`` on: a
+   cap left a few per cent under its share would keep the array idle
+   under the border for good); a raise is judged by what the new keys,
+   with the ceilings, let the disk do at its current I/O size.
 
 Disks whose samples are ``stale`` are never tightened (their caps may be
 raised or released). Everything is a handful of NumPy operations over the
@@ -95,10 +100,8 @@ domain's columns; the only Python loop builds the decisions for the disks
 that change.
 """
 
-import collections.abc
 import dataclasses
 import math
-import operator
 
 import numpy as np
 
@@ -125,6 +128,7 @@ DEFAULTS = {
     'congestion_ms': 0.0,
     'congestion_factor': 8.0,
     'congestion_release': 0.7,
+    'raise_change': 0.03,
 }
 
 #: How far, per decision, the learned uncongested service time follows
@@ -192,6 +196,8 @@ def _check(params: dict[str, float]) -> None:
         fail('congestion_factor', '> 1')
     if not 0 < params['congestion_release'] <= 1:
         fail('congestion_release', 'in (0, 1]')
+    if not 0 <= params['raise_change'] < 1:
+        fail('raise_change', 'in [0, 1)')
     if params['release_factor'] <= 1 + params['min_change']:
         fail('release_factor', 'above 1 + min_change (%r)'
              % (1 + params['min_change']))
@@ -270,10 +276,14 @@ class Memory:
 
     ``service``: the uncongested service time per device-second of cost
     (:func:`learn_service`); ``asked``: the load each disk did when it was
-    last uncongested (``nan``: never seen so), aligned with ``disk_ids``.
+    last uncongested (``nan``: never seen so), aligned with ``disk_ids``;
+    ``cut_over_border``: whether the domain's last cut was made above the
+    border.
     """
 
     service: float | None = None
+    #: only then are raises toward the share sent from raise_change on
+    cut_over_border: bool = True
     disk_ids: tuple[str, ...] = ()
     asked: base.FloatArray = dataclasses.field(
         default_factory=lambda: np.zeros(0))
@@ -305,10 +315,6 @@ def remembered_demand(asked: base.FloatArray, closed: base.FloatArray,
     return result
 
 
-#: Picks some of a row's values, as a tuple.
-Getter = collections.abc.Callable[[list[float]], tuple[float, ...]]
-
-
 class GuaranteePolicy:
     """Floors first, fair shares above them, caps only on the culprits."""
 
@@ -338,6 +344,8 @@ class GuaranteePolicy:
         self.congestion_ms = values['congestion_ms']
         self.congestion_factor = values['congestion_factor']
         self.congestion_release = values['congestion_release']
+        #: (never above min_change)
+        self.raise_change = min(values['raise_change'], self.min_change)
         #: what is remembered between calls, per domain (:class:`Memory`)
         self.memory: dict[str, Memory] = {}
 
@@ -466,10 +474,23 @@ class GuaranteePolicy:
         else:
             capacity = max(total, self.min_capacity * CAPACITY,
                            self.high_watermark * CAPACITY)
-        if pressure > 1.0 and not bool((active & ~capped & ~shallow).any()):
+        border = self.high_watermark * CAPACITY
+        queue_cut = pressure > 1.0 and (
+            (total > border and bool(capped.any()))
+            or not bool((active & ~capped & ~shallow).any()))
+        if queue_cut:
             # the shallow disks queue past the threshold although every
-            # deep queue is capped: the caps fill the array, share out less
-            capacity = min(capacity, total * max(0.85, pressure ** -0.5))
+            # deep queue is capped (the caps fill the array), or above the
+            # border with caps already in force (a new flood joins a
+            # domain under control; the first engagement shares out what
+            # is served): share out less. Above the border, the border
+            # (where a raise would bring the caps back: cut and raise
+            # would be two changes); at or under it, 85 % of what is
+            # served or less.
+            if total > border:
+                capacity = min(capacity, border)
+            else:
+                capacity = min(capacity, total * max(0.85, pressure ** -0.5))
         share, level = allocation.fair_shares(capacity, floor, demand,
                                               snap.weight)
         target = np.minimum(np.maximum(share, floor), ceil)
@@ -484,10 +505,29 @@ class GuaranteePolicy:
         # the queue: it is never what keeps the queue long.
         # A cap at the disk's static limits would change nothing.
         over = fresh & ~shallow & (u > share * (1.0 + slack))
+        # A cut to the border is sent from raise_change on: the evidence
+        # is the queue itself, not a measurement that may be noise.
+        cut_step = self.raise_change if queue_cut else self.min_change
         tighten = engaged & over & (target < np.minimum(cap, static) * (
-            1.0 - self.min_change))
+            1.0 - cut_step))
+        # Under the border the raise back toward the share is sent from
+        # raise_change on: a cap cut from above the border (to what was
+        # served less the starving disks' margin, or to 85 % of it) lands
+        # a few per cent under its share at the border, and min_change
+        # would leave it there for good, the array idle under the border.
+        # Not after a cut made under the border: there a neighbour
+        # starved or queued with the array under the border, which is
+        # then no level the array can run at (the raise would be cut
+        # again, and again: churn).
+        if bool(tighten.any()):
+            memory.cut_over_border = domain > border
+        step = (self.raise_change if domain < border
+                and memory.cut_over_border else self.min_change)
+        numbers.update(raise_step=step, cut_step=cut_step,
+                       queue_cut=float(queue_cut), border=border,
+                       cut_over_border=float(memory.cut_over_border))
         loosen = (may_raise & ~tighten
-                  & (target > cap * (1.0 + self.min_change)))
+                  & (target > cap * (1.0 + step)))
         new = np.where(tighten, target,
                        np.minimum(target, cap * self.release_factor))
         release = loosen & (new >= hold)
@@ -495,7 +535,8 @@ class GuaranteePolicy:
         extra = dict(share=share, target=target, demand=demand, asked=asked,
                      service_ms=service_ms, threshold_ms=threshold_ms)
         return self._decisions(snap, change, release, new, u, floor, ceil,
-                               cap, size, cost, numbers, extra, tighten)
+                               cap, size, cost, numbers, extra, tighten,
+                               step)
 
     def _relax(self, snap: base.DomainSnapshot, may_raise: base.BoolArray,
                u: base.FloatArray, floor: base.FloatArray,
@@ -524,8 +565,14 @@ class GuaranteePolicy:
                    size: base.FloatArray, cost: base.FloatArray,
                    numbers: dict[str, float],
                    extra: dict[str, base.FloatArray],
-                   tighten: base.BoolArray) -> list[base.Decision]:
-        """Build the decisions of the disks in ``change`` (few)."""
+                   tighten: base.BoolArray,
+                   step: float | None = None) -> list[base.Decision]:
+        """Build the decisions of the disks in ``change`` (few).
+
+        A raise is sent when it moves the cap by more than ``step``
+        (default ``min_change``).
+        """
+        step = self.min_change if step is None else step
         index = np.flatnonzero(change)
         tight = tighten[index]
         # A tightened cap is derived from the share at the disk's current
@@ -554,60 +601,47 @@ class GuaranteePolicy:
         # and an audit record.
         effective = costmodel.limit_load(ops, byts, size[index], cost[index])
         sent = (tight | release[index]
-                | (effective > cap[index] * (1.0 + self.min_change)))
-        # The audit numbers of every decision at once, as Python floats
-        # (one tolist instead of a NumPy scalar per number and decision):
-        # the per-disk ones in this order, then the domain's.
+                | (effective > cap[index] * (1.0 + step)))
+        if not sent.any():
+            return []
+        index, tight = index[sent], tight[sent]
+        # The audit numbers of every decision at once: the disk's, then
+        # the domain's.
         names = ('load', 'floor', 'ceiling', 'cap', 'new_cap', 'io_size',
                  'iops', 'bytes_sec', 'latency_ms') + tuple(extra)
-        matrix = np.column_stack([
-            column[index] for column in (
-                u, floor, ceil, cap, new, size, snap.iops, snap.bytes_sec,
-                snap.latency_ms, *extra.values())])
-        # One key getter per pattern of finite numbers (a handful; the
-        # pattern as the bits of an int): "no limit" (inf) and "never"
-        # (nan) are left out, as base.audit_numbers does.
-        finite = np.isfinite(matrix)
-        codes = (finite.astype(np.int64) @ (np.int64(1) << np.arange(
-            len(names), dtype=np.int64))).tolist()
-        getters: dict[int, tuple[tuple[str, ...], Getter]] = {}
-        for code, pattern in zip(codes, finite.tolist()):
-            if code not in getters:
-                at = [j for j, ok in enumerate(pattern) if ok]
-                # (one index more than kept, so that it always returns a
-                # tuple; zip drops the extra value)
-                getters[code] = (tuple(names[j] for j in at),
-                                 operator.itemgetter(*at, 0))
-        common = base.audit_numbers(**numbers)
-        share = names.index('share') if 'share' in extra else None
-        decisions = []
-        for k, (i, row, released, tightened, iops, bytes_sec) in enumerate(
-                zip(index.tolist(), matrix.tolist(), release[index].tolist(),
-                    tight.tolist(), ops.tolist(), byts.tolist())):
-            if not sent[k]:
-                continue
-            kept, getter = getters[codes[k]]
-            seen = dict(zip(kept, getter(row)))
-            seen.update(common)
-            load, floor_i, ceil_i, cap_i, new_i = row[:5]
-            if released:
-                decisions.append(base.Decision(
-                    snap.disk_ids[i], base.RELEASE,
-                    'guarantee: cap raised to the %s, released'
-                    % ('ceiling' if ceil_i <= CAPACITY else
-                       'whole domain'), numbers=seen))
-            elif tightened:
-                assert share is not None   # a tightening has shares
-                decisions.append(base.Decision(
-                    snap.disk_ids[i], base.CAP,
-                    'guarantee: load %.4f above its fair share %.4f, '
-                    'capped at %.4f (floor %.4f)'
-                    % (load, row[share], new_i, floor_i),
-                    iops=iops, bytes_sec=bytes_sec, numbers=seen))
-            else:
-                decisions.append(base.Decision(
-                    snap.disk_ids[i], base.CAP,
-                    'guarantee: cap raised from %.4f to %.4f (at most x%g '
-                    'per interval)' % (cap_i, new_i, self.release_factor),
-                    iops=iops, bytes_sec=bytes_sec, numbers=seen))
+        columns = np.column_stack([column[index] for column in (
+            u, floor, ceil, cap, new, size, snap.iops, snap.bytes_sec,
+            snap.latency_ms, *extra.values())])
+        audit = base.audit_rows(names, columns, numbers)
+        # The reasons' numbers: load, share (only decide() tightens, and it
+        # gives the shares), new cap, floor, cap in force, ceiling.
+        share = names.index('share') if 'share' in extra else 4
+        released = release[index]
+        raised = ('guarantee: cap raised from %%.4f to %%.4f (at most x%g '
+                  'per interval%s)' % (
+                      self.release_factor,
+                      '' if step >= self.min_change else
+                      '; under the border sent from +%g %%%%' % (100 * step)))
+        # a cut made to keep the latency objective says so
+        missed = ('; latency objective missed, capacity %.4f shared out'
+                  % numbers['capacity'] if numbers.get('queue_cut') else '')
+        reasons = [
+            'guarantee: cap raised to the %s, released'
+            % ('ceiling' if ceil_i <= CAPACITY else 'whole domain')
+            if released_i else
+            'guarantee: load %.4f above its fair share %.4f, capped at '
+            '%.4f (floor %.4f)%s' % (load, share_i, new_i, floor_i, missed)
+            if tightened else raised % (cap_i, new_i)
+            for released_i, tightened, (load, share_i, new_i, floor_i, cap_i,
+                                        ceil_i)
+            in zip(released.tolist(), tight.tolist(),
+                   columns[:, [0, share, 4, 1, 3, 2]].tolist())]
+        # A release lifts both limits.
+        ops, byts = ops[sent], byts[sent]
+        ops[released] = byts[released] = np.inf
+        decisions = base.make_decisions(
+            [snap.disk_ids[i] for i in index.tolist()],
+            [base.RELEASE if released_i else base.CAP
+             for released_i in released.tolist()],
+            reasons, ops.tolist(), byts.tolist(), audit)
         return decisions

@@ -12,6 +12,8 @@
 
 """Base test case: a fresh ConfigOpts per test, no network, no sleep."""
 
+import time
+
 import fixtures
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
@@ -36,3 +38,18 @@ class TestCase(testtools.TestCase):
         """Override options for this test only."""
         for name, value in kw.items():
             self.conf_fixture.config(group=group, **{name: value})
+
+
+def wait_for(predicate, timeout, step=0.1):
+    """``predicate()`` once it is true, polled until ``timeout`` (s).
+
+    For the functional tests, whose real services answer in their own
+    time; the last answer (false) when the time is up.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = predicate()
+        if found:
+            return found
+        time.sleep(step)
+    return predicate()

@@ -257,3 +257,29 @@ class RouteTest(base.TestCase):
         share = batch.select(bare, [1])
         self.assertNotIn('volume_id', share['disks'])
         self.assertEqual([None], batch.decode(share).volume_id)
+
+    def test_merge_keeps_each_disk_s_time_and_limits(self):
+        first = batch.select(wire(), [0])      # a cap and a static key
+        second = wire()
+        second['timestamp'] = 1003.0
+        second = batch.select(second, [2])     # read/write static keys
+        del second['disks']['volume_id']
+        merged = batch.merge([first, second])
+        got = batch.decode(merged)
+        self.assertEqual([(UUIDS[0], 'vda'), (UUIDS[2], 'vdb')], got.keys())
+        np.testing.assert_array_equal([1000.0, 1003.0], got.timestamp)
+        self.assertEqual([None, None], got.volume_id)
+        row = {key: i for i, key in enumerate(caps.IOTUNE_KEYS)}
+        self.assertEqual([500, 0], got.static[row['total_iops_sec']].tolist())
+        self.assertEqual([0, 30], got.static[row['read_iops_sec']].tolist())
+        self.assertEqual([100, 0], got.cap[row['total_iops_sec']].tolist())
+        self.assertEqual([True, False], got.capped.tolist())
+        self.assertEqual(2, len(batch.keys_of(merged)))
+        # merged again (a share of shares), the times stay
+        again = batch.decode(batch.merge([batch.select(merged, [1])]))
+        np.testing.assert_array_equal([1003.0], again.timestamp)
+
+    def test_a_bad_time_of_reading_is_refused(self):
+        bad = wire()
+        bad['disks'][batch.STAMPS] = [1000.0, math.nan, 1000.0]
+        self.assertRaises(exception.Invalid, batch.decode, bad)

@@ -18,6 +18,7 @@ import testtools
 
 from iotguard import caps
 from iotguard import exception
+from iotguard import rates
 
 UUID = '6f1e2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b'
 
@@ -181,6 +182,31 @@ class RecordTest(testtools.TestCase):
         self.assertNotIn('additionalProperties', caps.DISK_SCHEMA)
         self.assertEqual(sorted(cap()),
                          sorted(caps.CAP_SCHEMA['properties']))
+
+
+class SampleRecordTest(testtools.TestCase):
+
+    def test_the_schema_is_the_record_s_fields(self):
+        schema = caps.SAMPLE_SCHEMA
+        fields = [f.name for f in dataclasses.fields(caps.Sample)]
+        # source is the controller's note of where it came from
+        self.assertEqual([f for f in fields if f != 'source'],
+                         list(schema['properties']))
+        self.assertEqual(
+            ['instance_uuid', 'dev', 'timestamp', 'gap']
+            + list(rates.RATE_FIELDS) + ['static', 'cap'],
+            schema['required'])
+        self.assertNotIn('additionalProperties', schema)
+
+    def test_rates_in_the_rate_math_s_order(self):
+        values = {name: float(i) for i, name in enumerate(rates.RATE_FIELDS)}
+        sample = caps.Sample(UUID, 'vda', 1.0, 5.0, None, static={},
+                             cap=None, **values)
+        self.assertEqual(tuple(values.values()), sample.rates)
+        wire = sample.to_wire()
+        self.assertNotIn('source', wire)
+        self.assertEqual(sample, caps.Sample(**wire))
+        caps.validate_sample(wire)
 
 
 class EffectiveTest(testtools.TestCase):

@@ -139,7 +139,8 @@ class EndToEndTest(base.TestCase):
         self.conf.set_override('control_exchange', 'iotguard-e2e-' + run)
         self.transport = rpc.get_transport(self.conf, url=rabbit.URL)
         self.addCleanup(self.transport.cleanup)
-        self.ears = rabbit.Tap('iotguard-e2e-' + run, rpc.TOPIC_CONTROLLER)
+        self.ears = rabbit.Tap('iotguard-e2e-' + run, rpc.topic_of(
+            self.transport, rpc.TOPIC_CONTROLLER))
         self.addCleanup(self.ears.stop)
         self.agent_api = rpcapi.AgentAPI(self.transport, timeout=10)
 
@@ -165,15 +166,6 @@ class EndToEndTest(base.TestCase):
     def kill(proc):
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-
-    def wait_for(self, predicate, timeout, step=0.1):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = predicate()
-            if found:
-                return found
-            time.sleep(step)
-        return predicate()
 
     def api(self, path):
         url = 'http://127.0.0.1:%d%s' % (self.port, path)
@@ -216,18 +208,18 @@ class EndToEndTest(base.TestCase):
                for name in ('ctl-a', 'ctl-b')}
 
         # 1. the noisy neighbour is capped, the floors come back
-        self.assertTrue(self.wait_for(
+        self.assertTrue(base.wait_for(
             lambda: (self.rate('v1') or tlr.FLOOR) < 0.9 * tlr.FLOOR, 30),
             'the noisy neighbour never hurt v1')
-        self.assertTrue(self.wait_for(
+        self.assertTrue(base.wait_for(
             lambda: self.noisy_cap() and self.noisy_cap()['cap'], 3 *
             INTERVAL_S, step=0.25), 'the noisy neighbour was never capped')
-        restored = self.wait_for(
+        restored = base.wait_for(
             lambda: all((self.rate(v) or 0) >= 0.95 * tlr.FLOOR
                         for v in ('v1', 'v2')), 3 * INTERVAL_S)
         self.assertTrue(restored, 'floors not restored: v1 %s v2 %s'
                         % (self.rate('v1'), self.rate('v2')))
-        decisions = self.wait_for(lambda: self.api(
+        decisions = base.wait_for(lambda: self.api(
             '/v1/decisions?domain=%s' % self.domain)['decisions'], 5)
         self.assertTrue(decisions)
         for row in decisions:
@@ -240,7 +232,7 @@ class EndToEndTest(base.TestCase):
         def owners():
             return [n for n, (_p, log) in ctl.items() if self.took_over(log)]
         # both may claim it for one round while the group settles
-        self.wait_for(lambda: len(owners()) == 1, 2 * INTERVAL_S)
+        base.wait_for(lambda: len(owners()) == 1, 2 * INTERVAL_S)
         self.assertEqual(1, len(owners()), owners())
         owner = owners()[0]
         other = [n for n in ctl if n != owner][0]
@@ -258,7 +250,7 @@ class EndToEndTest(base.TestCase):
         self.assertTrue(self.took_over(ctl[other][1]),
                         '%s did not take the domain over within two '
                         'intervals' % other)
-        renewed = self.wait_for(
+        renewed = base.wait_for(
             lambda: self.noisy_cap()['lease_expires_at'] > max(leases),
             2 * INTERVAL_S, step=0.25)
         self.assertTrue(renewed, 'the new owner does not renew the lease')
@@ -267,7 +259,7 @@ class EndToEndTest(base.TestCase):
         # 3. no controller left: the cap lapses at its lease
         self.kill(ctl[other][0])
         gone = time.monotonic()
-        lapsed = self.wait_for(
+        lapsed = base.wait_for(
             lambda: self.noisy_cap()['cap'] is None, LEASE_S + 2,
             step=0.25)
         lapsed_after = time.monotonic() - gone

@@ -192,15 +192,6 @@ class ControllerOverRabbitTest(base.TestCase):
             return None
         return sample['read_bytes_sec'] + sample['write_bytes_sec']
 
-    def wait_for(self, predicate, timeout):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = predicate()
-            if found:
-                return found
-            time.sleep(0.1)
-        return predicate()
-
     def caps(self):
         return {name: d['cap'] for name in self.disks
                 for d in self.db.disk_list(instance_uuid=self.disks[name][0])}
@@ -238,23 +229,23 @@ class ControllerOverRabbitTest(base.TestCase):
         self.start()
         self.forge()
         # Before the noise: nothing to do.
-        self.assertTrue(self.wait_for(lambda: self.rate('v1'), 5))
+        self.assertTrue(base.wait_for(lambda: self.rate('v1'), 5))
         self.assertEqual({'noisy': None, 'v1': None, 'v2': None},
                          self.caps())
 
         # The noise starts at NOISY_AT: the victims fall below their floor.
-        self.assertTrue(self.wait_for(
+        self.assertTrue(base.wait_for(
             lambda: (self.rate('v1') or FLOOR) < 0.9 * FLOOR, 10),
             'the noisy neighbour never hurt v1')
         hurt = time.monotonic()
-        capped = self.wait_for(lambda: self.caps()['noisy'], 10)
+        capped = base.wait_for(lambda: self.caps()['noisy'], 10)
         self.assertTrue(capped, 'the noisy neighbour was never capped')
         capped_after = time.monotonic() - hurt
 
         def restored():
             return all((self.rate(v) or 0) >= 0.95 * FLOOR
                        for v in ('v1', 'v2'))
-        self.assertTrue(self.wait_for(restored, 2 * INTERVAL_S + SAMPLE_S),
+        self.assertTrue(base.wait_for(restored, 2 * INTERVAL_S + SAMPLE_S),
                         'floors not restored within two intervals of the '
                         'cap: v1 %s, v2 %s' % (self.rate('v1'),
                                                self.rate('v2')))
@@ -276,7 +267,7 @@ class ControllerOverRabbitTest(base.TestCase):
         self.assertLessEqual(noisy['lease_expires_at'],
                              time.time() + LEASE_S + 0.5)
         first_lease = self.caps()['noisy']['lease_expires_at']
-        self.assertTrue(self.wait_for(
+        self.assertTrue(base.wait_for(
             lambda: (self.caps()['noisy'] or {}).get(
                 'lease_expires_at', first_lease) > first_lease,
             2 * INTERVAL_S), 'the lease was not renewed')
@@ -290,7 +281,7 @@ class ControllerOverRabbitTest(base.TestCase):
         cap_ids = {str(r['id']) for r in audit if r['action'] == 'cap'}
         self.assertIn(noisy['decision_id'], cap_ids)
 
-        events = self.wait_for(lambda: [
+        events = base.wait_for(lambda: [
             e for e in list(self.listener.got)
             if e[1] == 'iotguard.cap.apply'], 5)
         self.assertTrue(events, 'no iotguard.cap.apply notification')
@@ -307,7 +298,7 @@ class ControllerOverRabbitTest(base.TestCase):
             return (not self.agent.manager.caps_count()
                     and world.get_iotune(noisy_id)
                     == world.static_iotune(noisy_id))
-        self.assertTrue(self.wait_for(lapsed, LEASE_S + 2 * SAMPLE_S + 0.5),
+        self.assertTrue(base.wait_for(lapsed, LEASE_S + 2 * SAMPLE_S + 0.5),
                         'the cap did not lapse at its lease')
         lapsed_after = time.monotonic() - stopped
         print('capped %.2f s, floors restored %.2f s after v1 fell below '

@@ -143,6 +143,25 @@ class PartitionOverRedisTest(base.TestCase):
         self.assertTrue(self.wait(
             lambda: a.my_domains(DOMAINS) == DOMAINS, 1.0))
 
+    def test_a_join_tooz_missed_is_set_right(self):
+        # tooz's partitioner can miss a member that joins while it starts
+        # (it reads the members, then watches): made to happen here
+        a, b = self.partition('a'), self.partition('b')
+        self.assertTrue(self.wait(lambda: (
+            0 < len(a.my_domains(DOMAINS)) < len(DOMAINS)), 10))
+        a._partitioner.ring.remove_node(b.member_id)
+        a._owners.clear()     # what a's ring says from now on
+        self.assertEqual(DOMAINS, [d for d in DOMAINS if a.owns(d)])
+        # and a member that left unseen
+        a._partitioner.ring.add_node(b'gone-' + self.run_id.encode())
+        a.refresh()
+        self.assertEqual({a.member_id, b.member_id},
+                         set(a._partitioner.ring.nodes))
+        mine_a, mine_b = a.my_domains(DOMAINS), b.my_domains(DOMAINS)
+        self.assertEqual(DOMAINS, sorted(mine_a + mine_b))
+        self.assertTrue(mine_a and mine_b)
+        self.assertEqual(b.member_id.decode(), a.owner_of(mine_b[0]))
+
     def test_without_backend_owns_everything(self):
         self.flags(backend_url=None, group='coordination')
         p = partition.Partition(self.conf)

@@ -87,15 +87,6 @@ class RoutingOverRabbitTest(base.TestCase):
                         (1.0, 2.0, 4096.0, 8192.0, 1.0, 1.0, 0.0), {})
         return {host: b.wire() for host, b in out.items()}
 
-    def wait_for(self, predicate, timeout):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = predicate()
-            if found:
-                return found
-            time.sleep(0.1)
-        return predicate()
-
     def test_each_disk_reaches_its_owner_alone(self):
         run = self.conf.control_exchange.rsplit('-', 1)[1]
         a = self.controller('ctl-a-' + run)
@@ -105,7 +96,7 @@ class RoutingOverRabbitTest(base.TestCase):
             mine = [set(c.partition.my_domains(self.domains)) for c in (a, b)]
             return (mine if mine[0] and mine[1] and not mine[0] & mine[1]
                     and mine[0] | mine[1] == set(self.domains) else None)
-        owned = self.wait_for(split, 10)
+        owned = base.wait_for(split, 10)
         self.assertTrue(owned, 'the two controllers never split the '
                         'domains')
 
@@ -122,7 +113,7 @@ class RoutingOverRabbitTest(base.TestCase):
                     if held != (domain in theirs):
                         return False
             return True
-        self.assertTrue(self.wait_for(placed, 10),
+        self.assertTrue(base.wait_for(placed, 10),
                         'a disk is missing from its owner or held by the '
                         'other controller: stats %s / %s'
                         % (a.manager.stats, b.manager.stats))

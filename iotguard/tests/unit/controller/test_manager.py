@@ -394,8 +394,8 @@ class RoutingTest(ManagerFixture):
         self.manager.flush_forwards(force=True)
         [(server, batches)] = self.sent
         self.assertEqual('ctl-b', server)
-        [(host, share)] = batches
-        self.assertEqual(('cn1', [self.theirs['instance_uuid']]),
+        [(host, share)] = batches     # a known disk: no host needed
+        self.assertEqual((None, [self.theirs['instance_uuid']]),
                          (host, share['disks']['instance_uuid']))
         self.other.store_samples({}, batches)
         got = self.other_store.latest(self.theirs['instance_uuid'], 'vda')
@@ -411,14 +411,19 @@ class RoutingTest(ManagerFixture):
     def test_shares_wait_for_more_until_due(self):
         self.useFixture(fixtures.MockPatchObject(manager, 'FORWARD_DISKS',
                                                  2))
-        wire = self.columns((self.theirs, 'p1'))
-        self.manager.report_samples({}, 'cn1', wire, route=True)
+        self.manager.report_samples({}, 'cn1', self.columns(
+            (self.theirs, 'p1'), timestamp=T0 - 1.5), route=True)
         self.assertEqual([], self.sent)
-        self.manager.report_samples({}, 'cn1', wire, route=True)
+        self.manager.report_samples({}, 'cn1', self.columns(
+            (self.theirs, 'p1')), route=True)
         [(server, batches)] = self.sent       # two disks: due
-        self.assertEqual(2, len(batches))
+        [(_host, merged)] = batches           # in one batch, each its time
+        self.assertEqual([T0 - 1.5, T0 - 0.5],
+                         merged['disks'][batch_mod.STAMPS])
         self.manager.flush_forwards(force=True)
         self.assertEqual(1, len(self.sent))   # nothing left to send
+        self.other.store_samples({}, batches)  # in order: both newer
+        self.assertEqual(2, self.other.stats['stored'])
 
     def test_a_bad_value_costs_only_its_owner_s_share(self):
         wire = self.columns((self.mine, 'p1'), (self.theirs, 'p1'))

@@ -111,3 +111,69 @@ class TestFairSharesProperties(test_base.TestCase):
                                          demands, weights)
         self.assertTrue(np.all(more >= result - eps * len(disks)),
                         (result, more))
+
+
+class TestHelpers(test_base.TestCase):
+    """The fair shares' helpers against the straightforward NumPy forms."""
+
+    def setUp(self):
+        super().setUp()
+        self.rng = np.random.default_rng(3)
+
+    def values(self, size):
+        # ties (coarse values), infinities and values of all magnitudes
+        values = self.rng.lognormal(0, 3, size)
+        values[self.rng.random(size) < 0.3] = 0.25
+        values[self.rng.random(size) < 0.1] = INF
+        return values
+
+    def test_running_sums_are_cumsum_bit_for_bit(self):
+        for size in (0, 1, 2, 5, 100, 4099):
+            values = self.values(size)
+            expected = np.concatenate(([0.0], np.cumsum(values)))
+            observed = allocation._running_sums(values)
+            self.assertEqual(expected.tobytes(), observed.tobytes())
+
+    def test_sorted_is_argsort(self):
+        for size in (0, 1, 7, 1000):
+            values = self.values(size)
+            ordered, order = allocation._sorted(values)
+            self.assertEqual(np.argsort(values).tolist(), order.tolist())
+            self.assertEqual(values[order].tobytes(), ordered.tobytes())
+
+    def test_gather_is_indexing(self):
+        for size in (0, 1, 7, 1000):
+            values = self.values(size)
+            order = self.rng.permutation(size)
+            out = np.full(size, np.nan)
+            result = allocation._gather(values, order, out)
+            self.assertIs(out, result)
+            self.assertEqual(values[order].tobytes(), result.tobytes())
+
+    def test_random_against_reference(self):
+        # the water level found by bisection over the shares themselves
+        for trial in range(200):
+            size = int(self.rng.integers(1, 40))
+            floors = self.rng.uniform(0, 1, size)
+            floors[self.rng.random(size) < 0.3] = 0.0
+            demands = self.rng.uniform(0, 2, size)
+            demands[self.rng.random(size) < 0.3] = INF
+            weights = self.rng.choice([0.5, 1.0, 2.0, 4.0, 1 / 3], size)
+            low = np.minimum(floors, demands)
+            wanted = float(np.minimum(demands, 1e6).sum())
+            capacity = float(low.sum()) + self.rng.uniform(0.01, 1) * max(
+                0.0, min(wanted, 1e3) - float(low.sum()))
+            result, level = allocation.fair_shares(capacity, floors,
+                                                   demands, weights)
+            if not np.isfinite(level):
+                np.testing.assert_array_equal(demands, result)
+                continue
+            lo, hi = 0.0, 1e9
+            for _ in range(200):
+                mid = (lo + hi) / 2
+                given = np.minimum(demands, np.maximum(low, weights * mid))
+                lo, hi = (mid, hi) if given.sum() < capacity else (lo, mid)
+            self.assertAlmostEqual(lo, level, delta=1e-9 * max(1.0, lo))
+            np.testing.assert_allclose(
+                np.minimum(demands, np.maximum(low, weights * lo)), result,
+                rtol=1e-9, atol=1e-12)

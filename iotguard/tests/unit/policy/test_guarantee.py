@@ -243,6 +243,36 @@ class TestGuaranteePolicy(test_base.TestCase):
                                 fakes.disk('b', ops=50))
         self.assertAlmostEqual(30.0, decisions['a'].iops)
 
+    def test_raise_toward_the_share_under_the_border(self):
+        # a runs at its cap of 50 IOPS (0.55); b does 29 IOPS (0.319): U =
+        # 0.869, under the border, holding. a's share at the border, 0.581,
+        # is 5.6 % above its cap: under min_change (10 %), over
+        # raise_change (3 %): raised, so the array is used to the border.
+        decisions = self.decide(capped('a', 50, 50), fakes.disk('b', ops=29))
+        d = decisions['a']
+        self.assertAlmostEqual(0.581 / C64, d.iops)
+        self.assertEqual(0.03, d.numbers['raise_step'])
+        self.assertIn('from +3 %', d.reason)
+        # 2.6 % under its share (b at 30.5 IOPS): not sent
+        self.assertEqual({}, self.decide(capped('a', 50, 50),
+                                         fakes.disk('b', ops=30.5)))
+        # nor with raise_change at min_change (the former rule)
+        self.assertEqual({}, self.decide(
+            capped('a', 50, 50), fakes.disk('b', ops=29),
+            policy=guarantee.GuaranteePolicy(raise_change=0.1)))
+        # nor after a cut made under the border (U = 0.88: b and c
+        # starved there): the border is no level this array runs at
+        policy = guarantee.GuaranteePolicy()
+        cut = self.decide(fakes.disk('a', ops=60, latency_ms=SLOW),
+                          fakes.disk('b', ops=10, tier=SILVER,
+                                     latency_ms=SLOW),
+                          fakes.disk('c', ops=10, tier=SILVER,
+                                     latency_ms=SLOW), policy=policy)
+        self.assertEqual(0.0, cut['a'].numbers['cut_over_border'])
+        self.assertEqual({}, self.decide(capped('a', 50, 50),
+                                         fakes.disk('b', ops=29),
+                                         policy=policy))
+
     def test_small_changes_not_sent(self):
         # a runs at its cap of 52 IOPS (0.572); b and c starve at 18 IOPS
         # (0.198 < 0.95 x 0.22) and, with no margin, want their floor:
@@ -450,6 +480,8 @@ class TestGuaranteePolicy(test_base.TestCase):
                             ('congestion_factor', 1.0),
                             ('congestion_release', 0),
                             ('congestion_release', 1.5),
+                            ('raise_change', -0.01),
+                            ('raise_change', 1),
                             ('headroom', math.nan)):
             err = self.assertRaises(ValueError, guarantee.GuaranteePolicy,
                                     **{name: value})
@@ -579,6 +611,50 @@ class TestThinkingClients(test_base.TestCase):
         loose = guarantee.GuaranteePolicy(congestion_ms=25)
         loose.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
         self.assertEqual([], loose.decide(fakes.snapshot(*disks), 5.0))
+
+    def test_pressure_above_the_border_cuts_to_the_border(self):
+        # The same two capped floods at 45 IOPS (0.495 each, U = 1.02),
+        # the writer at 20 ms: above the border the capacity shared out is
+        # the border (0.9), not 85 % of what is served (0.867).
+        policy = guarantee.GuaranteePolicy()
+        policy.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
+        decisions = fakes.by_disk(policy.decide(fakes.snapshot(
+            capped('f1', 45, 45, latency_ms=SLOW),
+            capped('f2', 45, 45, latency_ms=SLOW),
+            self.sync_writer(20.0)), 5.0))
+        self.assertEqual(['f1', 'f2'], sorted(decisions))
+        for d in decisions.values():
+            self.assertEqual(0.9, d.numbers['capacity'])
+            self.assertEqual(1.0, d.numbers['queue_cut'])
+            self.assertEqual(0.03, d.numbers['cut_step'])
+            self.assertIn('latency objective missed', d.reason)
+
+    def test_new_flood_above_the_border_shares_out_the_border(self):
+        # A flood capped at 10 IOPS (0.11), a new one uncapped (0.88) and
+        # the writer past the threshold (20 ms against 8 x 1.625 ms):
+        # U = 1.032 > 0.9. What is served would be shared out while a
+        # disk waits; with caps in force, above the border, the border
+        # is: the new flood is capped at once under it.
+        policy = guarantee.GuaranteePolicy()
+        policy.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
+        decisions = fakes.by_disk(policy.decide(fakes.snapshot(
+            capped('old', 10, 10, latency_ms=SLOW), self.flood(),
+            self.sync_writer(20.0)), 5.0))
+        d = decisions['flood']
+        self.assertEqual(0.9, d.numbers['capacity'])
+        self.assertEqual(1.0, d.numbers['queue_cut'])
+        self.assertIn('latency objective missed', d.reason)
+        self.assertLess(d.numbers['new_cap'], 0.9 - 0.11)
+        # the first engagement (no cap in force yet) shares out what is
+        # served, as before
+        policy = guarantee.GuaranteePolicy()
+        policy.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
+        decisions = fakes.by_disk(policy.decide(fakes.snapshot(
+            self.flood(), self.sync_writer(20.0)), 5.0))
+        d = decisions['flood']
+        self.assertAlmostEqual(d.numbers['charged'], d.numbers['capacity'])
+        self.assertEqual(0.0, d.numbers['queue_cut'])
+        self.assertNotIn('latency objective missed', d.reason)
 
     def test_at_cap_held_while_shallow_latency_near_threshold(self):
         # a runs at its cap, 40 IOPS (0.44), below its share; b does 22
