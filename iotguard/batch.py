@@ -402,14 +402,34 @@ class Disks:
 #: A cap in force: ``(position, cap, lease_expires_at, decision_id)``.
 InForce = tuple[int, dict[str, int], float, str | None]
 
+#: Decimals :func:`from_arrays` sends of each rate (:data:`RATES`): a
+#: thousandth of an operation per second and of a millisecond, whole
+#: bytes per second. The counters move by whole operations and bytes over
+#: intervals of seconds, so the digits beyond are noise; without them a
+#: batch is about a third smaller and faster to encode and decode.
+RATE_DECIMALS = {'read_iops': 3, 'write_iops': 3, 'read_bytes_sec': 0,
+                 'write_bytes_sec': 0, 'read_latency_ms': 3,
+                 'write_latency_ms': 3, 'flush_ops': 3}
+#: Decimals of each disk's measured interval (a microsecond).
+INTERVAL_DECIMALS = 6
+
+
+def _rounded(values: FloatArray, decimals: int) -> list[float]:
+    """``values`` to ``decimals`` as the shortest floats (a list)."""
+    scale = 10.0 ** decimals
+    result: list[float] = (np.rint(values * scale) / scale).tolist()
+    return result
+
 
 def from_arrays(timestamp: float, interval_s: float, disks: Disks,
                 measured: rates.Columns,
                 in_force: list[InForce]) -> dict[str, Any]:
     """The 1.1 wire form from a pass's arrays (the agent).
 
-    What :class:`Builder` gives for the same samples, with nothing done
-    per disk but for the disks with a gap or a cap in force.
+    What :class:`Builder` gives for the same samples rounded to
+    :data:`RATE_DECIMALS` (and the intervals to
+    :data:`INTERVAL_DECIMALS`), with nothing done per disk but for the
+    disks with a gap or a cap in force.
     """
     n = len(disks)
     gaps = np.flatnonzero(measured.gap).tolist()
@@ -418,8 +438,10 @@ def from_arrays(timestamp: float, interval_s: float, disks: Disks,
         'volume_id': list(disks.volume_id),
         'project_id': list(disks.project_id),
         'gap': measured.gap_names(),
-        'interval_s': measured.interval_s.tolist()}
-    for name, row in zip(RATES, measured.rates.tolist()):
+        'interval_s': _rounded(measured.interval_s, INTERVAL_DECIMALS)}
+    for name, values in zip(RATES, measured.rates):
+        row: list[float | None] = list(_rounded(values,
+                                                RATE_DECIMALS[name]))
         for i in gaps:
             row[i] = None
         out[name] = row

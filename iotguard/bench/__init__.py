@@ -17,7 +17,8 @@ commands and the figures measured): :mod:`iotguard.bench.agent` (one
 agent sampling pass), :mod:`iotguard.bench.broker` (receiving batches
 off RabbitMQ, layer by layer), :mod:`iotguard.bench.controller` (one
 controller's rounds over RabbitMQ), :mod:`iotguard.bench.partition` (N
-controllers over tooz, one killed) and :mod:`iotguard.bench.decision`
+controllers over tooz, one killed), :mod:`iotguard.bench.rates` (a
+round's writes of the disks' rates) and :mod:`iotguard.bench.decision`
 (one decision, ``iotguard-sim bench``). The local check I307 keeps the
 runtime packages from importing them.
 """

@@ -64,7 +64,9 @@ OPTS = [
                  default=30.0, min=0.0,
                  help='Seconds between two writes of a domain\'s disk rates '
                       'to the database, where the API\'s disk views read '
-                      'them (one bulk statement per domain). 0: never.'),
+                      'them (one transaction per round for all its '
+                      'domains; on PostgreSQL and MySQL 8.0.4+ / MariaDB '
+                      '10.6+ one statement per 10,000 disks). 0: never.'),
     cfg.FloatOpt('violation_latency_ms',
                  default=20.0, min=0.0,
                  help='A disk below its floor whose mean latency per '

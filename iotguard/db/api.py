@@ -20,6 +20,8 @@ rows :class:`iotguard.exception.NotFound`.
 """
 
 import datetime
+import json
+import math
 import types
 
 from oslo_db import exception as db_exc
@@ -52,6 +54,61 @@ _AGENT_FIELDS = ('host', 'driver', 'version', 'last_heartbeat', 'interval_s',
                  'disks', 'caps', 'created_at')
 _RATE_FIELDS = ('read_iops', 'write_iops', 'read_bytes_sec',
                 'write_bytes_sec', 'latency_ms')
+
+
+#: Disks' rates per statement of :meth:`Connection.disk_rates_bulk_update`
+#: (about 100 bytes each on the wire).
+RATES_CHUNK = 10000
+
+
+def _rates_executemany(session, fields, rows):
+    table = models.Disk.__table__
+    statement = table.update().where(
+        table.c.id == sa.bindparam('b_id')).values(
+            {f: sa.bindparam('b_' + f) for f in fields})
+    session.execute(statement, [dict({'b_' + f: row.get(f) for f in fields},
+                                     b_id=row['id']) for row in rows])
+
+
+def _rates_postgresql(session, fields, rows):
+    """One UPDATE of ``rows`` from arrays, a column each (PostgreSQL)."""
+    types = dict.fromkeys(fields, 'DOUBLE PRECISION[]')
+    types.update(id='INTEGER[]', sampled_at='TIMESTAMP[]')
+    columns = ('id',) + tuple(fields)
+    session.execute(sa.text(
+        'UPDATE disks SET %s FROM unnest(%s) AS v(%s) WHERE disks.id = v.id'
+        % (', '.join('%s = v.%s' % (f, f) for f in fields),
+           ', '.join('CAST(:%s AS %s)' % (c, types[c]) for c in columns),
+           ', '.join(columns))),
+        {c: [row.get(c) for row in rows] for c in columns})
+
+
+def _has_json_table(dialect):
+    version = dialect.server_version_info or ()
+    return version >= ((10, 6) if dialect.is_mariadb else (8, 0, 4))
+
+
+def _json_value(value):
+    if isinstance(value, datetime.datetime):
+        return value.isoformat(' ')
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _rates_mysql(session, fields, rows):
+    """One UPDATE of ``rows`` joined to them as JSON (MySQL, MariaDB)."""
+    types = dict.fromkeys(fields, 'DOUBLE')
+    types.update(id='INTEGER', sampled_at='DATETIME(6)')
+    columns = ('id',) + tuple(fields)
+    session.execute(sa.text(
+        "UPDATE disks JOIN JSON_TABLE(:rows, '$[*]' COLUMNS (%s)) AS v "
+        'ON disks.id = v.id SET %s'
+        % (', '.join("%s %s PATH '$[%d]'" % (c, types[c], i)
+                     for i, c in enumerate(columns)),
+           ', '.join('disks.%s = v.%s' % (f, f) for f in fields))),
+        {'rows': json.dumps([[_json_value(row.get(c)) for c in columns]
+                             for row in rows])})
 
 
 def utcnow():
@@ -807,8 +864,17 @@ class Connection:
 
         Each item: ``id``, ``sampled_at`` and the rate fields of
         ``read_iops, write_iops, read_bytes_sec, write_bytes_sec,
-        latency_ms`` (a missing field is written as NULL).
-        One executemany statement; returns how many disks were given.
+        latency_ms`` (a missing field is written as NULL). One
+        transaction; returns how many disks were given (an unknown id is
+        skipped).
+
+        A round writes tens of thousands of them: on PostgreSQL one
+        ``UPDATE ... FROM unnest(arrays)`` per ``RATES_CHUNK`` disks, on
+        MySQL / MariaDB one ``UPDATE ... JOIN JSON_TABLE(...)`` (a rate
+        that is not finite is written as NULL there: MySQL's doubles
+        cannot hold it), elsewhere (SQLite, in process) an executemany
+        of one UPDATE per disk. psycopg2 and PyMySQL run an executemany
+        UPDATE as one round trip per row.
         """
         if not rates:
             return 0
@@ -818,15 +884,18 @@ class Connection:
             if unknown:
                 raise exception.Invalid(reason='unknown rates %s'
                                         % sorted(unknown))
-        fields = sorted(allowed - {'id'})
-        table = models.Disk.__table__
-        statement = table.update().where(
-            table.c.id == sa.bindparam('b_id')).values(
-                {f: sa.bindparam('b_' + f) for f in fields})
-        params = [dict({'b_' + f: row.get(f) for f in fields},
-                       b_id=row['id']) for row in rates]
+        fields = ('sampled_at',) + _RATE_FIELDS
         with self._writer() as session:
-            session.execute(statement, params)
+            dialect = session.get_bind().dialect
+            if dialect.name == 'postgresql':
+                write = _rates_postgresql
+            elif (dialect.name in ('mysql', 'mariadb')
+                  and _has_json_table(dialect)):
+                write = _rates_mysql
+            else:
+                write = _rates_executemany
+            for start in range(0, len(rates), RATES_CHUNK):
+                write(session, fields, rates[start:start + RATES_CHUNK])
         return len(rates)
 
     def disk_bulk_insert(self, disks):

@@ -177,6 +177,8 @@ class Disk(Base):
     __table_args__ = (
         sa.UniqueConstraint('instance_uuid', 'dev',
                             name='uq_disks_instance_uuid_dev'),
+        # room for the rates rewritten in place (migration 3e9a7c5d1b62)
+        {'postgresql_with': {'fillfactor': 60}},
     )
 
     id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)

@@ -76,6 +76,33 @@ class BatchTest(base.TestCase):
                                                 np.zeros((7, 0))), [])
         self.assertEqual(batch.Builder(1000.0, 5.0).wire(), empty)
 
+    def test_from_arrays_rounds_what_is_noise(self):
+        disks = batch.Disks.of([(UUIDS[0], 'vda', None, 'p1', {}),
+                                (UUIDS[1], 'vda', None, 'p1', {})])
+        interval = 5.000123456789
+        counters = np.array([[12345.0, 0.0], [7.0, 1.0],
+                             [50569216.0, 4096.0], [28672.0, 0.0],
+                             [0.0, 0.0], [0.0, 0.0], [1.0, 0.0]])
+        values = counters / interval
+        values[4:6, 0] = (2.0 / 3.0, 13.123456789)
+        measured = rates.Columns(np.array([interval, interval]),
+                                 np.array([0, 1], dtype=np.int8), values)
+        disks_wire = batch.from_arrays(1000.0, 5.0, disks, measured,
+                                       [])['disks']
+        self.assertEqual([5.000123, 5.000123], disks_wire['interval_s'])
+        got = [disks_wire[name][0] for name in batch.RATES]
+        self.assertEqual([2468.939, 1.4, 10113593.0, 5734.0, 0.667, 13.123,
+                          0.2], got)
+        for name, sent, exact in zip(batch.RATES, got, values[:, 0]):
+            self.assertLessEqual(abs(sent - exact),
+                                 0.5 * 10.0 ** -batch.RATE_DECIMALS[name])
+        # the shortest form on the wire, and the gap still has none
+        self.assertIn('2468.939,', json.dumps(disks_wire))
+        self.assertEqual([None] * 7, [disks_wire[name][1]
+                                      for name in batch.RATES])
+        self.assertEqual(2, len(batch.decode({'timestamp': 1000.0,
+                                              'disks': disks_wire})))
+
     def test_builder_is_columns_and_matches_the_schema(self):
         w = wire()
         jsonschema.validate(w, batch.COLUMNS_SCHEMA)

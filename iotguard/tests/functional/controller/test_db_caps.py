@@ -14,6 +14,7 @@
 
 import datetime
 
+from iotguard.api.handlers import disk as disk_handlers
 from iotguard.tests import dbrows
 from iotguard.tests.functional.db import backends
 
@@ -186,6 +187,55 @@ class ControllerDbTests:
                                        got[UUID_B]['write_iops']))
         self.assertRaises(exception.Invalid, self.db.disk_rates_bulk_update,
                           [{'id': a['id'], 'iops': 1.0}])
+
+    def test_disk_rates_bulk_update_many(self):
+        """Several statements (chunks) of a round; what the API reads."""
+        from unittest import mock
+
+        from iotguard.db import api as db_api
+        self.db.domain_create('pool', 'cinder')
+        uuids = ['%08d-1111-4111-8111-111111111111' % n for n in range(7)]
+        self.db.disk_bulk_insert([
+            {'instance_uuid': u, 'dev': 'vda', 'host': 'cn1',
+             'domain': 'pool', 'project_id': 'p'} for u in uuids])
+        ids = {d['instance_uuid']: d['id'] for d in self.db.disk_list()}
+        other = self.db.disk_upsert(UUID_A, 'vda', 'cn1', 'pool', 'p')
+        t1 = T0 + datetime.timedelta(seconds=5, microseconds=1)
+        rows = [{'id': ids[u], 'sampled_at': t1, 'read_iops': n + 0.125,
+                 'write_iops': None, 'read_bytes_sec': 4096.0 * n,
+                 'write_bytes_sec': 1e12 / 3, 'latency_ms': 0.1 * n}
+                for n, u in enumerate(uuids)]
+        unknown = max(ids.values()) + other['id'] + 1000
+        # the first write, then over it (3 statements of at most 3 disks)
+        self.db.disk_rates_bulk_update([dict(r, sampled_at=T0,
+                                             write_iops=9.0) for r in rows])
+        with mock.patch.object(db_api, 'RATES_CHUNK', 3):
+            self.assertEqual(8, self.db.disk_rates_bulk_update(
+                rows + [{'id': unknown, 'sampled_at': t1,
+                         'read_iops': 1.0}]))
+        got = {d['instance_uuid']: d for d in self.db.disk_list()}
+        for n, u in enumerate(uuids):
+            self.assertEqual(
+                (n + 0.125, None, 4096.0 * n, 1e12 / 3, 0.1 * n, t1),
+                tuple(got[u][k] for k in ('read_iops', 'write_iops',
+                                          'read_bytes_sec',
+                                          'write_bytes_sec', 'latency_ms',
+                                          'sampled_at')))
+        # a disk not in the batch is left alone
+        self.assertEqual((None, None), (got[UUID_A]['read_iops'],
+                                        got[UUID_A]['sampled_at']))
+        # what GET /v1/disks shows of them
+        self.assertEqual(
+            {'read_iops': 1.125, 'write_iops': None, 'read_bytes_sec': 4096.0,
+             'write_bytes_sec': 1e12 / 3, 'latency_ms': 0.1, 'sampled_at': t1},
+            disk_handlers.view(got[uuids[1]])['rates'])
+        self.assertIsNone(disk_handlers.view(got[UUID_A])['rates'])
+        # a column NULL in a whole statement, and one disk alone
+        self.assertEqual(1, self.db.disk_rates_bulk_update(
+            [{'id': ids[uuids[0]], 'sampled_at': t1}]))
+        disk = self.db.disk_list(instance_uuid=uuids[0])[0]
+        self.assertEqual((None, None, t1), (
+            disk['read_iops'], disk['latency_ms'], disk['sampled_at']))
 
     def test_batched_decisions_and_caps(self):
         from iotguard import exception

@@ -13,6 +13,7 @@
 """The migrations build exactly the models' schema, on every backend."""
 
 from oslo_db.sqlalchemy import test_migrations
+import sqlalchemy as sa
 
 from iotguard.db import migration
 from iotguard.db import models
@@ -42,6 +43,19 @@ class MigrationTests(test_migrations.ModelsMigrationsSync):
         migration.upgrade(self.engine)
         migration.upgrade(self.engine)
         self.assertEqual(migration.head(), migration.version(self.engine))
+
+    def test_disks_leave_room_for_their_rates(self):
+        migration.upgrade(self.engine)
+        if self.engine.dialect.name != 'postgresql':
+            self.skipTest('a PostgreSQL storage parameter')
+        with self.engine.connect() as connection:
+            options = connection.execute(sa.text(
+                "SELECT reloptions FROM pg_class WHERE relname = 'disks'"
+            )).scalar()
+        self.assertEqual(['fillfactor=60'], options)
+        self.assertEqual(
+            {'fillfactor': 60},
+            models.Disk.__table__.dialect_options['postgresql']['with'])
 
 
 backends.on_every_backend(globals(), MigrationTests)
