@@ -39,7 +39,7 @@ and returns a :class:`Batch` of NumPy columns; a batch with one bad
 value is refused whole. It is a little stricter than the schema: no
 string may hold a line break (the schema's ``$`` lets one trailing
 newline through) and an iotune value is an integer, never ``1.0``.
-:class:`Builder` is the agent's side, and :func:`to_samples` turns a
+:func:`from_arrays` is the agent's side, and :func:`to_samples` turns a
 batch into the 1.0 form for an older controller. Pure module: no oslo.
 """
 
@@ -313,13 +313,13 @@ def _decode(wire: object) -> Batch:
         strings['volume_id'], strings['project_id'], [None] * n)
 
 
-_ROW = ('instance_uuid', 'dev', 'volume_id', 'project_id', 'gap',
-        'decision_id', 'interval_s', 'lease_expires_at') + RATES
-_NO_RATES = (None,) * len(RATES)
-_NO_LIMITS: dict[str, int] = {}
+#: The per-disk lists of a batch in the order :func:`from_arrays` writes
+#: them (then :data:`LIMITS`).
+WIRE_LISTS = ('instance_uuid', 'dev', 'volume_id', 'project_id', 'gap',
+              'decision_id', 'interval_s', 'lease_expires_at') + RATES
 
 
-def _limit_columns(given: list[dict[str, int]]) -> dict[str, list[int]]:
+def limit_columns(given: list[dict[str, int]]) -> dict[str, list[int]]:
     """One list per iotune key some disk sets (0: no limit)."""
     out = {}
     present = set().union(*given)
@@ -329,47 +329,6 @@ def _limit_columns(given: list[dict[str, int]]) -> dict[str, list[int]]:
             if any(column):
                 out[key] = column
     return out
-
-
-class Builder:
-    """Collects one host's samples into the 1.1 wire form (the agent).
-
-    No dict per disk: :meth:`add` appends one tuple (and the disk's own
-    static and cap dicts), :meth:`wire` turns them into lists at once.
-    """
-
-    def __init__(self, timestamp: float, interval_s: float) -> None:
-        self.timestamp = timestamp
-        self.interval_s = interval_s
-        self._rows: list[tuple[Any, ...]] = []
-        self._static: list[dict[str, int]] = []
-        self._cap: list[dict[str, int]] = []
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def add(self, instance_uuid: str, dev: str, volume_id: str | None,
-            project_id: str | None, interval_s: float, gap: str | None,
-            measured: tuple[float, ...] | None, static: dict[str, int],
-            cap: dict[str, int] | None = None,
-            lease_expires_at: float | None = None,
-            decision_id: str | None = None) -> None:
-        """One disk; ``measured``: its rates (:data:`RATES`) or None."""
-        self._rows.append((
-            instance_uuid, dev, volume_id, project_id, gap, decision_id,
-            interval_s, None if cap is None else lease_expires_at)
-            + (measured or _NO_RATES))
-        self._static.append(static)
-        self._cap.append(cap or _NO_LIMITS)
-
-    def wire(self) -> dict[str, Any]:
-        columns = (map(list, zip(*self._rows)) if self._rows
-                   else ([] for _ in _ROW))
-        disks: dict[str, Any] = dict(zip(_ROW, columns))
-        disks['static'] = _limit_columns(self._static)
-        disks['cap'] = _limit_columns(self._cap)
-        return {'timestamp': self.timestamp, 'interval_s': self.interval_s,
-                'disks': disks}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -393,7 +352,7 @@ class Disks:
         """From ``(instance_uuid, dev, volume_id, project_id, static)``."""
         columns = list(map(list, zip(*disks))) if disks else [[]] * 5
         return cls(columns[0], columns[1], columns[2], columns[3],
-                   _limit_columns(columns[4]))
+                   limit_columns(columns[4]))
 
     def __len__(self) -> int:
         return len(self.instance_uuid)
@@ -426,9 +385,8 @@ def from_arrays(timestamp: float, interval_s: float, disks: Disks,
                 in_force: list[InForce]) -> dict[str, Any]:
     """The 1.1 wire form from a pass's arrays (the agent).
 
-    What :class:`Builder` gives for the same samples rounded to
-    :data:`RATE_DECIMALS` (and the intervals to
-    :data:`INTERVAL_DECIMALS`), with nothing done per disk but for the
+    The rates rounded to :data:`RATE_DECIMALS` (and the intervals to
+    :data:`INTERVAL_DECIMALS`); nothing is done per disk but for the
     disks with a gap or a cap in force.
     """
     n = len(disks)
@@ -466,7 +424,7 @@ def from_arrays(timestamp: float, interval_s: float, disks: Disks,
             cap[key] = column
     out['cap'] = cap
     return {'timestamp': timestamp, 'interval_s': interval_s,
-            'disks': {name: out[name] for name in _ROW + LIMITS}}
+            'disks': {name: out[name] for name in WIRE_LISTS + LIMITS}}
 
 
 def keys_of(wire: object) -> list[tuple[str, str]] | None:

@@ -64,6 +64,7 @@ from oslo_config import cfg
 
 from iotguard import batch as batch_mod
 from iotguard import bench
+from iotguard.bench import batches as batches_mod
 from iotguard import conf as iotguard_conf
 from iotguard.controller import manager as manager_mod
 from iotguard.controller import samples as samples_mod
@@ -112,7 +113,7 @@ def _amqp(url):
 
 def _batch(host, disks, timestamp):
     """One host's batch in columns, the form and size agents send."""
-    columns = batch_mod.Builder(timestamp, INTERVAL_S)
+    columns = batches_mod.Builder(timestamp, INTERVAL_S)
     for i in range(disks):
         iops = 20.0 + i
         columns.add(str(uuid.uuid5(uuid.NAMESPACE_URL,

@@ -77,6 +77,7 @@ import sqlalchemy as sa
 
 from iotguard import batch as batch_mod
 from iotguard import bench
+from iotguard.bench import batches as batches_mod
 from iotguard import conf as iotguard_conf
 from iotguard.controller import audit as audit_mod
 from iotguard.controller import loop as loop_mod
@@ -252,7 +253,7 @@ def batches(disks, timestamp, caps, interval_s=INTERVAL_S):
                 if slot < NOISY and caps.get(_disk_uuid(host, index))}
     out = []
     for host, group in itertools.groupby(disks, key=lambda d: d[0]):
-        columns = batch_mod.Builder(timestamp, interval_s)
+        columns = batches_mod.Builder(timestamp, interval_s)
         for _host, i, domain, slot in group:
             iops, latency = _load(host, i, slot, caps, domain in relieved)
             columns.add(_disk_uuid(host, i), 'vda', None, 'bench',

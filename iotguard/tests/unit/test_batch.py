@@ -21,6 +21,7 @@ import jsonschema
 import numpy as np
 
 from iotguard import batch
+from iotguard.bench import batches as batches_mod
 from iotguard import caps
 from iotguard import exception
 from iotguard import rates
@@ -32,7 +33,7 @@ RATES = (10.0, 20.0, 40960.0, 81920.0, 1.5, 2.5, 0.5)
 
 def wire():
     """Three disks: rates and a cap, a gap, a volume with rates."""
-    out = batch.Builder(1000.0, 5.0)
+    out = batches_mod.Builder(1000.0, 5.0)
     out.add(UUIDS[0], 'vda', None, 'p1', 5.01, None, RATES,
             {'total_iops_sec': 500, 'total_bytes_sec': 0},
             {'total_iops_sec': 100}, 1015.0, 'd1')
@@ -74,7 +75,7 @@ class BatchTest(base.TestCase):
                                   rates.Columns(np.zeros(0),
                                                 np.zeros(0, np.int8),
                                                 np.zeros((7, 0))), [])
-        self.assertEqual(batch.Builder(1000.0, 5.0).wire(), empty)
+        self.assertEqual(batches_mod.Builder(1000.0, 5.0).wire(), empty)
 
     def test_from_arrays_rounds_what_is_noise(self):
         disks = batch.Disks.of([(UUIDS[0], 'vda', None, 'p1', {}),
@@ -134,7 +135,7 @@ class BatchTest(base.TestCase):
         self.assertEqual([False, True], two.capped.tolist())
 
     def test_empty_batch(self):
-        empty = batch.Builder(1000.0, 5.0).wire()
+        empty = batches_mod.Builder(1000.0, 5.0).wire()
         self.assertEqual(0, len(batch.decode(empty)))
         self.assertEqual([], batch.to_samples(empty)['disks'])
 

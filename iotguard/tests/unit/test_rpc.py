@@ -15,7 +15,7 @@
 from unittest import mock
 
 from iotguard.agent import service
-from iotguard import batch
+from iotguard.bench import batches as batches_mod
 from iotguard import caps
 from iotguard import rpc
 from iotguard import rpcapi
@@ -46,7 +46,7 @@ class ReportSamplesVersionTest(base.TestCase):
         super().setUp()
         self.transport = rpc.get_transport(self.conf, url='fake://')
         self.addCleanup(self.transport.cleanup)
-        out = batch.Builder(1000.0, 5.0)
+        out = batches_mod.Builder(1000.0, 5.0)
         out.add('11111111-2222-3333-4444-555555555555', 'vda', None, 'p1',
                 5.0, None, (1.0,) * 7, {'total_iops_sec': 100})
         self.columns = out.wire()

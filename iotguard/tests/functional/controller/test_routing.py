@@ -26,7 +26,7 @@ import uuid
 
 from oslo_messaging import conffixture
 
-from iotguard import batch as batch_mod
+from iotguard.bench import batches as batches_mod
 from iotguard.controller import service as controller_service
 from iotguard import rpc
 from iotguard import rpcapi
@@ -82,7 +82,7 @@ class RoutingOverRabbitTest(base.TestCase):
     def batches(self, timestamp):
         out = {}
         for key, (_domain, host) in self.disks.items():
-            builder = out.setdefault(host, batch_mod.Builder(timestamp, 1.0))
+            builder = out.setdefault(host, batches_mod.Builder(timestamp, 1.0))
             builder.add(key[0], key[1], None, 'p1', 1.0, None,
                         (1.0, 2.0, 4096.0, 8192.0, 1.0, 1.0, 0.0), {})
         return {host: b.wire() for host, b in out.items()}

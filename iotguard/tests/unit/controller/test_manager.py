@@ -15,6 +15,7 @@ import math
 import fixtures
 
 from iotguard import batch as batch_mod
+from iotguard.bench import batches as batches_mod
 from iotguard.controller import manager
 from iotguard.controller import samples
 from iotguard.tests import base
@@ -61,7 +62,7 @@ class ManagerFixture(base.TestCase):
 
     def columns(self, *disks, timestamp=T0 - 0.5, **static):
         """A 1.1 batch (columns) of ``disks``: ``(disk, project_id)``."""
-        out = batch_mod.Builder(timestamp, 5.0)
+        out = batches_mod.Builder(timestamp, 5.0)
         for disk, project_id in disks:
             out.add(disk['instance_uuid'], disk['dev'], None, project_id,
                     5.0, None, (5.0, 5.0, 20480.0, 20480.0, 1.0, 1.0, 0.0),
@@ -172,7 +173,7 @@ class ManagerTest(ManagerFixture):
                             ('dev', []), ('gap', [7]),
                             ('static', {'total_iops_sec': [2 ** 63]}),
                             ('unknown', [1])):
-            spoiled = batch_mod.Builder(T0, 5.0).wire()
+            spoiled = batches_mod.Builder(T0, 5.0).wire()
             spoiled['disks'] = dict(good['disks'], **{name: value})
             bad.append(spoiled)
         bad.append(dict(good, timestamp=math.inf))
