@@ -153,13 +153,8 @@ MAIN = {
 
 
 def wait_for(predicate, timeout, step=0.5):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = predicate()
-        if found:
-            return found
-        time.sleep(step)
-    return predicate()
+    """:func:`iotguard.tests.base.wait_for`, every half second (a cloud)."""
+    return base.wait_for(predicate, timeout, step)
 
 
 class TierEvents:
