@@ -23,10 +23,10 @@ without the agents knowing:
   (:func:`iotguard.batch.select`); the queue goes out as one
   ``store_samples`` cast per owner every ``FORWARD_S`` seconds, or as
   soon as it holds ``FORWARD_DISKS`` disks. An unknown disk goes to the
-  owner of ``local:<host>``, which may record it (below). Each share is
-  checked by its owner, so a malformed value costs that owner's share of
-  the batch only. Without coordination (one controller) nothing is
-  routed.
+  owner of ``local:<host>``, which may record it (below). The batch is
+  checked whole before it is routed (a malformed one is refused whole,
+  as below), and each owner checks its shares again. Without
+  coordination (one controller) nothing is routed.
 * ``store_samples(batches)`` (1.2): another controller's routed shares,
   ``[(host, samples)]``, stored as below (a disk whose domain moved away
   meanwhile is dropped); ``host`` is None for the shares of known disks
@@ -292,14 +292,17 @@ class ControllerManager:
     def _route_away(self, host, wire):
         """Queue the other owners' shares of a batch; return ours (or None).
 
-        Reads only the disks' names: each share is checked where it is
-        stored. A batch whose names cannot be read is returned whole, for
-        :func:`iotguard.batch.decode` to refuse (and say why).
+        The batch is checked whole first, as an unrouted one is: a
+        malformed batch is returned whole, for :meth:`_report` to refuse
+        (and say why), and a share merged with other hosts' (which its
+        owner checks at once) never holds a malformed value.
         """
         keys = batch_mod.keys_of(wire)
-        stamp = wire.get('timestamp') if keys is not None else None
-        if (type(stamp) not in (int, float) or not isinstance(host, str)
-                or not host):
+        if keys is None or not isinstance(host, str) or not host:
+            return wire
+        try:
+            batch_mod.decode(wire)
+        except exception.Invalid:
             return wire
         self._drop_unlisted(host, keys, full_listing=True)
         local = local_domain(host) if self.register_local else None

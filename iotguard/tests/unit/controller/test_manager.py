@@ -426,15 +426,16 @@ class RoutingTest(ManagerFixture):
         self.other.store_samples({}, batches)  # in order: both newer
         self.assertEqual(2, self.other.stats['stored'])
 
-    def test_a_bad_value_costs_only_its_owner_s_share(self):
+    def test_a_malformed_batch_is_refused_whole_before_routing(self):
+        # merged with other hosts' shares, it would cost them theirs
+        log = self.useFixture(fixtures.FakeLogger())
         wire = self.columns((self.mine, 'p1'), (self.theirs, 'p1'))
         wire['disks']['read_iops'][1] = -1.0  # theirs
         self.manager.report_samples({}, 'cn1', wire, route=True)
         self.manager.flush_forwards(force=True)
-        self.assertEqual(1, self.manager.stats['stored'])
-        self.other.store_samples({}, self.sent[0][1])
-        self.assertEqual((0, 1), (self.other.stats['stored'],
-                                  self.other.stats['dropped']))
+        self.assertEqual(([], 0, 1), (self.sent, self.manager.stats['stored'],
+                                      self.manager.stats['dropped']))
+        self.assertIn('Dropped the samples of host', log.output)
 
     def test_an_unknown_disk_goes_to_its_host_s_local_owner(self):
         # a new image-backed disk of cn2, whose local domain ctl-b owns
