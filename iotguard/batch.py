@@ -427,39 +427,11 @@ def from_arrays(timestamp: float, interval_s: float, disks: Disks,
             'disks': {name: out[name] for name in WIRE_LISTS + LIMITS}}
 
 
-def keys_of(wire: object) -> list[tuple[str, str]] | None:
-    """The ``(instance_uuid, dev)`` of each disk of a 1.1 batch.
-
-    What the controller that receives a host's batch reads to route its
-    disks to their domains' owners, without checking the values: each
-    owner checks its share (:func:`decode`). None when the batch is not
-    made of lists of one length per disk, the names strings (then
-    :func:`decode` says what is wrong).
-    """
-    disks = wire.get('disks') if type(wire) is dict else None
-    if type(disks) is not dict:
-        return None
-    uuids, devs = disks.get('instance_uuid'), disks.get('dev')
-    if (type(uuids) is not list or type(devs) is not list
-            or not all(type(v) is str for v in uuids)
-            or not all(type(v) is str for v in devs)):
-        return None
-    n = len(uuids)
-    for name, values in disks.items():
-        if name in LIMITS and type(values) is not dict:
-            return None
-        for column in values.values() if name in LIMITS else [values]:
-            if column is not None and (type(column) is not list
-                                       or len(column) != n):
-                return None
-    return list(zip(uuids, devs))
-
-
 def select(wire: dict[str, Any], rows: list[int]) -> dict[str, Any]:
     """The same batch with only the disks at ``rows`` (positions).
 
-    For a batch :func:`keys_of` could read; the values are not checked
-    (the receiver :func:`decode` s its share).
+    For a batch :func:`decode` accepted (the receiver checks its share
+    again).
     """
     def pick(values: Any) -> Any:
         return None if values is None else [values[i] for i in rows]
@@ -478,7 +450,7 @@ def merge(wires: list[dict[str, Any]]) -> dict[str, Any]:
 
     Each disk keeps its own batch's time of reading (a ``timestamp``
     list); a list one batch leaves out is null there, an iotune key one
-    batch does not set is 0 there. For batches :func:`keys_of` could read.
+    batch does not set is 0 there. For batches :func:`decode` accepted.
     """
     names: dict[str, None] = {}
     keys: dict[str, dict[str, None]] = {name: {} for name in LIMITS}

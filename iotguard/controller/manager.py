@@ -18,8 +18,8 @@ disks in the domains it owns, so ownership moves between controllers
 without the agents knowing:
 
 * ``report_samples(host, samples, route=True)`` (1.2): the controller
-  that received the batch reads only its disks' names, keeps the disks
-  of the domains it owns and queues each other owner's share
+  that received the batch checks it whole, keeps the disks of the
+  domains it owns and queues each other owner's share
   (:func:`iotguard.batch.select`); the queue goes out as one
   ``store_samples`` cast per owner every ``FORWARD_S`` seconds, or as
   soon as it holds ``FORWARD_DISKS`` disks. An unknown disk goes to the
@@ -239,10 +239,7 @@ class ControllerManager:
         try:
             routed = route and self.forward is not None
             with self._ingest:
-                if routed:
-                    samples = self._route_away(host, samples)
-                if not routed or samples is not None:
-                    self._report(host, samples, listing=not routed)
+                self._report(host, samples, route=routed)
             if routed:
                 self.flush_forwards()
         except Exception:
@@ -289,22 +286,14 @@ class ControllerManager:
             with self._lock:
                 self.stats[what] += n
 
-    def _route_away(self, host, wire):
-        """Queue the other owners' shares of a batch; return ours (or None).
+    def _route_away(self, host, wire, keys):
+        """Queue the other owners' shares of a checked batch; ours (rows).
 
-        The batch is checked whole first, as an unrouted one is: a
-        malformed batch is returned whole, for :meth:`_report` to refuse
-        (and say why), and a share merged with other hosts' (which its
-        owner checks at once) never holds a malformed value.
+        ``keys``: the batch's disks. The shares are cut from ``wire``
+        (:func:`iotguard.batch.select`), which the caller has checked
+        whole: a share merged with other hosts' (which its owner checks
+        at once) never holds a malformed value.
         """
-        keys = batch_mod.keys_of(wire)
-        if keys is None or not isinstance(host, str) or not host:
-            return wire
-        try:
-            batch_mod.decode(wire)
-        except exception.Invalid:
-            return wire
-        self._drop_unlisted(host, keys, full_listing=True)
         local = local_domain(host) if self.register_local else None
         mine, away, owners = [], {}, {}
         for i, key in enumerate(keys):
@@ -323,16 +312,15 @@ class ControllerManager:
                 # a known disk's share needs no host: merged with others
                 away.setdefault((owner, None if found else host),
                                 []).append(i)
-        if not away:
-            return wire
-        with self._lock:
-            for (owner, unknown_of), rows in away.items():
-                self._outbox.setdefault(owner, []).append(
-                    (unknown_of, batch_mod.select(wire, rows)))
-                self._outbox_disks += len(rows)
-            if self._outbox_since is None:
-                self._outbox_since = time.monotonic()
-        return batch_mod.select(wire, mine) if mine else None
+        if away:
+            with self._lock:
+                for (owner, unknown_of), rows in away.items():
+                    self._outbox.setdefault(owner, []).append(
+                        (unknown_of, batch_mod.select(wire, rows)))
+                    self._outbox_disks += len(rows)
+                if self._outbox_since is None:
+                    self._outbox_since = time.monotonic()
+        return mine
 
     def flush_forwards(self, force=False):
         """Send the routed shares when due (see the module doc).
@@ -365,10 +353,12 @@ class ControllerManager:
                 continue
             self._count('forwarded', n)
 
-    def _report(self, host, wire, listing=True):
+    def _report(self, host, wire, listing=True, route=False):
         """Check and store a batch.
 
-        ``listing``: it lists all the host's disks (not a routed share).
+        ``listing``: it lists all the host's disks (not a routed share);
+        ``route``: this controller alone received it and sends the other
+        owners their shares (:meth:`_route_away`), once it is checked.
         """
         received = self._clock()
         disks = wire.get('disks') if isinstance(wire, dict) else None
@@ -390,7 +380,12 @@ class ControllerManager:
             self._count('dropped')
             return
         owned = {}
-        keys = batch.keys()
+        listed = keys = batch.keys()
+        if route:
+            mine = self._route_away(host, wire, keys)
+            if len(mine) < len(batch):
+                batch = batch.take(np.array(mine, dtype=np.intp))
+                keys = batch.keys()
         keep = [i for i, key in enumerate(keys)
                 if self._route(key, host, batch.volume_id[i],
                                batch.project_id[i], owned)]
@@ -400,7 +395,7 @@ class ControllerManager:
         self._count('stored', stored)
         self._count('dropped', len(keep) - stored)
         if listing:
-            self._drop_unlisted(host, keys)
+            self._drop_unlisted(host, listed, full_listing=route)
 
     def _drop_unlisted(self, host, keys, full_listing=False):
         """Drop the local disks of ``host`` its agent no longer lists.
