@@ -129,6 +129,8 @@ DEFAULTS = {
     'congestion_factor': 8.0,
     'congestion_release': 0.7,
     'raise_change': 0.03,
+    'border_max': 0.93,
+    'border_step': 0.01,
 }
 
 #: How far, per decision, the learned uncongested service time follows
@@ -198,6 +200,11 @@ def _check(params: dict[str, float]) -> None:
         fail('congestion_release', 'in (0, 1]')
     if not 0 <= params['raise_change'] < 1:
         fail('raise_change', 'in [0, 1)')
+    if not params['high_watermark'] <= params['border_max'] <= 1:
+        fail('border_max', 'in [high_watermark (%r), 1]'
+             % params['high_watermark'])
+    if not 0 < params['border_step'] <= 1:
+        fail('border_step', 'in (0, 1]')
     if params['release_factor'] <= 1 + params['min_change']:
         fail('release_factor', 'above 1 + min_change (%r)'
              % (1 + params['min_change']))
@@ -278,12 +285,14 @@ class Memory:
     (:func:`learn_service`); ``asked``: the load each disk did when it was
     last uncongested (``nan``: never seen so), aligned with ``disk_ids``;
     ``cut_over_border``: whether the domain's last cut was made above the
-    border.
+    border; ``border``: the border the domain is held at
+    (:func:`adapt_border`; ``None``: ``high_watermark``, not adapted yet).
     """
 
     service: float | None = None
     #: only then are raises toward the share sent from raise_change on
     cut_over_border: bool = True
+    border: float | None = None
     disk_ids: tuple[str, ...] = ()
     asked: base.FloatArray = dataclasses.field(
         default_factory=lambda: np.zeros(0))
@@ -296,6 +305,31 @@ class Memory:
                                   dtype=np.float64)
             self.disk_ids = disk_ids
         return self.asked
+
+
+def adapt_border(border: float, low: float, high: float, step: float,
+                 held: bool, met: bool, missed: bool) -> float:
+    """The border a domain is held at, after one more interval.
+
+    The border is the queue's headroom (5. in the module's docstring): it
+    follows the latency objective, as SIOC's and PARDA's windows do,
+    between ``low`` (``high_watermark``) and ``high`` (``border_max``).
+    While the domain is ``held`` at it (caps in force, a capped disk
+    running at its cap, the load within the tolerance of the border) and
+    the objective is ``met`` with room (the shallow disks' latency well
+    under their threshold, nobody waiting or starving), the border rises
+    by ``step``. When the objective is ``missed`` at or under it (the
+    caps alone fill the queue again: the border is too high for this
+    domain) it falls back to ``low`` at once, a cut from ``raise_change``
+    on, rather than probing down step by step (each step a change of
+    every cap). Otherwise it stays: in particular a miss above the border
+    is a new flood's doing, not the border's.
+    """
+    if missed:
+        return low
+    if held and met:
+        return min(high, border + step)
+    return border
 
 
 def remembered_demand(asked: base.FloatArray, closed: base.FloatArray,
@@ -346,6 +380,8 @@ class GuaranteePolicy:
         self.congestion_release = values['congestion_release']
         #: (never above min_change)
         self.raise_change = min(values['raise_change'], self.min_change)
+        self.border_max = values['border_max']
+        self.border_step = values['border_step']
         #: what is remembered between calls, per domain (:class:`Memory`)
         self.memory: dict[str, Memory] = {}
 
@@ -445,10 +481,24 @@ class GuaranteePolicy:
         holding = bool(capped.any()) and domain > (self.low_watermark
                                                    * CAPACITY)
 
+        # The border follows the latency objective (adapt_border): up
+        # while the caps hold the domain at it with the objective met with
+        # room, back to high_watermark when the caps alone miss it there.
+        border = memory.border or self.border_max * CAPACITY
+        any_capped = bool(capped.any())
+        border = memory.border = adapt_border(
+            border, self.high_watermark * CAPACITY,
+            self.border_max * CAPACITY, self.border_step * CAPACITY,
+            held=bool(at_cap.any()) and domain >= border * (
+                1.0 - self.tolerance),
+            met=(pressure <= self.congestion_release
+                 and not bool(unmet.any()) and not any_starving),
+            missed=any_capped and domain <= border and (
+                pressure > 1.0 or any_starving))
         numbers = dict(domain_load=domain, charged=total,
                        starving=float(starving.sum()),
                        waiting=float(unmet.sum()), pressure=pressure,
-                       service_ratio=learned or math.nan)
+                       service_ratio=learned or math.nan, border=border)
         if not (engaged or holding):
             return self._relax(snap, may_raise, u, floor, ceil, hold, cap,
                                size, cost, numbers)
@@ -466,17 +516,15 @@ class GuaranteePolicy:
             # A token bucket serves its rate at any queue depth, and its
             # one FIFO queue grows without bound as it fills: share out
             # the border, whatever it serves now.
-            capacity = self.high_watermark * CAPACITY
+            capacity = border
         elif any_starving:
             capacity = total
         elif bool(unmet.any()):
             capacity = max(total, self.min_capacity * CAPACITY)
         else:
-            capacity = max(total, self.min_capacity * CAPACITY,
-                           self.high_watermark * CAPACITY)
-        border = self.high_watermark * CAPACITY
+            capacity = max(total, self.min_capacity * CAPACITY, border)
         queue_cut = pressure > 1.0 and (
-            (total > border and bool(capped.any()))
+            (total > border and any_capped)
             or not bool((active & ~capped & ~shallow).any()))
         if queue_cut:
             # the shallow disks queue past the threshold although every
@@ -506,8 +554,15 @@ class GuaranteePolicy:
         # A cap at the disk's static limits would change nothing.
         over = fresh & ~shallow & (u > share * (1.0 + slack))
         # A cut to the border is sent from raise_change on: the evidence
-        # is the queue itself, not a measurement that may be noise.
-        cut_step = self.raise_change if queue_cut else self.min_change
+        # is the queue itself, not a measurement that may be noise. So is
+        # a token bucket's above its border: its one queue grows without
+        # bound, whatever its disks' latency shows (a disk held by its
+        # own ceiling shows nothing), and a border close to 1 leaves
+        # less than min_change between the caps that fill it and their
+        # shares at the border.
+        cut_step = (self.raise_change if queue_cut or (
+            profile.form == base.MAX and domain > border)
+            else self.min_change)
         tighten = engaged & over & (target < np.minimum(cap, static) * (
             1.0 - cut_step))
         # Under the border the raise back toward the share is sent from
@@ -524,7 +579,7 @@ class GuaranteePolicy:
         step = (self.raise_change if domain < border
                 and memory.cut_over_border else self.min_change)
         numbers.update(raise_step=step, cut_step=cut_step,
-                       queue_cut=float(queue_cut), border=border,
+                       queue_cut=float(queue_cut),
                        cut_over_border=float(memory.cut_over_border))
         loosen = (may_raise & ~tighten
                   & (target > cap * (1.0 + step)))
@@ -621,10 +676,13 @@ class GuaranteePolicy:
                   'per interval%s)' % (
                       self.release_factor,
                       '' if step >= self.min_change else
-                      '; under the border sent from +%g %%%%' % (100 * step)))
-        # a cut made to keep the latency objective says so
-        missed = ('; latency objective missed, capacity %.4f shared out'
-                  % numbers['capacity'] if numbers.get('queue_cut') else '')
+                      '; under the border %.4f sent from +%g %%%%'
+                      % (numbers['border'], 100 * step)))
+        # a cut made to keep the latency objective says so, and at which
+        # border (adapt_border: it moves)
+        missed = ('; latency objective missed, capacity %.4f shared out '
+                  '(border %.4f)' % (numbers['capacity'], numbers['border'])
+                  if numbers.get('queue_cut') else '')
         reasons = [
             'guarantee: cap raised to the %s, released'
             % ('ceiling' if ceil_i <= CAPACITY else 'whole domain')

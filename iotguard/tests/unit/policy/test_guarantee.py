@@ -30,6 +30,10 @@ C64 = 0.011         # device-seconds of one 64 KiB op in the test profile
 C4 = 0.001625       # ... of one 4 KiB op
 SILVER = base.Tier('silver', min_iops=20)       # floor 0.22 at 64 KiB
 SLOW, FAST = 200.0, 5.0                         # latency, ms
+#: The border fixed at high_watermark (0.9), as before it followed the
+#: latency objective: for the tests of the other rules, whose arithmetic
+#: is done at that border.
+FIXED = dict(border_max=0.9)
 
 
 def capped(name, ops, cap_ops, **kw):
@@ -236,7 +240,8 @@ class TestGuaranteePolicy(test_base.TestCase):
         # share 0.57, so its cap goes to 0.57 / 0.011 = 51.8 IOPS (below
         # the x1.5 limit of 60).
         decisions = self.decide(capped('a', 40, 40),
-                                fakes.disk('b', ops=30))
+                                fakes.disk('b', ops=30),
+                                policy=guarantee.GuaranteePolicy(**FIXED))
         self.assertAlmostEqual(0.57 / C64, decisions['a'].iops)
         # Far below its share, a rises at most x1.5 per interval.
         decisions = self.decide(capped('a', 20, 20),
@@ -248,21 +253,24 @@ class TestGuaranteePolicy(test_base.TestCase):
         # 0.869, under the border, holding. a's share at the border, 0.581,
         # is 5.6 % above its cap: under min_change (10 %), over
         # raise_change (3 %): raised, so the array is used to the border.
-        decisions = self.decide(capped('a', 50, 50), fakes.disk('b', ops=29))
+        fixed = guarantee.GuaranteePolicy(**FIXED)
+        decisions = self.decide(capped('a', 50, 50), fakes.disk('b', ops=29),
+                                policy=fixed)
         d = decisions['a']
         self.assertAlmostEqual(0.581 / C64, d.iops)
         self.assertEqual(0.03, d.numbers['raise_step'])
         self.assertIn('from +3 %', d.reason)
         # 2.6 % under its share (b at 30.5 IOPS): not sent
         self.assertEqual({}, self.decide(capped('a', 50, 50),
-                                         fakes.disk('b', ops=30.5)))
+                                         fakes.disk('b', ops=30.5),
+                                         policy=fixed))
         # nor with raise_change at min_change (the former rule)
         self.assertEqual({}, self.decide(
             capped('a', 50, 50), fakes.disk('b', ops=29),
-            policy=guarantee.GuaranteePolicy(raise_change=0.1)))
+            policy=guarantee.GuaranteePolicy(raise_change=0.1, **FIXED)))
         # nor after a cut made under the border (U = 0.88: b and c
         # starved there): the border is no level this array runs at
-        policy = guarantee.GuaranteePolicy()
+        policy = guarantee.GuaranteePolicy(**FIXED)
         cut = self.decide(fakes.disk('a', ops=60, latency_ms=SLOW),
                           fakes.disk('b', ops=10, tier=SILVER,
                                      latency_ms=SLOW),
@@ -616,7 +624,7 @@ class TestThinkingClients(test_base.TestCase):
         # The same two capped floods at 45 IOPS (0.495 each, U = 1.02),
         # the writer at 20 ms: above the border the capacity shared out is
         # the border (0.9), not 85 % of what is served (0.867).
-        policy = guarantee.GuaranteePolicy()
+        policy = guarantee.GuaranteePolicy(**FIXED)
         policy.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
         decisions = fakes.by_disk(policy.decide(fakes.snapshot(
             capped('f1', 45, 45, latency_ms=SLOW),
@@ -635,7 +643,7 @@ class TestThinkingClients(test_base.TestCase):
         # U = 1.032 > 0.9. What is served would be shared out while a
         # disk waits; with caps in force, above the border, the border
         # is: the new flood is capped at once under it.
-        policy = guarantee.GuaranteePolicy()
+        policy = guarantee.GuaranteePolicy(**FIXED)
         policy.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
         decisions = fakes.by_disk(policy.decide(fakes.snapshot(
             capped('old', 10, 10, latency_ms=SLOW), self.flood(),
@@ -647,7 +655,7 @@ class TestThinkingClients(test_base.TestCase):
         self.assertLess(d.numbers['new_cap'], 0.9 - 0.11)
         # the first engagement (no cap in force yet) shares out what is
         # served, as before
-        policy = guarantee.GuaranteePolicy()
+        policy = guarantee.GuaranteePolicy(**FIXED)
         policy.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
         decisions = fakes.by_disk(policy.decide(fakes.snapshot(
             self.flood(), self.sync_writer(20.0)), 5.0))
@@ -661,7 +669,7 @@ class TestThinkingClients(test_base.TestCase):
         # IOPS (0.242) at low latency; a paced 4 KiB client does 20 IOPS
         # (0.0325) whatever its latency (it wants nothing more).
         # U = 0.7145: above the low watermark, caps held.
-        policy = guarantee.GuaranteePolicy()
+        policy = guarantee.GuaranteePolicy(**FIXED)
         paced = functools.partial(fakes.disk, 'paced', ops=20,
                                   size=4 * KIB, tier=SILVER)
         b = fakes.disk('b', ops=22, latency_ms=FAST)
@@ -777,18 +785,24 @@ class TestGuaranteeMaxForm(test_base.TestCase):
         # the bucket), n at its cap (52 x 64 KiB, 0.8125): the bucket is
         # full (1.0), its FIFO queue long, and q, held by its own
         # throttle, shows nothing of it. A bucket serves its rate at any
-        # queue depth: n's share is the border (high watermark 0.9) less
-        # q's demand, 0.7125, whatever the domain serves now.
-        pol = guarantee.GuaranteePolicy()
+        # queue depth: n's share is the border less q's demand, whatever
+        # the domain serves now. The border a domain starts from is
+        # border_max (0.93): 0.7425, a cut of 8.6 %, under min_change but
+        # sent (a bucket above its border queues without bound).
         snap = fakes.snapshot(
             fakes.disk('q', ops=12, size=64 * KIB, tier=SILVER,
                        latency_ms=83.0, static_iops=12.0,
                        static_bytes_sec=768 * KIB),
             capped('n', 52, 52, latency_ms=SLOW),
             profile=self.BUCKET)
-        decisions = fakes.by_disk(pol.decide(snap, 100.0))
-        self.assertEqual(['n'], list(decisions))
-        self.assertEqual(base.CAP, decisions['n'].action)
-        self.assertAlmostEqual(0.7125, decisions['n'].numbers['new_cap'])
-        self.assertAlmostEqual(0.7125 * 4096 * KIB,
-                               decisions['n'].bytes_sec)
+        for params, border, cap in (({}, 0.93, 0.7425),
+                                    (FIXED, 0.9, 0.7125)):
+            pol = guarantee.GuaranteePolicy(**params)
+            decisions = fakes.by_disk(pol.decide(snap, 100.0))
+            self.assertEqual(['n'], list(decisions))
+            d = decisions['n']
+            self.assertEqual(base.CAP, d.action)
+            self.assertAlmostEqual(border, d.numbers['border'])
+            self.assertAlmostEqual(cap, d.numbers['new_cap'])
+            self.assertAlmostEqual(cap * 4096 * KIB, d.bytes_sec)
+            self.assertEqual(0.03, d.numbers['cut_step'])
