@@ -490,6 +490,10 @@ class TestGuaranteePolicy(test_base.TestCase):
                             ('congestion_release', 1.5),
                             ('raise_change', -0.01),
                             ('raise_change', 1),
+                            ('border_max', 0.85),
+                            ('border_max', 1.01),
+                            ('border_step', 0),
+                            ('border_step', 1.5),
                             ('headroom', math.nan)):
             err = self.assertRaises(ValueError, guarantee.GuaranteePolicy,
                                     **{name: value})
@@ -806,3 +810,82 @@ class TestGuaranteeMaxForm(test_base.TestCase):
             self.assertAlmostEqual(cap, d.numbers['new_cap'])
             self.assertAlmostEqual(cap * 4096 * KIB, d.bytes_sec)
             self.assertEqual(0.03, d.numbers['cut_step'])
+
+    # A quiet 64 KiB client that thinks 234.375 ms between its writes:
+    # alone (16 ms, about one op's cost) it writes 4 a second, 0.0625 of
+    # the bucket; n, a flood capped at ``cap`` IOPS and running at it.
+    THINK_S = 0.234375
+
+    def thinker(self, latency_ms):
+        ops = 1.0 / (self.THINK_S + latency_ms / 1000.0)
+        return fakes.disk('q', ops=ops, size=64 * KIB, tier=SILVER,
+                          latency_ms=latency_ms)
+
+    def held(self, pol, cap, latency_ms, now):
+        return fakes.by_disk(pol.decide(fakes.snapshot(
+            self.thinker(latency_ms), capped('n', cap, cap, latency_ms=SLOW),
+            profile=self.BUCKET), now))
+
+    def test_border_follows_the_latency_objective(self):
+        pol = guarantee.GuaranteePolicy()
+        memory = pol.memory.setdefault('pool', guarantee.Memory())
+        # q alone: the service time is learned (threshold 8 x ~16 ms)
+        self.assertEqual([], pol.decide(fakes.snapshot(
+            self.thinker(16.0), profile=self.BUCKET), 0.0))
+        # n at its cap of 55 IOPS (0.859), the bucket at 0.92, q at 16 ms:
+        # held at the border with room; the border starts at border_max
+        # (0.93) and stays there: n's share 0.8675 is within raise_change
+        self.assertEqual({}, self.held(pol, 55, 16.0, 5.0))
+        self.assertEqual(0.93, memory.border)
+        # q waits 400 ms (pressure ~3) with the bucket under the border:
+        # the caps alone miss the objective there, the border falls back
+        # to high_watermark and n is cut (the reason names the border)
+        d = self.held(pol, 55, 400.0, 10.0)['n']
+        self.assertEqual(0.9, memory.border)
+        self.assertEqual(0.9, d.numbers['border'])
+        self.assertEqual(1.0, d.numbers['queue_cut'])
+        self.assertIn('(border 0.9000)', d.reason)
+        # held at the new border (n at 52 IOPS: 0.8125, the bucket at
+        # 0.875) with q back at 16 ms: up one border_step an interval, to
+        # border_max and no further
+        for now, border in ((15.0, 0.91), (20.0, 0.92), (25.0, 0.93),
+                            (30.0, 0.93)):
+            self.held(pol, 52, 16.0, now)
+            self.assertAlmostEqual(border, memory.border)
+        # not held (n far under its cap... at 40 IOPS the bucket is at
+        # 0.69): the border stays whatever q shows
+        memory.border = 0.91
+        self.held(pol, 40, 16.0, 35.0)
+        self.assertAlmostEqual(0.91, memory.border)
+        # a miss above the border is a new flood's doing, not the
+        # border's: n at 62 IOPS (0.97), q at 400 ms: the border stays
+        d = self.held(pol, 62, 400.0, 40.0)['n']
+        self.assertAlmostEqual(0.91, memory.border)
+        self.assertAlmostEqual(0.91, d.numbers['border'])
+
+    def test_border_fixed_at_high_watermark(self):
+        # border_max = high_watermark: the border of before, whatever
+        # the latency objective shows
+        pol = guarantee.GuaranteePolicy(**FIXED)
+        pol.decide(fakes.snapshot(self.thinker(16.0), profile=self.BUCKET),
+                   0.0)
+        for now in (5.0, 10.0, 15.0):
+            self.held(pol, 52, 16.0, now)
+            self.assertEqual(0.9, pol.memory['pool'].border)
+
+    def test_adapt_border(self):
+        adapt = functools.partial(guarantee.adapt_border, low=0.9,
+                                  high=0.93, step=0.01)
+        self.assertAlmostEqual(0.92, adapt(0.91, held=True, met=True,
+                                           missed=False))
+        self.assertEqual(0.93, adapt(0.925, held=True, met=True,
+                                     missed=False))
+        # objective met but not held at the border (or held without
+        # room): no evidence, no change
+        self.assertEqual(0.91, adapt(0.91, held=False, met=True,
+                                     missed=False))
+        self.assertEqual(0.91, adapt(0.91, held=True, met=False,
+                                     missed=False))
+        # missed: back to the low border at once
+        self.assertEqual(0.9, adapt(0.93, held=True, met=False,
+                                    missed=True))
