@@ -13,8 +13,8 @@
 """``guarantee``: iotguard's own policy, the default.
 
 Every interval, level-based (everything it needs is in the snapshot, but
-for a small :class:`Memory` per domain: the learned service time and what
-each disk did when it was last uncongested):
+for a small :class:`Memory` per domain: the learned service time, what
+each disk did when it was last uncongested, and the border):
 
 1. **Cost.** Each disk's load ``u = iops / iops_4k + bytes_sec / bytes_sec``
    (device-seconds per second, :mod:`iotguard.policy.costmodel`); its floor,
@@ -60,17 +60,30 @@ each disk did when it was last uncongested):
    shallow queue a capped domain runs: default 0, i.e. what it serves
    now; an array whose throughput hardly depends on the queue depth, like
    the paper's, is better served by a figure close to 1, otherwise the
-   caps feed on the throughput they lowered); otherwise at least
-   ``high_watermark``. A token bucket (a profile in the ``max`` form)
-   serves its rate at any queue depth and its one FIFO queue grows
-   without bound as it fills: its capacity is the border,
-   ``high_watermark``, whatever it serves now (the last tenth is the
-   queue's headroom; a disk held by its own ceiling shows nothing of the
-   queue, so nothing else would keep it short). When the pressure is
-   above 1 while every deep disk is capped (the caps fill the queue
-   again), it is cut by at most 15 % per interval; above the border, to
-   the border (also with a deep disk uncapped once caps are in force: a
-   new flood). Such a cut is sent from ``raise_change`` on.
+   caps feed on the throughput they lowered); otherwise at least the
+   border. A token bucket (a profile in the ``max`` form) serves its rate
+   at any queue depth and its one FIFO queue grows without bound as it
+   fills: its capacity is the border, whatever it serves now (what is
+   left above it is the queue's headroom; a disk held by its own ceiling
+   shows nothing of the queue, so nothing else would keep it short), and
+   a cut while it is above the border is sent from ``raise_change`` on.
+   When the pressure is above 1 while every deep disk is capped (the caps
+   fill the queue again), it is cut by at most 15 % per interval; above
+   the border, to the border (also with a deep disk uncapped once caps
+   are in force: a new flood). Such a cut is sent from ``raise_change``
+   on. **The border follows the latency objective** (:func:`adapt_border`,
+   SIOC's and PARDA's idea: the headroom is what the latency needs, not
+   a constant), remembered per domain between ``high_watermark`` and
+   ``border_max``: it starts at ``border_max``; when the pressure is
+   above 1, or a disk starves, while caps are in force and the domain's
+   load is at or under the border, the caps alone miss the objective
+   there and it falls back to ``high_watermark``; while a capped disk
+   runs at its cap with the load within ``tolerance`` of the border and
+   the objective is met with room (pressure at most
+   ``congestion_release``, nobody waiting), it rises by ``border_step``
+   per interval. It starts high and steps down at once, rather than
+   starting low and creeping up, because each step up is a raise of
+   every cap (churn) while a miss needs one cut whichever way.
 6. **Cap** only the deep disks above their allocation (weakness 1: a disk at
    or below its fair share is never capped), at their allocation, never below
    their floor, never above their ceiling. Caps are sent as both
@@ -93,6 +106,9 @@ each disk did when it was last uncongested):
    cap left a few per cent under its share would keep the array idle
    under the border for good); a raise is judged by what the new keys,
    with the ceilings, let the disk do at its current I/O size.
+
+The border in force is in every decision's audit numbers (``border``) and
+in the reasons of a cut for the latency objective and of a raise under it.
 
 Disks whose samples are ``stale`` are never tightened (their caps may be
 raised or released). Everything is a handful of NumPy operations over the
