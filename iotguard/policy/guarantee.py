@@ -176,6 +176,36 @@ UNCONGESTED = 2.0
 IDLE_SHARE = 0.1
 
 
+#: How far, either side, the caps of disks held at the same fair share
+#: are spread apart (:func:`spread`).
+SPREAD = 0.005
+
+
+def spread(at_level: base.BoolArray) -> base.FloatArray:
+    """A factor per disk: 1, but ``1 +- SPREAD`` for later ones at a level.
+
+    The first disk held at the water level (``at_level``) and every other
+    disk get 1; the second and later ones at the level get a factor in
+    ``[1 - SPREAD, 1 + SPREAD]``.
+
+    Floods with equal shares capped at the same instant get equal caps,
+    and equal leaky buckets filled alike release their requests in
+    lockstep: their bursts reach the storage together and a shallow disk
+    waits behind all of them at once (in the simulator: the synchronous
+    writer of ``aggressors`` at 0.945 of its demand with three equal caps,
+    at 0.953 or more with caps a fraction of a per cent apart). Caps that
+    far apart drift through each other's phase within a second. The k-th
+    disk at the level gets the k-th term of the golden ratio's sequence,
+    centred on the first (which keeps its share exactly), so any two are
+    far apart.
+    """
+    rank = np.cumsum(at_level) - 1.0
+    golden = (rank * 0.6180339887498949 + 0.5) % 1.0
+    result: base.FloatArray = np.where(
+        at_level, 1.0 + SPREAD * (2.0 * golden - 1.0), 1.0)
+    return result
+
+
 def _check(params: dict[str, float]) -> None:
     def fail(name: str, rule: str) -> None:
         raise ValueError('guarantee: %s must be %s, not %r'
@@ -557,7 +587,10 @@ class GuaranteePolicy:
                 capacity = min(capacity, total * max(0.85, pressure ** -0.5))
         share, level = allocation.fair_shares(capacity, floor, demand,
                                               snap.weight)
-        target = np.minimum(np.maximum(share, floor), ceil)
+        # (disks held at the water level: below their demand)
+        at_level = share < demand * (1.0 - 1e-9)
+        target = np.minimum(np.maximum(share * spread(at_level), floor),
+                            ceil)
         numbers.update(capacity=capacity, level=level)
 
         # 5. tighten the disks above their share; loosen gradually
