@@ -281,6 +281,36 @@ class TestGuaranteePolicy(test_base.TestCase):
                                          fakes.disk('b', ops=29),
                                          policy=policy))
 
+    def test_equal_shares_capped_a_fraction_apart(self):
+        # Three floods at their caps of 35 IOPS (0.385 each), b starving
+        # at 10 IOPS (0.11 < 0.22): capacity = U = 1.265, b wants its
+        # floor with margin (0.264), the floods share the rest at one
+        # level, 0.3337. Equal caps set at one instant would lock their
+        # leaky buckets in phase: the first keeps its share exactly, the
+        # second and third are set -0.38 % and +0.24 % from it.
+        decisions = self.decide(
+            capped('f1', 35, 35, latency_ms=SLOW),
+            capped('f2', 35, 35, latency_ms=SLOW),
+            capped('f3', 35, 35, latency_ms=SLOW),
+            fakes.disk('b', ops=10, tier=SILVER, latency_ms=SLOW))
+        self.assertEqual(['f1', 'f2', 'f3'], sorted(decisions))
+        level = (1.265 - 0.264) / 3
+        caps = [decisions[f].numbers['new_cap'] for f in ('f1', 'f2', 'f3')]
+        for d in decisions.values():
+            self.assertAlmostEqual(level, d.numbers['share'])
+        self.assertAlmostEqual(level, caps[0])
+        self.assertEqual(3, len(set(caps)))
+        for cap in caps:
+            self.assertLessEqual(abs(cap / level - 1), guarantee.SPREAD)
+        self.assertAlmostEqual(level * (1 - 0.005 * 0.7639320225), caps[1])
+        self.assertAlmostEqual(level * (1 + 0.005 * 0.4721359550), caps[2])
+
+    def test_spread(self):
+        np.testing.assert_allclose(
+            [1.0, 1.0, 1 - 0.005 * 0.7639320225, 1.0,
+             1 + 0.005 * 0.4721359550],
+            guarantee.spread(np.array([True, False, True, False, True])))
+
     def test_small_changes_not_sent(self):
         # a runs at its cap of 52 IOPS (0.572); b and c starve at 18 IOPS
         # (0.198 < 0.95 x 0.22) and, with no margin, want their floor:
