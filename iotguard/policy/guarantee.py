@@ -529,9 +529,13 @@ class GuaranteePolicy:
 
         # The border follows the latency objective (adapt_border): up
         # while the caps hold the domain at it with the objective met with
-        # room, back to high_watermark when the caps alone miss it there.
+        # room, back to high_watermark when the caps alone miss it there:
+        # every deep disk capped (a new flood, still uncapped, misses it
+        # whatever the border; its first window may even read under the
+        # border, straddling its start).
         border = memory.border or self.border_max * CAPACITY
         any_capped = bool(capped.any())
+        deep_uncapped = bool((active & ~capped & ~shallow).any())
         border = memory.border = adapt_border(
             border, self.high_watermark * CAPACITY,
             self.border_max * CAPACITY, self.border_step * CAPACITY,
@@ -539,8 +543,8 @@ class GuaranteePolicy:
                 1.0 - self.tolerance),
             met=(pressure <= self.congestion_release
                  and not bool(unmet.any()) and not any_starving),
-            missed=any_capped and domain <= border and (
-                pressure > 1.0 or any_starving))
+            missed=(any_capped and not deep_uncapped and domain <= border
+                    and (pressure > 1.0 or any_starving)))
         numbers = dict(domain_load=domain, charged=total,
                        starving=float(starving.sum()),
                        waiting=float(unmet.sum()), pressure=pressure,
@@ -571,7 +575,7 @@ class GuaranteePolicy:
             capacity = max(total, self.min_capacity * CAPACITY, border)
         queue_cut = pressure > 1.0 and (
             (total > border and any_capped)
-            or not bool((active & ~capped & ~shallow).any()))
+            or not deep_uncapped)
         if queue_cut:
             # the shallow disks queue past the threshold although every
             # deep queue is capped (the caps fill the array), or above the

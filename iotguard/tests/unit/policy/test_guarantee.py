@@ -882,6 +882,14 @@ class TestGuaranteeMaxForm(test_base.TestCase):
                             (30.0, 0.93)):
             self.held(pol, 52, 16.0, now)
             self.assertAlmostEqual(border, memory.border)
+        # a new flood, m, still uncapped (6 x 64 KiB at 400 ms: 2.4 in
+        # flight), q at 400 ms, the bucket read at 0.90 (its first window
+        # straddles its start): a miss, but not the caps' alone: kept
+        pol.decide(fakes.snapshot(
+            self.thinker(400.0), capped('n', 50, 50, latency_ms=SLOW),
+            fakes.disk('m', ops=6, latency_ms=400.0),
+            profile=self.BUCKET), 32.0)
+        self.assertEqual(0.93, memory.border)
         # not held (n far under its cap... at 40 IOPS the bucket is at
         # 0.69): the border stays whatever q shows
         memory.border = 0.91
