@@ -75,9 +75,9 @@ each disk did when it was last uncongested, and the border):
    SIOC's and PARDA's idea: the headroom is what the latency needs, not
    a constant), remembered per domain between ``high_watermark`` and
    ``border_max``: it starts at ``border_max``; when the pressure is
-   above 1, or a disk starves, while caps are in force and the domain's
-   load is at or under the border, the caps alone miss the objective
-   there and it falls back to ``high_watermark``; while a capped disk
+   above 1, or a disk starves, while every deep disk is capped and the
+   domain's load is at or under the border, the caps alone miss the
+   objective there and it falls back to ``high_watermark``; while a capped disk
    runs at its cap with the load within ``tolerance`` of the border and
    the objective is met with room (pressure at most
    ``congestion_release``, nobody waiting), it rises by ``border_step``
