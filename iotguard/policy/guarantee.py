@@ -86,7 +86,9 @@ each disk did when it was last uncongested, and the border):
    every cap (churn) while a miss needs one cut whichever way.
 6. **Cap** only the deep disks above their allocation (weakness 1: a disk at
    or below its fair share is never capped), at their allocation, never below
-   their floor, never above their ceiling. Caps are sent as both
+   their floor, never above their ceiling; disks held at the same water
+   level are capped a fraction of a per cent apart (:func:`spread`: equal
+   throttles set at one instant release in lockstep). Caps are sent as both
    ``total_iops_sec`` and ``total_bytes_sec`` at the disk's mean I/O size,
    which bounds its cost whatever size it switches to. A cap that reaches
    the disk's ceiling is the ceiling's own keys (a tier with a bytes
