@@ -82,6 +82,12 @@ FLOOR_IOPS = 13
 QUIET_SHARE = 0.9
 QUIET_WORST = 0.8
 SPARE_SHARE = 0.75
+#: With two noisy guests, what each quiet guest keeps of its demand in
+#: every window after the first ``SETTLE`` of each start (its demand is
+#: under its max-min fair share), and how close the noisy guests' shares
+#: are to each other (the smaller median over the larger).
+TWO_NOISY_QUIET = 0.95
+NOISY_FAIRNESS = 0.7
 #: The noisy guest's cap changes (set, raised, released) in the whole
 #: run: one or two when the caps do not churn.
 MAX_CAP_CHANGES = 3
@@ -138,7 +144,7 @@ class SharedQueueTest(base.TestCase):
         self.dir = self.useFixture(fixtures.TempDir(rootdir='/var/tmp')).path
         os.chmod(self.dir, 0o755)
         self.bed = self.useFixture(sharedqueue.SharedQueue(
-            self.dir, iops=IOPS, bytes_sec=BYTES_SEC, slices=3))
+            self.dir, iops=IOPS, bytes_sec=BYTES_SEC, slices=4))
 
     def guest(self, role, project, writers):
         return self.bed.guest('iotg-sq-%s-%s' % (role, self.run_id),
@@ -157,8 +163,8 @@ class SharedQueueTest(base.TestCase):
             last = now
         return rates
 
-    def start_noisy(self):
-        noisy = self.guest('noisy', 'proj-b', NOISY)
+    def start_noisy(self, role='noisy'):
+        noisy = self.guest(role, 'proj-b', NOISY)
         self.bed.wait_writing([noisy])
         return noisy
 
@@ -181,7 +187,44 @@ class SharedQueueTest(base.TestCase):
     def test_iotguard_keeps_thinking_quiet_guests_at_their_demand(self):
         self._contained(THINKING)
 
-    def _contained(self, writers):
+    def test_iotguard_keeps_the_quiet_guests_with_two_noisy_neighbours(
+            self):
+        """Two aggressors, the second joining once the first is capped.
+
+        The quiet guests keep their demand (under their max-min fair
+        share here) in every window once two decision intervals have
+        passed after each start; the two noisy guests share the rest
+        between them.
+        """
+        quiet, alone = self._quiet_on_a_tier(QUIET)
+        first = self.start_noisy('noisy1')
+        before = self.windows(quiet + [first], SETTLE + 4)
+        second = self.start_noisy('noisy2')
+        after = self.windows(quiet + [first, second], SETTLE + 6)
+        shown = self._report('one noisy guest:\n%s\ntwo:\n%s\n%s' % (
+            self._show(alone, before), self._show(alone, after),
+            self._decisions()))
+        for demand, one, two in zip(alone, before, after):
+            for rate in one[SETTLE:] + two[SETTLE:]:
+                self.assertGreaterEqual(rate, TWO_NOISY_QUIET * demand,
+                                        shown)
+        spare = BYTES_SEC - sum(alone)
+        noisy = [statistics.median(r[SETTLE:]) for r in after[2:]]
+        self.assertGreaterEqual(sum(noisy), SPARE_SHARE * spare, shown)
+        self.assertGreaterEqual(min(noisy), NOISY_FAIRNESS * max(noisy),
+                                shown)
+        for dom in (first, second):
+            changes = self.api('GET', '/v1/decisions?instance=%s&limit=100'
+                               % dom.UUIDString(), self.ADMIN)['decisions']
+            self.assertLessEqual(len(changes), MAX_CAP_CHANGES, shown)
+        for kind, proc in self.procs.items():
+            self.assertIsNone(proc.poll(), '%s died' % kind)
+
+    def _quiet_on_a_tier(self, writers):
+        """Two quiet guests on the quiet tier, iotguard running.
+
+        Returns the guests and what each writes alone (its demand).
+        """
         quiet = [self.guest('q%d' % i, 'proj-a', writers) for i in (1, 2)]
         self.bed.wait_writing(quiet)
         self._start_iotguard()
@@ -196,7 +239,10 @@ class SharedQueueTest(base.TestCase):
         for dom in quiet:
             self.api('PUT', '/v1/instances/%s/tier' % dom.UUIDString(),
                      self.MEMBER_A, {'tier': 'quiet-' + self.run_id})
-        alone = [statistics.median(r) for r in self.windows(quiet, 3)]
+        return quiet, [statistics.median(r) for r in self.windows(quiet, 3)]
+
+    def _contained(self, writers):
+        quiet, alone = self._quiet_on_a_tier(writers)
         noisy = self.start_noisy()
         rates = self.windows(quiet + [noisy], SETTLE + 8)
         shown = self._report(self._show(alone, rates) + '\n'
