@@ -35,7 +35,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 import fixtures
 from testtools import content
@@ -104,21 +103,15 @@ class _Calibrate(base.TestCase):
                               timeout=120)
         self.addDetail('calibrate-%s' % engine, content.text_content(
             proc.stdout + proc.stderr))
-        self.report('load average before: %.2f %.2f %.2f, after: %.2f '
-                    '%.2f %.2f\n%s' % (load + os.getloadavg()
-                                       + (proc.stdout + proc.stderr,)))
+        base.bed_report(self, 'load average before: %.2f %.2f %.2f, after: '
+                        '%.2f %.2f %.2f\n%s' % (
+                            load + os.getloadavg()
+                            + (proc.stdout + proc.stderr,)))
         self.assertEqual(0, proc.returncode, proc.stderr)
         self.assertIn('residual additive', proc.stdout)
         self.assertIn('residual max', proc.stdout)
         self.assertTrue(os.path.exists(path))
         return db.domain_get('local:test'), proc.stdout
-
-    def report(self, text):
-        path = os.environ.get('IOTGUARD_BED_REPORT')
-        if path:
-            with open(path, 'a') as f:
-                f.write('== %s %s\n%s\n' % (
-                    time.strftime('%Y-%m-%dT%H:%M:%S'), self.id(), text))
 
     def assertProfile(self, form, iops_4k, bytes_sec, domain, stdout):
         self.assertEqual(form, domain['form'], stdout)
@@ -166,9 +159,9 @@ class MeasureDiskTest(_Calibrate):
                                         '--seconds', DISK_SECONDS,
                                         '--depth', DISK_DEPTH)
         truth = self.disk.model.measured(measure.LARGE_SIZE)
-        self.report('truth: iops_4k=%.1f bytes_sec=%.0f, mixed residual '
-                    'additive %+.3f at the paced 4 KiB writes' % (
-                        truth.iops_4k, truth.bytes_sec, measure.residuals(
+        base.bed_report(self, 'truth: iops_4k=%.1f bytes_sec=%.0f, mixed '
+                        'residual additive %+.3f at the paced 4 KiB writes'
+                        % (truth.iops_4k, truth.bytes_sec, measure.residuals(
                             *self.disk.model.mixed_point(
                                 measure.MIX_SHARE * truth.iops_4k,
                                 measure.LARGE_SIZE), truth)['additive']))
