@@ -88,3 +88,5 @@ class TestTimeline(test_base.TestCase):
         start, finish = line.admit(10.0, 4096)
         self.assertEqual(10.0, start)
         self.assertAlmostEqual(10.0 + DISK.service_s(4096), finish)
+        # the gap is counted idle (before the first request, nothing is)
+        self.assertAlmostEqual(10.0 - DISK.service_s(4096), line.idle_s)
