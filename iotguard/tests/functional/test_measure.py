@@ -32,6 +32,7 @@ printed, with the load average and the truth, is appended to
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -63,6 +64,8 @@ TOLERANCE = 0.1
 #: the storage serves of the writes still in flight.
 SECONDS = 4
 DISK_SECONDS = 6
+PHASE_LINE = re.compile(r'^(small|large|mixed)\s+([\d.]+) IOPS\s+(\d+) '
+                        r'bytes/s', re.M)
 
 
 class _Calibrate(base.TestCase):
@@ -113,6 +116,16 @@ class _Calibrate(base.TestCase):
         self.assertTrue(os.path.exists(path))
         return db.domain_get('local:test'), proc.stdout
 
+    def assertPaced(self, stdout):
+        """The mixed phase's 4 KiB writes came at 90 % of their pace."""
+        rates = {m.group(1): (float(m.group(2)), float(m.group(3)))
+                 for m in PHASE_LINE.finditer(stdout)}
+        pace = measure.MIX_SHARE * rates['small'][0]
+        iops, byts = rates['mixed']
+        large = measure.LARGE_SIZE
+        small = (large * iops - byts) / (large - measure.SMALL_SIZE)
+        self.assertGreaterEqual(small, 0.9 * pace, stdout)
+
     def assertProfile(self, form, iops_4k, bytes_sec, domain, stdout):
         self.assertEqual(form, domain['form'], stdout)
         for field, truth in (('iops_4k', iops_4k), ('bytes_sec', bytes_sec)):
@@ -133,6 +146,7 @@ class MeasureBucketTest(_Calibrate):
         domain, stdout = self.calibrate(self.bucket.path, backend, engine,
                                         '--seconds', SECONDS)
         self.assertProfile('max', IOPS, BYTES_SEC, domain, stdout)
+        self.assertPaced(stdout)
 
     def test_builtin_on_sqlite(self):
         self.check('sqlite', 'builtin')
@@ -167,6 +181,7 @@ class MeasureDiskTest(_Calibrate):
                                 measure.LARGE_SIZE), truth)['additive']))
         self.assertProfile('additive', truth.iops_4k, truth.bytes_sec,
                            domain, stdout)
+        self.assertPaced(stdout)
 
     def test_builtin_on_sqlite(self):
         self.check('sqlite', 'builtin')
