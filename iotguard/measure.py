@@ -23,10 +23,10 @@ operations in flight:
     target per writer: its ``bytes_sec``;
 ``mixed``
     both at once: writers of random 4 KiB writes paced together at
-    :data:`MIX_SHARE` of the measured ``iops_4k`` (``depth - 1`` of them,
-    or more where one of their writes may wait long behind a large one:
-    :func:`mixed_writers`) and one writer of large sequential writes,
-    unpaced. Where that point lands
+    :data:`MIX_SHARE` of the measured ``iops_4k`` (``depth - 1`` of them;
+    with the built-in generator more where one of their writes may wait
+    long behind a large one: :func:`mixed_writers`) and one writer of
+    large sequential writes, unpaced. Where that point lands
     tells the form (:func:`residuals`): a disk that seeks and transfers
     serves the large writes only in the time the small ones leave it
     (``iops / iops_4k + bytes_sec / bytes_sec_capacity`` is 1: additive),
@@ -342,24 +342,12 @@ def mixed_writers(depth: int, pace: float, large_iops: float) -> int:
     its pace (a 4 MiB/s bucket over FUSE, 15 writers: 40 of 50 writes a
     second). Twice the writes in flight through a cycle keeps it; at most
     :data:`MAX_MIX_WRITERS`. They are paced together, so more of them
-    never write more.
+    never write more. The built-in generator's only: see
+    :func:`fio_args`.
     """
     cycle = 1.0 / large_iops / (1.0 - MIX_SHARE)
     return max(depth - 1, min(MAX_MIX_WRITERS,
                               math.ceil(2.0 * pace * cycle)))
-
-
-def fio_pacing(writers: int, pace: float) -> tuple[int, int]:
-    """``(jobs, rate_iops)`` for fio's paced 4 KiB writers.
-
-    fio paces each job at a whole number of writes a second: the rate is
-    rounded down from ``pace / writers``, at least 1, and the jobs are as
-    many as give ``pace`` at that rate (fewer than ``writers`` for a pace
-    below one write a second each, rather than writes a second too
-    many).
-    """
-    rate = max(1, int(pace // writers))
-    return max(1, int(round(pace / rate))), rate
 
 
 # -- the built-in generator ------------------------------------------------
@@ -535,11 +523,12 @@ def fio_path() -> str | None:
 
 def fio_args(target: Target, name: str, seconds: float, depth: int,
              large_size: int, direct: bool,
-             small_iops: float | None = None,
-             large_iops: float | None = None) -> list[str]:
+             small_iops: float | None = None) -> list[str]:
     """fio's command line for one phase (JSON on stdout).
 
-    The mixed phase's takes the small and large phases' IOPS.
+    The mixed phase's paced 4 KiB writes stay with ``depth - 1`` jobs
+    (not :func:`mixed_writers`): fio paces each job on its own, and more
+    jobs at a lower rate issue in bursts that hold up the large writes.
     """
     common = ['--output-format=json', '--filename=%s' % target.path,
               '--ioengine=psync', '--thread', '--time_based',
@@ -565,10 +554,10 @@ def fio_args(target: Target, name: str, seconds: float, depth: int,
         return common + small(depth)
     if name == 'large':
         return common + large(depth)
-    assert small_iops and large_iops
-    pace = MIX_SHARE * small_iops
-    jobs, rate = fio_pacing(mixed_writers(depth, pace, large_iops), pace)
-    return common + small(jobs, ['--rate_iops=%d' % rate]) + large(1)
+    assert small_iops
+    per_writer = max(1, int(round(MIX_SHARE * small_iops / (depth - 1))))
+    return (common + small(depth - 1, ['--rate_iops=%d' % per_writer])
+            + large(1))
 
 
 def parse_fio(text: str, name: str) -> Phase:
@@ -605,15 +594,11 @@ def run_fio(target: Target, seconds: float = SECONDS, depth: int = DEPTH,
         raise _failed('fio is not installed')
     phases: dict[str, Phase] = {}
     for name in PHASES:
-        rates: dict[str, float] = {}
-        if name == 'mixed':
-            for before in ('small', 'large'):
-                rates[before + '_iops'] = phases[before].iops
-                if not phases[before].iops:
-                    raise _failed('no operation completed in the %s phase'
-                                  % before)
+        small_iops = phases['small'].iops if name == 'mixed' else None
+        if name == 'mixed' and not small_iops:
+            raise _failed('no operation completed in the small phase')
         argv = [fio] + fio_args(target, name, seconds, depth, large_size,
-                                direct, **rates)
+                                direct, small_iops)
         try:
             proc = subprocess.run(argv, capture_output=True, text=True,
                                   timeout=seconds * 3 + 60)
