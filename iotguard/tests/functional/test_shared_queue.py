@@ -424,11 +424,7 @@ class SharedQueueTest(base.TestCase):
 
     def _report(self, shown):
         """``shown``, also appended to ``$IOTGUARD_BED_REPORT`` if set."""
-        path = os.environ.get('IOTGUARD_BED_REPORT')
-        if path:
-            with open(path, 'a') as f:
-                f.write('== %s %s\n%s\n' % (
-                    time.strftime('%Y-%m-%dT%H:%M:%S'), self.id(), shown))
+        base.bed_report(self, shown)
         return shown
 
     @staticmethod
