@@ -39,8 +39,10 @@ and returns a :class:`Batch` of NumPy columns; a batch with one bad
 value is refused whole. It is a little stricter than the schema: no
 string may hold a line break (the schema's ``$`` lets one trailing
 newline through) and an iotune value is an integer, never ``1.0``.
-:func:`from_arrays` is the agent's side, and :func:`to_samples` turns a
-batch into the 1.0 form for an older controller. Pure module: no oslo.
+:meth:`Batch.of_pass` is the agent's side of the same record and
+:meth:`Batch.to_wire` its wire form (as :class:`iotguard.caps.Cap`'s);
+:func:`to_samples` turns a batch into the 1.0 form for an older
+controller. Pure module: no oslo.
 """
 
 import dataclasses
@@ -62,6 +64,9 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 RATES = rates.RATE_FIELDS
+#: What :meth:`iotguard.rates.Table.update` gives (``Batch.rates`` hides
+#: the module's name in the class).
+RateColumns = rates.Columns
 #: The per-disk fields of the 1.0 form that are lists here (``timestamp``
 #: is the batch's; ``static`` and ``cap`` are a list per iotune key).
 STRINGS = ('instance_uuid', 'dev', 'volume_id', 'project_id', 'gap',
@@ -221,6 +226,76 @@ def _limits(disks: dict[str, Any], name: str, n: int) -> IntArray:
     return out
 
 
+#: Decimals :meth:`Batch.to_wire` sends of each rate (:data:`RATES`): a
+#: thousandth of an operation per second and of a millisecond, whole
+#: bytes per second. The counters move by whole operations and bytes over
+#: intervals of seconds, so the digits beyond are noise; without them a
+#: batch is about a third smaller and faster to encode and decode.
+RATE_DECIMALS = {'read_iops': 3, 'write_iops': 3, 'read_bytes_sec': 0,
+                 'write_bytes_sec': 0, 'read_latency_ms': 3,
+                 'write_latency_ms': 3, 'flush_ops': 3}
+#: Decimals of each disk's measured interval (a microsecond).
+INTERVAL_DECIMALS = 6
+
+
+_KEY_ROW = {key: i for i, key in enumerate(caps.IOTUNE_KEYS)}
+
+
+def _none_for_nan(values: FloatArray) -> list[float | None]:
+    """``values`` as a list, ``nan`` as None (per disk only for those)."""
+    out: list[float | None] = values.tolist()
+    for i in np.flatnonzero(np.isnan(values)).tolist():
+        out[i] = None
+    return out
+
+
+def _rounded(values: FloatArray, decimals: int) -> list[float | None]:
+    """``values`` to ``decimals`` as the shortest floats, ``nan``: None."""
+    scale = 10.0 ** decimals
+    return _none_for_nan(np.rint(values * scale) / scale)
+
+
+def _limit_lists(limits: IntArray) -> dict[str, list[int]]:
+    """The wire's lists of a matrix of iotune keys: the keys some disk sets."""
+    return {key: row.tolist() for key, row in zip(caps.IOTUNE_KEYS, limits)
+            if row.any()}
+
+
+@dataclasses.dataclass(frozen=True)
+class Disks:
+    """The columns of a batch that change only with the host's disks.
+
+    Built once per listing (:meth:`of`) and reused by
+    :meth:`Batch.of_pass` while the same disks come in the same order, so
+    a steady pass does nothing per disk for them.
+    """
+
+    instance_uuid: list[str]
+    dev: list[str]
+    volume_id: list[str | None]
+    project_id: list[str | None]
+    static: IntArray
+
+    @classmethod
+    def of(cls, disks: list[tuple[str, str, str | None, str | None,
+                                  dict[str, int]]]) -> 'Disks':
+        """From ``(instance_uuid, dev, volume_id, project_id, static)``."""
+        columns = list(map(list, zip(*disks))) if disks else [[]] * 5
+        static = np.zeros((len(caps.IOTUNE_KEYS), len(disks)),
+                          dtype=np.int64)
+        for i, limits in enumerate(columns[4]):
+            for key, value in limits.items():
+                static[_KEY_ROW[key], i] = value
+        return cls(columns[0], columns[1], columns[2], columns[3], static)
+
+    def __len__(self) -> int:
+        return len(self.instance_uuid)
+
+
+#: A cap in force: ``(position, cap, lease_expires_at, decision_id)``.
+InForce = tuple[int, dict[str, int], float, str | None]
+
+
 @dataclasses.dataclass(frozen=True)
 class Batch:
     """Checked samples of some disks, by position (see the module doc).
@@ -245,6 +320,11 @@ class Batch:
     volume_id: list[str | None]
     project_id: list[str | None]
     source: list[str | None]
+    #: The batch's time of reading (the wire's ``timestamp``): the
+    #: newest of :attr:`timestamp` in a merged batch.
+    read_at: float = math.nan
+    #: The agent's sampling interval (the wire's ``interval_s``), if said.
+    sampling_s: float | None = None
 
     def __len__(self) -> int:
         return len(self.instance_uuid)
@@ -262,7 +342,59 @@ class Batch:
             self.interval_s[index], pick(self.gap), self.rates[:, index],
             self.static[:, index], self.cap[:, index], self.capped[index],
             self.lease_expires_at[index], pick(self.decision_id),
-            pick(self.volume_id), pick(self.project_id), pick(self.source))
+            pick(self.volume_id), pick(self.project_id), pick(self.source),
+            self.read_at, self.sampling_s)
+
+    @classmethod
+    def of_pass(cls, timestamp: float, interval_s: float, disks: Disks,
+                measured: RateColumns,
+                in_force: list[InForce]) -> 'Batch':
+        """An agent's pass: its disks, their rates, the caps in force.
+
+        Nothing is done per disk in Python but for the disks with a cap
+        in force.
+        """
+        n = len(disks)
+        lease = np.full(n, math.nan)
+        decision: list[str | None] = [None] * n
+        cap = np.zeros((len(caps.IOTUNE_KEYS), n), dtype=np.int64)
+        for i, limits, expires, decision_id in in_force:
+            lease[i] = expires
+            decision[i] = decision_id
+            for key, value in limits.items():
+                cap[_KEY_ROW[key], i] = value
+        return cls(disks.instance_uuid, disks.dev, np.full(n, timestamp),
+                   measured.interval_s, measured.gap_names(),
+                   measured.rates, disks.static, cap, ~np.isnan(lease),
+                   lease, decision, disks.volume_id, disks.project_id,
+                   [None] * n, timestamp, interval_s)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The batch's wire form (RPC 1.1, the module doc), as sent.
+
+        The rates rounded to :data:`RATE_DECIMALS`, the intervals to
+        :data:`INTERVAL_DECIMALS`: the counters move by whole operations
+        and bytes, the digits beyond are noise (and a third of the
+        message). :func:`decode` gives the same record back.
+        """
+        out: dict[str, Any] = {
+            'instance_uuid': list(self.instance_uuid), 'dev': list(self.dev),
+            'volume_id': list(self.volume_id),
+            'project_id': list(self.project_id), 'gap': list(self.gap),
+            'decision_id': list(self.decision_id),
+            'interval_s': _rounded(self.interval_s, INTERVAL_DECIMALS),
+            'lease_expires_at': _none_for_nan(self.lease_expires_at)}
+        for name, values in zip(RATES, self.rates):
+            out[name] = _rounded(values, RATE_DECIMALS[name])
+        out['static'] = _limit_lists(self.static)
+        out['cap'] = _limit_lists(self.cap)
+        if len(self) and bool((self.timestamp != self.read_at).any()):
+            out[STAMPS] = self.timestamp.tolist()
+        wire: dict[str, Any] = {'timestamp': self.read_at}
+        if self.sampling_s is not None:
+            wire['interval_s'] = self.sampling_s
+        wire['disks'] = out
+        return wire
 
 
 def decode(wire: object) -> Batch:
@@ -282,6 +414,10 @@ def _decode(wire: object) -> Batch:
     stamp = typing.cast(float, wire.get('timestamp'))
     if type(stamp) not in (int, float) or not math.isfinite(stamp):
         raise _invalid('timestamp', 'not a finite number')
+    sampling = wire.get('interval_s')
+    if sampling is not None and (type(sampling) not in (int, float)
+                                 or not 0 <= sampling < math.inf):
+        raise _invalid('interval_s', 'not a finite number >= 0')
     disks = wire['disks']
     unknown = set(disks) - set(STRINGS + NUMBERS + LIMITS + (STAMPS,))
     if unknown:
@@ -310,11 +446,12 @@ def _decode(wire: object) -> Batch:
         numbers['interval_s'], strings['gap'],
         columns, _limits(disks, 'static', n), _limits(disks, 'cap', n),
         ~np.isnan(lease), lease, strings['decision_id'],
-        strings['volume_id'], strings['project_id'], [None] * n)
+        strings['volume_id'], strings['project_id'], [None] * n,
+        float(stamp), None if sampling is None else float(sampling))
 
 
-#: The per-disk lists of a batch in the order :func:`from_arrays` writes
-#: them (then :data:`LIMITS`).
+#: The per-disk lists of a batch, in the order
+#: :class:`iotguard.bench.batches.Builder` writes them (then :data:`LIMITS`).
 WIRE_LISTS = ('instance_uuid', 'dev', 'volume_id', 'project_id', 'gap',
               'decision_id', 'interval_s', 'lease_expires_at') + RATES
 
@@ -329,102 +466,6 @@ def limit_columns(given: list[dict[str, int]]) -> dict[str, list[int]]:
             if any(column):
                 out[key] = column
     return out
-
-
-@dataclasses.dataclass(frozen=True)
-class Disks:
-    """The columns of a batch that change only with the host's disks.
-
-    Built once per listing (:meth:`of`) and reused by :func:`from_arrays`
-    while the same disks come in the same order, so a steady pass does
-    nothing per disk for them.
-    """
-
-    instance_uuid: list[str]
-    dev: list[str]
-    volume_id: list[str | None]
-    project_id: list[str | None]
-    static: dict[str, list[int]]
-
-    @classmethod
-    def of(cls, disks: list[tuple[str, str, str | None, str | None,
-                                  dict[str, int]]]) -> 'Disks':
-        """From ``(instance_uuid, dev, volume_id, project_id, static)``."""
-        columns = list(map(list, zip(*disks))) if disks else [[]] * 5
-        return cls(columns[0], columns[1], columns[2], columns[3],
-                   limit_columns(columns[4]))
-
-    def __len__(self) -> int:
-        return len(self.instance_uuid)
-
-
-#: A cap in force: ``(position, cap, lease_expires_at, decision_id)``.
-InForce = tuple[int, dict[str, int], float, str | None]
-
-#: Decimals :func:`from_arrays` sends of each rate (:data:`RATES`): a
-#: thousandth of an operation per second and of a millisecond, whole
-#: bytes per second. The counters move by whole operations and bytes over
-#: intervals of seconds, so the digits beyond are noise; without them a
-#: batch is about a third smaller and faster to encode and decode.
-RATE_DECIMALS = {'read_iops': 3, 'write_iops': 3, 'read_bytes_sec': 0,
-                 'write_bytes_sec': 0, 'read_latency_ms': 3,
-                 'write_latency_ms': 3, 'flush_ops': 3}
-#: Decimals of each disk's measured interval (a microsecond).
-INTERVAL_DECIMALS = 6
-
-
-def _rounded(values: FloatArray, decimals: int) -> list[float]:
-    """``values`` to ``decimals`` as the shortest floats (a list)."""
-    scale = 10.0 ** decimals
-    result: list[float] = (np.rint(values * scale) / scale).tolist()
-    return result
-
-
-def from_arrays(timestamp: float, interval_s: float, disks: Disks,
-                measured: rates.Columns,
-                in_force: list[InForce]) -> dict[str, Any]:
-    """The 1.1 wire form from a pass's arrays (the agent).
-
-    The rates rounded to :data:`RATE_DECIMALS` (and the intervals to
-    :data:`INTERVAL_DECIMALS`); nothing is done per disk but for the
-    disks with a gap or a cap in force.
-    """
-    n = len(disks)
-    gaps = np.flatnonzero(measured.gap).tolist()
-    out: dict[str, Any] = {
-        'instance_uuid': list(disks.instance_uuid), 'dev': list(disks.dev),
-        'volume_id': list(disks.volume_id),
-        'project_id': list(disks.project_id),
-        'gap': measured.gap_names(),
-        'interval_s': _rounded(measured.interval_s, INTERVAL_DECIMALS)}
-    for name, values in zip(RATES, measured.rates):
-        row: list[float | None] = list(_rounded(values,
-                                                RATE_DECIMALS[name]))
-        for i in gaps:
-            row[i] = None
-        out[name] = row
-    lease: list[float | None] = [None] * n
-    decision: list[str | None] = [None] * n
-    for i, _cap, expires, decision_id in in_force:
-        lease[i] = expires
-        decision[i] = decision_id
-    out['lease_expires_at'] = lease
-    out['decision_id'] = decision
-    out['static'] = {key: list(column)
-                     for key, column in disks.static.items()}
-    cap: dict[str, list[int]] = {}
-    present = set().union(*(limits for _i, limits, _e, _d in in_force))
-    for key in caps.IOTUNE_KEYS:
-        if key not in present:
-            continue
-        column = [0] * n
-        for i, limits, _expires, _id in in_force:
-            column[i] = limits.get(key, 0)
-        if any(column):
-            cap[key] = column
-    out['cap'] = cap
-    return {'timestamp': timestamp, 'interval_s': interval_s,
-            'disks': {name: out[name] for name in WIRE_LISTS + LIMITS}}
 
 
 def select(wire: dict[str, Any], rows: list[int]) -> dict[str, Any]:

@@ -22,9 +22,11 @@ operations in flight:
     sequential writes of ``large_size`` bytes (1 MiB), one stripe of the
     target per writer: its ``bytes_sec``;
 ``mixed``
-    both at once: ``depth - 1`` writers of random 4 KiB writes paced
-    together at :data:`MIX_SHARE` of the measured ``iops_4k`` and one
-    writer of large sequential writes, unpaced. Where that point lands
+    both at once: writers of random 4 KiB writes paced together at
+    :data:`MIX_SHARE` of the measured ``iops_4k`` (``depth - 1`` of them;
+    with the built-in generator more where one of their writes may wait
+    long behind a large one: :func:`mixed_writers`) and one writer of
+    large sequential writes, unpaced. Where that point lands
     tells the form (:func:`residuals`): a disk that seeks and transfers
     serves the large writes only in the time the small ones leave it
     (``iops / iops_4k + bytes_sec / bytes_sec_capacity`` is 1: additive),
@@ -96,6 +98,8 @@ MIX_SHARE = 0.5
 RAMP_SHARE = 0.25
 #: A paced writer that falls behind catches up at most this long.
 PACE_SLACK_S = 0.1
+#: The mixed phase's paced 4 KiB writers: at most this many.
+MAX_MIX_WRITERS = 256
 #: The alignment O_DIRECT asks for of offsets, sizes and buffers.
 ALIGN = 4096
 ENGINES = ('auto', 'fio', 'builtin')
@@ -324,6 +328,28 @@ def check_sizes(depth: int, large_size: int) -> None:
                       'least %d' % (ALIGN, 2 * SMALL_SIZE))
 
 
+def mixed_writers(depth: int, pace: float, large_iops: float) -> int:
+    """How many writers share the mixed phase's paced 4 KiB writes.
+
+    ``depth - 1``, or more when the storage serves one write at a time (a
+    disk, QEMU's FUSE export of anything): there a paced write waits for
+    the large write in service and for the small ones queued before it,
+    through a cycle of ``1 / large_iops`` (the large phase's time per
+    write) stretched by the share the small ones take, and every write
+    paced meanwhile is in flight. A writer is blocked until its write
+    returns and the slots it could not take are lost after
+    :data:`PACE_SLACK_S`: with too few writers the phase falls short of
+    its pace (a 4 MiB/s bucket over FUSE, 15 writers: 40 of 50 writes a
+    second). Twice the writes in flight through a cycle keeps it; at most
+    :data:`MAX_MIX_WRITERS`. They are paced together, so more of them
+    never write more. The built-in generator's only: see
+    :func:`fio_args`.
+    """
+    cycle = 1.0 / large_iops / (1.0 - MIX_SHARE)
+    return max(depth - 1, min(MAX_MIX_WRITERS,
+                              math.ceil(2.0 * pace * cycle)))
+
+
 # -- the built-in generator ------------------------------------------------
 
 def open_target(path: str, direct: bool) -> int:
@@ -474,10 +500,11 @@ def run_builtin(target: Target, seconds: float = SECONDS, depth: int = DEPTH,
         for name in ('small', 'large', 'mixed'):
             if name == 'mixed':
                 pace = MIX_SHARE * phases['small'].iops
-                if not pace > 0:
-                    raise _failed('no operation completed in the small '
-                                  'phase')
-                plan[name] = [_Stream(SMALL_SIZE, depth - 1, False, pace),
+                if not (pace > 0 and phases['large'].iops > 0):
+                    raise _failed('no operation completed in the %s phase'
+                                  % ('small' if not pace > 0 else 'large'))
+                writers = mixed_writers(depth, pace, phases['large'].iops)
+                plan[name] = [_Stream(SMALL_SIZE, writers, False, pace),
                               _Stream(large_size, 1, True)]
             phases[name] = _run_streams(fd, target.size, name, plan[name],
                                         seconds)
@@ -497,7 +524,12 @@ def fio_path() -> str | None:
 def fio_args(target: Target, name: str, seconds: float, depth: int,
              large_size: int, direct: bool,
              small_iops: float | None = None) -> list[str]:
-    """fio's command line for one phase (JSON on stdout)."""
+    """fio's command line for one phase (JSON on stdout).
+
+    The mixed phase's paced 4 KiB writes stay with ``depth - 1`` jobs
+    (not :func:`mixed_writers`): fio paces each job on its own, and more
+    jobs at a lower rate issue in bursts that hold up the large writes.
+    """
     common = ['--output-format=json', '--filename=%s' % target.path,
               '--ioengine=psync', '--thread', '--time_based',
               '--ramp_time=%gs' % (RAMP_SHARE * seconds),

@@ -113,15 +113,18 @@ class ControllerAPI:
         return bool(self.client.can_send_version('1.1'))
 
     def report_samples(self, ctxt: Context, host: str,
-                       samples: Payload) -> None:
+                       samples: batch_mod.Batch | Payload) -> None:
         """One batch per host per interval, in columns (:mod:`iotguard.batch`).
 
-        ``samples`` is ``{"timestamp": <UNIX time>, "interval_s": <float>,
-        "disks": {<field>: [<value per disk>, ...], ...}}``; sent as it is
+        ``samples``: a :class:`iotguard.batch.Batch`, or its wire form
+        ``{"timestamp": <UNIX time>, "interval_s": <float>,
+        "disks": {<field>: [<value per disk>, ...], ...}}``; sent
         to one controller, which routes it (1.2), or to every controller
         (1.1) or, when the version cap is 1.0, as ``"disks": [<sample>,
         ...]`` (:data:`iotguard.caps.SAMPLE_SCHEMA`) to every controller.
         """
+        if isinstance(samples, batch_mod.Batch):
+            samples = samples.to_wire()
         if self.client.can_send_version('1.2'):
             self.client.prepare(version='1.2').cast(
                 ctxt, 'report_samples', host=host, samples=samples,

@@ -13,10 +13,11 @@
 """One sampling pass: bulk counters -> rates -> one batch to the controllers.
 
 Per interval: one bulk statistics read from the driver, the rates of every
-disk (:mod:`iotguard.rates`), one ``report_samples`` fanout cast with
-every disk of the host, and one ``agent_heartbeat``. A counter that went
-backwards (reboot, re-attach) is reported as a gap and also marks the
-instance for a re-check of its cap, since the domain was likely rebuilt.
+disk (:mod:`iotguard.rates`), one ``report_samples`` cast of the host's
+:class:`iotguard.batch.Batch`, and one ``agent_heartbeat``. A counter
+that went backwards (reboot, re-attach) is reported as a gap and also
+marks the instance for a re-check of its cap, since the domain was
+likely rebuilt.
 """
 
 import time
@@ -56,9 +57,10 @@ class Sampler:
     def collect(self, disks):
         """Read the counters once and build the batch, in columns.
 
-        :mod:`iotguard.batch`'s wire form, from the arrays of one bulk
-        read (:meth:`iotguard.agent.virt.base.Driver.get_block_stats`)
-        through :class:`iotguard.rates.Table`: in the steady state
+        A :class:`iotguard.batch.Batch`, the record the controllers
+        decode the cast into, from the arrays of one bulk read
+        (:meth:`iotguard.agent.virt.base.Driver.get_block_stats`) through
+        :class:`iotguard.rates.Table`: in the steady state
         (the same disks as the last pass) nothing is done per disk in
         Python but for the disks with a gap or a cap in force.
         """
@@ -74,8 +76,8 @@ class Sampler:
         in_force = [(position[key], *cap) for key, cap
                     in self.manager.caps_in_force().items()
                     if key in position]
-        return batch_mod.from_arrays(timestamp, self.interval_s,
-                                     self._layout[2], measured, in_force)
+        return batch_mod.Batch.of_pass(timestamp, self.interval_s,
+                                       self._layout[2], measured, in_force)
 
     def _listed(self, readings, disks):
         """The readings of the listed disks; the batch's disk columns.
@@ -106,9 +108,9 @@ class Sampler:
         return {'driver': self._driver_name,
                 'version': version.version_info.version_string(),
                 'started_at': self._started_at,
-                'timestamp': batch['timestamp'],
+                'timestamp': batch.read_at,
                 'interval_s': self.interval_s,
-                'disks': batch_mod.size(batch),
+                'disks': len(batch),
                 'caps': self.manager.caps_count()}
 
     def run_once(self, disks=None):
@@ -134,13 +136,13 @@ class Sampler:
                                                 self.heartbeat_info(batch))
         except Exception as e:
             if self._outage_since is None:
-                self._outage_since = batch['timestamp']
+                self._outage_since = batch.read_at
                 LOG.warning('Cannot report samples to the controllers (%s); '
                             'retrying every interval, caps in force lapse '
                             'at their leases', e)
             return False
         if self._outage_since is not None:
             LOG.info('Reporting samples to the controllers again after '
-                     '%.0f s', batch['timestamp'] - self._outage_since)
+                     '%.0f s', batch.read_at - self._outage_since)
             self._outage_since = None
         return True

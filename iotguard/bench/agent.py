@@ -63,6 +63,7 @@ class _SerialisingAPI:
         self.old_form = version_cap == '1.0'
 
     def report_samples(self, ctxt, host, samples):
+        samples = samples.to_wire()
         if self.old_form:
             samples = batch_mod.to_samples(samples)
         self.last_bytes = len(jsonutils.dumps(
@@ -237,8 +238,8 @@ def measure(disks, passes=5, version_cap=None, driver_name='simulated'):
         manager.periodic(listing)
         batch = sampler.run_once(listing)
         cpu.append(time.process_time() - start)
-    assert batch_mod.size(batch) == disks, 'the pass missed disks'
-    assert batch['disks']['gap'] == [None] * disks, 'gaps in steady'
+    assert len(batch) == disks, 'the pass missed disks'
+    assert batch.gap == [None] * disks, 'gaps in steady'
     return cpu[2:], api.last_bytes
 
 

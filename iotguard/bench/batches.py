@@ -12,8 +12,8 @@
 
 """Agents' batches (RPC 1.1's columns) made from rows, for benchmarks.
 
-The agent builds its batch from its arrays (:func:`iotguard.batch.
-from_arrays`); the benchmarks and the tests, which make up samples disk
+The agent builds its batch from its arrays (:meth:`iotguard.batch.
+Batch.of_pass`); the benchmarks and the tests, which make up samples disk
 by disk, build theirs here. Not used by a service.
 """
 

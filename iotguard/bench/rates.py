@@ -65,30 +65,55 @@ def _rows(ids, k):
             for i in ids]
 
 
-def run(args):
-    url = args.db_url or 'sqlite:///%s/rates.sqlite' % tempfile.mkdtemp(
-        prefix='iotguard-bench-')
-    engine = sa.create_engine(url)
-    migration.upgrade(engine)
-    if args.no_fillfactor and engine.dialect.name == 'postgresql':
-        with engine.begin() as connection:
-            connection.execute(sa.text(
-                'ALTER TABLE disks RESET (fillfactor)'))
+def make_conf(url):
+    """iotguard's options on their defaults, the database at ``url``."""
     conf = cfg.ConfigOpts()
     iotguard_conf.register_opts(conf)
     conf([], project='iotguard', default_config_files=[])
     conf.set_override('connection', url, group='database')
-    db = db_api.Connection(conf)
+    return conf
+
+
+def connect(url):
+    """A database connection as a controller's, to ``url``."""
+    return db_api.Connection(make_conf(url))
+
+
+def populate(url, disks, fillfactor=True, host_domains=50):
+    """The schema and ``disks`` disks in 100 domains, 50 a host.
+
+    The disks of a host are in ``host_domains`` domains. ``url``: an
+    empty database, or None for a fresh SQLite file; returns the
+    database's URL and engine.
+    """
+    url = url or 'sqlite:///%s/bench.sqlite' % tempfile.mkdtemp(
+        prefix='iotguard-bench-')
+    engine = sa.create_engine(url)
+    migration.upgrade(engine)
+    if not fillfactor and engine.dialect.name == 'postgresql':
+        with engine.begin() as connection:
+            connection.execute(sa.text(
+                'ALTER TABLE disks RESET (fillfactor)'))
+    db = connect(url)
     names = ['bench-%03d' % d for d in range(100)]
     for name in names:
         db.domain_create(name, 'ceph', iops_4k=50000.0, bytes_sec=2e9)
     rows = [{'instance_uuid': str(uuid.uuid5(uuid.NAMESPACE_URL,
                                              'rates/%d' % n)),
              'dev': 'vda', 'host': 'host-%04d' % (n // 50),
-             'domain': names[n % 100], 'project_id': 'bench'}
-            for n in range(args.disks)]
+             'domain': names[(n // 50 + n % host_domains) % 100],
+             'project_id': 'bench'}
+            for n in range(disks)]
     for start in range(0, len(rows), 5000):
         db.disk_bulk_insert(rows[start:start + 5000])
+    db.dispose()
+    return url, engine
+
+
+def run(args):
+    url, engine = populate(args.db_url, args.disks,
+                           fillfactor=not args.no_fillfactor)
+    db = connect(url)
     with engine.connect() as connection:
         ids = sorted(connection.execute(sa.select(models.Disk.id)).scalars())
     engine.dispose()

@@ -162,7 +162,7 @@ class ControllerManager:
         # costs no CPU, and heartbeats keep their own threads.
         self._ingest = threading.Lock()
         self._index = {}          # (uuid, dev) -> (domain, host)
-        self._devs = {}           # uuid -> its devs in the index
+        self._devs = {}           # uuid -> a tuple of its devs in the index
         self._unlisted = {}       # (uuid, dev) -> batches without it
         self._listed = {}         # host -> (hash of its listing, index)
         self._index_version = 0   # counts the index's changes
@@ -179,7 +179,7 @@ class ControllerManager:
         index = self.db.disk_index()
         devs = {}
         for uuid, dev in index:
-            devs.setdefault(uuid, set()).add(dev)
+            devs[uuid] = devs.get(uuid, ()) + (dev,)
         with self._lock:
             self._index = index
             self._devs = devs
@@ -209,17 +209,20 @@ class ControllerManager:
             for key in removed:
                 self._index.pop(key, None)
                 self._unlisted.pop(key, None)
-                devs = self._devs.get(key[0])
-                if devs is not None:
-                    devs.discard(key[1])
-                    if not devs:
-                        del self._devs[key[0]]
+                devs = tuple(dev for dev in self._devs.get(key[0], ())
+                             if dev != key[1])
+                if devs:
+                    self._devs[key[0]] = devs
+                else:
+                    self._devs.pop(key[0], None)
 
     def _indexed(self, key, domain, host):
         """Add one disk to the index (the caller holds the lock)."""
         self._index_version += 1
         self._index[key] = (domain, host)
-        self._devs.setdefault(key[0], set()).add(key[1])
+        devs = self._devs.get(key[0], ())
+        if key[1] not in devs:
+            self._devs[key[0]] = devs + (key[1],)
         self._unknown.discard(key)
 
     def domain_of(self, instance_uuid, dev):
@@ -428,10 +431,8 @@ class ControllerManager:
                         listed.get(k[0], ())]:
                 del self._unlisted[key]
             for uuid, devs in listed.items():
-                known = self._devs.get(uuid)
-                if known is None or known <= devs:
-                    continue
-                for dev in known - devs:
+                known = self._devs.get(uuid, ())
+                for dev in [d for d in known if d not in devs]:
                     key = (uuid, dev)
                     if self._index.get(key) != (domain, host):
                         continue

@@ -78,15 +78,18 @@ FLOOR_IOPS = 13
 #: and the noisy guest of the spare (median): guarantee holds a token
 #: bucket at its border (``border_max``, 0.93, while the latency
 #: objective holds) to keep its queue short, at the price of the rest of
-#: the bucket: 0.89 of the spare with the ceiling-held guests, 0.92 with
-#: the thinking ones (see the contributor guide's page on this bed for
-#: the figures).
+#: the bucket: 0.89 of the spare with the ceiling-held guests, 0.92-0.93
+#: with the thinking ones, 0.87-0.89 for two noisy guests together (see
+#: the contributor guide's page on this bed for the figures).
 QUIET_SHARE = 0.9
 QUIET_WORST = 0.8
 SPARE_SHARE = 0.87
-#: Issue 13's target: what a quiet guest keeps of min(its demand, its
-#: fair share) in every window after settling.
-QUIET_KEPT = 0.95
+#: With two noisy guests, what each quiet guest keeps of its demand in
+#: every window after the first ``SETTLE`` of each start (its demand is
+#: under its max-min fair share), and how close the noisy guests' shares
+#: are to each other (the smaller median over the larger).
+TWO_NOISY_QUIET = 0.95
+NOISY_FAIRNESS = 0.7
 #: The noisy guest's cap changes (set, raised, released) in the whole
 #: run: one or two when the caps do not churn.
 MAX_CAP_CHANGES = 3
@@ -186,33 +189,44 @@ class SharedQueueTest(base.TestCase):
     def test_iotguard_keeps_thinking_quiet_guests_at_their_demand(self):
         self._contained(THINKING)
 
-    def test_two_noisy_guests_starting_apart(self):
-        # Issue 13 on the bed: a second noisy guest joins one already
-        # capped; every quiet guest keeps QUIET_KEPT of min(its demand,
-        # its fair share) in every window after settling. Its demand
-        # (768 KiB/s) is under its max-min fair share of the bucket with
-        # four guests (1 MiB/s), so its demand is its target.
-        quiet = self._quiet_under_iotguard(QUIET)
-        alone = [statistics.median(r) for r in self.windows(quiet, 3)]
+    def test_iotguard_keeps_the_quiet_guests_with_two_noisy_neighbours(
+            self):
+        """Two aggressors, the second joining once the first is capped.
+
+        The quiet guests keep their demand (under their max-min fair
+        share here) in every window once two decision intervals have
+        passed after each start; the two noisy guests share the rest
+        between them.
+        """
+        quiet, alone = self._quiet_on_a_tier(QUIET)
         first = self.start_noisy('noisy1')
-        one = self.windows(quiet + [first], SETTLE + 4)
+        before = self.windows(quiet + [first], SETTLE + 4)
         second = self.start_noisy('noisy2')
-        two = self.windows(quiet + [first, second], SETTLE + 6)
-        shown = self._report(
-            self._show(alone, one) + '\n-- noisy2 joins --\n'
-            + self._show(alone, two) + '\n' + self._decisions())
-        for i, before in enumerate(alone):
-            for rates in (one, two):
-                self.assertGreaterEqual(min(rates[i][SETTLE:]),
-                                        QUIET_KEPT * before, shown)
-        # the two noisy guests share the rest about evenly
-        a, b = (statistics.median(r[SETTLE:]) for r in two[2:])
-        self.assertLess(abs(a - b), 0.2 * max(a, b), shown)
+        after = self.windows(quiet + [first, second], SETTLE + 6)
+        shown = self._report('one noisy guest:\n%s\ntwo:\n%s\n%s' % (
+            self._show(alone, before), self._show(alone, after),
+            self._decisions()))
+        for demand, one, two in zip(alone, before, after):
+            for rate in one[SETTLE:] + two[SETTLE:]:
+                self.assertGreaterEqual(rate, TWO_NOISY_QUIET * demand,
+                                        shown)
+        spare = BYTES_SEC - sum(alone)
+        noisy = [statistics.median(r[SETTLE:]) for r in after[2:]]
+        self.assertGreaterEqual(sum(noisy), SPARE_SHARE * spare, shown)
+        self.assertGreaterEqual(min(noisy), NOISY_FAIRNESS * max(noisy),
+                                shown)
+        for dom in (first, second):
+            changes = self.api('GET', '/v1/decisions?instance=%s&limit=100'
+                               % dom.UUIDString(), self.ADMIN)['decisions']
+            self.assertLessEqual(len(changes), MAX_CAP_CHANGES, shown)
         for kind, proc in self.procs.items():
             self.assertIsNone(proc.poll(), '%s died' % kind)
 
-    def _quiet_under_iotguard(self, writers):
-        """Two quiet guests on the quiet tier, iotguard running."""
+    def _quiet_on_a_tier(self, writers):
+        """Two quiet guests on the quiet tier, iotguard running.
+
+        Returns the guests and what each writes alone (its demand).
+        """
         quiet = [self.guest('q%d' % i, 'proj-a', writers) for i in (1, 2)]
         self.bed.wait_writing(quiet)
         self._start_iotguard()
@@ -227,11 +241,10 @@ class SharedQueueTest(base.TestCase):
         for dom in quiet:
             self.api('PUT', '/v1/instances/%s/tier' % dom.UUIDString(),
                      self.MEMBER_A, {'tier': 'quiet-' + self.run_id})
-        return quiet
+        return quiet, [statistics.median(r) for r in self.windows(quiet, 3)]
 
     def _contained(self, writers):
-        quiet = self._quiet_under_iotguard(writers)
-        alone = [statistics.median(r) for r in self.windows(quiet, 3)]
+        quiet, alone = self._quiet_on_a_tier(writers)
         noisy = self.start_noisy()
         rates = self.windows(quiet + [noisy], SETTLE + 8)
         shown = self._report(self._show(alone, rates) + '\n'
@@ -413,11 +426,7 @@ class SharedQueueTest(base.TestCase):
 
     def _report(self, shown):
         """``shown``, also appended to ``$IOTGUARD_BED_REPORT`` if set."""
-        path = os.environ.get('IOTGUARD_BED_REPORT')
-        if path:
-            with open(path, 'a') as f:
-                f.write('== %s %s\n%s\n' % (
-                    time.strftime('%Y-%m-%dT%H:%M:%S'), self.id(), shown))
+        base.bed_report(self, shown)
         return shown
 
     @staticmethod

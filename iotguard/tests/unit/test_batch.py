@@ -57,7 +57,7 @@ def _one_line(disks):
 
 class BatchTest(base.TestCase):
 
-    def test_from_arrays_is_the_builder_form(self):
+    def test_an_agents_pass_is_the_builder_form(self):
         disks = batch.Disks.of([
             (UUIDS[0], 'vda', None, 'p1',
              {'total_iops_sec': 500, 'total_bytes_sec': 0}),
@@ -67,17 +67,37 @@ class BatchTest(base.TestCase):
         measured = rates.Columns(
             np.array([5.01, 0.0, 4.99]), np.array([0, 1, 0], dtype=np.int8),
             np.array([RATES, [math.nan] * len(RATES), RATES]).T)
-        got = batch.from_arrays(1000.0, 5.0, disks, measured, [
+        got = batch.Batch.of_pass(1000.0, 5.0, disks, measured, [
             (0, {'total_iops_sec': 100}, 1015.0, 'd1')])
+        self.assertEqual([True, False, False], got.capped.tolist())
+        self.assertEqual(1000.0, got.read_at)
         # the same values, and the same JSON (the order of the keys)
-        self.assertEqual(json.dumps(wire()), json.dumps(got))
-        empty = batch.from_arrays(1000.0, 5.0, batch.Disks.of([]),
-                                  rates.Columns(np.zeros(0),
-                                                np.zeros(0, np.int8),
-                                                np.zeros((7, 0))), [])
-        self.assertEqual(batches_mod.Builder(1000.0, 5.0).wire(), empty)
+        self.assertEqual(json.dumps(wire()), json.dumps(got.to_wire()))
+        empty = batch.Batch.of_pass(
+            1000.0, 5.0, batch.Disks.of([]),
+            rates.Columns(np.zeros(0), np.zeros(0, np.int8),
+                          np.zeros((7, 0))), [])
+        self.assertEqual(batches_mod.Builder(1000.0, 5.0).wire(),
+                         empty.to_wire())
 
-    def test_from_arrays_rounds_what_is_noise(self):
+    def test_the_wire_form_decodes_to_the_same_record(self):
+        self.assertEqual(wire(), batch.decode(wire()).to_wire())
+        decoded = batch.decode(wire())
+        self.assertEqual((1000.0, 5.0), (decoded.read_at, decoded.sampling_s))
+        # a merged batch keeps each disk's own time of reading
+        merged = batch.merge([wire(), dict(wire(), timestamp=1001.0)])
+        again = batch.decode(merged).to_wire()
+        self.assertEqual(merged['disks'][batch.STAMPS],
+                         again['disks'][batch.STAMPS])
+        self.assertEqual(1001.0, again['timestamp'])
+        self.assertNotIn('interval_s', again)
+
+    def test_a_sampling_interval_that_is_no_number_is_refused(self):
+        for bad in ('5', -1.0, math.inf, True):
+            with self.assertRaises(exception.Invalid):
+                batch.decode(dict(wire(), interval_s=bad))
+
+    def test_the_wire_rounds_what_is_noise(self):
         disks = batch.Disks.of([(UUIDS[0], 'vda', None, 'p1', {}),
                                 (UUIDS[1], 'vda', None, 'p1', {})])
         interval = 5.000123456789
@@ -86,10 +106,11 @@ class BatchTest(base.TestCase):
                              [0.0, 0.0], [0.0, 0.0], [1.0, 0.0]])
         values = counters / interval
         values[4:6, 0] = (2.0 / 3.0, 13.123456789)
+        values[:, 1] = math.nan      # Table.update's rates of a gap
         measured = rates.Columns(np.array([interval, interval]),
                                  np.array([0, 1], dtype=np.int8), values)
-        disks_wire = batch.from_arrays(1000.0, 5.0, disks, measured,
-                                       [])['disks']
+        disks_wire = batch.Batch.of_pass(1000.0, 5.0, disks, measured,
+                                         []).to_wire()['disks']
         self.assertEqual([5.000123, 5.000123], disks_wire['interval_s'])
         got = [disks_wire[name][0] for name in batch.RATES]
         self.assertEqual([2468.939, 1.4, 10113593.0, 5734.0, 0.667, 13.123,

@@ -169,6 +169,17 @@ class TestFio(test_base.TestCase):
                          mixed.count('--numjobs=1'))
         self.assertIn('--rate_iops=3', mixed)
 
+    def test_mixed_writers(self):
+        # fast large writes: depth - 1 is enough
+        self.assertEqual(15, measure.mixed_writers(16, 500.0, 500.0))
+        # a bucket of 100 IOPS and 4 MiB/s, 1 MiB writes: the cycle is
+        # 0.5 s (0.25 s for the large write, as long for 25 small ones)
+        self.assertEqual(50, measure.mixed_writers(16, 50.0, 4.0))
+        # the disk of 20 ms and 16 MiB/s at depth 4
+        self.assertEqual(9, measure.mixed_writers(4, 24.7, 12.12))
+        self.assertEqual(measure.MAX_MIX_WRITERS,
+                         measure.mixed_writers(16, 1000.0, 0.1))
+
     def test_failing_fio_is_an_error(self):
         target = measure.Target('/x', 64 << 20)
         proc = mock.Mock(returncode=1, stdout='', stderr=(

@@ -146,7 +146,7 @@ class QemuGuestEndToEndTest(test_base.TestCase):
         disks = self.driver.list_disks()
         self.mgr.periodic(disks)
         batch = self.sampler.run_once(disks)
-        return [d for d in batch_mod.to_samples(batch)['disks']
+        return [d for d in batch_mod.to_samples(batch.to_wire())['disks']
                 if d['instance_uuid'] == self.uuid and d['dev'] == 'vda'][0]
 
     def interval(self):

@@ -59,6 +59,13 @@ class ControllerDbTests:
         self.assertEqual({(UUID_A, 'vda'): ('local:cn1', 'cn1'),
                           (UUID_A, 'vdb'): ('pool', 'cn1')},
                          self.db.disk_index())
+        # every controller holds it whole: the disks of one domain and
+        # host share their (domain, host) and their device names
+        self.db.disk_upsert(UUID_B, 'vda', 'cn1', 'local:cn1', 'p')
+        index = self.db.disk_index()
+        self.assertIs(index[(UUID_A, 'vda')], index[(UUID_B, 'vda')])
+        keys = sorted(index)
+        self.assertIs(keys[0][1], keys[2][1])
 
     def test_disk_bulk_insert(self):
         from iotguard import exception

@@ -142,7 +142,7 @@ class WireOverRabbitTest(base.TestCase):
         sampler, api = self.agent()
         self.assertTrue(api.sends_columns())
         batch = sampler.run_once()
-        self.assertIs(dict, type(batch['disks']))
+        self.assertIs(dict, type(batch.to_wire()['disks']))
         self.assert_stored()
         self.assertEqual(0, self.controller.stats['dropped'])
 

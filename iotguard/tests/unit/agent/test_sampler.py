@@ -30,7 +30,7 @@ B = (fakes.UUID_B, 'vdb')
 
 def disks(batch):
     """The batch's disks as 1.0 dicts (what an older controller gets)."""
-    return batch_mod.to_samples(batch)['disks']
+    return batch_mod.to_samples(batch.to_wire())['disks']
 
 
 class Clock:
@@ -105,9 +105,9 @@ class SamplerTest(test_base.TestCase):
         host, sent = self.api.batches[-1]
         self.assertEqual('compute1', host)
         self.assertIs(batch, sent)
-        self.assertEqual(self.wall.now, batch['timestamp'])
+        self.assertEqual(self.wall.now, batch.read_at)
         # columns, one check for all; each disk valid in the 1.0 form too
-        self.assertEqual(2, len(batch_mod.decode(batch)))
+        self.assertEqual(2, len(batch_mod.decode(batch.to_wire())))
         for disk in disks(batch):
             caps.validate_sample(disk)
         info = self.api.heartbeats[-1][1]
@@ -150,8 +150,7 @@ class SamplerTest(test_base.TestCase):
         self.set_counters(('c0ffee00-0000-4000-8000-000000000000', 'vdc'))
         self.assertEqual(3, len(self.driver.get_all_block_stats()))
         batch = self.sampler.run_once(disks={A: self.driver.disks[A]})
-        self.assertEqual([A[0]],
-                         batch['disks']['instance_uuid'])
+        self.assertEqual([A[0]], batch.instance_uuid)
 
     def test_report_outage_warns_once_then_recovers(self):
         log = self.useFixture(fixtures.FakeLogger())
@@ -164,7 +163,7 @@ class SamplerTest(test_base.TestCase):
             batch = self.sampler.run_once()
             self.advance(5.0)
         # The interval still returns its batch; one warning, not three.
-        self.assertEqual(2, batch_mod.size(batch))
+        self.assertEqual(2, len(batch))
         self.assertEqual(1, log.output.count('Cannot report samples'))
         self.assertIn("no exchange 'iotguard-controller_fanout'",
                       log.output)

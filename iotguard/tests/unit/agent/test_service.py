@@ -73,7 +73,7 @@ class AgentServiceTest(test_base.TestCase):
         # The timer ran its first interval right away.
         self.assertEqual('h1', sent[0][0])
         self.assertEqual([fakes.UUID_A],
-                         sent[0][1]['disks']['instance_uuid'])
+                         sent[0][1].instance_uuid)
 
     def test_failed_interval_is_logged_not_raised(self):
         log = self.useFixture(fixtures.FakeLogger())

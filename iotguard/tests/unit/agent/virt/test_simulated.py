@@ -134,14 +134,14 @@ class RealWorldTest(test_base.TestCase):
             self.world.step(5.0)
             mgr.periodic()
             batch = s.run_once()
-            disks = batch['disks']
+            disks = batch.to_wire()['disks']
             i = list(zip(disks['instance_uuid'], disks['dev'])).index(
                 self.noisy)
             return batch, disks['write_iops'][i]
 
         noisy_iops()
         batch, before = noisy_iops()
-        self.assertEqual(2, len(batch['disks']['dev']))   # not h2's disk
+        self.assertEqual(2, len(batch.dev))   # not h2's disk
         self.assertGreater(before, 400)
         mgr.apply_caps({}, [{'instance_uuid': self.noisy[0], 'dev': 'vda',
                              'limits': {'total_iops_sec': 100},
