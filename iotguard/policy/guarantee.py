@@ -13,8 +13,8 @@
 """``guarantee``: iotguard's own policy, the default.
 
 Every interval, level-based (everything it needs is in the snapshot, but
-for a small :class:`Memory` per domain: the learned service time and what
-each disk did when it was last uncongested):
+for a small :class:`Memory` per domain: the learned service time, what
+each disk did when it was last uncongested, and the border):
 
 1. **Cost.** Each disk's load ``u = iops / iops_4k + bytes_sec / bytes_sec``
    (device-seconds per second, :mod:`iotguard.policy.costmodel`); its floor,
@@ -60,20 +60,35 @@ each disk did when it was last uncongested):
    shallow queue a capped domain runs: default 0, i.e. what it serves
    now; an array whose throughput hardly depends on the queue depth, like
    the paper's, is better served by a figure close to 1, otherwise the
-   caps feed on the throughput they lowered); otherwise at least
-   ``high_watermark``. A token bucket (a profile in the ``max`` form)
-   serves its rate at any queue depth and its one FIFO queue grows
-   without bound as it fills: its capacity is the border,
-   ``high_watermark``, whatever it serves now (the last tenth is the
-   queue's headroom; a disk held by its own ceiling shows nothing of the
-   queue, so nothing else would keep it short). When the pressure is
-   above 1 while every deep disk is capped (the caps fill the queue
-   again), it is cut by at most 15 % per interval; above the border, to
-   the border (also with a deep disk uncapped once caps are in force: a
-   new flood). Such a cut is sent from ``raise_change`` on.
+   caps feed on the throughput they lowered); otherwise at least the
+   border. A token bucket (a profile in the ``max`` form) serves its rate
+   at any queue depth and its one FIFO queue grows without bound as it
+   fills: its capacity is the border, whatever it serves now (what is
+   left above it is the queue's headroom; a disk held by its own ceiling
+   shows nothing of the queue, so nothing else would keep it short), and
+   a cut while it is above the border is sent from ``raise_change`` on.
+   When the pressure is above 1 while every deep disk is capped (the caps
+   fill the queue again), it is cut by at most 15 % per interval; above
+   the border, to the border (also with a deep disk uncapped once caps
+   are in force: a new flood). Such a cut is sent from ``raise_change``
+   on. **The border follows the latency objective** (:func:`adapt_border`,
+   SIOC's and PARDA's idea: the headroom is what the latency needs, not
+   a constant), remembered per domain between ``high_watermark`` and
+   ``border_max``: it starts at ``border_max``; when the pressure is
+   above 1, or a disk starves, while every deep disk is capped and the
+   domain's load is at or under the border, the caps alone miss the
+   objective there and it falls back to ``high_watermark``; while a capped disk
+   runs at its cap with the load within ``tolerance`` of the border and
+   the objective is met with room (pressure at most
+   ``congestion_release``, nobody waiting), it rises by ``border_step``
+   per interval. It starts high and steps down at once, rather than
+   starting low and creeping up, because each step up is a raise of
+   every cap (churn) while a miss needs one cut whichever way.
 6. **Cap** only the deep disks above their allocation (weakness 1: a disk at
    or below its fair share is never capped), at their allocation, never below
-   their floor, never above their ceiling. Caps are sent as both
+   their floor, never above their ceiling; disks held at the same water
+   level are capped a fraction of a per cent apart (:func:`spread`: equal
+   throttles set at one instant release in lockstep). Caps are sent as both
    ``total_iops_sec`` and ``total_bytes_sec`` at the disk's mean I/O size,
    which bounds its cost whatever size it switches to. A cap that reaches
    the disk's ceiling is the ceiling's own keys (a tier with a bytes
@@ -93,6 +108,9 @@ each disk did when it was last uncongested):
    cap left a few per cent under its share would keep the array idle
    under the border for good); a raise is judged by what the new keys,
    with the ceilings, let the disk do at its current I/O size.
+
+The border in force is in every decision's audit numbers (``border``) and
+in the reasons of a cut for the latency objective and of a raise under it.
 
 Disks whose samples are ``stale`` are never tightened (their caps may be
 raised or released). Everything is a handful of NumPy operations over the
@@ -129,6 +147,8 @@ DEFAULTS = {
     'congestion_factor': 8.0,
     'congestion_release': 0.7,
     'raise_change': 0.03,
+    'border_max': 0.93,
+    'border_step': 0.01,
 }
 
 #: How far, per decision, the learned uncongested service time follows
@@ -156,6 +176,36 @@ UNCONGESTED = 2.0
 #: raising it tells nothing and gives away the protection the moment it
 #: floods again (an on/off aggressor).
 IDLE_SHARE = 0.1
+
+
+#: How far, either side, the caps of disks held at the same fair share
+#: are spread apart (:func:`spread`).
+SPREAD = 0.005
+
+
+def spread(at_level: base.BoolArray) -> base.FloatArray:
+    """A factor per disk: 1, but ``1 +- SPREAD`` for later ones at a level.
+
+    The first disk held at the water level (``at_level``) and every other
+    disk get 1; the second and later ones at the level get a factor in
+    ``[1 - SPREAD, 1 + SPREAD]``.
+
+    Floods with equal shares capped at the same instant get equal caps,
+    and equal leaky buckets filled alike release their requests in
+    lockstep: their bursts reach the storage together and a shallow disk
+    waits behind all of them at once (in the simulator: the synchronous
+    writer of ``aggressors`` at 0.945 of its demand with three equal caps,
+    at 0.953 or more with caps a fraction of a per cent apart). Caps that
+    far apart drift through each other's phase within a second. The k-th
+    disk at the level gets the k-th term of the golden ratio's sequence,
+    centred on the first (which keeps its share exactly), so any two are
+    far apart.
+    """
+    rank = np.cumsum(at_level) - 1.0
+    golden = (rank * 0.6180339887498949 + 0.5) % 1.0
+    result: base.FloatArray = np.where(
+        at_level, 1.0 + SPREAD * (2.0 * golden - 1.0), 1.0)
+    return result
 
 
 def _check(params: dict[str, float]) -> None:
@@ -198,6 +248,11 @@ def _check(params: dict[str, float]) -> None:
         fail('congestion_release', 'in (0, 1]')
     if not 0 <= params['raise_change'] < 1:
         fail('raise_change', 'in [0, 1)')
+    if not params['high_watermark'] <= params['border_max'] <= 1:
+        fail('border_max', 'in [high_watermark (%r), 1]'
+             % params['high_watermark'])
+    if not 0 < params['border_step'] <= 1:
+        fail('border_step', 'in (0, 1]')
     if params['release_factor'] <= 1 + params['min_change']:
         fail('release_factor', 'above 1 + min_change (%r)'
              % (1 + params['min_change']))
@@ -278,12 +333,14 @@ class Memory:
     (:func:`learn_service`); ``asked``: the load each disk did when it was
     last uncongested (``nan``: never seen so), aligned with ``disk_ids``;
     ``cut_over_border``: whether the domain's last cut was made above the
-    border.
+    border; ``border``: the border the domain is held at
+    (:func:`adapt_border`; ``None``: ``high_watermark``, not adapted yet).
     """
 
     service: float | None = None
     #: only then are raises toward the share sent from raise_change on
     cut_over_border: bool = True
+    border: float | None = None
     disk_ids: tuple[str, ...] = ()
     asked: base.FloatArray = dataclasses.field(
         default_factory=lambda: np.zeros(0))
@@ -296,6 +353,31 @@ class Memory:
                                   dtype=np.float64)
             self.disk_ids = disk_ids
         return self.asked
+
+
+def adapt_border(border: float, low: float, high: float, step: float,
+                 held: bool, met: bool, missed: bool) -> float:
+    """The border a domain is held at, after one more interval.
+
+    The border is the queue's headroom (5. in the module's docstring): it
+    follows the latency objective, as SIOC's and PARDA's windows do,
+    between ``low`` (``high_watermark``) and ``high`` (``border_max``).
+    While the domain is ``held`` at it (caps in force, a capped disk
+    running at its cap, the load within the tolerance of the border) and
+    the objective is ``met`` with room (the shallow disks' latency well
+    under their threshold, nobody waiting or starving), the border rises
+    by ``step``. When the objective is ``missed`` at or under it (the
+    caps alone fill the queue again: the border is too high for this
+    domain) it falls back to ``low`` at once, a cut from ``raise_change``
+    on, rather than probing down step by step (each step a change of
+    every cap). Otherwise it stays: in particular a miss above the border
+    is a new flood's doing, not the border's.
+    """
+    if missed:
+        return low
+    if held and met:
+        return min(high, border + step)
+    return border
 
 
 def remembered_demand(asked: base.FloatArray, closed: base.FloatArray,
@@ -346,6 +428,8 @@ class GuaranteePolicy:
         self.congestion_release = values['congestion_release']
         #: (never above min_change)
         self.raise_change = min(values['raise_change'], self.min_change)
+        self.border_max = values['border_max']
+        self.border_step = values['border_step']
         #: what is remembered between calls, per domain (:class:`Memory`)
         self.memory: dict[str, Memory] = {}
 
@@ -445,10 +529,28 @@ class GuaranteePolicy:
         holding = bool(capped.any()) and domain > (self.low_watermark
                                                    * CAPACITY)
 
+        # The border follows the latency objective (adapt_border): up
+        # while the caps hold the domain at it with the objective met with
+        # room, back to high_watermark when the caps alone miss it there:
+        # every deep disk capped (a new flood, still uncapped, misses it
+        # whatever the border; its first window may even read under the
+        # border, straddling its start).
+        border = memory.border or self.border_max * CAPACITY
+        any_capped = bool(capped.any())
+        deep_uncapped = bool((active & ~capped & ~shallow).any())
+        border = memory.border = adapt_border(
+            border, self.high_watermark * CAPACITY,
+            self.border_max * CAPACITY, self.border_step * CAPACITY,
+            held=bool(at_cap.any()) and domain >= border * (
+                1.0 - self.tolerance),
+            met=(pressure <= self.congestion_release
+                 and not bool(unmet.any()) and not any_starving),
+            missed=(any_capped and not deep_uncapped and domain <= border
+                    and (pressure > 1.0 or any_starving)))
         numbers = dict(domain_load=domain, charged=total,
                        starving=float(starving.sum()),
                        waiting=float(unmet.sum()), pressure=pressure,
-                       service_ratio=learned or math.nan)
+                       service_ratio=learned or math.nan, border=border)
         if not (engaged or holding):
             return self._relax(snap, may_raise, u, floor, ceil, hold, cap,
                                size, cost, numbers)
@@ -466,18 +568,16 @@ class GuaranteePolicy:
             # A token bucket serves its rate at any queue depth, and its
             # one FIFO queue grows without bound as it fills: share out
             # the border, whatever it serves now.
-            capacity = self.high_watermark * CAPACITY
+            capacity = border
         elif any_starving:
             capacity = total
         elif bool(unmet.any()):
             capacity = max(total, self.min_capacity * CAPACITY)
         else:
-            capacity = max(total, self.min_capacity * CAPACITY,
-                           self.high_watermark * CAPACITY)
-        border = self.high_watermark * CAPACITY
+            capacity = max(total, self.min_capacity * CAPACITY, border)
         queue_cut = pressure > 1.0 and (
-            (total > border and bool(capped.any()))
-            or not bool((active & ~capped & ~shallow).any()))
+            (total > border and any_capped)
+            or not deep_uncapped)
         if queue_cut:
             # the shallow disks queue past the threshold although every
             # deep queue is capped (the caps fill the array), or above the
@@ -493,7 +593,10 @@ class GuaranteePolicy:
                 capacity = min(capacity, total * max(0.85, pressure ** -0.5))
         share, level = allocation.fair_shares(capacity, floor, demand,
                                               snap.weight)
-        target = np.minimum(np.maximum(share, floor), ceil)
+        # (disks held at the water level: below their demand)
+        at_level = share < demand * (1.0 - 1e-9)
+        target = np.minimum(np.maximum(share * spread(at_level), floor),
+                            ceil)
         numbers.update(capacity=capacity, level=level)
 
         # 5. tighten the disks above their share; loosen gradually
@@ -506,8 +609,15 @@ class GuaranteePolicy:
         # A cap at the disk's static limits would change nothing.
         over = fresh & ~shallow & (u > share * (1.0 + slack))
         # A cut to the border is sent from raise_change on: the evidence
-        # is the queue itself, not a measurement that may be noise.
-        cut_step = self.raise_change if queue_cut else self.min_change
+        # is the queue itself, not a measurement that may be noise. So is
+        # a token bucket's above its border: its one queue grows without
+        # bound, whatever its disks' latency shows (a disk held by its
+        # own ceiling shows nothing), and a border close to 1 leaves
+        # less than min_change between the caps that fill it and their
+        # shares at the border.
+        cut_step = (self.raise_change if queue_cut or (
+            profile.form == base.MAX and domain > border)
+            else self.min_change)
         tighten = engaged & over & (target < np.minimum(cap, static) * (
             1.0 - cut_step))
         # Under the border the raise back toward the share is sent from
@@ -524,7 +634,7 @@ class GuaranteePolicy:
         step = (self.raise_change if domain < border
                 and memory.cut_over_border else self.min_change)
         numbers.update(raise_step=step, cut_step=cut_step,
-                       queue_cut=float(queue_cut), border=border,
+                       queue_cut=float(queue_cut),
                        cut_over_border=float(memory.cut_over_border))
         loosen = (may_raise & ~tighten
                   & (target > cap * (1.0 + step)))
@@ -621,10 +731,13 @@ class GuaranteePolicy:
                   'per interval%s)' % (
                       self.release_factor,
                       '' if step >= self.min_change else
-                      '; under the border sent from +%g %%%%' % (100 * step)))
-        # a cut made to keep the latency objective says so
-        missed = ('; latency objective missed, capacity %.4f shared out'
-                  % numbers['capacity'] if numbers.get('queue_cut') else '')
+                      '; under the border %.4f sent from +%g %%%%'
+                      % (numbers['border'], 100 * step)))
+        # a cut made to keep the latency objective says so, and at which
+        # border (adapt_border: it moves)
+        missed = ('; latency objective missed, capacity %.4f shared out '
+                  '(border %.4f)' % (numbers['capacity'], numbers['border'])
+                  if numbers.get('queue_cut') else '')
         reasons = [
             'guarantee: cap raised to the %s, released'
             % ('ceiling' if ceil_i <= CAPACITY else 'whole domain')

@@ -76,12 +76,14 @@ FLOOR = 800 << 10
 FLOOR_IOPS = 13
 #: What the quiet guests keep of their demand, median and worst window,
 #: and the noisy guest of the spare (median): guarantee holds a token
-#: bucket at its border (``high_watermark``, 0.9) to keep its queue
-#: short, at the price of a tenth of the bucket (see the contributor
-#: guide's page on this bed for the figures).
+#: bucket at its border (``border_max``, 0.93, while the latency
+#: objective holds) to keep its queue short, at the price of the rest of
+#: the bucket: 0.89 of the spare with the ceiling-held guests, 0.92-0.93
+#: with the thinking ones, 0.87-0.89 for two noisy guests together (see
+#: the contributor guide's page on this bed for the figures).
 QUIET_SHARE = 0.9
 QUIET_WORST = 0.8
-SPARE_SHARE = 0.75
+SPARE_SHARE = 0.87
 #: With two noisy guests, what each quiet guest keeps of its demand in
 #: every window after the first ``SETTLE`` of each start (its demand is
 #: under its max-min fair share), and how close the noisy guests' shares

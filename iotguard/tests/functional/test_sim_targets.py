@@ -152,11 +152,11 @@ class TestThinkingClients(testtools.TestCase):
     def test_aggressors_hold_the_quiet_disks(self):
         _, before, after = self.compare('aggressors')
         self.within(before, quiet_worst=(0, 0.8), quiet_kept=(0, 0.6))
-        # not all of issue 13's targets (see the policies page): over 10
-        # minutes the worst window is 0.949, work conservation 0.884
-        # (0.861 before the cut to the border and raise_change)
-        self.within(after, quiet_kept=(0.95, 1.0), quiet_worst=(0.945, 1.1),
-                    work_conservation=(0.875, 1.0),
+        # issue 13's targets, since the border follows the latency
+        # objective and equal shares are capped a fraction apart (see the
+        # policies page; 0.949 and 0.884 at a fixed border)
+        self.within(after, quiet_kept=(0.95, 1.0), quiet_worst=(0.95, 1.1),
+                    work_conservation=(0.9, 1.0),
                     cap_churn_per_min=(0, 0.2),
                     cap_changes_per_10min=(0, 2.0),
                     quiet_latency_ms=(0, 0.5 * before['quiet_latency_ms']))

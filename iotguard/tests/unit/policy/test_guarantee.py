@@ -30,6 +30,10 @@ C64 = 0.011         # device-seconds of one 64 KiB op in the test profile
 C4 = 0.001625       # ... of one 4 KiB op
 SILVER = base.Tier('silver', min_iops=20)       # floor 0.22 at 64 KiB
 SLOW, FAST = 200.0, 5.0                         # latency, ms
+#: The border fixed at high_watermark (0.9), as before it followed the
+#: latency objective: for the tests of the other rules, whose arithmetic
+#: is done at that border.
+FIXED = dict(border_max=0.9)
 
 
 def capped(name, ops, cap_ops, **kw):
@@ -236,7 +240,8 @@ class TestGuaranteePolicy(test_base.TestCase):
         # share 0.57, so its cap goes to 0.57 / 0.011 = 51.8 IOPS (below
         # the x1.5 limit of 60).
         decisions = self.decide(capped('a', 40, 40),
-                                fakes.disk('b', ops=30))
+                                fakes.disk('b', ops=30),
+                                policy=guarantee.GuaranteePolicy(**FIXED))
         self.assertAlmostEqual(0.57 / C64, decisions['a'].iops)
         # Far below its share, a rises at most x1.5 per interval.
         decisions = self.decide(capped('a', 20, 20),
@@ -248,21 +253,24 @@ class TestGuaranteePolicy(test_base.TestCase):
         # 0.869, under the border, holding. a's share at the border, 0.581,
         # is 5.6 % above its cap: under min_change (10 %), over
         # raise_change (3 %): raised, so the array is used to the border.
-        decisions = self.decide(capped('a', 50, 50), fakes.disk('b', ops=29))
+        fixed = guarantee.GuaranteePolicy(**FIXED)
+        decisions = self.decide(capped('a', 50, 50), fakes.disk('b', ops=29),
+                                policy=fixed)
         d = decisions['a']
         self.assertAlmostEqual(0.581 / C64, d.iops)
         self.assertEqual(0.03, d.numbers['raise_step'])
         self.assertIn('from +3 %', d.reason)
         # 2.6 % under its share (b at 30.5 IOPS): not sent
         self.assertEqual({}, self.decide(capped('a', 50, 50),
-                                         fakes.disk('b', ops=30.5)))
+                                         fakes.disk('b', ops=30.5),
+                                         policy=fixed))
         # nor with raise_change at min_change (the former rule)
         self.assertEqual({}, self.decide(
             capped('a', 50, 50), fakes.disk('b', ops=29),
-            policy=guarantee.GuaranteePolicy(raise_change=0.1)))
+            policy=guarantee.GuaranteePolicy(raise_change=0.1, **FIXED)))
         # nor after a cut made under the border (U = 0.88: b and c
         # starved there): the border is no level this array runs at
-        policy = guarantee.GuaranteePolicy()
+        policy = guarantee.GuaranteePolicy(**FIXED)
         cut = self.decide(fakes.disk('a', ops=60, latency_ms=SLOW),
                           fakes.disk('b', ops=10, tier=SILVER,
                                      latency_ms=SLOW),
@@ -272,6 +280,36 @@ class TestGuaranteePolicy(test_base.TestCase):
         self.assertEqual({}, self.decide(capped('a', 50, 50),
                                          fakes.disk('b', ops=29),
                                          policy=policy))
+
+    def test_equal_shares_capped_a_fraction_apart(self):
+        # Three floods at their caps of 35 IOPS (0.385 each), b starving
+        # at 10 IOPS (0.11 < 0.22): capacity = U = 1.265, b wants its
+        # floor with margin (0.264), the floods share the rest at one
+        # level, 0.3337. Equal caps set at one instant would lock their
+        # leaky buckets in phase: the first keeps its share exactly, the
+        # second and third are set -0.38 % and +0.24 % from it.
+        decisions = self.decide(
+            capped('f1', 35, 35, latency_ms=SLOW),
+            capped('f2', 35, 35, latency_ms=SLOW),
+            capped('f3', 35, 35, latency_ms=SLOW),
+            fakes.disk('b', ops=10, tier=SILVER, latency_ms=SLOW))
+        self.assertEqual(['f1', 'f2', 'f3'], sorted(decisions))
+        level = (1.265 - 0.264) / 3
+        caps = [decisions[f].numbers['new_cap'] for f in ('f1', 'f2', 'f3')]
+        for d in decisions.values():
+            self.assertAlmostEqual(level, d.numbers['share'])
+        self.assertAlmostEqual(level, caps[0])
+        self.assertEqual(3, len(set(caps)))
+        for cap in caps:
+            self.assertLessEqual(abs(cap / level - 1), guarantee.SPREAD)
+        self.assertAlmostEqual(level * (1 - 0.005 * 0.7639320225), caps[1])
+        self.assertAlmostEqual(level * (1 + 0.005 * 0.4721359550), caps[2])
+
+    def test_spread(self):
+        np.testing.assert_allclose(
+            [1.0, 1.0, 1 - 0.005 * 0.7639320225, 1.0,
+             1 + 0.005 * 0.4721359550],
+            guarantee.spread(np.array([True, False, True, False, True])))
 
     def test_small_changes_not_sent(self):
         # a runs at its cap of 52 IOPS (0.572); b and c starve at 18 IOPS
@@ -482,6 +520,10 @@ class TestGuaranteePolicy(test_base.TestCase):
                             ('congestion_release', 1.5),
                             ('raise_change', -0.01),
                             ('raise_change', 1),
+                            ('border_max', 0.85),
+                            ('border_max', 1.01),
+                            ('border_step', 0),
+                            ('border_step', 1.5),
                             ('headroom', math.nan)):
             err = self.assertRaises(ValueError, guarantee.GuaranteePolicy,
                                     **{name: value})
@@ -616,7 +658,7 @@ class TestThinkingClients(test_base.TestCase):
         # The same two capped floods at 45 IOPS (0.495 each, U = 1.02),
         # the writer at 20 ms: above the border the capacity shared out is
         # the border (0.9), not 85 % of what is served (0.867).
-        policy = guarantee.GuaranteePolicy()
+        policy = guarantee.GuaranteePolicy(**FIXED)
         policy.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
         decisions = fakes.by_disk(policy.decide(fakes.snapshot(
             capped('f1', 45, 45, latency_ms=SLOW),
@@ -635,7 +677,7 @@ class TestThinkingClients(test_base.TestCase):
         # U = 1.032 > 0.9. What is served would be shared out while a
         # disk waits; with caps in force, above the border, the border
         # is: the new flood is capped at once under it.
-        policy = guarantee.GuaranteePolicy()
+        policy = guarantee.GuaranteePolicy(**FIXED)
         policy.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
         decisions = fakes.by_disk(policy.decide(fakes.snapshot(
             capped('old', 10, 10, latency_ms=SLOW), self.flood(),
@@ -647,7 +689,7 @@ class TestThinkingClients(test_base.TestCase):
         self.assertLess(d.numbers['new_cap'], 0.9 - 0.11)
         # the first engagement (no cap in force yet) shares out what is
         # served, as before
-        policy = guarantee.GuaranteePolicy()
+        policy = guarantee.GuaranteePolicy(**FIXED)
         policy.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
         decisions = fakes.by_disk(policy.decide(fakes.snapshot(
             self.flood(), self.sync_writer(20.0)), 5.0))
@@ -661,7 +703,7 @@ class TestThinkingClients(test_base.TestCase):
         # IOPS (0.242) at low latency; a paced 4 KiB client does 20 IOPS
         # (0.0325) whatever its latency (it wants nothing more).
         # U = 0.7145: above the low watermark, caps held.
-        policy = guarantee.GuaranteePolicy()
+        policy = guarantee.GuaranteePolicy(**FIXED)
         paced = functools.partial(fakes.disk, 'paced', ops=20,
                                   size=4 * KIB, tier=SILVER)
         b = fakes.disk('b', ops=22, latency_ms=FAST)
@@ -777,18 +819,111 @@ class TestGuaranteeMaxForm(test_base.TestCase):
         # the bucket), n at its cap (52 x 64 KiB, 0.8125): the bucket is
         # full (1.0), its FIFO queue long, and q, held by its own
         # throttle, shows nothing of it. A bucket serves its rate at any
-        # queue depth: n's share is the border (high watermark 0.9) less
-        # q's demand, 0.7125, whatever the domain serves now.
-        pol = guarantee.GuaranteePolicy()
+        # queue depth: n's share is the border less q's demand, whatever
+        # the domain serves now. The border a domain starts from is
+        # border_max (0.93): 0.7425, a cut of 8.6 %, under min_change but
+        # sent (a bucket above its border queues without bound).
         snap = fakes.snapshot(
             fakes.disk('q', ops=12, size=64 * KIB, tier=SILVER,
                        latency_ms=83.0, static_iops=12.0,
                        static_bytes_sec=768 * KIB),
             capped('n', 52, 52, latency_ms=SLOW),
             profile=self.BUCKET)
-        decisions = fakes.by_disk(pol.decide(snap, 100.0))
-        self.assertEqual(['n'], list(decisions))
-        self.assertEqual(base.CAP, decisions['n'].action)
-        self.assertAlmostEqual(0.7125, decisions['n'].numbers['new_cap'])
-        self.assertAlmostEqual(0.7125 * 4096 * KIB,
-                               decisions['n'].bytes_sec)
+        for params, border, cap in (({}, 0.93, 0.7425),
+                                    (FIXED, 0.9, 0.7125)):
+            pol = guarantee.GuaranteePolicy(**params)
+            decisions = fakes.by_disk(pol.decide(snap, 100.0))
+            self.assertEqual(['n'], list(decisions))
+            d = decisions['n']
+            self.assertEqual(base.CAP, d.action)
+            self.assertAlmostEqual(border, d.numbers['border'])
+            self.assertAlmostEqual(cap, d.numbers['new_cap'])
+            self.assertAlmostEqual(cap * 4096 * KIB, d.bytes_sec)
+            self.assertEqual(0.03, d.numbers['cut_step'])
+
+    # A quiet 64 KiB client that thinks 234.375 ms between its writes:
+    # alone (16 ms, about one op's cost) it writes 4 a second, 0.0625 of
+    # the bucket; n, a flood capped at ``cap`` IOPS and running at it.
+    THINK_S = 0.234375
+
+    def thinker(self, latency_ms):
+        ops = 1.0 / (self.THINK_S + latency_ms / 1000.0)
+        return fakes.disk('q', ops=ops, size=64 * KIB, tier=SILVER,
+                          latency_ms=latency_ms)
+
+    def held(self, pol, cap, latency_ms, now):
+        return fakes.by_disk(pol.decide(fakes.snapshot(
+            self.thinker(latency_ms), capped('n', cap, cap, latency_ms=SLOW),
+            profile=self.BUCKET), now))
+
+    def test_border_follows_the_latency_objective(self):
+        pol = guarantee.GuaranteePolicy()
+        memory = pol.memory.setdefault('pool', guarantee.Memory())
+        # q alone: the service time is learned (threshold 8 x ~16 ms)
+        self.assertEqual([], pol.decide(fakes.snapshot(
+            self.thinker(16.0), profile=self.BUCKET), 0.0))
+        # n at its cap of 55 IOPS (0.859), the bucket at 0.92, q at 16 ms:
+        # held at the border with room; the border starts at border_max
+        # (0.93) and stays there: n's share 0.8675 is within raise_change
+        self.assertEqual({}, self.held(pol, 55, 16.0, 5.0))
+        self.assertEqual(0.93, memory.border)
+        # q waits 400 ms (pressure ~3) with the bucket under the border:
+        # the caps alone miss the objective there, the border falls back
+        # to high_watermark and n is cut (the reason names the border)
+        d = self.held(pol, 55, 400.0, 10.0)['n']
+        self.assertEqual(0.9, memory.border)
+        self.assertEqual(0.9, d.numbers['border'])
+        self.assertEqual(1.0, d.numbers['queue_cut'])
+        self.assertIn('(border 0.9000)', d.reason)
+        # held at the new border (n at 52 IOPS: 0.8125, the bucket at
+        # 0.875) with q back at 16 ms: up one border_step an interval, to
+        # border_max and no further
+        for now, border in ((15.0, 0.91), (20.0, 0.92), (25.0, 0.93),
+                            (30.0, 0.93)):
+            self.held(pol, 52, 16.0, now)
+            self.assertAlmostEqual(border, memory.border)
+        # a new flood, m, still uncapped (6 x 64 KiB at 400 ms: 2.4 in
+        # flight), q at 400 ms, the bucket read at 0.90 (its first window
+        # straddles its start): a miss, but not the caps' alone: kept
+        pol.decide(fakes.snapshot(
+            self.thinker(400.0), capped('n', 50, 50, latency_ms=SLOW),
+            fakes.disk('m', ops=6, latency_ms=400.0),
+            profile=self.BUCKET), 32.0)
+        self.assertEqual(0.93, memory.border)
+        # not held (n far under its cap... at 40 IOPS the bucket is at
+        # 0.69): the border stays whatever q shows
+        memory.border = 0.91
+        self.held(pol, 40, 16.0, 35.0)
+        self.assertAlmostEqual(0.91, memory.border)
+        # a miss above the border is a new flood's doing, not the
+        # border's: n at 62 IOPS (0.97), q at 400 ms: the border stays
+        d = self.held(pol, 62, 400.0, 40.0)['n']
+        self.assertAlmostEqual(0.91, memory.border)
+        self.assertAlmostEqual(0.91, d.numbers['border'])
+
+    def test_border_fixed_at_high_watermark(self):
+        # border_max = high_watermark: the border of before, whatever
+        # the latency objective shows
+        pol = guarantee.GuaranteePolicy(**FIXED)
+        pol.decide(fakes.snapshot(self.thinker(16.0), profile=self.BUCKET),
+                   0.0)
+        for now in (5.0, 10.0, 15.0):
+            self.held(pol, 52, 16.0, now)
+            self.assertEqual(0.9, pol.memory['pool'].border)
+
+    def test_adapt_border(self):
+        adapt = functools.partial(guarantee.adapt_border, low=0.9,
+                                  high=0.93, step=0.01)
+        self.assertAlmostEqual(0.92, adapt(0.91, held=True, met=True,
+                                           missed=False))
+        self.assertEqual(0.93, adapt(0.925, held=True, met=True,
+                                     missed=False))
+        # objective met but not held at the border (or held without
+        # room): no evidence, no change
+        self.assertEqual(0.91, adapt(0.91, held=False, met=True,
+                                     missed=False))
+        self.assertEqual(0.91, adapt(0.91, held=True, met=False,
+                                     missed=False))
+        # missed: back to the low border at once
+        self.assertEqual(0.9, adapt(0.93, held=True, met=False,
+                                    missed=True))
