@@ -147,7 +147,7 @@ DEFAULTS = {
     'congestion_factor': 8.0,
     'congestion_release': 0.7,
     'raise_change': 0.03,
-    'border_max': 0.93,
+    'border_max': 0.94,
     'border_step': 0.01,
 }
 
