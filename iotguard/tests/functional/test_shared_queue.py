@@ -29,11 +29,14 @@ in windows of ``WINDOW_S``, independently of what iotguard measures.
   quiet guests on a tier chosen through
   the API), from the third window after the noisy guest started a quiet
   guest's median window is at least ``QUIET_SHARE`` of what it wrote
-  alone and its worst ``QUIET_WORST``, and the noisy guest keeps at least
-  ``SPARE_SHARE`` of the spare in its median window, its cap changed at
-  most ``MAX_CAP_CHANGES`` times; with quiet guests that write as fast as
-  their ceiling lets them, and with quiet guests that think between their
-  writes (closed-loop clients).
+  alone and its worst ``QUIET_KEPT`` (``QUIET_WORST`` for a thinking
+  one), the quiet guests' mean write latency stays under the domain's
+  congestion threshold (``CONGESTION_MS``), and the noisy guest keeps at
+  least ``SPARE_SHARE`` of the spare in its median window, its cap changed
+  at most ``MAX_CAP_CHANGES`` times; with quiet guests that write as fast
+  as their ceiling lets them, with quiet guests that think between their
+  writes (closed-loop clients), and with two noisy guests starting apart
+  (sharing the rest between them).
 * The capacity estimator learns the bucket from a profile typed as fio
   gives it (additive), within ``LEARN_TOLERANCE`` of its limits, and
   admission then admits a floor the typed profile refuses.
@@ -76,20 +79,28 @@ FLOOR = 800 << 10
 FLOOR_IOPS = 13
 #: What the quiet guests keep of their demand, median and worst window,
 #: and the noisy guest of the spare (median): guarantee holds a token
-#: bucket at its border (``border_max``, 0.93, while the latency
+#: bucket at its border (``border_max``, 0.94, while the latency
 #: objective holds) to keep its queue short, at the price of the rest of
-#: the bucket: 0.89 of the spare with the ceiling-held guests, 0.92-0.93
-#: with the thinking ones, 0.87-0.89 for two noisy guests together (see
-#: the contributor guide's page on this bed for the figures).
+#: the bucket: 0.90 of the spare with the ceiling-held guests and for two
+#: noisy guests together, 0.91 with the thinking ones (see the
+#: contributor guide's page on this bed for the figures; the margin is
+#: for a busy host).
 QUIET_SHARE = 0.9
 QUIET_WORST = 0.8
 SPARE_SHARE = 0.87
-#: With two noisy guests, what each quiet guest keeps of its demand in
-#: every window after the first ``SETTLE`` of each start (its demand is
-#: under its max-min fair share), and how close the noisy guests' shares
-#: are to each other (the smaller median over the larger).
-TWO_NOISY_QUIET = 0.95
+#: What a quiet guest held by its own ceiling keeps of its demand in every
+#: window after the first ``SETTLE`` of each noisy start (its demand is
+#: under its max-min fair share: issue 13's target), with one noisy guest
+#: or two; a thinking one is held to ``QUIET_WORST`` (its pace depends on
+#: the host's CPUs too). How close two noisy guests' shares are to each
+#: other (the smaller median over the larger).
+QUIET_KEPT = 0.95
 NOISY_FAIRNESS = 0.7
+#: The domain's congestion threshold as guarantee derives it by default:
+#: ``congestion_factor`` (8) x the learned service time of the quiet
+#: guests' 64 KiB writes on the bucket (64 KiB at 4 MiB/s: 15.6 ms). The
+#: quiet guests' mean write latency stays under it (issue 13).
+CONGESTION_MS = 8 * 1000.0 * (64 << 10) / BYTES_SEC
 #: The noisy guest's cap changes (set, raised, released) in the whole
 #: run: one or two when the caps do not churn.
 MAX_CAP_CHANGES = 3
@@ -152,18 +163,35 @@ class SharedQueueTest(base.TestCase):
         return self.bed.guest('iotg-sq-%s-%s' % (role, self.run_id),
                               project, **writers)
 
-    @staticmethod
-    def windows(domains, count):
-        """Bytes/s written by each domain in ``count`` windows."""
+    def windows(self, domains, count):
+        """Bytes/s written by each domain in ``count`` windows.
+
+        Each domain's mean write latency in each window (ms, QEMU's own
+        count: what the guest waits) is kept in ``self.latency_ms``.
+        """
         rates = [[] for _ in domains]
-        last = [d.blockStats('vda')[3] for d in domains]
+        self.latency_ms = [[] for _ in domains]
+        last = [self._written(d) for d in domains]
         for _ in range(count):
             time.sleep(WINDOW_S)
-            now = [d.blockStats('vda')[3] for d in domains]
-            for rate, a, b in zip(rates, last, now):
-                rate.append((b - a) / WINDOW_S)
+            now = [self._written(d) for d in domains]
+            for rate, waited, a, b in zip(rates, self.latency_ms, last, now):
+                rate.append((b[0] - a[0]) / WINDOW_S)
+                ops = b[1] - a[1]
+                waited.append((b[2] - a[2]) / ops / 1e6 if ops else 0.0)
             last = now
         return rates
+
+    @staticmethod
+    def _written(dom):
+        stats = dom.blockStatsFlags('vda')
+        return (stats['wr_bytes'], stats['wr_operations'],
+                stats['wr_total_times'])
+
+    def _quiet_latency(self, count):
+        """The quiet guests' (the first two) settled windows' latency."""
+        return [ms for waited in self.latency_ms[:count]
+                for ms in waited[SETTLE:]]
 
     def start_noisy(self, role='noisy'):
         noisy = self.guest(role, 'proj-b', NOISY)
@@ -184,10 +212,10 @@ class SharedQueueTest(base.TestCase):
         self.assertLess(max(total), 1.15 * BYTES_SEC, shown)
 
     def test_iotguard_keeps_the_quiet_guests_at_their_demand(self):
-        self._contained(QUIET)
+        self._contained(QUIET, QUIET_KEPT)
 
     def test_iotguard_keeps_thinking_quiet_guests_at_their_demand(self):
-        self._contained(THINKING)
+        self._contained(THINKING, QUIET_WORST)
 
     def test_iotguard_keeps_the_quiet_guests_with_two_noisy_neighbours(
             self):
@@ -201,24 +229,33 @@ class SharedQueueTest(base.TestCase):
         quiet, alone = self._quiet_on_a_tier(QUIET)
         first = self.start_noisy('noisy1')
         before = self.windows(quiet + [first], SETTLE + 4)
+        waited = self._quiet_latency(2)
         second = self.start_noisy('noisy2')
         after = self.windows(quiet + [first, second], SETTLE + 6)
-        shown = self._report('one noisy guest:\n%s\ntwo:\n%s\n%s' % (
-            self._show(alone, before), self._show(alone, after),
-            self._decisions()))
+        waited += self._quiet_latency(2)
+        shown = self._report(
+            'one noisy guest:\n%s\ntwo:\n%s\nquiet write latency (ms), '
+            'alone: %s; settled windows: %s\n%s' % (
+                self._show(alone, before), self._show(alone, after),
+                self.alone_ms, ' '.join('%.1f' % ms for ms in waited),
+                self._decisions()))
+        self.assertLess(statistics.mean(waited), CONGESTION_MS, shown)
         for demand, one, two in zip(alone, before, after):
             for rate in one[SETTLE:] + two[SETTLE:]:
-                self.assertGreaterEqual(rate, TWO_NOISY_QUIET * demand,
+                self.assertGreaterEqual(rate, QUIET_KEPT * demand,
                                         shown)
         spare = BYTES_SEC - sum(alone)
         noisy = [statistics.median(r[SETTLE:]) for r in after[2:]]
         self.assertGreaterEqual(sum(noisy), SPARE_SHARE * spare, shown)
         self.assertGreaterEqual(min(noisy), NOISY_FAIRNESS * max(noisy),
                                 shown)
-        for dom in (first, second):
+        # the first is capped for its own start and cut again when the
+        # second joins: one change more than a noisy guest alone may make
+        for dom, most in ((first, MAX_CAP_CHANGES + 1),
+                          (second, MAX_CAP_CHANGES)):
             changes = self.api('GET', '/v1/decisions?instance=%s&limit=100'
                                % dom.UUIDString(), self.ADMIN)['decisions']
-            self.assertLessEqual(len(changes), MAX_CAP_CHANGES, shown)
+            self.assertLessEqual(len(changes), most, shown)
         for kind, proc in self.procs.items():
             self.assertIsNone(proc.poll(), '%s died' % kind)
 
@@ -241,19 +278,28 @@ class SharedQueueTest(base.TestCase):
         for dom in quiet:
             self.api('PUT', '/v1/instances/%s/tier' % dom.UUIDString(),
                      self.MEMBER_A, {'tier': 'quiet-' + self.run_id})
-        return quiet, [statistics.median(r) for r in self.windows(quiet, 3)]
+        alone = [statistics.median(r) for r in self.windows(quiet, 3)]
+        # (a guest held by its own ceiling waits in its own throttle too)
+        self.alone_ms = ' '.join('%.1f' % statistics.mean(waited)
+                                 for waited in self.latency_ms)
+        return quiet, alone
 
-    def _contained(self, writers):
+    def _contained(self, writers, worst):
         quiet, alone = self._quiet_on_a_tier(writers)
         noisy = self.start_noisy()
         rates = self.windows(quiet + [noisy], SETTLE + 8)
-        shown = self._report(self._show(alone, rates) + '\n'
-                             + self._decisions())
+        waited = self._quiet_latency(2)
+        shown = self._report(
+            '%s\nquiet write latency (ms), alone: %s; settled windows: '
+            '%s\n%s' % (
+                self._show(alone, rates), self.alone_ms,
+                ' '.join('%.1f' % ms for ms in waited), self._decisions()))
+        self.assertLess(statistics.mean(waited), CONGESTION_MS, shown)
         for before, after in zip(alone, rates[:2]):
             self.assertGreaterEqual(statistics.median(after[SETTLE:]),
                                     QUIET_SHARE * before, shown)
-            self.assertGreaterEqual(min(after[SETTLE:]),
-                                    QUIET_WORST * before, shown)
+            self.assertGreaterEqual(min(after[SETTLE:]), worst * before,
+                                    shown)
         spare = BYTES_SEC - sum(alone)
         self.assertGreaterEqual(statistics.median(rates[2][SETTLE:]),
                                 SPARE_SHARE * spare, shown)
