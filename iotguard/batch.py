@@ -238,7 +238,22 @@ RATE_DECIMALS = {'read_iops': 3, 'write_iops': 3, 'read_bytes_sec': 0,
 INTERVAL_DECIMALS = 6
 
 
-_KEY_ROW = {key: i for i, key in enumerate(caps.IOTUNE_KEYS)}
+#: The row of each iotune key in a batch's ``static`` and ``cap``.
+KEY_ROW = {key: i for i, key in enumerate(caps.IOTUNE_KEYS)}
+
+
+def limit_matrix(given: list[dict[str, int] | None]) -> IntArray:
+    """The ``static`` or ``cap`` rows of some disks' iotune dicts.
+
+    One column per disk, one row per key of :data:`iotguard.caps.
+    IOTUNE_KEYS` (0, or a disk's None: no limit).
+    """
+    width = len(caps.IOTUNE_KEYS)
+    rows = [[limits.get(key, 0) for key in caps.IOTUNE_KEYS] if limits
+            else [0] * width for limits in given]
+    matrix: IntArray = np.array(rows, dtype=np.int64).reshape(
+        len(given), width).T
+    return matrix
 
 
 def _none_for_nan(values: FloatArray) -> list[float | None]:
@@ -281,12 +296,8 @@ class Disks:
                                   dict[str, int]]]) -> 'Disks':
         """From ``(instance_uuid, dev, volume_id, project_id, static)``."""
         columns = list(map(list, zip(*disks))) if disks else [[]] * 5
-        static = np.zeros((len(caps.IOTUNE_KEYS), len(disks)),
-                          dtype=np.int64)
-        for i, limits in enumerate(columns[4]):
-            for key, value in limits.items():
-                static[_KEY_ROW[key], i] = value
-        return cls(columns[0], columns[1], columns[2], columns[3], static)
+        return cls(columns[0], columns[1], columns[2], columns[3],
+                   limit_matrix(columns[4]))
 
     def __len__(self) -> int:
         return len(self.instance_uuid)
@@ -358,11 +369,12 @@ class Batch:
         lease = np.full(n, math.nan)
         decision: list[str | None] = [None] * n
         cap = np.zeros((len(caps.IOTUNE_KEYS), n), dtype=np.int64)
-        for i, limits, expires, decision_id in in_force:
+        for i, _limits, expires, decision_id in in_force:
             lease[i] = expires
             decision[i] = decision_id
-            for key, value in limits.items():
-                cap[_KEY_ROW[key], i] = value
+        if in_force:
+            cap[:, [i for i, *_rest in in_force]] = limit_matrix(
+                [limits for _i, limits, *_rest in in_force])
         return cls(disks.instance_uuid, disks.dev, np.full(n, timestamp),
                    measured.interval_s, measured.gap_names(),
                    measured.rates, disks.static, cap, ~np.isnan(lease),

@@ -182,12 +182,11 @@ _FLOAT_COLUMNS = ('timestamp', 'interval_s') + RATES + (
 _STRING_COLUMNS = ('gap', 'volume_id', 'project_id', 'decision_id',
                    'source')
 _NAN = math.nan
-_KEY_ROW = {key: i for i, key in enumerate(caps.IOTUNE_KEYS)}
 
 
 def _ceilings(static, kind):
     """:func:`iotguard.caps.ceiling` of every disk (a Batch's int rows)."""
-    total, read, write = (static[_KEY_ROW['%s_%s' % (d, kind)]]
+    total, read, write = (static[batch_mod.KEY_ROW['%s_%s' % (d, kind)]]
                           for d in ('total', 'read', 'write'))
     both = np.where((read > 0) & (write > 0), read + write, 0)
     out = np.where(total > 0, total, both).astype(np.float64)
@@ -200,25 +199,17 @@ def _matrix(rows, width, n, dtype):
     return np.array(rows, dtype=dtype).reshape(n, width).T
 
 
-def _limit_values(limits):
-    return [limits.get(key, 0) for key in caps.IOTUNE_KEYS] if limits \
-        else [0] * len(caps.IOTUNE_KEYS)
-
-
 def to_batch(records):
     """The :class:`iotguard.batch.Batch` of :class:`iotguard.caps.Sample` s."""
     n = len(records)
-    width = len(caps.IOTUNE_KEYS)
     return batch_mod.Batch(
         [r.instance_uuid for r in records], [r.dev for r in records],
         np.array([r.timestamp for r in records], dtype=np.float64),
         np.array([r.interval_s for r in records], dtype=np.float64),
         [r.gap for r in records],
         _matrix([r.rates for r in records], len(RATES), n, np.float64),
-        _matrix([_limit_values(r.static) for r in records], width, n,
-                np.int64),
-        _matrix([_limit_values(r.cap) for r in records], width, n,
-                np.int64),
+        batch_mod.limit_matrix([r.static for r in records]),
+        batch_mod.limit_matrix([r.cap for r in records]),
         np.array([r.cap is not None for r in records], dtype=bool),
         np.array([r.lease_expires_at for r in records], dtype=np.float64),
         [r.decision_id for r in records], [r.volume_id for r in records],

@@ -138,7 +138,17 @@ class _Calibrate(base.TestCase):
                                      field, domain[field], truth, stdout))
 
 
-class MeasureBucketTest(_Calibrate):
+class _BothEngines:
+    """The subclass's ``check(backend, engine)`` with each engine."""
+
+    def test_builtin_on_sqlite(self):
+        self.check('sqlite', 'builtin')
+
+    def test_fio_on_postgresql(self):
+        self.check('postgresql', 'fio')
+
+
+class MeasureBucketTest(_BothEngines, _Calibrate):
 
     def setUp(self):
         super().setUp()
@@ -153,14 +163,8 @@ class MeasureBucketTest(_Calibrate):
         if engine == 'builtin':
             self.assertPaced(stdout)
 
-    def test_builtin_on_sqlite(self):
-        self.check('sqlite', 'builtin')
 
-    def test_fio_on_postgresql(self):
-        self.check('postgresql', 'fio')
-
-
-class MeasureDiskTest(_Calibrate):
+class MeasureDiskTest(_BothEngines, _Calibrate):
 
     def setUp(self):
         super().setUp()
@@ -188,9 +192,3 @@ class MeasureDiskTest(_Calibrate):
                            domain, stdout)
         if engine == 'builtin':
             self.assertPaced(stdout)
-
-    def test_builtin_on_sqlite(self):
-        self.check('sqlite', 'builtin')
-
-    def test_fio_on_postgresql(self):
-        self.check('postgresql', 'fio')
