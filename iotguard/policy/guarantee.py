@@ -526,8 +526,8 @@ class GuaranteePolicy:
         any_starving = bool(starving.any())
         engaged = (any_starving or pressure > 1.0
                    or domain > self.high_watermark * CAPACITY)
-        holding = bool(capped.any()) and domain > (self.low_watermark
-                                                   * CAPACITY)
+        any_capped = bool(capped.any())
+        holding = any_capped and domain > self.low_watermark * CAPACITY
 
         # The border follows the latency objective (adapt_border): up
         # while the caps hold the domain at it with the objective met with
@@ -536,7 +536,6 @@ class GuaranteePolicy:
         # whatever the border; its first window may even read under the
         # border, straddling its start).
         border = memory.border or self.border_max * CAPACITY
-        any_capped = bool(capped.any())
         deep_uncapped = bool((active & ~capped & ~shallow).any())
         border = memory.border = adapt_border(
             border, self.high_watermark * CAPACITY,
