@@ -14,7 +14,7 @@
 """Where the mixed phase's paced 4 KiB writes go, on a storage over FUSE.
 
 Runs the built-in generator's streams (iotguard.measure) on the test
-bucket (100 IOPS, 4 MiB/s) or the test disk (20 ms, 16 MiB/s) exported
+bucket (100 IOPS, 4 MiB/s) or the test disk (40 ms, 16 MiB/s) exported
 over FUSE, one variant after the other, and prints the 4 KiB writes a
 second each reached against their pace, and the 1 MiB ones:
 
@@ -53,8 +53,7 @@ def main():
         sys.exit(why)
     workdir = tempfile.mkdtemp(dir='/var/tmp')
     storage = (fusebucket.FuseBucket(workdir) if args.storage == 'bucket'
-               else fusedisk.FuseDisk(workdir, seek_s=0.020,
-                                      transfer=16 << 20))
+               else fusedisk.FuseDisk(workdir))
     large = measure.LARGE_SIZE
     print('load average', open('/proc/loadavg').read().strip())
     with storage:

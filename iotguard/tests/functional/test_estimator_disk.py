@@ -41,7 +41,7 @@ from iotguard.tests import base
 from iotguard.tests.fixtures import fusedisk
 
 #: As in test_measure, for the same reasons.
-SEEK_S, TRANSFER, DEPTH = 0.020, 16 << 20, 4
+DEPTH = 4
 TOLERANCE = 0.1
 LARGE_SIZES = (64 << 10, 1 << 20)
 SECONDS = 3
@@ -56,8 +56,7 @@ class EstimateDiskTest(base.TestCase):
             self.skipTest(why)
         self.useFixture(fixtures.Timeout(150, gentle=True))
         self.dir = self.useFixture(fixtures.TempDir(rootdir='/var/tmp')).path
-        self.disk = self.useFixture(fusedisk.FuseDisk(
-            self.dir, seek_s=SEEK_S, transfer=TRANSFER))
+        self.disk = self.useFixture(fusedisk.FuseDisk(self.dir))
 
     def test_fit_is_additive_with_the_disks_parameters(self):
         target = measure.prepare(self.disk.path, destroy=True, depth=DEPTH)

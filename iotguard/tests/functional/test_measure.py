@@ -18,7 +18,8 @@ Two storages the host opens as a file over FUSE, whose truth is known:
   (:mod:`iotguard.tests.fixtures.fusebucket`: ``IOPS`` and ``BYTES_SEC``):
   the profile stored must be the bucket's, in the ``max`` form;
 - a disk that seeks and transfers, one request at a time
-  (:mod:`iotguard.tests.fixtures.fusedisk`: ``SEEK_S`` and ``TRANSFER``):
+  (:mod:`iotguard.tests.fixtures.fusedisk`, its ``SEEK_S`` and
+  ``TRANSFER``):
   the profile stored must be the rates of its 4 KiB and 1 MiB requests
   (:meth:`~iotguard.tests.fixtures.diskmodel.Disk.measured`), in the
   ``additive`` form.
@@ -48,12 +49,6 @@ from iotguard.tests.fixtures import fusedisk
 from iotguard.tests.fixtures import fuseexport
 
 IOPS, BYTES_SEC = 100, 4 << 20
-#: The disk: 4 KiB writes at 49.4 a second, 1 MiB ones at 12.7 MB/s. A
-#: seek long enough that what each request spends travelling between the
-#: host and the disk stays a few per cent of it: QEMU 7.2's FUSE export
-#: serves one request at a time, so the disk is idle meanwhile (0.1-2 ms,
-#: more on a loaded host).
-SEEK_S, TRANSFER = 0.020, 16 << 20
 #: Writes in flight on the disk. More buys nothing (they wait in FUSE's
 #: queue, one served at a time) and 16 large ones take 1.3 s to drain
 #: at the end of a phase, which fio counts wrong (its phase lasts until
@@ -63,7 +58,7 @@ TOLERANCE = 0.1
 #: Each of the three phases; a whole run takes about 3 x this and what
 #: the storage serves of the writes still in flight.
 SECONDS = 4
-DISK_SECONDS = 6
+DISK_SECONDS = 10
 PHASE_LINE = re.compile(r'^(small|large|mixed)\s+([\d.]+) IOPS\s+(\d+) '
                         r'bytes/s', re.M)
 
@@ -173,8 +168,7 @@ class MeasureDiskTest(_BothEngines, _Calibrate):
         self.addCleanup(lambda: self.addDetail('nbddisk.json', content.
                         text_content(json.dumps(self.disk.stats()))))
         self.keep_log('nbddisk.log', os.path.join(self.dir, 'nbddisk.log'))
-        self.disk = self.useFixture(fusedisk.FuseDisk(
-            self.dir, seek_s=SEEK_S, transfer=TRANSFER))
+        self.disk = self.useFixture(fusedisk.FuseDisk(self.dir))
         self.keep_log('qemu-storage-daemon.log', self.disk.log)
 
     def check(self, backend, engine):

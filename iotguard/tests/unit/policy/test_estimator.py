@@ -178,6 +178,16 @@ class TestEstimator(test_base.TestCase):
         fit = estimator.fit(state, FIO)
         near(self, 4 * MIB, fit.bytes_sec, 'bytes_sec')
 
+    def test_larger_requests_are_not_glitches(self):
+        # a disk's 4 KiB and 64 KiB phases, then its 1 MiB one: 19 times
+        # the median bytes a second known, 6.5 times the largest
+        state = estimator.State()
+        for ops, byts in ((24.5, 24.5 * 4 * KIB), (22.7, 22.7 * 64 * KIB),
+                          (13.0, 6.5e5), (24.5, 24.5 * 4 * KIB)):
+            self.assertTrue(estimator.observe(state, ops, byts, True))
+        self.assertTrue(estimator.observe(state, 9.6, 9.6 * MIB, True))
+        self.assertEqual(0, state.rejected)
+
     def test_a_glitch_without_prior_is_rejected_once_rates_are_known(self):
         state = estimator.State()
         feed(state, BUCKET, [64 * KIB] * 10, self.rng)
