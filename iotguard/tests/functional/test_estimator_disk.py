@@ -70,9 +70,11 @@ class EstimateDiskTest(base.TestCase):
             self.assertTrue(estimator.observe(state, phase.iops,
                                               phase.bytes_sec, True))
         fit = estimator.fit(state)
-        shown = '%s\nload average %.2f %.2f %.2f\nfit: %r\ntruth: %r' % (
-            '\n'.join(measure.phase_line(p) for p in phases),
-            *os.getloadavg(), fit, self.disk.model.additive())
+        shown = ('%s\nload average %.2f %.2f %.2f\nfit: %r\ntruth: %r\n'
+                 'disk realtime: %s' % (
+                     '\n'.join(measure.phase_line(p) for p in phases),
+                     *os.getloadavg(), fit, self.disk.model.additive(),
+                     self.disk.realtime))
         self.addDetail('fit', content.text_content(shown))
         base.bed_report(self, shown)
         self.assertEqual(policy_base.ADDITIVE, fit.form)

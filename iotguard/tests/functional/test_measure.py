@@ -177,11 +177,13 @@ class MeasureDiskTest(_BothEngines, _Calibrate):
                                         '--depth', DISK_DEPTH)
         truth = self.disk.model.measured(measure.LARGE_SIZE)
         base.bed_report(self, 'truth: iops_4k=%.1f bytes_sec=%.0f, mixed '
-                        'residual additive %+.3f at the paced 4 KiB writes'
-                        % (truth.iops_4k, truth.bytes_sec, measure.residuals(
-                            *self.disk.model.mixed_point(
-                                measure.MIX_SHARE * truth.iops_4k,
-                                measure.LARGE_SIZE), truth)['additive']))
+                        'residual additive %+.3f at the paced 4 KiB writes; '
+                        'disk realtime: %s' % (
+                            truth.iops_4k, truth.bytes_sec, measure.residuals(
+                                *self.disk.model.mixed_point(
+                                    measure.MIX_SHARE * truth.iops_4k,
+                                    measure.LARGE_SIZE), truth)['additive'],
+                            self.disk.realtime))
         self.assertProfile('additive', truth.iops_4k, truth.bytes_sec,
                            domain, stdout)
         if engine == 'builtin':
