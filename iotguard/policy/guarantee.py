@@ -107,7 +107,10 @@ each disk did when it was last uncongested, and the border):
    border and its last cut was made above it (from ``raise_change`` on: a
    cap left a few per cent under its share would keep the array idle
    under the border for good); a raise is judged by what the new keys,
-   with the ceilings, let the disk do at its current I/O size.
+   with the ceilings, let the disk do at its current I/O size. A move of
+   a cap in force by less than ``confirm_change`` waits for a second
+   decision that wants it (:func:`confirmed`), unless it is a cut while
+   the latency objective is missed or a floor is at stake.
 
 The border in force is in every decision's audit numbers (``border``) and
 in the reasons of a cut for the latency objective and of a raise under it.
@@ -149,6 +152,7 @@ DEFAULTS = {
     'raise_change': 0.03,
     'border_max': 0.94,
     'border_step': 0.01,
+    'confirm_change': 0.2,
 }
 
 #: How far, per decision, the learned uncongested service time follows
@@ -253,6 +257,8 @@ def _check(params: dict[str, float]) -> None:
              % params['high_watermark'])
     if not 0 < params['border_step'] <= 1:
         fail('border_step', 'in (0, 1]')
+    if not 0 <= params['confirm_change'] < 1:
+        fail('confirm_change', 'in [0, 1)')
     if params['release_factor'] <= 1 + params['min_change']:
         fail('release_factor', 'above 1 + min_change (%r)'
              % (1 + params['min_change']))
@@ -334,7 +340,9 @@ class Memory:
     last uncongested (``nan``: never seen so), aligned with ``disk_ids``;
     ``cut_over_border``: whether the domain's last cut was made above the
     border; ``border``: the border the domain is held at
-    (:func:`adapt_border`; ``None``: ``high_watermark``, not adapted yet).
+    (:func:`adapt_border`; ``None``: ``high_watermark``, not adapted yet);
+    ``wanted``: which way the last decision wanted each disk's cap moved
+    and did not move it yet (-1 down, +1 up, 0 neither), aligned too.
     """
 
     service: float | None = None
@@ -344,13 +352,20 @@ class Memory:
     disk_ids: tuple[str, ...] = ()
     asked: base.FloatArray = dataclasses.field(
         default_factory=lambda: np.zeros(0))
+    wanted: base.FloatArray = dataclasses.field(
+        default_factory=lambda: np.zeros(0))
 
     def align(self, disk_ids: tuple[str, ...]) -> base.FloatArray:
-        """``asked`` in the order of ``disk_ids`` (new disks: ``nan``)."""
+        """``asked`` (and ``wanted``) in the order of ``disk_ids``.
+
+        New disks: ``asked`` ``nan``, ``wanted`` 0.
+        """
         if disk_ids != self.disk_ids:
-            old = dict(zip(self.disk_ids, self.asked.tolist()))
-            self.asked = np.array([old.get(d, math.nan) for d in disk_ids],
-                                  dtype=np.float64)
+            old = dict(zip(self.disk_ids, zip(self.asked.tolist(),
+                                              self.wanted.tolist())))
+            rows = [old.get(d, (math.nan, 0.0)) for d in disk_ids]
+            self.asked = np.array([r[0] for r in rows], dtype=np.float64)
+            self.wanted = np.array([r[1] for r in rows], dtype=np.float64)
             self.disk_ids = disk_ids
         return self.asked
 
@@ -378,6 +393,29 @@ def adapt_border(border: float, low: float, high: float, step: float,
     if held and met:
         return min(high, border + step)
     return border
+
+
+def confirmed(memory: Memory, tighten: base.BoolArray,
+              loosen: base.BoolArray, small: base.BoolArray,
+              urgent: bool) -> tuple[base.BoolArray, base.BoolArray]:
+    """The cuts and raises to send now; remembers the others' direction.
+
+    A ``small`` move of a cap in force (by less than ``confirm_change``)
+    is sent only when the decision before wanted that cap moved the same
+    way: the samples of one interval wander by ten per cent and more (a
+    client thinking between its writes does 7 or 8 of them in a second),
+    and a cut on one sample then a raise on the next is churn, not
+    control. Not held back: a new cap, a large move, a release, and a cut
+    while the latency objective is missed or a floor is at stake
+    (``urgent``). What is held back is remembered in ``memory.wanted``
+    (aligned with the disks) for the next decision.
+    """
+    want = np.where(tighten, -1.0, np.where(loosen, 1.0, 0.0))
+    held = small & (want != 0) & (want != memory.wanted)
+    if urgent:
+        held &= ~tighten
+    memory.wanted = np.where(held, want, 0.0)
+    return tighten & ~held, loosen & ~held
 
 
 def remembered_demand(asked: base.FloatArray, closed: base.FloatArray,
@@ -430,6 +468,7 @@ class GuaranteePolicy:
         self.raise_change = min(values['raise_change'], self.min_change)
         self.border_max = values['border_max']
         self.border_step = values['border_step']
+        self.confirm_change = values['confirm_change']
         #: what is remembered between calls, per domain (:class:`Memory`)
         self.memory: dict[str, Memory] = {}
 
@@ -551,6 +590,7 @@ class GuaranteePolicy:
                        waiting=float(unmet.sum()), pressure=pressure,
                        service_ratio=learned or math.nan, border=border)
         if not (engaged or holding):
+            memory.wanted[:] = 0.0
             return self._relax(snap, may_raise, u, floor, ceil, hold, cap,
                                size, cost, numbers)
 
@@ -640,6 +680,11 @@ class GuaranteePolicy:
         new = np.where(tighten, target,
                        np.minimum(target, cap * self.release_factor))
         release = loosen & (new >= hold)
+        with np.errstate(invalid='ignore', divide='ignore'):
+            small = capped & (np.abs(new / cap - 1.0) < self.confirm_change)
+        tighten, loosen = confirmed(memory, tighten, loosen & ~release, small,
+                                    urgent=pressure > 1.0 or any_starving)
+        loosen |= release
         change = tighten | loosen
         extra = dict(share=share, target=target, demand=demand, asked=asked,
                      service_ms=service_ms, threshold_ms=threshold_ms)

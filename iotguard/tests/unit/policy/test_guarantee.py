@@ -252,8 +252,12 @@ class TestGuaranteePolicy(test_base.TestCase):
         # a runs at its cap of 50 IOPS (0.55); b does 29 IOPS (0.319): U =
         # 0.869, under the border, holding. a's share at the border, 0.581,
         # is 5.6 % above its cap: under min_change (10 %), over
-        # raise_change (3 %): raised, so the array is used to the border.
+        # raise_change (3 %): raised, so the array is used to the border
+        # (a small move: once a second decision wants it too).
         fixed = guarantee.GuaranteePolicy(**FIXED)
+        self.assertEqual({}, self.decide(capped('a', 50, 50),
+                                         fakes.disk('b', ops=29),
+                                         policy=fixed))
         decisions = self.decide(capped('a', 50, 50), fakes.disk('b', ops=29),
                                 policy=fixed)
         d = decisions['a']
@@ -822,7 +826,8 @@ class TestGuaranteeMaxForm(test_base.TestCase):
         # queue depth: n's share is the border less q's demand, whatever
         # the domain serves now. The border a domain starts from is
         # border_max (0.94): 0.7525, a cut of 7.4 %, under min_change but
-        # sent (a bucket above its border queues without bound).
+        # sent (a bucket above its border queues without bound), once a
+        # second decision wants it too (a small move).
         snap = fakes.snapshot(
             fakes.disk('q', ops=12, size=64 * KIB, tier=SILVER,
                        latency_ms=83.0, static_iops=12.0,
@@ -832,7 +837,8 @@ class TestGuaranteeMaxForm(test_base.TestCase):
         for params, border, cap in (({}, 0.94, 0.7525),
                                     (FIXED, 0.9, 0.7125)):
             pol = guarantee.GuaranteePolicy(**params)
-            decisions = fakes.by_disk(pol.decide(snap, 100.0))
+            self.assertEqual([], pol.decide(snap, 100.0))
+            decisions = fakes.by_disk(pol.decide(snap, 105.0))
             self.assertEqual(['n'], list(decisions))
             d = decisions['n']
             self.assertEqual(base.CAP, d.action)
@@ -840,6 +846,72 @@ class TestGuaranteeMaxForm(test_base.TestCase):
             self.assertAlmostEqual(cap, d.numbers['new_cap'])
             self.assertAlmostEqual(cap * 4096 * KIB, d.bytes_sec)
             self.assertEqual(0.03, d.numbers['cut_step'])
+
+    def test_a_small_move_waits_for_a_second_decision_that_wants_it(self):
+        # One sample reads the bucket full (n's share at the border 7.4 %
+        # under its cap), the next under the border (q at 4 writes a
+        # second: n's share 4.6 % above its cap): a cut then a raise, each
+        # smaller than confirm_change, is noise. Nothing is sent while
+        # they alternate; the cut goes once two decisions in a row want it.
+        pol = guarantee.GuaranteePolicy()
+        n = capped('n', 52, 52, latency_ms=SLOW)
+
+        def q(ops, latency_ms):
+            return fakes.disk('q', ops=ops, size=64 * KIB, tier=SILVER,
+                              latency_ms=latency_ms, static_iops=12.0,
+                              static_bytes_sec=768 * KIB)
+
+        full = fakes.snapshot(q(12, 83.0), n, profile=self.BUCKET)
+        under = fakes.snapshot(q(4, 1.0), n, profile=self.BUCKET)
+        now = 100.0
+        for snap in (full, under, full, under, full):
+            self.assertEqual([], pol.decide(snap, now))
+            now += 5.0
+        decisions = fakes.by_disk(pol.decide(full, now))
+        self.assertAlmostEqual(0.7525, decisions['n'].numbers['new_cap'])
+        # with confirm_change 0, every move is sent at once (the rule
+        # before): the first cut, then the raise back
+        pol = guarantee.GuaranteePolicy(confirm_change=0.0)
+        self.assertEqual(['n'], [d.disk_id for d in pol.decide(full, 100.0)])
+        self.assertEqual(['n'], [d.disk_id for d in pol.decide(
+            fakes.snapshot(q(4, 1.0), capped('n', 48.16, 48.16,
+                                             latency_ms=SLOW),
+                           profile=self.BUCKET), 105.0)])
+
+    def test_confirmed_moves(self):
+        # a: a small cut, b: a small raise, c: nothing, d: a large cut
+        memory = guarantee.Memory()
+        memory.align(('a', 'b', 'c', 'd'))
+        tighten = np.array([True, False, False, True])
+        loosen = np.array([False, True, False, False])
+        small = np.array([True, True, True, False])
+
+        def confirmed(tighten, loosen, urgent=False):
+            cut, lift = guarantee.confirmed(memory, tighten, loosen, small,
+                                            urgent)
+            return cut.tolist(), lift.tolist()
+
+        self.assertEqual(([False, False, False, True], [False] * 4),
+                         confirmed(tighten, loosen))
+        self.assertEqual([-1.0, 1.0, 0.0, 0.0], memory.wanted.tolist())
+        # wanted again: sent, nothing left pending
+        self.assertEqual(([True, False, False, True],
+                          [False, True, False, False]),
+                         confirmed(tighten, loosen))
+        self.assertEqual([0.0] * 4, memory.wanted.tolist())
+        # a turn of direction starts over
+        confirmed(tighten, loosen)
+        self.assertEqual(([False] * 4, [False] * 4),
+                         confirmed(loosen, tighten & small))
+        self.assertEqual([1.0, -1.0, 0.0, 0.0], memory.wanted.tolist())
+        # a cut while the latency objective is missed (or a floor at
+        # stake) is not held back; a raise still is
+        memory.wanted[:] = 0.0
+        self.assertEqual(([True, False, False, True], [False] * 4),
+                         confirmed(tighten, loosen, urgent=True))
+        # the order of the disks may change between decisions
+        memory.align(('d', 'b', 'a'))
+        self.assertEqual([0.0, 1.0, 0.0], memory.wanted.tolist())
 
     # A quiet 64 KiB client that thinks 234.375 ms between its writes:
     # alone (16 ms, about one op's cost) it writes 4 a second, 0.0625 of
