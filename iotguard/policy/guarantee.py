@@ -93,7 +93,9 @@ each disk did when it was last uncongested, and the border):
    which bounds its cost whatever size it switches to. A cap that reaches
    the disk's ceiling is the ceiling's own keys (a tier with a bytes
    ceiling only: no IOPS key), so a key derived at one size does not bind
-   at another and get raised again and again.
+   at another and get raised again and again. A capped disk above
+   ``UNHELD`` times its cap is not held by it yet and is not cut again on
+   that sample.
 7. **Release gradually** (weakness 2): a cap is raised by at most
    ``release_factor`` per interval, and removed once it would reach the
    disk's ceiling or the whole domain. A disk that runs at its cap is only
@@ -180,6 +182,12 @@ UNCONGESTED = 2.0
 #: raising it tells nothing and gives away the protection the moment it
 #: floods again (an on/off aggressor).
 IDLE_SHARE = 0.1
+
+
+#: A capped disk doing more than this many times its cap is not held by
+#: it yet: its sample began before the cap reached its throttle (which
+#: lets at most a burst of a tenth of its rate through, QEMU's default).
+UNHELD = 1.1
 
 
 #: How far, either side, the caps of disks held at the same fair share
@@ -657,8 +665,13 @@ class GuaranteePolicy:
         cut_step = (self.raise_change if queue_cut or (
             profile.form == base.MAX and domain > border)
             else self.min_change)
-        tighten = engaged & over & (target < np.minimum(cap, static) * (
-            1.0 - cut_step))
+        # A capped disk running above its cap is not held by it yet (the
+        # sample began before the cap reached its throttle): the domain's
+        # samples still show the world before the cap, and a second cut
+        # on them would overshoot (then be raised back).
+        unheld = capped & (u > cap * UNHELD)
+        tighten = engaged & over & ~unheld & (
+            target < np.minimum(cap, static) * (1.0 - cut_step))
         # Under the border the raise back toward the share is sent from
         # raise_change on: a cap cut from above the border (to what was
         # served less the starving disks' margin, or to 85 % of it) lands

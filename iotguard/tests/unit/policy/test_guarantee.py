@@ -331,6 +331,21 @@ class TestGuaranteePolicy(test_base.TestCase):
         decisions = self.decide(*disks, policy=exact)
         self.assertAlmostEqual(48.0, decisions['a'].iops)
 
+    def test_a_disk_above_its_cap_is_not_cut_again(self):
+        # a was capped at 40 IOPS but the sample still shows it at 70: it
+        # began before the cap reached the throttle. b and c starve in the
+        # same sample: the world before the cap. A second cut on it would
+        # overshoot; the next sample shows what the cap does.
+        starving = [fakes.disk('b', ops=10, tier=SILVER, latency_ms=SLOW),
+                    fakes.disk('c', ops=10, tier=SILVER, latency_ms=SLOW)]
+        self.assertEqual({}, self.decide(
+            capped('a', 70, 40, latency_ms=SLOW), *starving))
+        # held by its cap (within a burst of it), it is cut to its share
+        decisions = self.decide(capped('a', 43, 40, latency_ms=SLOW),
+                                *starving)
+        self.assertEqual(base.CAP, decisions['a'].action)
+        self.assertLess(decisions['a'].iops, 40)
+
     def test_stale_disk_never_tightened_but_may_be_raised(self):
         disks = [fakes.disk('b', ops=10, tier=SILVER, latency_ms=SLOW),
                  fakes.disk('c', ops=10, tier=SILVER, latency_ms=SLOW)]
