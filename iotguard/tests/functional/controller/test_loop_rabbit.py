@@ -245,10 +245,17 @@ class ControllerOverRabbitTest(base.TestCase):
         def restored():
             return all((self.rate(v) or 0) >= 0.95 * FLOOR
                        for v in ('v1', 'v2'))
-        self.assertTrue(base.wait_for(restored, 2 * INTERVAL_S + SAMPLE_S),
-                        'floors not restored within two intervals of the '
-                        'cap: v1 %s, v2 %s' % (self.rate('v1'),
-                                               self.rate('v2')))
+        # The first cap (the noisy disk's fair share of what the domain
+        # served) may not be enough: the domain serves less while the
+        # noisy disk's backlog drains. The next decision that sees a
+        # sample under the cap cuts again (guarantee waits for one: a
+        # disk still above its cap is not cut again on that sample), and
+        # a sample later the floors show (2.5-3 s after the cap here), a
+        # round of slack for a busy host: four intervals in all.
+        self.assertTrue(base.wait_for(restored, 4 * INTERVAL_S),
+                        'floors not restored within four intervals of '
+                        'the cap: v1 %s, v2 %s' % (self.rate('v1'),
+                                                   self.rate('v2')))
         restored_after = time.monotonic() - hurt
         caps = self.caps()
         self.assertIsNone(caps['v1'])
