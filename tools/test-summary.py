@@ -13,9 +13,10 @@
 """Print the last stestr run as 'NAME: N passed, N failed, N skipped'.
 
 Also adds the counts and the failed tests' names to .stestr-summary (read
-back by ``--total``, which names them again at the end of the whole run),
-and fails when the run executed no test at all, so a suite can never pass
-on zero tests.
+back by ``--total``, which names them again at the end of the whole run,
+each with the first lines of its failure: the end of a long CI log may be
+all that is shown of it), and fails when the run executed no test at
+all, so a suite can never pass on zero tests.
 """
 
 import io
@@ -25,6 +26,19 @@ import subprocess
 import sys
 
 RECORD = '.stestr-summary'
+#: How much of a failure is repeated at the end of the run.
+WHY_LINES = 6
+WHY_CHARS = 600
+
+
+def why(traceback):
+    """The exception line of a traceback and what follows it, shortened."""
+    lines = [line.strip() for line in traceback.splitlines() if line.strip()]
+    start = max((i for i, line in enumerate(lines)
+                 if not line.startswith('File ') and 'Error' in
+                 line.split(':', 1)[0]), default=max(len(lines) - 1, 0))
+    text = '\n'.join(lines[start:start + WHY_LINES])
+    return text[:WHY_CHARS]
 
 
 def count_last_run(prefix=None):
@@ -47,8 +61,9 @@ def count_last_run(prefix=None):
     failed = (len(summary.errors) + len(summary.failures)
               + len(summary.unexpectedSuccesses))
     passed = summary.testsRun - failed - skipped
-    names = sorted(test.id() for test, _detail in
-                   summary.errors + summary.failures)
+    reasons = {test.id(): why(detail) for test, detail in
+               summary.errors + summary.failures}
+    names = sorted(reasons)
     if prefix:
         # The unit and functional suites share one stestr repository: when
         # a run never started, "last" is the other suite's.
@@ -56,9 +71,9 @@ def count_last_run(prefix=None):
         if not ran or any(prefix not in t for t in ran):
             return {'passed': 0, 'failed': 1, 'skipped': 0,
                     'failed_tests': ['(the last run is not %s: did it '
-                                     'start?)' % prefix]}
+                                     'start?)' % prefix], 'why': {}}
     return {'passed': passed, 'failed': failed, 'skipped': skipped,
-            'failed_tests': names}
+            'failed_tests': names, 'why': reasons}
 
 
 def main(argv):
@@ -72,6 +87,8 @@ def main(argv):
                   for k in ('passed', 'failed', 'skipped')}
         counts['failed_tests'] = [t for r in runs
                                   for t in r.get('failed_tests', [])]
+        counts['why'] = {t: w for r in runs
+                         for t, w in r.get('why', {}).items()}
         name = 'total'
     else:
         name = argv[1] if len(argv) > 1 else 'tests'
@@ -83,6 +100,8 @@ def main(argv):
           % (name, counts['passed'], counts['failed'], counts['skipped']))
     for test in counts['failed_tests']:
         print('%s: FAILED %s' % (name, test))
+        for line in counts['why'].get(test, '').splitlines():
+            print('%s:     %s' % (name, line))
     if counts['passed'] == 0:
         print('%s: no test ran' % name, file=sys.stderr)
         return 1
