@@ -40,8 +40,6 @@ from iotguard.policy import estimator
 from iotguard.tests import base
 from iotguard.tests.fixtures import fusedisk
 
-#: As in test_measure, for the same reasons.
-DEPTH = 4
 TOLERANCE = 0.1
 LARGE_SIZES = (64 << 10, 1 << 20)
 SECONDS = 3
@@ -59,11 +57,13 @@ class EstimateDiskTest(base.TestCase):
         self.disk = self.useFixture(fusedisk.FuseDisk(self.dir))
 
     def test_fit_is_additive_with_the_disks_parameters(self):
-        target = measure.prepare(self.disk.path, destroy=True, depth=DEPTH)
+        target = measure.prepare(self.disk.path, destroy=True,
+                                 depth=fusedisk.DEPTH)
         phases = []
         for large_size in LARGE_SIZES:
             result = measure.run_builtin(target, seconds=SECONDS,
-                                         depth=DEPTH, large_size=large_size)
+                                         depth=fusedisk.DEPTH,
+                                         large_size=large_size)
             phases += [result.small, result.large, result.mixed]
         state = estimator.State()
         for phase in phases:

@@ -19,7 +19,7 @@ Two storages the host opens as a file over FUSE, whose truth is known:
   the profile stored must be the bucket's, in the ``max`` form;
 - a disk that seeks and transfers, one request at a time
   (:mod:`iotguard.tests.fixtures.fusedisk`, its ``SEEK_S`` and
-  ``TRANSFER``):
+  ``TRANSFER``, measured at its ``DEPTH``):
   the profile stored must be the rates of its 4 KiB and 1 MiB requests
   (:meth:`~iotguard.tests.fixtures.diskmodel.Disk.measured`), in the
   ``additive`` form.
@@ -49,11 +49,6 @@ from iotguard.tests.fixtures import fusedisk
 from iotguard.tests.fixtures import fuseexport
 
 IOPS, BYTES_SEC = 100, 4 << 20
-#: Writes in flight on the disk. More buys nothing (they wait in FUSE's
-#: queue, one served at a time) and 16 large ones take 1.3 s to drain
-#: at the end of a phase, which fio counts wrong (its phase lasts until
-#: they are done, but it counts fewer of them): 10-25 % low.
-DISK_DEPTH = 4
 TOLERANCE = 0.1
 #: Each of the three phases; a whole run takes about 3 x this and what
 #: the storage serves of the writes still in flight.
@@ -176,7 +171,7 @@ class MeasureDiskTest(_BothEngines, _Calibrate):
     def check(self, backend, engine):
         domain, stdout = self.calibrate(self.disk.path, backend, engine,
                                         '--seconds', DISK_SECONDS,
-                                        '--depth', DISK_DEPTH)
+                                        '--depth', fusedisk.DEPTH)
         truth = self.disk.model.measured(measure.LARGE_SIZE)
         base.bed_report(self, 'truth: iops_4k=%.1f bytes_sec=%.0f, mixed '
                         'residual additive %+.3f at the paced 4 KiB writes; '
