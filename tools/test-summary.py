@@ -32,12 +32,20 @@ WHY_CHARS = 600
 
 
 def why(traceback):
-    """The exception line of a traceback and what follows it, shortened."""
-    lines = [line.strip() for line in traceback.splitlines() if line.strip()]
-    start = max((i for i, line in enumerate(lines)
-                 if not line.startswith('File ') and 'Error' in
-                 line.split(':', 1)[0]), default=max(len(lines) - 1, 0))
-    text = '\n'.join(lines[start:start + WHY_LINES])
+    """The exception line of a traceback and what follows it, shortened.
+
+    The exception is the first line at the margin after the last frame
+    (an indented ``File`` line and its indented source lines), whatever
+    the exception is called (``fixtures``' ``TimeoutException`` too).
+    """
+    lines = [line for line in traceback.splitlines() if line.strip()]
+    frames = [i for i, line in enumerate(lines)
+              if line.lstrip().startswith('File "') and line[0].isspace()]
+    start = frames[-1] + 1 if frames else 0
+    while start < len(lines) - 1 and lines[start][0].isspace():
+        start += 1
+    shown = lines[start:start + WHY_LINES]
+    text = '\n'.join(line.strip() for line in shown)
     return text[:WHY_CHARS]
 
 
