@@ -23,6 +23,8 @@
         --measure PATH [--seconds S] [--depth N] [--size BYTES]
         [--large-size BYTES] [--engine auto|fio|builtin] [--no-direct]
         [--yes-destroy] [--create --kind K]
+    iotguard-manage [--config-file FILE] domain merge INTO SOURCE...
+        [--kind K]
 
 ``--config-file`` and ``--config-dir`` go to oslo.config. ``tier sync``
 talks to Nova and Cinder as the cloud named by ``--os-cloud`` (clouds.yaml)
@@ -106,6 +108,17 @@ def domain_calibrate(conf, db, args):
     domain = _store_profile(db, args, profile)
     print('Domain %(name)s: iops_4k=%(iops_4k)g bytes_sec=%(bytes_sec)g '
           'form=%(form)s' % domain)
+
+
+def domain_merge(conf, db, args):
+    domain, moved = db.domain_merge(args.into, args.sources, args.kind)
+    print('Domain %s: %d disk(s) moved from %s, which are deleted; '
+          'iops_4k=%s bytes_sec=%s form=%s' % (
+              domain['name'], moved, ', '.join(args.sources),
+              domain['iops_4k'], domain['bytes_sec'], domain['form']))
+    if domain['iops_4k'] is None and domain['bytes_sec'] is None:
+        print('It has no capacity profile yet: iotguard-manage domain '
+              'calibrate %s' % domain['name'])
 
 
 def _measure(db, args):
@@ -247,6 +260,15 @@ def parser():
                       help='accept writing over an existing non-empty file '
                       'or a block device')
     cal.set_defaults(func=domain_calibrate, check=_check_calibrate(cal))
+    merge = domainc.add_parser(
+        'merge', help='make several domains one (their storage is one '
+        'capacity): move their disks into INTO and delete them')
+    merge.add_argument('into')
+    merge.add_argument('sources', nargs='+', metavar='SOURCE')
+    merge.add_argument('--kind', choices=KINDS, default='ceph',
+                       help='kind of INTO when it is created (default '
+                       'ceph)')
+    merge.set_defaults(func=domain_merge)
     return top
 
 

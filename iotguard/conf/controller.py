@@ -42,7 +42,9 @@ OPTS = [
                 default=True,
                 help='Record in the database the image-backed (ephemeral) '
                      'disks an agent reports that membership does not know '
-                     'yet, in the domain ``local:<host>`` (created without '
+                     'yet, in the host\'s ephemeral domain (``local:<host>`` '
+                     'unless ``[membership] ephemeral_domain(s)`` names '
+                     'another; created without '
                      'a capacity profile when missing: calibrate it with '
                      '``iotguard-manage domain calibrate``). Volume disks '
                      'are left to membership, which asks Cinder for their '

@@ -17,14 +17,33 @@ from oslo_config import cfg
 GROUP = 'membership'
 
 OPTS = [
+    cfg.StrOpt('ephemeral_domain',
+               help='The domain of every compute host\'s image-backed '
+                    'disks when they all live on one shared storage (e.g. '
+                    '``ceph`` for hosts with ``[libvirt] images_type = '
+                    'rbd`` on one Ceph cluster). Name the same domain in '
+                    '``volume_domains`` for the Cinder back ends on that '
+                    'storage: their volumes and the ephemeral disks then '
+                    'share one capacity, admitted and decided once. Hosts '
+                    'in ``ephemeral_domains`` keep theirs. Unset: '
+                    '``local:<host>``.'),
     cfg.DictOpt('ephemeral_domains',
                 default={},
-                help='Compute hosts whose image-backed disks live on '
-                     'shared storage, as host:domain pairs (e.g. '
-                     '``compute-1:ceph:vms,compute-2:ceph:vms`` for '
-                     'hosts with ``[libvirt] images_type = rbd`` on the '
-                     'same pool). Other hosts\' image-backed disks are in '
-                     '``local:<host>``.'),
+                help='Compute hosts whose image-backed disks are not in '
+                     '``ephemeral_domain``, as host:domain pairs (e.g. '
+                     '``compute-9:ceph-2`` for a host on another '
+                     'cluster).'),
+    cfg.DictOpt('volume_domains',
+                default={},
+                help='Cinder back ends whose volumes are in a domain of '
+                     'the operator\'s naming, as backend:domain pairs. A '
+                     'key is a back end (the ``backend`` of the volume\'s '
+                     '``host@backend#pool``), one of its pools '
+                     '(``backend#pool``) or one pool of one volume service '
+                     '(``host@backend#pool``); the most precise match '
+                     'wins. E.g. ``ceph:ceph`` with ``ephemeral_domain = '
+                     'ceph``. Other volumes are in their pool, '
+                     '``host@backend#pool``.'),
     cfg.FloatOpt('resync_interval',
                  default=600.0, min=10.0,
                  help='Seconds between two full resyncs of membership '

@@ -23,9 +23,10 @@ without the agents knowing:
   (:func:`iotguard.batch.select`); the queue goes out as one
   ``store_samples`` cast per owner every ``FORWARD_S`` seconds, or as
   soon as it holds ``FORWARD_DISKS`` disks. An unknown disk goes to the
-  owner of ``local:<host>``, which may record it (below). The batch is
-  checked whole before it is routed (a malformed one is refused whole,
-  as below), and each owner checks its shares again. Without
+  owner of the host's ephemeral domain (``local:<host>`` unless
+  ``[membership]`` names a shared one), which may record it (below). The
+  batch is checked whole before it is routed (a malformed one is refused
+  whole, as below), and each owner checks its shares again. Without
   coordination (one controller) nothing is routed.
 * ``store_samples(batches)`` (1.2): another controller's routed shares,
   ``[(host, samples)]``, stored as below (a disk whose domain moved away
@@ -38,11 +39,11 @@ without the agents knowing:
   (:data:`iotguard.caps.SAMPLE_SCHEMA`); malformed ones, disks of domains
   owned by another controller and disks nobody knows are dropped (logged);
   an unknown image-backed disk of the reporting host is recorded in the
-  domain ``local:<host>`` when ``[controller] register_local_disks`` is on
+  host's ephemeral domain when ``[controller] register_local_disks`` is on
   and this controller owns that domain; the rest of the batch goes to the
   :class:`~iotguard.controller.samples.SampleStore` at once. A disk of
-  ``local:<host>`` that the host's agent stops listing while it still
-  lists the instance's other disks (the rescue disk layout gone after an
+  the host's ephemeral domain that the host's agent stops listing while
+  it still lists the instance's other disks (the rescue disk layout gone after an
   unrescue, an ephemeral disk gone with a resize) is dropped from the
   database after ``UNLISTED_BATCHES`` batches without it (a volume's disk
   is membership's, which follows Nova and Cinder).
@@ -69,13 +70,12 @@ from oslo_log import log as logging
 import oslo_messaging
 
 from iotguard import batch as batch_mod
+from iotguard.controller import membership
 from iotguard.controller import samples as samples_mod
 from iotguard import exception
 from iotguard import rpcapi
 
 LOG = logging.getLogger(__name__)
-
-LOCAL_PREFIX = 'local:'
 
 #: A full reload of the disk index at least this often (seconds), and a
 #: reload asked by an unknown disk's sample at most this often.
@@ -88,11 +88,6 @@ UNLISTED_BATCHES = 2
 #: owner, or until they hold this many disks, before they are sent.
 FORWARD_S = 0.25
 FORWARD_DISKS = 2000
-
-
-def local_domain(host):
-    """The domain of a host's image-backed disks."""
-    return LOCAL_PREFIX + host
 
 
 #: The largest count the agents table holds (a 32-bit signed integer).
@@ -152,6 +147,7 @@ class ControllerManager:
         self._outbox_disks = 0
         self._outbox_since = None
         self.register_local = conf.controller.register_local_disks
+        self._conf = conf
         self._clock = clock
         self._lock = threading.Lock()
         # One batch at a time: checking and storing a batch is CPU work
@@ -297,7 +293,8 @@ class ControllerManager:
         whole: a share merged with other hosts' (which its owner checks
         at once) never holds a malformed value.
         """
-        local = local_domain(host) if self.register_local else None
+        local = (membership.ephemeral_domain(self._conf, host)[0]
+                 if self.register_local else None)
         mine, away, owners = [], {}, {}
         for i, key in enumerate(keys):
             found = self._index.get(key)
@@ -404,16 +401,15 @@ class ControllerManager:
         """Drop the local disks of ``host`` its agent no longer lists.
 
         ``keys``: every disk of the host's batch (a 1.1 batch lists them
-        all; 1.0 agents are not followed). A disk of
-        ``local:<host>`` missing from ``UNLISTED_BATCHES`` batches in a
-        row, while the batches list other disks of its instance, is
+        all; 1.0 agents are not followed). A disk of the host's ephemeral
+        domain missing from ``UNLISTED_BATCHES`` batches in a row, while the batches list other disks of its instance, is
         deleted from the database and the index (its cap goes with it;
         the agent has no such disk any more). A sample naming it again
         registers it again. Run by the owner of that domain, or by the
         controller that routes the batch (``full_listing``: it alone sees
         the host's whole listing).
         """
-        domain = local_domain(host)
+        domain = membership.ephemeral_domain(self._conf, host)[0]
         if not full_listing and not self.owns(domain):
             return
         # The steady state: the same listing as last time, the index
@@ -505,7 +501,8 @@ class ControllerManager:
 
     def _register(self, host, key, volume_id, project_id):
         """Record an unknown image-backed disk of ``host``; its domain."""
-        domain = local_domain(host) if host else None
+        domain, kind = (membership.ephemeral_domain(self._conf, host)
+                        if host else (None, None))
         if (not self.register_local or domain is None
                 or volume_id
                 or not project_id
@@ -527,7 +524,7 @@ class ControllerManager:
                 self.db.domain_get(domain)
             except exception.NotFound:
                 try:
-                    self.db.domain_create(domain, 'local')
+                    self.db.domain_create(domain, kind)
                     LOG.info('Created domain %s (no capacity profile yet: '
                              'iotguard-manage domain calibrate)', domain)
                 except exception.Conflict:

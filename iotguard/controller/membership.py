@@ -15,11 +15,20 @@
 Resolved with openstacksdk from Nova and Cinder:
 
 * a server's image-backed root disk (its ``root_device_name``, ``vda``
-  when Nova does not say) is in ``local:<compute host>``, unless
-  ``[membership] ephemeral_domains`` maps the host to a shared domain;
+  when Nova does not say) is in its host's ephemeral domain
+  (:func:`ephemeral_domain`): ``[membership] ephemeral_domains[host]``,
+  else ``ephemeral_domain`` (one shared storage for every host, e.g. one
+  Ceph cluster), else ``local:<compute host>``;
 * each attached volume (its attachment's ``device``) is in its Cinder
-  back-end pool, the volume's ``os-vol-host-attr:host``
-  (``host@backend#pool``); a boot-from-volume root disk is a volume disk.
+  pool's domain (:func:`volume_domain`): the one ``[membership]
+  volume_domains`` gives its back end or pool, else the pool itself, the
+  volume's ``os-vol-host-attr:host`` (``host@backend#pool``); a
+  boot-from-volume root disk is a volume disk.
+
+Naming one domain for Nova's ephemeral disks and Cinder's volumes on the
+same storage makes them one capacity: a floor is admitted against it
+once, and a noisy disk of either kind is decided with the disks of the
+other, whichever host runs them.
 
 Ephemeral and swap disks beyond the root are not visible in Nova's API;
 the controller records those when an agent reports them
@@ -60,6 +69,31 @@ LOCAL_PREFIX = 'local:'
 KIND_LOCAL = 'local'
 KIND_SHARED = 'ceph'
 KIND_CINDER = 'cinder'
+
+
+def ephemeral_domain(conf, host):
+    """The domain of ``host``'s image-backed disks and its kind."""
+    opts = conf.membership
+    if host in opts.ephemeral_domains:
+        return opts.ephemeral_domains[host], KIND_SHARED
+    if opts.ephemeral_domain:
+        return opts.ephemeral_domain, KIND_SHARED
+    return LOCAL_PREFIX + host, KIND_LOCAL
+
+
+def volume_domain(conf, pool):
+    """The domain of the volumes of Cinder pool ``host@backend#pool``.
+
+    ``[membership] volume_domains`` is looked up by the most precise key
+    first: the pool of one volume service, the back end's pool, the back
+    end. Unnamed pools are their own domain.
+    """
+    named = conf.membership.volume_domains
+    backend_pool = pool.partition('@')[2]
+    for key in (pool, backend_pool, backend_pool.partition('#')[0]):
+        if key and key in named:
+            return named[key], KIND_SHARED
+    return pool, KIND_CINDER
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,7 +153,6 @@ class Membership:
     def __init__(self, conf, connection=None, db=None, on_rebuilt=None,
                  notifier=None, on_change=None):
         self._conf = conf
-        self.shared = dict(conf.membership.ephemeral_domains)
         self._connection = connection
         self.db = db
         self.on_rebuilt = on_rebuilt
@@ -150,12 +183,6 @@ class Membership:
                         d.instance_uuid == instance_uuid)),
                       key=lambda d: (d.instance_uuid, d.dev))
 
-    def ephemeral_domain(self, host):
-        """The domain of a host's image-backed disks and its kind."""
-        if host in self.shared:
-            return self.shared[host], KIND_SHARED
-        return LOCAL_PREFIX + host, KIND_LOCAL
-
     # -- resolving ------------------------------------------------------
 
     def disks_of(self, server, volumes):
@@ -177,12 +204,13 @@ class Membership:
                     LOG.warning('Volume %s has no back-end host yet; disk '
                                 '%s/%s skipped', volume.id, server.id, dev)
                     continue
-                out[dev] = Disk(server.id, dev, host, volume.host,
-                                KIND_CINDER, server.project_id, volume.id,
+                domain, kind = volume_domain(self._conf, volume.host)
+                out[dev] = Disk(server.id, dev, host, domain, kind,
+                                server.project_id, volume.id,
                                 getattr(volume, 'volume_type_id', None)
                                 or volume.volume_type)
         if root not in out:
-            domain, kind = self.ephemeral_domain(host)
+            domain, kind = ephemeral_domain(self._conf, host)
             out[root] = Disk(server.id, root, host, domain, kind,
                              server.project_id)
         return list(out.values())

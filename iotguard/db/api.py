@@ -339,6 +339,58 @@ class Connection:
         with self._reader() as session:
             return self._domain_row(session, name).estimator_state
 
+    def domain_merge(self, into, sources, kind):
+        """Move the disks of ``sources`` into ``into``; delete ``sources``.
+
+        For storage that was several domains and is one (a Ceph cluster
+        once split into Nova's pool and Cinder's). ``into`` is created
+        (``kind``) when missing. It keeps its manual profile, policy and
+        parameters; what it lacks it takes from the first source that has
+        it. Learned fits stay with ``into`` (a source's fit saw part of
+        the load only). One transaction: nothing is written when a source
+        does not exist. Returns ``(domain, disks moved)``.
+        """
+        if into in sources or not sources or len(set(sources)) < len(
+                sources):
+            raise exception.Invalid(
+                reason='merge distinct domains other than %s into it'
+                % into)
+        with self._writer() as session:
+            merged = [self._domain_row(session, name, for_update=True)
+                      for name in sources]
+            try:
+                target = self._domain_row(session, into, for_update=True)
+            except exception.NotFound:
+                target = models.Domain(name=into, kind=kind, params={},
+                                       form='additive',
+                                       profile_source='manual',
+                                       created_at=utcnow())
+                session.add(target)
+                session.flush()
+            if target.iops_4k is None and target.bytes_sec is None:
+                for source in merged:
+                    if source.iops_4k is not None or \
+                            source.bytes_sec is not None:
+                        target.iops_4k, target.bytes_sec = (
+                            source.iops_4k, source.bytes_sec)
+                        target.form = source.form
+                        break
+            target.policy = target.policy or next(
+                (s.policy for s in merged if s.policy), None)
+            target.params = target.params or next(
+                (s.params for s in merged if s.params), {})
+            moved = session.execute(
+                sa.update(models.Disk)
+                .where(models.Disk.domain_id.in_([s.id for s in merged]))
+                .values(domain_id=target.id, updated_at=utcnow())
+                .execution_options(synchronize_session=False)).rowcount
+            for source in merged:
+                session.delete(source)
+            target.updated_at = utcnow()
+            session.flush()
+            return (_row(target, ('id',) + _DOMAIN_FIELDS + (
+                'created_at', 'updated_at')), moved)
+
     # -- disks and their tiers -----------------------------------------------
 
     def disk_upsert(self, instance_uuid, dev, host, domain, project_id,

@@ -398,6 +398,52 @@ class DbApiTests:
                           'vda')
         self.assertEqual(2, len(self.db.disk_list()))
 
+    def test_domain_merge_moves_disks_and_keeps_one_profile(self):
+        # Nova's pool (no profile) and Cinder's pool (calibrated) on one
+        # Ceph cluster become the domain 'ceph'.
+        self.db.domain_create('ceph:vms', 'ceph', policy='ntt',
+                              params={'hysteresis': 0.1})
+        self.db.domain_create('c1@ceph#ceph', 'cinder', iops_4k=900.0,
+                              bytes_sec=9e6, form='max')
+        self.db.disk_upsert(UUID_A, 'vda', 'cn1', 'ceph:vms', 'proj-a')
+        self.db.disk_upsert(UUID_A, 'vdb', 'cn1', 'c1@ceph#ceph', 'proj-a',
+                            volume_id=UUID_B)
+        self.db.disk_upsert(UUID_B, 'vda', 'cn2', 'ceph:vms', 'proj-b')
+        domain, moved = self.db.domain_merge(
+            'ceph', ['ceph:vms', 'c1@ceph#ceph'], 'ceph')
+        self.assertEqual(3, moved)
+        self.assertEqual(('ceph', 'ceph', 900.0, 9e6, 'max', 'ntt',
+                          {'hysteresis': 0.1}),
+                         (domain['name'], domain['kind'], domain['iops_4k'],
+                          domain['bytes_sec'], domain['form'],
+                          domain['policy'], domain['params']))
+        self.assertEqual(['ceph'], [d['name'] for d in self.db.domain_list()])
+        self.assertEqual({(UUID_A, 'vda'): ('ceph', 'cn1'),
+                          (UUID_A, 'vdb'): ('ceph', 'cn1'),
+                          (UUID_B, 'vda'): ('ceph', 'cn2')},
+                         self.db.disk_index())
+
+    def test_domain_merge_into_existing_keeps_its_profile(self):
+        self._domain_with_disks()
+        self.db.domain_create('shared', 'ceph', iops_4k=50.0,
+                              bytes_sec=5e6)
+        domain, moved = self.db.domain_merge('shared', ['local:cn1'], 'ceph')
+        self.assertEqual((3, 50.0, 5e6), (moved, domain['iops_4k'],
+                                          domain['bytes_sec']))
+
+    def test_domain_merge_refused_writes_nothing(self):
+        self._domain_with_disks()
+        self.assertRaises(exception.NotFound, self.db.domain_merge, 'ceph',
+                          ['local:cn1', 'nope'], 'ceph')
+        self.assertRaises(exception.Invalid, self.db.domain_merge,
+                          'local:cn1', ['local:cn1'], 'ceph')
+        self.assertRaises(exception.Invalid, self.db.domain_merge, 'ceph',
+                          [], 'ceph')
+        self.assertEqual(['local:cn1'],
+                         [d['name'] for d in self.db.domain_list()])
+        self.assertEqual({'local:cn1'},
+                         {d for d, _ in self.db.disk_index().values()})
+
     def test_decisions_paginate_newest_first(self):
         ids = []
         for i in range(7):

@@ -89,6 +89,23 @@ class CommandTests:
         self.assertIn('form=max', out)
         self.assertEqual('max', self.db.domain_get('ceph:p1')['form'])
 
+    def test_domain_merge(self):
+        self.manage('db', 'sync')
+        self.manage('domain', 'calibrate', 'c1@ceph#ceph', '--iops-4k',
+                    '900', '--bytes-sec', '9e6', '--create', '--kind',
+                    'cinder')
+        self.db.domain_create('ceph:vms', 'ceph')
+        self.db.disk_upsert('u1', 'vda', 'cn1', 'ceph:vms', 'p1')
+        code, _, err = self.manage('domain', 'merge', 'ceph', 'ceph:vms',
+                                   'nope')
+        self.assertEqual((1, True), (code, 'nope' in err))
+        code, out, _ = self.manage('domain', 'merge', 'ceph', 'ceph:vms',
+                                   'c1@ceph#ceph')
+        self.assertEqual(0, code)
+        self.assertIn('1 disk(s) moved', out)
+        self.assertEqual(['ceph'], [d['name'] for d in self.db.domain_list()])
+        self.assertEqual(900.0, self.db.domain_get('ceph')['iops_4k'])
+
     def test_tier_sync_dry_run_then_real(self):
         self.manage('db', 'sync')
         self.db.tier_create({'name': 'gold', 'min_iops': 2000.0,

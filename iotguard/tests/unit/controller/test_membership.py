@@ -221,6 +221,39 @@ class TestMembership(base.TestCase):
         self.assertEqual('ceph:vms', m.domain_of(VM1, 'vda'))
         self.assertEqual('ceph', self.db.domains['ceph:vms'])
 
+    def test_one_ephemeral_domain_for_every_host(self):
+        self.flags(group='membership', ephemeral_domain='ceph',
+                   ephemeral_domains={'cmp-9': 'ceph-2'})
+        self.conn.servers[VM3].compute_host = 'cmp-9'
+        m = self.membership()
+        m.refresh()
+        self.assertEqual('ceph', m.domain_of(VM1, 'vda'))
+        self.assertEqual('ceph-2', m.domain_of(VM3, 'vda'))
+        self.assertEqual(POOL, m.domain_of(VM1, 'vdb'))
+        self.assertEqual('ceph', self.db.domains['ceph'])
+
+    def test_volume_domains_most_precise_key_wins(self):
+        for named, want in (({'lvm': 'x'}, 'x'),
+                            ({'lvm': 'x', 'lvm#pool-a': 'y'}, 'y'),
+                            ({'lvm#pool-a': 'y', POOL: 'z'}, 'z'),
+                            ({'lvm#pool-b': 'y', 'cinder-1': 'w'}, POOL)):
+            self.flags(group='membership', volume_domains=named)
+            self.assertEqual(want, membership.volume_domain(self.conf,
+                                                            POOL)[0], named)
+        self.assertEqual(('odd', 'cinder'), membership.volume_domain(
+            self.conf, 'odd'))
+
+    def test_ephemeral_disks_and_volumes_in_one_shared_domain(self):
+        # Nova's ephemeral disks and Cinder's volumes on one cluster.
+        self.flags(group='membership', ephemeral_domain='ceph',
+                   volume_domains={'lvm': 'ceph'})
+        m = self.membership()
+        m.refresh()
+        self.assertEqual([(VM1, 'vda'), (VM1, 'vdb'), (VM2, 'vda')],
+                         [(d.instance_uuid, d.dev)
+                          for d in m.disks(domain='ceph')])
+        self.assertEqual({'ceph': 'ceph'}, self.db.domains)
+
     def test_second_refresh_writes_only_changes(self):
         m = self.membership()
         m.refresh()
