@@ -43,10 +43,10 @@ without the agents knowing:
   and this controller owns that domain; the rest of the batch goes to the
   :class:`~iotguard.controller.samples.SampleStore` at once. A disk of
   the host's ephemeral domain that the host's agent stops listing while
-  it still lists the instance's other disks (the rescue disk layout gone after an
-  unrescue, an ephemeral disk gone with a resize) is dropped from the
-  database after ``UNLISTED_BATCHES`` batches without it (a volume's disk
-  is membership's, which follows Nova and Cinder).
+  it still lists the instance's other disks (the rescue disk layout gone
+  after an unrescue, an ephemeral disk gone with a resize) is dropped
+  from the database after ``UNLISTED_BATCHES`` batches without it (a
+  volume's disk is membership's, which follows Nova and Cinder).
 
 **The disk index** (which disk is in which domain) is read in full once,
 then kept current by events: membership's changes
