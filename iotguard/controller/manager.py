@@ -403,8 +403,9 @@ class ControllerManager:
         ``keys``: every disk of the host's batch (a 1.1 batch lists them
         all; 1.0 agents are not followed). A disk of the host's ephemeral
         domain missing from ``UNLISTED_BATCHES`` batches in a row, while
-        the batches list other disks of its instance, is deleted from the database and the index (its cap goes with it;
-        the agent has no such disk any more). A sample naming it again
+        the batches list other disks of its instance, is deleted from the
+        database and the index (its cap goes with it; the agent has no
+        such disk any more). A sample naming it again
         registers it again. Run by the owner of that domain, or by the
         controller that routes the batch (``full_listing``: it alone sees
         the host's whole listing).
