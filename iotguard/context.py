@@ -22,9 +22,3 @@ class RequestContext(context.RequestContext):
 def from_environ(environ):
     """The context of a WSGI request (after auth_token or noauth)."""
     return RequestContext.from_environ(environ)
-
-
-def get_admin_context():
-    """A context for iotguard's own tools (iotguard-manage)."""
-    return RequestContext(roles=['admin'], is_admin=True,
-                          overwrite=False)

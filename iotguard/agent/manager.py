@@ -77,7 +77,6 @@ class AgentManager:
         # When periodic has something to do for a lease at the earliest.
         self._next_expiry = float('inf')
         self._in_force = None  # cache of caps_in_force(), None: stale
-        self.driver_calls = 0
 
     # -- RPC API 1.0 --------------------------------------------------------
     def apply_caps(self, ctxt, caps):
@@ -301,7 +300,6 @@ class AgentManager:
             LOG.error('Could not set iotune %s on %s/%s: %s',
                       _nonzero(limits), key[0], key[1], e)
             return False
-        self.driver_calls += 1
         self._applied[key] = limits
         self._unsettled.discard(key)
         LOG.info('Applied %s on %s/%s (%s)', _nonzero(limits) or 'no limit',

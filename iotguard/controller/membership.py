@@ -169,11 +169,6 @@ class Membership:
 
     # -- queries --------------------------------------------------------
 
-    def domain_of(self, instance_uuid, dev):
-        with self._lock:
-            disk = self._disks.get((instance_uuid, dev))
-        return disk.domain if disk else None
-
     def disks(self, domain=None, instance_uuid=None):
         with self._lock:
             found = list(self._disks.values())

@@ -694,23 +694,6 @@ class Connection:
 
     # -- caps ----------------------------------------------------------------
 
-    @staticmethod
-    def _disk_row(session, instance_uuid, dev):
-        disk = session.scalars(sa.select(models.Disk).where(
-            models.Disk.instance_uuid == instance_uuid,
-            models.Disk.dev == dev)).first()
-        if disk is None:
-            raise exception.NotFound(
-                what='disk %s of instance %s' % (dev, instance_uuid))
-        return disk
-
-    def cap_release(self, instance_uuid, dev):
-        """Forget the cap of a disk; False when it had none."""
-        with self._writer() as session:
-            disk = self._disk_row(session, instance_uuid, dev)
-            return bool(session.execute(sa.delete(models.Cap).where(
-                models.Cap.disk_id == disk.id)).rowcount)
-
     def cap_delete_expired(self, now):
         """Drop the caps whose lease lapsed before ``now``; how many."""
         with self._writer() as session:

@@ -122,4 +122,4 @@ class MembershipOverRabbitTest(rabbit.RabbitTestCase):
             time.sleep(0.1)
         self.assertEqual({}, self.index())
         self.assertEqual(2, len(self.rebuilt))
-        self.assertIsNone(self.membership.domain_of(unit.VM1, 'vda'))
+        self.assertIsNone(unit.domain_of(self.membership, unit.VM1, 'vda'))

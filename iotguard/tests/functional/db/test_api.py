@@ -373,7 +373,7 @@ class DbApiTests:
         self.assertEqual(0, self.db.cap_delete_expired(T0))
         self.assertEqual(1, self.db.cap_delete_expired(
             lease + datetime.timedelta(seconds=1)))
-        self.assertFalse(self.db.cap_release(UUID_A, 'vda'))
+        self.assertEqual(0, self.db.caps_release([(UUID_A, 'vda')]))
         self.assertRaises(exception.NotFound, self.db.caps_set, [
             {'instance_uuid': UUID_A, 'dev': 'vdz', 'limits': {},
              'lease_expires_at': lease, 'decision_id': None}])

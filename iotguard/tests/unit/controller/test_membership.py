@@ -27,6 +27,12 @@ VOL2 = 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb'
 POOL = 'cinder-1@lvm#pool-a'
 
 
+def domain_of(membership, instance_uuid, dev):
+    """The domain ``membership`` holds a disk in, or None."""
+    return next((d.domain for d in membership.disks(
+        instance_uuid=instance_uuid) if d.dev == dev), None)
+
+
 def server(uuid, host, volumes=(), root='/dev/vda', project='p1',
            flavor_specs=None, metadata=None):
     return types.SimpleNamespace(
@@ -199,10 +205,10 @@ class TestMembership(base.TestCase):
         m = self.membership()
         result = m.refresh()
         self.assertEqual({'disks': 3, 'written': 3, 'removed': 0}, result)
-        self.assertEqual('local:cmp-1', m.domain_of(VM1, 'vda'))
-        self.assertEqual(POOL, m.domain_of(VM1, 'vdb'))
-        self.assertEqual(POOL, m.domain_of(VM2, 'vda'))
-        self.assertIsNone(m.domain_of(VM3, 'vda'))
+        self.assertEqual('local:cmp-1', domain_of(m, VM1, 'vda'))
+        self.assertEqual(POOL, domain_of(m, VM1, 'vdb'))
+        self.assertEqual(POOL, domain_of(m, VM2, 'vda'))
+        self.assertIsNone(domain_of(m, VM3, 'vda'))
         self.assertEqual([(VM1, 'vdb', VOL1), (VM2, 'vda', VOL2)],
                          [(d.instance_uuid, d.dev, d.volume_id)
                           for d in m.disks(domain=POOL)])
@@ -218,7 +224,7 @@ class TestMembership(base.TestCase):
                    ephemeral_domains={'cmp-1': 'ceph:vms'})
         m = self.membership()
         m.refresh()
-        self.assertEqual('ceph:vms', m.domain_of(VM1, 'vda'))
+        self.assertEqual('ceph:vms', domain_of(m, VM1, 'vda'))
         self.assertEqual('ceph', self.db.domains['ceph:vms'])
 
     def test_one_ephemeral_domain_for_every_host(self):
@@ -227,9 +233,9 @@ class TestMembership(base.TestCase):
         self.conn.servers[VM3].compute_host = 'cmp-9'
         m = self.membership()
         m.refresh()
-        self.assertEqual('ceph', m.domain_of(VM1, 'vda'))
-        self.assertEqual('ceph-2', m.domain_of(VM3, 'vda'))
-        self.assertEqual(POOL, m.domain_of(VM1, 'vdb'))
+        self.assertEqual('ceph', domain_of(m, VM1, 'vda'))
+        self.assertEqual('ceph-2', domain_of(m, VM3, 'vda'))
+        self.assertEqual(POOL, domain_of(m, VM1, 'vdb'))
         self.assertEqual('ceph', self.db.domains['ceph'])
 
     def test_volume_domains_most_precise_key_wins(self):
@@ -304,7 +310,7 @@ class TestMembership(base.TestCase):
         self.assertIsNone(uuids)
         self.assertEqual({VM1, VM3}, set(keep))
         self.assertIsNotNone(before)
-        self.assertIsNone(m.domain_of(VM1, 'vdb'))
+        self.assertIsNone(domain_of(m, VM1, 'vdb'))
 
     def test_refresh_instance(self):
         m = self.membership()
@@ -324,16 +330,16 @@ class TestMembership(base.TestCase):
         m.refresh()
         del self.conn.servers[VM1]
         self.assertEqual([], m.refresh_instance(VM1))
-        self.assertIsNone(m.domain_of(VM1, 'vda'))
+        self.assertIsNone(domain_of(m, VM1, 'vda'))
         self.assertEqual({(VM2, 'vda')}, set(self.db.disk_index()))
         self.assertEqual(([VM1], None, None), self.db.forgotten[-1])
 
     def test_without_db_memory_only(self):
         m = membership.Membership(self.conf, connection=self.conn)
         self.assertEqual(0, m.refresh()['written'])
-        self.assertEqual('local:cmp-1', m.domain_of(VM1, 'vda'))
+        self.assertEqual('local:cmp-1', domain_of(m, VM1, 'vda'))
         m.forget_instance(VM1)
-        self.assertIsNone(m.domain_of(VM1, 'vda'))
+        self.assertIsNone(domain_of(m, VM1, 'vda'))
 
     def test_nova_down_keeps_state(self):
         m = self.membership()
@@ -343,7 +349,7 @@ class TestMembership(base.TestCase):
             raise sdk_exc.HttpException('503')
         self.conn.compute.servers = down
         self.assertRaises(sdk_exc.HttpException, m.refresh)
-        self.assertEqual('local:cmp-1', m.domain_of(VM1, 'vda'))
+        self.assertEqual('local:cmp-1', domain_of(m, VM1, 'vda'))
 
     def test_cloud_without_cinder_has_ephemeral_disks_only(self):
         def no_cinder(**kw):
@@ -353,8 +359,8 @@ class TestMembership(base.TestCase):
         m = self.membership()
         result = m.refresh()
         self.assertEqual(2, result['disks'])
-        self.assertEqual('local:cmp-1', m.domain_of(VM1, 'vda'))
-        self.assertIsNone(m.domain_of(VM1, 'vdb'))
+        self.assertEqual('local:cmp-1', domain_of(m, VM1, 'vda'))
+        self.assertIsNone(domain_of(m, VM1, 'vdb'))
 
     def test_flavor_tier_recorded_through_admission(self):
         self.conn.servers[VM1] = server(
@@ -447,8 +453,8 @@ class TestMembership(base.TestCase):
         self.conn.volumes[VOL1].host = None
         m = self.membership()
         m.refresh()
-        self.assertIsNone(m.domain_of(VM1, 'vdb'))
-        self.assertEqual('local:cmp-1', m.domain_of(VM1, 'vda'))
+        self.assertIsNone(domain_of(m, VM1, 'vdb'))
+        self.assertEqual('local:cmp-1', domain_of(m, VM1, 'vda'))
 
 
 class TestNotifications(base.TestCase):
@@ -472,7 +478,7 @@ class TestNotifications(base.TestCase):
         self.assertEqual(oslo_messaging.NotificationResult.HANDLED,
                          self.notify('compute.instance.create.end',
                                      {'instance_id': VM1, 'host': 'cmp-1'}))
-        self.assertEqual(POOL, self.m.domain_of(VM1, 'vdb'))
+        self.assertEqual(POOL, domain_of(self.m, VM1, 'vdb'))
         self.assertEqual([], self.rebuilt)
 
     def test_rebuilding_events_call_back_with_the_new_host(self):
@@ -490,7 +496,7 @@ class TestNotifications(base.TestCase):
             self.rebuilt.clear()
             self.notify(event, {'instance_id': VM1})
             self.assertEqual([(VM1, 'cmp-2')], self.rebuilt, event)
-        self.assertEqual('local:cmp-2', self.m.domain_of(VM1, 'vda'))
+        self.assertEqual('local:cmp-2', domain_of(self.m, VM1, 'vda'))
 
     def test_versioned_format(self):
         payload = {'nova_object.name': 'InstanceActionPayload',
@@ -498,7 +504,7 @@ class TestNotifications(base.TestCase):
         self.notify('instance.rebuild.end', payload)
         self.assertEqual([(VM1, 'cmp-1')], self.rebuilt)
         self.notify('instance.delete.end', payload)
-        self.assertIsNone(self.m.domain_of(VM1, 'vda'))
+        self.assertIsNone(domain_of(self.m, VM1, 'vda'))
 
     def test_delete_forgets(self):
         self.m.refresh()
@@ -511,7 +517,7 @@ class TestNotifications(base.TestCase):
         self.notify('volume.attach.end', {
             'volume_id': VOL1, 'host': POOL,
             'volume_attachment': [{'instance_uuid': VM1}]})
-        self.assertEqual(POOL, self.m.domain_of(VM1, 'vdb'))
+        self.assertEqual(POOL, domain_of(self.m, VM1, 'vdb'))
         self.assertEqual([], self.rebuilt)
 
     def test_start_and_unrelated_events_ignored(self):
@@ -543,4 +549,4 @@ class TestNotifications(base.TestCase):
         self.assertEqual(oslo_messaging.NotificationResult.HANDLED,
                          self.notify('compute.instance.rebuild.end',
                                      {'instance_id': VM1}))
-        self.assertEqual(POOL, self.m.domain_of(VM1, 'vdb'))
+        self.assertEqual(POOL, domain_of(self.m, VM1, 'vdb'))
