@@ -66,10 +66,7 @@ class AgentService:
                   else {'clock': self._clock, 'wall_clock': self._clock})
         self.sampler = sampler_mod.Sampler(
             self.conf, self.driver, self.manager,
-            rpcapi.ControllerAPI(
-                self.transport,
-                version_cap=self.conf.upgrade_levels.controller),
-            **clocks)
+            rpcapi.ControllerAPI(self.transport), **clocks)
         self.driver.start(lifecycle_callback=self.manager.lifecycle_event)
         self.manager.recover()
         self.server = rpc.get_server(self.transport, rpc.TOPIC_AGENT,

@@ -23,7 +23,6 @@ from iotguard.conf import gnocchi
 from iotguard.conf import membership
 from iotguard.conf import service_credentials
 from iotguard.conf import tiers
-from iotguard.conf import upgrade_levels
 
 
 def list_opts():
@@ -40,5 +39,4 @@ def list_opts():
         (gnocchi.GROUP, gnocchi.OPTS),
         (membership.GROUP, membership.OPTS),
         (service_credentials.GROUP, service_credentials.list_opts()),
-        (upgrade_levels.GROUP, upgrade_levels.OPTS),
     ]
