@@ -57,11 +57,13 @@ OPTS = [
                      '(``versioned_notifications``); either format is '
                      'understood.'),
     cfg.ListOpt('notification_exchanges',
-                default=['nova', 'cinder'],
+                default=['nova', 'openstack'],
                 help="Exchanges Nova and Cinder publish their "
-                     "notifications on: their [DEFAULT] control_exchange "
-                     "(``nova`` and ``cinder`` unless changed there). Each "
-                     "topic is read on each exchange."),
+                     "notifications on: their [DEFAULT] control_exchange. "
+                     "Nova sets its own (``nova``); Cinder does not and "
+                     "publishes on oslo.messaging's default, "
+                     "``openstack``, unless its configuration names "
+                     "another. Each topic is read on each exchange."),
     cfg.StrOpt('pool',
                help='Listener pool for those notifications. Unset: '
                     'iotguard-membership.<[DEFAULT] host>, so every '
