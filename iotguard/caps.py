@@ -164,83 +164,14 @@ class Cap:
 DISK_SCHEMA: Schema = record_schema(Disk, closed=False)
 CAP_SCHEMA: Schema = record_schema(Cap)
 
-#: The largest rate (IOPS, bytes/s, flushes/s) or latency (ms) iotguard
-#: takes, far above any device: sums of them over a domain's disks (its
-#: load in the admin view, the controller's arithmetic) stay finite.
+#: The largest rate (IOPS, bytes/s) or latency (ms) a sample may carry
+#: (:func:`iotguard.batch.decode`), far above any device: sums of them
+#: over a domain's disks (its load in the admin view, the controller's
+#: arithmetic) stay finite.
 MAX_RATE = 1e15
-
-_NULLABLE_RATE: Schema = {'type': ['number', 'null'], 'minimum': 0,
-                          'maximum': MAX_RATE}
-
-
-def _rate() -> Any:
-    return _field(_NULLABLE_RATE)
-
-
-def _optional(schema: Schema) -> Any:
-    return _field(schema, required=False, default=None)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Sample:
-    """One disk in a ``report_samples`` batch (the 1.0 form: a dict).
-
-    Rates per second (latencies in ms) over the last interval, ``None``
-    when the interval has none (``gap`` says why: first reading, counter
-    reset, interval too long or not positive). ``static`` and ``cap``:
-    iotune keys (``cap`` None: none in force). ``source``: which metric
-    source sent it, when not an agent (not on the wire's schema).
-    Checked by the controller (:func:`iotguard.controller.samples.decode`).
-    """
-
-    instance_uuid: str = _field(_UUID_SCHEMA)
-    dev: str = _field(_DEV_SCHEMA)
-    timestamp: float = _field({'type': 'number'})
-    interval_s: float | None = _field({'type': 'number'}, required=False)
-    gap: str | None = _field({'type': ['string', 'null']})
-    read_iops: float | None = _rate()
-    write_iops: float | None = _rate()
-    read_bytes_sec: float | None = _rate()
-    write_bytes_sec: float | None = _rate()
-    read_latency_ms: float | None = _rate()
-    write_latency_ms: float | None = _rate()
-    flush_ops: float | None = _rate()
-    static: dict[str, int] = _field(LIMITS_SCHEMA)
-    cap: dict[str, int] | None = _field(
-        {'oneOf': [{'type': 'null'}, LIMITS_SCHEMA]})
-    volume_id: str | None = _optional({'type': ['string', 'null']})
-    project_id: str | None = _optional({'type': ['string', 'null']})
-    lease_expires_at: float | None = _optional(
-        {'type': ['number', 'null']})
-    decision_id: str | None = _optional({'type': ['string', 'null']})
-    source: str | None = _field(None, required=False, default=None)
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return self.instance_uuid, self.dev
-
-    @property
-    def rates(self) -> tuple[float | None, ...]:
-        """The rates, in :data:`iotguard.rates.RATE_FIELDS` order."""
-        return (self.read_iops, self.write_iops, self.read_bytes_sec,
-                self.write_bytes_sec, self.read_latency_ms,
-                self.write_latency_ms, self.flush_ops)
-
-    def to_wire(self) -> dict[str, Any]:
-        """The dict form (:data:`SAMPLE_SCHEMA`)."""
-        wire = {name: getattr(self, name) for name in _SAMPLE_FIELDS}
-        if wire['source'] is None:
-            del wire['source']
-        return wire
-
-
-_SAMPLE_FIELDS = tuple(f.name for f in dataclasses.fields(Sample))
-#: One disk in a ``report_samples`` batch, generated from :class:`Sample`.
-SAMPLE_SCHEMA: Schema = record_schema(Sample, closed=False)
 
 _cap_validator = jsonschema.Draft202012Validator(CAP_SCHEMA)
 _disk_validator = jsonschema.Draft202012Validator(DISK_SCHEMA)
-_sample_validator = jsonschema.Draft202012Validator(SAMPLE_SCHEMA)
 
 
 def _schema_error(validator: protocols.Validator, obj: Any) -> str | None:
@@ -291,14 +222,6 @@ def validate_disk(disk: object) -> dict[str, Any]:
     if message:
         raise exception.InvalidCap(reason=message)
     return cast(dict[str, Any], disk)
-
-
-def validate_sample(sample: object) -> dict[str, Any]:
-    """One disk of a ``report_samples`` batch; raises Invalid."""
-    message = _schema_error(_sample_validator, sample)
-    if message:
-        raise exception.Invalid(reason='sample: ' + message)
-    return cast(dict[str, Any], sample)
 
 
 def inf_if_zero(value: float) -> float:

@@ -16,6 +16,8 @@ Pure: no clock, no I/O. The counters are libvirt's bulk block statistics
 (``rd_reqs, rd_bytes, rd_times, wr_reqs, wr_bytes, wr_times, fl_reqs``;
 times in nanoseconds, the total spent on those operations), so the mean
 latency of one operation over an interval is ``delta times / delta reqs``.
+The flush counter gives no rate (nothing reads one); like every counter
+it marks a reset when it goes backwards.
 
 A rate needs two readings of the same series. There is no rate, and the
 series restarts from the newer reading, when:
@@ -73,17 +75,15 @@ class Rates:
     write_bytes_sec: float
     read_latency_ms: float
     write_latency_ms: float
-    flush_ops: float
 
     def as_dict(self) -> dict[str, float]:
         return dataclasses.asdict(self)
 
-    def values(self) -> tuple[float, float, float, float, float, float,
-                              float]:
+    def values(self) -> tuple[float, float, float, float, float, float]:
         """The rates, in the order of :data:`RATE_FIELDS`."""
         return (self.read_iops, self.write_iops, self.read_bytes_sec,
                 self.write_bytes_sec, self.read_latency_ms,
-                self.write_latency_ms, self.flush_ops)
+                self.write_latency_ms)
 
 
 #: The names of a sample's rates (every field of :class:`Rates` but the
@@ -132,7 +132,6 @@ def compute(prev: Reading | None, cur: Reading,
         write_bytes_sec=delta['wr_bytes'] / interval,
         read_latency_ms=_latency_ms(delta['rd_times'], delta['rd_reqs']),
         write_latency_ms=_latency_ms(delta['wr_times'], delta['wr_reqs']),
-        flush_ops=delta['fl_reqs'] / interval,
     )
 
 
@@ -315,7 +314,6 @@ class Table:
                 n = delta[_C[reqs]]
                 out[row] = np.where(n > 0, delta[_C[times]] / n / _NS_PER_MS,
                                     0.0)
-            out[6] = per_s[_C['fl_reqs']]
         out[:, ~ok] = math.nan
         return Columns(interval, gap, out)
 

@@ -91,19 +91,16 @@ def topic_of(transport: oslo_messaging.Transport, name: str) -> str:
 
 def get_client(transport: oslo_messaging.Transport, topic: str, version: str,
                timeout: float | None = None,
-               retry: int = SEND_RETRY,
-               version_cap: str | None = None) -> oslo_messaging.RPCClient:
+               retry: int = SEND_RETRY) -> oslo_messaging.RPCClient:
     """An RPC client for ``topic``; use ``prepare(server=...)`` per call.
 
     ``topic``: :data:`TOPIC_AGENT` or :data:`TOPIC_CONTROLLER`, made the
-    transport's (:func:`topic_of`). ``version_cap``: the newest version the
-    receivers speak (a call above it raises; ``can_send_version``
-    tells); None: no cap.
+    transport's (:func:`topic_of`).
     """
     target = oslo_messaging.Target(topic=topic_of(transport, topic),
                                    version=version)
     return oslo_messaging.get_rpc_client(transport, target, timeout=timeout,
-                                         retry=retry, version_cap=version_cap)
+                                         retry=retry)
 
 
 def get_server(transport: oslo_messaging.Transport, topic: str, server: str,

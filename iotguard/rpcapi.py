@@ -25,22 +25,16 @@ Agent API (topic ``iotguard-agent``, server = host), version history:
 
 Controller API (topic ``iotguard-controller``), version history:
 
-* 1.0 - Initial version: ``report_samples(host, samples)`` and
-  ``agent_heartbeat(host, info)``, both fanout casts.
-* 1.1 - ``report_samples``' batch may hold columns (:mod:`iotguard.batch`:
-  one list per field instead of one dict per disk).
-* 1.2 - ``report_samples(host, samples, route=True)`` is cast to **one**
-  controller (no fanout), which keeps the disks of the domains it owns
-  and sends each other owner its share with ``store_samples(batches)``
-  (a cast to that controller alone, ``server`` = its tooz member id):
-  every controller receives about its own share of the samples instead
-  of all of them.
+* 1.0 - Initial version: ``report_samples(host, samples)``, cast to one
+  controller, which keeps the disks of the domains it owns and sends each
+  other owner its share with ``store_samples(batches)`` (a cast to that
+  controller alone, ``server`` = its tooz member id); and
+  ``agent_heartbeat(host, info)``, a fanout cast. A batch of samples is
+  the wire form of :class:`iotguard.batch.Batch`, in both methods.
 
-A controller of 1.2 takes batches of every form. An agent sends the newest
-form its version cap allows (``[upgrade_levels] controller``, Nova's
-pattern: unset means the newest), so the controllers are upgraded first,
-then the agents; an agent upgraded before its controllers runs with
-``[upgrade_levels] controller`` set to their version until they are.
+Both APIs were reset to 1.0 before the first release (the controller API
+had grown to 1.2 with two older sample forms, which nothing deployed
+needs).
 """
 
 from typing import Any
@@ -51,7 +45,7 @@ from iotguard import batch as batch_mod
 from iotguard import rpc
 
 AGENT_RPC_API_VERSION = '1.0'
-CONTROLLER_RPC_API_VERSION = '1.2'
+CONTROLLER_RPC_API_VERSION = '1.0'
 
 #: An RPC request context (a plain dict) and a payload (plain dicts).
 Context = dict[str, Any]
@@ -92,63 +86,36 @@ class AgentAPI:
 class ControllerAPI:
     """Casts to the controllers on topic ``iotguard-controller``.
 
-    An agent's batch goes to one controller (1.2), which routes each disk
-    to its domain's owner, or to every controller (fanout, 1.1 and 1.0),
-    each keeping the disks of the domains it owns: either way domain
-    ownership can move between controllers without the agents knowing.
+    An agent's batch goes to one controller, which routes each disk to
+    its domain's owner: domain ownership can move between controllers
+    without the agents knowing.
     """
 
-    def __init__(self, transport: oslo_messaging.Transport,
-                 version_cap: str | None = None) -> None:
-        """A client; ``version_cap``: what every controller speaks.
-
-        ``[upgrade_levels] controller``; None: this version.
-        """
-        self.client = rpc.get_client(
-            transport, rpc.TOPIC_CONTROLLER, '1.0',
-            version_cap=version_cap or CONTROLLER_RPC_API_VERSION)
-
-    def sends_columns(self) -> bool:
-        """Whether ``report_samples`` goes out in columns (1.1)."""
-        return bool(self.client.can_send_version('1.1'))
+    def __init__(self, transport: oslo_messaging.Transport) -> None:
+        self.client = rpc.get_client(transport, rpc.TOPIC_CONTROLLER,
+                                     CONTROLLER_RPC_API_VERSION)
 
     def report_samples(self, ctxt: Context, host: str,
-                       samples: batch_mod.Batch | Payload) -> None:
-        """One batch per host per interval, in columns (:mod:`iotguard.batch`).
-
-        ``samples``: a :class:`iotguard.batch.Batch`, or its wire form
-        ``{"timestamp": <UNIX time>, "interval_s": <float>,
-        "disks": {<field>: [<value per disk>, ...], ...}}``; sent
-        to one controller, which routes it (1.2), or to every controller
-        (1.1) or, when the version cap is 1.0, as ``"disks": [<sample>,
-        ...]`` (:data:`iotguard.caps.SAMPLE_SCHEMA`) to every controller.
-        """
-        if isinstance(samples, batch_mod.Batch):
-            samples = samples.to_wire()
-        if self.client.can_send_version('1.2'):
-            self.client.prepare(version='1.2').cast(
-                ctxt, 'report_samples', host=host, samples=samples,
-                route=True)
-            return
-        if self.sends_columns():
-            version = '1.1'
-        else:
-            version, samples = '1.0', batch_mod.to_samples(samples)
-        self.client.prepare(fanout=True, version=version).cast(
-            ctxt, 'report_samples', host=host, samples=samples)
+                       samples: batch_mod.Batch) -> None:
+        """One batch per host per interval, to one controller (routed)."""
+        self.client.prepare().cast(ctxt, 'report_samples', host=host,
+                                   samples=samples.to_wire())
 
     def store_samples(self, ctxt: Context, server: str,
-                      batches: list[tuple[str, Payload]]) -> None:
+                      batches: list[tuple[str | None, batch_mod.Batch]]
+                      ) -> None:
         """Hand one controller (``server``) its share of some batches.
 
-        ``batches``: ``[(host, samples), ...]`` in the 1.1 form, the disks
-        of the domains ``server`` owns (controller to controller, 1.2).
+        ``batches``: ``[(host, samples), ...]``, the disks of the domains
+        ``server`` owns (controller to controller); ``host`` is None for
+        the known disks of several hosts in one batch.
         """
-        self.client.prepare(server=server, version='1.2').cast(
-            ctxt, 'store_samples', batches=batches)
+        self.client.prepare(server=server).cast(
+            ctxt, 'store_samples', batches=[
+                (host, batch.to_wire()) for host, batch in batches])
 
     def agent_heartbeat(self, ctxt: Context, host: str,
                         info: Payload) -> None:
         """``info``: driver, disk counts, caps in force, agent version."""
-        self.client.prepare(fanout=True, version='1.0').cast(
+        self.client.prepare(fanout=True).cast(
             ctxt, 'agent_heartbeat', host=host, info=info)

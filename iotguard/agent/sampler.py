@@ -47,8 +47,8 @@ class Sampler:
         self._wall_clock = wall_clock
         self.table = rates.Table(
             max_gap_s=rates.STALE_INTERVALS * self.interval_s)
-        # (read keys, {listed key: position}, batch.Disks, listing,
-        #  positions of the listed disks in the read or None: all)
+        # (read keys, batch.Disks, listing, positions of the listed disks
+        #  in the read or None: all)
         self._layout = None
         self._driver_name = type(driver).__name__
         self._started_at = wall_clock()
@@ -62,7 +62,7 @@ class Sampler:
         (:meth:`iotguard.agent.virt.base.Driver.get_block_stats`) through
         :class:`iotguard.rates.Table`: in the steady state
         (the same disks as the last pass) nothing is done per disk in
-        Python but for the disks with a gap or a cap in force.
+        Python but for the disks with a gap.
         """
         at = self._clock()
         readings = self.driver.get_block_stats()
@@ -72,12 +72,7 @@ class Sampler:
         self.table.prune(readings.keys)
         for i in np.flatnonzero(measured.gap == _RESET).tolist():
             self.manager.mark_dirty(listed.keys[i][0], 'counter reset')
-        position = self._layout[1]
-        in_force = [(position[key], *cap) for key, cap
-                    in self.manager.caps_in_force().items()
-                    if key in position]
-        return batch_mod.Batch.of_pass(timestamp, self.interval_s,
-                                       self._layout[2], measured, in_force)
+        return batch_mod.Batch.of_pass(timestamp, self._layout[1], measured)
 
     def _listed(self, readings, disks):
         """The readings of the listed disks; the batch's disk columns.
@@ -87,8 +82,8 @@ class Sampler:
         disks or the listing changed.
         """
         if (self._layout is not None and readings.keys == self._layout[0]
-                and disks == self._layout[3]):
-            index = self._layout[4]
+                and disks == self._layout[2]):
+            index = self._layout[3]
         else:
             index = np.array([i for i, key in enumerate(readings.keys)
                               if key in disks], dtype=np.intp)
@@ -96,12 +91,11 @@ class Sampler:
             rows = [(key[0], key[1], disks[key].volume_id,
                      disks[key].project_id, disks[key].static)
                     for key in keys]
-            self._layout = (list(readings.keys),
-                            {key: i for i, key in enumerate(keys)},
-                            batch_mod.Disks.of(rows), dict(disks),
+            self._layout = (list(readings.keys), batch_mod.Disks.of(rows),
+                            dict(disks),
                             None if len(index) == len(readings.keys)
                             else index)
-            index = self._layout[4]
+            index = self._layout[3]
         return readings if index is None else readings.take(index)
 
     def heartbeat_info(self, batch):

@@ -18,12 +18,10 @@ agent sampling pass), :mod:`iotguard.bench.broker` (receiving batches
 off RabbitMQ, layer by layer), :mod:`iotguard.bench.controller` (one
 controller's rounds over RabbitMQ), :mod:`iotguard.bench.partition` (N
 controllers over tooz, one killed), :mod:`iotguard.bench.routing` (N
-controllers receiving the samples, routed or cast to all),
+controllers receiving the samples, routed),
 :mod:`iotguard.bench.rates` (a round's writes of the disks' rates) and
-:mod:`iotguard.bench.decision` (one decision, ``iotguard-sim bench``);
-:mod:`iotguard.bench.batches` makes agents' batches from rows for them
-and for the tests. The local check I307 keeps the runtime packages from
-importing them.
+:mod:`iotguard.bench.decision` (one decision, ``iotguard-sim bench``).
+The local check I307 keeps the runtime packages from importing them.
 """
 
 import argparse

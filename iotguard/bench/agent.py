@@ -17,10 +17,10 @@
 One pass is what the agent does every ``[agent] sample_interval``: list the
 disks, ``manager.periodic`` (leases, re-applies; a tenth of the disks hold a
 cap), one bulk statistics read, the rates of every disk, and the
-``report_samples`` batch (in columns, RPC 1.1; a dict per disk with
-``--version-cap 1.0``) serialised as oslo.messaging does (JSON) plus the
-heartbeat. The simulated world is advanced between passes, outside the
-measurement. CPU is ``time.process_time()`` of this process.
+``report_samples`` batch (in columns) serialised as oslo.messaging does
+(JSON) plus the heartbeat. The simulated world is advanced between
+passes, outside the measurement. CPU is ``time.process_time()`` of this
+process.
 
 ``--driver libvirt-replay`` charges the libvirt driver's own work: its
 listing and its parsing of one ``getAllDomainStats`` result per pass,
@@ -44,7 +44,6 @@ from iotguard.agent import manager as manager_mod
 from iotguard.agent import sampler as sampler_mod
 from iotguard.agent.virt import libvirt as libvirt_driver
 from iotguard.agent.virt import simulated
-from iotguard import batch as batch_mod
 from iotguard import conf as iotguard_conf
 
 HOST = 'bench-host'
@@ -52,20 +51,13 @@ INTERVAL_S = 5.0
 
 
 class _SerialisingAPI:
-    """Stands for ControllerAPI: pays the JSON cost, sends nothing.
+    """Stands for ControllerAPI: pays the JSON cost, sends nothing."""
 
-    With ``version_cap`` 1.0 it also turns the columns into a dict per
-    disk first, as ControllerAPI does for controllers older than 1.1.
-    """
-
-    def __init__(self, version_cap=None):
+    def __init__(self):
         self.last_bytes = 0
-        self.old_form = version_cap == '1.0'
 
     def report_samples(self, ctxt, host, samples):
         samples = samples.to_wire()
-        if self.old_form:
-            samples = batch_mod.to_samples(samples)
         self.last_bytes = len(jsonutils.dumps(
             {'method': 'report_samples',
              'args': {'host': host, 'samples': samples}}))
@@ -194,7 +186,7 @@ def _scenario(disks):
     }, '<agent-bench>')
 
 
-def measure(disks, passes=5, version_cap=None, driver_name='simulated'):
+def measure(disks, passes=5, driver_name='simulated'):
     """CPU seconds of each pass (the first two warm the series up)."""
     from iotguard.sim import world as world_mod
 
@@ -215,7 +207,7 @@ def measure(disks, passes=5, version_cap=None, driver_name='simulated'):
     manager = manager_mod.AgentManager(conf, driver,
                                        clock=lambda: sim_clock[0],
                                        store=_NoStore())
-    api = _SerialisingAPI(version_cap)
+    api = _SerialisingAPI()
     sampler = sampler_mod.Sampler(conf, driver, manager, api,
                                   clock=lambda: world.now,
                                   wall_clock=lambda: sim_clock[0])
@@ -256,13 +248,10 @@ def main(argv=None):
                         help='the agent\'s driver (default simulated; '
                              'libvirt-replay: the libvirt driver\'s code '
                              'on recorded bulk statistics)')
-    parser.add_argument('--version-cap', choices=('1.0', '1.1'),
-                        help='the controllers\' RPC version (1.0: the '
-                             'batch goes out as a dict per disk)')
     args = parser.parse_args(argv)
     print('disks  cpu_ms_median  cpu_ms_max  core_pct_at_5s  batch_kib')
     for n in args.disks or [200, 2000]:
-        cpu, size = measure(n, args.passes, args.version_cap, args.driver)
+        cpu, size = measure(n, args.passes, args.driver)
         med = statistics.median(cpu)
         print('%5d  %13.1f  %10.1f  %14.3f  %9.0f' % (
             n, med * 1e3, max(cpu) * 1e3, 100 * med / INTERVAL_S,

@@ -64,7 +64,6 @@ from oslo_config import cfg
 
 from iotguard import batch as batch_mod
 from iotguard import bench
-from iotguard.bench import batches as batches_mod
 from iotguard import conf as iotguard_conf
 from iotguard.controller import manager as manager_mod
 from iotguard.controller import samples as samples_mod
@@ -113,15 +112,15 @@ def _amqp(url):
 
 def _batch(host, disks, timestamp):
     """One host's batch in columns, the form and size agents send."""
-    columns = batches_mod.Builder(timestamp, INTERVAL_S)
+    rows = []
     for i in range(disks):
         iops = 20.0 + i
-        columns.add(str(uuid.uuid5(uuid.NAMESPACE_URL,
-                                   'floor/%d/%d' % (host, i))),
-                    'vda', None, 'bench', INTERVAL_S, None,
-                    (iops / 2, iops / 2, iops * 2048.0, iops * 2048.0, 2.0,
-                     2.0, 0.0), {})
-    return columns.wire()
+        rows.append(batch_mod.Row(
+            str(uuid.uuid5(uuid.NAMESPACE_URL, 'floor/%d/%d' % (host, i))),
+            'vda', timestamp, INTERVAL_S, rates=dict(zip(batch_mod.RATES, (
+                iops / 2, iops / 2, iops * 2048.0, iops * 2048.0, 2.0,
+                2.0))), project_id='bench'))
+    return batch_mod.Batch.of_rows(rows).to_wire()
 
 
 class _Clock:
@@ -210,7 +209,7 @@ def _fill(conf, args, topic, wires):
         server.start()       # declares the topic queue, which outlives it
         server.stop()
         server.wait()
-        client = rpc.get_client(transport, topic, '1.1')
+        client = rpc.get_client(transport, topic, '1.0')
         broker = _broker_pids()
         started, cpu, broker_cpu = (time.perf_counter(), _cpu(),
                                     _broker_cpu(broker))
@@ -231,8 +230,7 @@ def _kombu(conf, args, topic, clock, decode):
 
         def received(body, message):
             if decode:
-                inner = json.loads(body['oslo.message'])
-                batch_mod.size(inner['args']['samples'])
+                json.loads(body['oslo.message'])
             message.ack()
             clock.tick()
 

@@ -22,19 +22,19 @@ What it does, with the controller's own code and a real broker:
    an empty database) gets the schema, one tier, ``--domains`` domains and
    ``hosts x disks-per-host`` disks spread over them (each domain spans
    many hosts, like a Ceph or Cinder pool);
-2. ``--rounds`` times: the hosts' ``report_samples`` batches (in columns,
-   RPC 1.2, or a dict per disk with ``--version-cap 1.0``) are cast with
-   the real :class:`ControllerAPI` (RabbitMQ at ``--url``; to the one
-   controller, or fanout with ``--version-cap 1.1`` or ``1.0``) and
+2. ``--rounds`` times: the hosts' ``report_samples`` batches
+   (:class:`iotguard.batch.Batch`) are cast with the real
+   :class:`ControllerAPI` (RabbitMQ at ``--url``, to the one controller) and
    received by the controller's RPC server and :class:`ControllerManager`
    into the sample store (ingest time and rate; the feeder runs in this
    process too, or with ``--feeder process`` in a child process as agents
    on other hosts would; its batches are built before the clock starts,
-   and ``cast_s`` is the time it took to cast them all: ingest cannot be
-   shorter; with ``--pre-encode`` the feeder also encodes the casts'
-   AMQP messages, as oslo.messaging would, before the clock starts and
-   only publishes them, each confirmed, during the ingest: agents on
-   other hosts encode on their own CPUs),
+   encoded when they are cast, and ``cast_s`` is the time it took to
+   cast them all: ingest cannot be shorter; with ``--pre-encode`` the
+   feeder also encodes the casts' AMQP messages, as oslo.messaging
+   would, before the clock starts and only publishes them, each
+   confirmed, during the ingest: agents on other hosts encode on their
+   own CPUs),
    then one decision round
    over every domain as the service runs it (:meth:`DomainLoop.run`):
    wall time, CPU of the process during the round, decisions, RPC casts
@@ -77,7 +77,6 @@ import sqlalchemy as sa
 
 from iotguard import batch as batch_mod
 from iotguard import bench
-from iotguard.bench import batches as batches_mod
 from iotguard import conf as iotguard_conf
 from iotguard.controller import audit as audit_mod
 from iotguard.controller import loop as loop_mod
@@ -151,9 +150,9 @@ class _TimedManager(manager_mod.ControllerManager):
 
     busy_s = 0.0
 
-    def report_samples(self, ctxt, host, samples, route=False):
+    def report_samples(self, ctxt, host, samples):
         started = time.perf_counter()
-        super().report_samples(ctxt, host, samples, route=route)
+        super().report_samples(ctxt, host, samples)
         self.busy_s += time.perf_counter() - started
 
 
@@ -253,14 +252,16 @@ def batches(disks, timestamp, caps, interval_s=INTERVAL_S):
                 if slot < NOISY and caps.get(_disk_uuid(host, index))}
     out = []
     for host, group in itertools.groupby(disks, key=lambda d: d[0]):
-        columns = batches_mod.Builder(timestamp, interval_s)
+        rows = []
         for _host, i, domain, slot in group:
             iops, latency = _load(host, i, slot, caps, domain in relieved)
-            columns.add(_disk_uuid(host, i), 'vda', None, 'bench',
-                        interval_s, None,
-                        (iops / 2, iops / 2, iops * 2048.0, iops * 2048.0,
-                         latency, latency, 0.0), {})
-        out.append(('host-%04d' % host, columns.wire()))
+            rows.append(batch_mod.Row(
+                _disk_uuid(host, i), 'vda', timestamp, interval_s,
+                rates=dict(zip(batch_mod.RATES, (
+                    iops / 2, iops / 2, iops * 2048.0, iops * 2048.0,
+                    latency, latency))),
+                project_id='bench'))
+        out.append(('host-%04d' % host, batch_mod.Batch.of_rows(rows)))
     return out
 
 
@@ -277,8 +278,7 @@ class _InProcess:
         self.connections = []
 
     def start(self, transport):
-        self.api = rpcapi.ControllerAPI(transport,
-                                        version_cap=self.args.version_cap)
+        self.api = rpcapi.ControllerAPI(transport)
         if self.args.pre_encode:
             # one connection per thread, confirming each publish as
             # oslo.messaging's rabbit driver does
@@ -289,11 +289,6 @@ class _InProcess:
 
     def prepare(self, timestamp, caps):
         self.batches = batches(self.disks, timestamp, caps)
-        if not self.api.sends_columns():
-            # the 1.0 form, as an agent capped at 1.0 sends it (made here,
-            # before the clock starts, as the columns are)
-            self.batches = [(host, batch_mod.to_samples(batch))
-                            for host, batch in self.batches]
         if self.args.pre_encode:
             self.encoded = self._encode()
 
@@ -301,7 +296,7 @@ class _InProcess:
         """The casts' AMQP messages, encoded as oslo.messaging sends them.
 
         The real client casts each batch (to the controllers' topic with
-        RPC 1.2, fanout before) with the rabbit driver's ``_publish``
+        to one controller) with the rabbit driver's ``_publish``
         replaced by a recorder: the exchange, the routing key and the
         envelope it would publish (context, ``_unique_id``, the batch as
         JSON), serialised as kombu would, so :meth:`send` only publishes
@@ -331,13 +326,8 @@ class _InProcess:
                              content_encoding='utf-8')
 
     def _cast(self, batches):
-        if self.api.sends_columns():
-            for host, batch in batches:
-                self.api.report_samples({}, host, batch)
-            return
-        client = self.api.client.prepare(fanout=True, version='1.0')
         for host, batch in batches:
-            client.cast({}, 'report_samples', host=host, samples=batch)
+            self.api.report_samples({}, host, batch)
 
     def send(self):
         """Cast the batches; the seconds it took (the agents' side).
@@ -552,10 +542,6 @@ def main(argv=None):
                         'bytes during the ingest, each publish confirmed by '
                         'the broker (agents on 1,000 hosts encode on their '
                         'own CPUs, not on the controller\'s)')
-    parser.add_argument('--version-cap', choices=('1.0', '1.1', '1.2'),
-                        help='the agents\' [upgrade_levels] controller: '
-                        '1.0 sends a dict per disk, 1.1 columns to every '
-                        'controller, 1.2 (default) columns to one')
     parser.add_argument('--db-url', help='an empty database (default: a '
                         'fresh SQLite file)')
     bench.add_url_argument(parser)

@@ -69,6 +69,7 @@ import tempfile
 import time
 import uuid
 
+import numpy as np
 import oslo_messaging
 import sqlalchemy as sa
 from sqlalchemy.engine import url as sa_url
@@ -202,16 +203,21 @@ def _child(args, index, db_url, group, pipe):
         started, feed_cpu0 = time.time(), bench.cpu()
         mine = service.partition.my_domains(names)
         # Built again when the share or the caps change; otherwise only
-        # the time of the reading moves on (the load is steady). Decoding
-        # and storing are done every round, as for an agent's batch.
+        # the time of the reading moves on (the load is steady). Encoding,
+        # decoding and storing are done every round, as for an agent's
+        # batch.
         key = (tuple(mine), frozenset(agents.caps.items()))
         if key != fed:
             fed, wires = key, bench.batches(_owned_disks(args, mine),
                                             started, agents.caps,
                                             args.interval)
-        for _host, wire in wires:
-            wire['timestamp'] = started - 0.5
-            service.store.add_batch(batch_mod.decode(wire), started)
+        read_at = started - 0.5
+        for _host, batch in wires:
+            batch = dataclasses.replace(
+                batch, timestamp=np.full(len(batch), read_at),
+                read_at=read_at)
+            service.store.add_batch(batch_mod.decode(batch.to_wire()),
+                                    started)
         feed_s, feed_cpu = time.time() - started, bench.cpu() - feed_cpu0
         cpu0, wall0 = bench.cpu(), time.monotonic()
         service.tick()

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""What N controllers spend receiving the agents' samples, routed or not.
+"""What N controllers spend receiving the agents' samples, routed.
 
 ``python -m iotguard.bench.routing --controllers 4 --hosts 400``
 
@@ -19,10 +19,9 @@ N ``ControllerService`` processes share the domains through tooz on Redis
 (``timer=False``): only the ingest is measured. Each round, this process
 casts every host's batch (the controller bench's layout and batches:
 ``--domains`` domains spanning the hosts) with the real
-:class:`iotguard.rpcapi.ControllerAPI` over RabbitMQ, capped at
-``--version-cap``: ``1.2`` (the default) casts each batch to one
-controller, which routes the other owners' disks to them; ``1.1`` casts
-it to every controller (fanout). The round ends when the controllers
+:class:`iotguard.rpcapi.ControllerAPI` over RabbitMQ: each batch goes
+to one controller, which routes the other owners' disks to them. The
+round ends when the controllers
 have stored every disk's sample once. It prints, per round, the wall time
 from the first cast to the last sample stored and each controller's CPU
 time over the round (its process, all threads: receiving, checking,
@@ -111,8 +110,8 @@ def _round(args, api, pipes, disks, total):
     before = _ask(pipes, 'stats')
     batches = bench.batches(disks, time.time() - 0.5, {})
     started = time.monotonic()
-    for host, wire in batches:
-        api.report_samples({}, host, wire)
+    for host, batch in batches:
+        api.report_samples({}, host, batch)
     deadline = started + ROUND_TIMEOUT_S
     while True:
         now = _ask(pipes, 'stats')
@@ -147,9 +146,9 @@ def run(args, out=print):
     disks.sort()
     total = len(disks)
     out('load average (1 min) at the start: %.2f; %d controllers, %d '
-        'hosts, %d disks, %d domains, version cap %s' % (
+        'hosts, %d disks, %d domains' % (
             os.getloadavg()[0], args.controllers, args.hosts, total,
-            len(names), args.version_cap))
+            len(names)))
     ctx = multiprocessing.get_context('spawn')
     processes, pipes = [], []
     try:
@@ -184,7 +183,7 @@ def run(args, out=print):
             'process asking every %.2f s): %s' % (
                 POLL_S, ' '.join('%.3f' % c for c in idle)))
         transport = rpc.get_transport(conf, url=args.url)
-        api = rpcapi.ControllerAPI(transport, version_cap=args.version_cap)
+        api = rpcapi.ControllerAPI(transport)
         out('round  wall_s  samples/s  forwarded  controllers\' CPU s')
         results = []
         for k in range(args.rounds):
@@ -219,15 +218,12 @@ def run(args, out=print):
 def main(argv=None):
     p = argparse.ArgumentParser(
         prog='python -m iotguard.bench.routing',
-        description='N controllers receiving samples, routed or fanout.')
+        description='N controllers receiving samples, routed.')
     p.add_argument('--controllers', type=int, default=4)
     p.add_argument('--hosts', type=int, default=400)
     p.add_argument('--disks-per-host', type=int, default=50)
     p.add_argument('--domains', type=int, default=40)
     p.add_argument('--rounds', type=int, default=4)
-    p.add_argument('--version-cap', choices=('1.1', '1.2'), default='1.2',
-                   help='1.2: each batch to one controller, routed; 1.1: '
-                   'to every controller (fanout)')
     p.add_argument('--redis-url', default=os.environ.get(
         'IOTGUARD_TEST_REDIS_URL', 'redis://127.0.0.1:6379'))
     bench_pkg.add_url_argument(p)

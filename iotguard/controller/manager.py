@@ -12,32 +12,28 @@
 
 """The controller's RPC endpoint (topic ``iotguard-controller``).
 
-An agent's batch reaches one controller (RPC 1.2), which routes it, or
-every controller (fanout, 1.1 and 1.0); each keeps the samples of the
-disks in the domains it owns, so ownership moves between controllers
-without the agents knowing:
+An agent's batch (the wire form of :class:`iotguard.batch.Batch`)
+reaches one controller, which routes it: each controller keeps the
+samples of the disks in the domains it owns, so ownership moves between
+controllers without the agents knowing:
 
-* ``report_samples(host, samples, route=True)`` (1.2): the controller
-  that received the batch checks it whole, keeps the disks of the
+* ``report_samples(host, samples)``: the controller that received the
+  batch checks it whole (:func:`iotguard.batch.decode`, the one check of
+  a sample; a malformed batch is refused whole), keeps the disks of the
   domains it owns and queues each other owner's share
-  (:func:`iotguard.batch.select`); the queue goes out as one
+  (:meth:`iotguard.batch.Batch.take`); the queue goes out as one
   ``store_samples`` cast per owner every ``FORWARD_S`` seconds, or as
   soon as it holds ``FORWARD_DISKS`` disks. An unknown disk goes to the
   owner of the host's ephemeral domain (``local:<host>`` unless
-  ``[membership]`` names a shared one), which may record it (below). The
-  batch is checked whole before it is routed (a malformed one is refused
-  whole, as below), and each owner checks its shares again. Without
-  coordination (one controller) nothing is routed.
-* ``store_samples(batches)`` (1.2): another controller's routed shares,
+  ``[membership]`` names a shared one), which may record it (below). Each
+  owner checks its shares again. Without coordination (one controller)
+  nothing is routed.
+* ``store_samples(batches)``: another controller's routed shares,
   ``[(host, samples)]``, stored as below (a disk whose domain moved away
   meanwhile is dropped); ``host`` is None for the shares of known disks
   merged from several hosts (:func:`iotguard.batch.merge`).
-* ``report_samples(host, samples)``: a 1.1 batch (columns,
-  :mod:`iotguard.batch`) is checked once for all its disks and refused
-  whole when malformed; a 1.0 batch's disk samples are each checked once,
-  decoded into a :class:`~iotguard.caps.Sample`
-  (:data:`iotguard.caps.SAMPLE_SCHEMA`); malformed ones, disks of domains
-  owned by another controller and disks nobody knows are dropped (logged);
+* Of a checked batch, the disks of domains owned by another controller
+  and disks nobody knows are dropped (logged);
   an unknown image-backed disk of the reporting host is recorded in the
   host's ephemeral domain when ``[controller] register_local_disks`` is on
   and this controller owns that domain; the rest of the batch goes to the
@@ -71,7 +67,6 @@ import oslo_messaging
 
 from iotguard import batch as batch_mod
 from iotguard.controller import membership
-from iotguard.controller import samples as samples_mod
 from iotguard import exception
 from iotguard import rpcapi
 
@@ -122,7 +117,7 @@ def _owns_everything(name):
 
 
 class ControllerManager:
-    """RPC API 1.1 of iotguard-controller (accepts 1.0 calls too).
+    """RPC API of iotguard-controller (:mod:`iotguard.rpcapi`).
 
     ``owns(name) -> bool`` says whether this controller owns a domain (or
     ``agent:<host>``); the default owns everything (one controller).
@@ -143,7 +138,7 @@ class ControllerManager:
         self.owns = owns
         self.owner_of = owner_of
         self.forward = forward
-        self._outbox = {}         # server -> [(host, samples)] to forward
+        self._outbox = {}         # server -> [(host, Batch)] to forward
         self._outbox_disks = 0
         self._outbox_since = None
         self.register_local = conf.controller.register_local_disks
@@ -225,18 +220,16 @@ class ControllerManager:
         found = self._index.get((instance_uuid, dev))
         return found[0] if found else None
 
-    # -- RPC API 1.1 --------------------------------------------------------
+    # -- RPC API ------------------------------------------------------------
 
-    def report_samples(self, ctxt, host, samples, route=False):
-        """One batch of one host, of any form (see :mod:`iotguard.rpcapi`).
+    def report_samples(self, ctxt, host, samples):
+        """One batch of one host (see :mod:`iotguard.rpcapi`).
 
-        1.0: ``samples["disks"]`` is a list of per-disk dicts, each checked
-        on its own; 1.1: it holds columns (:mod:`iotguard.batch`), checked
-        at once and stored without a dict per disk; 1.2 (``route``): this
-        controller alone received it and routes it first.
+        This controller alone received it: it routes the other owners'
+        shares (when coordinated), then stores its own.
         """
         try:
-            routed = route and self.forward is not None
+            routed = self.forward is not None
             with self._ingest:
                 self._report(host, samples, route=routed)
             if routed:
@@ -285,13 +278,10 @@ class ControllerManager:
             with self._lock:
                 self.stats[what] += n
 
-    def _route_away(self, host, wire, keys):
+    def _route_away(self, host, batch, keys):
         """Queue the other owners' shares of a checked batch; ours (rows).
 
-        ``keys``: the batch's disks. The shares are cut from ``wire``
-        (:func:`iotguard.batch.select`), which the caller has checked
-        whole: a share merged with other hosts' (which its owner checks
-        at once) never holds a malformed value.
+        ``keys``: the batch's disks.
         """
         local = (membership.ephemeral_domain(self._conf, host)[0]
                  if self.register_local else None)
@@ -316,7 +306,8 @@ class ControllerManager:
             with self._lock:
                 for (owner, unknown_of), rows in away.items():
                     self._outbox.setdefault(owner, []).append(
-                        (unknown_of, batch_mod.select(wire, rows)))
+                        (unknown_of, batch.take(np.array(rows,
+                                                         dtype=np.intp))))
                     self._outbox_disks += len(rows)
                 if self._outbox_since is None:
                     self._outbox_since = time.monotonic()
@@ -338,12 +329,12 @@ class ControllerManager:
             outbox, self._outbox = self._outbox, {}
             self._outbox_disks, self._outbox_since = 0, None
         for server, shares in outbox.items():
-            known = [wire for host, wire in shares if host is None]
-            batches = [(host, wire) for host, wire in shares
+            known = [share for host, share in shares if host is None]
+            batches = [(host, share) for host, share in shares
                        if host is not None]
             if known:
                 batches.insert(0, (None, batch_mod.merge(known)))
-            n = sum(batch_mod.size(wire) for _host, wire in batches)
+            n = sum(len(share) for _host, share in batches)
             try:
                 self.forward(server, batches)
             except Exception as e:
@@ -357,36 +348,45 @@ class ControllerManager:
         """Check and store a batch.
 
         ``listing``: it lists all the host's disks (not a routed share);
-        ``route``: this controller alone received it and sends the other
-        owners their shares (:meth:`_route_away`), once it is checked.
+        ``route``: send the other owners their shares
+        (:meth:`_route_away`), once it is checked.
         """
         received = self._clock()
-        disks = wire.get('disks') if isinstance(wire, dict) else None
         named = isinstance(host, str) and host or host is None and not listing
-        if not named or type(disks) not in (list, dict):
-            LOG.error('Malformed report_samples from %.255r dropped: it '
-                      'needs a host and {"disks": ...}', host)
+        if not named:
+            LOG.error('Malformed report_samples dropped: no host (%.255r)',
+                      host)
             self._count('dropped')
             return
-        if type(disks) is list:        # 1.0: a dict per disk
-            records = [r for r in (self._admit(s, host) for s in disks)
-                       if r is not None]
-            self._store(records, received)
-            return
-        try:                           # 1.1: columns, checked at once
+        try:
             batch = batch_mod.decode(wire)
         except exception.Invalid as e:
             LOG.error('Dropped the samples of host %.255r: %s', host, e)
             self._count('dropped')
             return
-        owned = {}
         listed = keys = batch.keys()
         if route:
-            mine = self._route_away(host, wire, keys)
+            mine = self._route_away(host, batch, keys)
             if len(mine) < len(batch):
                 batch = batch.take(np.array(mine, dtype=np.intp))
-                keys = batch.keys()
-        keep = [i for i, key in enumerate(keys)
+        self._keep(host, batch, received)
+        if listing:
+            self._drop_unlisted(host, listed)
+
+    def add_batch(self, batch, received_at=None):
+        """The sink of the other sources (Ceilometer, Gnocchi).
+
+        ``batch``: a :class:`iotguard.batch.Batch` the source built. Kept
+        as an agent's, without registration: only the disks membership
+        knows, in the domains owned here, are stored. How many.
+        """
+        with self._ingest:
+            return self._keep(None, batch, received_at)
+
+    def _keep(self, host, batch, received):
+        """Store the disks of ``batch`` this controller owns; how many."""
+        owned = {}
+        keep = [i for i, key in enumerate(batch.keys())
                 if self._route(key, host, batch.volume_id[i],
                                batch.project_id[i], owned)]
         if len(keep) < len(batch):
@@ -394,25 +394,20 @@ class ControllerManager:
         stored = self.store.add_batch(batch, received) if keep else 0
         self._count('stored', stored)
         self._count('dropped', len(keep) - stored)
-        if listing:
-            self._drop_unlisted(host, listed, full_listing=route)
+        return stored
 
-    def _drop_unlisted(self, host, keys, full_listing=False):
+    def _drop_unlisted(self, host, keys):
         """Drop the local disks of ``host`` its agent no longer lists.
 
-        ``keys``: every disk of the host's batch (a 1.1 batch lists them
-        all; 1.0 agents are not followed). A disk of the host's ephemeral
-        domain missing from ``UNLISTED_BATCHES`` batches in a row, while
-        the batches list other disks of its instance, is deleted from the
-        database and the index (its cap goes with it; the agent has no
-        such disk any more). A sample naming it again
-        registers it again. Run by the owner of that domain, or by the
-        controller that routes the batch (``full_listing``: it alone sees
-        the host's whole listing).
+        ``keys``: every disk of the host's batch. A disk of the host's
+        ephemeral domain missing from ``UNLISTED_BATCHES`` batches in a
+        row, while the batches list other disks of its instance, is
+        deleted from the database and the index (its cap goes with it;
+        the agent has no such disk any more). A sample naming it again
+        registers it again. Run by the controller that received the
+        batch (it alone sees the host's whole listing).
         """
         domain = membership.ephemeral_domain(self._conf, host)[0]
-        if not full_listing and not self.owns(domain):
-            return
         # The steady state: the same listing as last time, the index
         # unchanged since, no disk missing: nothing to look at.
         seen = (hash(tuple(keys)), self._index_version)
@@ -449,35 +444,6 @@ class ControllerManager:
             LOG.info('Dropped disk %s/%s: the agent of %s no longer lists '
                      'it', uuid, dev, host)
             self.index_changed(removed=[(uuid, dev)])
-
-    def add_sample(self, sample, received_at=None):
-        """The sink of the other sources (Ceilometer, Gnocchi).
-
-        Same checks as for an agent's sample, without registration: only
-        the disks membership knows, in the domains owned here, are stored.
-        """
-        record = self._admit(sample, None)
-        return record is not None and self._store([record], received_at)
-
-    def _store(self, records, received):
-        stored = self.store.add_many(records, received) if records else 0
-        self._count('stored', stored)
-        self._count('dropped', len(records) - stored)
-        return stored == len(records)
-
-    def _admit(self, sample, host):
-        """The sample's record if it is for a disk owned here, else None."""
-        try:
-            record = samples_mod.decode(sample)
-        except exception.Invalid as e:
-            LOG.warning('Dropped a sample from %s: %s', host or 'a source',
-                        e)
-            self._count('dropped')
-            return None
-        if self._route(record.key, host, record.volume_id,
-                       record.project_id):
-            return record
-        return None
 
     def _route(self, key, host, volume_id, project_id, owned=None):
         """Whether the disk ``key``'s sample is kept here (a domain owned).

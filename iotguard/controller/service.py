@@ -152,7 +152,7 @@ class ControllerService:
         if conf.ceilometer.enabled:
             from iotguard.controller.sources import ceilometer
             self.listener = ceilometer.get_listener(
-                conf, self.notification_transport, self.manager.add_sample)
+                conf, self.notification_transport, self.manager.add_batch)
             self.listener.start()
             LOG.info('Listening to Ceilometer samples on topic %s',
                      conf.ceilometer.topic)
@@ -224,7 +224,7 @@ class ControllerService:
             return
         self._gnocchi_due = now + self.conf.gnocchi.granularity / 2.0
         try:
-            self.gnocchi.poll(self.manager.add_sample)
+            self.gnocchi.poll(self.manager.add_batch)
         except Exception as e:
             LOG.warning('Gnocchi poll failed (%s); next poll in %.0f s', e,
                         self.conf.gnocchi.granularity / 2.0)

@@ -12,54 +12,60 @@
 
 """Metric sources other than the agents: Ceilometer and Gnocchi.
 
-Each source turns what it reads into the same per-disk sample dicts the
-agents send (:data:`iotguard.caps.SAMPLE_SCHEMA`) and hands each one to a
-``sink(sample) -> bool`` callable (the controller passes its sample
-store's ``add``). The samples carry ``source`` so the audit trail can tell
-where the numbers came from. Neither source sees the static ceilings or
-the cap in force (only the agent does), so ``static`` is empty and
-``cap`` is ``None``; neither sees flushes, so ``flush_ops`` is ``None``.
+Each source turns what it reads into rows (:class:`iotguard.batch.Row`,
+one disk's sample each) and :func:`deliver` hands them to a
+``sink(batch) -> int`` callable (the controller passes its manager's
+``add_batch``, which keeps the disks it owns) as one
+:class:`iotguard.batch.Batch`, checked as an agent's is: through its wire
+form and :func:`iotguard.batch.decode`, the one check of a sample (a
+malformed row is logged and dropped, the others go on). Neither source
+sees the static ceilings (only the agent does): a disk of theirs has
+none.
 """
 
 from oslo_log import log as logging
 
+from iotguard import batch as batch_mod
+
 LOG = logging.getLogger(__name__)
 
-RATE_FIELDS = ('read_iops', 'write_iops', 'read_bytes_sec',
-               'write_bytes_sec', 'read_latency_ms', 'write_latency_ms',
-               'flush_ops')
+
+def _checked(rows):
+    batch = batch_mod.Batch.of_rows(rows)
+    return batch_mod.decode(batch.to_wire()) if rows else batch
 
 
-def make_sample(source, instance_uuid, dev, timestamp, interval_s,
-                rates=None, gap=None, project_id=None, volume_id=None):
-    """One sample dict in the agents' shape.
+def checked(rows):
+    """The :class:`iotguard.batch.Batch` of ``rows``, checked.
 
-    ``rates`` maps rate fields to values (missing and ``None`` rates stay
-    ``None``); with a ``gap`` every rate is ``None``.
+    A malformed row is logged and left out.
     """
-    sample = {'instance_uuid': instance_uuid, 'dev': dev,
-              'volume_id': volume_id, 'project_id': project_id,
-              'timestamp': timestamp, 'interval_s': interval_s,
-              'gap': gap, 'static': {}, 'cap': None,
-              'lease_expires_at': None, 'decision_id': None,
-              'source': source}
-    rates = {} if gap is not None else (rates or {})
-    for field in RATE_FIELDS:
-        sample[field] = rates.get(field)
-    return sample
+    try:
+        return _checked(rows)
+    except Exception:
+        pass
+    good = []
+    for row in rows:
+        try:
+            _checked([row])
+        except Exception as e:
+            LOG.warning('Dropped a sample of %.64r/%.64r: %s',
+                        row.instance_uuid, row.dev, e)
+        else:
+            good.append(row)
+    return _checked(good)
 
 
-def deliver(sink, samples):
-    """Hand every sample to ``sink``; returns how many it accepted.
+def deliver(sink, rows):
+    """Hand ``rows`` to ``sink`` as one checked batch; how many it stored.
 
     A sink that raises is logged, never raised further.
     """
-    accepted = 0
-    for sample in samples:
-        try:
-            accepted += bool(sink(sample))
-        except Exception:
-            LOG.exception('Sample store refused %(uuid)s/%(dev)s',
-                          {'uuid': sample['instance_uuid'],
-                           'dev': sample['dev']})
-    return accepted
+    batch = checked(rows)
+    if not len(batch):
+        return 0
+    try:
+        return sink(batch)
+    except Exception:
+        LOG.exception('Sample store refused %d samples', len(batch))
+        return 0

@@ -41,6 +41,7 @@ from oslo_log import log as logging
 import oslo_messaging
 from oslo_utils import timeutils
 
+from iotguard import batch as batch_mod
 from iotguard import caps
 from iotguard.controller import sources
 from iotguard import exception
@@ -48,8 +49,6 @@ from iotguard import rates
 from iotguard import rpc
 
 LOG = logging.getLogger(__name__)
-
-SOURCE = 'ceilometer'
 
 #: Ceilometer meter -> the agent's counter name (libvirt's).
 METERS = {
@@ -63,8 +62,6 @@ METERS = {
 REQUIRED = frozenset(('rd_reqs', 'rd_bytes', 'wr_reqs', 'wr_bytes'))
 LATENCY = frozenset(('rd_times', 'wr_times'))
 
-#: Rates a reading without flush counters cannot give.
-_UNKNOWN = {'flush_ops': None}
 _NO_LATENCY = {'read_latency_ms': None, 'write_latency_ms': None}
 
 
@@ -122,7 +119,9 @@ def _volume(meter):
 
 
 class Assembler:
-    """Meters in, per-disk samples out; thread-safe.
+    """Meters in, per-disk samples (:class:`iotguard.batch.Row`) out.
+
+    Thread-safe.
 
     A poll of a disk is complete, and becomes a sample, when its four
     request and byte counters are in and, for a disk whose latency meters
@@ -223,19 +222,17 @@ class Assembler:
         self._last[key] = (pending.at, have)
         uuid, dev = key
         if isinstance(result, rates.Gap):
-            return [sources.make_sample(
-                SOURCE, uuid, dev, pending.at, result.interval_s,
-                gap=result.reason, project_id=pending.project_id)]
+            return [batch_mod.Row(uuid, dev, pending.at, result.interval_s,
+                                  gap=result.reason,
+                                  project_id=pending.project_id)]
         values = result.as_dict()
-        values.update(_UNKNOWN)
         if not (LATENCY <= have and last is not None and
                 LATENCY <= last[1]):
             # Latency needs both readings to carry it: a missing counter
             # reads as 0 and would give the whole since-boot total.
             values.update(_NO_LATENCY)
-        return [sources.make_sample(
-            SOURCE, uuid, dev, pending.at, result.interval_s, rates=values,
-            project_id=pending.project_id)]
+        return [batch_mod.Row(uuid, dev, pending.at, result.interval_s,
+                              rates=values, project_id=pending.project_id)]
 
     def forget_older_than(self, when):
         """Drop the state of disks not heard of since ``when``.
@@ -255,7 +252,7 @@ class Assembler:
 
 
 class Endpoint:
-    """The notification endpoint; ``sink(sample) -> bool`` gets samples."""
+    """The notification endpoint; ``sink(batch) -> int`` gets samples."""
 
     def __init__(self, sink, polling_interval_s, clock=time.time):
         self.sink = sink

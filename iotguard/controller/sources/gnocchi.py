@@ -44,13 +44,13 @@ from gnocchiclient.v1 import client as gnocchi_client
 from keystoneauth1 import session as ks_session
 from oslo_log import log as logging
 
+from iotguard import batch as batch_mod
 from iotguard import clients
 from iotguard.controller import sources
 from iotguard import rates
 
 LOG = logging.getLogger(__name__)
 
-SOURCE = 'gnocchi'
 RESOURCE_TYPE = 'instance_disk'
 
 #: sample field -> Gnocchi metric (Ceilometer's meter names).
@@ -145,7 +145,9 @@ class GnocchiSource:
         return self._client
 
     def fetch(self, instance_uuids=None, start=None, stop=None):
-        """Every complete bucket of every disk, as samples, oldest first.
+        """Every complete bucket of every disk, oldest first.
+
+        A :class:`iotguard.batch.Row` per disk and bucket.
 
         ``instance_uuids``: only these instances' disks (None: every
         ``instance_disk``); ``start``/``stop``: UNIX times. Returns ``[]``
@@ -167,7 +169,7 @@ class GnocchiSource:
                 LOG.warning('Gnocchi unavailable, no samples from it this '
                             'time: %s', e)
                 return []
-        samples.sort(key=lambda s: s['timestamp'])
+        samples.sort(key=lambda s: s.timestamp)
         return samples
 
     def latest(self, instance_uuids=None):
@@ -176,11 +178,11 @@ class GnocchiSource:
             self.granularity
         newest = {}
         for sample in self.fetch(instance_uuids, start=start):
-            newest[(sample['instance_uuid'], sample['dev'])] = sample
+            newest[(sample.instance_uuid, sample.dev)] = sample
         return list(newest.values())
 
     def poll(self, sink, instance_uuids=None):
-        """Hand the latest samples to ``sink``; how many it accepted."""
+        """Hand the latest samples to ``sink`` (one batch); how many stored."""
         return sources.deliver(sink, self.latest(instance_uuids))
 
     def _aggregates(self, uuids, start, stop):
@@ -223,9 +225,10 @@ class GnocchiSource:
                 values.update(self._latency(series, bucket))
                 if any(v is not None and v < 0 for v in values.values()):
                     gap = rates.GAP_RESET
-            out.append(sources.make_sample(
-                SOURCE, str(resource['instance_id']), resource['name'], end,
-                float(self.granularity), rates=values, gap=gap,
+            out.append(batch_mod.Row(
+                str(resource['instance_id']), resource['name'], end,
+                float(self.granularity), gap=gap,
+                rates=None if gap else values,
                 project_id=resource.get('project_id')))
         return out
 

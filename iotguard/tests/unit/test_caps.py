@@ -18,7 +18,6 @@ import testtools
 
 from iotguard import caps
 from iotguard import exception
-from iotguard import rates
 
 UUID = '6f1e2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b'
 
@@ -184,31 +183,6 @@ class RecordTest(testtools.TestCase):
                          sorted(caps.CAP_SCHEMA['properties']))
 
 
-class SampleRecordTest(testtools.TestCase):
-
-    def test_the_schema_is_the_record_s_fields(self):
-        schema = caps.SAMPLE_SCHEMA
-        fields = [f.name for f in dataclasses.fields(caps.Sample)]
-        # source is the controller's note of where it came from
-        self.assertEqual([f for f in fields if f != 'source'],
-                         list(schema['properties']))
-        self.assertEqual(
-            ['instance_uuid', 'dev', 'timestamp', 'gap']
-            + list(rates.RATE_FIELDS) + ['static', 'cap'],
-            schema['required'])
-        self.assertNotIn('additionalProperties', schema)
-
-    def test_rates_in_the_rate_math_s_order(self):
-        values = {name: float(i) for i, name in enumerate(rates.RATE_FIELDS)}
-        sample = caps.Sample(UUID, 'vda', 1.0, 5.0, None, static={},
-                             cap=None, **values)
-        self.assertEqual(tuple(values.values()), sample.rates)
-        wire = sample.to_wire()
-        self.assertNotIn('source', wire)
-        self.assertEqual(sample, caps.Sample(**wire))
-        caps.validate_sample(wire)
-
-
 class EffectiveTest(testtools.TestCase):
 
     def test_no_static_gives_cap(self):
@@ -279,23 +253,3 @@ class WithBurstsTest(testtools.TestCase):
     def test_drops_max_without_base(self):
         self.assertEqual(0, caps.with_bursts(
             {'total_iops_sec_max': 7})['total_iops_sec_max'])
-
-
-class SampleTest(testtools.TestCase):
-
-    def sample(self, **kw):
-        s = {'instance_uuid': UUID, 'dev': 'vda', 'timestamp': 1.0,
-             'gap': None, 'read_iops': 1.0, 'write_iops': 2.0,
-             'read_bytes_sec': 3.0, 'write_bytes_sec': 4.0,
-             'read_latency_ms': 0.5, 'write_latency_ms': 0.7,
-             'flush_ops': 0.0, 'static': {'total_iops_sec': 5}, 'cap': None}
-        s.update(kw)
-        return s
-
-    def test_valid_and_gap(self):
-        caps.validate_sample(self.sample())
-        caps.validate_sample(self.sample(gap='reset', read_iops=None))
-
-    def test_negative_rate_refused(self):
-        self.assertRaises(exception.Invalid, caps.validate_sample,
-                          self.sample(read_iops=-1.0))

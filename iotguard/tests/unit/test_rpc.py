@@ -10,13 +10,11 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The RPC clients: bounded retries, the version they send."""
+"""The RPC clients: bounded retries, what they cast where."""
 
 from unittest import mock
 
-from iotguard.agent import service
-from iotguard.bench import batches as batches_mod
-from iotguard import caps
+from iotguard import batch as batch_mod
 from iotguard import rpc
 from iotguard import rpcapi
 from iotguard.tests import base
@@ -39,21 +37,22 @@ class ClientRetryTest(base.TestCase):
                              api.client.prepare(version='1.0').retry)
 
 
-class ReportSamplesVersionTest(base.TestCase):
-    """Routed (1.2), then columns (1.1), as the version cap allows."""
+class ControllerAPITest(base.TestCase):
+    """One version: each batch to one controller, shares to their owner."""
 
     def setUp(self):
         super().setUp()
         self.transport = rpc.get_transport(self.conf, url='fake://')
         self.addCleanup(self.transport.cleanup)
-        out = batches_mod.Builder(1000.0, 5.0)
-        out.add('11111111-2222-3333-4444-555555555555', 'vda', None, 'p1',
-                5.0, None, (1.0,) * 7, {'total_iops_sec': 100})
-        self.columns = out.wire()
+        self.batch = batch_mod.Batch.of_rows([batch_mod.Row(
+            '11111111-2222-3333-4444-555555555555', 'vda', 1000.0, 5.0,
+            rates=dict.fromkeys(batch_mod.RATES, 1.0),
+            static={'total_iops_sec': 100}, project_id='p1')])
+        self.api = rpcapi.ControllerAPI(self.transport)
 
-    def sent(self, api):
-        """What ``report_samples`` casts: (prepare's kwargs, samples)."""
-        real, casts = api.client.prepare, []
+    def sent(self, call, *args):
+        """What ``call`` casts: (prepare's kwargs, method, cast kwargs)."""
+        real, casts = self.api.client.prepare, []
 
         def prepare(**kw):
             context = real(**kw)
@@ -61,43 +60,35 @@ class ReportSamplesVersionTest(base.TestCase):
             casts.append((kw, context.cast))
             return context
 
-        with mock.patch.object(api.client, 'prepare', side_effect=prepare):
-            api.report_samples({}, 'cn1', self.columns)
+        with mock.patch.object(self.api.client, 'prepare',
+                               side_effect=prepare):
+            call({}, *args)
         [(kw, cast)] = [(kw, cast) for kw, cast in casts if cast.called]
         [(args, cast_kw)] = cast.call_args_list
-        self.assertEqual(('report_samples', 'cn1'),
-                         (args[1], cast_kw['host']))
-        self.assertEqual(kw.get('fanout') is None,
-                         cast_kw.get('route', False))
-        return kw, cast_kw['samples']
+        return kw, args[1], cast_kw
 
-    def test_newest_casts_to_one_controller_which_routes(self):
-        api = rpcapi.ControllerAPI(self.transport)
-        kw, samples = self.sent(api)
-        self.assertEqual({'version': '1.2'}, kw)
-        self.assertIs(self.columns, samples)
+    def test_report_samples_casts_the_wire_form_to_one_controller(self):
+        self.assertEqual('1.0', rpcapi.CONTROLLER_RPC_API_VERSION)
+        kw, method, cast_kw = self.sent(self.api.report_samples, 'cn1',
+                                        self.batch)
+        self.assertEqual(({}, 'report_samples'), (kw, method))
+        self.assertEqual({'host', 'samples'}, set(cast_kw))
+        self.assertEqual('cn1', cast_kw['host'])
+        self.assertEqual(self.batch.to_wire(), cast_kw['samples'])
+        self.assertEqual(self.batch.keys(),
+                         batch_mod.decode(cast_kw['samples']).keys())
 
-    def test_capped_at_1_1_sends_columns_to_all(self):
-        api = rpcapi.ControllerAPI(self.transport, version_cap='1.1')
-        self.assertTrue(api.sends_columns())
-        kw, samples = self.sent(api)
-        self.assertEqual({'fanout': True, 'version': '1.1'}, kw)
-        self.assertIs(self.columns, samples)
+    def test_store_samples_casts_the_shares_to_their_owner(self):
+        kw, method, cast_kw = self.sent(self.api.store_samples, 'member-2',
+                                        [(None, self.batch),
+                                         ('cn1', self.batch)])
+        self.assertEqual(({'server': 'member-2'}, 'store_samples'),
+                         (kw, method))
+        self.assertEqual([(None, self.batch.to_wire()),
+                          ('cn1', self.batch.to_wire())],
+                         cast_kw['batches'])
 
-    def test_capped_at_1_0_sends_a_dict_per_disk(self):
-        api = rpcapi.ControllerAPI(self.transport, version_cap='1.0')
-        self.assertFalse(api.sends_columns())
-        kw, samples = self.sent(api)
-        self.assertEqual({'fanout': True, 'version': '1.0'}, kw)
-        [disk] = samples['disks']
-        caps.validate_sample(disk)
-        self.assertEqual({'total_iops_sec': 100}, disk['static'])
-
-    def test_the_agent_takes_its_cap_from_upgrade_levels(self):
-        self.flags(controller='1.0', group='upgrade_levels')
-        agent = service.AgentService(self.conf, driver=mock.Mock(),
-                                     transport=self.transport, timer=False)
-        with mock.patch.object(agent, 'manager'), \
-                mock.patch.object(rpc, 'get_server'):
-            agent.start()
-        self.assertFalse(agent.sampler.controller_api.sends_columns())
+    def test_heartbeats_go_to_every_controller(self):
+        kw, method, cast_kw = self.sent(self.api.agent_heartbeat, 'cn1',
+                                        {'disks': 1})
+        self.assertEqual(({'fanout': True}, 'agent_heartbeat'), (kw, method))

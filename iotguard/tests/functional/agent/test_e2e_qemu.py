@@ -145,9 +145,12 @@ class QemuGuestEndToEndTest(test_base.TestCase):
         self.wall[0] = time.time()
         disks = self.driver.list_disks()
         self.mgr.periodic(disks)
-        batch = self.sampler.run_once(disks)
-        return [d for d in batch_mod.to_samples(batch.to_wire())['disks']
-                if d['instance_uuid'] == self.uuid and d['dev'] == 'vda'][0]
+        batch = batch_mod.decode(self.sampler.run_once(disks).to_wire())
+        i = batch.keys().index((self.uuid, 'vda'))
+        sample = {'gap': batch.gap[i], 'static_bytes_sec': batch.static[1, i],
+                  'cap': self.mgr.cap_in_force((self.uuid, 'vda'))}
+        sample.update(zip(batch_mod.RATES, batch.rates[:, i].tolist()))
+        return sample
 
     def interval(self):
         time.sleep(INTERVAL)
@@ -157,7 +160,7 @@ class QemuGuestEndToEndTest(test_base.TestCase):
         self.tick()                                   # first reading
         free = self.interval()
         self.assertIsNone(free['gap'])
-        self.assertEqual({'total_bytes_sec': STATIC}, free['static'])
+        self.assertEqual(STATIC, free['static_bytes_sec'])
         # The guest writes as fast as the static ceiling lets it.
         self.assertGreater(free['write_bytes_sec'], 0.5 * STATIC, free)
         self.assertLess(free['write_bytes_sec'], 1.3 * STATIC, free)
@@ -173,7 +176,7 @@ class QemuGuestEndToEndTest(test_base.TestCase):
         self.assertEqual(CAP, live['total_bytes_sec'])
         self.tick()             # closes the interval the cap arrived in
         capped = self.interval()
-        self.assertEqual(CAP, capped['cap']['total_bytes_sec'])
+        self.assertEqual(CAP, capped['cap'][0]['total_bytes_sec'])
         # QEMU's bucket lets one burst of the base value through.
         self.assertLess(capped['write_bytes_sec'], 1.6 * CAP, capped)
         self.assertGreater(capped['write_bytes_sec'], 0.3 * CAP, capped)
@@ -253,7 +256,7 @@ class QemuGuestEndToEndTest(test_base.TestCase):
                                            self.api)
         self.mgr.recover()
         sample = self.tick()
-        self.assertEqual({'total_bytes_sec': STATIC}, sample['static'])
+        self.assertEqual(STATIC, sample['static_bytes_sec'])
         # No lease here for that cap: Nova's ceiling is back at once, and
         # the guest writes above the cap again.
         live = self.dom.blockIoTune('vda', libvirt.VIR_DOMAIN_AFFECT_LIVE)

@@ -13,7 +13,7 @@
 """The whole agent over real RabbitMQ, on libvirt's ``test:///default``.
 
 A test controller endpoint (topic ``iotguard-controller``) receives the
-agent's ``report_samples`` and ``agent_heartbeat`` fanout casts, and the
+agent's ``report_samples`` cast and ``agent_heartbeat`` fanout cast, and the
 controller's client (:class:`iotguard.rpcapi.AgentAPI`) casts
 ``apply_caps``/``release_caps`` and calls ``get_state``. Each test uses its
 own exchange (``control_exchange``) and host name, so concurrent runs do not
@@ -21,6 +21,7 @@ see each other. The broker URL defaults to the RabbitMQ that
 tools/test-setup.sh starts; ``IOTGUARD_TEST_RABBIT_URL`` overrides it.
 """
 
+import math
 import threading
 import time
 import uuid
@@ -31,7 +32,6 @@ import testtools
 from iotguard.agent import service as agent_service
 from iotguard.agent.virt import libvirt as lv
 from iotguard import batch as batch_mod
-from iotguard import caps
 from iotguard import rpc
 from iotguard import rpcapi
 from iotguard.tests import base as test_base
@@ -44,11 +44,21 @@ except ImportError:
     libvirt = None
 
 
+def disks_of(batch):
+    """The disks of a decoded batch, a dict each (rates: None for none)."""
+    return [dict(instance_uuid=batch.instance_uuid[i], dev=batch.dev[i],
+                 gap=batch.gap[i], static_iops=batch.static[0, i],
+                 static_bytes_sec=batch.static[1, i],
+                 **{name: None if math.isnan(row[i]) else row[i]
+                    for name, row in zip(batch_mod.RATES, batch.rates)})
+            for i in range(len(batch))]
+
+
 class ControllerEndpoint:
     """What iotguard-controller serves, recording what it gets.
 
-    A batch in columns (1.1) is kept in the 1.0 form (a dict per disk),
-    as it would reach an older controller; ``columns`` counts them.
+    Each batch is checked as the controller checks it
+    (:func:`iotguard.batch.decode`) and kept as a dict per disk.
     """
 
     target = oslo_messaging.Target(version=rpcapi.CONTROLLER_RPC_API_VERSION)
@@ -56,15 +66,12 @@ class ControllerEndpoint:
     def __init__(self):
         self.batches = []
         self.heartbeats = []
-        self.columns = 0
         self.arrived = threading.Condition()
 
-    def report_samples(self, ctxt, host, samples, route=False):
-        if type(samples.get('disks')) is dict:
-            samples = batch_mod.to_samples(samples)
-            self.columns += 1
+    def report_samples(self, ctxt, host, samples):
+        disks = disks_of(batch_mod.decode(samples))
         with self.arrived:
-            self.batches.append((host, samples))
+            self.batches.append((host, {'disks': disks}))
             self.arrived.notify_all()
 
     def agent_heartbeat(self, ctxt, host, info):
@@ -138,18 +145,16 @@ class AgentOverRabbitTest(test_base.TestCase):
             return disk if disk and disk['gap'] is None else None
         disk = self.controller.wait_for(with_rates)
         self.assertIsNotNone(disk, 'no report_samples with rates arrived')
-        self.assertGreater(self.controller.columns, 0)   # sent as 1.1
-        caps.validate_sample(disk)
         self.assertGreater(disk['read_iops'], 0)
-        self.assertEqual({'total_iops_sec': 1000,
-                          'total_bytes_sec': 10485760}, disk['static'])
-        self.assertIsNone(disk['cap'])
+        # the static ceilings: total IOPS and bytes/s of the domain's iotune
+        self.assertEqual((1000, 10485760),
+                         (disk['static_iops'], disk['static_bytes_sec']))
         beat = self.controller.wait_for(
             lambda: [i for h, i in self.controller.heartbeats
                      if h == self.host])
         self.assertEqual('LibvirtDriver', beat[-1]['driver'])
 
-    def test_apply_caps_cast_shows_in_libvirt_and_samples(self):
+    def test_apply_caps_cast_shows_in_libvirt_and_state(self):
         lease = time.time() + 60
         bad = {'instance_uuid': self.uuid, 'dev': 'vda',
                'limits': {'total_iops_sec': -5},
@@ -159,27 +164,24 @@ class AgentOverRabbitTest(test_base.TestCase):
                 'lease_expires_at': lease, 'decision_id': 'dec-1'}
         self.api.apply_caps({}, self.host, [bad, good])
 
-        def capped():
-            disk = self.my_disk()()
-            return disk if disk and disk['cap'] else None
-        disk = self.controller.wait_for(capped)
-        self.assertIsNotNone(disk, 'the cap never showed in the samples')
-        self.assertEqual(250, disk['cap']['total_iops_sec'])
-        self.assertEqual('dec-1', disk['decision_id'])
+        def vda_state():
+            state = self.api.get_state({}, self.host)
+            return [d for d in state['disks']
+                    if d['instance_uuid'] == self.uuid
+                    and d['dev'] == 'vda'][0]
+        # get_state is a call: it is served after the apply cast
+        vda = vda_state()
+        self.assertEqual({'total_iops_sec': 250}, vda['cap'])
+        self.assertEqual('dec-1', vda['decision_id'])
         tune = self.dom.blockIoTune('vda', libvirt.VIR_DOMAIN_AFFECT_LIVE)
         self.assertEqual(250, tune['total_iops_sec'])
-
-        state = self.api.get_state({}, self.host)
-        vda = [d for d in state['disks']
-               if d['instance_uuid'] == self.uuid and d['dev'] == 'vda'][0]
-        self.assertEqual({'total_iops_sec': 250}, vda['cap'])
+        # the samples go on with the disk's own static ceiling
+        disk = self.controller.wait_for(self.my_disk())
+        self.assertEqual(1000, disk['static_iops'])
 
         self.api.release_caps({}, self.host, [{'instance_uuid': self.uuid,
                                                'dev': 'vda'}])
         # get_state is a call: it is served after the release cast.
-        state = self.api.get_state({}, self.host)
-        vda = [d for d in state['disks']
-               if d['instance_uuid'] == self.uuid and d['dev'] == 'vda'][0]
-        self.assertIsNone(vda['cap'])
+        self.assertIsNone(vda_state()['cap'])
         tune = self.dom.blockIoTune('vda', libvirt.VIR_DOMAIN_AFFECT_LIVE)
         self.assertEqual(1000, tune['total_iops_sec'])

@@ -177,11 +177,14 @@ class EndToEndTest(base.TestCase):
 
     def rate(self, name):
         for args in reversed(self.ears.calls('report_samples')):
-            for disk in batch_mod.to_samples(args['samples'])['disks']:
-                if (disk['instance_uuid'], disk['dev']) == self.disks[name]:
-                    if disk['gap']:
-                        return None
-                    return disk['read_bytes_sec'] + disk['write_bytes_sec']
+            batch = batch_mod.decode(args['samples'])
+            if self.disks[name] in batch.keys():
+                i = batch.keys().index(self.disks[name])
+                if batch.gap[i]:
+                    return None
+                row = batch_mod.RATES.index
+                return float(batch.rates[row('read_bytes_sec'), i]
+                             + batch.rates[row('write_bytes_sec'), i])
         return None
 
     def noisy_cap(self):

@@ -15,7 +15,7 @@
 The agent runs the ``simulated`` driver on a small scenario in real time
 (a noisy neighbour with eight 64 KiB writers starts at t = 4 s next to two
 rate-limited victims with 600 KiB/s floors). Its samples reach the
-controller by the real :class:`ControllerAPI` fanout casts, the controller
+controller by the real :class:`ControllerAPI` casts, the controller
 decides with the ``guarantee`` policy and casts leased caps back with the
 real :class:`AgentAPI`; decisions land in PostgreSQL (SQLite when no
 server runs) and notifications on RabbitMQ. Each test has its own
@@ -38,6 +38,7 @@ import oslo_messaging
 from oslo_messaging import conffixture
 
 from iotguard.agent import service as agent_service
+from iotguard import batch as batch_mod
 from iotguard.controller import service as controller_service
 from iotguard import rpc
 from iotguard import rpcapi
@@ -188,7 +189,7 @@ class ControllerOverRabbitTest(base.TestCase):
 
     def rate(self, name):
         sample = self.controller.store.latest(*self.disks[name])
-        if not sample or sample['gap']:
+        if not sample or not sample['rated']:
             return None
         return sample['read_bytes_sec'] + sample['write_bytes_sec']
 
@@ -200,29 +201,32 @@ class ControllerOverRabbitTest(base.TestCase):
         """Bad input over the real bus: must be dropped, never acted on.
 
         v2 is made to look like a flood (10 MB/s, slow, busy) in samples
-        from the future and from the far past; a garbage batch and a
-        sample of an unknown disk come along, and a batch in columns
-        with a rate out of range.
+        from the future and from the far past; a garbage batch, a sample
+        of an unknown disk and batches with a rate out of range or
+        negative come along.
         """
         api = rpcapi.ControllerAPI(self.transport)
+        cast = api.client.prepare().cast
         now = time.time()
         flood = dict(read_iops=0.0, write_iops=160.0, read_bytes_sec=0.0,
                      write_bytes_sec=10485760.0, read_latency_ms=0.0,
-                     write_latency_ms=400.0, flush_ops=0.0, gap=None,
-                     static={}, cap=None, interval_s=SAMPLE_S)
-        v2 = dict(instance_uuid=self.disks['v2'][0], dev='vda', **flood)
-        api.report_samples({}, self.host, 'garbage')
-        # columns (1.1) with a rate out of range: the whole batch dropped
-        api.report_samples({}, self.host, {'timestamp': now, 'disks': {
-            'instance_uuid': [v2['instance_uuid']], 'dev': ['vda'],
-            'gap': [None], 'static': {}, 'cap': {},
-            **{k: [v] for k, v in flood.items()
-               if k not in ('gap', 'static', 'cap')},
-            'write_bytes_sec': [1e16]}})
-        api.report_samples({}, self.host, {'disks': [
-            dict(v2, timestamp=now + 3600), dict(v2, timestamp=now - 3600),
-            dict(v2, timestamp=now, write_bytes_sec=-1.0),
-            dict(v2, instance_uuid=str(uuid.uuid4()), timestamp=now)]})
+                     write_latency_ms=400.0)
+
+        def v2(timestamp, uuid_=None, **rates):
+            return batch_mod.Row(uuid_ or self.disks['v2'][0], 'vda',
+                                 timestamp, SAMPLE_S,
+                                 rates=dict(flood, **rates))
+        cast({}, 'report_samples', host=self.host, samples='garbage')
+        # rates out of range, negative: the whole batch dropped
+        for bad in (1e16, -1.0):
+            wire = batch_mod.Batch.of_rows([v2(now)]).to_wire()
+            wire['disks']['write_bytes_sec'] = [bad]
+            cast({}, 'report_samples', host=self.host, samples=wire)
+        # well formed, but from the future, the far past, an unknown disk
+        api.report_samples({}, self.host, batch_mod.Batch.of_rows([
+            v2(now + 3600)]))
+        api.report_samples({}, self.host, batch_mod.Batch.of_rows([
+            v2(now - 3600), v2(now, str(uuid.uuid4()))]))
         api.agent_heartbeat({}, self.host, 'garbage')
 
     def test_noisy_neighbour_capped_floors_restored_then_lapse(self):

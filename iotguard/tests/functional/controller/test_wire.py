@@ -10,27 +10,18 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""report_samples' two forms and their version over real RabbitMQ.
+"""report_samples' one form over real RabbitMQ.
 
 An agent's sampler (over a fake driver, its counters set by the test)
 casts its batch with the real :class:`ControllerAPI` to a real
-:class:`ControllerManager` and sample store (SQLite), over RabbitMQ:
-
-* no version cap (1.1): the batch goes out in columns and its disks reach
-  the store;
-* ``[upgrade_levels] controller = 1.0``: it goes out as a dict per disk,
-  which the 1.1 controller still takes;
-* a controller that speaks only 1.0 refuses (its RPC dispatcher logs
-  UnsupportedVersion) a 1.1 cast and takes a 1.0 one: why the controllers
-  are upgraded first.
-
-Each test has its own exchange and host name.
+:class:`ControllerManager` and sample store (SQLite), over RabbitMQ: the
+batch's disks reach the store; a malformed batch is refused whole and
+the next one is taken. Each test has its own exchange and host name.
 """
 
 import time
 import uuid
 
-import oslo_messaging
 from oslo_messaging import conffixture
 
 from iotguard.agent import manager as agent_manager
@@ -47,21 +38,6 @@ from iotguard.tests.fixtures import rabbit
 from iotguard.tests.unit.agent import fakes as agent_fakes
 
 DOMAIN = 'ft-wire'
-
-
-class OldController:
-    """A controller of RPC 1.0: what it is sent, untouched."""
-
-    target = oslo_messaging.Target(version='1.0')
-
-    def __init__(self):
-        self.batches = []
-
-    def report_samples(self, ctxt, host, samples):
-        self.batches.append(samples)
-
-    def agent_heartbeat(self, ctxt, host, info):
-        pass
 
 
 class WireOverRabbitTest(base.TestCase):
@@ -98,16 +74,16 @@ class WireOverRabbitTest(base.TestCase):
         server.start()
         self.addCleanup(server.wait)
         self.addCleanup(server.stop)
-        time.sleep(0.5)    # the fanout queue is bound before the casts
+        time.sleep(0.5)    # the queue is bound before the casts
 
-    def agent(self, version_cap=None):
+    def agent(self):
         """A sampler whose second pass has rates; its API and clock."""
         driver = agent_fakes.FakeDriver(self.disks)
         for i, disk in enumerate(self.disks):
             driver.counters[disk.key] = dict.fromkeys(rates.COUNTER_KEYS, 0)
         mgr = agent_manager.AgentManager(self.conf, driver,
                                          store=agent_fakes.MemoryStore())
-        api = rpcapi.ControllerAPI(self.transport, version_cap=version_cap)
+        api = rpcapi.ControllerAPI(self.transport)
         clock = [100.0]
         sampler = sampler_mod.Sampler(self.conf, driver, mgr, api,
                                       clock=lambda: clock[0])
@@ -134,35 +110,26 @@ class WireOverRabbitTest(base.TestCase):
         first, second = self.stored()
         self.assertEqual((100.0, 200.0), (first['read_iops'],
                                           second['read_iops']))
-        self.assertEqual({'total_iops_sec': 500}, first['static'])
-        self.assertIsNone(first['gap'])
+        self.assertEqual((500.0, 1.0), (first['static_iops'],
+                                        first['rated']))
 
-    def test_columns_reach_the_store(self):
+    def test_the_batch_reaches_the_store(self):
         self.serve(self.controller, 'new')
         sampler, api = self.agent()
-        self.assertTrue(api.sends_columns())
-        batch = sampler.run_once()
-        self.assertIs(dict, type(batch.to_wire()['disks']))
+        sampler.run_once()
         self.assert_stored()
         self.assertEqual(0, self.controller.stats['dropped'])
 
-    def test_old_form_still_reaches_the_store(self):
+    def test_a_malformed_batch_is_refused_whole_the_next_taken(self):
         self.serve(self.controller, 'new')
-        sampler, api = self.agent(version_cap='1.0')
-        self.assertFalse(api.sends_columns())
-        sampler.run_once()
+        sampler, api = self.agent()
+        batch = sampler.collect(sampler.driver.list_disks())
+        wire = batch.to_wire()
+        wire['disks']['read_iops'][1] = -1.0
+        api.client.prepare().cast({}, 'report_samples', host=self.host,
+                                  samples=wire)
+        self.assertTrue(self.wait_for(
+            lambda: self.controller.stats['dropped'] == 1))
+        self.assertEqual([None, None], self.stored())
+        api.report_samples({}, self.host, batch)
         self.assert_stored()
-
-    def test_a_1_0_controller_takes_only_the_1_0_form(self):
-        old = OldController()
-        self.serve(old, 'old')
-        newest, _ = self.agent()
-        newest.run_once()                 # refused by old's dispatcher
-        capped, _ = self.agent(version_cap='1.0')
-        capped.run_once()
-        self.assertTrue(self.wait_for(lambda: old.batches))
-        time.sleep(0.5)                   # the 1.1 cast went first
-        [got] = old.batches
-        self.assertEqual(list, type(got['disks']))
-        self.assertEqual({d.instance_uuid for d in self.disks},
-                         {d['instance_uuid'] for d in got['disks']})

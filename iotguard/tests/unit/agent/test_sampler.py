@@ -10,6 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import math
 from unittest import mock
 
 import fixtures
@@ -29,8 +30,19 @@ B = (fakes.UUID_B, 'vdb')
 
 
 def disks(batch):
-    """The batch's disks as 1.0 dicts (what an older controller gets)."""
-    return batch_mod.to_samples(batch.to_wire())['disks']
+    """The batch's disks as the controller reads them, a dict each."""
+    got = batch_mod.decode(batch.to_wire())
+    out = []
+    for i in range(len(got)):
+        disk = {'dev': got.dev[i], 'gap': got.gap[i],
+                'volume_id': got.volume_id[i],
+                'project_id': got.project_id[i],
+                'static_iops': got.static[0, i],
+                'static_bytes_sec': got.static[1, i]}
+        for name, row in zip(batch_mod.RATES, got.rates):
+            disk[name] = None if math.isnan(row[i]) else row[i]
+        out.append(disk)
+    return out
 
 
 class Clock:
@@ -87,12 +99,13 @@ class SamplerTest(test_base.TestCase):
         self.assertEqual(100.0, vda['write_iops'])
         self.assertEqual(409600.0, vda['write_bytes_sec'])
         self.assertAlmostEqual(3.0, vda['write_latency_ms'])
-        self.assertEqual(2.0, vda['flush_ops'])
+        self.assertNotIn('flush_ops', vda)
         self.assertEqual(0.0, vda['read_iops'])
-        self.assertEqual({'total_iops_sec': 1000}, vda['static'])
+        self.assertEqual((1000.0, math.inf),
+                         (vda['static_iops'], vda['static_bytes_sec']))
         self.assertEqual('p1', vda['project_id'])
         self.assertEqual('vol-1', second['vdb']['volume_id'])
-        self.assertIsNone(vda['cap'])
+        self.assertEqual(math.inf, second['vdb']['static_iops'])
 
     def test_one_batch_and_heartbeat_per_pass_all_valid(self):
         self.set_counters(A)
@@ -106,23 +119,27 @@ class SamplerTest(test_base.TestCase):
         self.assertEqual('compute1', host)
         self.assertIs(batch, sent)
         self.assertEqual(self.wall.now, batch.read_at)
-        # columns, one check for all; each disk valid in the 1.0 form too
+        # columns, one check for all
         self.assertEqual(2, len(batch_mod.decode(batch.to_wire())))
-        for disk in disks(batch):
-            caps.validate_sample(disk)
         info = self.api.heartbeats[-1][1]
         self.assertEqual(2, info['disks'])
         self.assertEqual('FakeDriver', info['driver'])
 
-    def test_cap_in_force_reported(self):
+    def test_a_cap_in_force_is_not_sent(self):
+        # the controller's database holds the caps it set; the static
+        # ceiling stays the disk's own (the cap is not its ceiling)
         self.set_counters(A)
+        self.set_counters(B)
+        before = self.sampler.run_once().to_wire()
         self.mgr.periodic()
         self.mgr.apply_caps({}, [test_manager.cap(
             total_iops_sec=300, lease=self.wall.now + 60)])
-        vda = self.by_dev(self.sampler.run_once())['vda']
-        self.assertEqual({'total_iops_sec': 300}, vda['cap'])
-        self.assertEqual(self.wall.now + 60, vda['lease_expires_at'])
-        self.assertEqual('d1', vda['decision_id'])
+        self.assertIsNotNone(self.mgr.cap_in_force(A))
+        self.advance(5.0)
+        after = self.sampler.run_once().to_wire()
+        self.assertEqual(before['disks']['static_iops_sec'],
+                         after['disks']['static_iops_sec'])
+        self.assertEqual(set(batch_mod.WIRE_LISTS), set(after['disks']))
 
     def test_counter_reset_is_gap_and_marks_dirty(self):
         self.set_counters(A, rd_reqs=1000)

@@ -48,12 +48,11 @@ class TestPartitionBench(test_base.TestCase):
         every = [bench_controller.place(self.args, n) for n in range(30)]
         mine = bench._owned_disks(self.args, ['bench-002'])
         whole = dict(bench_controller.batches(every, 100.0, {}))
-        for host, wire in bench_controller.batches(mine, 100.0, {}):
-            disks = wire['disks']
-            for i, uuid in enumerate(disks['instance_uuid']):
-                j = whole[host]['disks']['instance_uuid'].index(uuid)
-                self.assertEqual(whole[host]['disks']['read_iops'][j],
-                                 disks['read_iops'][i])
+        for host, share in bench_controller.batches(mine, 100.0, {}):
+            for i, uuid in enumerate(share.instance_uuid):
+                j = whole[host].instance_uuid.index(uuid)
+                self.assertEqual(whole[host].rates[:, j].tolist(),
+                                 share.rates[:, i].tolist())
 
     def test_reowned_after_the_last_of_the_victims_domains(self):
         rounds = [_round(0, 1, 0.0, ['a']), _round(1, 1, 0.0, ['b', 'c']),

@@ -14,26 +14,41 @@
 
 import uuid
 
+from iotguard import batch as batch_mod
+
 
 def sample(instance_uuid=None, dev='vda', timestamp=1000.0, iops=10.0,
            bytes_sec=40960.0, latency_ms=1.0, gap=None, **extra):
-    """A valid per-disk sample (agent shape), split evenly read/write."""
-    rate = None if gap else 1.0
-    out = {
-        'instance_uuid': instance_uuid or str(uuid.uuid4()), 'dev': dev,
-        'volume_id': None, 'project_id': 'p1',
-        'timestamp': timestamp, 'interval_s': 5.0, 'gap': gap,
-        'read_iops': rate and iops / 2, 'write_iops': rate and iops / 2,
-        'read_bytes_sec': rate and bytes_sec / 2,
-        'write_bytes_sec': rate and bytes_sec / 2,
-        'read_latency_ms': rate and latency_ms,
-        'write_latency_ms': rate and latency_ms,
-        'flush_ops': rate and 0.0,
-        'static': {}, 'cap': None, 'lease_expires_at': None,
-        'decision_id': None,
-    }
-    out.update(extra)
-    return out
+    """A disk's sample (:class:`iotguard.batch.Row`), split read/write.
+
+    ``extra``: a rate by name, or another field of the row.
+    """
+    measured = None if gap else {
+        'read_iops': iops / 2, 'write_iops': iops / 2,
+        'read_bytes_sec': bytes_sec / 2, 'write_bytes_sec': bytes_sec / 2,
+        'read_latency_ms': latency_ms, 'write_latency_ms': latency_ms}
+    for name in batch_mod.RATES:
+        if name in extra:
+            measured = dict(measured or {}, **{name: extra.pop(name)})
+    fields = dict(volume_id=None, project_id='p1', interval_s=5.0)
+    fields.update(extra)
+    return batch_mod.Row(instance_uuid or str(uuid.uuid4()), dev, timestamp,
+                         gap=gap, rates=measured, **fields)
+
+
+def batch(*rows):
+    """The :class:`iotguard.batch.Batch` of some rows (:func:`sample`)."""
+    return batch_mod.Batch.of_rows(rows)
+
+
+def wire(*rows):
+    """The wire form of some rows, as an agent casts it."""
+    return batch(*rows).to_wire()
+
+
+def add(store, *rows, received_at=None):
+    """Store some rows (:func:`sample`) at once; how many were stored."""
+    return store.add_batch(batch(*rows), received_at)
 
 
 def tier(name='gold', **kw):

@@ -52,9 +52,9 @@ class LoopTestBase(base.TestCase):
             load_policy=load)
 
     def feed(self, disk, at=T0 - 1, **kw):
-        self.assertTrue(self.store.add(
-            fakes.sample(disk['instance_uuid'], disk['dev'], timestamp=at,
-                         **kw), received_at=at))
+        self.assertEqual(1, fakes.add(
+            self.store, fakes.sample(disk['instance_uuid'], disk['dev'],
+                                     timestamp=at, **kw), received_at=at))
 
     def cap_of(self, disk):
         return self.db.caps.get((disk['instance_uuid'], disk['dev']))

@@ -15,7 +15,6 @@ import math
 import fixtures
 
 from iotguard import batch as batch_mod
-from iotguard.bench import batches as batches_mod
 from iotguard.controller import manager
 from iotguard.controller import samples
 from iotguard.tests import base
@@ -50,8 +49,9 @@ class ManagerFixture(base.TestCase):
             clock=lambda: T0)
         self.manager.refresh_index()
 
-    def batch(self, *disks):
-        return {'timestamp': T0, 'interval_s': 5.0, 'disks': list(disks)}
+    def batch(self, *rows):
+        """The wire form of some rows (:meth:`sample`), as an agent sends."""
+        return fakes.wire(*rows)
 
     def sample(self, disk=None, **kw):
         if disk is not None:
@@ -61,13 +61,11 @@ class ManagerFixture(base.TestCase):
         return fakes.sample(**kw)
 
     def columns(self, *disks, timestamp=T0 - 0.5, **static):
-        """A 1.1 batch (columns) of ``disks``: ``(disk, project_id)``."""
-        out = batches_mod.Builder(timestamp, 5.0)
-        for disk, project_id in disks:
-            out.add(disk['instance_uuid'], disk['dev'], None, project_id,
-                    5.0, None, (5.0, 5.0, 20480.0, 20480.0, 1.0, 1.0, 0.0),
-                    static, {'total_iops_sec': 300}, T0 + 15, 'd1')
-        return out.wire()
+        """The wire form of a batch of ``disks``: ``(disk, project_id)``."""
+        return fakes.wire(*[fakes.sample(
+            disk['instance_uuid'], disk['dev'], timestamp, iops=10.0,
+            bytes_sec=40960.0, static=static, project_id=project_id)
+            for disk, project_id in disks])
 
 
 class ManagerTest(ManagerFixture):
@@ -91,16 +89,20 @@ class ManagerTest(ManagerFixture):
 
     def test_malformed_batches_and_samples_are_dropped(self):
         for host, batch in (('cn1', None), ('cn1', []), ('cn1', {}),
-                            ('cn1', {'disks': 'x'}), (None, self.batch()),
-                            ('', self.batch()), (42, self.batch())):
+                            ('cn1', {'disks': 'x'}),
+                            ('cn1', {'timestamp': T0, 'disks': [
+                                fakes.sample(self.mine)._asdict()]}),
+                            ('cn1', self.batch(self.sample(
+                                self.mine, read_iops=-3.0))),
+                            (None, self.batch()), ('', self.batch()),
+                            (42, self.batch())):
             self.manager.report_samples({}, host, batch)
         self.manager.report_samples({}, 'cn1', self.batch(
-            'garbage', {'instance_uuid': self.mine['instance_uuid']},
-            self.sample(self.mine, read_iops=-3.0),
-            self.sample(self.mine, timestamp=T0 + 3600),
+            self.sample(self.mine, timestamp=T0 + 3600)))
+        self.manager.report_samples({}, 'cn1', self.batch(
             self.sample(self.mine)))
         self.assertEqual(1, self.manager.stats['stored'])
-        self.assertEqual(11, self.manager.stats['dropped'])
+        self.assertEqual(10, self.manager.stats['dropped'])
         self.assertEqual(5.0, self.store.latest(self.mine['instance_uuid'],
                                                 'vda')['read_iops'])
 
@@ -114,16 +116,16 @@ class ManagerTest(ManagerFixture):
     def test_unknown_local_disk_is_registered(self):
         new = self.sample(project_id='proj-x', dev='vdb')
         self.manager.report_samples({}, 'cn1', self.batch(new))
-        disk = self.db.disks[(new['instance_uuid'], 'vdb')]
+        disk = self.db.disks[(new.instance_uuid, 'vdb')]
         self.assertEqual(('local:cn1', 'cn1', 'proj-x'),
                          (disk['domain'], disk['host'], disk['project_id']))
         self.assertEqual('local', self.db.domains['local:cn1']['kind'])
         self.assertIsNone(self.db.domains['local:cn1']['iops_4k'])
-        self.assertIsNotNone(self.store.latest(new['instance_uuid'], 'vdb'))
+        self.assertIsNotNone(self.store.latest(new.instance_uuid, 'vdb'))
         self.assertEqual(1, self.manager.stats['registered'])
         # known now: the next batch does not register it again
         self.manager.report_samples({}, 'cn1', self.batch(
-            dict(new, timestamp=T0 - 0.1)))
+            new._replace(timestamp=T0 - 0.1)))
         self.assertEqual(1, self.manager.stats['registered'])
 
     def test_unknown_disks_not_registered(self):
@@ -154,12 +156,10 @@ class ManagerTest(ManagerFixture):
         self.assertIsNone(self.store.latest(self.theirs['instance_uuid'],
                                             'vda'))
         got = self.store.latest(self.mine['instance_uuid'], 'vda')
-        self.assertEqual((T0 - 0.5, 5.0, {'total_iops_sec': 900},
-                          {'total_iops_sec': 300}, T0 + 15, 'd1', 'p1'),
+        self.assertEqual((T0 - 0.5, 5.0, 900.0, math.inf, 1.0),
                          (got['timestamp'], got['read_iops'],
-                          got['static'], got['cap'],
-                          got['lease_expires_at'], got['decision_id'],
-                          got['project_id']))
+                          got['static_iops'], got['static_bytes_sec'],
+                          got['rated']))
         self.assertEqual((1, 1, 0), (self.manager.stats['stored'],
                                      self.manager.stats['foreign'],
                                      self.manager.stats['dropped']))
@@ -171,10 +171,9 @@ class ManagerTest(ManagerFixture):
         for name, value in (('read_iops', [math.nan]), ('read_iops', [-1]),
                             ('read_iops', [2e15]), ('dev', ['0bad']),
                             ('dev', []), ('gap', [7]),
-                            ('static', {'total_iops_sec': [2 ** 63]}),
+                            ('static_iops_sec', [2 ** 63]),
                             ('unknown', [1])):
-            spoiled = batches_mod.Builder(T0, 5.0).wire()
-            spoiled['disks'] = dict(good['disks'], **{name: value})
+            spoiled = dict(good, disks=dict(good['disks'], **{name: value}))
             bad.append(spoiled)
         bad.append(dict(good, timestamp=math.inf))
         for spoiled in bad:
@@ -197,7 +196,7 @@ class ManagerTest(ManagerFixture):
                                   self.manager.stats['dropped']))
 
     def test_columns_register_an_unknown_local_disk(self):
-        new = {'instance_uuid': fakes.sample()['instance_uuid'],
+        new = {'instance_uuid': fakes.sample().instance_uuid,
                'dev': 'vdb'}
         self.manager.report_samples({}, 'cn1', self.columns(
             (new, 'proj-x'), (self.mine, 'p1')))
@@ -209,7 +208,7 @@ class ManagerTest(ManagerFixture):
 
     def test_a_local_disk_the_agent_stops_listing_is_dropped(self):
         # the rescue layout: vda and vdb; after unrescue only vda
-        root = {'instance_uuid': fakes.sample()['instance_uuid'],
+        root = {'instance_uuid': fakes.sample().instance_uuid,
                 'dev': 'vda'}
         rescued = dict(root, dev='vdb')
         self.manager.report_samples({}, 'cn1', self.columns(
@@ -238,7 +237,7 @@ class ManagerTest(ManagerFixture):
         local = {'instance_uuid': uuid, 'dev': 'vdb'}
         self.manager.report_samples({}, 'cn1', self.columns(
             (self.mine, 'p1'), (local, 'p1')))
-        other = {'instance_uuid': fakes.sample()['instance_uuid'],
+        other = {'instance_uuid': fakes.sample().instance_uuid,
                  'dev': 'vda'}
         for _ in range(2 * manager.UNLISTED_BATCHES):
             # the instance not in the batch at all (stopped, rebuilt)
@@ -252,12 +251,13 @@ class ManagerTest(ManagerFixture):
                 (self.mine, 'p1')))
         self.assertIn((uuid, 'vdb'), self.db.disks)
         self.assertIn((uuid, 'vda'), self.db.disks)
-        # local:cn1 owned by another controller: not ours to drop
+        # local:cn1 owned by another controller: the controller that
+        # received the batch alone sees the host's whole listing, and drops
         self.owned.discard('local:cn1')
-        for _ in range(2 * manager.UNLISTED_BATCHES):
+        for _ in range(manager.UNLISTED_BATCHES):
             self.manager.report_samples({}, 'cn1', self.columns(
                 (self.mine, 'p1')))
-        self.assertIn((uuid, 'vdb'), self.db.disks)
+        self.assertNotIn((uuid, 'vdb'), self.db.disks)
 
     def test_heartbeat(self):
         self.manager.agent_heartbeat({}, 'cn1', {'driver': 'LibvirtDriver'})
@@ -300,13 +300,13 @@ class ManagerTest(ManagerFixture):
         self.assertEqual('x', self.manager.domain_of(
             self.mine['instance_uuid'], 'vda'))
 
-    def test_add_sample_sink_for_other_sources(self):
-        self.assertTrue(self.manager.add_sample(self.sample(self.mine)))
-        self.assertFalse(self.manager.add_sample(self.sample(self.theirs)))
+    def test_add_batch_sink_for_other_sources(self):
         # unknown disks are not registered from a source without a host
-        self.assertFalse(self.manager.add_sample(self.sample(
-            project_id='p9')))
-        self.assertFalse(self.manager.add_sample({'bad': 1}))
+        self.assertEqual(1, self.manager.add_batch(fakes.batch(
+            self.sample(self.mine), self.sample(self.theirs),
+            self.sample(project_id='p9'))))
+        self.assertEqual(0, self.manager.add_batch(fakes.batch(
+            self.sample(self.mine))))       # not newer: refused
         self.assertEqual(2, len(self.db.disks))
         self.assertEqual((1, 1, 2), (self.manager.stats['stored'],
                                      self.manager.stats['foreign'],
@@ -328,15 +328,15 @@ class IndexEventsTest(base.TestCase):
             self.conf, self.db, self.store, clock=lambda: self.now)
 
     def report(self, uuid, dev='vda'):
-        self.manager.report_samples({}, 'cn1', {'disks': [fakes.sample(
-            uuid, dev=dev, timestamp=self.now - 0.5)]})
+        self.manager.report_samples({}, 'cn1', fakes.wire(fakes.sample(
+            uuid, dev=dev, timestamp=self.now - 0.5)))
         return self.store.latest(uuid, dev) is not None
 
     def test_events_route_without_reload(self):
         self.assertTrue(self.manager.index_due(self.now))
         self.manager.refresh_index()
         self.assertFalse(self.manager.index_due(self.now + 5))
-        new = fakes.sample()['instance_uuid']
+        new = fakes.sample().instance_uuid
         self.manager.index_changed([(new, 'vdb', 'mine', 'cn2')], ())
         self.assertTrue(self.report(new, 'vdb'))
         self.manager.index_changed((), [(self.disk['instance_uuid'],
@@ -357,7 +357,7 @@ class IndexEventsTest(base.TestCase):
         self.manager.refresh_index()
         self.assertTrue(self.report(other['instance_uuid']))
         # a disk nobody records asks once, not every round
-        lost = fakes.sample()['instance_uuid']
+        lost = fakes.sample().instance_uuid
         self.assertFalse(self.report(lost))
         self.now += manager.INDEX_RELOAD_MIN_S
         self.assertTrue(self.manager.index_due(self.now))
@@ -371,15 +371,16 @@ class IndexEventsTest(base.TestCase):
 
 
 class RoutingTest(ManagerFixture):
-    """RPC 1.2: the controller that receives a batch routes its disks."""
+    """The controller that receives a batch routes its disks."""
 
     def setUp(self):
         super().setUp()
         self.sent = []      # (server, batches) cast to store_samples
         self.owners = {'theirs': 'ctl-b', 'local:cn2': 'ctl-b'}
         self.manager.owner_of = self.owners.get
+        # what ControllerAPI.store_samples casts: the shares' wire form
         self.manager.forward = lambda server, batches: self.sent.append(
-            (server, batches))
+            (server, [(host, share.to_wire()) for host, share in batches]))
         self.other_store = samples.SampleStore(5.0, clock=lambda: T0)
         self.other = manager.ControllerManager(
             self.conf, self.db, self.other_store,
@@ -388,7 +389,7 @@ class RoutingTest(ManagerFixture):
 
     def test_each_disk_reaches_its_domain_s_owner(self):
         self.manager.report_samples({}, 'cn1', self.columns(
-            (self.mine, 'p1'), (self.theirs, 'p1')), route=True)
+            (self.mine, 'p1'), (self.theirs, 'p1')))
         self.assertIsNotNone(self.store.latest(self.mine['instance_uuid'],
                                                'vda'))
         self.assertEqual([], self.sent)            # not due yet
@@ -400,8 +401,7 @@ class RoutingTest(ManagerFixture):
                          (host, share['disks']['instance_uuid']))
         self.other.store_samples({}, batches)
         got = self.other_store.latest(self.theirs['instance_uuid'], 'vda')
-        self.assertEqual(({'total_iops_sec': 300}, 'd1'),
-                         (got['cap'], got['decision_id']))
+        self.assertEqual((T0 - 0.5, 5.0), (got['timestamp'], got['read_iops']))
         self.assertIsNone(self.other_store.latest(
             self.mine['instance_uuid'], 'vda'))
         self.assertEqual((1, 1, 0), (self.manager.stats['stored'],
@@ -413,10 +413,10 @@ class RoutingTest(ManagerFixture):
         self.useFixture(fixtures.MockPatchObject(manager, 'FORWARD_DISKS',
                                                  2))
         self.manager.report_samples({}, 'cn1', self.columns(
-            (self.theirs, 'p1'), timestamp=T0 - 1.5), route=True)
+            (self.theirs, 'p1'), timestamp=T0 - 1.5))
         self.assertEqual([], self.sent)
         self.manager.report_samples({}, 'cn1', self.columns(
-            (self.theirs, 'p1')), route=True)
+            (self.theirs, 'p1')))
         [(server, batches)] = self.sent       # two disks: due
         [(_host, merged)] = batches           # in one batch, each its time
         self.assertEqual([T0 - 1.5, T0 - 0.5],
@@ -431,7 +431,7 @@ class RoutingTest(ManagerFixture):
         log = self.useFixture(fixtures.FakeLogger())
         wire = self.columns((self.mine, 'p1'), (self.theirs, 'p1'))
         wire['disks']['read_iops'][1] = -1.0  # theirs
-        self.manager.report_samples({}, 'cn1', wire, route=True)
+        self.manager.report_samples({}, 'cn1', wire)
         self.manager.flush_forwards(force=True)
         self.assertEqual(([], 0, 1), (self.sent, self.manager.stats['stored'],
                                       self.manager.stats['dropped']))
@@ -440,9 +440,9 @@ class RoutingTest(ManagerFixture):
     def test_an_unknown_disk_goes_to_its_host_s_local_owner(self):
         # a new image-backed disk of cn2, whose local domain ctl-b owns
         unknown = fakes.sample(timestamp=T0 - 0.5)
-        disk = {'instance_uuid': unknown['instance_uuid'], 'dev': 'vda'}
+        disk = {'instance_uuid': unknown.instance_uuid, 'dev': 'vda'}
         self.manager.report_samples({}, 'cn2', self.columns(
-            (disk, 'p1')), route=True)
+            (disk, 'p1')))
         self.manager.flush_forwards(force=True)
         self.other.store_samples({}, self.sent[0][1])
         self.assertEqual(1, self.other.stats['registered'])
@@ -451,7 +451,7 @@ class RoutingTest(ManagerFixture):
 
     def test_a_share_whose_domain_moved_away_is_dropped(self):
         self.manager.report_samples({}, 'cn1', self.columns(
-            (self.theirs, 'p1')), route=True)
+            (self.theirs, 'p1')))
         self.manager.flush_forwards(force=True)
         self.manager.store_samples({}, self.sent[0][1])  # not its owner
         self.assertEqual(1, self.manager.stats['foreign'])
@@ -460,7 +460,7 @@ class RoutingTest(ManagerFixture):
     def test_unreadable_names_are_refused_whole_here(self):
         wire = self.columns((self.mine, 'p1'), (self.theirs, 'p1'))
         wire['disks']['dev'] = ['vda']
-        self.manager.report_samples({}, 'cn1', wire, route=True)
+        self.manager.report_samples({}, 'cn1', wire)
         self.manager.flush_forwards(force=True)
         self.assertEqual(([], 1), (self.sent, self.manager.stats['dropped']))
 
@@ -474,7 +474,7 @@ class RoutingTest(ManagerFixture):
             raise RuntimeError('broker gone')
         self.manager.forward = down
         self.manager.report_samples({}, 'cn1', self.columns(
-            (self.mine, 'p1'), (self.theirs, 'p1')), route=True)
+            (self.mine, 'p1'), (self.theirs, 'p1')))
         self.manager.flush_forwards(force=True)
         self.assertEqual((1, 1, 0), (self.manager.stats['stored'],
                                      self.manager.stats['dropped'],
@@ -483,6 +483,7 @@ class RoutingTest(ManagerFixture):
     def test_without_coordination_nothing_is_routed(self):
         self.manager.forward = None
         self.manager.report_samples({}, 'cn1', self.columns(
-            (self.mine, 'p1'), (self.theirs, 'p1')), route=True)
+            (self.mine, 'p1'), (self.theirs, 'p1')))
         self.assertEqual((1, 1), (self.manager.stats['stored'],
                                   self.manager.stats['foreign']))
+        self.assertEqual([], self.sent)

@@ -61,9 +61,9 @@ class TickTest(base.TestCase):
             audit.Audit(self.db, fakes.FakeNotifier()), clock=lambda: T0)
 
     def report(self, *disks):
-        self.svc.manager.report_samples({}, 'cn1', {'disks': [
+        self.svc.manager.report_samples({}, 'cn1', fakes.wire(*[
             fakes.sample(d['instance_uuid'], timestamp=T0 - 1)
-            for d in disks]})
+            for d in disks]))
 
     def test_only_owned_domains_are_decided_and_ownership_follows(self):
         self.svc.tick(T0)
@@ -123,7 +123,7 @@ class SourcesWiringTest(base.TestCase):
             self.svc._start_sources()
         get_listener.assert_called_once_with(
             self.conf, self.svc.notification_transport,
-            self.svc.manager.add_sample)
+            self.svc.manager.add_batch)
         get_listener.return_value.start.assert_called_once_with()
 
     def test_gnocchi_polled_every_half_granularity_failures_survived(self):
@@ -137,7 +137,7 @@ class SourcesWiringTest(base.TestCase):
         self.svc.gnocchi.poll.side_effect = None
         self.svc._poll_gnocchi(T0 + 45)
         self.svc._poll_gnocchi(T0 + 60)
-        self.assertEqual([mock.call(self.svc.manager.add_sample)] * 3,
+        self.assertEqual([mock.call(self.svc.manager.add_batch)] * 3,
                          self.svc.gnocchi.poll.call_args_list)
 
 

@@ -61,8 +61,8 @@ class OneEngineTest(base.TestCase):
         domain = db.add_domain('pool', policy='static')
         disk = db.add_disk('pool', 'cn1', fakes.tier('gold', max_iops=500.0))
         store = samples.SampleStore(5.0, clock=lambda: T0)
-        store.add(fakes.sample(disk['instance_uuid'], timestamp=T0 - 1),
-                  received_at=T0 - 1)
+        fakes.add(store, fakes.sample(disk['instance_uuid'],
+                                      timestamp=T0 - 1), received_at=T0 - 1)
         agents = fakes.FakeAgentAPI()
         rounds = controller_loop.DomainLoop(
             self.conf, db, store, agents,

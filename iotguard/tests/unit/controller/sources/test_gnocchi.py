@@ -12,11 +12,16 @@
 
 import datetime
 
+import fixtures
 from gnocchiclient import auth as gnocchi_auth
 
-from iotguard import caps
+from iotguard import batch as batch_mod
+from iotguard.controller import sources
 from iotguard.controller.sources import gnocchi
 from iotguard.tests import base
+from iotguard.tests.unit.controller.sources import test_ceilometer
+
+flat = test_ceilometer.flat
 
 UUID = '8f2b9c1e-3d4a-4b5c-9e6f-7a8b9c0d1e2f'
 T0 = 1795316400.0
@@ -81,12 +86,13 @@ class TestGnocchiSource(base.TestCase):
 
     def test_samples_from_complete_buckets(self):
         # Buckets 0, 300, 600 are complete at now; 900 is still filling.
-        samples = self.source(answer(steady([0, G, 2 * G, 3 * G]))).fetch(
+        rows = self.source(answer(steady([0, G, 2 * G, 3 * G]))).fetch(
             [UUID])
         self.assertEqual([T0 + G, T0 + 2 * G, T0 + 3 * G],
-                         [s['timestamp'] for s in samples])
+                         [s.timestamp for s in rows])
+        self.assertEqual(len(rows), len(sources.checked(rows)))
+        samples = [flat(row) for row in rows]
         s = samples[0]
-        caps.validate_sample(s)
         self.assertEqual((UUID, 'vda', 'p1'),
                          (s['instance_uuid'], s['dev'], s['project_id']))
         self.assertEqual((10.0, 2.0, 40960.0, 131072.0),
@@ -122,7 +128,7 @@ class TestGnocchiSource(base.TestCase):
             ('disk.device.write.requests', 2.0),
             ('disk.device.write.bytes', 131072.0))}
         source = self.source(answer(per_bucket))
-        [s] = source.fetch()
+        [s] = map(flat, source.fetch())
         self.assertEqual(10.0, s['read_iops'])
         self.assertEqual(131072.0, s['write_bytes_sec'])
         call = self.client.aggregates.calls[0]
@@ -134,14 +140,14 @@ class TestGnocchiSource(base.TestCase):
         data = steady([0])
         data['disk.device.read.latency'] = [(0, 10.0 * 3_000_000)]
         data['disk.device.write.latency'] = [(0, 0.0)]
-        [s] = self.source(answer(data)).fetch()
+        [s] = map(flat, self.source(answer(data)).fetch())
         self.assertEqual(3.0, s['read_latency_ms'])
         self.assertEqual(0.0, s['write_latency_ms'])
 
     def test_negative_change_is_a_reset_gap(self):
         data = steady([0, G])
         data['disk.device.read.bytes'][1] = (G, -5.0)
-        samples = self.source(answer(data)).fetch()
+        samples = [flat(r) for r in self.source(answer(data)).fetch()]
         self.assertEqual([None, 'reset'], [s['gap'] for s in samples])
         self.assertIsNone(samples[1]['read_iops'])
 
@@ -149,12 +155,12 @@ class TestGnocchiSource(base.TestCase):
         data = steady([0, G])
         data['disk.device.write.bytes'] = data['disk.device.write.bytes'][1:]
         samples = self.source(answer(data)).fetch()
-        self.assertEqual([T0 + 2 * G], [s['timestamp'] for s in samples])
+        self.assertEqual([T0 + 2 * G], [s.timestamp for s in samples])
 
     def test_latest_is_newest_per_disk(self):
         source = self.source(answer(steady([0, G, 2 * G])))
         [s] = source.latest()
-        self.assertEqual(T0 + 3 * G, s['timestamp'])
+        self.assertEqual(T0 + 3 * G, s.timestamp)
         start = self.client.aggregates.calls[0]['start']
         lookback = self.conf.gnocchi.lookback_buckets
         self.assertEqual(gnocchi._iso(self.now - (lookback + 1) * G), start)
@@ -172,8 +178,34 @@ class TestGnocchiSource(base.TestCase):
 
     def test_poll_counts_accepted(self):
         source = self.source(answer(steady([0, G, 2 * G])))
-        self.assertEqual(1, source.poll(lambda s: True))
-        self.assertEqual(0, source.poll(lambda s: False))
+        got = []
+
+        def sink(batch):
+            got.append(batch)
+            return len(batch)
+        self.assertEqual(1, source.poll(sink))
+        [batch] = got
+        self.assertEqual([(UUID, 'vda')], batch.keys())
+        self.assertEqual(0, source.poll(lambda batch: 0))
+
+    def test_a_malformed_sample_is_dropped_alone(self):
+        rows = [batch_mod.Row(UUID, 'vda', T0, 300.0,
+                              rates={'read_iops': 1.0}),
+                batch_mod.Row(UUID, '0bad', T0, 300.0,
+                              rates={'read_iops': 1.0}),
+                batch_mod.Row(UUID, 'vdb', T0, 300.0,
+                              rates={'read_iops': float('inf')})]
+        got = []
+
+        def sink(batch):
+            got.append(batch)
+            return len(batch)
+        log = self.useFixture(fixtures.FakeLogger())
+        self.assertEqual(1, sources.deliver(sink, rows))
+        self.assertEqual([(UUID, 'vda')], got[0].keys())
+        self.assertIn('Dropped a sample of', log.output)
+        self.assertEqual(0, sources.deliver(sink, []))
+        self.assertEqual(1, len(got))
 
 
 class TestClient(base.TestCase):
