@@ -12,8 +12,9 @@
 
 """The RPC API between the agents and the controllers: both clients.
 
-Part of the contract the two services share (with :mod:`iotguard.caps`,
-the wire records, and :mod:`iotguard.rates`, the rate math): the agent
+Part of the contract the two services share (with :mod:`iotguard.batch`,
+the sample record, :mod:`iotguard.caps`, the cap records, and
+:mod:`iotguard.rates`, the rate math): the agent
 imports :class:`ControllerAPI` and the controller :class:`AgentAPI` from
 here, and neither imports the other's package. Each side's endpoint (its
 ``manager.py``) takes its ``target`` version from here.
@@ -32,9 +33,10 @@ Controller API (topic ``iotguard-controller``), version history:
   ``agent_heartbeat(host, info)``, a fanout cast. A batch of samples is
   the wire form of :class:`iotguard.batch.Batch`, in both methods.
 
-Both APIs were reset to 1.0 before the first release (the controller API
-had grown to 1.2 with two older sample forms, which nothing deployed
-needs).
+The controller API was reset to 1.0 before the first release: it had
+grown to 1.2 (1.0 sent a dict per disk to every controller, 1.1 the same
+batch in columns, 1.2 routed it), and nothing deployed needed the older
+forms. The agent API never left 1.0.
 """
 
 from typing import Any
