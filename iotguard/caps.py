@@ -35,8 +35,10 @@ A consistent set (:func:`check_limits`):
   drops the read/write values when a total is set;
 * a burst ``X_max`` needs its base ``X`` and is never below it.
 
-:func:`effective` combines a cap with a disk's static ceilings (the values
-Nova or Cinder put in the domain XML): never above the static ceiling.
+:func:`effective` combines a cap with a disk's static limits (the values
+Nova or Cinder put in the domain XML): the one rule the agent applies and
+the simulator's throttles enforce; the disk never gets more in total than
+its static ceilings allow.
 Pure module: no oslo, no libvirt.
 """
 
@@ -287,17 +289,31 @@ def _mode(limits: Limits, kind: str) -> str | None:
 
 
 def effective(cap: Limits, static: Limits) -> dict[str, int]:
-    """The iotune set to apply: the cap, never above the static ceiling.
+    """The iotune set to apply for a cap over a disk's static limits.
 
-    Both are iotune dicts (0 = no limit); the result has all twelve keys
-    and is consistent. Per kind, when the cap and the static ceiling use
-    the same form the result is the key-wise minimum. When they differ the
-    result takes the static ceiling's form, so the ceiling always holds:
-    a ``total`` cap over read/write ceilings limits each direction to the
-    smaller of its ceiling and the cap; read/write caps over a ``total``
-    ceiling become ``total = min(ceiling, read cap + write cap)``.
-    A burst (``*_max``) is the smaller of the two given bursts, never below
-    the base value.
+    The one rule, used by the agent (what it sets) and by the simulator
+    (what its throttles enforce). Both are iotune dicts (0 = no limit);
+    the result has all twelve keys and is consistent. Per kind:
+
+    * no cap: the static limits;
+    * the cap and the static limits in the same form (or no static
+      limit): the key-wise minimum;
+    * a ``total`` cap over read/write static limits: QEMU holds one form
+      per kind (``total`` or read/write, never both), so a cap below the
+      sum of the read and write ceilings (a missing one: no ceiling) is
+      applied as ``total = min(cap, read + write)`` and the per-direction
+      values are dropped while it is in force. The cap then holds
+      exactly (the neighbours' protection, and what the policy's
+      arithmetic assumes: a ``read = write = cap`` pair would let a mixed
+      workload do twice the cap), the disk never gets more in total than
+      its ceilings allow, and one direction can pass its own ceiling only
+      while the cap is above that ceiling. A cap at or above the sum
+      leaves the static limits as they are;
+    * read/write caps over a ``total`` static limit:
+      ``total = min(static total, read cap + write cap)``.
+
+    A burst (``*_max``) is the smaller of the two given bursts of its key,
+    never below the base value.
     """
     out = dict.fromkeys(IOTUNE_KEYS, 0)
     for kind in KINDS:
@@ -310,10 +326,13 @@ def effective(cap: Limits, static: Limits) -> dict[str, int]:
                       for k in keys}
         elif s_mode == 'rw':
             ct = _inf(cap.get('total_' + kind, 0))
-            source = {'total_' + kind: math.inf}
-            for d in ('read', 'write'):
-                k = '%s_%s' % (d, kind)
-                source[k] = min(_inf(static.get(k, 0)), ct)
+            sum_rw = (_inf(static.get('read_' + kind, 0)) +
+                      _inf(static.get('write_' + kind, 0)))
+            if ct >= sum_rw:
+                source = {k: _inf(static.get(k, 0)) for k in keys}
+            else:
+                source = {'total_' + kind: ct, 'read_' + kind: math.inf,
+                          'write_' + kind: math.inf}
         else:
             sum_rw = (_inf(cap.get('read_' + kind, 0)) +
                       _inf(cap.get('write_' + kind, 0)))

@@ -16,9 +16,10 @@ Semantics (doc/source/reference/architecture.rst, "Fail safe"):
 
 * A cap is checked at the edge (:meth:`iotguard.caps.Cap.from_wire`); a
   malformed one is logged and refused, the others in the batch still apply.
-* What is applied is ``caps.effective(cap, static)``: never above the
-  disk's static ceiling. Release, or a lapsed lease, restores the static
-  limits.
+* What is applied is ``caps.effective(cap, static)`` (the rule the
+  simulator's throttles enforce too): the cap held exactly, never more in
+  total than the disk's static ceilings. Release, or a lapsed lease,
+  restores the static limits.
 * Idempotent: the manager remembers what it last applied (or read back)
   per disk and makes no driver call when the wanted set equals it.
 * After a lifecycle event (hard reboot, migration, re-attach: Nova rebuilt

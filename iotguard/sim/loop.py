@@ -17,8 +17,9 @@ rates and mean latency per operation over the last interval, the cap in
 force and when it was set, the tier), builds the domain's
 :class:`~iotguard.policy.base.DomainSnapshot`, asks the policy, plans its
 decisions as the controller does (:func:`iotguard.engine.plan.plan`) and
-applies the new or changed caps to the disks' throttles, never above the
-static ceilings of the scenario (a ``release`` restores them). It records the
+applies the new or changed caps to the disks' throttles as the agent
+does (:func:`iotguard.caps.effective` over the scenario's static limits; a
+``release`` restores them). It records the
 series the measures and the plots are computed from, and the truth the
 oracle needs: each disk's demand and the storage's capacity.
 """
@@ -37,7 +38,6 @@ from iotguard.policy import estimator
 from iotguard.sim import learning
 from iotguard.sim import scenario as scenario_mod
 from iotguard.sim import storage
-from iotguard.sim import throttle
 from iotguard.sim import workload
 from iotguard.sim import world as world_mod
 
@@ -117,27 +117,6 @@ def window_latency_ms(
 def profile(domain: scenario_mod.Domain) -> base.Profile:
     return base.Profile(iops_4k=domain.iops_4k, bytes_sec=domain.bytes_sec,
                         form=domain.form)
-
-
-def capped_iotune(static: dict[str, int], iops: float,
-                  bytes_sec: float) -> dict[str, int]:
-    """The static limits tightened by a cap (``inf`` = no cap of a kind).
-
-    A cap sets the ``total_`` value of its kind to the tighter of the cap
-    and the static total, which drops that kind's per-direction values (as
-    QEMU does); a kind without a cap keeps its static values.
-    """
-    target = dict(static)
-    for unit, cap in (('iops_sec', iops), ('bytes_sec', bytes_sec)):
-        if not math.isfinite(cap):
-            continue
-        value = base.wire_value(min(cap, caps.ceiling(static, unit)))
-        for direction in throttle.DIRECTIONS:
-            target['%s_%s' % (direction, unit)] = 0
-            if direction != 'total' or target['total_%s_max' % unit] < value:
-                target['%s_%s_max' % (direction, unit)] = 0
-        target['total_' + unit] = value
-    return target
 
 
 def nominal_io_size(vm: scenario_mod.Vm) -> float:
@@ -236,24 +215,22 @@ class _Loop:
                              math.inf, self.scenario.interval_s)
         for change in todo.changes:
             i, decision = change.disk, change.decision
-            static = self.vms[i].limits
             tightened = decision.action == base.CAP and (
                 decision.iops < self.cap_iops[i]
                 or decision.bytes_sec < self.cap_bytes[i])
+            # What the agent would set: the one rule (caps.effective).
+            target = caps.effective(change.limits or {}, self.vms[i].limits)
             if change.limits is None:
-                target = dict(static)
                 self.cap_iops[i] = self.cap_bytes[i] = np.inf
                 self.cap_set_at[i] = np.nan
                 self.in_force[i] = None
             else:
-                target = capped_iotune(static, decision.iops,
-                                       decision.bytes_sec)
                 self.cap_iops[i] = decision.iops
                 self.cap_bytes[i] = decision.bytes_sec
                 self.cap_set_at[i] = now
                 self.in_force[i] = plan_mod.InForce(change.limits, math.inf)
             before = self.world.get_iotune(decision.disk_id)
-            self.world.set_iotune(decision.disk_id, throttle.call_for(target))
+            self.world.set_iotune(decision.disk_id, target)
             self.actions.append(Action(
                 time=now, disk=i, action=decision.action,
                 changed=self.world.get_iotune(decision.disk_id) != before,

@@ -204,10 +204,19 @@ class EffectiveTest(testtools.TestCase):
     def test_total_cap_over_read_write_ceiling(self):
         static = {'read_bytes_sec': 100, 'write_bytes_sec': 50}
         e = caps.effective({'total_bytes_sec': 80}, static)
-        self.assertEqual(0, e['total_bytes_sec'])
-        self.assertEqual(80, e['read_bytes_sec'])
-        self.assertEqual(50, e['write_bytes_sec'])
+        # below read + write: the cap holds as a total, per direction gone
+        self.assertEqual(caps.full({'total_bytes_sec': 80}), e)
         caps.check_limits(e)
+        # at or above the sum: the static limits as they are
+        self.assertEqual(caps.full(static),
+                         caps.effective({'total_bytes_sec': 150}, static))
+        # Nova's read 500 + write 500 IOPS flavor under a 300-IOPS cap
+        e = caps.effective({'total_iops_sec': 300},
+                           {'read_iops_sec': 500, 'write_iops_sec': 500})
+        self.assertEqual(caps.full({'total_iops_sec': 300}), e)
+        # one direction alone: no total ceiling, the cap holds
+        self.assertEqual(caps.full({'total_iops_sec': 900}), caps.effective(
+            {'total_iops_sec': 900}, {'read_iops_sec': 500}))
 
     def test_read_write_cap_over_total_ceiling(self):
         static = {'total_iops_sec': 100}

@@ -10,11 +10,9 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-import math
 
 from iotguard.policy import base as policy_base
 from iotguard.sim import loop
-from iotguard.sim import throttle
 from iotguard.tests import base
 from iotguard.tests.unit.sim import helpers
 
@@ -135,22 +133,6 @@ class TestLoop(base.TestCase):
         run = self.run_loop(Recorder())
         self.assertEqual([True, False],
                          [a.tightened for a in run.actions])
-
-    def test_cap_never_loosens_static_ceilings(self):
-        static = {'total_bytes_sec': 65536, 'read_iops_sec': 3,
-                  'write_iops_sec': 4}
-        target = loop.capped_iotune(dict(throttle.empty(), **static),
-                                    iops=100.0, bytes_sec=1e9)
-        self.assertEqual(65536, target['total_bytes_sec'])
-        # read 3 + write 4: the cap of 100 cannot loosen them
-        self.assertEqual((7, 0, 0), (target['total_iops_sec'],
-                                     target['read_iops_sec'],
-                                     target['write_iops_sec']))
-        target = loop.capped_iotune(dict(throttle.empty(), **static),
-                                    iops=math.inf, bytes_sec=1000.0)
-        self.assertEqual((1000, 3, 4), (target['total_bytes_sec'],
-                                        target['read_iops_sec'],
-                                        target['write_iops_sec']))
 
     def test_release_restores_static_limits(self):
         vms = [helpers.vm('a', [{'bs': 65536, 'processes': 2}],
