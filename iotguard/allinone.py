@@ -24,9 +24,9 @@ the world advances by one interval, the agents run their interval (leases
 first, then one report cast), and the controller runs one decision round
 at the simulated UNIX time ``start + world.now``; its leases and the
 staleness of samples are in that time, so ``--speed`` only changes how
-long a wall-clock second lasts. The windows are recorded as
-:class:`iotguard.sim.loop.Run` series so the simulator's measures, table
-and plot judge what really happened.
+long a wall-clock second lasts. The windows are recorded by the
+simulator's own :class:`iotguard.sim.loop.Recorder` so the simulator's
+measures, table and plot judge what really happened, counted alike.
 """
 
 import dataclasses
@@ -40,8 +40,6 @@ from oslo_config import cfg
 from oslo_log import log as logging
 import oslo_messaging
 
-import numpy as np
-
 from iotguard.agent import service as agent_service
 from iotguard.agent.virt import simulated
 from iotguard.api import app as api_app
@@ -52,11 +50,9 @@ from iotguard.controller import service as controller_service
 from iotguard.db import api as db_api
 from iotguard.db import migration
 from iotguard import exception
-from iotguard.policy import costmodel
 from iotguard import rpc
 from iotguard.sim import loop
 from iotguard.sim import scenario as scenario_mod
-from iotguard.sim import storage
 from iotguard.sim import workload
 from iotguard.sim import world as world_mod
 
@@ -181,95 +177,6 @@ def action(decision, index, start):
         time=audit.to_timestamp(decision['created_at']) - start,
         disk=index, action=decision['action'], changed=old != new,
         reason=decision['reason'], tightened=tightened)
-
-
-class Recorder:
-    """The series of :class:`iotguard.sim.loop.Run`, window by window."""
-
-    def __init__(self, scenario, world, policy, seed_value):
-        self.scenario, self.world = scenario, world
-        self.policy, self.seed = policy, seed_value
-        self.ids = world.disk_ids()
-        self.vms = [world.vm(d) for d in self.ids]
-        windows = int(round(scenario.duration_s / scenario.interval_s))
-        shape = (windows, len(self.ids))
-        self.work, self.kbs = np.zeros(shape), np.zeros(shape)
-        self.demand, self.slots = np.zeros(shape), np.zeros(shape)
-        self.cap_kbs = np.full(shape, np.nan)
-        self.capacity = np.zeros(windows)
-        self.queue = np.zeros(windows)
-        self.response_ms = np.zeros(windows)
-        self.latency_ms = np.zeros(shape)
-        self.actions = []
-        self._prev = None
-        self._queue_before = 0.0
-
-    def begin(self, k):
-        """Before window ``k``: demand, requests in flight, caps in force."""
-        sc, world = self.scenario, self.world
-        t = world.now
-        for i, vm in enumerate(self.vms):
-            self.demand[k, i], self.slots[k, i] = loop.demand(vm, sc.domain,
-                                                              t)
-            tune = world.get_iotune(self.ids[i])
-            if tune != world.static_iotune(self.ids[i]):
-                self.cap_kbs[k, i] = tune['total_bytes_sec'] / workload.KIB
-        active = self.demand[k] > 0
-        self.capacity[k] = storage.speed(float(self.slots[k][active].sum()),
-                                         sc.domain)
-        self._queue_before = world.storage.queue_seconds
-        if self._prev is None:
-            self._prev = [world.counters(d) for d in self.ids]
-
-    def end(self, k):
-        """After window ``k``: what each disk was served."""
-        sc, world, dt = self.scenario, self.world, self.scenario.interval_s
-        self.queue[k] = (world.storage.queue_seconds
-                         - self._queue_before) / dt
-        cur = [world.counters(d) for d in self.ids]
-        delta = [{key: c[key] - p[key] for key in c}
-                 for c, p in zip(cur, self._prev)]
-        self._prev = cur
-        ops = np.array([d['rd_reqs'] + d['wr_reqs'] for d in delta],
-                       dtype=float)
-        size = np.array([d['rd_bytes'] + d['wr_bytes'] for d in delta],
-                        dtype=float)
-        self.latency_ms[k] = loop.window_latency_ms(delta)
-        self.work[k] = (ops / sc.domain.iops_4k
-                        + size / sc.domain.bytes_sec) / dt
-        self.kbs[k] = size / dt / workload.KIB
-        self.response_ms[k] = (self.queue[k] / ops.sum() * dt * 1e3
-                               if ops.sum() else 0.0)
-
-    def run(self, windows):
-        """The recorded run (the first ``windows`` windows)."""
-        sc = dataclasses.replace(
-            self.scenario, duration_s=windows * self.scenario.interval_s)
-        tiers = [sc.tiers[vm.tier] for vm in self.vms]
-        sizes = np.array([loop.nominal_io_size(vm) for vm in self.vms])
-        floor_iops = np.array([t.min_iops for t in tiers])
-        floor_bytes = np.array([t.min_bytes_sec for t in tiers])
-        floor_ops = costmodel.floor_ops(floor_iops, floor_bytes, sizes)
-        return loop.Run(
-            scenario=sc, policy=self.policy, seed=self.seed,
-            window_s=sc.interval_s,
-            names=[vm.name for vm in self.vms],
-            roles=[vm.role for vm in self.vms],
-            times=np.arange(windows, dtype=np.float64) * sc.interval_s,
-            work=self.work[:windows], kbs=self.kbs[:windows],
-            demand=self.demand[:windows],
-            floor=costmodel.floor_load(floor_iops, floor_bytes, sizes,
-                                       loop.profile(sc.domain)),
-            floor_kbs=floor_ops * sizes / workload.KIB,
-            weight=np.array([t.weight for t in tiers]),
-            slots=self.slots[:windows], capacity=self.capacity[:windows],
-            queue=self.queue[:windows],
-            response_ms=self.response_ms[:windows],
-            cap_kbs=self.cap_kbs[:windows],
-            actions=[a for a in self.actions
-                     if a.time < windows * sc.interval_s + 1e-9],
-            change_times=sc.change_times(),
-            latency_ms=self.latency_ms[:windows])
 
 
 class _ThreadingWSGIServer(socketserver.ThreadingMixIn,
@@ -400,8 +307,8 @@ class AllInOne:
             agent.start()
             self.agents.append(agent)
         self.api = serve_api(self.conf, self.db, self.options.port)
-        self.recorder = Recorder(sc, self.world, self.options.policy,
-                                 self.options.seed)
+        self.recorder = loop.Recorder(sc, self.world, self.options.policy,
+                                      self.options.seed)
         LOG.info('all-in-one: %s on %s, %d agent(s), API on %s',
                  sc.name, self.db_url, len(self.agents), self.api_url)
 

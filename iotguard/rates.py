@@ -100,8 +100,17 @@ class Gap:
     interval_s: float = 0.0
 
 
-def _latency_ms(times_ns: int, reqs: int) -> float:
-    return times_ns / reqs / _NS_PER_MS if reqs > 0 else 0.0
+def latency_ms(times_ns: Any, reqs: Any) -> Any:
+    """Mean latency per operation (ms) over an interval; 0.0 without any.
+
+    ``times_ns`` and ``reqs`` are the changes of a time counter (ns spent
+    on the operations) and of its request counter, scalars or arrays: the
+    one latency formula (the agent's, the Gnocchi source's, the
+    simulator's through :class:`Table`).
+    """
+    with np.errstate(divide='ignore', invalid='ignore'):
+        return np.where(np.asarray(reqs) > 0,
+                        np.divide(times_ns, reqs) / _NS_PER_MS, 0.0)
 
 
 def compute(prev: Reading | None, cur: Reading,
@@ -130,8 +139,10 @@ def compute(prev: Reading | None, cur: Reading,
         write_iops=delta['wr_reqs'] / interval,
         read_bytes_sec=delta['rd_bytes'] / interval,
         write_bytes_sec=delta['wr_bytes'] / interval,
-        read_latency_ms=_latency_ms(delta['rd_times'], delta['rd_reqs']),
-        write_latency_ms=_latency_ms(delta['wr_times'], delta['wr_reqs']),
+        read_latency_ms=float(latency_ms(delta['rd_times'],
+                                         delta['rd_reqs'])),
+        write_latency_ms=float(latency_ms(delta['wr_times'],
+                                          delta['wr_reqs'])),
     )
 
 
@@ -311,9 +322,7 @@ class Table:
             out[3] = per_s[_C['wr_bytes']]
             for row, times, reqs in ((4, 'rd_times', 'rd_reqs'),
                                      (5, 'wr_times', 'wr_reqs')):
-                n = delta[_C[reqs]]
-                out[row] = np.where(n > 0, delta[_C[times]] / n / _NS_PER_MS,
-                                    0.0)
+                out[row] = latency_ms(delta[_C[times]], delta[_C[reqs]])
         out[:, ~ok] = math.nan
         return Columns(interval, gap, out)
 

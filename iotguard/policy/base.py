@@ -146,6 +146,26 @@ class SampleColumns(NamedTuple):
     static_bytes_sec: FloatArray
     stale: BoolArray
 
+    def totals(self) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Each disk's (IOPS, bytes/s, mean latency per operation in ms).
+
+        Reads and writes added (``nan``, no sample, counts as 0); the
+        latency the mean of both directions' weighted by their rates (0.0
+        without operations). What a snapshot holds
+        (:meth:`DomainSnapshot.of_samples`) and the simulator records.
+        """
+        r_iops = np.nan_to_num(self.read_iops)
+        w_iops = np.nan_to_num(self.write_iops)
+        ops = r_iops + w_iops
+        with np.errstate(invalid='ignore', divide='ignore'):
+            latency: FloatArray = np.where(
+                ops > 0, (r_iops * np.nan_to_num(self.read_latency_ms)
+                          + w_iops * np.nan_to_num(self.write_latency_ms))
+                / ops, 0.0)
+        bytes_sec: FloatArray = (np.nan_to_num(self.read_bytes_sec)
+                                 + np.nan_to_num(self.write_bytes_sec))
+        return ops, bytes_sec, latency
+
 
 @dataclasses.dataclass
 class DomainSnapshot:
@@ -192,9 +212,8 @@ class DomainSnapshot:
         The one builder: the controller (from its sample store), the
         simulator (from its world's counters) and :meth:`from_disks` all
         come here. ``tiers`` and the caps in force (``inf``: none) are by
-        position, as ``samples``. A disk's I/O rate is its reads' and
-        writes' (``nan``, no sample, counts as 0), its latency the mean
-        of both weighted by their rates; a tier ceiling (0: no limit) and
+        position, as ``samples``. A disk's rates and latency are
+        :meth:`SampleColumns.totals`; a tier ceiling (0: no limit) and
         the static ceiling combine into the tightest one.
         """
         def tier_col(field: str) -> FloatArray:
@@ -207,19 +226,10 @@ class DomainSnapshot:
             return out
 
         s = samples
-        r_iops, w_iops = np.nan_to_num(s.read_iops), np.nan_to_num(
-            s.write_iops)
-        ops = r_iops + w_iops
-        with np.errstate(invalid='ignore', divide='ignore'):
-            latency = np.where(
-                ops > 0, (r_iops * np.nan_to_num(s.read_latency_ms)
-                          + w_iops * np.nan_to_num(s.write_latency_ms))
-                / ops, 0.0)
+        ops, bytes_sec, latency = s.totals()
         return cls(
             domain=domain, profile=profile, interval_s=interval_s,
-            disk_ids=disk_ids, iops=ops,
-            bytes_sec=(np.nan_to_num(s.read_bytes_sec)
-                       + np.nan_to_num(s.write_bytes_sec)),
+            disk_ids=disk_ids, iops=ops, bytes_sec=bytes_sec,
             latency_ms=latency, floor_iops=tier_col('min_iops'),
             floor_bytes_sec=tier_col('min_bytes_sec'),
             ceil_iops=np.minimum(no_limit_if_zero(tier_col('max_iops')),

@@ -35,6 +35,7 @@ from iotguard.engine import plan as plan_mod
 from iotguard.policy import base
 from iotguard.policy import costmodel
 from iotguard.policy import estimator
+from iotguard import rates
 from iotguard.sim import learning
 from iotguard.sim import scenario as scenario_mod
 from iotguard.sim import storage
@@ -103,17 +104,6 @@ class Run:
         default_factory=list)
 
 
-def window_latency_ms(
-        delta: collections.abc.Sequence[collections.abc.Mapping[str, float]]
-) -> base.FloatArray:
-    """Each disk's mean latency per operation (ms) from counter deltas."""
-    result: base.FloatArray = np.array(
-        [(d['rd_times'] + d['wr_times']) / 1e6 / ops if ops else 0.0
-         for d, ops in ((d, d['rd_reqs'] + d['wr_reqs']) for d in delta)],
-        dtype=float)
-    return result
-
-
 def profile(domain: scenario_mod.Domain) -> base.Profile:
     return base.Profile(iops_4k=domain.iops_4k, bytes_sec=domain.bytes_sec,
                         form=domain.form)
@@ -140,6 +130,124 @@ def demand(vm: scenario_mod.Vm, domain: scenario_mod.Domain,
     return min(work, storage.speed(slots, domain)), slots
 
 
+class Recorder:
+    """The series of a :class:`Run`, window by window, from a world.
+
+    The one recorder of the simulator's loop and of the all-in-one:
+    :meth:`begin` before the world steps window ``k``, :meth:`end` after
+    it. Rates come from the world's counters through the agent's rate
+    code (:class:`iotguard.rates.Table` over the bulk
+    :class:`~iotguard.rates.Readings` a driver reads), each disk's rates
+    and latency as a snapshot holds them
+    (:meth:`iotguard.policy.base.SampleColumns.totals`), work through the
+    cost model of the domain's form (:func:`iotguard.policy.costmodel.load`).
+    The cap recorded is what the disk's throttle holds beyond its static
+    limits (its ``total_bytes_sec``). Windows are on the run's clock:
+    window ``k`` spans ``[k, k + 1)`` intervals.
+    """
+
+    def __init__(self, scenario: scenario_mod.Scenario,
+                 world: world_mod.World, policy: str, seed: int) -> None:
+        self.scenario, self.world = scenario, world
+        self.policy, self.seed = policy, seed
+        self.ids = world.disk_ids()
+        self.vms = [world.vm(d) for d in self.ids]
+        self.profile = profile(scenario.domain)
+        statics = [world.static_iotune(d) for d in self.ids]
+        self.static_iops = np.array(
+            [caps.ceiling(s, 'iops_sec') for s in statics])
+        self.static_bytes_sec = np.array(
+            [caps.ceiling(s, 'bytes_sec') for s in statics])
+        windows = int(round(scenario.duration_s / scenario.interval_s))
+        shape = (windows, len(self.ids))
+        self.work, self.kbs = np.zeros(shape), np.zeros(shape)
+        self.demand, self.slots = np.zeros(shape), np.zeros(shape)
+        self.cap_kbs = np.full(shape, np.nan)
+        self.capacity = np.zeros(windows)
+        self.queue = np.zeros(windows)
+        self.response_ms = np.zeros(windows)
+        self.latency_ms = np.zeros(shape)
+        self.actions: list[Action] = []
+        self._rates = rates.Table()
+        self._queue_before = 0.0
+
+    def _read(self, at: float) -> rates.Columns:
+        return self._rates.update(at, rates.Readings(
+            self.ids, self.world.counter_array(self.ids)))
+
+    def begin(self, k: int) -> None:
+        """Before window ``k``: demand, requests in flight, caps in force."""
+        sc, world = self.scenario, self.world
+        t = world.now
+        if not len(self._rates):
+            self._read(k * sc.interval_s)
+        for i, vm in enumerate(self.vms):
+            self.demand[k, i], self.slots[k, i] = demand(vm, sc.domain, t)
+            tune = world.get_iotune(self.ids[i])
+            if (tune != world.static_iotune(self.ids[i])
+                    and tune['total_bytes_sec']):
+                self.cap_kbs[k, i] = tune['total_bytes_sec'] / workload.KIB
+        active = self.demand[k] > 0
+        self.capacity[k] = storage.speed(float(self.slots[k][active].sum()),
+                                         sc.domain)
+        self._queue_before = world.storage.queue_seconds
+
+    def end(self, k: int) -> base.SampleColumns:
+        """After window ``k``: what each disk was served, as samples."""
+        dt = self.scenario.interval_s
+        self.queue[k] = (self.world.storage.queue_seconds
+                         - self._queue_before) / dt
+        at = (k + 1) * dt
+        columns = self._read(at)
+        r = columns.rates
+        n = len(self.ids)
+        samples = base.SampleColumns(
+            timestamp=np.full(n, at), read_iops=r[0], write_iops=r[1],
+            read_bytes_sec=r[2], write_bytes_sec=r[3],
+            read_latency_ms=r[4], write_latency_ms=r[5],
+            static_iops=self.static_iops,
+            static_bytes_sec=self.static_bytes_sec,
+            stale=columns.gap != 0)
+        iops, bytes_sec, self.latency_ms[k] = samples.totals()
+        self.work[k] = costmodel.load(iops, bytes_sec, self.profile)
+        self.kbs[k] = bytes_sec / workload.KIB
+        ops = float(iops.sum())
+        self.response_ms[k] = self.queue[k] / ops * 1e3 if ops else 0.0
+        return samples
+
+    def run(self, windows: int,
+            fits: list[estimator.Fit | None] | None = None) -> Run:
+        """The recorded run (the first ``windows`` windows)."""
+        sc = dataclasses.replace(
+            self.scenario, duration_s=windows * self.scenario.interval_s)
+        tiers = [sc.tiers[vm.tier] for vm in self.vms]
+        sizes = np.array([nominal_io_size(vm) for vm in self.vms])
+        floor_iops = np.array([t.min_iops for t in tiers])
+        floor_bytes = np.array([t.min_bytes_sec for t in tiers])
+        floor_ops = costmodel.floor_ops(floor_iops, floor_bytes, sizes)
+        return Run(
+            scenario=sc, policy=self.policy, seed=self.seed,
+            window_s=sc.interval_s,
+            names=[vm.name for vm in self.vms],
+            roles=[vm.role for vm in self.vms],
+            times=np.arange(windows, dtype=np.float64) * sc.interval_s,
+            work=self.work[:windows], kbs=self.kbs[:windows],
+            demand=self.demand[:windows],
+            floor=costmodel.floor_load(floor_iops, floor_bytes, sizes,
+                                       self.profile),
+            floor_kbs=floor_ops * sizes / workload.KIB,
+            weight=np.array([t.weight for t in tiers]),
+            slots=self.slots[:windows], capacity=self.capacity[:windows],
+            queue=self.queue[:windows],
+            response_ms=self.response_ms[:windows],
+            cap_kbs=self.cap_kbs[:windows],
+            actions=[a for a in self.actions
+                     if a.time < windows * sc.interval_s + 1e-9],
+            change_times=sc.change_times(),
+            latency_ms=self.latency_ms[:windows],
+            fits=list(fits or []))
+
+
 class _Loop:
     """One run of a policy over a scenario (state of the control side)."""
 
@@ -158,46 +266,20 @@ class _Loop:
         self.cap_bytes = np.full(n, np.inf)
         self.cap_set_at = np.full(n, np.nan)
         self.in_force: list[plan_mod.InForce | None] = [None] * n
-        self.static_iops = np.array(
-            [caps.ceiling(vm.limits, 'iops_sec') for vm in self.vms])
-        self.static_bytes_sec = np.array(
-            [caps.ceiling(vm.limits, 'bytes_sec') for vm in self.vms])
-        self.actions: list[Action] = []
+        self.recorder = Recorder(scenario, self.world,
+                                 getattr(policy, 'name', '?'), seed)
+        self.actions = self.recorder.actions
 
-    def snapshot(self, delta: list[dict[str, int]]) -> base.DomainSnapshot:
-        """The domain's snapshot from one interval's counter deltas.
+    def snapshot(self, samples: base.SampleColumns) -> base.DomainSnapshot:
+        """The domain's snapshot from one interval's samples.
 
         Built by :meth:`iotguard.policy.base.DomainSnapshot.of_samples`,
-        the controller's builder: rates per second over the interval,
-        each direction's latency its time per operation.
+        the controller's builder, from the columns the agent's rate code
+        gives (:meth:`Recorder.end`).
         """
-        dt = self.scenario.interval_s
-        n = len(self.ids)
-
-        def counter(key: str) -> base.FloatArray:
-            return np.fromiter((d[key] for d in delta), np.float64, n)
-
-        def latency_ms(reqs: base.FloatArray,
-                       times_ns: base.FloatArray) -> base.FloatArray:
-            with np.errstate(invalid='ignore', divide='ignore'):
-                out: base.FloatArray = np.where(
-                    reqs > 0, times_ns / reqs / 1e6, math.nan)
-            return out
-
-        rd_reqs, wr_reqs = counter('rd_reqs'), counter('wr_reqs')
-        samples = base.SampleColumns(
-            timestamp=np.zeros(n), read_iops=rd_reqs / dt,
-            write_iops=wr_reqs / dt,
-            read_bytes_sec=counter('rd_bytes') / dt,
-            write_bytes_sec=counter('wr_bytes') / dt,
-            read_latency_ms=latency_ms(rd_reqs, counter('rd_times')),
-            write_latency_ms=latency_ms(wr_reqs, counter('wr_times')),
-            static_iops=self.static_iops,
-            static_bytes_sec=self.static_bytes_sec,
-            stale=np.zeros(n, dtype=np.bool_))
         return base.DomainSnapshot.of_samples(
-            self.scenario.domain.name, self.profile, dt, tuple(self.ids),
-            self.tiers, samples, self.cap_iops.copy(),
+            self.scenario.domain.name, self.profile, self.scenario.interval_s,
+            tuple(self.ids), self.tiers, samples, self.cap_iops.copy(),
             self.cap_bytes.copy(), self.cap_set_at.copy())
 
     def apply(self, snapshot: base.DomainSnapshot,
@@ -237,67 +319,18 @@ class _Loop:
                 reason=decision.reason, tightened=tightened))
 
     def run(self, progress: Progress | None = None) -> Run:
-        sc = self.scenario
-        dt = sc.interval_s
-        windows = int(round(sc.duration_s / dt))
-        n = len(self.ids)
-        shape = (windows, n)
-        work, kbs = np.zeros(shape), np.zeros(shape)
-        dem, cap_kbs = np.zeros(shape), np.zeros(shape)
-        slots_in = np.zeros(shape)
-        capacity, queue = np.zeros(windows), np.zeros(windows)
-        response, latency = np.zeros(windows), np.zeros(shape)
-        prev = [self.world.counters(d) for d in self.ids]
+        dt = self.scenario.interval_s
+        windows = int(round(self.scenario.duration_s / dt))
         for k in range(windows):
-            t = self.world.now
-            for i, vm in enumerate(self.vms):
-                dem[k, i], slots_in[k, i] = demand(vm, sc.domain, t)
-            capacity[k] = storage.speed(
-                float(slots_in[k][dem[k] > 0].sum()), sc.domain)
-            cap_kbs[k] = np.where(np.isfinite(self.cap_bytes),
-                                  self.cap_bytes / workload.KIB, np.nan)
-            queue_before = self.world.storage.queue_seconds
+            self.recorder.begin(k)
             self.world.step(dt)
-            queue[k] = (self.world.storage.queue_seconds - queue_before) / dt
+            snapshot = self.snapshot(self.recorder.end(k))
             now = self.world.now
-            cur = [self.world.counters(d) for d in self.ids]
-            delta = [{key: c[key] - p[key] for key in c}
-                     for c, p in zip(cur, prev)]
-            prev = cur
-            ops = np.array([d['rd_reqs'] + d['wr_reqs'] for d in delta],
-                           dtype=float)
-            size = np.array([d['rd_bytes'] + d['wr_bytes'] for d in delta],
-                            dtype=float)
-            work[k] = costmodel.load(ops, size, self.profile) / dt
-            kbs[k] = size / dt / workload.KIB
-            latency[k] = window_latency_ms(delta)
-            response[k] = (queue[k] / ops.sum() * dt * 1e3 if ops.sum()
-                           else 0.0)
-            snapshot = self.snapshot(delta)
             self.learner.observe(snapshot)
             self.apply(snapshot, self.policy.decide(snapshot, now), now)
             if progress is not None:
                 progress((k + 1) / windows)
-        sizes = np.array([nominal_io_size(vm) for vm in self.vms])
-        floor_iops = np.array([t.min_iops for t in self.tiers])
-        floor_bytes = np.array([t.min_bytes_sec for t in self.tiers])
-        floor_ops = costmodel.floor_ops(floor_iops, floor_bytes, sizes)
-        return Run(
-            scenario=sc, policy=getattr(self.policy, 'name', '?'),
-            seed=0, window_s=dt,
-            names=[vm.name for vm in self.vms],
-            roles=[vm.role for vm in self.vms],
-            times=np.arange(windows, dtype=np.float64) * dt, work=work,
-            kbs=kbs, demand=dem,
-            floor=costmodel.floor_load(floor_iops, floor_bytes, sizes,
-                                       self.profile),
-            floor_kbs=floor_ops * sizes / workload.KIB,
-            weight=np.array([t.weight for t in self.tiers]),
-            slots=slots_in, capacity=capacity, queue=queue,
-            response_ms=response,
-            cap_kbs=cap_kbs, actions=self.actions,
-            change_times=sc.change_times(), latency_ms=latency,
-            fits=self.learner.fits)
+        return self.recorder.run(windows, self.learner.fits)
 
 
 def run(scenario: scenario_mod.Scenario, policy: base.Policy, seed: int = 0,

@@ -73,8 +73,6 @@ METRICS = tuple(RATE_METRICS.values()) + tuple(
 #: Instances per aggregates request (the search goes in the body).
 BATCH = 100
 
-_NS_PER_MS = 1e6
-
 
 def operations(method):
     """The aggregates ``operations`` for every disk metric."""
@@ -243,7 +241,7 @@ class GnocchiSource:
             else:
                 # Both are changes over the same bucket, so any divisor
                 # cancels out; per op, in ms.
-                out[field] = ns / reqs / _NS_PER_MS if reqs > 0 else 0.0
+                out[field] = float(rates.latency_ms(ns, reqs))
         return out
 
 

@@ -179,7 +179,7 @@ class RecorderTest(base.TestCase):
         # loop records for the ``none`` policy, window by window.
         sc = allinone.cut(scenario_mod.load('paper-4vm'), 30)
         world = world_mod.World(sc, seed=0)
-        recorder = allinone.Recorder(sc, world, 'none', 0)
+        recorder = loop.Recorder(sc, world, 'none', 0)
         for k in range(6):
             recorder.begin(k)
             world.step(sc.interval_s)
@@ -196,7 +196,7 @@ class RecorderTest(base.TestCase):
     def test_run_of_fewer_windows_after_an_interrupt(self):
         sc = allinone.cut(scenario_mod.load('paper-4vm'), 30)
         world = world_mod.World(sc)
-        recorder = allinone.Recorder(sc, world, 'guarantee', 0)
+        recorder = loop.Recorder(sc, world, 'guarantee', 0)
         recorder.begin(0)
         world.step(sc.interval_s)
         recorder.end(0)
