@@ -43,17 +43,18 @@ import sqlalchemy as sa
 
 from iotguard import conf as iotguard_conf
 from iotguard.db import api as db_api
+from iotguard.db import disks as db_disks
 from iotguard.db import migration
 from iotguard.db import models
 
-FIELDS = ('sampled_at',) + db_api._RATE_FIELDS
+FIELDS = ('sampled_at',) + db_disks._RATE_FIELDS
 
 
 def _executemany(db, rows):
     with db._writer() as session:
-        for start in range(0, len(rows), db_api.RATES_CHUNK):
-            db_api._rates_executemany(
-                session, FIELDS, rows[start:start + db_api.RATES_CHUNK])
+        for start in range(0, len(rows), db_disks.RATES_CHUNK):
+            db_disks._rates_executemany(
+                session, FIELDS, rows[start:start + db_disks.RATES_CHUNK])
 
 
 def _rows(ids, k):

@@ -59,7 +59,7 @@ import oslo_messaging
 
 from iotguard import admission
 from iotguard import clients
-from iotguard.db import models
+from iotguard.db import tiering
 from iotguard import exception
 from iotguard import rpc
 
@@ -362,7 +362,7 @@ class Membership:
         if self.db is None or not servers:
             return
         owners = {s.id: s.project_id for s in servers}
-        wanted = {'flavor': {(s.id, models.ALL_DISKS): flavor_tier(s)
+        wanted = {'flavor': {(s.id, tiering.ALL_DISKS): flavor_tier(s)
                              for s in servers}}
         volume_disks = [d for d in disks if d.volume_id]
         types = self._volume_type_tiers(volume_disks)

@@ -17,27 +17,16 @@ A disk's ``dev`` is its target device (``vda``); a tier choice for
 ``dev = '*'`` covers every disk of the instance.
 """
 
+import datetime
+
 from oslo_db.sqlalchemy import types as db_types
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 from sqlalchemy import orm
 
-#: Sources of a tier choice, strongest first: the tenant's choice through
-#: iotguard's API, the flavor's ``iotguard:tier`` (for the disks the flavor
-#: describes: the image-backed root, ephemeral and swap), the volume type's
-#: (for that volume). ``[tiers] default_tier`` comes after them all.
-TIER_SOURCES = ('api', 'flavor', 'volume_type')
-ALL_DISKS = '*'
-
-
-def source_applies(source, volume_id):
-    """Whether a choice from ``source`` can give a disk its tier."""
-    if source == 'flavor':
-        return not volume_id
-    if source == 'volume_type':
-        return bool(volume_id)
-    return True
-
+from iotguard.db.tiering import ALL_DISKS  # noqa: F401
+from iotguard.db.tiering import source_applies  # noqa: F401
+from iotguard.db.tiering import TIER_SOURCES  # noqa: F401
 
 #: Microsecond datetimes on MySQL/MariaDB too (the default there is seconds).
 DateTime = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql',
@@ -259,3 +248,13 @@ class Agent(Base):
     disks = sa.Column(sa.Integer)
     caps = sa.Column(sa.Integer)
     created_at, updated_at = _timestamps()
+
+
+def utcnow():
+    """Naive UTC now, the form every datetime column holds."""
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+def row(obj, fields):
+    """``fields`` of a model object (or a row) as a dict."""
+    return {f: getattr(obj, f) for f in fields}

@@ -96,7 +96,7 @@ def check_no_clock_in_policy(logical_line, filename):
 
 @core.flake8ext
 def check_db_session_in_db(logical_line, filename):
-    """I305: every query lives in iotguard/db/api.py, no session leaves it."""
+    """I305: every query lives in iotguard/db/, no session leaves it."""
     if ('iotguard/db/' not in filename and '/tests/' not in filename
             and _DB_SESSION.match(logical_line)):
         yield 0, 'I305: DB sessions stay in iotguard/db/'

@@ -199,7 +199,7 @@ class ControllerDbTests:
         """Several statements (chunks) of a round; what the API reads."""
         from unittest import mock
 
-        from iotguard.db import api as db_api
+        from iotguard.db import disks as db_disks
         self.db.domain_create('pool', 'cinder')
         uuids = ['%08d-1111-4111-8111-111111111111' % n for n in range(7)]
         self.db.disk_bulk_insert([
@@ -216,7 +216,7 @@ class ControllerDbTests:
         # the first write, then over it (3 statements of at most 3 disks)
         self.db.disk_rates_bulk_update([dict(r, sampled_at=T0,
                                              write_iops=9.0) for r in rows])
-        with mock.patch.object(db_api, 'RATES_CHUNK', 3):
+        with mock.patch.object(db_disks, 'RATES_CHUNK', 3):
             self.assertEqual(8, self.db.disk_rates_bulk_update(
                 rows + [{'id': unknown, 'sampled_at': t1,
                          'read_iops': 1.0}]))

@@ -1,0 +1,48 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The agents' heartbeats.
+
+Functions of a session (see :class:`iotguard.db.api.Connection`).
+"""
+
+import sqlalchemy as sa
+
+from iotguard.db import models
+
+FIELDS = ('host', 'driver', 'version', 'last_heartbeat', 'interval_s',
+          'disks', 'caps', 'created_at')
+
+
+def heartbeat(session, host, driver, now=None, version=None,
+              interval_s=None, disks=None, caps=None):
+    """Record that the agent on ``host`` is alive, and what it said."""
+    now = now or models.utcnow()
+    agent = session.scalars(sa.select(models.Agent).where(
+        models.Agent.host == host)).first()
+    if agent is None:
+        agent = models.Agent(host=host, created_at=now)
+        session.add(agent)
+    else:
+        agent.updated_at = now
+    agent.driver, agent.last_heartbeat = driver, now
+    agent.version, agent.interval_s = version, interval_s
+    agent.disks, agent.caps = disks, caps
+
+
+def list_(session, host=None):
+    """Every agent (or the one on ``host``), by host."""
+    query = sa.select(models.Agent).order_by(models.Agent.host)
+    if host is not None:
+        query = query.where(models.Agent.host == host)
+    return [models.row(a, FIELDS)
+            for a in session.scalars(query).all()]

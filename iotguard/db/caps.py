@@ -1,0 +1,122 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Caps in force: set, renewed, released, expired, read for a round.
+
+Functions of a session (see :class:`iotguard.db.api.Connection`).
+"""
+
+import sqlalchemy as sa
+
+from iotguard.db import models
+from iotguard import exception
+
+
+def ids_of(session, keys):
+    """``{(instance_uuid, dev): disk id}``; NotFound if one is unknown."""
+    uuids = sorted({k[0] for k in keys})
+    found = {}
+    for start in range(0, len(uuids), 500):
+        found.update({(u, d): i for i, u, d in session.execute(
+            sa.select(models.Disk.id, models.Disk.instance_uuid,
+                      models.Disk.dev).where(
+                models.Disk.instance_uuid.in_(uuids[start:start + 500])))
+        })
+    missing = [k for k in keys if k not in found]
+    if missing:
+        raise exception.NotFound(what='disk %s of instance %s' % (
+            missing[0][1], missing[0][0]))
+    return found
+
+
+def delete_expired(session, now):
+    """Drop the caps whose lease lapsed before ``now``; how many."""
+    return session.execute(sa.delete(models.Cap).where(
+        models.Cap.lease_expires_at < now)).rowcount
+
+
+def set_(session, caps):
+    """Record many caps in force in one transaction.
+
+    Each: ``instance_uuid, dev, limits, lease_expires_at,
+    decision_id``; a disk's cap replaces the one it had. NotFound (and
+    nothing written) when a disk is unknown.
+    """
+    if not caps:
+        return 0
+    ids = ids_of(session, [(c['instance_uuid'], c['dev']) for c in caps])
+    existing = {cap.disk_id: cap for cap in session.scalars(
+        sa.select(models.Cap).where(models.Cap.disk_id.in_(
+            sorted(set(ids.values())))))}
+    now = models.utcnow()
+    for item in caps:
+        disk_id = ids[(item['instance_uuid'], item['dev'])]
+        cap = existing.get(disk_id)
+        if cap is None:
+            cap = existing[disk_id] = models.Cap(disk_id=disk_id,
+                                                 created_at=now)
+            session.add(cap)
+        else:
+            cap.updated_at = now
+        cap.limits = item['limits']
+        cap.lease_expires_at = item['lease_expires_at']
+        cap.decision_id = item['decision_id']
+    return len(caps)
+
+
+def release(session, disks):
+    """Forget the caps of many ``(instance_uuid, dev)``; how many."""
+    if not disks:
+        return 0
+    ids = ids_of(session, list(disks))
+    return session.execute(sa.delete(models.Cap).where(
+        models.Cap.disk_id.in_(sorted(set(ids.values()))))).rowcount
+
+
+def renew(session, disk_ids, lease_expires_at):
+    """Extend the lease of the caps of ``disk_ids`` (disk row ids).
+
+    One transaction for a whole round's renewals (in statements of
+    500 disks); returns how many caps were renewed (a disk without a
+    cap is skipped).
+    """
+    ids = sorted(set(disk_ids))
+    if not ids:
+        return 0
+    renewed, now = 0, models.utcnow()
+    for start in range(0, len(ids), 500):
+        renewed += session.execute(sa.update(models.Cap).where(
+            models.Cap.disk_id.in_(ids[start:start + 500])).values(
+                lease_expires_at=lease_expires_at,
+                updated_at=now)).rowcount
+    return renewed
+
+
+def of_domains(session, domains):
+    """The caps in force in ``domains``: ``{disk id: cap}``.
+
+    Each cap as :func:`iotguard.db.disks.of_domains` gives it (``set_at``
+    included); the only part of those views a round must read every time.
+    """
+    disk, cap = models.Disk, models.Cap
+    rows = session.execute(
+        sa.select(cap.disk_id, cap.limits, cap.lease_expires_at,
+                  cap.decision_id, models.Decision.created_at)
+        .join(disk, disk.id == cap.disk_id)
+        .join(models.Domain, models.Domain.id == disk.domain_id)
+        .outerjoin(models.Decision,
+                   models.Decision.id == cap.decision_id)
+        .where(models.Domain.name.in_(sorted(set(domains))))).all()
+    return {r.disk_id: {'limits': r.limits,
+                        'lease_expires_at': r.lease_expires_at,
+                        'decision_id': r.decision_id,
+                        'set_at': r.created_at} for r in rows}

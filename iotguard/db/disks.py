@@ -1,0 +1,612 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Disks, their tier choices and refusals, and the admission transaction.
+
+Functions of a session (see :class:`iotguard.db.api.Connection`). Which
+tier a disk has is :func:`iotguard.db.tiering.resolve`'s to say; this
+module reads what it needs.
+"""
+
+import datetime
+import json
+import math
+import sys
+
+from oslo_db import exception as db_exc
+import sqlalchemy as sa
+
+from iotguard.db import domains
+from iotguard.db import models
+from iotguard.db import tiering
+from iotguard.db import tiers
+from iotguard import exception
+
+_RATE_FIELDS = ('read_iops', 'write_iops', 'read_bytes_sec',
+                'write_bytes_sec', 'latency_ms')
+
+
+#: Disks' rates per statement of :func:`rates_update`
+#: (about 100 bytes each on the wire).
+RATES_CHUNK = 10000
+
+
+def _rates_executemany(session, fields, rows):
+    table = models.Disk.__table__
+    statement = table.update().where(
+        table.c.id == sa.bindparam('b_id')).values(
+            {f: sa.bindparam('b_' + f) for f in fields})
+    session.execute(statement, [dict({'b_' + f: row.get(f) for f in fields},
+                                     b_id=row['id']) for row in rows])
+
+
+def _rates_postgresql(session, fields, rows):
+    """One UPDATE of ``rows`` from arrays, a column each (PostgreSQL)."""
+    types = dict.fromkeys(fields, 'DOUBLE PRECISION[]')
+    types.update(id='INTEGER[]', sampled_at='TIMESTAMP[]')
+    columns = ('id',) + tuple(fields)
+    session.execute(sa.text(
+        'UPDATE disks SET %s FROM unnest(%s) AS v(%s) WHERE disks.id = v.id'
+        % (', '.join('%s = v.%s' % (f, f) for f in fields),
+           ', '.join('CAST(:%s AS %s)' % (c, types[c]) for c in columns),
+           ', '.join(columns))),
+        {c: [row.get(c) for row in rows] for c in columns})
+
+
+def _has_json_table(dialect):
+    version = dialect.server_version_info or ()
+    return version >= ((10, 6) if dialect.is_mariadb else (8, 0, 4))
+
+
+def _json_value(value):
+    if isinstance(value, datetime.datetime):
+        return value.isoformat(' ')
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _rates_mysql(session, fields, rows):
+    """One UPDATE of ``rows`` joined to them as JSON (MySQL, MariaDB)."""
+    types = dict.fromkeys(fields, 'DOUBLE')
+    types.update(id='INTEGER', sampled_at='DATETIME(6)')
+    columns = ('id',) + tuple(fields)
+    session.execute(sa.text(
+        "UPDATE disks JOIN JSON_TABLE(:rows, '$[*]' COLUMNS (%s)) AS v "
+        'ON disks.id = v.id SET %s'
+        % (', '.join("%s %s PATH '$[%d]'" % (c, types[c], i)
+                     for i, c in enumerate(columns)),
+           ', '.join('disks.%s = v.%s' % (f, f) for f in fields))),
+        {'rows': json.dumps([[_json_value(row.get(c)) for c in columns]
+                             for row in rows])})
+
+
+def _owner(instance_uuid, owners, project_id=None):
+    """The project owning an instance's disks (``owners``, a set).
+
+    NotFound when iotguard knows no disk of it, or ``project_id`` (when
+    given) does not own it: a project never learns of another's instance.
+    """
+    if not owners or (project_id is not None and owners != {project_id}):
+        raise exception.NotFound(what='instance %s' % instance_uuid)
+    return next(iter(owners))
+
+
+def upsert(session, instance_uuid, dev, host, domain, project_id,
+           volume_id=None, *, default_tier):
+    """Record where a disk lives (membership); returns the disk."""
+    domain_id = domains.domain_row(session, domain).id
+    disk = session.scalars(sa.select(models.Disk).where(
+        models.Disk.instance_uuid == instance_uuid,
+        models.Disk.dev == dev)).first()
+    if disk is None:
+        disk = models.Disk(instance_uuid=instance_uuid, dev=dev,
+                           created_at=models.utcnow())
+        session.add(disk)
+    else:
+        disk.updated_at = models.utcnow()
+    disk.host, disk.domain_id = host, domain_id
+    disk.project_id, disk.volume_id = project_id, volume_id
+    session.flush()
+    return views(session, [disk], default_tier)[0]
+
+
+def delete(session, instance_uuid, dev):
+    count = session.execute(sa.delete(models.Disk).where(
+        models.Disk.instance_uuid == instance_uuid,
+        models.Disk.dev == dev)).rowcount
+    if not count:
+        raise exception.NotFound(
+            what='disk %s of instance %s' % (dev, instance_uuid))
+
+
+def tier_set(session, instance_uuid, dev, tier, source, project_id):
+    """Record a tier choice from a flavor or volume type (no admission).
+
+    The API's tenant choices go through :func:`instance_tier_set`.
+    """
+    if source not in tiering.TIER_SOURCES:
+        raise exception.Invalid(reason='unknown tier source %r'
+                                % source)
+    tier_id = tiers.tier_row(session, tier).id
+    row = _choice_row(session, models.DiskTier, instance_uuid, dev,
+                      source)
+    if row is None:
+        session.add(models.DiskTier(
+            instance_uuid=instance_uuid, dev=dev, source=source,
+            tier_id=tier_id, project_id=project_id,
+            created_at=models.utcnow()))
+    else:
+        row.tier_id, row.updated_at = tier_id, models.utcnow()
+
+
+def effective_tiers(session, instance_uuids, default_tier):
+    """{(instance_uuid, dev or '*', source): tier dict} and the default.
+
+    ``instance_uuids``: a list, or a select of them (a domain's
+    instances, read in the same query). See :func:`tiering.resolve` for
+    how they give each disk its tier.
+    """
+    choices = {}
+    if not isinstance(instance_uuids, sa.Select):
+        instance_uuids = sorted(set(instance_uuids)) or None
+    if instance_uuids is not None:
+        rows = session.execute(
+            sa.select(models.DiskTier.instance_uuid, models.DiskTier.dev,
+                      models.DiskTier.source, models.DiskTier.tier_id)
+            .where(models.DiskTier.instance_uuid.in_(instance_uuids)))
+        # Plain rows, and each tier read once: a domain may hold
+        # thousands of choices among a handful of tiers.
+        rows = rows.all()
+        by_id = {t.id: models.row(t, tiers.FIELDS) for t in session.scalars(
+            sa.select(models.Tier).where(models.Tier.id.in_(
+                {r.tier_id for r in rows})))} if rows else {}
+        for instance_uuid, dev, source, tier_id in rows:
+            choices[(instance_uuid, dev, source)] = by_id[tier_id]
+    default = None
+    if default_tier:
+        tier = session.scalars(sa.select(models.Tier).where(
+            models.Tier.name == default_tier)).first()
+        if tier is not None:
+            default = models.row(tier, tiers.FIELDS)
+    return choices, default
+
+
+def refusals_of(session, instance_uuids):
+    """{(instance_uuid, dev or '*', source): refusal dict}."""
+    if not instance_uuids:
+        return {}
+    rows = session.scalars(sa.select(models.TierRefusal).where(
+        models.TierRefusal.instance_uuid.in_(sorted(set(instance_uuids)))))
+    return {(r.instance_uuid, r.dev, r.source): {
+        'tier': r.tier, 'source': r.source, 'reason': r.reason,
+        'since': r.created_at} for r in rows}
+
+
+def views(session, disks, default_tier):
+    """Disks as dicts: where, tier (and its source), rates, cap."""
+    if not disks:
+        return []
+    uuids = [d.instance_uuid for d in disks]
+    choices, default = effective_tiers(session, uuids, default_tier)
+    refusals = refusals_of(session, uuids)
+    names = dict(session.execute(sa.select(
+        models.Domain.id, models.Domain.name).where(
+            models.Domain.id.in_({d.domain_id for d in disks}))).all())
+    caps = {}
+    rows = session.execute(
+        sa.select(models.Cap, models.Decision.reason)
+        .outerjoin(models.Decision,
+                   models.Decision.id == models.Cap.decision_id)
+        .where(models.Cap.disk_id.in_([d.id for d in disks])))
+    for cap, reason in rows:
+        caps[cap.disk_id] = {'limits': cap.limits,
+                             'lease_expires_at': cap.lease_expires_at,
+                             'decision_id': cap.decision_id,
+                             'reason': reason}
+    out = []
+    for disk in disks:
+        tier, source, refused = tiering.resolve(choices, default, disk,
+                                                refusals)
+        view = models.row(disk, ('id', 'instance_uuid', 'dev', 'host',
+                                 'volume_id', 'project_id', 'sampled_at')
+                          + _RATE_FIELDS)
+        view.update(domain=names[disk.domain_id], tier=tier,
+                    tier_source=source, tier_refused=refused,
+                    cap=caps.get(disk.id))
+        out.append(view)
+    return out
+
+
+def list_(session, instance_uuid=None, domain=None, project_id=None, *,
+          default_tier):
+    """Disks with their tier, rates and cap, filtered."""
+    query = sa.select(models.Disk).order_by(
+        models.Disk.instance_uuid, models.Disk.dev)
+    if instance_uuid is not None:
+        query = query.where(models.Disk.instance_uuid == instance_uuid)
+    if domain is not None:
+        query = query.where(models.Disk.domain_id
+                            == domains.domain_row(session, domain).id)
+    if project_id is not None:
+        query = query.where(models.Disk.project_id == project_id)
+    return views(session, session.scalars(query).all(), default_tier)
+
+
+def instance_tier_set(session, instance_uuid, tier, admit,
+                      project_id=None, source='api',
+                      dev=tiering.ALL_DISKS, *, default_tier):
+    """A tier choice for an instance's disks, admission first.
+
+    ``source``: ``api`` (a tenant's choice through the API, for every
+    disk), or ``flavor`` / ``volume_type`` (what the instance's flavor
+    or a volume's type names, recorded by the controller's membership;
+    ``dev`` the volume's disk for a volume type). A choice recorded
+    here replaces the source's refusal, if any.
+
+    Runs in one transaction that locks the domains involved: for each
+    domain holding a disk the choice applies to, ``admit(tier, domain,
+    others, before, after)`` is called with the domain dict and three
+    lists of tier dicts (the domain's other disks, and the instance's
+    disks the choice applies to, before and after); it returns the
+    numbers to report or raises, in which case nothing is written.
+    ``project_id`` (when given) must own the instance and be allowed
+    the tier, else NotFound.
+    """
+    if source not in tiering.TIER_SOURCES:
+        raise exception.Invalid(reason='unknown tier source %r'
+                                % source)
+    # Write-lock the instance's domains before reading anything
+    # else, with an update that changes nothing: a row lock on
+    # PostgreSQL and MySQL/MariaDB (where the snapshot of the later
+    # plain reads is then taken after the lock, under REPEATABLE
+    # READ), the database write lock on SQLite. A choice that held
+    # the lock before has committed when the reads below run.
+    mine = models.Domain.id.in_(sa.select(models.Disk.domain_id).where(
+        models.Disk.instance_uuid == instance_uuid))
+    session.execute(
+        sa.update(models.Domain).where(mine).values(
+            updated_at=models.Domain.updated_at)
+        .execution_options(synchronize_session=False))
+    locked = {d.id: d for d in session.scalars(
+        sa.select(models.Domain).where(mine))}
+    disks = session.scalars(sa.select(models.Disk).where(
+        models.Disk.instance_uuid == instance_uuid).order_by(
+            models.Disk.dev)).all()
+    owner = _owner(instance_uuid, {d.project_id for d in disks},
+                   project_id)
+    new = session.scalars(tiers.visible(
+        sa.select(models.Tier).where(models.Tier.name == tier),
+        owner)).first()
+    if new is None:
+        raise exception.NotFound(what='tier %s' % tier)
+    new_tier = models.row(new, tiers.FIELDS)
+
+    def concerned(disk):
+        return (disk.instance_uuid == instance_uuid
+                and dev in (tiering.ALL_DISKS, disk.dev)
+                and tiering.source_applies(source, disk.volume_id))
+
+    numbers = []
+    domain_ids = sorted({d.domain_id for d in disks if concerned(d)})
+    for domain_id in domain_ids:
+        domain = locked.get(domain_id)
+        if domain is None:
+            raise exception.Conflict(
+                reason='a disk of instance %s moved to another '
+                       'domain meanwhile; try again' % instance_uuid)
+        # Plain rows (what tiering.resolve reads), not ORM objects: a
+        # domain may hold thousands of disks.
+        members = session.execute(sa.select(
+            models.Disk.instance_uuid, models.Disk.dev,
+            models.Disk.volume_id).where(
+                models.Disk.domain_id == domain_id)).all()
+        choices, default = effective_tiers(
+            session, sa.select(models.Disk.instance_uuid).where(
+                models.Disk.domain_id == domain_id), default_tier)
+        changed = dict(choices)
+        changed[(instance_uuid, dev, source)] = new_tier
+        others, before, after = [], [], []
+        for member in members:
+            current = tiering.resolve(choices, default, member)[0]
+            if concerned(member):
+                before.append(current)
+                after.append(
+                    tiering.resolve(changed, default, member)[0])
+            else:
+                others.append(current)
+        numbers.append(admit(
+            tier, models.row(domain, domains.FIELDS),
+            [t for t in others if t], [t for t in before if t],
+            [t for t in after if t]))
+    _choice_delete(session, instance_uuid, source, dev)
+    session.add(models.DiskTier(
+        instance_uuid=instance_uuid, dev=dev,
+        source=source, tier_id=new.id, project_id=owner,
+        created_at=models.utcnow()))
+    return {'instance_uuid': instance_uuid, 'tier': tier,
+            'project_id': owner, 'admission': numbers}
+
+
+def _choice_row(session, table, instance_uuid, dev, source):
+    """The row of ``table`` (a choice or a refusal) for one source."""
+    return session.scalars(sa.select(table).where(
+        table.instance_uuid == instance_uuid, table.dev == dev,
+        table.source == source)).first()
+
+
+def _choice_delete(session, instance_uuid, source, dev=None):
+    """Drop a source's choice and refusal (for ``dev``, or all)."""
+    for table in (models.DiskTier, models.TierRefusal):
+        query = sa.delete(table).where(
+            table.instance_uuid == instance_uuid, table.source == source)
+        if dev is not None:
+            query = query.where(table.dev == dev)
+        session.execute(query)
+
+
+def tier_refusal_set(session, instance_uuid, dev, source, tier, reason,
+                     project_id):
+    """Record that admission refused ``tier`` from ``source``.
+
+    The source's choice for the disk (if any) goes: the disk falls back
+    to the weaker sources. Returns True when this is news (no refusal
+    of the same tier was recorded), for the caller to notify once.
+    """
+    reason = reason[:255]
+    session.execute(sa.delete(models.DiskTier).where(
+        models.DiskTier.instance_uuid == instance_uuid,
+        models.DiskTier.dev == dev,
+        models.DiskTier.source == source))
+    row = _choice_row(session, models.TierRefusal, instance_uuid, dev,
+                      source)
+    if row is None:
+        session.add(models.TierRefusal(
+            instance_uuid=instance_uuid, dev=dev, source=source,
+            tier=tier, reason=reason, project_id=project_id,
+            created_at=models.utcnow()))
+        return True
+    news = row.tier != tier
+    if news:
+        row.created_at = models.utcnow()
+    row.tier, row.reason, row.updated_at = tier, reason, models.utcnow()
+    return news
+
+
+def of_domains(session, domain_names, *, default_tier):
+    """The disks of many domains as a round needs them, in one read.
+
+    Like :func:`list_` (same tier resolution) but one light query
+    without ORM objects, and each ``cap`` also has ``set_at``: when the
+    decision that set it was taken. ``{name: [disk]}``, each list
+    ordered by instance and device; the same queries whatever the number
+    of domains. NotFound when one is unknown.
+    """
+    disk, cap = models.Disk, models.Cap
+    names = sorted(set(domain_names))
+    if not names:
+        return {}
+    ids = dict(session.execute(
+        sa.select(models.Domain.id, models.Domain.name).where(
+            models.Domain.name.in_(names))).all())
+    if len(ids) < len(names):
+        raise exception.NotFound(what='domain %s' % sorted(
+            set(names) - set(ids.values()))[0])
+    rows = session.execute(
+        sa.select(disk.id, disk.instance_uuid, disk.dev, disk.host,
+                  disk.project_id, disk.volume_id, disk.domain_id,
+                  cap.limits, cap.lease_expires_at, cap.decision_id,
+                  models.Decision.created_at)
+        .outerjoin(cap, cap.disk_id == disk.id)
+        .outerjoin(models.Decision,
+                   models.Decision.id == cap.decision_id)
+        .where(disk.domain_id.in_(list(ids)))
+        .order_by(disk.instance_uuid, disk.dev)).all()
+    choices, default = effective_tiers(
+        session, sa.select(disk.instance_uuid).where(
+            disk.domain_id.in_(list(ids))), default_tier)
+    chosen = {key[0] for key in choices}
+    default_source = 'default' if default else None
+    out = {name: [] for name in names}
+    for r in rows:
+        # Most disks have no choice of their own: the default tier.
+        if r.instance_uuid in chosen:
+            tier, source, _refused = tiering.resolve(choices, default, r)
+        else:
+            tier, source = default, default_source
+        name = ids[r.domain_id]
+        out[name].append({
+            'id': r.id, 'instance_uuid': r.instance_uuid, 'dev': r.dev,
+            'host': r.host, 'project_id': r.project_id,
+            'volume_id': r.volume_id, 'domain': name, 'tier': tier,
+            'tier_source': source,
+            'cap': None if r.limits is None else {
+                'limits': r.limits,
+                'lease_expires_at': r.lease_expires_at,
+                'decision_id': r.decision_id, 'set_at': r.created_at}})
+    return out
+
+
+def version(session):
+    """What changes whenever the disks or their tiers may have.
+
+    Whatever :func:`of_domains` says apart from the caps.
+
+    Counts, largest ids, id sums and latest times of the disks, tier
+    choices and tiers: a few aggregates, so that the controller reads
+    the disks again only when they changed.
+    """
+    def of(table):
+        return (sa.func.count(), sa.func.max(table.id),
+                sa.func.sum(table.id), sa.func.max(table.created_at),
+                sa.func.max(table.updated_at))
+
+    return tuple(tuple(session.execute(sa.select(*of(table))).one())
+                 for table in (models.Disk, models.DiskTier,
+                               models.Tier))
+
+
+def rates_update(session, rates):
+    """Store the latest rates of many disks at once (by disk id).
+
+    Each item: ``id``, ``sampled_at`` and the rate fields of
+    ``read_iops, write_iops, read_bytes_sec, write_bytes_sec,
+    latency_ms`` (a missing field is written as NULL). One
+    transaction; returns how many disks were given (an unknown id is
+    skipped).
+
+    A round writes tens of thousands of them: on PostgreSQL one
+    ``UPDATE ... FROM unnest(arrays)`` per ``RATES_CHUNK`` disks, on
+    MySQL / MariaDB one ``UPDATE ... JOIN JSON_TABLE(...)`` (a rate
+    that is not finite is written as NULL there: MySQL's doubles
+    cannot hold it), elsewhere (SQLite, in process) an executemany
+    of one UPDATE per disk. psycopg2 and PyMySQL run an executemany
+    UPDATE as one round trip per row.
+    """
+    if not rates:
+        return 0
+    allowed = set(_RATE_FIELDS) | {'id', 'sampled_at'}
+    for row in rates:
+        unknown = set(row) - allowed
+        if unknown:
+            raise exception.Invalid(reason='unknown rates %s'
+                                    % sorted(unknown))
+    fields = ('sampled_at',) + _RATE_FIELDS
+    dialect = session.get_bind().dialect
+    if dialect.name == 'postgresql':
+        write = _rates_postgresql
+    elif (dialect.name in ('mysql', 'mariadb')
+          and _has_json_table(dialect)):
+        write = _rates_mysql
+    else:
+        write = _rates_executemany
+    for start in range(0, len(rates), RATES_CHUNK):
+        write(session, fields, rates[start:start + RATES_CHUNK])
+    return len(rates)
+
+
+def bulk_insert(session, disks):
+    """Insert many new disks in one statement (benchmarks, imports).
+
+    Each is a dict ``instance_uuid, dev, host, domain, project_id``
+    (and optionally ``volume_id``); an unknown domain is NotFound, a
+    disk that exists already Conflict. Returns how many were inserted.
+    """
+    if not disks:
+        return 0
+    try:
+        ids = dict(session.execute(sa.select(
+            models.Domain.name, models.Domain.id)).all())
+        now = models.utcnow()
+        rows = []
+        for disk in disks:
+            if disk['domain'] not in ids:
+                raise exception.NotFound(
+                    what='domain %s' % disk['domain'])
+            rows.append({
+                'instance_uuid': disk['instance_uuid'],
+                'dev': disk['dev'], 'host': disk['host'],
+                'domain_id': ids[disk['domain']],
+                'project_id': disk['project_id'],
+                'volume_id': disk.get('volume_id'),
+                'created_at': now})
+        session.execute(sa.insert(models.Disk), rows)
+        return len(rows)
+    except db_exc.DBDuplicateEntry:
+        raise exception.Conflict(reason='a disk exists already')
+
+
+def tier_requests(session, source, instance_uuids):
+    """What ``source`` asked for the instances' disks.
+
+    ``{(instance_uuid, dev or '*'): (tier name, state)}``, ``state``
+    ``admitted`` or ``refused``.
+    """
+    uuids = list(instance_uuids)
+    admitted = session.execute(
+        sa.select(models.DiskTier.instance_uuid, models.DiskTier.dev,
+                  models.Tier.name)
+        .join(models.Tier, models.Tier.id == models.DiskTier.tier_id)
+        .where(models.DiskTier.source == source,
+               models.DiskTier.instance_uuid.in_(uuids)))
+    refused = session.execute(
+        sa.select(models.TierRefusal.instance_uuid,
+                  models.TierRefusal.dev, models.TierRefusal.tier)
+        .where(models.TierRefusal.source == source,
+               models.TierRefusal.instance_uuid.in_(uuids)))
+    found = {(u, d): (t, 'refused') for u, d, t in refused}
+    found.update({(u, d): (t, 'admitted') for u, d, t in admitted})
+    return found
+
+
+def instance_tier_unset(session, instance_uuid, project_id=None,
+                        source='api'):
+    """Drop ``source``'s choice for every disk of an instance.
+
+    Its disks fall back to the other sources (flavor, volume type) or
+    the default tier; no admission is needed to lower floors. Returns
+    the owner's project id. NotFound when iotguard knows no disk of
+    the instance, or ``project_id`` (when given) does not own it.
+    """
+    owner = _owner(instance_uuid, set(session.scalars(
+        sa.select(models.Disk.project_id).where(
+            models.Disk.instance_uuid == instance_uuid))), project_id)
+    _choice_delete(session, instance_uuid, source)
+    return owner
+
+
+def tier_choice_unset(session, instance_uuid, source, dev=None):
+    """Drop what ``source`` asked for an instance (or one ``dev``)."""
+    _choice_delete(session, instance_uuid, source, dev)
+
+
+def tier_choices_forget(session, instance_uuids=None, keep=None,
+                        before=None):
+    """Drop the tier choices of instances that no longer exist.
+
+    Either of ``instance_uuids`` (those instances), or of every
+    instance not in ``keep`` whose choice was made before ``before``
+    (a full resync: a choice made meanwhile for a server the listing
+    did not show yet stays). Returns how many were dropped.
+    """
+    dropped = 0
+    for table in (models.DiskTier, models.TierRefusal):
+        query = sa.delete(table)
+        if instance_uuids is not None:
+            query = query.where(
+                table.instance_uuid.in_(list(instance_uuids)))
+        else:
+            query = query.where(
+                table.instance_uuid.not_in(list(keep or ())),
+                table.created_at < before)
+        dropped += session.execute(query).rowcount
+    return dropped
+
+
+def index(session):
+    """``{(instance_uuid, dev): (domain, host)}`` of every disk.
+
+    One light query (no tiers, caps or rates) for the controller's
+    routing of incoming samples. Every controller holds it whole, so
+    it is kept small: one ``(domain, host)`` tuple per pair and one
+    string per device name, shared by the disks (with the
+    controller's map of each instance's devices, 283 bytes a disk
+    instead of 671: 100,000 disks, 50 a host).
+    """
+    rows = session.execute(sa.select(
+        models.Disk.instance_uuid, models.Disk.dev,
+        models.Domain.name, models.Disk.host).join(
+            models.Domain, models.Domain.id == models.Disk.domain_id))
+    pairs: dict[tuple[str, str], tuple[str, str]] = {}
+    return {(u, sys.intern(d)): pairs.setdefault((domain, host),
+                                                 (domain, host))
+            for u, d, domain, host in rows}

@@ -1,0 +1,146 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Storage domains: their profile, policy, learned fit and merges.
+
+Functions of a session (see :class:`iotguard.db.api.Connection`).
+"""
+
+from oslo_db import exception as db_exc
+import sqlalchemy as sa
+
+from iotguard.db import models
+from iotguard import exception
+
+#: The estimator's fit, as the ``learned_*`` columns of a domain.
+LEARNED_FIELDS = ('form', 'iops_4k', 'bytes_sec', 'error', 'intervals',
+                  'mixes', 'confidence', 'identified')
+FIELDS = ('name', 'kind', 'iops_4k', 'bytes_sec', 'policy', 'params',
+          'form', 'profile_source') + tuple(
+              'learned_' + f for f in LEARNED_FIELDS) + ('learned_at',)
+_VIEW = ('id',) + FIELDS + ('created_at', 'updated_at')
+
+
+def domain_row(session, name, for_update=False):
+    query = sa.select(models.Domain).where(models.Domain.name == name)
+    if for_update:
+        query = query.with_for_update()
+    domain = session.scalars(query).first()
+    if domain is None:
+        raise exception.NotFound(what='domain %s' % name)
+    return domain
+
+
+def create(session, name, kind, iops_4k=None, bytes_sec=None, policy=None,
+           params=None, form='additive'):
+    try:
+        domain = models.Domain(
+            name=name, kind=kind, iops_4k=iops_4k, bytes_sec=bytes_sec,
+            policy=policy, form=form, params=params or {},
+            created_at=models.utcnow())
+        session.add(domain)
+        session.flush()
+        return models.row(domain, ('id',) + FIELDS)
+    except db_exc.DBDuplicateEntry:
+        raise exception.Conflict(reason='domain %s already exists' % name)
+
+
+def get(session, name):
+    return models.row(domain_row(session, name), _VIEW)
+
+
+def list_(session):
+    return [models.row(d, _VIEW) for d in session.scalars(
+        sa.select(models.Domain).order_by(models.Domain.name)).all()]
+
+
+def update(session, name, values):
+    """Change a domain's profile, policy or parameters."""
+    domain = domain_row(session, name)
+    for key, value in values.items():
+        setattr(domain, key, value)
+    domain.updated_at = models.utcnow()
+    session.flush()
+    return models.row(domain, _VIEW)
+
+
+def learned(session, name, fit, state):
+    """Write the estimator's ``state`` and its ``fit`` (a dict).
+
+    A ``fit`` of None leaves the last one in place.
+    """
+    domain = domain_row(session, name)
+    if fit is not None:
+        for field in LEARNED_FIELDS:
+            value = fit[field]
+            if field == 'identified':
+                value = ','.join(value)
+            setattr(domain, 'learned_' + field, value)
+        domain.learned_at = models.utcnow()
+    domain.estimator_state = state
+    session.flush()
+
+
+def estimator_state(session, name):
+    """The estimator's state of a domain (a dict, None if none)."""
+    return domain_row(session, name).estimator_state
+
+
+def merge(session, into, sources, kind):
+    """Move the disks of ``sources`` into ``into``; delete ``sources``.
+
+    For storage that was several domains and is one (a Ceph cluster
+    once split into Nova's pool and Cinder's). ``into`` is created
+    (``kind``) when missing. It keeps its manual profile, policy and
+    parameters; what it lacks it takes from the first source that has
+    it. Learned fits stay with ``into`` (a source's fit saw part of
+    the load only). One transaction: nothing is written when a source
+    does not exist. Returns ``(domain, disks moved)``.
+    """
+    if into in sources or not sources or len(set(sources)) < len(
+            sources):
+        raise exception.Invalid(
+            reason='merge distinct domains other than %s into it'
+            % into)
+    merged = [domain_row(session, name, for_update=True)
+              for name in sources]
+    try:
+        target = domain_row(session, into, for_update=True)
+    except exception.NotFound:
+        target = models.Domain(name=into, kind=kind, params={},
+                               form='additive',
+                               profile_source='manual',
+                               created_at=models.utcnow())
+        session.add(target)
+        session.flush()
+    if target.iops_4k is None and target.bytes_sec is None:
+        for source in merged:
+            if source.iops_4k is not None or \
+                    source.bytes_sec is not None:
+                target.iops_4k, target.bytes_sec = (
+                    source.iops_4k, source.bytes_sec)
+                target.form = source.form
+                break
+    target.policy = target.policy or next(
+        (s.policy for s in merged if s.policy), None)
+    target.params = target.params or next(
+        (s.params for s in merged if s.params), {})
+    moved = session.execute(
+        sa.update(models.Disk)
+        .where(models.Disk.domain_id.in_([s.id for s in merged]))
+        .values(domain_id=target.id, updated_at=models.utcnow())
+        .execution_options(synchronize_session=False)).rowcount
+    for source in merged:
+        session.delete(source)
+    target.updated_at = models.utcnow()
+    session.flush()
+    return models.row(target, _VIEW), moved

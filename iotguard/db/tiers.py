@@ -1,0 +1,128 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Tiers and the projects that may use a private one.
+
+Functions of a session (see :class:`iotguard.db.api.Connection`).
+"""
+
+from oslo_db import exception as db_exc
+import sqlalchemy as sa
+
+from iotguard.db import models
+from iotguard import exception
+
+FIELDS = ('name', 'description', 'min_iops', 'min_bytes_sec',
+          'max_iops', 'max_bytes_sec', 'weight', 'is_public')
+
+
+def _dict(tier, projects):
+    result = models.row(tier, ('id',) + FIELDS + ('created_at',
+                                                  'updated_at'))
+    result['projects'] = sorted(projects)
+    return result
+
+
+def tier_row(session, name):
+    tier = session.scalars(sa.select(models.Tier).where(
+        models.Tier.name == name)).first()
+    if tier is None:
+        raise exception.NotFound(what='tier %s' % name)
+    return tier
+
+
+def _projects(session, tier_ids):
+    projects = {tier_id: [] for tier_id in tier_ids}
+    if tier_ids:
+        rows = session.execute(sa.select(
+            models.TierProject.tier_id, models.TierProject.project_id
+        ).where(models.TierProject.tier_id.in_(tier_ids)))
+        for tier_id, project_id in rows:
+            projects[tier_id].append(project_id)
+    return projects
+
+
+def visible(query, project_id):
+    """query of tiers narrowed to those project_id may use."""
+    if project_id is None:
+        return query
+    granted = sa.select(models.TierProject.tier_id).where(
+        models.TierProject.project_id == project_id)
+    return query.where(sa.or_(models.Tier.is_public.is_(True),
+                              models.Tier.id.in_(granted)))
+
+
+def create(session, values, projects=()):
+    """Create a tier; ``projects`` may use it when it is private."""
+    try:
+        tier = models.Tier(created_at=models.utcnow(), **values)
+        session.add(tier)
+        session.flush()
+        for project_id in set(projects):
+            session.add(models.TierProject(tier_id=tier.id,
+                                           project_id=project_id))
+        session.flush()
+        return _dict(tier, projects)
+    except db_exc.DBDuplicateEntry:
+        raise exception.Conflict(
+            reason='tier %s already exists' % values.get('name'))
+
+
+def get(session, name, project_id=None):
+    """One tier; a project only gets the tiers it may use."""
+    tier = session.scalars(visible(sa.select(models.Tier).where(
+        models.Tier.name == name), project_id)).first()
+    if tier is None:
+        raise exception.NotFound(what='tier %s' % name)
+    return _dict(tier, _projects(session, [tier.id])[tier.id])
+
+
+def list_(session, project_id=None):
+    """Every tier (``project_id=None``) or those a project may use."""
+    tiers = session.scalars(visible(
+        sa.select(models.Tier), project_id).order_by(
+            models.Tier.name)).all()
+    projects = _projects(session, [t.id for t in tiers])
+    return [_dict(t, projects[t.id]) for t in tiers]
+
+
+def update(session, name, values, projects=None):
+    """Change a tier; ``projects`` (when given) replaces its list."""
+    try:
+        tier = tier_row(session, name)
+        for key, value in values.items():
+            setattr(tier, key, value)
+        tier.updated_at = models.utcnow()
+        if projects is not None:
+            session.execute(sa.delete(models.TierProject).where(
+                models.TierProject.tier_id == tier.id))
+            for project_id in set(projects):
+                session.add(models.TierProject(
+                    tier_id=tier.id, project_id=project_id))
+        session.flush()
+        return _dict(tier, _projects(session, [tier.id])[tier.id])
+    except db_exc.DBDuplicateEntry:
+        raise exception.Conflict(
+            reason='tier %s already exists' % values.get('name'))
+
+
+def delete(session, name, default_tier):
+    """Delete a tier that no disk uses (else Conflict)."""
+    tier = tier_row(session, name)
+    users = session.scalar(sa.select(sa.func.count()).where(
+        models.DiskTier.tier_id == tier.id))
+    if users or name == default_tier:
+        raise exception.Conflict(
+            reason='tier %s is in use (%d tier choices%s)' % (
+                name, users, ', and it is [tiers] default_tier'
+                if name == default_tier else ''))
+    session.delete(tier)
