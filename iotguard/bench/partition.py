@@ -77,7 +77,6 @@ from sqlalchemy.engine import url as sa_url
 from iotguard import batch as batch_mod
 from iotguard import bench as bench_pkg
 from iotguard.bench import controller as bench
-from iotguard.controller import audit as audit_mod
 from iotguard.controller import loop as loop_mod
 from iotguard.controller import service as service_mod
 from iotguard.db import api as db_api
@@ -243,7 +242,7 @@ def _child(args, index, db_url, group, pipe):
 
 def _caps(db, names):
     """``{disk id: lease expiry (UNIX time)}`` of the caps in ``names``."""
-    return {disk: audit_mod.to_timestamp(cap['lease_expires_at'])
+    return {disk: cap.lease_expires_at.timestamp()
             for disk, cap in db.domains_caps(names).items()}
 
 

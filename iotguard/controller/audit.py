@@ -58,8 +58,8 @@ class Audit:
             new = decision.limits if decision.action == base.CAP else {}
             rows.append({
                 'domain': domain, 'policy': policy,
-                'instance_uuid': disk['instance_uuid'], 'dev': disk['dev'],
-                'project_id': disk['project_id'], 'action': decision.action,
+                'instance_uuid': disk.instance_uuid, 'dev': disk.dev,
+                'project_id': disk.project_id, 'action': decision.action,
                 'old_limits': old_limits,
                 'new_limits': {k: v for k, v in new.items() if v},
                 'reason': decision.reason, 'numbers': decision.numbers,
@@ -69,8 +69,8 @@ class Audit:
     def _payload(self, domain, policy, disk, decision, decision_id,
                  old_limits):
         return {'domain': domain, 'policy': policy,
-                'instance_uuid': disk['instance_uuid'], 'dev': disk['dev'],
-                'host': disk['host'], 'project_id': disk['project_id'],
+                'instance_uuid': disk.instance_uuid, 'dev': disk.dev,
+                'host': disk.host, 'project_id': disk.project_id,
                 'decision_id': decision_id, 'reason': decision.reason,
                 'old_limits': old_limits, 'numbers': decision.numbers}
 
@@ -96,7 +96,7 @@ class Audit:
 
         ``sent`` is ``[(disk, decision, decision_id, old_limits)]``.
         """
-        self.db.caps_release([(disk['instance_uuid'], disk['dev'])
+        self.db.caps_release([(disk.instance_uuid, disk.dev)
                               for disk, _d, _i, _o in sent])
         for disk, decision, decision_id, old in sent:
             self.notifier.cap_release(self._payload(
@@ -123,10 +123,10 @@ class Audit:
     def violation(self, domain, disk, numbers, now):
         """A disk's guarantee is not met; tell the operators."""
         LOG.warning('Guarantee violated on %s/%s in domain %s: %s',
-                    disk['instance_uuid'], disk['dev'], domain, numbers)
+                    disk.instance_uuid, disk.dev, domain, numbers)
         self.notifier.guarantee_violation({
-            'domain': domain, 'instance_uuid': disk['instance_uuid'],
-            'dev': disk['dev'], 'host': disk['host'],
-            'project_id': disk['project_id'],
-            'tier': (disk.get('tier') or {}).get('name'),
+            'domain': domain, 'instance_uuid': disk.instance_uuid,
+            'dev': disk.dev, 'host': disk.host,
+            'project_id': disk.project_id,
+            'tier': (disk.tier or {}).get('name'),
             'since': now, 'numbers': numbers})

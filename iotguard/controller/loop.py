@@ -103,7 +103,7 @@ class RoundResult:
 
 
 def disk_id(disk):
-    return '%s/%s' % (disk['instance_uuid'], disk['dev'])
+    return '%s/%s' % (disk.instance_uuid, disk.dev)
 
 
 def _tier(tier):
@@ -116,12 +116,13 @@ def _tier(tier):
                      weight=tier['weight'])
 
 
-def snapshot_of(domain, interval_s, disks, columns):
+def snapshot_of(domain, interval_s, disks, in_force, columns):
     """The columnar snapshot of a domain's disks and their samples.
 
-    ``disks``: the DB views (``tier`` and ``cap`` in force, already
-    converted by :meth:`DomainLoop.collect`); ``columns``: their samples
-    (:meth:`SampleStore.gather`), in the same order. A stale disk keeps
+    ``disks``: the domain's :class:`iotguard.db.disks.Member` records;
+    ``in_force``: the cap in force on each (an
+    :class:`iotguard.db.caps.InForce` or None); ``columns``: their samples
+    (:meth:`SampleStore.gather`), all in the same order. A stale disk keeps
     the rates its last sample had (0 where none), flagged ``stale``.
     Built by :meth:`iotguard.policy.base.DomainSnapshot.of_samples`, as
     the simulator's.
@@ -130,17 +131,17 @@ def snapshot_of(domain, interval_s, disks, columns):
     cap_iops = np.full(len(disks), math.inf)
     cap_bytes_sec = np.full(len(disks), math.inf)
     cap_set_at = np.full(len(disks), math.nan)
-    for i, disk in enumerate(disks):
-        tier = disk.get('tier')
+    for i, (disk, cap) in enumerate(zip(disks, in_force)):
+        tier = disk.tier
         found = cache.get(id(tier))
         if found is None:
             found = cache[id(tier)] = (_tier(tier), tier)  # keep tier alive
         tiers.append(found[0])
-        cap = disk['cap']
         if cap is not None:
-            cap_iops[i] = caps.limit(cap['limits'], 'total_iops_sec')
-            cap_bytes_sec[i] = caps.limit(cap['limits'], 'total_bytes_sec')
-            cap_set_at[i] = cap['set_at']
+            cap_iops[i] = caps.limit(cap.limits, 'total_iops_sec')
+            cap_bytes_sec[i] = caps.limit(cap.limits, 'total_bytes_sec')
+            if cap.set_at is not None:
+                cap_set_at[i] = cap.set_at.timestamp()
     return base.DomainSnapshot.of_samples(
         domain['name'], admission.profile_of(domain), interval_s,
         tuple(disk_id(d) for d in disks), tiers, columns, cap_iops,
@@ -178,10 +179,9 @@ def rates_offset(name, interval_s):
     return (zlib.crc32(name.encode()) % 1000) / 1000.0 * interval_s
 
 
-def cap_of(disk, limits, lease_expires_at, decision_id):
-    """The :class:`iotguard.caps.Cap` on ``disk`` (a DB view)."""
-    return caps.Cap(disk['instance_uuid'], disk['dev'], limits,
-                    lease_expires_at,
+def cap_of(instance_uuid, dev, limits, lease_expires_at, decision_id):
+    """The :class:`iotguard.caps.Cap` on a disk."""
+    return caps.Cap(instance_uuid, dev, limits, lease_expires_at,
                     str(decision_id) if decision_id is not None else None)
 
 
@@ -252,10 +252,10 @@ class DomainLoop:
             self.db.cap_delete_expired(audit_mod.to_datetime(now))
         except Exception:
             LOG.exception('Could not drop the lapsed caps')
-        views = {}
+        views, in_force = {}, None
         calibrated = [d['name'] for d in domains if _calibrated(d)]
         try:
-            views = self._disks(calibrated, now)
+            views, in_force = self._disks(calibrated, now)
         except Exception as e:
             self._views = None
             LOG.warning('Could not read the disks of %d domains at once (%s); '
@@ -266,7 +266,7 @@ class DomainLoop:
             try:
                 results.append(self.run_once(domain, now,
                                              views.get(domain['name']),
-                                             writes))
+                                             writes, in_force))
             except Exception:
                 LOG.exception('Decision round of domain %s failed; its caps '
                               'lapse unless a later round renews them',
@@ -276,28 +276,21 @@ class DomainLoop:
         return results
 
     def _disks(self, names, now):
-        """The disks of the domains ``names`` (DB views), for one round.
+        """The disks of the domains ``names`` and their caps, for a round.
 
-        Read in full when the disks or tiers changed
+        ``({name: [Member]}, {disk id: InForce})``. The disks are read
+        again when they or their tiers changed
         (:meth:`~iotguard.db.api.Connection.disks_version`), when the set
-        of domains did, and at least every ``FULL_READ_S``; otherwise only
-        the caps in force are read again. Each view is fresh for the round
-        either way: its ``cap`` is the one in the database now.
+        of domains did, and at least every ``FULL_READ_S``; the caps in
+        force every round.
         """
         version = self.db.disks_version()
         key = tuple(sorted(names))
         cached = self._views
         if (cached is None or cached[0] != key or cached[1] != version
                 or now - cached[2] >= FULL_READ_S or now < cached[2]):
-            views = self.db.domains_disks(names)
-            self._views = (key, version, now, views)
-            return views
-        views = cached[3]
-        caps = self.db.domains_caps(names)
-        for disks in views.values():
-            for disk in disks:
-                disk['cap'] = caps.get(disk['id'])
-        return views
+            self._views = (key, version, now, self.db.domains_disks(names))
+        return self._views[3], self.db.domains_caps(names)
 
     def _flush(self, writes, now):
         """Write a round's renewals and rates (each logged on failure)."""
@@ -328,12 +321,13 @@ class DomainLoop:
             self._learning.pop(name, None)
             self._overcommitted.pop(name, None)
 
-    def run_once(self, domain, now, disks=None, writes=None):
+    def run_once(self, domain, now, disks=None, writes=None, in_force=None):
         """collect -> decide -> act -> record for one domain.
 
-        ``disks``: the domain's DB views when already read (else read
-        here); ``writes``: where :meth:`run` gathers the round's writes
-        (else they are written before this returns).
+        ``disks`` and ``in_force``: the domain's disks and the round's caps
+        in force when already read (else read here); ``writes``: where
+        :meth:`run` gathers the round's writes (else they are written
+        before this returns).
         """
         name = domain['name']
         result = RoundResult(domain=name)
@@ -347,7 +341,8 @@ class DomainLoop:
             return result
         self._uncalibrated.discard(name)
         policy_name, policy = self._policy(domain)
-        disks, snapshot, columns = self.collect(domain, now, disks)
+        disks, in_force, snapshot, columns = self.collect(domain, now, disks,
+                                                          in_force)
         result.disks, result.stale = len(disks), int(snapshot.stale.sum())
         first_seen = self._seen.setdefault(name, now)
         if disks and snapshot.stale.all() and \
@@ -364,8 +359,8 @@ class DomainLoop:
         result.decisions = len(decisions)
         alone = writes is None
         writes = _Writes() if alone else writes
-        self._act(name, policy_name, disks, snapshot, decisions, now, result,
-                  writes)
+        self._act(name, policy_name, disks, in_force, snapshot, decisions, now,
+                  result, writes)
         self._violations(name, disks, snapshot, now, result)
         self._write_rates(name, disks, snapshot, columns, now, writes)
         if alone:
@@ -416,7 +411,7 @@ class DomainLoop:
         """
         name = domain['name']
         verdict = admission.overcommit(
-            [d['tier'] for d in disks if d.get('tier')],
+            [d.tier for d in disks if d.tier],
             admission.profile_of(domain), fit, self.max_commit_ratio)
         if verdict.overcommitted is None:
             return
@@ -429,29 +424,24 @@ class DomainLoop:
 
     # -- collect ------------------------------------------------------------
 
-    def collect(self, domain, now, disks=None):
-        """The domain's disks, snapshot and sample columns.
+    def collect(self, domain, now, disks=None, in_force=None):
+        """The domain's disks, their caps in force, snapshot and columns.
 
-        The disks are DB views (read here unless given) whose ``cap`` is
-        kept only while in force, its times in UNIX seconds.
+        ``disks`` and ``in_force`` (``{disk id: InForce}``) are read here
+        unless given; a cap whose lease lapsed is not in force (the agent
+        restored the static limits).
         """
         if disks is None:
             disks = self.db.domain_disks(domain['name'])
-        for disk in disks:
-            cap = disk.get('cap')
-            if cap is None:
-                continue
-            set_at = cap.get('set_at')
-            cap = dict(cap, lease_expires_at=audit_mod.to_timestamp(
-                cap['lease_expires_at']), set_at=(
-                    math.nan if set_at is None
-                    else audit_mod.to_timestamp(set_at)))
-            # lapsed: the agent restored the static limits
-            disk['cap'] = cap if cap['lease_expires_at'] > now else None
+        if in_force is None:
+            in_force = self.db.domains_caps([domain['name']])
+        caps_ = [in_force.get(d.id) for d in disks]
+        caps_ = [c if c is None or c.lease_expires_at.timestamp() > now
+                 else None for c in caps_]
         columns = self.store.gather(
-            [(d['instance_uuid'], d['dev']) for d in disks], now)
-        return disks, snapshot_of(domain, self.interval_s, disks,
-                                  columns), columns
+            [(d.instance_uuid, d.dev) for d in disks], now)
+        return disks, caps_, snapshot_of(domain, self.interval_s, disks,
+                                         caps_, columns), columns
 
     # -- decide -------------------------------------------------------------
 
@@ -467,13 +457,13 @@ class DomainLoop:
 
     # -- act and record -----------------------------------------------------
 
-    def _act(self, name, policy_name, disks, snapshot, decisions, now,
-             result, writes):
+    def _act(self, name, policy_name, disks, in_force, snapshot, decisions,
+             now, result, writes):
         """Plan the decisions, audit the changes, cast them per host."""
-        in_force = [None if d['cap'] is None else plan_mod.InForce(
-            d['cap']['limits'], d['cap']['lease_expires_at']) for d in disks]
-        plan = plan_mod.plan(snapshot, decisions, in_force, now,
-                             self.lease_s, self.interval_s)
+        plan = plan_mod.plan(snapshot, decisions, [
+            None if c is None else plan_mod.InForce(
+                c.limits, c.lease_expires_at.timestamp()) for c in in_force],
+            now, self.lease_s, self.interval_s)
         for unknown in plan.unknown:
             LOG.warning('Policy %s decided on unknown disk %s; ignored',
                         policy_name, unknown)
@@ -482,7 +472,7 @@ class DomainLoop:
                         'is never tightened on stale data',
                         decision.reason, decision.disk_id)
         result.dropped += len(plan.dropped)
-        olds = [d['cap']['limits'] if d['cap'] else {} for d in disks]
+        olds = [c.limits if c else {} for c in in_force]
         ids = self.audit.decisions(
             name, policy_name, [(disks[c.disk], c.decision, olds[c.disk])
                                 for c in plan.changes],
@@ -495,16 +485,17 @@ class DomainLoop:
             disk = disks[change.disk]
             record = (disk, change.decision, decision_id, olds[change.disk])
             if change.limits is None:
-                releases[disk['host']].append(
-                    (caps.Disk(disk['instance_uuid'], disk['dev']), record))
+                releases[disk.host].append(
+                    (caps.Disk(disk.instance_uuid, disk.dev), record))
             else:
-                applies[disk['host']].append((cap_of(
-                    disk, change.limits, lease, decision_id), record))
+                applies[disk.host].append((cap_of(
+                    disk.instance_uuid, disk.dev, change.limits, lease,
+                    decision_id), record))
         for i in plan.renewals:
-            disk = disks[i]
-            renewals[disk['host']].append((cap_of(
-                disk, disk['cap']['limits'], lease,
-                disk['cap']['decision_id']), disk['id']))
+            disk, cap = disks[i], in_force[i]
+            renewals[disk.host].append((cap_of(
+                disk.instance_uuid, disk.dev, cap.limits, lease,
+                cap.decision_id), disk.id))
         self._send(name, policy_name, applies, renewals, releases, result,
                    writes)
 
@@ -561,7 +552,7 @@ class DomainLoop:
         c = columns
         for i in np.flatnonzero(~c.stale):
             writes.rates.append({
-                'id': disks[i]['id'],
+                'id': disks[i].id,
                 'sampled_at': audit_mod.to_datetime(float(c.timestamp[i])),
                 'read_iops': _value(c.read_iops[i]),
                 'write_iops': _value(c.write_iops[i]),

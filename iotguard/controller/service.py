@@ -211,7 +211,8 @@ class ControllerService:
             lease = audit_mod.to_timestamp(cap['lease_expires_at'])
             if lease <= self._clock():
                 continue
-            caps.append(loop_mod.cap_of(disk, cap['limits'], lease,
+            caps.append(loop_mod.cap_of(disk['instance_uuid'], disk['dev'],
+                                        cap['limits'], lease,
                                         cap['decision_id']))
         if caps:
             self.loop.agent_api.apply_caps({}, host,

@@ -15,10 +15,28 @@
 Functions of a session (see :class:`iotguard.db.api.Connection`).
 """
 
+import dataclasses
+import datetime
+
 import sqlalchemy as sa
 
 from iotguard.db import models
 from iotguard import exception
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class InForce:
+    """The cap in force on a disk, as the database holds it.
+
+    ``limits``: the iotune keys sent to the agent (whole numbers, 0 or
+    missing for none); ``lease_expires_at`` and ``set_at`` (when the
+    decision that set it was taken, None if unknown) aware UTC.
+    """
+
+    limits: dict
+    lease_expires_at: datetime.datetime
+    decision_id: int | None
+    set_at: datetime.datetime | None
 
 
 def ids_of(session, keys):
@@ -102,10 +120,10 @@ def renew(session, disk_ids, lease_expires_at):
 
 
 def of_domains(session, domains):
-    """The caps in force in ``domains``: ``{disk id: cap}``.
+    """The caps in force in ``domains``: ``{disk id: InForce}``.
 
-    Each cap as :func:`iotguard.db.disks.of_domains` gives it (``set_at``
-    included); the only part of those views a round must read every time.
+    With :func:`iotguard.db.disks.of_domains`, what a round reads; the
+    only part of it a round must read every time.
     """
     disk, cap = models.Disk, models.Cap
     rows = session.execute(
@@ -116,7 +134,6 @@ def of_domains(session, domains):
         .outerjoin(models.Decision,
                    models.Decision.id == cap.decision_id)
         .where(models.Domain.name.in_(sorted(set(domains))))).all()
-    return {r.disk_id: {'limits': r.limits,
-                        'lease_expires_at': r.lease_expires_at,
-                        'decision_id': r.decision_id,
-                        'set_at': r.created_at} for r in rows}
+    return {r.disk_id: InForce(r.limits, models.aware(r.lease_expires_at),
+                               r.decision_id, models.aware(r.created_at))
+            for r in rows}

@@ -17,6 +17,7 @@ tier a disk has is :func:`iotguard.db.tiering.resolve`'s to say; this
 module reads what it needs.
 """
 
+import dataclasses
 import datetime
 import json
 import math
@@ -382,16 +383,34 @@ def tier_refusal_set(session, instance_uuid, dev, source, tier, reason,
     return news
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Member:
+    """A disk of a domain, as a round needs it (no rates, no cap).
+
+    ``tier``: the tier dict the disk resolves to (None without one),
+    ``tier_source`` where it came from (:func:`tiering.resolve`).
+    """
+
+    id: int
+    instance_uuid: str
+    dev: str
+    host: str
+    project_id: str
+    volume_id: str | None
+    domain: str
+    tier: dict | None
+    tier_source: str | None
+
+
 def of_domains(session, domain_names, *, default_tier):
     """The disks of many domains as a round needs them, in one read.
 
-    Like :func:`list_` (same tier resolution) but one light query
-    without ORM objects, and each ``cap`` also has ``set_at``: when the
-    decision that set it was taken. ``{name: [disk]}``, each list
-    ordered by instance and device; the same queries whatever the number
-    of domains. NotFound when one is unknown.
+    ``{name: [Member]}``, each list ordered by instance and device; the
+    tier resolved as for :func:`list_`, the caps in force apart
+    (:func:`iotguard.db.caps.of_domains`). The same queries whatever the
+    number of domains; NotFound when one is unknown.
     """
-    disk, cap = models.Disk, models.Cap
+    disk = models.Disk
     names = sorted(set(domain_names))
     if not names:
         return {}
@@ -403,12 +422,7 @@ def of_domains(session, domain_names, *, default_tier):
             set(names) - set(ids.values()))[0])
     rows = session.execute(
         sa.select(disk.id, disk.instance_uuid, disk.dev, disk.host,
-                  disk.project_id, disk.volume_id, disk.domain_id,
-                  cap.limits, cap.lease_expires_at, cap.decision_id,
-                  models.Decision.created_at)
-        .outerjoin(cap, cap.disk_id == disk.id)
-        .outerjoin(models.Decision,
-                   models.Decision.id == cap.decision_id)
+                  disk.project_id, disk.volume_id, disk.domain_id)
         .where(disk.domain_id.in_(list(ids)))
         .order_by(disk.instance_uuid, disk.dev)).all()
     choices, default = effective_tiers(
@@ -424,15 +438,9 @@ def of_domains(session, domain_names, *, default_tier):
         else:
             tier, source = default, default_source
         name = ids[r.domain_id]
-        out[name].append({
-            'id': r.id, 'instance_uuid': r.instance_uuid, 'dev': r.dev,
-            'host': r.host, 'project_id': r.project_id,
-            'volume_id': r.volume_id, 'domain': name, 'tier': tier,
-            'tier_source': source,
-            'cap': None if r.limits is None else {
-                'limits': r.limits,
-                'lease_expires_at': r.lease_expires_at,
-                'decision_id': r.decision_id, 'set_at': r.created_at}})
+        out[name].append(Member(
+            r.id, r.instance_uuid, r.dev, r.host, r.project_id, r.volume_id,
+            name, tier, source))
     return out
 
 

@@ -255,6 +255,12 @@ def utcnow():
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
+def aware(value):
+    """A datetime column's naive UTC as an aware UTC datetime (or None)."""
+    return None if value is None else value.replace(
+        tzinfo=datetime.timezone.utc)
+
+
 def row(obj, fields):
     """``fields`` of a model object (or a row) as a dict."""
     return {f: getattr(obj, f) for f in fields}

@@ -12,9 +12,11 @@
 
 """The DB calls the controller adds to db.api, on every backend."""
 
+import dataclasses
 import datetime
 
 from iotguard.api.handlers import disk as disk_handlers
+from iotguard.db import caps as db_caps
 from iotguard.tests import dbrows
 from iotguard.tests.functional.db import backends
 
@@ -102,17 +104,19 @@ class ControllerDbTests:
         got = self.db.domain_disks('pool')
         listed = self.db.disk_list(domain='pool')
         self.assertEqual([(d['instance_uuid'], d['dev']) for d in listed],
-                         [(d['instance_uuid'], d['dev']) for d in got])
+                         [(d.instance_uuid, d.dev) for d in got])
         for light, full in zip(got, listed):
             for key in ('id', 'host', 'project_id', 'volume_id', 'domain',
                         'tier', 'tier_source'):
-                self.assertEqual(full[key], light[key], key)
-        self.assertEqual({'limits': {'total_iops_sec': 10},
-                          'lease_expires_at': lease,
-                          'decision_id': decision, 'set_at': T0},
-                         got[0]['cap'])
-        self.assertIsNone(got[1]['cap'])
-        self.assertEqual('gold', got[0]['tier']['name'])
+                self.assertEqual(full[key], getattr(light, key), key)
+        # the caps in force apart, their times aware UTC
+        utc = datetime.timezone.utc
+        self.assertEqual({got[0].id: db_caps.InForce(
+            {'total_iops_sec': 10}, lease.replace(tzinfo=utc), decision,
+            T0.replace(tzinfo=utc))}, self.db.domains_caps(['pool']))
+        self.assertEqual('gold', got[0].tier['name'])
+        self.assertRaises(dataclasses.FrozenInstanceError, setattr, got[0],
+                          'host', 'cn9')
         self.assertRaises(exception.NotFound, self.db.domain_disks, 'nope')
         # a round's read of many domains: each domain as read alone
         both = self.db.domains_disks(['other', 'pool', 'pool'])
@@ -149,9 +153,8 @@ class ControllerDbTests:
         # caps are not part of it: the round reads them every time
         decision, lease = self._cap_a('pool')
         self.assertFalse(changed())
-        disks = self.db.domain_disks('pool')
-        self.assertEqual({d['id']: d['cap'] for d in disks if d['cap']},
-                         self.db.domains_caps(['pool', 'other']))
+        self.assertEqual([self.db.disk_list(UUID_A)[0]['id']],
+                         list(self.db.domains_caps(['pool', 'other'])))
         self.assertEqual({}, self.db.domains_caps(['other']))
         self.db.disk_delete(UUID_B, 'vda')
         self.assertTrue(changed())
@@ -167,12 +170,13 @@ class ControllerDbTests:
         self.db.caps_set([dict(r, limits={'total_iops_sec': 5},
                                lease_expires_at=lease, decision_id=None)
                           for r in rows[:1100]])
-        ids = [d['id'] for d in self.db.domain_disks('pool')]
+        ids = [d.id for d in self.db.domain_disks('pool')]
         later = lease + datetime.timedelta(seconds=5)
         self.assertEqual(1100, self.db.caps_renew(ids + ids[:7], later))
-        leases = {d['cap']['lease_expires_at']
-                  for d in self.db.domain_disks('pool') if d['cap']}
-        self.assertEqual({later}, leases)
+        caps = self.db.domains_caps(['pool'])
+        self.assertEqual(1100, len(caps))
+        self.assertEqual({later.replace(tzinfo=datetime.timezone.utc)},
+                         {c.lease_expires_at for c in caps.values()})
 
     def test_disk_rates_bulk_update(self):
         from iotguard import exception

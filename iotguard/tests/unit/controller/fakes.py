@@ -15,6 +15,9 @@
 import uuid
 
 from iotguard import batch as batch_mod
+from iotguard.db import caps as db_caps
+from iotguard.db import disks as db_disks
+from iotguard.db import models as db_models
 
 
 def sample(instance_uuid=None, dev='vda', timestamp=1000.0, iops=10.0,
@@ -150,14 +153,11 @@ class FakeDB:
         if domain not in self.domains:
             from iotguard import exception
             raise exception.NotFound(what=domain)
-        out = self.disk_list(domain=domain)
-        for disk in out:
-            cap = disk['cap']
-            if cap is not None:
-                decision_id = cap['decision_id']
-                cap['set_at'] = (self.decisions[decision_id - 1]['created_at']
-                                 if decision_id else None)
-        return out
+        return [db_disks.Member(
+            d['id'], d['instance_uuid'], d['dev'], d['host'],
+            d['project_id'], d['volume_id'], d['domain'], d['tier'],
+            'default' if d['tier'] else None)
+            for d in self.disk_list(domain=domain)]
 
     def domains_disks(self, domains):
         self.bulk_reads = getattr(self, 'bulk_reads', 0) + 1
@@ -168,8 +168,17 @@ class FakeDB:
 
     def domains_caps(self, domains):
         self.caps_reads = getattr(self, 'caps_reads', 0) + 1
-        return {d['id']: d['cap'] for name in domains
-                for d in self.domain_disks(name) if d['cap'] is not None}
+        out = {}
+        for d in self.disk_list():
+            cap = d['cap']
+            if d['domain'] in domains and cap is not None:
+                decision_id = cap['decision_id']
+                out[d['id']] = db_caps.InForce(
+                    cap['limits'], db_models.aware(cap['lease_expires_at']),
+                    decision_id, db_models.aware(
+                        self.decisions[decision_id - 1]['created_at']
+                        if decision_id else None))
+        return out
 
     def decision_create(self, domain, policy, instance_uuid, dev,
                         project_id, action, old_limits, new_limits, reason,
