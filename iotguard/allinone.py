@@ -305,6 +305,10 @@ class AllInOne:
                 conf, driver=driver, transport=self.transport,
                 clock=self.clock, timer=False)
             agent.start()
+            # A first reading at the start, as agents already running when
+            # the VMs start would take: window 0 has rates, as in the
+            # simulator's loop.
+            agent.tick()
             self.agents.append(agent)
         self.api = serve_api(self.conf, self.db, self.options.port)
         self.recorder = loop.Recorder(sc, self.world, self.options.policy,

@@ -297,18 +297,20 @@ class _Loop:
                              math.inf, self.scenario.interval_s)
         for change in todo.changes:
             i, decision = change.disk, change.decision
+            # The cap in force is what was sent (whole numbers), as the
+            # controller reads it back (iotguard.controller.loop), not
+            # the policy's unrounded figures.
+            iops = caps.limit(change.limits, 'total_iops_sec')
+            bytes_sec = caps.limit(change.limits, 'total_bytes_sec')
             tightened = decision.action == base.CAP and (
-                decision.iops < self.cap_iops[i]
-                or decision.bytes_sec < self.cap_bytes[i])
+                iops < self.cap_iops[i] or bytes_sec < self.cap_bytes[i])
             # What the agent would set: the one rule (caps.effective).
             target = caps.effective(change.limits or {}, self.vms[i].limits)
+            self.cap_iops[i], self.cap_bytes[i] = iops, bytes_sec
             if change.limits is None:
-                self.cap_iops[i] = self.cap_bytes[i] = np.inf
                 self.cap_set_at[i] = np.nan
                 self.in_force[i] = None
             else:
-                self.cap_iops[i] = decision.iops
-                self.cap_bytes[i] = decision.bytes_sec
                 self.cap_set_at[i] = now
                 self.in_force[i] = plan_mod.InForce(change.limits, math.inf)
             before = self.world.get_iotune(decision.disk_id)
