@@ -52,7 +52,7 @@ EPSILON = 1e-12
 PROFILE_RANGES: dict[str, tuple[float, float]] = {
     'iops_4k': (1.0, 1e9), 'bytes_sec': (4096.0, 1e15)}
 
-#: A domain or a tier as the database gives them (plain dicts).
+#: A domain as the database gives it (a plain dict).
 Row = collections.abc.Mapping[str, Any]
 
 
@@ -122,22 +122,22 @@ def profile_of(domain: Row, margined: bool = True) -> base.Profile | None:
     return manual_profile(domain)
 
 
-def committed(tiers: collections.abc.Iterable[Row],
-              profile: base.Profile) -> float:
-    """Committed load of disks with these tiers (dicts with the floors)."""
-    return sum((costmodel.committed_floor_load(t['min_iops'],
-                                               t['min_bytes_sec'], profile)
+Tiers = collections.abc.Iterable[base.Tier]
+
+
+def committed(tiers: Tiers, profile: base.Profile) -> float:
+    """Committed load of disks with these tiers (their floors)."""
+    return sum((costmodel.committed_floor_load(t.min_iops, t.min_bytes_sec,
+                                               profile)
                 for t in tiers), 0.0)
 
 
-def _has_floor(tiers: collections.abc.Iterable[Row]) -> bool:
-    return any(t['min_iops'] > 0 or t['min_bytes_sec'] > 0 for t in tiers)
+def _has_floor(tiers: Tiers) -> bool:
+    return any(t.min_iops > 0 or t.min_bytes_sec > 0 for t in tiers)
 
 
-def check(tier: str, domain: Row, others: collections.abc.Iterable[Row],
-          before: collections.abc.Iterable[Row],
-          after: collections.abc.Iterable[Row],
-          max_ratio: float) -> dict[str, Any]:
+def check(tier: str, domain: Row, others: Tiers, before: Tiers,
+          after: Tiers, max_ratio: float) -> dict[str, Any]:
     """Admit or refuse moving some disks of ``domain`` to ``tier``.
 
     ``others`` are the tiers of the domain's other disks, ``before`` and
@@ -206,7 +206,7 @@ def identifies(fit: estimator.Fit | None) -> bool:
             and _priced(fit.iops_4k, fit.bytes_sec))
 
 
-def overcommit(tiers: collections.abc.Iterable[Row],
+def overcommit(tiers: Tiers,
                profile: base.Profile | None, fit: estimator.Fit | None,
                max_ratio: float) -> Overcommit:
     """Whether floors admitted with ``profile`` exceed what ``fit`` serves.

@@ -128,5 +128,5 @@ class Audit:
             'domain': domain, 'instance_uuid': disk.instance_uuid,
             'dev': disk.dev, 'host': disk.host,
             'project_id': disk.project_id,
-            'tier': (disk.tier or {}).get('name'),
+            'tier': disk.tier.name if disk.tier else None,
             'since': now, 'numbers': numbers})

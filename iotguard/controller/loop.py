@@ -106,16 +106,6 @@ def disk_id(disk):
     return '%s/%s' % (disk.instance_uuid, disk.dev)
 
 
-def _tier(tier):
-    if not tier:
-        return _NO_TIER
-    return base.Tier(name=tier['name'], min_iops=tier['min_iops'],
-                     min_bytes_sec=tier['min_bytes_sec'],
-                     max_iops=tier['max_iops'],
-                     max_bytes_sec=tier['max_bytes_sec'],
-                     weight=tier['weight'])
-
-
 def snapshot_of(domain, interval_s, disks, in_force, columns):
     """The columnar snapshot of a domain's disks and their samples.
 
@@ -127,16 +117,11 @@ def snapshot_of(domain, interval_s, disks, in_force, columns):
     Built by :meth:`iotguard.policy.base.DomainSnapshot.of_samples`, as
     the simulator's.
     """
-    tiers, cache = [], {}
+    tiers = [d.tier or _NO_TIER for d in disks]
     cap_iops = np.full(len(disks), math.inf)
     cap_bytes_sec = np.full(len(disks), math.inf)
     cap_set_at = np.full(len(disks), math.nan)
-    for i, (disk, cap) in enumerate(zip(disks, in_force)):
-        tier = disk.tier
-        found = cache.get(id(tier))
-        if found is None:
-            found = cache[id(tier)] = (_tier(tier), tier)  # keep tier alive
-        tiers.append(found[0])
+    for i, cap in enumerate(in_force):
         if cap is not None:
             cap_iops[i] = caps.limit(cap.limits, 'total_iops_sec')
             cap_bytes_sec[i] = caps.limit(cap.limits, 'total_bytes_sec')

@@ -31,6 +31,7 @@ from iotguard.db import models
 from iotguard.db import tiering
 from iotguard.db import tiers
 from iotguard import exception
+from iotguard.policy import base
 
 _RATE_FIELDS = ('read_iops', 'write_iops', 'read_bytes_sec',
                 'write_bytes_sec', 'latency_ms')
@@ -151,7 +152,9 @@ def tier_set(session, instance_uuid, dev, tier, source, project_id):
 
 
 def effective_tiers(session, instance_uuids, default_tier):
-    """{(instance_uuid, dev or '*', source): tier dict} and the default.
+    """{(instance_uuid, dev or '*', source): Tier} and the default Tier.
+
+    Each a :class:`iotguard.policy.base.Tier` (:func:`tiers.record`).
 
     ``instance_uuids``: a list, or a select of them (a domain's
     instances, read in the same query). See :func:`tiering.resolve` for
@@ -168,7 +171,7 @@ def effective_tiers(session, instance_uuids, default_tier):
         # Plain rows, and each tier read once: a domain may hold
         # thousands of choices among a handful of tiers.
         rows = rows.all()
-        by_id = {t.id: models.row(t, tiers.FIELDS) for t in session.scalars(
+        by_id = {t.id: tiers.record(t) for t in session.scalars(
             sa.select(models.Tier).where(models.Tier.id.in_(
                 {r.tier_id for r in rows})))} if rows else {}
         for instance_uuid, dev, source, tier_id in rows:
@@ -178,7 +181,7 @@ def effective_tiers(session, instance_uuids, default_tier):
         tier = session.scalars(sa.select(models.Tier).where(
             models.Tier.name == default_tier)).first()
         if tier is not None:
-            default = models.row(tier, tiers.FIELDS)
+            default = tiers.record(tier)
     return choices, default
 
 
@@ -257,7 +260,7 @@ def instance_tier_set(session, instance_uuid, tier, admit,
     Runs in one transaction that locks the domains involved: for each
     domain holding a disk the choice applies to, ``admit(tier, domain,
     others, before, after)`` is called with the domain dict and three
-    lists of tier dicts (the domain's other disks, and the instance's
+    lists of Tier records (the domain's other disks, and the instance's
     disks the choice applies to, before and after); it returns the
     numbers to report or raises, in which case nothing is written.
     ``project_id`` (when given) must own the instance and be allowed
@@ -290,7 +293,7 @@ def instance_tier_set(session, instance_uuid, tier, admit,
         owner)).first()
     if new is None:
         raise exception.NotFound(what='tier %s' % tier)
-    new_tier = models.row(new, tiers.FIELDS)
+    new_tier = tiers.record(new)
 
     def concerned(disk):
         return (disk.instance_uuid == instance_uuid
@@ -387,7 +390,8 @@ def tier_refusal_set(session, instance_uuid, dev, source, tier, reason,
 class Member:
     """A disk of a domain, as a round needs it (no rates, no cap).
 
-    ``tier``: the tier dict the disk resolves to (None without one),
+    ``tier``: the :class:`iotguard.policy.base.Tier` the disk resolves to
+    (None without one),
     ``tier_source`` where it came from (:func:`tiering.resolve`).
     """
 
@@ -398,7 +402,7 @@ class Member:
     project_id: str
     volume_id: str | None
     domain: str
-    tier: dict | None
+    tier: base.Tier | None
     tier_source: str | None
 
 

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 
 from iotguard.db import models
 from iotguard import exception
+from iotguard.policy import base
 
 FIELDS = ('name', 'description', 'min_iops', 'min_bytes_sec',
           'max_iops', 'max_bytes_sec', 'weight', 'is_public')
@@ -30,6 +31,12 @@ def _dict(tier, projects):
                                                   'updated_at'))
     result['projects'] = sorted(projects)
     return result
+
+
+def record(tier):
+    """A tier row as the core's :class:`iotguard.policy.base.Tier`."""
+    return base.Tier(tier.name, tier.min_iops, tier.min_bytes_sec,
+                     tier.max_iops, tier.max_bytes_sec, tier.weight)
 
 
 def tier_row(session, name):

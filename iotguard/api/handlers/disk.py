@@ -42,13 +42,13 @@ def view(disk):
         'instance_uuid': disk['instance_uuid'], 'dev': disk['dev'],
         'host': disk['host'], 'domain': disk['domain'],
         'volume_id': disk['volume_id'], 'project_id': disk['project_id'],
-        'tier': tier['name'] if tier else None,
+        'tier': tier.name if tier else None,
         'tier_source': disk['tier_source'],
         'tier_refused': disk.get('tier_refused'),
-        'floor': {'min_iops': tier['min_iops'] if tier else 0.0,
-                  'min_bytes_sec': tier['min_bytes_sec'] if tier else 0.0},
-        'ceiling': {'max_iops': tier['max_iops'] if tier else 0.0,
-                    'max_bytes_sec': (tier['max_bytes_sec']
+        'floor': {'min_iops': tier.min_iops if tier else 0.0,
+                  'min_bytes_sec': tier.min_bytes_sec if tier else 0.0},
+        'ceiling': {'max_iops': tier.max_iops if tier else 0.0,
+                    'max_bytes_sec': (tier.max_bytes_sec
                                       if tier else 0.0)},
         'rates': rates,
         'cap': cap,

@@ -24,7 +24,7 @@ DOMAIN = {'name': 'local:cn1', 'iops_4k': 10000.0, 'bytes_sec': 400e6}
 
 
 def _tier(min_iops=0.0, min_bytes_sec=0.0):
-    return {'min_iops': min_iops, 'min_bytes_sec': min_bytes_sec}
+    return base_policy.Tier('t', min_iops, min_bytes_sec)
 
 
 class CheckTest(base.TestCase):
@@ -120,7 +120,7 @@ class LearnedProfileTest(base.TestCase):
            'learned_intervals': 60, 'learned_mixes': 2,
            'learned_confidence': 1.0,
            'learned_identified': 'iops_4k,bytes_sec'}
-    QUIET = {'min_iops': 10.0, 'min_bytes_sec': 600 * 1024.0}
+    QUIET = _tier(10.0, 600 * 1024.0)
 
     def test_manual_until_the_admin_lets_it_learn(self):
         self.assertEqual(base_policy.Profile(100.0, 4194304.0),

@@ -487,7 +487,7 @@ class APITests:
                   body={'tier': 'gold'})
         disks = self.db.disk_list(instance_uuid=A1)
         self.assertEqual([('gold', 'api')] * 2,
-                         [(d['tier']['name'], d['tier_source'])
+                         [(d['tier'].name, d['tier_source'])
                           for d in disks])
         response = self.call('DELETE', '/v1/instances/%s/tier' % A1.upper(),
                              who=MEMBER_A)
@@ -512,7 +512,7 @@ class APITests:
                           (NOROLE_A, 403)):
             self.assertError(self.call('DELETE', path, who=who), code)
         self.assertEqual('gold', self.db.disk_list(
-            instance_uuid=B1)[0]['tier']['name'])
+            instance_uuid=B1)[0]['tier'].name)
         self.assertEqual([], self.nova_calls)
         self.assertEqual(204, self.call('DELETE', path,
                                         who=ADMIN).status_code)

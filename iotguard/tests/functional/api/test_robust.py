@@ -199,7 +199,7 @@ class Races:
             for uuid in self.CHOOSERS:
                 tier = self.db.disk_list(instance_uuid=uuid)[0]['tier']
                 self.assertEqual(uuid in chosen,
-                                 tier is not None and tier['name'] == name,
+                                 tier is not None and tier.name == name,
                                  (n, uuid, results))
                 self.db.instance_tier_unset(uuid)
 

@@ -114,7 +114,7 @@ class ControllerDbTests:
         self.assertEqual({got[0].id: db_caps.InForce(
             {'total_iops_sec': 10}, lease.replace(tzinfo=utc), decision,
             T0.replace(tzinfo=utc))}, self.db.domains_caps(['pool']))
-        self.assertEqual('gold', got[0].tier['name'])
+        self.assertEqual('gold', got[0].tier.name)
         self.assertRaises(dataclasses.FrozenInstanceError, setattr, got[0],
                           'host', 'cn9')
         self.assertRaises(exception.NotFound, self.db.domain_disks, 'nope')

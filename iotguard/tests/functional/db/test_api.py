@@ -135,7 +135,7 @@ class DbApiTests:
 
         def tiers():
             return {(d['instance_uuid'], d['dev']):
-                    (d['tier']['name'], d['tier_source'])
+                    (d['tier'].name, d['tier_source'])
                     for d in db.disk_list()}
 
         self.assertEqual({(UUID_A, 'vda'): ('default', 'default'),
@@ -177,9 +177,9 @@ class DbApiTests:
 
         def admit(tier, domain, others, before, after):
             seen.append((tier, domain['name'], domain['iops_4k'],
-                         [t['name'] for t in others],
-                         [t['name'] for t in before],
-                         [t['name'] for t in after]))
+                         [t.name for t in others],
+                         [t.name for t in before],
+                         [t.name for t in after]))
             return {'domain': domain['name'], 'ok': True}
 
         result = self.db.instance_tier_set(UUID_A, 'gold', admit)
@@ -201,13 +201,13 @@ class DbApiTests:
 
         self.assertRaises(exception.AdmissionRejected,
                           self.db.instance_tier_set, UUID_A, 'gold', refuse)
-        self.assertEqual({'silver'}, {d['tier']['name'] for d in
+        self.assertEqual({'silver'}, {d['tier'].name for d in
                                       self.db.disk_list(UUID_A)})
         self.assertRaises(exception.Conflict, self.db.tier_delete, 'silver')
         self.db.tier_delete('gold')
 
     def _tiers_of(self, uuid):
-        return {d['dev']: (d['tier'] and d['tier']['name'], d['tier_source'],
+        return {d['dev']: (d['tier'] and d['tier'].name, d['tier_source'],
                            d['tier_refused'] and d['tier_refused']['tier'])
                 for d in self.db.disk_list(uuid)}
 
@@ -218,7 +218,7 @@ class DbApiTests:
         seen = []
 
         def admit(tier, domain, others, before, after):
-            seen.append((tier, len(others), [t['name'] for t in after]))
+            seen.append((tier, len(others), [t.name for t in after]))
             return {}
 
         self.db.instance_tier_set(UUID_A, 'silver', admit, source='flavor')
@@ -245,9 +245,9 @@ class DbApiTests:
         seen = []
 
         def admit(tier, domain, others, before, after):
-            seen.append(([t['name'] for t in others],
-                         [t['name'] for t in before],
-                         [t['name'] for t in after]))
+            seen.append(([t.name for t in others],
+                         [t.name for t in before],
+                         [t.name for t in after]))
             return {}
 
         self.db.instance_tier_set(UUID_A, 'gold', admit,
@@ -533,7 +533,7 @@ class ConcurrentAdmissionTests:
         second.join(60)
         self.assertEqual({UUID_A: 'admitted', UUID_B: 'refused'}, outcomes)
         self.assertEqual({UUID_A: 'big', UUID_B: None}, {
-            d['instance_uuid']: d['tier'] and d['tier']['name']
+            d['instance_uuid']: d['tier'] and d['tier'].name
             for d in self.db.disk_list()})
 
 

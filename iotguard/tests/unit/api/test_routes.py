@@ -22,6 +22,7 @@ import webob
 
 from iotguard.api import app
 from iotguard import exception
+from iotguard.policy import base as base_policy
 from iotguard.tests import base
 
 A1 = 'aaaaaaaa-0000-4000-8000-000000000001'
@@ -35,9 +36,7 @@ def disk(uuid, dev, project='proj-a'):
     """A disk as db.api's disk_list returns it."""
     return {'instance_uuid': uuid, 'dev': dev, 'host': 'cn1',
             'domain': 'local:cn1', 'volume_id': None, 'project_id': project,
-            'tier': {'name': 'gold', 'min_iops': 2000.0,
-                     'min_bytes_sec': 0.0, 'max_iops': 0.0,
-                     'max_bytes_sec': 0.0},
+            'tier': base_policy.Tier('gold', min_iops=2000.0),
             'tier_source': 'api', 'tier_refused': None, 'sampled_at': None,
             'cap': None}
 

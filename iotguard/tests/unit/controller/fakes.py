@@ -18,6 +18,7 @@ from iotguard import batch as batch_mod
 from iotguard.db import caps as db_caps
 from iotguard.db import disks as db_disks
 from iotguard.db import models as db_models
+from iotguard.policy import base
 
 
 def sample(instance_uuid=None, dev='vda', timestamp=1000.0, iops=10.0,
@@ -155,7 +156,10 @@ class FakeDB:
             raise exception.NotFound(what=domain)
         return [db_disks.Member(
             d['id'], d['instance_uuid'], d['dev'], d['host'],
-            d['project_id'], d['volume_id'], d['domain'], d['tier'],
+            d['project_id'], d['volume_id'], d['domain'],
+            d['tier'] and base.Tier(**{k: d['tier'][k] for k in (
+                'name', 'min_iops', 'min_bytes_sec', 'max_iops',
+                'max_bytes_sec', 'weight')}),
             'default' if d['tier'] else None)
             for d in self.disk_list(domain=domain)]
 

@@ -66,7 +66,7 @@ class FakeDBContractTest(base.TestCase):
 
     def test_what_a_round_reads_and_writes(self):
         disks = self.both('domains_disks', ['pool', 'other'])
-        self.assertEqual(['gold'] * 3, [d.tier['name'] for d in disks['pool']])
+        self.assertEqual(['gold'] * 3, [d.tier.name for d in disks['pool']])
         self.assertEqual(disks['pool'], self.both('domain_disks', 'pool'))
         self.assertEqual({}, self.both('domains_caps', ['pool', 'other']))
         rows = [{'domain': 'pool', 'policy': 'guarantee',
