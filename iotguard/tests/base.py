@@ -40,6 +40,25 @@ class TestCase(testtools.TestCase):
         for name, value in kw.items():
             self.conf_fixture.config(group=group, **{name: value})
 
+    @classmethod
+    def class_fixture(cls, fixture):
+        """``fixture`` set up for the whole class (a cloud, a database).
+
+        Cleaned up by :meth:`tearDownClass`, last set up first.
+        """
+        fixture.setUp()
+        if 'class_fixtures' not in cls.__dict__:
+            cls.class_fixtures = []
+        cls.class_fixtures.append(fixture)
+        return fixture
+
+    @classmethod
+    def tearDownClass(cls):
+        for fixture in reversed(cls.__dict__.get('class_fixtures', [])):
+            fixture.cleanUp()
+        cls.class_fixtures = []
+        super().tearDownClass()
+
 
 def wait_for(predicate, timeout, step=0.1):
     """``predicate()`` once it is true, polled until ``timeout`` (s).

@@ -41,20 +41,16 @@ import unittest
 import urllib.parse
 
 import fixtures
-from keystoneauth1.identity import v3
-from keystoneauth1 import session as ks_session
 from oslo_config import cfg
 import oslo_messaging
 
-from iotguard.osc import client as osc_client
 from iotguard import rpc
 from iotguard.tests import base
 from iotguard.tests.fixtures import ceph as ceph_fixture
 from iotguard.tests.fixtures import cloud as cloud_fixture
 from iotguard.tests.fixtures import confs
 from iotguard.tests.fixtures import database
-from iotguard.tests.fixtures import ports
-from iotguard.tests.functional.controller import test_e2e
+from iotguard.tests.fixtures import deployment
 from iotguard.tests.functional import test_osc_keystone
 
 try:
@@ -71,33 +67,6 @@ INTERVAL = 2.0
 LEASE = 6.0
 SAMPLE = 1.0
 DOMAIN = 'local:' + cloud_fixture.COMPUTE_HOST
-
-CONFIG = '''
-[DEFAULT]
-host = %(host)s
-transport_url = %(transport)s
-log_file = %(dir)s/%(kind)s.log
-[database]
-connection = %(db)s
-[controller]
-decision_interval = %(interval)s
-lease_seconds = %(lease)s
-rates_write_interval = 1
-[agent]
-virt_driver = libvirt
-libvirt_uri = qemu:///system
-sample_interval = %(sample)s
-state_file = %(dir)s/agent-state.json
-[membership]
-# Long enough that Nova's notifications, not the resync, keep membership
-# current; a refused flavor tier is retried at the resync.
-resync_interval = 30
-[api]
-auth_strategy = keystone
-dev_server_port = %(port)s
-[oslo_messaging_notifications]
-driver = messagingv2
-'''
 
 TEMPEST_CONF = '''
 [compute]
@@ -145,12 +114,6 @@ while true; do
 done
 '''
 
-MAIN = {
-    'api': 'from iotguard.cmd.api import main; main()',
-    'agent': 'from iotguard.cmd.agent import main; main()',
-    'controller': 'from iotguard.cmd.controller import main; main()',
-}
-
 
 def wait_for(predicate, timeout, step=0.5):
     """:func:`iotguard.tests.base.wait_for`, every half second (a cloud)."""
@@ -186,12 +149,11 @@ class CloudTest(base.TestCase):
                     None if libvirt else 'libvirt-python not installed'):
             if why:
                 raise unittest.SkipTest(why)
-        cls.fixtures = []
         try:
-            cls.cloud = cls._use(cloud_fixture.Cloud(
+            cls.cloud = cls.class_fixture(cloud_fixture.Cloud(
                 os.environ.get('IOTGUARD_CLOUD_DIR'),
                 cinder=ceph_fixture.unavailable() is None))
-            cls.db = cls._use(database.Database('mysql'))
+            cls.db = cls.class_fixture(database.Database('mysql'))
             cls._listen()
             cls._start_iotguard()
         except BaseException:
@@ -212,108 +174,34 @@ class CloudTest(base.TestCase):
         cls.listener = listener
 
     @classmethod
-    def _use(cls, fixture):
-        fixture.setUp()
-        cls.fixtures.append(fixture)
-        return fixture
-
-    @classmethod
     def tearDownClass(cls):
-        for proc in getattr(cls, 'procs', {}).values():
-            cls._kill(proc)
         if getattr(cls, 'listener', None) is not None:
             cls.listener.stop()
             cls.listener.wait()
-        for fixture in reversed(cls.fixtures):
-            fixture.cleanUp()
         super().tearDownClass()
 
     @classmethod
     def _start_iotguard(cls):
-        cloud = cls.cloud
-        cls.dir = os.path.join(cloud.dir, 'iotguard')
-        os.makedirs(cls.dir, exist_ok=True)
-        cls.port = ports.free_port()
-        cls.url = 'http://127.0.0.1:%d' % cls.port
-        identity = cloud.conn.identity
-        service = identity.create_service(
-            name='iotguard', type=osc_client.SERVICE_TYPE)
-        identity.create_endpoint(service_id=service.id, interface='public',
-                                 url=cls.url, region_id=cloud_fixture.REGION)
-        cls.settings = {
-            'transport': cloud.transport_url, 'dir': cls.dir,
-            'db': cls.db.url, 'interval': INTERVAL, 'lease': LEASE,
-            'sample': SAMPLE, 'port': cls.port, 'auth_url': cloud.auth_url,
-            'password': cloud_fixture.PASSWORD,
-            'region': cloud_fixture.REGION}
-        subprocess.run(
-            [sys.executable, '-c',
-             'from iotguard.cmd.manage import main; main()',
-             '--config-file', cls._config('manage', 'manage'), 'db',
-             'sync'], check=True, capture_output=True, timeout=120)
-        cls.procs = {}
-        cls.spawn('api', 'iotguard-api')
-        cls.spawn('controller', 'iotguard-controller')
-        cls.spawn('agent', cloud_fixture.COMPUTE_HOST)
-        auth = v3.Password(**cloud.auth)
-        cls.session = ks_session.Session(auth=auth)
-        if not wait_for(cls._api_up, 60):
-            raise RuntimeError('iotguard-api did not answer, see %s'
-                               % cls.dir)
-
-    @classmethod
-    def _config(cls, kind, host):
-        path = os.path.join(cls.dir, kind + '.conf')
-        auth_url = cls.cloud.auth_url
-        with open(path, 'w') as out:
-            out.write(CONFIG % dict(cls.settings, kind=kind, host=host))
-            out.write(confs.authtoken(auth_url, cloud_fixture.PASSWORD))
-            out.write(confs.password_auth(
-                'service_credentials', auth_url, cloud_fixture.PASSWORD,
-                region_name=cloud_fixture.REGION, interface='public'))
-        return path
-
-    @classmethod
-    def spawn(cls, kind, host):
-        err = open(os.path.join(cls.dir, kind + '.err'), 'ab')
-        cls.procs[kind] = subprocess.Popen(
-            [sys.executable, '-c', MAIN[kind], '--config-file',
-             cls._config(kind, host)],
-            stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
-        err.close()
-
-    _kill = staticmethod(test_e2e.EndToEndTest._reap)
-
-    @classmethod
-    def _api_up(cls):
-        try:
-            return cls.session.get(cls.url + '/', authenticated=False,
-                                   raise_exc=False).status_code < 500
-        except Exception:
-            return False
+        cls.iotguard = cls.class_fixture(deployment.Deployment(
+            cls.cloud, cls.db.url, INTERVAL, LEASE, SAMPLE))
+        cls.dir = cls.iotguard.dir
+        cls.iotguard.spawn('controller', 'controller', 'iotguard-controller')
+        cls.iotguard.spawn('agent', 'agent', cloud_fixture.COMPUTE_HOST)
 
     # -- helpers ---------------------------------------------------------
     def setUp(self):
         super().setUp()
         self.useFixture(fixtures.Timeout(600, gentle=True))
-        for kind, proc in self.procs.items():
-            self.assertIsNone(proc.poll(),
-                              '%s died, see %s' % (kind, self.dir))
+        self.assertEqual([], self.iotguard.dead(), 'see %s' % self.dir)
 
     def api(self, method, path, body=None, ok=(200, 201, 202, 204)):
-        resp = self.session.request(
-            self.url + path, method, json=body, raise_exc=False,
-            headers={'Accept': 'application/json'})
+        resp = self.iotguard.request(method, path, body)
         self.assertIn(resp.status_code, ok, '%s %s -> %d %s' % (
             method, path, resp.status_code, resp.text))
         return resp.json() if resp.text else None
 
     def disks(self, server):
-        resp = self.session.get(self.url + '/v1/instances/%s' % server.id,
-                                raise_exc=False)
-        if resp.status_code != 200:
-            return None
-        return {d['dev']: d for d in resp.json()['instance']['disks']}
+        return self.iotguard.disks(server)
 
     def live_iotune(self, server, flags=None, dev='vda'):
         conn = libvirt.open(cloud_fixture.LIBVIRT_URI)
@@ -477,12 +365,12 @@ class CloudTest(base.TestCase):
 
         # No controller left: the cap lapses at its lease, back to the
         # flavor's quota, and nothing else changes.
-        self._kill(self.procs['controller'])
+        self.iotguard.kill('controller')
         lapsed = wait_for(
             lambda: self.live_iotune(noisy)['total_bytes_sec'] == STATIC,
             LEASE + 2 * SAMPLE + 2, step=0.2)
         self.assertTrue(lapsed, 'the cap outlived its lease')
-        self.spawn('controller', 'iotguard-controller')
+        self.iotguard.spawn('controller', 'controller', 'iotguard-controller')
 
     def test_caps_through_nova_lifecycle_operations(self):
         """Every lifecycle operation Nova performs on one host.
@@ -592,19 +480,7 @@ class CloudTest(base.TestCase):
                        'capped', _text(str(took)))
 
     def manage(self, *argv):
-        """``iotguard-manage`` as the cloud's admin (OS_* variables)."""
-        env = dict(os.environ, OS_AUTH_URL=self.cloud.auth_url,
-                   OS_USERNAME='admin', OS_PASSWORD=cloud_fixture.PASSWORD,
-                   OS_PROJECT_NAME='admin', OS_USER_DOMAIN_ID='default',
-                   OS_PROJECT_DOMAIN_ID='default',
-                   OS_REGION_NAME=cloud_fixture.REGION,
-                   OS_INTERFACE='public')
-        env.pop('OS_CLOUD', None)
-        proc = subprocess.run(
-            [sys.executable, '-c',
-             'from iotguard.cmd.manage import main; main()',
-             '--config-file', self._config('manage', 'manage')] + list(argv),
-            capture_output=True, text=True, timeout=300, env=env)
+        proc = self.iotguard.manage(*argv)
         self.assertEqual(0, proc.returncode, proc.stdout + proc.stderr)
         return proc.stdout
 
@@ -798,8 +674,10 @@ class CloudTest(base.TestCase):
             out.write(confs.tempest(work, self.cloud.auth_url,
                                     cloud_fixture.PASSWORD))
             out.write(TEMPEST_CONF % dict(
-                self.settings, dir=work, image=self.cloud.images['disk'],
-                flavor=flavor.id, cinder=self.cloud.cinder))
+                self.iotguard.settings, dir=work,
+                image=self.cloud.images['disk'],
+                flavor=flavor.id, cinder=self.cloud.cinder,
+                region=cloud_fixture.REGION))
         # The iotguard.egg-info of a checkout would shadow the installed
         # entry points tempest finds its plugins by: run from ``work``.
         listed = subprocess.run(
