@@ -23,23 +23,70 @@ peer-to-peer migration over TCP), evacuation (host 1 dies and is forced
 down) and cold migration (Nova's ssh between the hosts). What is asserted
 is where the guest runs: in host 2's libvirtd and no longer in host 1's.
 
-These are the moves iotguard must follow (a guest's throttle belongs to
-the host the guest is on); the test is the fixture's proof that they work
-here. Measured: live migration 6-8 s, evacuation ~20 s, cold migration
-~14 s (+2 s confirm).
+Measured: live migration 6-8 s, evacuation ~20 s, cold migration ~14 s
+(+2 s confirm).
+
+iotguard runs beside it as an operator of a Ceph-backed cloud would
+deploy it (:mod:`iotguard.tests.fixtures.deployment`): the API and two
+controllers sharing the domains over tooz (Redis) on the machine, one
+agent in each compute host. The Ceph cluster's OSD sits on BlueStore
+behind a known throttle (``CAPACITY``), and Nova's ``vms`` pool and
+Cinder's ``volumes`` pool on it are one domain, declared once
+(``[membership] ephemeral_domain``, ``volume_domains``) and calibrated
+with the throttle's figures. The noisy-neighbour test reads each guest's
+rate itself, from the libvirtd of the host it runs on.
 """
 
 import os
 import shutil
+import statistics
+import time
 import unittest
+import urllib.parse
+import uuid
 
 import fixtures
+try:
+    import libvirt
+except ImportError:
+    libvirt = None
 
 from iotguard.tests import base
 from iotguard.tests.fixtures import ceph as ceph_fixture
 from iotguard.tests.fixtures import cloud as cloud_fixture
 from iotguard.tests.fixtures import database
+from iotguard.tests.fixtures import deployment
 from iotguard.tests.fixtures import hosts as hosts_fixture
+
+MIB = 1 << 20
+#: What the throttled OSD serves (reads and writes each): the truth.
+CAPACITY = {'iops': 400, 'bytes_sec': 4 * MIB}
+STATIC = 40 * MIB           # the flavors' quota:disk_total_bytes_sec
+FLOOR = 768 << 10           # mh-silver's floor (bytes/s)
+CEILING = 2 * MIB           # mh-bronze's ceiling
+INTERVAL, LEASE, SAMPLE = 2.0, 8.0, 1.0
+WINDOW = 5.0
+DOMAIN = 'ceph:cluster'
+#: The noisy guest: four writers of 64 KiB blocks side by side, as fast as
+#: the storage lets them (the quiet one has one, and pauses).
+NOISY = '''for i in 1 2 3 4; do
+    (while true; do
+        dd if=/dev/zero of=/dev/vda bs=64k count=64 seek=$((i * 64)) \\
+            oflag=direct 2>/dev/null
+    done) &
+done
+wait
+'''
+REDIS = os.environ.get('IOTGUARD_TEST_REDIS_URL', 'redis://127.0.0.1:6379')
+EXTRA = '''
+[membership]
+ephemeral_domain = %(domain)s
+volume_domains = ceph:%(domain)s
+[coordination]
+backend_url = %(redis)s
+group_name = %(group)s
+member_timeout = 2
+'''
 
 
 class MultiHostCloudTest(base.TestCase):
@@ -52,34 +99,115 @@ class MultiHostCloudTest(base.TestCase):
                     ceph_fixture.unavailable(),
                     None if shutil.which('ceph-mgr') else
                     'ceph-mgr not installed (bindep.txt)',
+                    ceph_fixture.unavailable('bluestore'),
+                    None if libvirt else 'libvirt-python not installed',
                     database.unavailable('mysql')):
             if why:
                 raise unittest.SkipTest(why)
-        cls.cloud = cloud_fixture.Cloud(
-            os.environ.get('IOTGUARD_CLOUD_DIR'), cinder=True, hosts=2,
-            ephemeral_rbd=True)
-        cls.cloud.setUp()     # cleans up after itself if it fails
-        cls.flavor = cls.cloud.flavor('iotguard-multihost', {
-            'quota:disk_total_bytes_sec': str(40 << 20)})
+        try:
+            cls.cloud = cls.class_fixture(cloud_fixture.Cloud(
+                os.environ.get('IOTGUARD_CLOUD_DIR'), cinder=True, hosts=2,
+                ephemeral_rbd=True, ceph_options=dict(
+                    CAPACITY, store='bluestore')))
+            cls._start_iotguard()
+        except BaseException:
+            cls.tearDownClass()
+            raise
 
     @classmethod
-    def tearDownClass(cls):
-        cls.cloud.cleanUp()
-        super().tearDownClass()
+    def _start_iotguard(cls):
+        cloud = cls.cloud
+        cls.flavor = cloud.flavor('iotguard-multihost', {
+            'quota:disk_total_bytes_sec': str(STATIC)})
+        db = cls.class_fixture(database.Database('mysql'))
+        cls.iotguard = cls.class_fixture(deployment.Deployment(
+            cloud, db.url, INTERVAL, LEASE, SAMPLE, extra=EXTRA % {
+                'domain': DOMAIN, 'redis': REDIS,
+                'group': 'iotguard-mh-' + uuid.uuid4().hex[:8]}))
+        # The operator calibrates the cluster's domain with what it serves.
+        proc = cls.iotguard.manage(
+            'domain', 'calibrate', DOMAIN, '--iops-4k',
+            str(CAPACITY['iops']), '--bytes-sec', str(CAPACITY['bytes_sec']),
+            '--form', 'max', '--create', '--kind', 'ceph')
+        if proc.returncode:
+            raise RuntimeError(proc.stderr)
+        for n in (1, 2):
+            cls.iotguard.spawn('controller-%d' % n, 'controller',
+                               'iotguard-controller-%d' % n)
+        for host in cloud.hosts:
+            cls.iotguard.spawn('agent-' + host.name, 'agent', host.name,
+                               popen=host.popen)
+        for name, body in (('mh-silver', {'min_bytes_sec': FLOOR}),
+                           ('mh-bronze', {'max_bytes_sec': CEILING})):
+            resp = cls.iotguard.request('POST', '/v1/tiers',
+                                        dict(body, name=name))
+            if resp.status_code != 201:
+                raise RuntimeError('tier %s: %s' % (name, resp.text))
+        cls.flavors = {tier: cloud.flavor('mh-' + tier, {
+            'quota:disk_total_bytes_sec': str(STATIC),
+            'iotguard:tier': 'mh-' + tier}) for tier in ('silver', 'bronze')}
 
     def setUp(self):
         super().setUp()
         self.useFixture(fixtures.Timeout(300, gentle=True))
         self.host1, self.host2 = self.cloud.hosts
 
-    def boot(self, name, **kwargs):
-        """A server on host 1, deleted at the end of the test."""
-        server = self.cloud.boot(name, self.flavor, host=self.host1,
+    def boot(self, name, flavor=None, host=None, **kwargs):
+        """A server on host 1 (or ``host``), deleted at the end."""
+        host = host or self.host1
+        server = self.cloud.boot(name, flavor or self.flavor, host=host,
                                  **kwargs)
         self.addCleanup(self._delete, server)
-        self.assertEqual(self.host1.name, server.compute_host)
-        self.assertRunsOn(self.host1, server)
+        self.assertEqual(host.name, server.compute_host)
+        self.assertRunsOn(host, server)
         return server
+
+    # -- what each host's libvirtd says --------------------------------
+    @staticmethod
+    def _domain(host, server, what):
+        conn = libvirt.open(host.libvirt_uri)
+        try:
+            return what(conn.lookupByUUIDString(server.id))
+        finally:
+            conn.close()
+
+    def written(self, host, server, dev='vda'):
+        """Bytes the guest wrote to ``dev``, as ``host``'s libvirtd says."""
+        return self._domain(host, server, lambda d: d.blockStats(dev)[3])
+
+    def iotune(self, host, server, dev='vda', persistent=False):
+        flags = (libvirt.VIR_DOMAIN_AFFECT_CONFIG if persistent
+                 else libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        return self._domain(host, server,
+                            lambda d: d.blockIoTune(dev, flags))
+
+    def capped_on(self, host, server, dev='vda'):
+        """The live total bytes/s limit on ``host`` if below the quota."""
+        try:
+            limit = self.iotune(host, server, dev)['total_bytes_sec']
+        except libvirt.libvirtError:
+            return None             # not (or no longer) there
+        return limit if 0 < limit < STATIC else None
+
+    def windows(self, guests, count):
+        """Per WINDOW: each guest's bytes/s written, from its host."""
+        rows = []
+        last = {name: self.written(h, s) for name, (h, s) in guests.items()}
+        began = time.monotonic()
+        for _ in range(count):
+            time.sleep(WINDOW)
+            now = {name: self.written(h, s)
+                   for name, (h, s) in guests.items()}
+            took, began = time.monotonic() - began, time.monotonic()
+            rows.append({name: (now[name] - last[name]) / took
+                         for name in guests})
+            last = now
+        return rows
+
+    def caps(self, server):
+        disk = (self.iotguard.disks(server) or {}).get('vda') or {}
+        cap = disk.get('cap') or {}
+        return (cap.get('limits') or {}).get('total_bytes_sec')
 
     def _delete(self, server):
         compute = self.cloud.conn.compute
@@ -101,7 +229,9 @@ class MultiHostCloudTest(base.TestCase):
     def test_live_migration(self):
         """Live, to host 2, shared RBD storage: no block migration."""
         volume = self.cloud.volume('live-migrated')
-        server = self.boot('live-migrated', volumes=[volume])
+        server = self.boot('live-migrated', self.flavors['bronze'],
+                           volumes=[volume])
+        self.assertCapped(self.host1, server)
         self.cloud.conn.compute.live_migrate_server(
             server, host=self.host2.name, block_migration=False)
         server = self.cloud.settle(
@@ -112,10 +242,17 @@ class MultiHostCloudTest(base.TestCase):
         xml = self.host2.run(['virsh', 'dumpxml',
                               server.instance_name]).stdout
         self.assertIn('volume-%s' % volume.id, xml)
+        # The live cap moves with the guest (QEMU's throttle state is part
+        # of the migrated domain) and host 2's agent takes it over. Nova
+        # also persists the migrated live definition on host 2, the cap
+        # with it: the static ceiling there is the cap, not the quota
+        # (issue 22, not fixed yet), so it is not asserted here.
+        self.assertCapFollows(server, self.host2, persistent_quota=False)
 
     def test_evacuation(self):
         """Host 1 dies, is forced down; the server is rebuilt on host 2."""
-        server = self.boot('evacuated')
+        server = self.boot('evacuated', self.flavors['bronze'])
+        self.assertCapped(self.host1, server)
         self.addCleanup(self.cloud.recover_host, self.host1)
         self.cloud.fail_host(self.host1)
         # 2.94: the server comes back ACTIVE (2.95 would leave it stopped).
@@ -129,10 +266,12 @@ class MultiHostCloudTest(base.TestCase):
         self.assertEqual(('ACTIVE', self.host2.name),
                          (server.status, server.compute_host))
         self.assertRunsOn(self.host2, server)
+        self.assertCapFollows(server, self.host2)
 
     def test_cold_migration(self):
         """Cold, to host 2 (Nova's ssh between the hosts), confirmed."""
-        server = self.boot('cold-migrated')
+        server = self.boot('cold-migrated', self.flavors['bronze'])
+        self.assertCapped(self.host1, server)
         response = self.cloud.conn.compute.post(
             '/servers/%s/action' % server.id,
             json={'migrate': {'host': self.host2.name}}, microversion='2.56')
@@ -146,3 +285,156 @@ class MultiHostCloudTest(base.TestCase):
         self.assertEqual(('ACTIVE', self.host2.name),
                          (server.status, server.compute_host))
         self.assertRunsOn(self.host2, server)
+        self.assertCapFollows(server, self.host2)
+
+    # -- iotguard across the hosts ------------------------------------
+    def assertCapped(self, host, server, timeout=60):
+        """``server`` (a mh-bronze one) capped at its ceiling on ``host``."""
+        capped = base.wait_for(lambda: self.capped_on(host, server),
+                               timeout, 0.2)
+        self.assertTrue(capped, 'never capped on %s: %s' % (
+            host.name, self.iotguard.disks(server)))
+        self.assertLessEqual(capped, CEILING * 1.01)
+        return capped
+
+    def assertCapFollows(self, server, dest, persistent_quota=True):
+        """After a move: capped on ``dest`` again, its quota the static.
+
+        Within four intervals of the move (membership follows Nova's
+        notification, the owner decides, the agent of ``dest`` applies);
+        the cap only live, the persistent definition keeps the flavor's
+        quota; iotguard knows the disk on ``dest``, in the same domain.
+        """
+        began = time.monotonic()
+        self.assertTrue(base.wait_for(
+            lambda: (self.iotguard.disks(server) or {}).get('vda', {})
+            .get('host') == dest.name, 4 * INTERVAL, 0.2),
+            self.iotguard.disks(server))
+        self.assertCapped(dest, server, timeout=4 * INTERVAL + 2 * SAMPLE)
+        self.addDetail('seconds from the move to capped on %s' % dest.name,
+                       _text('%.1f' % (time.monotonic() - began)))
+        self.assertEqual(DOMAIN, self.iotguard.disks(server)['vda']['domain'])
+        if persistent_quota:
+            self.assertEqual(STATIC, self.iotune(
+                dest, server, persistent=True)['total_bytes_sec'])
+
+    def set_policy(self, policy):
+        resp = self.iotguard.request(
+            'PATCH', '/v1/domains/%s' % urllib.parse.quote(DOMAIN, ''),
+            {'policy': policy})
+        self.assertEqual(200, resp.status_code, resp.text)
+
+    def known(self, server, host):
+        """The disk iotguard knows of ``server`` on ``host``."""
+        disk = base.wait_for(
+            lambda: ((self.iotguard.disks(server) or {}).get('vda') or {})
+            .get('host') == host.name and self.iotguard.disks(server)['vda'],
+            60, 0.5)
+        self.assertTrue(disk, self.iotguard.disks(server))
+        self.assertEqual(DOMAIN, disk['domain'])
+        return disk
+
+    def test_noisy_neighbour_across_hosts(self):
+        """A noisy guest on host 1 drags a quiet one on host 2; capped.
+
+        Both root disks are RBD images of one throttled Ceph cluster: one
+        domain, fed by both hosts' agents. Without iotguard (the domain's
+        policy ``none``) the quiet guest falls far below its demand; with
+        ``guarantee`` the noisy disk is capped by host 1's agent and the
+        quiet guest is back at its demand, its floor kept in every settled
+        window. Rates read here from each host's libvirtd.
+        """
+        quiet = self.boot('mh-quiet', self.flavors['silver'], host=self.host2,
+                          metadata={'iotg_bs': '64k', 'iotg_count': '16',
+                                    'iotg_pause': '0.5'})
+        disk = self.known(quiet, self.host2)
+        self.assertTrue(base.wait_for(
+            lambda: self.iotguard.disks(quiet)['vda']['tier'] ==
+            'mh-silver', 45, 0.5), self.iotguard.disks(quiet))
+        self.assertTrue(base.wait_for(lambda: self.written(
+            self.host2, quiet) > 0, 60, 0.5), 'the quiet guest never wrote')
+        demand = max(r['quiet'] for r in self.windows(
+            {'quiet': (self.host2, quiet)}, 2))
+        self.set_policy('none')
+        noisy = self.boot('mh-noisy', host=self.host1, user_data=NOISY)
+        self.known(noisy, self.host1)
+        self.assertTrue(base.wait_for(lambda: self.written(
+            self.host1, noisy) > 0, 60, 0.5), 'the noisy guest never wrote')
+        guests = {'quiet': (self.host2, quiet), 'noisy': (self.host1, noisy)}
+        without = self.windows(guests, 4)
+        self.set_policy('guarantee')
+        self.assertTrue(base.wait_for(lambda: self.capped_on(
+            self.host1, noisy), 10 * INTERVAL, 0.2),
+            'the noisy disk was never capped: %s' % self.iotguard.disks(
+                noisy))
+        time.sleep(2 * INTERVAL + SAMPLE)
+        with_ = []
+        for _ in range(6):
+            row, = self.windows(guests, 1)
+            row['cap'] = self.caps(noisy)
+            with_.append(row)
+        report = self._report(demand, without, with_)
+        self.addDetail('windows', _text(report))
+        path = os.environ.get('IOTGUARD_MULTIHOST_REPORT')
+        if path:
+            with open(path, 'a') as out:
+                out.write(report + '\n')
+        quiet_without = statistics.median(r['quiet'] for r in without)
+        self.assertLess(quiet_without, 0.75 * demand,
+                        'no effect to reproduce:\n' + report)
+        kept = min(FLOOR, demand)
+        for row in with_:
+            self.assertGreaterEqual(row['quiet'], 0.9 * kept, report)
+        self.assertGreaterEqual(statistics.median(
+            r['quiet'] for r in with_), 0.8 * demand, report)
+        self.assertIsNone(self.capped_on(self.host2, quiet), report)
+        decisions = self.iotguard.request(
+            'GET', '/v1/decisions?instance=%s&limit=5' % noisy.id).json()
+        self.assertIn(DOMAIN, {d['domain'] for d in decisions['decisions']})
+        self.assertEqual(disk['domain'], DOMAIN)
+
+    @staticmethod
+    def _report(demand, without, with_):
+        lines = ['quiet demand alone %.0f KiB/s, floor %.0f KiB/s, '
+                 'capacity %.0f KiB/s' % (demand / 1024, FLOOR / 1024,
+                                          CAPACITY['bytes_sec'] / 1024),
+                 'window  policy     quiet KiB/s  noisy KiB/s  cap KiB/s']
+        for policy, rows in (('none', without), ('guarantee', with_)):
+            for i, row in enumerate(rows):
+                cap = row.get('cap')
+                lines.append('%6d  %-9s  %11.0f  %11.0f  %9s' % (
+                    i, policy, row['quiet'] / 1024, row['noisy'] / 1024,
+                    '-' if not cap else '%.0f' % (cap / 1024)))
+        return '\n'.join(lines)
+
+    def test_owner_killed_caps_held_on_both_hosts(self):
+        """Each controller killed in turn: no cap lapses on either host.
+
+        Two mh-bronze guests, one per host, each capped at its ceiling by
+        the owner of the shared domain. Whichever controller owns it, the
+        other takes the domain over within the lease: the live limits on
+        both hosts never go back to the quota.
+        """
+        one = self.boot('mh-held-1', self.flavors['bronze'])
+        two = self.boot('mh-held-2', self.flavors['bronze'], host=self.host2)
+        for host, server in ((self.host1, one), (self.host2, two)):
+            self.assertCapped(host, server)
+        for name in ('controller-1', 'controller-2'):
+            self.iotguard.kill(name)
+            deadline = time.monotonic() + LEASE + 3 * INTERVAL
+            while time.monotonic() < deadline:
+                for host, server in ((self.host1, one), (self.host2, two)):
+                    self.assertIsNotNone(
+                        self.capped_on(host, server),
+                        'cap lapsed on %s after %s was killed' % (
+                            host.name, name))
+                time.sleep(0.2)
+            n = name.rsplit('-', 1)[1]
+            self.iotguard.spawn(name, 'controller',
+                                'iotguard-controller-' + n)
+            time.sleep(2 * INTERVAL)
+
+
+def _text(value):
+    from testtools import content
+    return content.text_content(value)
