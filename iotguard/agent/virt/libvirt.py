@@ -31,8 +31,10 @@
   ``<iotune>`` is then our cap, not a ceiling. A disk whose persistent
   ``<iotune>`` is exactly what the record says was applied gets the
   recorded static ceiling instead, so the cap still lapses at its lease
-  and a release restores what Nova set. A rebuilt domain (hard reboot,
-  resize, rebuild...) has no record: its ``<iotune>`` is Nova's.
+  and a release restores what Nova set; the recorded ceiling is also
+  written back into the persistent definition (``VIR_DOMAIN_AFFECT_CONFIG``),
+  so that no cap stays there. A rebuilt domain (hard reboot, resize,
+  rebuild...) has no record: its ``<iotune>`` is Nova's.
 * Caps: ``setBlockIoTune(dev, params, VIR_DOMAIN_AFFECT_LIVE)`` with all
   twelve keys, a complete and consistent set, exactly as computed (so the
   static limits come back exactly, bursts included). The test driver checks
@@ -344,7 +346,12 @@ class LibvirtDriver(base.Driver):
             # AFFECT_CONFIG) take their live iotune as the ceiling.
             for dev, disk in parse_domain_xml(uuid, live).items():
                 disks.setdefault(dev, disk)
+        found = {dev: disk.static for dev, disk in disks.items()}
         disks = recognise_own_caps(disks, parse_cap_record(live))
+        if flags:
+            for dev, disk in disks.items():
+                if disk.static != found[dev]:
+                    self._restore_static(dom, dev, disk.static)
         # Where the bulk read should have each disk: the same order as
         # the definition's disks, unless it has others (a CD-ROM).
         fields = tuple(_block_fields(i) for i in range(len(disks)))
@@ -445,12 +452,31 @@ class LibvirtDriver(base.Driver):
             LOG.warning('Could not record the cap of %s/%s in the domain '
                         'metadata: %s', dom.UUIDString(), dev, e)
 
-    def _set_iotune(self, dom, dev, limits):
-        """setBlockIoTune live; returns the parameters libvirt took."""
+    def _restore_static(self, dom, dev, static):
+        """Put the static ceiling back into the persistent definition."""
+        try:
+            self._set_iotune(dom, dev, static,
+                             libvirt.VIR_DOMAIN_AFFECT_CONFIG)
+        except libvirt.libvirtError as e:
+            LOG.warning('Could not write the static ceiling of %s/%s back '
+                        'into its persistent definition: %s',
+                        dom.UUIDString(), dev, e)
+            return
+        LOG.info('Wrote the static ceiling of %s/%s back into its '
+                 'persistent definition (it held a cap of ours)',
+                 dom.UUIDString(), dev)
+
+    def _set_iotune(self, dom, dev, limits, flags=None):
+        """setBlockIoTune, live unless ``flags`` says otherwise.
+
+        Returns the parameters libvirt took.
+        """
+        if flags is None:
+            flags = libvirt.VIR_DOMAIN_AFFECT_LIVE
         params = (caps.with_bursts(limits) if self._needs_bursts
                   else caps.full(limits))
         try:
-            dom.setBlockIoTune(dev, params, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+            dom.setBlockIoTune(dev, params, flags)
         except libvirt.libvirtError as e:
             if (self._needs_bursts or '_max' not in str(e) or
                     e.get_error_code() != libvirt.VIR_ERR_INVALID_ARG):
@@ -461,5 +487,5 @@ class LibvirtDriver(base.Driver):
                      'sending bursts from now on', self.uri, e)
             self._needs_bursts = True
             params = caps.with_bursts(limits)
-            dom.setBlockIoTune(dev, params, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+            dom.setBlockIoTune(dev, params, flags)
         return params

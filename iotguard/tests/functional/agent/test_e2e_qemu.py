@@ -257,6 +257,10 @@ class QemuGuestEndToEndTest(test_base.TestCase):
         self.mgr.recover()
         sample = self.tick()
         self.assertEqual(STATIC, sample['static_bytes_sec'])
+        # Nova's ceiling is written back into the persistent definition.
+        persistent = self.dom.blockIoTune('vda',
+                                          libvirt.VIR_DOMAIN_AFFECT_CONFIG)
+        self.assertEqual(STATIC, persistent['total_bytes_sec'])
         # No lease here for that cap: Nova's ceiling is back at once, and
         # the guest writes above the cap again.
         live = self.dom.blockIoTune('vda', libvirt.VIR_DOMAIN_AFFECT_LIVE)

@@ -188,6 +188,12 @@ class LibvirtTestDriverTest(test_base.TestCase):
         self.addCleanup(driver.stop)
         self.assertEqual(caps.full(STATIC_VDA),
                          driver.list_disks()[self.vda].static)
+        # ... and it is written back: no cap stays in the definition (the
+        # test driver wants bursts: the base values are what count).
+        persistent = lv.parse_domain_xml(self.uuid, self.dom.XMLDesc(
+            libvirt.VIR_DOMAIN_XML_INACTIVE))['vda'].static
+        self.assertEqual({k: caps.full(STATIC_VDA)[k] for k in caps.BASE_KEYS},
+                         {k: persistent[k] for k in caps.BASE_KEYS})
         mgr = manager_mod.AgentManager(self.conf, driver, clock=self.clock,
                                        store=MemoryStore())
         mgr.recover()
