@@ -79,6 +79,9 @@ INDEX_RELOAD_MIN_S = 30.0
 #: Batches of a host in a row without one of its local disks (while they
 #: list its instance) before that disk is dropped.
 UNLISTED_BATCHES = 2
+#: A disk reported by another host than the index says is asked about
+#: (``on_moved``) at most this often (seconds) per instance.
+MOVE_CHECK_S = 10.0
 #: Routed shares wait at most this long (seconds) for more of the same
 #: owner, or until they hold this many disks, before they are sent.
 FORWARD_S = 0.25
@@ -156,6 +159,12 @@ class ControllerManager:
         self._devs = {}           # uuid -> a tuple of its devs in the index
         self._unlisted = {}       # (uuid, dev) -> batches without it
         self._listed = {}         # host -> (hash of its listing, index)
+        self._hosts_seen = {}     # the same, for _follow_moves
+        self._move_asked = {}     # instance uuid -> when on_moved was told
+        #: ``on_moved(instance_uuid)``: told of an instance whose disks a
+        #: host reports while the index places them on another (the
+        #: service wires membership's refresh); None: nothing is told.
+        self.on_moved = None
         self._index_version = 0   # counts the index's changes
         self._unknown = set()     # disks already logged as unknown
         self._loaded_at = None    # when the index was last read in full
@@ -372,6 +381,7 @@ class ControllerManager:
         self._keep(host, batch, received)
         if listing:
             self._drop_unlisted(host, listed)
+            self._follow_moves(host, listed)
 
     def add_batch(self, batch, received_at=None):
         """The sink of the other sources (Ceilometer, Gnocchi).
@@ -395,6 +405,38 @@ class ControllerManager:
         self._count('stored', stored)
         self._count('dropped', len(keep) - stored)
         return stored
+
+    def _follow_moves(self, host, keys):
+        """Tell ``on_moved`` of ``host``'s instances placed elsewhere.
+
+        Nova records an evacuated instance's new host only after its last
+        notification (``rebuild.end``), and a lost notification leaves a
+        migrated one behind too: the host's own listing is the first to
+        know. Looked at only when the host's listing or the index changed;
+        an instance at most every ``MOVE_CHECK_S``.
+        """
+        if self.on_moved is None:
+            return
+        seen = (hash(tuple(keys)), self._index_version)
+        if self._hosts_seen.get(host) == seen:
+            return
+        self._hosts_seen[host] = seen
+        now = self._clock()
+        moved = sorted({uuid for uuid, dev in keys
+                        if self._index.get((uuid, dev), (None, host))[1]
+                        != host})
+        for uuid in moved:
+            if now - self._move_asked.get(uuid, -MOVE_CHECK_S) < \
+                    MOVE_CHECK_S:
+                self._hosts_seen.pop(host, None)    # look again later
+                continue
+            self._move_asked[uuid] = now
+            LOG.info('Host %s reports disks of instance %s, which the '
+                     'index places elsewhere', host, uuid)
+            try:
+                self.on_moved(uuid)
+            except Exception:
+                LOG.exception('on_moved(%s) failed', uuid)
 
     def _drop_unlisted(self, host, keys):
         """Drop the local disks of ``host`` its agent no longer lists.

@@ -76,6 +76,7 @@ class ControllerService:
         self.notifier = None
         self.membership_listener = None
         self._membership_due = 0.0
+        self._moved = set()       # instances a host reported elsewhere
         self.owned = set()
         self.last_results = []
         self._gnocchi_due = 0.0
@@ -177,6 +178,8 @@ class ControllerService:
         self.membership = membership.Membership(
             self.conf, db=self.db, on_rebuilt=self.rebuilt,
             notifier=self.notifier, on_change=self._membership_changed)
+        if self.manager is not None:
+            self.manager.on_moved = self._moved.add
         self.membership_listener = membership.get_listener(
             self.conf, self.notification_transport, self.membership)
         self.membership_listener.start()
@@ -196,6 +199,21 @@ class ControllerService:
             LOG.warning('Membership resync failed (%s); keeping what is '
                         'known, next try in %.0f s', e,
                         self.conf.membership.resync_interval)
+
+    def _follow_moves(self):
+        """Membership asks Nova again about instances a host reported.
+
+        (:meth:`ControllerManager._follow_moves`); their caps go to the
+        new host at once.
+        """
+        while self._moved:
+            uuid = self._moved.pop()
+            try:
+                self.membership.refresh_instance(uuid)
+                self.membership.rebuilt(uuid)
+            except Exception as e:
+                LOG.warning('Could not resync moved instance %s: %s', uuid,
+                            e)
 
     def rebuilt(self, instance_uuid, host):
         """Nova rebuilt the instance's domain: send its caps again now.
@@ -245,6 +263,7 @@ class ControllerService:
                 self.loop.forget(self.owned - names)
                 self.owned = names
             self._refresh_membership(now)
+            self._follow_moves()
             if self.manager.index_due(now):
                 self.manager.refresh_index()
             self._poll_gnocchi(now)

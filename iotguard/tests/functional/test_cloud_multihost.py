@@ -71,7 +71,8 @@ DOMAIN = 'ceph:cluster'
 #: the storage lets them (the quiet one has one, and pauses).
 NOISY = '''for i in 1 2 3 4; do
     (while true; do
-        dd if=/dev/zero of=/dev/vda bs=64k count=64 seek=$((i * 64)) \\
+        [ -b /dev/%(dev)s ] || { sleep 1; continue; }
+        dd if=/dev/zero of=/dev/%(dev)s bs=64k count=64 seek=$((i * 64)) \\
             oflag=direct 2>/dev/null
     done) &
 done
@@ -190,22 +191,21 @@ class MultiHostCloudTest(base.TestCase):
         return limit if 0 < limit < STATIC else None
 
     def windows(self, guests, count):
-        """Per WINDOW: each guest's bytes/s written, from its host."""
+        """Per WINDOW: bytes/s each ``(host, server, dev)`` wrote."""
         rows = []
-        last = {name: self.written(h, s) for name, (h, s) in guests.items()}
+        last = {name: self.written(*g) for name, g in guests.items()}
         began = time.monotonic()
         for _ in range(count):
             time.sleep(WINDOW)
-            now = {name: self.written(h, s)
-                   for name, (h, s) in guests.items()}
+            now = {name: self.written(*g) for name, g in guests.items()}
             took, began = time.monotonic() - began, time.monotonic()
             rows.append({name: (now[name] - last[name]) / took
                          for name in guests})
             last = now
         return rows
 
-    def caps(self, server):
-        disk = (self.iotguard.disks(server) or {}).get('vda') or {}
+    def caps(self, server, dev='vda'):
+        disk = (self.iotguard.disks(server) or {}).get(dev) or {}
         cap = disk.get('cap') or {}
         return (cap.get('limits') or {}).get('total_bytes_sec')
 
@@ -322,11 +322,11 @@ class MultiHostCloudTest(base.TestCase):
             {'policy': policy})
         self.assertEqual(200, resp.status_code, resp.text)
 
-    def known(self, server, host):
+    def known(self, server, host, dev='vda'):
         """The disk iotguard knows of ``server`` on ``host``."""
         disk = base.wait_for(
-            lambda: ((self.iotguard.disks(server) or {}).get('vda') or {})
-            .get('host') == host.name and self.iotguard.disks(server)['vda'],
+            lambda: ((self.iotguard.disks(server) or {}).get(dev) or {})
+            .get('host') == host.name and self.iotguard.disks(server)[dev],
             60, 0.5)
         self.assertTrue(disk, self.iotguard.disks(server))
         self.assertEqual(DOMAIN, disk['domain'])
@@ -342,6 +342,18 @@ class MultiHostCloudTest(base.TestCase):
         quiet guest is back at its demand, its floor kept in every settled
         window. Rates read here from each host's libvirtd.
         """
+        self._noisy_neighbour('vda')
+
+    def test_noisy_volume_next_to_a_quiet_ephemeral_disk(self):
+        """The same, the noisy disk a Cinder volume on the same cluster.
+
+        Nova's pool and Cinder's pool are one domain: the volume's writes
+        are seen to drag the quiet guest's ephemeral disk, and capped.
+        """
+        self._noisy_neighbour('vdb',
+                              volumes=[self.cloud.volume('mh-noisy-volume')])
+
+    def _noisy_neighbour(self, dev, volumes=()):
         quiet = self.boot('mh-quiet', self.flavors['silver'], host=self.host2,
                           metadata={'iotg_bs': '64k', 'iotg_count': '16',
                                     'iotg_pause': '0.5'})
@@ -352,26 +364,30 @@ class MultiHostCloudTest(base.TestCase):
         self.assertTrue(base.wait_for(lambda: self.written(
             self.host2, quiet) > 0, 60, 0.5), 'the quiet guest never wrote')
         demand = max(r['quiet'] for r in self.windows(
-            {'quiet': (self.host2, quiet)}, 2))
+            {'quiet': (self.host2, quiet, 'vda')}, 2))
         self.set_policy('none')
-        noisy = self.boot('mh-noisy', host=self.host1, user_data=NOISY)
-        self.known(noisy, self.host1)
+        noisy = self.boot('mh-noisy', host=self.host1, volumes=volumes,
+                          user_data=NOISY % {'dev': dev})
+        self.known(noisy, self.host1, dev)
         self.assertTrue(base.wait_for(lambda: self.written(
-            self.host1, noisy) > 0, 60, 0.5), 'the noisy guest never wrote')
-        guests = {'quiet': (self.host2, quiet), 'noisy': (self.host1, noisy)}
+            self.host1, noisy, dev) > 0, 60, 0.5),
+            'the noisy guest never wrote')
+        guests = {'quiet': (self.host2, quiet, 'vda'),
+                  'noisy': (self.host1, noisy, dev)}
         without = self.windows(guests, 4)
         self.set_policy('guarantee')
         self.assertTrue(base.wait_for(lambda: self.capped_on(
-            self.host1, noisy), 10 * INTERVAL, 0.2),
+            self.host1, noisy, dev), 10 * INTERVAL, 0.2),
             'the noisy disk was never capped: %s' % self.iotguard.disks(
                 noisy))
         time.sleep(2 * INTERVAL + SAMPLE)
         with_ = []
         for _ in range(6):
             row, = self.windows(guests, 1)
-            row['cap'] = self.caps(noisy)
+            row['cap'] = self.caps(noisy, dev)
             with_.append(row)
-        report = self._report(demand, without, with_)
+        report = 'noisy disk %s\n%s' % (dev, self._report(demand, without,
+                                                          with_))
         self.addDetail('windows', _text(report))
         path = os.environ.get('IOTGUARD_MULTIHOST_REPORT')
         if path:

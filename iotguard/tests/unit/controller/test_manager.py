@@ -231,6 +231,23 @@ class ManagerTest(ManagerFixture):
             (root, 'p1'), (rescued, 'p1')))
         self.assertIn((root['instance_uuid'], 'vdb'), self.db.disks)
 
+    def test_a_disk_reported_from_another_host_is_told_once(self):
+        # An evacuated guest's disks, reported by their new host before
+        # membership knows they moved.
+        told = []
+        self.manager.on_moved = told.append
+        uuid = self.mine['instance_uuid']
+        self.manager.report_samples({}, 'cn1', self.columns(
+            (self.mine, 'p1')))
+        self.assertEqual([], told)
+        self.manager.report_samples({}, 'cn2', self.columns(
+            (self.mine, 'p1')))
+        self.assertEqual([uuid], told)
+        # The same listing again, and within MOVE_CHECK_S: not again.
+        self.manager.report_samples({}, 'cn2', self.columns(
+            (self.mine, 'p1'), timestamp=T0 - 0.2))
+        self.assertEqual([uuid], told)
+
     def test_unlisted_disks_kept_unless_local_owned_and_instance_listed(self):
         self.owned.add('local:cn2')
         uuid = self.mine['instance_uuid']
