@@ -380,8 +380,11 @@ class ControllerManager:
                 batch = batch.take(np.array(mine, dtype=np.intp))
         self._keep(host, batch, received)
         if listing:
-            self._drop_unlisted(host, listed)
-            self._follow_moves(host, listed)
+            # The listing and the index as they are now: both look again
+            # only when one of them changed.
+            seen = (hash(tuple(listed)), self._index_version)
+            self._drop_unlisted(host, listed, seen)
+            self._follow_moves(host, listed, seen)
 
     def add_batch(self, batch, received_at=None):
         """The sink of the other sources (Ceilometer, Gnocchi).
@@ -406,7 +409,7 @@ class ControllerManager:
         self._count('dropped', len(keep) - stored)
         return stored
 
-    def _follow_moves(self, host, keys):
+    def _follow_moves(self, host, keys, seen):
         """Tell ``on_moved`` of ``host``'s instances placed elsewhere.
 
         Nova records an evacuated instance's new host only after its last
@@ -417,7 +420,6 @@ class ControllerManager:
         """
         if self.on_moved is None:
             return
-        seen = (hash(tuple(keys)), self._index_version)
         if self._hosts_seen.get(host) == seen:
             return
         self._hosts_seen[host] = seen
@@ -438,10 +440,12 @@ class ControllerManager:
             except Exception:
                 LOG.exception('on_moved(%s) failed', uuid)
 
-    def _drop_unlisted(self, host, keys):
+    def _drop_unlisted(self, host, keys, seen):
         """Drop the local disks of ``host`` its agent no longer lists.
 
-        ``keys``: every disk of the host's batch. A disk of the host's
+        ``keys``: every disk of the host's batch; ``seen``: its hash and
+        the index's version (nothing to do when both are as last time). A
+        disk of the host's
         ephemeral domain missing from ``UNLISTED_BATCHES`` batches in a
         row, while the batches list other disks of its instance, is
         deleted from the database and the index (its cap goes with it;
@@ -452,7 +456,6 @@ class ControllerManager:
         domain = membership.ephemeral_domain(self._conf, host)[0]
         # The steady state: the same listing as last time, the index
         # unchanged since, no disk missing: nothing to look at.
-        seen = (hash(tuple(keys)), self._index_version)
         if not self._unlisted and self._listed.get(host) == seen:
             return
         self._listed[host] = seen
