@@ -62,6 +62,7 @@ MIB = 1 << 20
 #: What the throttled OSD serves (reads and writes each): the truth.
 CAPACITY = {'iops': 400, 'bytes_sec': 4 * MIB}
 STATIC = 40 * MIB           # the flavors' quota:disk_total_bytes_sec
+VOLUME_STATIC = 48 * MIB    # the volume type's front-end QoS
 FLOOR = 768 << 10           # mh-silver's floor (bytes/s)
 CEILING = 2 * MIB           # mh-bronze's ceiling
 INTERVAL, LEASE, SAMPLE = 2.0, 8.0, 1.0
@@ -73,6 +74,16 @@ NOISY = '''for i in 1 2 3 4; do
     (while true; do
         [ -b /dev/%(dev)s ] || { sleep 1; continue; }
         dd if=/dev/zero of=/dev/%(dev)s bs=64k count=64 seek=$((i * 64)) \\
+            oflag=direct 2>/dev/null
+    done) &
+done
+wait
+'''
+#: A guest writing its root disk and its volume, one writer each.
+BOTH = '''for dev in vda vdb; do
+    (while true; do
+        [ -b /dev/$dev ] || { sleep 1; continue; }
+        dd if=/dev/zero of=/dev/$dev bs=64k count=64 seek=64 \\
             oflag=direct 2>/dev/null
     done) &
 done
@@ -226,12 +237,32 @@ class MultiHostCloudTest(base.TestCase):
         self.assertIn("name='%s/%s_disk'" % (cloud_fixture.VMS_POOL,
                                              server.id), xml)
 
+    def qos_volume(self, name):
+        """A volume whose type has mh-bronze and a front-end QoS."""
+        storage = self.cloud.conn.block_storage
+        vtype = storage.find_type('mh-bronze-qos')
+        if vtype is None:
+            vtype = storage.create_type(name='mh-bronze-qos', extra_specs={
+                'iotguard:tier': 'mh-bronze'})
+            qos = storage.create_qos_spec(
+                name='mh-bronze-qos', consumer='front-end',
+                total_bytes_sec=str(VOLUME_STATIC))
+            storage.associate_qos_spec(qos, vtype.id)
+        return self.cloud.volume(name, vtype.name)
+
     def test_live_migration(self):
-        """Live, to host 2, shared RBD storage: no block migration."""
-        volume = self.cloud.volume('live-migrated')
+        """Live, to host 2, shared RBD storage: no block migration.
+
+        The guest's volume has a type with a tier and a front-end QoS: its
+        cap follows too, and the QoS stays its static ceiling.
+        """
+        volume = self.qos_volume('live-migrated')
         server = self.boot('live-migrated', self.flavors['bronze'],
-                           volumes=[volume])
+                           volumes=[volume], user_data=BOTH)
         self.assertCapped(self.host1, server)
+        self.assertCapped(self.host1, server, dev='vdb')
+        self.assertEqual(VOLUME_STATIC, self.iotune(
+            self.host1, server, 'vdb', persistent=True)['total_bytes_sec'])
         self.cloud.conn.compute.live_migrate_server(
             server, host=self.host2.name, block_migration=False)
         server = self.cloud.settle(
@@ -247,6 +278,7 @@ class MultiHostCloudTest(base.TestCase):
         # cap with it: host 2's agent recognises its cap there and writes
         # the quota back (assertCapFollows checks the definition).
         self.assertCapFollows(server, self.host2)
+        self.assertCapFollows(server, self.host2, 'vdb', VOLUME_STATIC)
 
     def test_evacuation(self):
         """Host 1 dies, is forced down; the server is rebuilt on host 2."""
@@ -287,34 +319,35 @@ class MultiHostCloudTest(base.TestCase):
         self.assertCapFollows(server, self.host2)
 
     # -- iotguard across the hosts ------------------------------------
-    def assertCapped(self, host, server, timeout=60):
-        """``server`` (a mh-bronze one) capped at its ceiling on ``host``."""
-        capped = base.wait_for(lambda: self.capped_on(host, server),
+    def assertCapped(self, host, server, timeout=60, dev='vda'):
+        """``dev`` (a mh-bronze disk) capped at its ceiling on ``host``."""
+        capped = base.wait_for(lambda: self.capped_on(host, server, dev),
                                timeout, 0.2)
         self.assertTrue(capped, 'never capped on %s: %s' % (
             host.name, self.iotguard.disks(server)))
         self.assertLessEqual(capped, CEILING * 1.01)
         return capped
 
-    def assertCapFollows(self, server, dest):
-        """After a move: capped on ``dest`` again, its quota the static.
+    def assertCapFollows(self, server, dest, dev='vda', static=STATIC):
+        """After a move: ``dev`` capped on ``dest`` again, ``static`` kept.
 
         Within four intervals of the move (membership follows Nova's
         notification, the owner decides, the agent of ``dest`` applies);
         the cap only live, the persistent definition keeps the flavor's
-        quota; iotguard knows the disk on ``dest``, in the same domain.
+        quota (the volume type's QoS for a volume); iotguard knows the
+        disk on ``dest``, in the same domain.
         """
         began = time.monotonic()
         self.assertTrue(base.wait_for(
-            lambda: (self.iotguard.disks(server) or {}).get('vda', {})
+            lambda: (self.iotguard.disks(server) or {}).get(dev, {})
             .get('host') == dest.name, 4 * INTERVAL, 0.2),
             self.iotguard.disks(server))
-        self.assertCapped(dest, server, timeout=4 * INTERVAL + 2 * SAMPLE)
-        self.addDetail('seconds from the move to capped on %s' % dest.name,
-                       _text('%.1f' % (time.monotonic() - began)))
-        self.assertEqual(DOMAIN, self.iotguard.disks(server)['vda']['domain'])
-        self.assertEqual(STATIC, self.iotune(
-            dest, server, persistent=True)['total_bytes_sec'])
+        self.assertCapped(dest, server, 4 * INTERVAL + 2 * SAMPLE, dev)
+        self.addDetail('seconds from the move to %s capped on %s' % (
+            dev, dest.name), _text('%.1f' % (time.monotonic() - began)))
+        self.assertEqual(DOMAIN, self.iotguard.disks(server)[dev]['domain'])
+        self.assertEqual(static, self.iotune(
+            dest, server, dev, persistent=True)['total_bytes_sec'])
 
     def set_policy(self, policy):
         resp = self.iotguard.request(
