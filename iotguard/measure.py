@@ -139,6 +139,10 @@ class Phase:
         return self.nbytes / self.seconds if self.seconds > 0 else 0.0
 
 
+Clock = collections.abc.Callable[[], float]
+Progress = collections.abc.Callable[[Phase], object] | None
+
+
 def residuals(iops: float, bytes_sec: float,
               profile: base.Profile) -> dict[str, float]:
     """How far a saturated point is from each form's ``load = 1``.
@@ -420,7 +424,7 @@ class _Tally:
 
 
 def _writer(fd: int, span: int, stream: _Stream, index: int, tally: _Tally,
-            pacer: _Pacer | None, clock: Any) -> None:
+            pacer: _Pacer | None, clock: Clock) -> None:
     buf = mmap.mmap(-1, stream.size)
     try:
         buf.write(os.urandom(stream.size))
@@ -459,10 +463,10 @@ def _writer(fd: int, span: int, stream: _Stream, index: int, tally: _Tally,
 
 def _run_streams(fd: int, span: int, name: str,
                  streams: list[_Stream], seconds: float,
-                 clock: Any = time.monotonic) -> Phase:
+                 clock: Clock = time.monotonic) -> Phase:
     start = clock()
     tally = _Tally(start, RAMP_SHARE * seconds, start + seconds)
-    threads = []
+    threads: list[threading.Thread] = []
     for stream in streams:
         pacer = _Pacer(stream.rate, start) if stream.rate else None
         for index in range(stream.writers):
@@ -488,11 +492,11 @@ def _run_streams(fd: int, span: int, name: str,
 
 def run_builtin(target: Target, seconds: float = SECONDS, depth: int = DEPTH,
                 large_size: int = LARGE_SIZE, direct: bool = True,
-                progress: Any = None) -> Result:
+                progress: Progress = None) -> Result:
     """The three phases with Python threads; a Result."""
     fd = open_target(target.path, direct)
     try:
-        phases = {}
+        phases: dict[str, Phase] = {}
         plan = {
             'small': [_Stream(SMALL_SIZE, depth, False)],
             'large': [_Stream(large_size, depth, True)],
@@ -539,9 +543,9 @@ def fio_args(target: Target, name: str, seconds: float, depth: int,
                                                      else 'dsync'),
               '--size=%d' % target.size]
 
-    def small(writers: int, extra: list[str] = ()) -> list[str]:
+    def small(writers: int, *extra: str) -> list[str]:
         return ['--name=small', '--rw=randwrite', '--bs=%d' % SMALL_SIZE,
-                '--numjobs=%d' % writers] + list(extra)
+                '--numjobs=%d' % writers, *extra]
 
     def large(writers: int) -> list[str]:
         stripe = target.size // writers
@@ -556,7 +560,7 @@ def fio_args(target: Target, name: str, seconds: float, depth: int,
         return common + large(depth)
     assert small_iops
     per_writer = max(1, int(round(MIX_SHARE * small_iops / (depth - 1))))
-    return (common + small(depth - 1, ['--rate_iops=%d' % per_writer])
+    return (common + small(depth - 1, '--rate_iops=%d' % per_writer)
             + large(1))
 
 
@@ -587,7 +591,7 @@ def parse_fio(text: str, name: str) -> Phase:
 
 def run_fio(target: Target, seconds: float = SECONDS, depth: int = DEPTH,
             large_size: int = LARGE_SIZE, direct: bool = True,
-            progress: Any = None, fio: str | None = None) -> Result:
+            progress: Progress = None, fio: str | None = None) -> Result:
     """The three phases with fio; a Result."""
     fio = fio or fio_path()
     if not fio:
