@@ -22,6 +22,7 @@ here every error has the one documented error schema.
 import copy
 import dataclasses
 import functools
+from typing import Any
 
 from iotguard.api.schemas import agent
 from iotguard.api.schemas import common
@@ -69,13 +70,13 @@ class Operation:
     summary: str
     ok: int = 200
     #: What the path's ``{parameters}`` must match.
-    params: dict = dataclasses.field(default_factory=dict)
+    params: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: The query string (every value a string); None: no parameter.
-    query: dict | None = None
+    query: dict[str, Any] | None = None
     #: The JSON body; None: no body.
-    body: dict | None = None
+    body: dict[str, Any] | None = None
     #: Errors beyond 400, 401, 403 and 503 (which every call may get).
-    errors: tuple = ()
+    errors: tuple[int, ...] = ()
 
 
 _TIER = {'name': common.NAME}
@@ -139,7 +140,7 @@ OPERATIONS = {
 }
 
 
-def _response(code):
+def _response(code: int) -> dict[str, Any]:
     if code == 204:
         return {'description': _REASONS[code]}
     schema = ({'$ref': '#/components/schemas/Error'} if code >= 400
@@ -153,7 +154,7 @@ def _response(code):
     return response
 
 
-def _parameters(op):
+def _parameters(op: Operation) -> list[dict[str, Any]]:
     found = [{'name': name, 'in': 'path', 'required': True,
               'schema': copy.deepcopy(schema)}
              for name, schema in op.params.items()]
@@ -163,7 +164,7 @@ def _parameters(op):
     return found
 
 
-def _operation(path, method, op):
+def _operation(path: str, method: str, op: Operation) -> dict[str, Any]:
     codes = sorted({op.ok, 400, 401, 403, 503, *op.errors})
     result = {
         'operationId': '%s %s' % (method, path),
@@ -178,13 +179,13 @@ def _operation(path, method, op):
 
 
 @functools.lru_cache(maxsize=1)
-def _paths():
+def _paths() -> dict[str, dict[str, dict[str, Any]]]:
     return {path: {m.lower(): _operation(path, m, op)
                    for m, op in methods.items()}
             for path, methods in OPERATIONS.items()}
 
 
-def document(server_url=None):
+def document(server_url: str | None = None) -> dict[str, Any]:
     """The OpenAPI document (a new dict) for a server at ``server_url``."""
     doc = {
         'openapi': '3.1.0',

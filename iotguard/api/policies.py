@@ -40,10 +40,11 @@ BASE = [
 ]
 
 
-def _rule(name, check, description, method, path, *more):
+def _rule(name: str, check: str, description: str, method: str, path: str,
+          *more: tuple[str, str]) -> policy.DocumentedRuleDefault:
     """A project-scoped rule; ``more``: further ``(method, path)``."""
-    operations = [{'method': m, 'path': p}
-                  for m, p in ((method, path),) + more]
+    operations: list[policy.Operation] = [
+        {'method': m, 'path': p} for m, p in ((method, path),) + more]
     return policy.DocumentedRuleDefault(
         name=name, check_str=check, description=description,
         operations=operations, scope_types=['project'])
@@ -113,6 +114,6 @@ RULES = [
 ]
 
 
-def list_rules():
+def list_rules() -> list[policy.RuleDefault]:
     """Every rule, for the enforcer and the oslopolicy tools."""
     return BASE + RULES

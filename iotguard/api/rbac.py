@@ -12,28 +12,33 @@
 
 """Policy enforcement: one Enforcer per application, built from its conf."""
 
+from typing import Any
+
 from oslo_config import cfg
+from oslo_context import context as oslo_context
 from oslo_policy import policy
 
 from iotguard.api import policies
 from iotguard import exception
 
 
-def make_enforcer(conf):
+def make_enforcer(conf: cfg.ConfigOpts) -> policy.Enforcer:
     """An Enforcer with the in-code defaults registered (no I/O yet)."""
     enforcer = policy.Enforcer(conf)
     enforcer.register_defaults(policies.list_rules())
     return enforcer
 
 
-def get_enforcer():
+def get_enforcer() -> policy.Enforcer:
     """Entry point for oslopolicy-policy-generator and friends."""
     conf = cfg.ConfigOpts()
     conf([], project='iotguard')
     return make_enforcer(conf)
 
 
-def authorize(enforcer, context, rule, target, do_raise=True):
+def authorize(enforcer: policy.Enforcer,
+              context: oslo_context.RequestContext, rule: str,
+              target: dict[str, Any], do_raise: bool = True) -> bool:
     """Check ``rule`` for ``context`` on ``target`` (a dict).
 
     Raises Forbidden (403) when ``do_raise``, else returns a bool.

@@ -21,10 +21,13 @@ import functools
 import json
 import math
 import re
+import typing
+from typing import Any
 import urllib.parse
 
 import jsonschema
 import webob
+import webob.exc
 
 from iotguard import exception
 
@@ -39,6 +42,8 @@ MAX_DEPTH = 32
 #: What no string of a request may hold: NUL (PostgreSQL cannot store it)
 #: and lone surrogates (not UTF-8).
 _BAD_CHARS = re.compile('[\x00\ud800-\udfff]')
+#: A handler: the request and the path's ``{parameters}``.
+Handler = typing.Callable[..., webob.Response]
 
 
 class RequestTooLarge(exception.IotguardException):
@@ -61,11 +66,11 @@ class MethodNotAllowed(exception.IotguardException):
     code = 405
 
     @property
-    def headers(self):
+    def headers(self) -> dict[str, str]:
         return {'Allow': self.kwargs['allowed']}
 
 
-def allowed_methods(methods):
+def allowed_methods(methods: typing.Iterable[str]) -> list[str]:
     """What a resource answers: its methods, HEAD with GET, OPTIONS."""
     found = list(methods)
     if 'GET' in found:
@@ -73,7 +78,8 @@ def allowed_methods(methods):
     return found + ['OPTIONS']
 
 
-def handler_for(req, methods):
+def handler_for(req: webob.Request,
+                methods: typing.Mapping[str, Handler]) -> Handler:
     """The handler of ``req.method`` among ``methods`` (HEAD: GET's).
 
     OPTIONS gets a handler that answers 204 with ``Allow``; a method the
@@ -82,7 +88,7 @@ def handler_for(req, methods):
     """
     allowed = ', '.join(allowed_methods(methods))
     if req.method == 'OPTIONS':
-        def options(req, **_kw):
+        def options(req: webob.Request, **_kw: str) -> webob.Response:
             response = json_response(None, status=204)
             response.headers['Allow'] = allowed
             return response
@@ -93,13 +99,13 @@ def handler_for(req, methods):
     return handler
 
 
-def _default(value):
+def _default(value: object) -> str:
     if isinstance(value, datetime.datetime):
         return value.isoformat() + 'Z'
     raise TypeError('%r is not JSON serialisable' % type(value))
 
 
-def json_response(body, status=200):
+def json_response(body: object, status: int = 200) -> webob.Response:
     """A JSON response (``body=None``: no content)."""
     response = webob.Response(status=status)
     if body is not None:
@@ -112,18 +118,21 @@ def json_response(body, status=200):
     return response
 
 
-def error_response(code, message, request_id=None, headers=None, **extra):
+def error_response(code: int, message: str, request_id: str | None = None,
+                   headers: typing.Mapping[str, str] | None = None,
+                   **extra: Any) -> webob.Response:
     title = webob.exc.status_map[code].title
     error = {'code': code, 'title': title, 'message': message}
     if request_id:
         error['request_id'] = request_id
     error.update(extra)
     response = json_response({'error': error}, status=code)
-    response.headers.update(headers or {})
+    response.headers.update(**(headers or {}))
     return response
 
 
-def exception_response(exc, request_id):
+def exception_response(exc: exception.IotguardException,
+                       request_id: str | None) -> webob.Response:
     """The JSON error of one of iotguard's exceptions, with its headers."""
     extra = {}
     if 'numbers' in exc.kwargs:
@@ -132,11 +141,11 @@ def exception_response(exc, request_id):
                           headers=getattr(exc, 'headers', None), **extra)
 
 
-def _reject(reason):
+def _reject(reason: str) -> typing.NoReturn:
     raise exception.Invalid(reason=reason)
 
 
-def _check_media_type(req):
+def _check_media_type(req: webob.Request) -> None:
     """``application/json`` (any case), UTF-8 if a charset is named."""
     header = req.headers.get('Content-Type', '')
     mimetype, _sep, params = header.partition(';')
@@ -153,13 +162,13 @@ def _check_media_type(req):
                     JSON, value.strip()[:32]))
 
 
-def retry_later(message, request_id):
+def retry_later(message: str, request_id: str | None) -> webob.Response:
     """503 with ``Retry-After``: a service iotguard needs is away."""
     return error_response(503, message, request_id,
                           headers={'Retry-After': str(RETRY_AFTER_S)})
 
 
-def check_text(text, what):
+def check_text(text: str, what: str) -> None:
     """Invalid (400) if ``text`` holds a character nothing can store."""
     bad = _BAD_CHARS.search(text)
     if bad is not None:
@@ -167,7 +176,7 @@ def check_text(text, what):
             what, ord(bad.group()), bad.start()))
 
 
-def check_request_line(environ):
+def check_request_line(environ: dict[str, Any]) -> None:
     """The path and query string must be UTF-8 text (Invalid if not).
 
     Servers hand them over as latin-1 strings of the raw bytes (the path
@@ -190,7 +199,7 @@ def check_request_line(environ):
         check_text(key + '=' + value, 'the query string')
 
 
-def _check_tree(body):
+def _check_tree(body: object) -> None:
     """Depth, strings and numbers of a parsed body, without recursion."""
     stack = [(body, 1)]
     while stack:
@@ -209,7 +218,8 @@ def _check_tree(body):
             _reject('the body holds a number out of range')
 
 
-def read_json(req, schema, max_bytes):
+def read_json(req: webob.Request, schema: dict[str, Any],
+              max_bytes: int) -> Any:
     """The request body, parsed and checked against ``schema``."""
     if req.content_length is not None and req.content_length > max_bytes:
         raise RequestTooLarge(limit=max_bytes)
@@ -229,7 +239,7 @@ def read_json(req, schema, max_bytes):
 
 
 @functools.lru_cache(maxsize=None)
-def _regex(pattern):
+def _regex(pattern: str) -> re.Pattern[str]:
     """A JSON schema ``pattern`` as ECMA 262 reads it.
 
     There ``$`` matches at the end of the text only; Python's ``$`` also
@@ -238,18 +248,20 @@ def _regex(pattern):
     return re.compile(re.sub(r'(?<!\\)\$', r'\\Z', pattern))
 
 
-def _pattern(validator, pattern, instance, schema):
+def _pattern(validator: Any, pattern: str, instance: Any,
+             schema: object) -> typing.Iterator[jsonschema.ValidationError]:
     if (validator.is_type(instance, 'string')
             and not _regex(pattern).search(instance)):
         yield jsonschema.ValidationError(
             '%r does not match %r' % (instance, pattern))
 
 
-_Validator = jsonschema.validators.extend(
+# types-jsonschema leaves extend() unannotated.
+_Validator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
     jsonschema.Draft202012Validator, {'pattern': _pattern})
 
 
-def validate(value, schema, what):
+def validate(value: object, schema: dict[str, Any], what: str) -> None:
     """Check ``value`` against a JSON schema; Invalid (400) if it fails."""
     validator = _Validator(
         schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
@@ -260,7 +272,7 @@ def validate(value, schema, what):
                               error.message[:300]))
 
 
-def read_query(req, schema):
+def read_query(req: webob.Request, schema: dict[str, Any]) -> dict[str, str]:
     """The query string as a dict of strings, checked against ``schema``."""
     query = {}
     for key, value in req.GET.items():
@@ -271,7 +283,7 @@ def read_query(req, schema):
     return query
 
 
-def check_uuid(value, what='instance'):
+def check_uuid(value: str, what: str = 'instance') -> str:
     if not UUID_RE.match(value):
         _reject('%s %r is not a UUID' % (what, value[:64]))
     return value.lower()

@@ -19,8 +19,12 @@ own reporting intervals old (``[agent] sample_interval`` for an agent that
 did not say its interval): past that, the samples it sent are stale too.
 """
 
+import datetime
+from typing import Any
+
 from oslo_utils import strutils
 from oslo_utils import timeutils
+import webob
 
 from iotguard.api.handlers import common
 from iotguard.api.schemas import agent as schema
@@ -28,13 +32,14 @@ from iotguard.api import util
 from iotguard import rates
 
 
-def _view(agent, now, default_interval_s):
+def _view(agent: dict[str, Any], now: datetime.datetime,
+          default_interval_s: float) -> dict[str, Any]:
     interval = agent['interval_s'] or default_interval_s
     age = timeutils.delta_seconds(agent['last_heartbeat'], now)
     return dict(agent, alive=age <= rates.STALE_INTERVALS * interval)
 
 
-def list_agents(req):
+def list_agents(req: webob.Request) -> webob.Response:
     common.authorize(req, 'iotguard:agent:list')
     st = common.state(req)
     query = util.read_query(req, schema.LIST_QUERY)

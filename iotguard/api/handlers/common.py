@@ -15,31 +15,41 @@
 import dataclasses
 import typing
 
+from oslo_config import cfg
+from oslo_policy import policy
+import webob
+
 from iotguard.api import rbac
+from iotguard import context as iotguard_context
+from iotguard.db import api as db_api
 
 
 @dataclasses.dataclass
 class State:
     """The application's collaborators, handed to every handler."""
 
-    conf: typing.Any
-    db: typing.Any
-    enforcer: typing.Any
+    conf: cfg.ConfigOpts
+    db: db_api.Connection
+    enforcer: policy.Enforcer
     #: ``set_nova_tier(context, instance_uuid, tier) -> str`` (outcome).
-    set_nova_tier: typing.Callable
+    set_nova_tier: typing.Callable[[iotguard_context.RequestContext, str,
+                                    str], str]
     #: ``unset_nova_tier(context, instance_uuid) -> str`` (outcome).
-    unset_nova_tier: typing.Callable
+    unset_nova_tier: typing.Callable[[iotguard_context.RequestContext, str],
+                                     str]
 
 
-def state(req):
-    return req.environ['iotguard.state']
+def state(req: webob.Request) -> State:
+    return typing.cast(State, req.environ['iotguard.state'])
 
 
-def context(req):
-    return req.environ['iotguard.context']
+def context(req: webob.Request) -> iotguard_context.RequestContext:
+    return typing.cast(iotguard_context.RequestContext,
+                       req.environ['iotguard.context'])
 
 
-def authorize(req, rule, project_id=None):
+def authorize(req: webob.Request, rule: str,
+              project_id: str | None = None) -> None:
     """Raise Forbidden unless the caller may ``rule`` on ``project_id``.
 
     ``project_id`` defaults to the caller's own project.
@@ -49,7 +59,7 @@ def authorize(req, rule, project_id=None):
                    {'project_id': project_id or ctx.project_id})
 
 
-def allowed(req, rule):
+def allowed(req: webob.Request, rule: str) -> bool:
     """Whether the caller passes ``rule`` (for the :all_projects rules)."""
     ctx = context(req)
     return rbac.authorize(state(req).enforcer, ctx, rule,

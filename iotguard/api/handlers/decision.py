@@ -13,7 +13,10 @@
 """/v1/decisions: the audit trail, newest first, paginated; one by id."""
 
 import datetime
+from typing import Any
 import urllib.parse
+
+import webob
 
 from iotguard.api.handlers import common
 from iotguard.api.schemas import common as common_schema
@@ -24,7 +27,7 @@ from iotguard import exception
 DEFAULT_LIMIT = 100
 
 
-def _since(text):
+def _since(text: str) -> datetime.datetime:
     try:
         moment = datetime.datetime.fromisoformat(text)
         if moment.tzinfo is not None:
@@ -36,14 +39,14 @@ def _since(text):
     return moment
 
 
-def _visible_to(req):
+def _visible_to(req: webob.Request) -> str | None:
     """None (every decision) for the admin, else the caller's project."""
     if common.allowed(req, 'iotguard:decision:all_projects'):
         return None
     return common.context(req).project_id
 
 
-def list_decisions(req):
+def list_decisions(req: webob.Request) -> webob.Response:
     common.authorize(req, 'iotguard:decision:list')
     st = common.state(req)
     query = util.read_query(req, schema.LIST_QUERY)
@@ -59,7 +62,7 @@ def list_decisions(req):
         domain=query.get('domain'),
         since=_since(query['since']) if 'since' in query else None,
         project_id=project_id)
-    body = {'decisions': decisions}
+    body: dict[str, Any] = {'decisions': decisions}
     if len(decisions) == limit:
         following = dict(query, marker=str(decisions[-1]['id']))
         body['links'] = [{'rel': 'next', 'href': '%s?%s' % (
@@ -67,7 +70,7 @@ def list_decisions(req):
     return util.json_response(body)
 
 
-def show_decision(req, decision_id):
+def show_decision(req: webob.Request, decision_id: str) -> webob.Response:
     common.authorize(req, 'iotguard:decision:show')
     util.validate(decision_id, common_schema.QUERY_INT, 'decision id')
     decision = common.state(req).db.decision_get(int(decision_id),

@@ -14,10 +14,13 @@
 
 import datetime
 import math
+from typing import Any
 
+from oslo_config import cfg
 from oslo_log import log
 
 from iotguard import admission
+from iotguard.policy import base
 from iotguard.policy import costmodel
 from iotguard import rates as rates_mod
 
@@ -27,7 +30,7 @@ _RATES = ('read_iops', 'write_iops', 'read_bytes_sec', 'write_bytes_sec',
           'latency_ms')
 
 
-def view(disk):
+def view(disk: dict[str, Any]) -> dict[str, Any]:
     tier = disk['tier']
     rates = None
     if disk['sampled_at'] is not None:
@@ -55,7 +58,8 @@ def view(disk):
     }
 
 
-def fresh_since(conf, now):
+def fresh_since(conf: cfg.ConfigOpts,
+                now: datetime.datetime) -> datetime.datetime:
     """The oldest ``sampled_at`` of rates that are not stale.
 
     The controller writes a disk's rates every ``[controller]
@@ -69,7 +73,8 @@ def fresh_since(conf, now):
         + rates_mod.STALE_INTERVALS * conf.controller.decision_interval)
 
 
-def load(disks, profile, since):
+def load(disks: list[dict[str, Any]], profile: base.Profile,
+         since: datetime.datetime) -> float | None:
     """The domain's load at its disks' latest rates sampled from ``since``.
 
     :func:`iotguard.policy.costmodel.domain_load` of the summed rates
@@ -94,7 +99,7 @@ def load(disks, profile, since):
     return total
 
 
-def _learned_view(domain):
+def _learned_view(domain: dict[str, Any]) -> dict[str, Any] | None:
     fit = admission.learned_fit(domain)
     if fit is None:
         return None
@@ -105,12 +110,13 @@ def _learned_view(domain):
     return view
 
 
-def profile_values(profile):
+def profile_values(profile: base.Profile) -> dict[str, Any]:
     return {'iops_4k': profile.iops_4k, 'bytes_sec': profile.bytes_sec,
             'form': profile.form}
 
 
-def profile_view(domain, full=False):
+def profile_view(domain: dict[str, Any],
+                 full: bool = False) -> dict[str, Any] | None:
     """The profile a domain's decisions and admission use, and its source.
 
     ``full`` (one domain's view) adds the manual profile and the
@@ -120,8 +126,9 @@ def profile_view(domain, full=False):
     learned = _learned_view(domain)
     if in_use is None and learned is None:
         return None
-    view = (profile_values(in_use) if in_use else
-            {'iops_4k': None, 'bytes_sec': None, 'form': None})
+    view: dict[str, Any] = (
+        profile_values(in_use) if in_use else
+        {'iops_4k': None, 'bytes_sec': None, 'form': None})
     view['source'] = domain.get('profile_source') or admission.MANUAL
     if full:
         manual = admission.manual_profile(domain)

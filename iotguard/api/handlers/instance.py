@@ -14,9 +14,11 @@
 
 import functools
 import itertools
+from typing import Any
 
 from oslo_log import log
 from oslo_utils import strutils
+import webob
 
 from iotguard import admission
 from iotguard.api.handlers import common
@@ -28,20 +30,20 @@ from iotguard import exception
 LOG = log.getLogger(__name__)
 
 
-def _owner_filter(req):
+def _owner_filter(req: webob.Request) -> str | None:
     """None for a caller who sees every project, else its own project."""
     if common.allowed(req, 'iotguard:instance:all_projects'):
         return None
     return common.context(req).project_id
 
 
-def _view(uuid, disks):
+def _view(uuid: str, disks: list[dict[str, Any]]) -> dict[str, Any]:
     """An instance: its project and its disks (sorted by dev)."""
     return {'uuid': uuid, 'project_id': disks[0]['project_id'],
             'disks': [disk.view(d) for d in disks]}
 
 
-def _listed_project(req, query):
+def _listed_project(req: webob.Request, query: dict[str, str]) -> str | None:
     """The project whose instances GET /v1/instances lists (None: all).
 
     The caller's own, unless ``all_projects`` or ``project_id`` asks for
@@ -56,7 +58,7 @@ def _listed_project(req, query):
     return wanted
 
 
-def list_instances(req):
+def list_instances(req: webob.Request) -> webob.Response:
     common.authorize(req, 'iotguard:instance:list')
     query = util.read_query(req, schema.LIST_QUERY)
     disks = common.state(req).db.disk_list(
@@ -66,7 +68,7 @@ def list_instances(req):
             disks, key=lambda d: d['instance_uuid'])]})
 
 
-def show_instance(req, uuid):
+def show_instance(req: webob.Request, uuid: str) -> webob.Response:
     uuid = util.check_uuid(uuid)
     disks = common.state(req).db.disk_list(instance_uuid=uuid,
                                            project_id=_owner_filter(req))
@@ -76,7 +78,7 @@ def show_instance(req, uuid):
     return util.json_response({'instance': _view(uuid, disks)})
 
 
-def set_instance_tier(req, uuid):
+def set_instance_tier(req: webob.Request, uuid: str) -> webob.Response:
     uuid = util.check_uuid(uuid)
     common.authorize(req, 'iotguard:instance:tier:update')
     st = common.state(req)
@@ -108,7 +110,7 @@ def set_instance_tier(req, uuid):
         'nova_metadata': nova}})
 
 
-def unset_instance_tier(req, uuid):
+def unset_instance_tier(req: webob.Request, uuid: str) -> webob.Response:
     """Drop the API's tier choice; the disks fall back to the others."""
     uuid = util.check_uuid(uuid)
     common.authorize(req, 'iotguard:instance:tier:delete')

@@ -12,6 +12,10 @@
 
 """What anyone may read: versions at ``/``, OpenAPI at ``/openapi.json``."""
 
+from typing import Any
+
+import webob
+
 from iotguard.api import openapi
 from iotguard.api import util
 
@@ -19,18 +23,18 @@ VERSION = {'id': 'v1', 'status': 'CURRENT', 'min_version': '1.0',
            'max_version': '1.0'}
 
 
-def _version(req):
+def _version(req: webob.Request) -> dict[str, Any]:
     return dict(VERSION, links=[{'rel': 'self',
                                  'href': req.application_url + '/v1'}])
 
 
-def list_versions(req):
+def list_versions(req: webob.Request) -> webob.Response:
     return util.json_response({'versions': [_version(req)]})
 
 
-def show_version(req):
+def show_version(req: webob.Request) -> webob.Response:
     return util.json_response({'version': _version(req)})
 
 
-def show_openapi(req):
+def show_openapi(req: webob.Request) -> webob.Response:
     return util.json_response(openapi.document(req.application_url))

@@ -12,7 +12,10 @@
 
 """/v1/tiers: read by every project, changed by the admin."""
 
+from typing import Any
 import urllib.parse
+
+import webob
 
 from iotguard.api.handlers import common
 from iotguard.api.schemas import common as common_schema
@@ -28,7 +31,7 @@ DEFAULTS = {'description': '', 'min_iops': 0.0, 'min_bytes_sec': 0.0,
             'is_public': True}
 
 
-def view(tier, show_projects):
+def view(tier: dict[str, Any], show_projects: bool) -> dict[str, Any]:
     result = {f: tier[f] for f in FIELDS}
     result['created_at'] = tier['created_at']
     result['updated_at'] = tier['updated_at']
@@ -37,7 +40,7 @@ def view(tier, show_projects):
     return result
 
 
-def _check(values):
+def _check(values: dict[str, Any]) -> None:
     """The numbers must make a Tier (floors below ceilings ...)."""
     try:
         base.Tier(**{f: values[f] for f in FIELDS if f not in (
@@ -48,19 +51,19 @@ def _check(values):
                    if f.startswith(('min_', 'max_')) or f == 'weight'})
 
 
-def _name(name):
+def _name(name: str) -> str:
     util.validate(name, common_schema.NAME, 'tier name')
     return name
 
 
-def _visible_to(req):
+def _visible_to(req: webob.Request) -> str | None:
     """None (every tier) for the admin, else the caller's project."""
     if common.allowed(req, 'iotguard:tier:all_projects'):
         return None
     return common.context(req).project_id
 
 
-def list_tiers(req):
+def list_tiers(req: webob.Request) -> webob.Response:
     common.authorize(req, 'iotguard:tier:list')
     project_id = _visible_to(req)
     tiers = common.state(req).db.tier_list(project_id)
@@ -68,14 +71,14 @@ def list_tiers(req):
         {'tiers': [view(t, project_id is None) for t in tiers]})
 
 
-def show_tier(req, name):
+def show_tier(req: webob.Request, name: str) -> webob.Response:
     common.authorize(req, 'iotguard:tier:show')
     project_id = _visible_to(req)
     tier = common.state(req).db.tier_get(_name(name), project_id)
     return util.json_response({'tier': view(tier, project_id is None)})
 
 
-def create_tier(req):
+def create_tier(req: webob.Request) -> webob.Response:
     common.authorize(req, 'iotguard:tier:create')
     st = common.state(req)
     body = util.read_json(req, schema.CREATE,
@@ -90,7 +93,7 @@ def create_tier(req):
     return response
 
 
-def update_tier(req, name):
+def update_tier(req: webob.Request, name: str) -> webob.Response:
     common.authorize(req, 'iotguard:tier:update')
     st = common.state(req)
     current = st.db.tier_get(_name(name))
@@ -105,7 +108,7 @@ def update_tier(req, name):
     return util.json_response({'tier': view(tier, True)})
 
 
-def delete_tier(req, name):
+def delete_tier(req: webob.Request, name: str) -> webob.Response:
     common.authorize(req, 'iotguard:tier:delete')
     common.state(req).db.tier_delete(_name(name))
     return util.json_response(None, status=204)

@@ -20,7 +20,7 @@ _PARAM = {'type': ['number', 'string', 'boolean'], 'maxLength': 255,
           'minimum': -1e15, 'maximum': 1e15}
 
 
-def _profile_value(key):
+def _profile_value(key: str) -> dict[str, object]:
     low, high = admission.PROFILE_RANGES[key]
     return {'type': 'number', 'minimum': low, 'maximum': high}
 
