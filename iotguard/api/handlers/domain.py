@@ -12,7 +12,11 @@
 
 """/v1/domains: the admin sees everything, a project only its disks."""
 
+from typing import Any
+
+from oslo_config import cfg
 from oslo_utils import timeutils
+import webob
 
 from iotguard import admission
 from iotguard.api.handlers import common
@@ -24,14 +28,17 @@ from iotguard import exception
 from iotguard import policy
 
 
-def _name(name):
+def _name(name: str) -> str:
     util.validate(name, common_schema.DOMAIN_NAME, 'domain name')
     return name
 
 
-def _full_view(domain, disks, conf):
+def _full_view(domain: dict[str, Any], disks: list[dict[str, Any]],
+               conf: cfg.ConfigOpts) -> dict[str, Any]:
     max_ratio = conf.admission.max_commit_ratio
     profile = admission.profile_of(domain)
+    # None when only the margined fit is in PROFILE_RANGES.
+    raw = admission.profile_of(domain, margined=False)
     tiers = [d['tier'] for d in disks if d['tier']]
     verdict = admission.overcommit(tiers, profile,
                                    admission.learned_fit(domain), max_ratio)
@@ -46,16 +53,15 @@ def _full_view(domain, disks, conf):
         'max_commit_ratio': max_ratio,
         'overcommitted': verdict.overcommitted,
         'beyond_capacity': verdict.beyond_capacity,
-        'utilisation': (disk.load(disks, admission.profile_of(
-            domain, margined=False), disk.fresh_since(
-                conf, timeutils.utcnow())) if profile else None),
+        'utilisation': (disk.load(disks, raw, disk.fresh_since(
+            conf, timeutils.utcnow())) if profile and raw else None),
         'disks': [disk.view(d) for d in disks],
         'created_at': domain['created_at'],
         'updated_at': domain['updated_at'],
     }
 
 
-def list_domains(req):
+def list_domains(req: webob.Request) -> webob.Response:
     common.authorize(req, 'iotguard:domain:list')
     st = common.state(req)
     domains = st.db.domain_list()
@@ -73,7 +79,7 @@ def list_domains(req):
         if d['name'] in mine]})
 
 
-def show_domain(req, name):
+def show_domain(req: webob.Request, name: str) -> webob.Response:
     common.authorize(req, 'iotguard:domain:show')
     st = common.state(req)
     name = _name(name)
@@ -93,7 +99,7 @@ def show_domain(req, name):
         'name': name, 'disks': [disk.view(d) for d in disks]}})
 
 
-def update_domain(req, name):
+def update_domain(req: webob.Request, name: str) -> webob.Response:
     common.authorize(req, 'iotguard:domain:update')
     st = common.state(req)
     name = _name(name)

@@ -263,3 +263,25 @@ class TestShowDecision(RouteTest):
                                  what='decision 8'))
         self.assertEqual(404, response.status_code)
         self.assertIn('decision 8', response.json['error']['message'])
+
+
+class TestShowDomain(RouteTest):
+
+    def test_utilisation_unknown_without_a_priced_device_estimate(self):
+        # The fit's IOPS are above PROFILE_RANGES, its margined profile
+        # (80 % at confidence 0) within: admission prices floors with it,
+        # the utilisation has no estimate of the device to be read against.
+        domain = {'name': 'd', 'kind': 'local', 'policy': None,
+                  'params': {}, 'profile_source': 'learned',
+                  'learned_form': 'additive', 'learned_iops_4k': 1.1e9,
+                  'learned_bytes_sec': 1e9, 'learned_error': 0.1,
+                  'learned_intervals': 10, 'learned_mixes': 2,
+                  'learned_confidence': 0.0,
+                  'learned_identified': 'iops_4k,bytes_sec',
+                  'created_at': None, 'updated_at': None}
+        response = self.call('GET', '/v1/domains/d', ADMIN,
+                             domain_get=domain, disk_list=[])
+        self.assertEqual(200, response.status_code, response.text)
+        view = response.json['domain']
+        self.assertEqual('learned', view['profile']['source'])
+        self.assertIsNone(view['utilisation'])
