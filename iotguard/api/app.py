@@ -20,12 +20,15 @@ else through keystonemiddleware's auth_token (or noauth) into the router.
 """
 
 import re
+from wsgiref import types as wsgi
 
 from keystonemiddleware import auth_token
+from oslo_config import cfg
 from oslo_log import log
 from oslo_middleware import healthcheck
 from oslo_middleware import http_proxy_to_wsgi
 from oslo_middleware import request_id
+import webob
 import webob.dec
 
 from iotguard.api.handlers import common
@@ -47,11 +50,11 @@ _ID = re.compile(r'[A-Za-z0-9._-]{1,64}\Z')
 class NoAuth:
     """Trust X-User-Id, X-Project-Id and X-Roles: tests, all-in-one."""
 
-    def __init__(self, application):
+    def __init__(self, application: wsgi.WSGIApplication) -> None:
         self.application = application
 
     @webob.dec.wsgify
-    def __call__(self, req):
+    def __call__(self, req: webob.Request) -> webob.Response:
         if not all(_ID.match(req.headers.get(h, ''))
                    for h in ('X-User-Id', 'X-Project-Id')):
             return util.error_response(
@@ -70,11 +73,11 @@ class FaultWrapper:
     code, anything else 500.
     """
 
-    def __init__(self, application):
+    def __init__(self, application: wsgi.WSGIApplication) -> None:
         self.application = application
 
     @webob.dec.wsgify
-    def __call__(self, req):
+    def __call__(self, req: webob.Request) -> webob.Response:
         request_id = req.environ.get('openstack.request_id')
         try:
             return req.get_response(self.application)
@@ -98,11 +101,11 @@ class AuthGuard:
 
     KEEP = ('WWW-Authenticate',)
 
-    def __init__(self, application):
+    def __init__(self, application: wsgi.WSGIApplication) -> None:
         self.application = application
 
     @webob.dec.wsgify
-    def __call__(self, req):
+    def __call__(self, req: webob.Request) -> webob.Response:
         request_id = req.environ.get('openstack.request_id')
         try:
             response = req.get_response(self.application)
@@ -125,14 +128,14 @@ class AuthGuard:
                      if k in response.headers})
 
     @staticmethod
-    def _message(response):
+    def _message(response: webob.Response) -> str:
         try:
             return str(response.json['error']['message'])
         except Exception:
             return response.status
 
     @staticmethod
-    def _unavailable(request_id):
+    def _unavailable(request_id: str | None) -> webob.Response:
         return util.retry_later(
             'Authentication is unavailable (the identity service cannot be '
             'reached or is not configured); try again later.', request_id)
@@ -145,11 +148,12 @@ class Dispatcher:
     PUBLIC = {'': root.list_versions, '/': root.list_versions,
               '/openapi.json': root.show_openapi}
 
-    def __init__(self, api, health):
+    def __init__(self, api: wsgi.WSGIApplication,
+                 health: wsgi.WSGIApplication) -> None:
         self.api, self.health = api, health
 
     @webob.dec.wsgify
-    def __call__(self, req):
+    def __call__(self, req: webob.Request) -> webob.Response:
         # The request line as the proxy headers left it, before anything
         # decodes it: not UTF-8 (or a NUL, a surrogate) is a 400.
         util.check_request_line(req.environ)
@@ -165,7 +169,10 @@ class Dispatcher:
         return req.get_response(self.api)
 
 
-def deploy(conf, db=None, set_nova_tier=None, unset_nova_tier=None):
+def deploy(conf: cfg.ConfigOpts, db: db_api.Connection | None = None,
+           set_nova_tier: common.SetTier | None = None,
+           unset_nova_tier: common.UnsetTier | None = None
+           ) -> request_id.RequestId:
     """Build the application for ``conf`` (no I/O until a request).
 
     ``set_nova_tier`` / ``unset_nova_tier`` default to
@@ -177,19 +184,19 @@ def deploy(conf, db=None, set_nova_tier=None, unset_nova_tier=None):
         enforcer=rbac.make_enforcer(conf),
         set_nova_tier=set_nova_tier or metadata.set_tier,
         unset_nova_tier=unset_nova_tier or metadata.unset_tier)
-    api = router.Router(state)
+    api: wsgi.WSGIApplication = router.Router(state)
     if conf.api.auth_strategy == 'keystone':
         api = AuthGuard(auth_token.AuthProtocol(
             api, {'oslo_config_config': conf}))
     else:
         api = NoAuth(api)
     health = healthcheck.Healthcheck(None, conf)
-    app = http_proxy_to_wsgi.HTTPProxyToWSGI(Dispatcher(api, health), conf)
-    app = FaultWrapper(app)
-    return request_id.RequestId(app)
+    return request_id.RequestId(FaultWrapper(
+        http_proxy_to_wsgi.HTTPProxyToWSGI(Dispatcher(api, health), conf)))
 
 
-def prepare_conf(argv=None, config_files=None):
+def prepare_conf(argv: list[str] | None = None,
+                 config_files: list[str] | None = None) -> cfg.ConfigOpts:
     """iotguard-api's configuration: the service's, with the API's defaults.
 
     See :func:`iotguard.conf.database.set_api_defaults`.
@@ -199,6 +206,8 @@ def prepare_conf(argv=None, config_files=None):
     return conf
 
 
-def init_application(argv=None, config_files=None):
+def init_application(argv: list[str] | None = None,
+                     config_files: list[str] | None = None
+                     ) -> request_id.RequestId:
     """What iotguard.wsgi.api exposes: the app for /etc/iotguard."""
     return deploy(prepare_conf(argv, config_files))

@@ -19,17 +19,23 @@ raise: iotguard's own record of the choice is already committed and is
 what the controller uses.
 """
 
+import typing
+
+from openstack.compute.v2 import _proxy as compute_proxy
+from openstack import connection
 from openstack import exceptions as sdk_exc
+from oslo_config import cfg
 from oslo_log import log
 
 from iotguard import clients
+from iotguard import context as iotguard_context
 
 LOG = log.getLogger(__name__)
 
 METADATA_KEY = 'iotguard:tier'
 
 
-def connect(conf):
+def connect(conf: cfg.ConfigOpts) -> connection.Connection:
     """An openstacksdk Connection from [service_credentials]."""
     return clients.get_connection(conf)
 
@@ -41,10 +47,13 @@ class Metadata:
     made on first use, not here (no I/O at start-up), and then reused.
     """
 
-    def __init__(self, conf, connect=connect):
-        self.conf, self._connect, self._conn = conf, connect, None
+    def __init__(self, conf: cfg.ConfigOpts, connect: typing.Callable[
+            [cfg.ConfigOpts], connection.Connection] = connect) -> None:
+        self.conf, self._connect = conf, connect
+        self._conn: connection.Connection | None = None
 
-    def _sync(self, what, instance_uuid, call):
+    def _sync(self, what: str, instance_uuid: str,
+              call: typing.Callable[[compute_proxy.Proxy], object]) -> str:
         if not self.conf.api.nova_metadata_sync:
             return 'disabled'
         try:
@@ -58,14 +67,16 @@ class Metadata:
             return 'failed'
         return 'synced'
 
-    def set_tier(self, context, instance_uuid, tier):
+    def set_tier(self, context: iotguard_context.RequestContext,
+                 instance_uuid: str, tier: str) -> str:
         return self._sync(
             'set %s=%s' % (METADATA_KEY, tier), instance_uuid,
             lambda compute: compute.set_server_metadata(
                 instance_uuid, **{METADATA_KEY: tier}))
 
-    def unset_tier(self, context, instance_uuid):
-        def delete(compute):
+    def unset_tier(self, context: iotguard_context.RequestContext,
+                   instance_uuid: str) -> str:
+        def delete(compute: compute_proxy.Proxy) -> None:
             try:
                 compute.delete_server_metadata(instance_uuid,
                                                [METADATA_KEY])

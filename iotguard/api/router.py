@@ -17,9 +17,11 @@ import re
 from oslo_db import exception as db_exc
 from oslo_log import log
 from sqlalchemy import exc as sa_exc
+import webob
 import webob.dec
 
 from iotguard.api.handlers import agent
+from iotguard.api.handlers import common
 from iotguard.api.handlers import decision
 from iotguard.api.handlers import domain
 from iotguard.api.handlers import instance
@@ -36,7 +38,7 @@ LOG = log.getLogger(__name__)
 #: answered without it came from the middleware in front.
 ROUTED = 'iotguard.routed'
 
-ROUTES = {
+ROUTES: dict[str, dict[str, util.Handler]] = {
     '/v1': {'GET': root.show_version},
     '/v1/tiers': {'GET': tier.list_tiers, 'POST': tier.create_tier},
     '/v1/tiers/{name}': {'GET': tier.show_tier, 'PATCH': tier.update_tier,
@@ -54,7 +56,7 @@ ROUTES = {
 }
 
 
-def _compile(template):
+def _compile(template: str) -> re.Pattern[str]:
     pattern = re.sub(r'\{(\w+)\}', r'(?P<\1>[^/]+)', template)
     # \Z, not $: $ also matches before a final newline (/v1/tiers/%0A).
     return re.compile(r'^%s/?\Z' % pattern)
@@ -72,13 +74,14 @@ _LOCK_MESSAGES = ('database is locked', 'lock timeout',
                   'Lock wait timeout exceeded')
 
 
-def _is_lock_conflict(exc):
+def _is_lock_conflict(exc: Exception) -> bool:
     """A deadlock (MySQL, PostgreSQL) or a lock wait timing out."""
     return (isinstance(exc, db_exc.DBDeadlock)
             or any(m in str(exc) for m in _LOCK_MESSAGES))
 
 
-def _database_error(exc, request_id):
+def _database_error(exc: Exception,
+                    request_id: str | None) -> webob.Response:
     """The answer to a database error: 409 for races, 503 if it is away."""
     if isinstance(exc, db_exc.DBReferenceError):
         # A row this request refers to (a tier) went away meanwhile.
@@ -100,7 +103,7 @@ def _database_error(exc, request_id):
     return _internal_error(request_id)
 
 
-def _internal_error(request_id):
+def _internal_error(request_id: str | None) -> webob.Response:
     LOG.exception('Unexpected error in request %s', request_id)
     return util.error_response(
         500, 'Internal error; the operator will find request %s in the '
@@ -110,11 +113,11 @@ def _internal_error(request_id):
 class Router:
     """The /v1 application: context, dispatch, errors as JSON."""
 
-    def __init__(self, state):
+    def __init__(self, state: common.State) -> None:
         self.state = state
 
     @webob.dec.wsgify
-    def __call__(self, req):
+    def __call__(self, req: webob.Request) -> webob.Response:
         request_id = req.environ.get('openstack.request_id')
         req.environ[ROUTED] = True
         try:
@@ -128,7 +131,7 @@ class Router:
         except Exception:
             return _internal_error(request_id)
 
-    def _dispatch(self, req):
+    def _dispatch(self, req: webob.Request) -> webob.Response:
         for regex, methods in _TABLE:
             match = regex.match(req.path_info)
             if match is None:

@@ -23,6 +23,11 @@ from iotguard.api import rbac
 from iotguard import context as iotguard_context
 from iotguard.db import api as db_api
 
+#: ``set_nova_tier(context, instance_uuid, tier) -> str`` (outcome).
+SetTier = typing.Callable[[iotguard_context.RequestContext, str, str], str]
+#: ``unset_nova_tier(context, instance_uuid) -> str`` (outcome).
+UnsetTier = typing.Callable[[iotguard_context.RequestContext, str], str]
+
 
 @dataclasses.dataclass
 class State:
@@ -31,12 +36,8 @@ class State:
     conf: cfg.ConfigOpts
     db: db_api.Connection
     enforcer: policy.Enforcer
-    #: ``set_nova_tier(context, instance_uuid, tier) -> str`` (outcome).
-    set_nova_tier: typing.Callable[[iotguard_context.RequestContext, str,
-                                    str], str]
-    #: ``unset_nova_tier(context, instance_uuid) -> str`` (outcome).
-    unset_nova_tier: typing.Callable[[iotguard_context.RequestContext, str],
-                                     str]
+    set_nova_tier: SetTier
+    unset_nova_tier: UnsetTier
 
 
 def state(req: webob.Request) -> State:
