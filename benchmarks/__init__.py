@@ -10,18 +10,20 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Benchmarks: measuring tools, never imported by a service.
+"""Benchmarks: measuring tools beside the package, not installed.
 
-Each module is run by hand and prints its figures (the docs give the
-commands and the figures measured): :mod:`iotguard.bench.agent` (one
-agent sampling pass), :mod:`iotguard.bench.broker` (receiving batches
-off RabbitMQ, layer by layer), :mod:`iotguard.bench.controller` (one
-controller's rounds over RabbitMQ), :mod:`iotguard.bench.partition` (N
-controllers over tooz, one killed), :mod:`iotguard.bench.routing` (N
+Each module is run by hand from a checkout, ``python -m benchmarks.NAME``,
+and prints its figures (the docs give the commands and the figures
+measured): :mod:`benchmarks.agent` (one
+agent sampling pass), :mod:`benchmarks.broker` (receiving batches
+off RabbitMQ, layer by layer), :mod:`benchmarks.controller` (one
+controller's rounds over RabbitMQ), :mod:`benchmarks.partition` (N
+controllers over tooz, one killed), :mod:`benchmarks.routing` (N
 controllers receiving the samples, routed),
-:mod:`iotguard.bench.rates` (a round's writes of the disks' rates) and
-:mod:`iotguard.bench.decision` (one decision, ``iotguard-sim bench``).
-The local check I307 keeps the runtime packages from importing them.
+:mod:`benchmarks.rates` (a round's writes of the disks' rates) and
+:mod:`benchmarks.index` (the disk index's size). The decision's cost is
+the simulator's (``iotguard-sim bench``). The local check I307 keeps the
+package from importing them.
 """
 
 import argparse

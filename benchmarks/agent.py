@@ -12,7 +12,7 @@
 
 """CPU cost of one agent sampling pass over N simulated disks on one host.
 
-    python -m iotguard.bench.agent --disks 200 --disks 2000
+    python -m benchmarks.agent --disks 200 --disks 2000
 
 One pass is what the agent does every ``[agent] sample_interval``: list the
 disks, ``manager.periodic`` (leases, re-applies; a tenth of the disks hold a
@@ -237,7 +237,7 @@ def measure(disks, passes=5, driver_name='simulated'):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog='python -m iotguard.bench.agent', description=__doc__.split(
+        prog='python -m benchmarks.agent', description=__doc__.split(
             '\n\n')[0])
     parser.add_argument('--disks', type=int, action='append',
                         help='disks on the host (repeatable; default 200 '

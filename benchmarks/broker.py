@@ -12,12 +12,12 @@
 
 """The floor of receiving agents' batches over RabbitMQ, layer by layer.
 
-    python -m iotguard.bench.broker [--messages 1000] \\
+    python -m benchmarks.broker [--messages 1000] \\
         [--disks-per-host 50] [--runs 3] [--pool-size N] [--prefetch N]
 
 How fast one process can take ``report_samples`` casts off RabbitMQ, and
 what each layer costs, so the controller's ingest rate
-(:mod:`iotguard.bench.controller`) can be read against what the stack
+(:mod:`benchmarks.controller`) can be read against what the stack
 allows on the same machine. ``--messages`` casts of one host's batch in
 columns (``--disks-per-host`` disks, the agents' own client) are queued
 on a topic queue of the bench's own exchange **before** the clock starts
@@ -62,8 +62,8 @@ import uuid
 import kombu
 from oslo_config import cfg
 
+import benchmarks as bench
 from iotguard import batch as batch_mod
-from iotguard import bench
 from iotguard import conf as iotguard_conf
 from iotguard.controller import manager as manager_mod
 from iotguard.controller import samples as samples_mod
@@ -202,11 +202,16 @@ def _conf(args):
 
 
 def _fill(conf, args, topic, wires):
-    """Queue ``--messages`` casts on ``topic`` (declared by a server)."""
+    """Queue ``--messages`` casts on ``topic`` (declared by a server).
+
+    Returns the topic queue's name and what the casts cost.
+    """
     transport = rpc.get_transport(conf, url=args.url)
     try:
+        queue = rpc.topic_of(transport, topic)   # the bench's own exchange
         server = rpc.get_server(transport, topic, 'floor', [])
         server.start()       # declares the topic queue, which outlives it
+        _declared(args, queue)
         server.stop()
         server.wait()
         client = rpc.get_client(transport, topic, '1.0')
@@ -215,18 +220,32 @@ def _fill(conf, args, topic, wires):
                                     _broker_cpu(broker))
         for host, wire in wires:
             client.cast({}, 'report_samples', host=host, samples=wire)
-        return (time.perf_counter() - started, _cpu() - cpu,
-                _broker_cpu(broker) - broker_cpu)
+        return queue, (time.perf_counter() - started, _cpu() - cpu,
+                       _broker_cpu(broker) - broker_cpu)
     finally:
         transport.cleanup()
 
 
-def _kombu(conf, args, topic, clock, decode):
+def _declared(args, topic, timeout=30):
+    """Once the queue ``topic`` exists (a server declares it in a thread)."""
+    deadline = time.monotonic() + timeout
+    with kombu.Connection(_amqp(args.url)) as connection:
+        while True:
+            try:
+                connection.channel().queue_declare(topic, passive=True)
+                return
+            except connection.channel_errors:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+
+def _kombu(conf, args, queue, clock, decode):
     with kombu.Connection(_amqp(args.url)) as connection:
         channel = connection.channel()
         if args.prefetch:
             channel.basic_qos(0, args.prefetch, False)
-        queue = kombu.Queue(topic, channel=channel, no_declare=True)
+        queue = kombu.Queue(queue, channel=channel, no_declare=True)
 
         def received(body, message):
             if decode:
@@ -251,11 +270,11 @@ def _oslo(conf, args, topic, clock, endpoint):
     transport.cleanup()
 
 
-def _delete_queues(args, topic):
-    """The queues an RPC server declared for ``topic`` (they outlive it)."""
+def _delete_queues(args, queue):
+    """The queues an RPC server declared for ``queue`` (they outlive it)."""
     with kombu.Connection(_amqp(args.url)) as connection:
         channel = connection.channel()
-        for name in (topic, '%s.floor' % topic):
+        for name in (queue, '%s.floor' % queue):
             kombu.Queue(name, channel=channel, no_declare=True).delete()
 
 
@@ -263,10 +282,10 @@ def _stage(conf, args, stage, wires):
     topic = 'iotguard-floor-%s' % uuid.uuid4().hex[:8]
     now = time.time()      # fresh samples: the store refuses stale ones
     wires = [(host, dict(wire, timestamp=now)) for host, wire in wires]
-    cast = _fill(conf, args, topic, wires)
+    queue, cast = _fill(conf, args, topic, wires)
     clock = _Clock(args.messages, _broker_pids())
     if stage.startswith('kombu'):
-        _kombu(conf, args, topic, clock, decode=stage == 'kombu+json')
+        _kombu(conf, args, queue, clock, decode=stage == 'kombu+json')
     elif stage == 'oslo-noop':
         _oslo(conf, args, topic, clock, _NoOp(clock))
     else:
@@ -275,7 +294,7 @@ def _stage(conf, args, stage, wires):
                                  wire['disks']['dev'])}
         store = samples_mod.SampleStore(INTERVAL_S, max_skew_s=1e9)
         _oslo(conf, args, topic, clock, _Counted(conf, store, index, clock))
-    _delete_queues(args, topic)
+    _delete_queues(args, queue)
     if not clock.done.is_set():
         raise RuntimeError('%s: %d of %d messages' % (
             stage, clock.count, args.messages))
@@ -323,7 +342,7 @@ def run(args):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog='python -m iotguard.bench.broker',
+        prog='python -m benchmarks.broker',
         description='Floor of receiving report_samples over RabbitMQ.')
     parser.add_argument('--messages', type=int, default=1000)
     parser.add_argument('--disks-per-host', type=int, default=50)

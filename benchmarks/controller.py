@@ -12,7 +12,7 @@
 
 """Scale benchmark of one iotguard-controller over RabbitMQ on loopback.
 
-    python -m iotguard.bench.controller --hosts 1000 --disks-per-host 50 \\
+    python -m benchmarks.controller --hosts 1000 --disks-per-host 50 \\
         --domains 100 [--db-url URL] [--rounds 3] [--feeder process] \\
         [--feeder-threads N] [--pre-encode]
 
@@ -75,8 +75,8 @@ import oslo_messaging
 from oslo_messaging._drivers import impl_rabbit
 import sqlalchemy as sa
 
+import benchmarks as bench
 from iotguard import batch as batch_mod
-from iotguard import bench
 from iotguard import conf as iotguard_conf
 from iotguard.controller import audit as audit_mod
 from iotguard.controller import loop as loop_mod
@@ -519,7 +519,7 @@ def run(args):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog='python -m iotguard.bench.controller',
+        prog='python -m benchmarks.controller',
         description='Scale benchmark of iotguard-controller over RabbitMQ.')
     parser.add_argument('--hosts', type=int, default=1000)
     parser.add_argument('--disks-per-host', type=int, default=50)

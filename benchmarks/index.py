@@ -12,7 +12,7 @@
 
 """What the disk index costs each controller, in memory.
 
-    python -m iotguard.bench.index [--db-url URL] [--disks 300000] \\
+    python -m benchmarks.index [--db-url URL] [--disks 300000] \\
         [--host-domains 2] [--runs 3]
 
 Every controller reads the whole disk index (which disk is in which
@@ -33,7 +33,7 @@ import subprocess
 import sys
 import time
 
-from iotguard.bench import rates as rates_bench
+from benchmarks import rates as rates_bench
 
 
 def _rss():
@@ -71,7 +71,7 @@ def run(args):
     per_disk, took = [], []
     for n in range(args.runs):
         out = subprocess.run(
-            [sys.executable, '-m', 'iotguard.bench.index', '--read', url],
+            [sys.executable, '-m', 'benchmarks.index', '--read', url],
             check=True, capture_output=True, text=True).stdout.split()
         per_disk.append(int(out[-2]) / args.disks)
         took.append(float(out[-1]))
@@ -84,7 +84,7 @@ def run(args):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog='python -m iotguard.bench.index',
+        prog='python -m benchmarks.index',
         description='What the disk index costs each controller.')
     parser.add_argument('--db-url', help='an empty database (default: a '
                         'fresh SQLite file)')

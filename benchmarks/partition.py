@@ -12,7 +12,7 @@
 
 """N controllers sharing the domains over tooz, one of them killed.
 
-    python -m iotguard.bench.partition --controllers 10 --hosts 2000 \\
+    python -m benchmarks.partition --controllers 10 --hosts 2000 \\
         --disks-per-host 50 --domains 200 [--interval 5] [--rounds 8] \\
         [--kill-after 4] [--db postgresql|sqlite]
 
@@ -20,7 +20,7 @@ What it does, with the service's own classes:
 
 1. a fresh database (a PostgreSQL database of its own, dropped at the
    end, or a SQLite file) is populated once as by
-   :mod:`iotguard.bench.controller` (the same layout: ``--domains``
+   :mod:`benchmarks.controller` (the same layout: ``--domains``
    domains spanning ``hosts x disks-per-host`` disks, a few noisy and a
    few starving disks per domain, ``guarantee`` policy);
 2. ``--controllers`` processes (``spawn``: each a fresh interpreter, so
@@ -74,9 +74,9 @@ import oslo_messaging
 import sqlalchemy as sa
 from sqlalchemy.engine import url as sa_url
 
+import benchmarks as bench_pkg
+from benchmarks import controller as bench
 from iotguard import batch as batch_mod
-from iotguard import bench as bench_pkg
-from iotguard.bench import controller as bench
 from iotguard.controller import loop as loop_mod
 from iotguard.controller import service as service_mod
 from iotguard.db import api as db_api
@@ -496,7 +496,7 @@ def _summary(args, result, out):
 
 def parser():
     p = argparse.ArgumentParser(
-        prog='python -m iotguard.bench.partition',
+        prog='python -m benchmarks.partition',
         description='N iotguard-controllers over tooz, one killed.')
     p.add_argument('--controllers', type=int, default=10)
     p.add_argument('--hosts', type=int, default=2000)

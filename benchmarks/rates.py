@@ -12,7 +12,7 @@
 
 """What writing a round's disk rates costs, statement by statement.
 
-    python -m iotguard.bench.rates --db-url URL [--disks 100000] \\
+    python -m benchmarks.rates --db-url URL [--disks 100000] \\
         [--share 6] [--runs 3]
 
 A fresh database (``--db-url``: an empty one; SQLite file by default)
@@ -149,7 +149,7 @@ def run(args):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog='python -m iotguard.bench.rates',
+        prog='python -m benchmarks.rates',
         description='What writing a round\'s disk rates costs.')
     parser.add_argument('--db-url', help='an empty database (default: a '
                         'fresh SQLite file)')

@@ -12,7 +12,7 @@
 
 """What N controllers spend receiving the agents' samples, routed.
 
-``python -m iotguard.bench.routing --controllers 4 --hosts 400``
+``python -m benchmarks.routing --controllers 4 --hosts 400``
 
 N ``ControllerService`` processes share the domains through tooz on Redis
 (their disk index read from one SQLite file); no decision round runs
@@ -40,8 +40,8 @@ import uuid
 
 import sqlalchemy as sa
 
-from iotguard import bench as bench_pkg
-from iotguard.bench import controller as bench
+import benchmarks as bench_pkg
+from benchmarks import controller as bench
 from iotguard.controller import service as service_mod
 from iotguard.db import api as db_api
 from iotguard.db import migration
@@ -217,7 +217,7 @@ def run(args, out=print):
 
 def main(argv=None):
     p = argparse.ArgumentParser(
-        prog='python -m iotguard.bench.routing',
+        prog='python -m benchmarks.routing',
         description='N controllers receiving samples, routed.')
     p.add_argument('--controllers', type=int, default=4)
     p.add_argument('--hosts', type=int, default=400)

@@ -26,7 +26,6 @@ one line on stderr and exit with status 2.
 """
 
 import argparse
-import importlib
 import json
 import sys
 from typing import Any
@@ -35,6 +34,7 @@ import yaml
 
 from iotguard import exception
 from iotguard import policy as policy_mod
+from iotguard.sim import bench
 from iotguard.sim import loop
 from iotguard.sim import report
 from iotguard.sim import scenario as scenario_mod
@@ -108,10 +108,6 @@ def cmd_run(args: argparse.Namespace, names: list[str]) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    try:
-        bench = importlib.import_module('iotguard.bench.decision')
-    except ImportError as e:
-        raise ValueError('the decision benchmark is not available (%s)' % e)
     figures = bench.run(args.disks, args.domains)
     for key, value in figures.items():
         sys.stdout.write('%-16s %s\n' % (key, value))

@@ -152,7 +152,7 @@ class ControllerManager:
         # that holds the GIL, and the RPC server runs one thread per
         # message ([DEFAULT] executor_thread_pool_size); batches decoded
         # side by side only fight for the GIL (twice the CPU per batch,
-        # measured with python -m iotguard.bench.broker). Waiting here
+        # measured with python -m benchmarks.broker). Waiting here
         # costs no CPU, and heartbeats keep their own threads.
         self._ingest = threading.Lock()
         self._index = {}          # (uuid, dev) -> (domain, host)

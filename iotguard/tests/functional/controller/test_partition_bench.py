@@ -12,7 +12,7 @@
 
 """Three controller processes deciding over tooz, one killed mid-run.
 
-The harness of ``python -m iotguard.bench.partition`` at a small size:
+The harness of ``python -m benchmarks.partition`` at a small size:
 real :class:`ControllerService` processes, tooz on the real Redis (a
 group of this run's own), a database of this test's own (PostgreSQL when
 reachable, else a SQLite file), casts to RabbitMQ. It checks what the
@@ -23,7 +23,7 @@ two decision intervals, and no cap in force at the kill lapses.
 
 import os
 
-from iotguard.bench import partition as bench
+from benchmarks import partition as bench
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
 from iotguard.tests.fixtures import rabbit

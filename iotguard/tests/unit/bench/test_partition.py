@@ -14,8 +14,8 @@
 
 from unittest import mock
 
-from iotguard.bench import controller as bench_controller
-from iotguard.bench import partition as bench
+from benchmarks import controller as bench_controller
+from benchmarks import partition as bench
 from iotguard.controller import loop as loop_mod
 from iotguard.tests import base as test_base
 

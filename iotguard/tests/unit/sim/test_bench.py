@@ -12,8 +12,8 @@
 
 import numpy as np
 
-from iotguard.bench import decision as bench
 from iotguard.policy import guarantee
+from iotguard.sim import bench
 from iotguard.tests import base as test_base
 
 
