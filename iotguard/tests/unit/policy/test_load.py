@@ -21,8 +21,8 @@ class LoadTest(base.TestCase):
     def test_entry_points_read_once_per_name(self):
         policy._factory.cache_clear()
         self.addCleanup(policy._factory.cache_clear)
-        with mock.patch.object(policy.metadata, 'entry_points',
-                               wraps=policy.metadata.entry_points) as eps:
+        with mock.patch.object(policy.driver, 'DriverManager',
+                               wraps=policy.driver.DriverManager) as eps:
             first = policy.load('static')
             second = policy.load('static')
             self.assertEqual(1, eps.call_count)
