@@ -18,18 +18,38 @@ API defines them (doc/source/reference/api.rst), errors become
 its numbers).
 """
 
+from typing import Any
+from typing import cast
+from typing import TypedDict
 import urllib.parse
 
 from keystoneauth1 import adapter
+from keystoneauth1 import session as ksa_session
 from osc_lib import exceptions
+import requests
 
 SERVICE_TYPE = 'resource-guarantee'
+Body = dict[str, Any]
+
+
+class Answer(TypedDict, total=False):
+    tier: Body
+    tiers: list[Body]
+    instance: Body
+    instances: list[Body]
+    domain: Body
+    domains: list[Body]
+    agents: list[Body]
+    decision: Body
+    decisions: list[Body]
+    links: list[Body]
 
 
 class APIError(exceptions.CommandError):
     """An error answer of iotguard-api (OpenStack error format)."""
 
-    def __init__(self, code, message, numbers=None):
+    def __init__(self, code: int, message: str,
+                 numbers: dict[str, Any] | None = None) -> None:
         self.code, self.numbers = code, numbers
         text = 'iotguard-api answered %s: %s' % (code, message)
         if numbers:
@@ -38,7 +58,7 @@ class APIError(exceptions.CommandError):
         super().__init__(text)
 
 
-def _error(response):
+def _error(response: requests.Response) -> APIError:
     try:
         error = response.json()['error']
         return APIError(error.get('code', response.status_code),
@@ -49,21 +69,24 @@ def _error(response):
                         response.text.strip()[:500] or response.reason)
 
 
-def _quote(segment):
+def _quote(segment: str) -> str:
     return urllib.parse.quote(segment, safe='')
 
 
 class Client:
     """iotguard's /v1 calls; ``headers`` are added to every request."""
 
-    def __init__(self, session, endpoint=None, interface=None,
-                 region_name=None, headers=None):
+    def __init__(self, session: ksa_session.Session,
+                 endpoint: str | None = None, interface: str | None = None,
+                 region_name: str | None = None,
+                 headers: dict[str, str] | None = None) -> None:
         self.http = adapter.Adapter(
             session, service_type=SERVICE_TYPE, interface=interface,
             region_name=region_name, endpoint_override=endpoint,
             additional_headers=headers or {})
 
-    def _call(self, method, path, body=None, params=None):
+    def _call(self, method: str, path: str, body: Body | None = None,
+              params: dict[str, Any] | None = None) -> Answer:
         kwargs = {'raise_exc': False, 'params': params}
         if body is not None:
             kwargs['json'] = body
@@ -71,30 +94,31 @@ class Client:
         if response.status_code >= 400:
             raise _error(response)
         if response.status_code == 204 or not response.content:
-            return None
-        return response.json()
+            return {}
+        return cast(Answer, response.json())
 
     # -- tiers ---------------------------------------------------------------
 
-    def tier_list(self):
+    def tier_list(self) -> list[Body]:
         return self._call('GET', '/tiers')['tiers']
 
-    def tier_show(self, name):
+    def tier_show(self, name: str) -> Body:
         return self._call('GET', '/tiers/%s' % _quote(name))['tier']
 
-    def tier_create(self, name, **fields):
+    def tier_create(self, name: str, **fields: Any) -> Body:
         return self._call('POST', '/tiers', dict(fields, name=name))['tier']
 
-    def tier_update(self, name, **fields):
+    def tier_update(self, name: str, **fields: Any) -> Body:
         return self._call('PATCH', '/tiers/%s' % _quote(name),
                           fields)['tier']
 
-    def tier_delete(self, name):
+    def tier_delete(self, name: str) -> None:
         self._call('DELETE', '/tiers/%s' % _quote(name))
 
     # -- instances -----------------------------------------------------------
 
-    def instance_list(self, all_projects=False, project_id=None):
+    def instance_list(self, all_projects: bool = False,
+                      project_id: str | None = None) -> list[Body]:
         params = {}
         if all_projects:
             params['all_projects'] = 'true'
@@ -102,31 +126,32 @@ class Client:
             params['project_id'] = project_id
         return self._call('GET', '/instances', params=params)['instances']
 
-    def instance_show(self, uuid):
+    def instance_show(self, uuid: str) -> Body:
         return self._call('GET', '/instances/%s' % _quote(uuid))['instance']
 
-    def instance_set_tier(self, uuid, tier):
+    def instance_set_tier(self, uuid: str, tier: str) -> Body:
         return self._call('PUT', '/instances/%s/tier' % _quote(uuid),
                           {'tier': tier})['instance']
 
-    def instance_unset_tier(self, uuid):
+    def instance_unset_tier(self, uuid: str) -> None:
         self._call('DELETE', '/instances/%s/tier' % _quote(uuid))
 
     # -- domains -------------------------------------------------------------
 
-    def domain_list(self):
+    def domain_list(self) -> list[Body]:
         return self._call('GET', '/domains')['domains']
 
-    def domain_show(self, name):
+    def domain_show(self, name: str) -> Body:
         return self._call('GET', '/domains/%s' % _quote(name))['domain']
 
-    def domain_update(self, name, **fields):
+    def domain_update(self, name: str, **fields: Any) -> Body:
         return self._call('PATCH', '/domains/%s' % _quote(name),
                           fields)['domain']
 
     # -- agents --------------------------------------------------------------
 
-    def agent_list(self, host=None, alive=None):
+    def agent_list(self, host: str | None = None,
+                   alive: bool | None = None) -> list[Body]:
         params = {}
         if host is not None:
             params['host'] = host
@@ -136,11 +161,11 @@ class Client:
 
     # -- decisions -----------------------------------------------------------
 
-    def decision_show(self, decision_id):
+    def decision_show(self, decision_id: int) -> Body:
         return self._call('GET', '/decisions/%s'
                           % _quote(str(decision_id)))['decision']
 
-    def decision_list(self, **filters):
+    def decision_list(self, **filters: Any) -> tuple[list[Body], int | None]:
         """One page: ``(decisions, marker of the next page or None)``."""
         params = {k: v for k, v in filters.items() if v is not None}
         body = self._call('GET', '/decisions', params=params)

@@ -22,8 +22,11 @@ interface unless ``--os-interface`` says otherwise), or ``--os-iotguard-url``
 headers from ``--os-iotguard-noauth-user``, ``-project`` and ``-roles``.
 """
 
+import argparse
 import logging
+from typing import Any
 
+from osc_lib import clientmanager
 from osc_lib import exceptions
 from osc_lib import utils
 
@@ -41,12 +44,12 @@ NOAUTH_HEADERS = (('noauth_user', 'X-User-Id'),
                   ('noauth_roles', 'X-Roles'))
 
 
-def noauth(config):
+def noauth(config: dict[str, Any]) -> bool:
     """Whether osc runs with ``--os-auth-type none`` (no Keystone)."""
     return config.get('auth_type') == 'none'
 
 
-def noauth_headers(config):
+def noauth_headers(config: dict[str, Any]) -> dict[str, str]:
     """The identity headers for a ``none`` auth type, else nothing."""
     if not noauth(config):
         return {}
@@ -55,7 +58,7 @@ def noauth_headers(config):
             if config.get('iotguard_' + key)}
 
 
-def check_api_version(check_version):
+def check_api_version(check_version: str) -> bool:
     """openstackclient's hook: refuse a version iotguard does not have.
 
     Returns True (osc then skips its own check, a mere warning).
@@ -68,7 +71,7 @@ def check_api_version(check_version):
     return True
 
 
-def make_client(instance):
+def make_client(instance: clientmanager.ClientManager) -> client.Client:
     """The iotguard client for osc's ClientManager ``instance``."""
     config = instance.get_configuration()
     instance.setup_auth()
@@ -81,7 +84,8 @@ def make_client(instance):
                          headers=noauth_headers(config))
 
 
-def build_option_parser(parser):
+def build_option_parser(
+        parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The global options of the plugin."""
     parser.add_argument(
         '--os-iotguard-api-version', metavar='<iotguard-api-version>',

@@ -12,6 +12,8 @@
 
 """``openstack iotguard agent list``: the agents and whether each is alive."""
 
+import argparse
+
 from osc_lib.command import command
 
 from iotguard.osc.v1 import common
@@ -27,7 +29,7 @@ LONG_COLUMNS = COLUMNS + (('version', 'Version'),
 class ListAgent(command.Lister):
     """List the iotguard agents and whether each is alive (admin)."""
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         parser.add_argument('--host', metavar='<host>',
                             help='Only the agent of this compute host')
@@ -43,7 +45,7 @@ class ListAgent(command.Lister):
                                  'and first heartbeat')
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Listed:
         agents = common.client(self).agent_list(host=parsed_args.host,
                                                 alive=parsed_args.alive)
         return common.listing(agents,

@@ -12,33 +12,48 @@
 
 """What the v1 commands share: the client, lookups, rows and columns."""
 
+import argparse
+import collections.abc
+from typing import Any
+from typing import cast
+
 from cliff import columns as cliff_columns
 from keystoneauth1 import exceptions as ksa_exc
+from openstack import connection
 from openstack import exceptions as sdk_exc
+from openstack.identity.v3 import _proxy as identity_v3
 from osc_lib.cli import format_columns
+from osc_lib.command import command as osc_command
 from osc_lib import exceptions
 from oslo_utils import uuidutils
 
+from iotguard.osc import client as osc_client
 from iotguard.osc import plugin
 
-FORMATTERS = {dict: format_columns.DictColumn,
-              list: format_columns.ListColumn}
+Row = tuple[object, ...]
+Columns = tuple[tuple[str, str], ...]
+Shown = tuple[tuple[str, ...], Row]
+Listed = tuple[tuple[str, ...], collections.abc.Iterable[Row]]
+FORMATTERS: dict[type, type[cliff_columns.FormattableColumn[Any]]] = {
+    dict: format_columns.DictColumn, list: format_columns.ListColumn}
 
 
-def client(command):
+def client(command: osc_command.Command) -> osc_client.Client:
     """The iotguard client of ``command``'s ClientManager."""
-    return command.app.client_manager.iotguard
+    iotguard: osc_client.Client = getattr(command.app.client_manager,
+                                          plugin.API_NAME)
+    return iotguard
 
 
-def _noauth(command):
+def _noauth(command: osc_command.Command) -> bool:
     return plugin.noauth(command.app.client_manager.get_configuration())
 
 
-def _sdk(command):
+def _sdk(command: osc_command.Command) -> connection.Connection:
     return command.app.client_manager.sdk_connection
 
 
-def server_id(command, name_or_id):
+def server_id(command: osc_command.Command, name_or_id: str) -> str:
     """The UUID of a Nova server given by name or ID.
 
     A UUID is used as it is (iotguard knows instances by UUID, also when
@@ -66,7 +81,8 @@ def server_id(command, name_or_id):
             % (name_or_id, exc))
 
 
-def project_id(command, name_or_id, domain=None):
+def project_id(command: osc_command.Command, name_or_id: str,
+               domain: str | None = None) -> str:
     """The ID of a Keystone project given by name or ID.
 
     ``domain`` (name or ID) tells same-named projects apart. With
@@ -75,7 +91,7 @@ def project_id(command, name_or_id, domain=None):
     """
     if _noauth(command):
         return name_or_id
-    identity = _sdk(command).identity
+    identity = cast(identity_v3.Proxy, _sdk(command).identity)
     try:
         where = {}
         if domain:
@@ -95,26 +111,23 @@ def project_id(command, name_or_id, domain=None):
             '--project-domain.' % name_or_id)
 
 
-def add_project_domain_option(parser):
+def add_project_domain_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--project-domain', metavar='<project-domain>',
                         help='Domain the project belongs to (name or ID), '
                              'when project names collide')
 
 
-class LinesColumn(cliff_columns.FormattableColumn):
+class LinesColumn(cliff_columns.FormattableColumn[list[osc_client.Body]]):
     """One line per item in tables (``line(item)``); the items in JSON."""
 
-    def line(self, item):
+    def line(self, item: osc_client.Body) -> str:
         raise NotImplementedError()
 
-    def human_readable(self):
+    def human_readable(self) -> str:
         return '\n'.join(self.line(item) for item in self._value)
 
-    def machine_readable(self):
-        return self._value
 
-
-def cell(value):
+def cell(value: object) -> object:
     """Dicts and lists as osc columns (readable in tables, raw in JSON)."""
     if isinstance(value, list) and value and all(
             isinstance(v, dict) for v in value):
@@ -123,12 +136,12 @@ def cell(value):
     return formatter(value) if formatter else value
 
 
-def row(item, fields):
+def row(item: osc_client.Body, fields: collections.abc.Iterable[str]) -> Row:
     """The values of ``fields`` (API keys) of ``item``, in order."""
     return tuple(cell(item.get(key)) for key in fields)
 
 
-def show(item, columns):
+def show(item: osc_client.Body, columns: Columns) -> Shown:
     """A ShowOne answer for ``columns``, ``[(API key, header), ...]``.
 
     Keys the API did not send (a tenant's view is smaller) are left out.
@@ -138,7 +151,7 @@ def show(item, columns):
             row(item, [key for key, _ in present]))
 
 
-def listing(items, columns):
+def listing(items: list[osc_client.Body], columns: Columns) -> Listed:
     """A Lister answer for ``columns``; keys no item has are left out."""
     present = [(key, header) for key, header in columns
                if any(key in item for item in items)] or columns

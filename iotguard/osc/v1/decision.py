@@ -12,8 +12,12 @@
 
 """``openstack iotguard decision list|show``: the audit trail, newest first."""
 
+import argparse
+from typing import Any
+
 from osc_lib.command import command
 
+from iotguard.osc import client as osc_client
 from iotguard.osc.v1 import common
 
 COLUMNS = (('id', 'ID'), ('created_at', 'Time'), ('domain', 'Domain'),
@@ -25,7 +29,8 @@ LONG_COLUMNS = COLUMNS + (('policy', 'Policy'), ('project_id', 'Project'),
                           ('numbers', 'Numbers'))
 
 
-def fetch(client, limit=None, **filters):
+def fetch(client: osc_client.Client, limit: int | None = None,
+          **filters: Any) -> list[osc_client.Body]:
     """``limit`` decisions from one page, or every page without a limit."""
     decisions, marker = client.decision_list(limit=limit, **filters)
     while limit is None and marker is not None:
@@ -37,7 +42,7 @@ def fetch(client, limit=None, **filters):
 class ListDecision(command.Lister):
     """List the decisions iotguard took, and why."""
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         parser.add_argument('--instance', metavar='<server>',
                             help='Only the decisions on this instance '
@@ -58,7 +63,7 @@ class ListDecision(command.Lister):
                                  'and the numbers the policy saw')
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Listed:
         args = parsed_args
         instance = args.instance and common.server_id(self, args.instance)
         decisions = fetch(common.client(self), limit=args.limit,
@@ -73,12 +78,12 @@ class ListDecision(command.Lister):
 class ShowDecision(command.ShowOne):
     """Show one decision: the limits before and after, and why."""
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         parser.add_argument('id', metavar='<id>', type=int,
                             help='Decision ID')
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Shown:
         decision = common.client(self).decision_show(parsed_args.id)
         return common.show(decision, LONG_COLUMNS)

@@ -12,10 +12,13 @@
 
 """``openstack iotguard domain list|show|set``: storage contention domains."""
 
+import argparse
+
 from osc_lib.cli import parseractions
 from osc_lib.command import command
 from osc_lib import exceptions
 
+from iotguard.osc import client as osc_client
 from iotguard.osc.v1 import common
 
 LIST_COLUMNS = (('name', 'Name'), ('kind', 'Kind'), ('policy', 'Policy'),
@@ -34,12 +37,12 @@ SHOW_COLUMNS = (('name', 'Name'), ('kind', 'Kind'), ('policy', 'Policy'),
 class DisksColumn(common.LinesColumn):
     """``<instance>/<dev> (<tier>)`` per disk; the full views in JSON."""
 
-    def line(self, disk):
+    def line(self, disk: osc_client.Body) -> str:
         return '%s/%s (%s)' % (disk['instance_uuid'], disk['dev'],
                                disk['tier'] or 'no tier')
 
 
-def param_value(text):
+def param_value(text: str) -> bool | int | float | str:
     """A policy parameter from the command line: number, boolean or text."""
     if text.lower() in ('true', 'false'):
         return text.lower() == 'true'
@@ -54,7 +57,7 @@ def param_value(text):
 class ListDomain(command.Lister):
     """List domains (a project sees those holding its disks)."""
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Listed:
         domains = common.client(self).domain_list()
         return common.listing(domains, LIST_COLUMNS)
 
@@ -62,12 +65,12 @@ class ListDomain(command.Lister):
 class ShowDomain(command.ShowOne):
     """Show a domain: profile, committed floors, utilisation, disks."""
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         parser.add_argument('name', metavar='<name>', help='Domain name')
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Shown:
         domain = common.client(self).domain_show(parsed_args.name)
         headers, values = common.show(domain, SHOW_COLUMNS)
         values = tuple(DisksColumn(domain['disks']) if header == 'Disks'
@@ -78,7 +81,7 @@ class ShowDomain(command.ShowOne):
 class SetDomain(command.Command):
     """Change a domain's capacity profile or decision policy (admin)."""
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         parser.add_argument('name', metavar='<name>', help='Domain name')
         parser.add_argument('--iops-4k', metavar='<iops>', type=float,
@@ -101,7 +104,7 @@ class SetDomain(command.Command):
                                  'the given ones replace all parameters')
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace) -> None:
         fields = {key: getattr(parsed_args, key)
                   for key in ('iops_4k', 'bytes_sec', 'form',
                               'profile_source', 'policy')

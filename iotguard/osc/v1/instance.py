@@ -15,11 +15,13 @@
 Servers are given by name or ID (:func:`common.server_id`).
 """
 
+import argparse
 import logging
 
 from osc_lib.command import command
 from osc_lib import exceptions
 
+from iotguard.osc import client as osc_client
 from iotguard.osc.v1 import common
 
 LOG = logging.getLogger(__name__)
@@ -35,20 +37,20 @@ SHOW_COLUMNS = (('uuid', 'UUID'), ('project_id', 'Project'),
                 ('disks', 'Disks'))
 
 
-def disk_row(disk):
+def disk_row(disk: osc_client.Body) -> osc_client.Body:
     """One disk of the API's view, its cap flattened into columns."""
     cap = disk.get('cap') or {}
     return dict(disk, cap=cap.get('limits'), reason=cap.get('reason'))
 
 
-def _numbers(values):
+def _numbers(values: dict[str, float]) -> str:
     return ', '.join('%s=%g' % (key, values[key]) for key in sorted(values))
 
 
 class DisksColumn(common.LinesColumn):
     """One line per disk: tier, floor, cap; the API's disk views in JSON."""
 
-    def line(self, disk):
+    def line(self, disk: osc_client.Body) -> str:
         text = '%s: %s' % (disk['dev'], disk['tier'] or 'no tier')
         if disk['tier']:
             text += ' (%s), floor %s' % (disk['tier_source'],
@@ -66,7 +68,7 @@ class DisksColumn(common.LinesColumn):
         return text
 
 
-def _add_server(parser):
+def _add_server(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('server', metavar='<server>',
                         help='Server (name or ID)')
 
@@ -74,7 +76,7 @@ def _add_server(parser):
 class ListInstance(command.Lister):
     """List your project's instances: each disk's tier, floor and cap."""
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         parser.add_argument('--all-projects', action='store_true',
                             help='Every project\'s instances (admin)')
@@ -87,7 +89,7 @@ class ListInstance(command.Lister):
                                  'the cap')
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Listed:
         args = parsed_args
         project = None
         if args.project:
@@ -95,7 +97,7 @@ class ListInstance(command.Lister):
                                         args.project_domain)
         instances = common.client(self).instance_list(
             all_projects=args.all_projects, project_id=project)
-        columns = LONG_COLUMNS if args.long else LIST_COLUMNS
+        columns: common.Columns = LONG_COLUMNS if args.long else LIST_COLUMNS
         if args.all_projects or project:
             columns = columns[:1] + (PROJECT_COLUMN,) + columns[1:]
         disks = [disk_row(d) for i in instances for d in i['disks']]
@@ -106,12 +108,12 @@ class ListInstance(command.Lister):
 class ShowInstance(command.ShowOne):
     """Show an instance: its disks' tier, floor and the cap in force."""
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         _add_server(parser)
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Shown:
         instance = common.client(self).instance_show(
             common.server_id(self, parsed_args.server))
         headers, values = common.show(instance, SHOW_COLUMNS)
@@ -123,14 +125,14 @@ class ShowInstance(command.ShowOne):
 class SetInstance(command.Command):
     """Choose the tier of every disk of an instance (admission applies)."""
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         _add_server(parser)
         parser.add_argument('--tier', metavar='<tier>', required=True,
                             help='Tier for all the disks of the instance')
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace) -> None:
         result = common.client(self).instance_set_tier(
             common.server_id(self, parsed_args.server), parsed_args.tier)
         LOG.debug('Tier %(tier)s admitted for %(uuid)s: %(admission)s, '
@@ -140,7 +142,7 @@ class SetInstance(command.Command):
 class UnsetInstance(command.Command):
     """Drop the tier chosen for an instance: back to flavor or default."""
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         _add_server(parser)
         parser.add_argument('--tier', action='store_true',
@@ -149,7 +151,7 @@ class UnsetInstance(command.Command):
                                  'volume type\'s or the default tier')
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace) -> None:
         if not parsed_args.tier:
             raise exceptions.CommandError('Nothing to unset: give --tier.')
         common.client(self).instance_unset_tier(

@@ -12,7 +12,9 @@
 
 """``openstack iotguard tier list|show|create|set|unset|delete``."""
 
+import argparse
 import logging
+from typing import Any
 
 from osc_lib.command import command
 from osc_lib import exceptions
@@ -36,7 +38,7 @@ NUMBERS = (('min_iops', 'Floor: I/O operations per second'),
            ('weight', 'Share of the spare capacity, relative (> 0)'))
 
 
-def _add_tier_options(parser):
+def _add_tier_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--description', metavar='<text>',
                         help='What the tier is for')
     for key, text in NUMBERS:
@@ -50,8 +52,9 @@ def _add_tier_options(parser):
 
 
 #: What ``tier unset`` sends: the values of a tier created without them.
-UNSET = {'description': '', 'min_iops': 0.0, 'min_bytes_sec': 0.0,
-         'max_iops': 0.0, 'max_bytes_sec': 0.0, 'weight': 1.0}
+UNSET: dict[str, str | float] = {
+    'description': '', 'min_iops': 0.0, 'min_bytes_sec': 0.0,
+    'max_iops': 0.0, 'max_bytes_sec': 0.0, 'weight': 1.0}
 #: Flags of ``tier unset`` that stand for several fields.
 UNSET_GROUPS = (('floor', ('min_iops', 'min_bytes_sec'),
                  'Both floors (no guaranteed rate)'),
@@ -59,13 +62,13 @@ UNSET_GROUPS = (('floor', ('min_iops', 'min_bytes_sec'),
                  'Both ceilings (no limit)'))
 
 
-def _projects(command, args):
+def _projects(command: command.Command, args: argparse.Namespace) -> list[str]:
     """The --project values as Keystone project IDs (names looked up)."""
     return [common.project_id(command, project, args.project_domain)
             for project in args.projects]
 
 
-def _fields(args):
+def _fields(args: argparse.Namespace) -> dict[str, Any]:
     keys = ['description', 'is_public'] + [key for key, _ in NUMBERS]
     return {key: getattr(args, key) for key in keys
             if getattr(args, key) is not None}
@@ -74,13 +77,13 @@ def _fields(args):
 class ListTier(command.Lister):
     """List the tiers your project may use (the admin sees all)."""
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         parser.add_argument('--long', action='store_true',
                             help='Also show description and projects')
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Listed:
         tiers = common.client(self).tier_list()
         columns = LONG_COLUMNS if parsed_args.long else COLUMNS
         return common.listing(tiers, columns)
@@ -89,12 +92,12 @@ class ListTier(command.Lister):
 class ShowTier(command.ShowOne):
     """Show one tier."""
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         parser.add_argument('name', metavar='<name>', help='Tier name')
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Shown:
         tier = common.client(self).tier_show(parsed_args.name)
         return common.show(tier, SHOW_COLUMNS)
 
@@ -102,7 +105,7 @@ class ShowTier(command.ShowOne):
 class CreateTier(command.ShowOne):
     """Create a tier (admin)."""
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         parser.add_argument('name', metavar='<name>',
                             help='New tier name ([A-Za-z0-9._-])')
@@ -114,7 +117,7 @@ class CreateTier(command.ShowOne):
         common.add_project_domain_option(parser)
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Shown:
         fields = _fields(parsed_args)
         if parsed_args.projects:
             fields['projects'] = _projects(self, parsed_args)
@@ -125,7 +128,7 @@ class CreateTier(command.ShowOne):
 class SetTier(command.Command):
     """Change a tier (admin); admission is not re-run for its disks."""
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         parser.add_argument('name', metavar='<name>', help='Tier name')
         _add_tier_options(parser)
@@ -141,7 +144,7 @@ class SetTier(command.Command):
         common.add_project_domain_option(parser)
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace) -> None:
         fields = _fields(parsed_args)
         if parsed_args.projects is not None:
             fields['projects'] = _projects(self, parsed_args)
@@ -154,7 +157,7 @@ class SetTier(command.Command):
 class UnsetTier(command.Command):
     """Unset a tier's fields (admin): back to what a new tier has."""
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         parser.add_argument('name', metavar='<name>', help='Tier name')
         for flag, _keys, text in UNSET_GROUPS:
@@ -162,7 +165,8 @@ class UnsetTier(command.Command):
         for key, text in NUMBERS:
             parser.add_argument(
                 '--' + key.replace('_', '-'), dest=key, action='store_true',
-                help='%s, back to %g' % (text.split(' (')[0], UNSET[key]))
+                help='%s, back to %g' % (text.split(' (')[0],
+                                         float(UNSET[key])))
         parser.add_argument('--description', action='store_true',
                             help='The description (empty)')
         parser.add_argument('--project', metavar='<project>',
@@ -173,13 +177,13 @@ class UnsetTier(command.Command):
         common.add_project_domain_option(parser)
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace) -> None:
         args = parsed_args
         keys = {key for key in UNSET if getattr(args, key)}
         for flag, group, _text in UNSET_GROUPS:
             if getattr(args, flag):
                 keys.update(group)
-        fields = {key: UNSET[key] for key in keys}
+        fields: dict[str, Any] = {key: UNSET[key] for key in keys}
         if args.projects:
             client = common.client(self)
             gone = set(_projects(self, args))
@@ -199,13 +203,13 @@ class UnsetTier(command.Command):
 class DeleteTier(command.Command):
     """Delete tiers (admin); a tier in use cannot be deleted."""
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         parser.add_argument('names', metavar='<name>', nargs='+',
                             help='Tier(s) to delete')
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace) -> None:
         failed = 0
         for name in parsed_args.names:
             try:
