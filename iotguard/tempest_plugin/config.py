@@ -59,7 +59,7 @@ IotguardGroup = [  # noqa: I302
 iotguard_feature_group = cfg.OptGroup(
     name='iotguard_feature_enabled', title='iotguard features')
 
-IotguardFeatureGroup = [  # noqa: I302
+IotguardFeatureGroup: list[cfg.Opt] = [  # noqa: I302
     cfg.BoolOpt('agent', default=False,
                 help='An iotguard agent runs next to every nova-compute '
                      '(the devstack plugin does this); the scenario tests '

@@ -17,7 +17,9 @@ iotguard, so it can move to its own repository unchanged.
 """
 
 import os
+from typing import Any
 
+from oslo_config import cfg
 from tempest import config
 from tempest.test_discover import plugins
 
@@ -26,12 +28,12 @@ from iotguard.tempest_plugin import config as iotguard_config
 
 class IotguardTempestPlugin(plugins.TempestPlugin):
 
-    def load_tests(self):
+    def load_tests(self) -> tuple[str, str]:
         here = os.path.dirname(os.path.abspath(__file__))
         top = os.path.dirname(os.path.dirname(here))
         return os.path.join(here, 'tests'), top
 
-    def register_opts(self, conf):
+    def register_opts(self, conf: cfg.ConfigOpts) -> None:
         config.register_opt_group(conf, config.service_available_group,
                                   [iotguard_config.service_option])
         config.register_opt_group(conf, iotguard_config.iotguard_group,
@@ -40,7 +42,7 @@ class IotguardTempestPlugin(plugins.TempestPlugin):
                                   iotguard_config.iotguard_feature_group,
                                   iotguard_config.IotguardFeatureGroup)
 
-    def get_opt_lists(self):
+    def get_opt_lists(self) -> list[tuple[str, list[cfg.Opt]]]:
         return [
             (iotguard_config.iotguard_group.name,
              iotguard_config.IotguardGroup),
@@ -49,7 +51,7 @@ class IotguardTempestPlugin(plugins.TempestPlugin):
             ('service_available', [iotguard_config.service_option]),
         ]
 
-    def get_service_clients(self):
+    def get_service_clients(self) -> list[dict[str, Any]]:
         params = config.service_client_config('iotguard')
         params.update(name='iotguard_v1', service_version='iotguard.v1',
                       module_path='iotguard.tempest_plugin.services.v1',

@@ -12,6 +12,9 @@
 
 """Base class of the iotguard tempest tests."""
 
+import collections.abc
+from typing import Any
+
 from tempest.common import compute
 from tempest.common import waiters
 from tempest import config
@@ -20,6 +23,8 @@ from tempest.lib.common.utils import test_utils
 from tempest.lib import exceptions as lib_exc
 from tempest import test
 
+from iotguard.tempest_plugin.services.v1 import iotguard_client
+
 CONF = config.CONF
 
 
@@ -27,36 +32,39 @@ class BaseIotguardTest(test.BaseTestCase):
     """Clients for the admin, a project (primary) and another one (alt)."""
 
     credentials = ['primary', 'alt', 'admin']
+    admin_client: iotguard_client.IotguardClient
+    client: iotguard_client.IotguardClient
+    alt_client: iotguard_client.IotguardClient
 
     @classmethod
-    def skip_checks(cls):
+    def skip_checks(cls) -> None:
         super().skip_checks()
         if not CONF.service_available.iotguard:
             raise cls.skipException('iotguard is not available')
 
     @classmethod
-    def setup_clients(cls):
+    def setup_clients(cls) -> None:
         super().setup_clients()
         cls.admin_client = cls.os_admin.iotguard_v1.IotguardClient()
         cls.client = cls.os_primary.iotguard_v1.IotguardClient()
         cls.alt_client = cls.os_alt.iotguard_v1.IotguardClient()
 
     @classmethod
-    def create_tier(cls, **fields):
+    def create_tier(cls, **fields: Any) -> dict[str, Any]:
         """A tier made by the admin, deleted after the class."""
         fields.setdefault('name', data_utils.rand_name(
             prefix='tempest', name='iotguard-tier'))
-        tier = cls.admin_client.create_tier(**fields)['tier']
+        tier: dict[str, Any] = cls.admin_client.create_tier(**fields)['tier']
         cls.addClassResourceCleanup(
             test_utils.call_and_ignore_notfound_exc,
             cls.admin_client.delete_tier, tier['name'])
         return tier
 
     @classmethod
-    def create_server(cls, clients, **kwargs):
+    def create_server(cls, clients: Any, **kwargs: Any) -> dict[str, Any]:
         """An ACTIVE server of ``clients``' project, deleted afterwards."""
-        server = compute.create_test_server(clients, wait_until='ACTIVE',
-                                            **kwargs)[0]
+        server: dict[str, Any] = compute.create_test_server(
+            clients, wait_until='ACTIVE', **kwargs)[0]
         # Cleanups run last-in first-out: delete, wait until Nova is done,
         # then until iotguard forgot it (its tier choices go with it, so
         # the tiers made before the server can be deleted after it).
@@ -71,7 +79,8 @@ class BaseIotguardTest(test.BaseTestCase):
         return server
 
     @staticmethod
-    def _known(client, uuid, found):
+    def _known(client: iotguard_client.IotguardClient, uuid: str,
+               found: dict[str, dict[str, Any]]) -> bool:
         """Whether iotguard knows the instance; its view into ``found``."""
         try:
             found['instance'] = client.show_instance(uuid)['instance']
@@ -80,7 +89,8 @@ class BaseIotguardTest(test.BaseTestCase):
         return True
 
     @staticmethod
-    def _poll(predicate, what):
+    def _poll(predicate: collections.abc.Callable[[], bool],
+              what: str) -> None:
         if not test_utils.call_until_true(predicate,
                                           CONF.iotguard.build_timeout,
                                           CONF.iotguard.build_interval):
@@ -88,16 +98,17 @@ class BaseIotguardTest(test.BaseTestCase):
                 what, CONF.iotguard.build_timeout))
 
     @classmethod
-    def wait_for_instance_gone(cls, uuid):
+    def wait_for_instance_gone(cls, uuid: str) -> None:
         """Wait until iotguard no longer knows the instance ``uuid``."""
         cls._poll(lambda: not cls._known(cls.admin_client, uuid, {}),
                   'iotguard still knows instance %s after its deletion'
                   % uuid)
 
     @classmethod
-    def wait_for_instance(cls, client, uuid):
+    def wait_for_instance(cls, client: iotguard_client.IotguardClient,
+                          uuid: str) -> dict[str, Any]:
         """iotguard's view of the instance, once membership has seen it."""
-        found = {}
+        found: dict[str, dict[str, Any]] = {}
         cls._poll(lambda: cls._known(client, uuid, found),
                   'iotguard did not learn about instance %s' % uuid)
         return found['instance']

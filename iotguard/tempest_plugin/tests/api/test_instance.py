@@ -26,13 +26,13 @@ class InstanceTierTest(base.BaseIotguardTest):
     """Needs Nova: iotguard learns the server's disks from its events."""
 
     @classmethod
-    def skip_checks(cls):
+    def skip_checks(cls) -> None:
         super().skip_checks()
         if not CONF.service_available.nova:
             raise cls.skipException('Nova is not available')
 
     @classmethod
-    def resource_setup(cls):
+    def resource_setup(cls) -> None:
         super().resource_setup()
         # No floor: admitted on any domain, calibrated or not. The tiers
         # come first, so that they are deleted after the server.
@@ -43,7 +43,7 @@ class InstanceTierTest(base.BaseIotguardTest):
 
     @decorators.idempotent_id('5b4a3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c66')
     @utils.services('compute')
-    def test_disks_are_known(self):
+    def test_disks_are_known(self) -> None:
         self.assertEqual(self.server['id'], self.instance['uuid'])
         self.assertEqual(self.os_primary.credentials.project_id,
                          self.instance['project_id'])
@@ -56,7 +56,7 @@ class InstanceTierTest(base.BaseIotguardTest):
 
     @decorators.idempotent_id('9a8b7c6d-5e4f-4321-a0b9-c8d7e6f5a477')
     @utils.services('compute')
-    def test_project_sets_tier(self):
+    def test_project_sets_tier(self) -> None:
         answer = self.client.set_instance_tier(
             self.server['id'], self.weight_only['name'])['instance']
         self.assertEqual(self.weight_only['name'], answer['tier'])
@@ -68,7 +68,7 @@ class InstanceTierTest(base.BaseIotguardTest):
 
     @decorators.idempotent_id('1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e88')
     @utils.services('compute')
-    def test_admission_refusal_changes_nothing(self):
+    def test_admission_refusal_changes_nothing(self) -> None:
         before = self.client.show_instance(self.server['id'])['instance']
         exc = self.assertRaises(lib_exc.Conflict,
                                 self.client.set_instance_tier,
@@ -80,7 +80,7 @@ class InstanceTierTest(base.BaseIotguardTest):
 
     @decorators.idempotent_id('2d3e4f5a-6b7c-4d8e-9f0a-1b2c3d4e5f99')
     @utils.services('compute')
-    def test_other_project_sees_and_changes_nothing(self):
+    def test_other_project_sees_and_changes_nothing(self) -> None:
         uuid = self.server['id']
         self.assertRaises(lib_exc.NotFound, self.alt_client.show_instance,
                           uuid)
@@ -99,7 +99,7 @@ class InstanceTierTest(base.BaseIotguardTest):
 
     @decorators.idempotent_id('3e4f5a6b-7c8d-4e9f-a0b1-2c3d4e5f6a00')
     @utils.services('compute')
-    def test_admin_sees_domain_figures(self):
+    def test_admin_sees_domain_figures(self) -> None:
         domain = self.instance['disks'][0]['domain']
         shown = self.admin_client.show_domain(domain)['domain']
         self.assertEqual(1.0, shown['capacity'])

@@ -22,7 +22,7 @@ from iotguard.tempest_plugin.tests import base
 class TierAdminTest(base.BaseIotguardTest):
 
     @decorators.idempotent_id('6a0d3f5e-1b8e-4d2c-9d4b-2f7c1e0a9b11')
-    def test_create_show_update_delete(self):
+    def test_create_show_update_delete(self) -> None:
         name = data_utils.rand_name(prefix='tempest', name='iotguard-tier')
         created = self.admin_client.create_tier(
             name=name, min_iops=200, max_iops=1000, weight=2,
@@ -43,21 +43,21 @@ class TierAdminTest(base.BaseIotguardTest):
         self.assertRaises(lib_exc.NotFound, self.admin_client.show_tier,
                           name)
 
-    def _delete_if_there(self, name):
+    def _delete_if_there(self, name: str) -> None:
         try:
             self.admin_client.delete_tier(name)
         except lib_exc.NotFound:
             pass
 
     @decorators.idempotent_id('0f6c4f2b-7a55-4b8e-8f0e-8d7d0a6c2b22')
-    def test_floor_above_ceiling_is_refused(self):
+    def test_floor_above_ceiling_is_refused(self) -> None:
         self.assertRaises(
             lib_exc.BadRequest, self.admin_client.create_tier,
             name=data_utils.rand_name(prefix='tempest', name='bad'),
             min_iops=500, max_iops=100)
 
     @decorators.idempotent_id('c2b8a1d4-3e9f-4a7b-b6c5-1d0e9f8a7b33')
-    def test_duplicate_name_is_a_conflict(self):
+    def test_duplicate_name_is_a_conflict(self) -> None:
         tier = self.create_tier()
         self.assertRaises(lib_exc.Conflict, self.admin_client.create_tier,
                           name=tier['name'])
@@ -66,7 +66,7 @@ class TierAdminTest(base.BaseIotguardTest):
 class TierProjectTest(base.BaseIotguardTest):
 
     @decorators.idempotent_id('3d1e5b7a-9c2f-4e8d-a1b0-7c6d5e4f3a44')
-    def test_project_cannot_change_tiers(self):
+    def test_project_cannot_change_tiers(self) -> None:
         tier = self.create_tier()
         self.assertRaises(lib_exc.Forbidden, self.client.create_tier,
                           name=data_utils.rand_name(prefix='tempest',
@@ -77,7 +77,7 @@ class TierProjectTest(base.BaseIotguardTest):
                           tier['name'])
 
     @decorators.idempotent_id('8e7f6a5b-4c3d-4b2a-9e1f-0a9b8c7d6e55')
-    def test_private_tier_only_for_its_projects(self):
+    def test_private_tier_only_for_its_projects(self) -> None:
         project = self.os_primary.credentials.project_id
         private = self.create_tier(is_public=False, projects=[project])
         public = self.create_tier()

@@ -35,7 +35,9 @@ iotguard's own functional cloud).
 """
 
 import base64
+import collections.abc
 import time
+from typing import Any
 
 from oslo_utils import timeutils
 from tempest.common import utils
@@ -73,7 +75,7 @@ QUIET = WRITER % {'bs': '64k', 'count': 16, 'pause': 'sleep 1'}
 class NoisyNeighbourTest(base.BaseIotguardTest):
 
     @classmethod
-    def skip_checks(cls):
+    def skip_checks(cls) -> None:
         super().skip_checks()
         if not CONF.iotguard_feature_enabled.agent:
             raise cls.skipException('no iotguard agent next to n-cpu')
@@ -81,14 +83,14 @@ class NoisyNeighbourTest(base.BaseIotguardTest):
             raise cls.skipException('Nova is not available')
 
     @classmethod
-    def setup_clients(cls):
+    def setup_clients(cls) -> None:
         super().setup_clients()
         cls.servers = cls.os_primary.servers_client
         cls.groups = cls.os_primary.server_groups_client
         cls.flavors = cls.os_admin.flavors_client
 
     @classmethod
-    def resource_setup(cls):
+    def resource_setup(cls) -> None:
         super().resource_setup()
         base_flavor = cls.flavors.show_flavor(
             CONF.compute.flavor_ref)['flavor']
@@ -105,11 +107,11 @@ class NoisyNeighbourTest(base.BaseIotguardTest):
         cls.floor_tier = cls.create_tier(min_bytes_sec=FLOOR)
         cls.bronze = cls.create_tier(max_bytes_sec=CEILING)
 
-    def _boot(self, name, user_data, group):
+    def _boot(self, name: str, user_data: str, group: str) -> dict[str, Any]:
         # No network: compute API 2.37 ("networks": "none").
         self.useFixture(api_microversion_fixture.APIMicroversionFixture(
             compute_microversion='2.37'))
-        server = self.servers.create_server(
+        server: dict[str, Any] = self.servers.create_server(
             name=data_utils.rand_name(prefix='tempest', name=name),
             imageRef=CONF.compute.image_ref, flavorRef=self.flavor['id'],
             networks='none', config_drive=True,
@@ -123,25 +125,27 @@ class NoisyNeighbourTest(base.BaseIotguardTest):
         waiters.wait_for_server_status(self.servers, server['id'], 'ACTIVE')
         return server
 
-    def _until(self, predicate, what, timeout=None):
+    def _until(self, predicate: collections.abc.Callable[[], object],
+               what: str, timeout: float | None = None) -> None:
         timeout = timeout or CONF.iotguard.build_timeout
         if not test_utils.call_until_true(predicate, timeout,
                                           CONF.iotguard.build_interval):
             self.fail('iotguard: no %s within %ss' % (what, timeout))
 
-    def _disk(self, uuid):
+    def _disk(self, uuid: str) -> dict[str, dict[str, Any]]:
         disks = self.client.show_instance(uuid)['instance']['disks']
         return {d['dev']: d for d in disks}
 
-    def _cap(self, uuid):
+    def _cap(self, uuid: str) -> float | None:
         """The smallest total_bytes_sec capping a disk of ``uuid``."""
-        caps = [d['cap']['limits'].get('total_bytes_sec')
-                for d in self._disk(uuid).values()
-                if d['cap'] and d['cap']['limits']]
+        caps: list[float] = [
+            d['cap']['limits'].get('total_bytes_sec')
+            for d in self._disk(uuid).values()
+            if d['cap'] and d['cap']['limits']]
         caps = [c for c in caps if c]
         return min(caps) if caps else None
 
-    def _written(self, uuid):
+    def _written(self, uuid: str) -> tuple[str, float] | None:
         """(sampled_at, bytes/s) of the disk the user data writes."""
         disk = self._disk(uuid).get('vdb')
         if not disk or not disk['rates']:
@@ -150,13 +154,13 @@ class NoisyNeighbourTest(base.BaseIotguardTest):
         return (rates['sampled_at'],
                 rates['write_bytes_sec'] + rates['read_bytes_sec'])
 
-    def _sample_after(self, uuid, moment, cap):
+    def _sample_after(self, uuid: str, moment: float, cap: float) -> bool:
         """A sample taken after ``moment`` and no higher than ``cap``."""
         sample = self._written(uuid)
         return (sample is not None and _epoch(sample[0]) > moment
                 and sample[1] <= cap * TOLERANCE)
 
-    def _set_profile(self, domain, bytes_sec):
+    def _set_profile(self, domain: str, bytes_sec: float) -> None:
         shown = self.admin_client.show_domain(domain)['domain']
         old = shown.get('profile')
         self.admin_client.update_domain(domain, iops_4k=100000,
@@ -169,7 +173,7 @@ class NoisyNeighbourTest(base.BaseIotguardTest):
     @decorators.idempotent_id('4f5a6b7c-8d9e-4fa0-b1c2-3d4e5f6a7b11')
     @decorators.attr(type='slow')
     @utils.services('compute')
-    def test_noisy_capped_floor_kept_cap_back_after_hard_reboot(self):
+    def test_noisy_capped_floor_kept_cap_back_after_hard_reboot(self) -> None:
         group = self.groups.create_server_group(
             name=data_utils.rand_name(prefix='tempest', name='iotguard'),
             policies=['affinity'])['server_group']
@@ -188,15 +192,16 @@ class NoisyNeighbourTest(base.BaseIotguardTest):
         # The noisy disk is capped, with a reason, at most at its ceiling.
         self._until(lambda: self._cap(noisy['id']), 'cap on the noisy disk')
         cap = self._cap(noisy['id'])
+        assert cap is not None
         self.assertLessEqual(cap, CEILING * 1.01)
         decisions = self.client.list_decisions(
             instance=noisy['id'])['decisions']
         self.assertIn('cap', [d['action'] for d in decisions])
         self.assertTrue(all(d['reason'] for d in decisions))
         # Its samples follow the cap.
-        interval = CONF.iotguard.decision_interval
+        interval: float = CONF.iotguard.decision_interval
         # How long until the API shows a sample taken after a moment.
-        fresh = interval + CONF.iotguard.rates_write_interval + 1
+        fresh: float = interval + CONF.iotguard.rates_write_interval + 1
         capped_at = time.time()
         self._until(lambda: self._sample_after(noisy['id'], capped_at
                                                + interval, cap),
@@ -210,9 +215,9 @@ class NoisyNeighbourTest(base.BaseIotguardTest):
         waiters.wait_for_server_status(self.servers, noisy['id'], 'ACTIVE')
         active = time.time()
         self.assertIsNotNone(self._cap(noisy['id']))
-        seen = []
+        seen: list[tuple[str, float]] = []
 
-        def watch():
+        def watch() -> bool:
             sample = self._written(noisy['id'])
             if sample and sample not in seen:
                 seen.append(sample)
@@ -228,5 +233,5 @@ class NoisyNeighbourTest(base.BaseIotguardTest):
         self.assertLessEqual(max(late), cap * TOLERANCE, seen)
 
 
-def _epoch(stamp):
+def _epoch(stamp: str) -> float:
     return timeutils.parse_isotime(stamp).timestamp()
