@@ -17,20 +17,24 @@ Constructors do no I/O: keystoneauth authenticates on the first request.
 """
 
 from keystoneauth1 import loading as ks_loading
+from keystoneauth1 import session as ks_session
 import openstack
+from oslo_config import cfg
 
 from iotguard.conf import service_credentials
 
 GROUP = service_credentials.GROUP
 
 
-def get_session(conf):
+def get_session(conf: cfg.ConfigOpts) -> ks_session.Session:
     """A keystoneauth session from [service_credentials]."""
     auth = ks_loading.load_auth_from_conf_options(conf, GROUP)
     return ks_loading.load_session_from_conf_options(conf, GROUP, auth=auth)
 
 
-def get_connection(conf, session=None):
+def get_connection(conf: cfg.ConfigOpts,
+                   session: ks_session.Session | None = None
+                   ) -> openstack.connection.Connection:
     """An openstacksdk Connection on that session (Nova, Cinder, ...)."""
     group = conf[GROUP]
     return openstack.connection.Connection(

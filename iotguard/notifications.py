@@ -38,6 +38,9 @@ set nothing is sent. A notification that cannot be sent is logged and
 never stops the caller.
 """
 
+from typing import Any
+
+from oslo_config import cfg
 from oslo_log import log as logging
 import oslo_messaging
 
@@ -54,42 +57,45 @@ EVENT_TYPES = (CAP_APPLY, CAP_RELEASE, GUARANTEE_VIOLATION, TIER_ADMITTED,
                TIER_REFUSED, DOMAIN_OVERCOMMITTED, DOMAIN_OVERCOMMIT_CLEARED)
 
 
-def publisher_id(service, host):
+def publisher_id(service: str, host: str) -> str:
     return '%s.%s' % (service, host)
 
 
 class Notifier:
     """Sends iotguard's event types; build it once per process."""
 
-    def __init__(self, conf, transport=None, service='iotguard-controller'):
+    def __init__(self, conf: cfg.ConfigOpts,
+                 transport: oslo_messaging.Transport | None = None,
+                 service: str = 'iotguard-controller') -> None:
         if transport is None:
             transport = oslo_messaging.get_notification_transport(conf)
         self._notifier = oslo_messaging.Notifier(
             transport, publisher_id=publisher_id(service, conf.host))
 
-    def _send(self, method, event_type, payload):
+    def _send(self, method: str, event_type: str,
+              payload: dict[str, Any]) -> None:
         try:
             getattr(self._notifier, method)({}, event_type, payload)
         except Exception as e:
             LOG.warning('Could not send notification %s: %s', event_type, e)
 
-    def cap_apply(self, payload):
+    def cap_apply(self, payload: dict[str, Any]) -> None:
         self._send('info', CAP_APPLY, payload)
 
-    def cap_release(self, payload):
+    def cap_release(self, payload: dict[str, Any]) -> None:
         self._send('info', CAP_RELEASE, payload)
 
-    def guarantee_violation(self, payload):
+    def guarantee_violation(self, payload: dict[str, Any]) -> None:
         self._send('warn', GUARANTEE_VIOLATION, payload)
 
-    def tier_admitted(self, payload):
+    def tier_admitted(self, payload: dict[str, Any]) -> None:
         self._send('info', TIER_ADMITTED, payload)
 
-    def tier_refused(self, payload):
+    def tier_refused(self, payload: dict[str, Any]) -> None:
         self._send('warn', TIER_REFUSED, payload)
 
-    def domain_overcommitted(self, payload):
+    def domain_overcommitted(self, payload: dict[str, Any]) -> None:
         self._send('warn', DOMAIN_OVERCOMMITTED, payload)
 
-    def domain_overcommit_cleared(self, payload):
+    def domain_overcommit_cleared(self, payload: dict[str, Any]) -> None:
         self._send('info', DOMAIN_OVERCOMMIT_CLEARED, payload)

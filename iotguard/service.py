@@ -12,6 +12,8 @@
 
 """Process set-up shared by every iotguard command."""
 
+import collections.abc
+import threading
 import time
 
 from oslo_config import cfg
@@ -21,7 +23,9 @@ from iotguard import conf as iotguard_conf
 from iotguard import version
 
 
-def prepare_service(argv=None, config_files=None, conf=None):
+def prepare_service(argv: list[str] | None = None,
+                    config_files: list[str] | None = None,
+                    conf: cfg.ConfigOpts | None = None) -> cfg.ConfigOpts:
     """Return a fresh, parsed ``ConfigOpts`` with logging set up."""
     conf = conf if conf is not None else cfg.ConfigOpts()
     log.register_options(conf)
@@ -33,11 +37,12 @@ def prepare_service(argv=None, config_files=None, conf=None):
     return conf
 
 
-def run_every(interval_s, stop, fn):
+def run_every(interval_s: float, stop: threading.Event,
+              fn: collections.abc.Callable[[], object]) -> None:
     """Call ``fn()`` every ``interval_s`` seconds until ``stop`` is set.
 
-    ``stop`` is a ``threading.Event``. A call that overruns its interval
-    makes the next one skip ahead rather than bunch up.
+    A call that overruns its interval makes the next one skip ahead rather
+    than bunch up.
     """
     deadline = time.monotonic()
     while not stop.is_set():

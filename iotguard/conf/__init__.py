@@ -16,11 +16,13 @@ There is no global ``CONF``: :func:`iotguard.service.prepare_service`
 builds a fresh ``ConfigOpts`` and every constructor takes it.
 """
 
+from oslo_config import cfg
+
 from iotguard.conf import database
 from iotguard.conf import opts
 
 
-def register_opts(conf):
+def register_opts(conf: cfg.ConfigOpts) -> None:
     """Register every iotguard option group on ``conf``."""
     for group, options in opts.list_opts():
         conf.register_opts(options, group=group)

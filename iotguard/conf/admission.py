@@ -16,7 +16,7 @@ from oslo_config import cfg
 
 GROUP = 'admission'
 
-OPTS = [
+OPTS: list[cfg.Opt] = [
     cfg.FloatOpt('max_commit_ratio',
                  default=0.9, min=0.0, max=1.0,
                  help='A tier choice is admitted only while the '

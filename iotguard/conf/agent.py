@@ -16,7 +16,7 @@ from oslo_config import cfg
 
 GROUP = 'agent'
 
-OPTS = [
+OPTS: list[cfg.Opt] = [
     cfg.StrOpt('virt_driver',
                default='libvirt',
                choices=[('libvirt', 'the local libvirt daemon '

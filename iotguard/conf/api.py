@@ -16,7 +16,7 @@ from oslo_config import cfg
 
 GROUP = 'api'
 
-OPTS = [
+OPTS: list[cfg.Opt] = [
     cfg.StrOpt('auth_strategy',
                default='keystone',
                choices=[('keystone', 'keystonemiddleware auth_token '

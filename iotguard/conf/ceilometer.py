@@ -16,7 +16,7 @@ from oslo_config import cfg
 
 GROUP = 'ceilometer'
 
-OPTS = [
+OPTS: list[cfg.Opt] = [
     cfg.BoolOpt('enabled',
                 default=False,
                 help="Listen to Ceilometer's samples on the message bus "

@@ -16,7 +16,7 @@ from oslo_config import cfg
 
 GROUP = 'controller'
 
-OPTS = [
+OPTS: list[cfg.Opt] = [
     cfg.FloatOpt('decision_interval',
                  default=5.0, min=1.0,
                  help='Seconds between two decision rounds of a domain. '

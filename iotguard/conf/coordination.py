@@ -16,7 +16,7 @@ from oslo_config import cfg
 
 GROUP = 'coordination'
 
-OPTS = [
+OPTS: list[cfg.Opt] = [
     cfg.StrOpt('backend_url',
                secret=True,
                help='tooz backend URL shared by every iotguard-controller, '

@@ -18,6 +18,7 @@ SQLite file, so an all-in-one needs no database server, and iotguard-api's
 default ``max_retries`` (:func:`set_api_defaults`).
 """
 
+from oslo_config import cfg
 from oslo_db import options
 
 GROUP = 'database'
@@ -32,11 +33,11 @@ DEFAULT_CONNECTION = 'sqlite:////var/lib/iotguard/iotguard.sqlite'
 API_MAX_RETRIES = 0
 
 
-def register_opts(conf):
+def register_opts(conf: cfg.ConfigOpts) -> None:
     """Register oslo.db's options on ``conf`` with iotguard's defaults."""
     options.set_defaults(conf, connection=DEFAULT_CONNECTION)
 
 
-def set_api_defaults(conf):
+def set_api_defaults(conf: cfg.ConfigOpts) -> None:
     """iotguard-api's defaults; a value in its configuration still wins."""
     conf.set_default('max_retries', API_MAX_RETRIES, group=GROUP)

@@ -19,7 +19,7 @@ from oslo_config import cfg
 #: None is oslo.config's [DEFAULT] group.
 GROUP = None
 
-OPTS = [
+OPTS: list[cfg.Opt] = [
     cfg.HostDomainOpt('host',
                       default=socket.gethostname(),
                       sample_default='<current_hostname>',

@@ -16,7 +16,7 @@ from oslo_config import cfg
 
 GROUP = 'gnocchi'
 
-OPTS = [
+OPTS: list[cfg.Opt] = [
     cfg.BoolOpt('enabled',
                 default=False,
                 help='Read disk rates from Gnocchi (POST /v1/aggregates '

@@ -16,7 +16,7 @@ from oslo_config import cfg
 
 GROUP = 'membership'
 
-OPTS = [
+OPTS: list[cfg.Opt] = [
     cfg.StrOpt('ephemeral_domain',
                help='The domain of every compute host\'s image-backed '
                     'disks when they all live on one shared storage (e.g. '

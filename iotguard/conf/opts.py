@@ -12,6 +12,8 @@
 
 """The explicit list of option groups, for oslo-config-generator."""
 
+from oslo_config import cfg
+
 from iotguard.conf import admission
 from iotguard.conf import agent
 from iotguard.conf import api
@@ -25,7 +27,7 @@ from iotguard.conf import service_credentials
 from iotguard.conf import tiers
 
 
-def list_opts():
+def list_opts() -> list[tuple[str | None, list[cfg.Opt]]]:
     """Return ``[(group, [options])]`` for every iotguard group."""
     return [
         (default.GROUP, default.OPTS),

@@ -23,7 +23,7 @@ from oslo_config import cfg
 
 GROUP = 'service_credentials'
 
-OPTS = [
+OPTS: list[cfg.Opt] = [
     cfg.StrOpt('region_name',
                help='Region of the Nova, Cinder and Gnocchi endpoints.'),
     cfg.StrOpt('interface',
@@ -33,7 +33,7 @@ OPTS = [
 ]
 
 
-def list_opts():
+def list_opts() -> list[cfg.Opt]:
     """Ours, keystoneauth's session options, auth_type and auth_section.
 
     The options of the plugin ``auth_type`` names

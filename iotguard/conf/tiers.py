@@ -16,7 +16,7 @@ from oslo_config import cfg
 
 GROUP = 'tiers'
 
-OPTS = [
+OPTS: list[cfg.Opt] = [
     cfg.StrOpt('default_tier',
                help='Tier of a disk that has none from instance metadata, '
                     'flavor or volume type. Unset: such disks have no '

@@ -47,5 +47,5 @@ EXTRA_SPEC_VALIDATORS = [
 ]
 
 
-def register():
+def register() -> list[base.ExtraSpecValidator]:
     return EXTRA_SPEC_VALIDATORS

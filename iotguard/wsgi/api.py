@@ -21,7 +21,7 @@ import os
 from iotguard.api import app
 
 
-def _config_files():
+def _config_files() -> list[str] | None:
     files = os.environ.get('OS_IOTGUARD_CONFIG_FILES')
     return files.split(';') if files else None
 
