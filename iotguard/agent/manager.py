@@ -31,23 +31,29 @@ Semantics (doc/source/reference/architecture.rst, "Fail safe"):
   agent would apply for it. Every other disk gets its static limits back.
 """
 
+import collections.abc
 import json
 import os
 import tempfile
 import threading
 import time
 
+from oslo_config import cfg
 from oslo_log import log as logging
 import oslo_messaging
 
+from iotguard.agent.virt import base
 from iotguard import caps as caps_mod
 from iotguard import exception
 from iotguard import rpcapi
 
 LOG = logging.getLogger(__name__)
 
+#: A cap in force: (effective limits, lease_expires_at, decision_id).
+InForce = tuple[dict[str, int], float, str | None]
 
-def canonical(limits):
+
+def canonical(limits: caps_mod.Limits) -> dict[str, int]:
     """The comparable form of an iotune set.
 
     A burst of 0 and a burst equal to its base value limit alike; the
@@ -61,26 +67,28 @@ class AgentManager:
 
     target = oslo_messaging.Target(version=rpcapi.AGENT_RPC_API_VERSION)
 
-    def __init__(self, conf, driver, clock=time.time, store=None):
+    def __init__(self, conf: cfg.ConfigOpts, driver: base.Driver,
+                 clock: collections.abc.Callable[[], float] = time.time,
+                 store: 'StateFile | None' = None) -> None:
         self.host = conf.host
         self.driver = driver
         self._clock = clock
         self._store = (store if store is not None
                        else StateFile(conf.agent.state_file))
         self._lock = threading.RLock()
-        self._caps = {}      # (uuid, dev) -> caps.Cap (all twelve keys)
-        self._applied = {}   # (uuid, dev) -> iotune known live (12 keys)
-        self._disks = {}     # (uuid, dev) -> base.Disk, last listing
-        self._dirty = set()  # instance uuids to re-read and re-apply
+        self._caps: dict[base.Key, caps_mod.Cap] = {}  # all twelve keys
+        self._applied: dict[base.Key, dict[str, int]] = {}  # iotune live
+        self._disks: dict[base.Key, base.Disk] = {}  # last listing
+        self._dirty: set[str] = set()  # instance uuids to re-read, re-apply
         # Disks whose live iotune may not be what it should (a failed or
         # unfinished _enforce): periodic retries them.
-        self._unsettled = set()
+        self._unsettled: set[base.Key] = set()
         # When periodic has something to do for a lease at the earliest.
         self._next_expiry = float('inf')
-        self._in_force = None  # cache of caps_in_force(), None: stale
+        self._in_force: dict[base.Key, InForce] | None = None  # None: stale
 
     # -- RPC API 1.0 --------------------------------------------------------
-    def apply_caps(self, ctxt, caps):
+    def apply_caps(self, ctxt: rpcapi.Context, caps: object) -> None:
         """Apply (or renew) caps; malformed ones are logged and refused."""
         if not isinstance(caps, list):
             LOG.error('apply_caps refused: caps must be a list, not %s',
@@ -110,7 +118,7 @@ class AgentManager:
             if changed:
                 self._save()
 
-    def release_caps(self, ctxt, disks):
+    def release_caps(self, ctxt: rpcapi.Context, disks: object) -> None:
         """Drop the caps of ``disks``; their static limits come back."""
         if not isinstance(disks, list):
             LOG.error('release_caps refused: disks must be a list')
@@ -129,7 +137,7 @@ class AgentManager:
                 self._enforce(key)
             self._save()
 
-    def get_state(self, ctxt):
+    def get_state(self, ctxt: rpcapi.Context) -> rpcapi.Payload:
         """Every known disk: static, cap, lease and what is applied."""
         with self._lock:
             keys = set(self._disks) | set(self._caps)
@@ -151,11 +159,11 @@ class AgentManager:
                     'disks': disks}
 
     # -- used by the service and the sampler --------------------------------
-    def cap_in_force(self, key):
+    def cap_in_force(self, key: base.Key) -> InForce | None:
         """``(effective limits, lease_expires_at, decision_id)`` or None."""
         return self.caps_in_force().get(key)
 
-    def caps_in_force(self):
+    def caps_in_force(self) -> dict[base.Key, InForce]:
         """``{key: cap_in_force(key)}`` of the disks with a cap in force.
 
         Kept between calls until a cap or what is applied changes, so the
@@ -171,21 +179,22 @@ class AgentManager:
                     if key in self._applied}
             return self._in_force
 
-    def caps_count(self):
+    def caps_count(self) -> int:
         return len(self._caps)
 
-    def mark_dirty(self, instance_uuid, reason='event'):
+    def mark_dirty(self, instance_uuid: str, reason: str = 'event') -> None:
         """Re-read and re-apply this instance at the next periodic."""
         LOG.debug('Instance %s marked for re-apply (%s)', instance_uuid,
                   reason)
         with self._lock:
             self._dirty.add(instance_uuid)
 
-    def lifecycle_event(self, instance_uuid, event):
+    def lifecycle_event(self, instance_uuid: str, event: str) -> None:
         """Driver callback: a domain changed; check it next interval."""
         self.mark_dirty(instance_uuid, event)
 
-    def periodic(self, disks=None):
+    def periodic(self, disks: dict[base.Key, base.Disk] | None = None
+                 ) -> None:
         """Once per interval: leases, re-applies, new and gone disks.
 
         Nothing per disk in an interval where no lease lapses, no instance
@@ -231,7 +240,7 @@ class AgentManager:
             if expired:
                 self._save()
 
-    def recover(self):
+    def recover(self) -> None:
         """At start: read live iotune back, keep only provable leases."""
         recorded = self._store.load()
         now = self._clock()
@@ -268,7 +277,7 @@ class AgentManager:
             self._save()
 
     # -- internals ----------------------------------------------------------
-    def _enforce(self, key):
+    def _enforce(self, key: base.Key) -> bool:
         """Make the disk's live iotune what it should be; one call at most.
 
         The disk stays unsettled (periodic tries again) unless this ends
@@ -308,17 +317,17 @@ class AgentManager:
                  else 'static limits')
         return True
 
-    def _save(self):
+    def _save(self) -> None:
         self._store.save(self._caps)
 
 
 class StateFile:
     """The caps this agent applied, in one JSON file (this host only)."""
 
-    def __init__(self, path):
+    def __init__(self, path: str | None) -> None:
         self.path = path
 
-    def save(self, held):
+    def save(self, held: dict[base.Key, caps_mod.Cap]) -> None:
         if not self.path:
             return
         data = {'%s/%s' % key: cap.to_wire() for key, cap in held.items()}
@@ -333,7 +342,7 @@ class StateFile:
             LOG.warning('Cannot write %s: %s; after a restart the caps '
                         'will not be provable', self.path, e)
 
-    def load(self):
+    def load(self) -> dict[base.Key, caps_mod.Cap]:
         if not self.path:
             return {}
         try:
@@ -355,5 +364,5 @@ class StateFile:
             return {}
 
 
-def _nonzero(limits):
+def _nonzero(limits: collections.abc.Mapping[str, int]) -> dict[str, int]:
     return {k: v for k, v in limits.items() if v}

@@ -20,13 +20,19 @@ marks the instance for a re-check of its cap, since the domain was
 likely rebuilt.
 """
 
+import collections.abc
 import time
 
 import numpy as np
+import numpy.typing as npt
+from oslo_config import cfg
 from oslo_log import log as logging
 
+from iotguard.agent import manager as manager_mod
+from iotguard.agent.virt import base
 from iotguard import batch as batch_mod
 from iotguard import rates
+from iotguard import rpcapi
 from iotguard import version
 
 LOG = logging.getLogger(__name__)
@@ -36,8 +42,12 @@ _RESET = rates.GAP_CODES.index(rates.GAP_RESET)
 
 class Sampler:
 
-    def __init__(self, conf, driver, manager, controller_api,
-                 clock=time.monotonic, wall_clock=time.time):
+    def __init__(self, conf: cfg.ConfigOpts, driver: base.Driver,
+                 manager: manager_mod.AgentManager,
+                 controller_api: rpcapi.ControllerAPI,
+                 clock: collections.abc.Callable[[], float] = time.monotonic,
+                 wall_clock: collections.abc.Callable[[], float] = time.time
+                 ) -> None:
         self.host = conf.host
         self.interval_s = conf.agent.sample_interval
         self.driver = driver
@@ -49,12 +59,15 @@ class Sampler:
             max_gap_s=rates.STALE_INTERVALS * self.interval_s)
         # (read keys, batch.Disks, listing, positions of the listed disks
         #  in the read or None: all)
-        self._layout = None
+        self._layout: tuple[list[base.Key], batch_mod.Disks,
+                            dict[base.Key, base.Disk],
+                            npt.NDArray[np.intp] | None] = (
+            [], batch_mod.Disks.of([]), {}, None)
         self._driver_name = type(driver).__name__
         self._started_at = wall_clock()
-        self._outage_since = None   # first failed report of an outage
+        self._outage_since: float | None = None  # first failed report
 
-    def collect(self, disks):
+    def collect(self, disks: dict[base.Key, base.Disk]) -> batch_mod.Batch:
         """Read the counters once and build the batch, in columns.
 
         A :class:`iotguard.batch.Batch`, the record the controllers
@@ -74,31 +87,28 @@ class Sampler:
             self.manager.mark_dirty(listed.keys[i][0], 'counter reset')
         return batch_mod.Batch.of_pass(timestamp, self._layout[1], measured)
 
-    def _listed(self, readings, disks):
+    def _listed(self, readings: rates.Readings,
+                disks: dict[base.Key, base.Disk]) -> rates.Readings:
         """The readings of the listed disks; the batch's disk columns.
 
         A disk read but not listed (it appeared between the listing and
         the read) waits for the next pass. Redone only when the read's
         disks or the listing changed.
         """
-        if (self._layout is not None and readings.keys == self._layout[0]
-                and disks == self._layout[2]):
+        if readings.keys == self._layout[0] and disks == self._layout[2]:
             index = self._layout[3]
         else:
             index = np.array([i for i, key in enumerate(readings.keys)
                               if key in disks], dtype=np.intp)
             keys = [readings.keys[i] for i in index.tolist()]
-            rows = [(key[0], key[1], disks[key].volume_id,
-                     disks[key].project_id, disks[key].static)
-                    for key in keys]
-            self._layout = (list(readings.keys), batch_mod.Disks.of(rows),
-                            dict(disks),
-                            None if len(index) == len(readings.keys)
-                            else index)
+            self._layout = (list(readings.keys), batch_mod.Disks.of([
+                (key[0], key[1], disks[key].volume_id, disks[key].project_id,
+                 disks[key].static) for key in keys]), dict(disks),
+                None if len(index) == len(readings.keys) else index)
             index = self._layout[3]
         return readings if index is None else readings.take(index)
 
-    def heartbeat_info(self, batch):
+    def heartbeat_info(self, batch: batch_mod.Batch) -> rpcapi.Payload:
         return {'driver': self._driver_name,
                 'version': version.version_info.version_string(),
                 'started_at': self._started_at,
@@ -107,7 +117,8 @@ class Sampler:
                 'disks': len(batch),
                 'caps': self.manager.caps_count()}
 
-    def run_once(self, disks=None):
+    def run_once(self, disks: dict[base.Key, base.Disk] | None = None
+                 ) -> batch_mod.Batch:
         """Sample and report; returns the batch (for tests and the bench)."""
         if disks is None:
             disks = self.driver.list_disks()
@@ -115,7 +126,7 @@ class Sampler:
         self.report(batch)
         return batch
 
-    def report(self, batch):
+    def report(self, batch: batch_mod.Batch) -> bool:
         """Cast the batch and the heartbeat; True when both went out.
 
         A bus without a controller (no fanout exchange yet) or a broker
@@ -123,7 +134,7 @@ class Sampler:
         warning when it starts, one message when reports go out again.
         The caps in force keep their leases meanwhile.
         """
-        ctxt = {}
+        ctxt: rpcapi.Context = {}
         try:
             self.controller_api.report_samples(ctxt, self.host, batch)
             self.controller_api.agent_heartbeat(ctxt, self.host,

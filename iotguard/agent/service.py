@@ -21,13 +21,18 @@ delays the lease expiry. A failure in one interval is logged; the next
 runs.
 """
 
+import collections.abc
 import threading
 
+from oslo_config import cfg
 from oslo_log import log as logging
+import oslo_messaging
 
 from iotguard.agent import manager as manager_mod
 from iotguard.agent import sampler as sampler_mod
 from iotguard.agent import virt
+from iotguard.agent.virt import base
+from iotguard import batch as batch_mod
 from iotguard import rpc
 from iotguard import rpcapi
 from iotguard import service
@@ -37,8 +42,10 @@ LOG = logging.getLogger(__name__)
 
 class AgentService:
 
-    def __init__(self, conf, driver=None, transport=None, clock=None,
-                 timer=True):
+    def __init__(self, conf: cfg.ConfigOpts, driver: base.Driver | None = None,
+                 transport: oslo_messaging.Transport | None = None,
+                 clock: collections.abc.Callable[[], float] | None = None,
+                 timer: bool = True) -> None:
         # ``clock`` (UNIX time) and ``timer=False``: the all-in-one runs the
         # intervals on simulated time by calling tick() itself.
         self.conf = conf
@@ -51,15 +58,15 @@ class AgentService:
         self.manager = (manager_mod.AgentManager(conf, self.driver)
                         if clock is None else manager_mod.AgentManager(
                             conf, self.driver, clock=clock))
-        self.sampler = None
-        self.server = None
+        self.sampler: sampler_mod.Sampler  # by start()
+        self.server: oslo_messaging.MessageHandlingServer | None = None
         self._stop = threading.Event()
-        self._thread = None
-        self._reporter = None
-        self._outbox = None   # the newest batch not yet sent
+        self._thread: threading.Thread | None = None
+        self._reporter: threading.Thread | None = None
+        self._outbox: batch_mod.Batch | None = None  # newest, not yet sent
         self._outbox_ready = threading.Condition()
 
-    def start(self):
+    def start(self) -> None:
         if self.transport is None:
             self.transport = rpc.get_transport(self.conf)
         clocks = ({} if self._clock is None
@@ -84,7 +91,7 @@ class AgentService:
         LOG.info('iotguard-agent on %s started (driver %s, every %.1f s)',
                  self.host, type(self.driver).__name__, self.interval_s)
 
-    def tick(self):
+    def tick(self) -> None:
         """One interval: caps first, then statistics.
 
         With the timer, the batch goes to the report thread: a cast that
@@ -105,12 +112,12 @@ class AgentService:
             self._outbox = batch   # the newest wins; older ones are stale
             self._outbox_ready.notify()
 
-    def _report(self):
+    def _report(self) -> None:
         while True:
             with self._outbox_ready:
                 while self._outbox is None and not self._stop.is_set():
                     self._outbox_ready.wait()
-                if self._stop.is_set():
+                if self._stop.is_set() or self._outbox is None:
                     return
                 batch, self._outbox = self._outbox, None
             try:
@@ -119,10 +126,10 @@ class AgentService:
                 LOG.exception('Report failed; the next interval sends its '
                               'own')
 
-    def _run(self):
+    def _run(self) -> None:
         service.run_every(self.interval_s, self._stop, self.tick)
 
-    def stop(self):
+    def stop(self) -> None:
         self._stop.set()
         with self._outbox_ready:
             self._outbox_ready.notify()
@@ -137,5 +144,5 @@ class AgentService:
             self._reporter.join(timeout=5)
         self.driver.stop()
 
-    def wait(self):
+    def wait(self) -> None:
         self._stop.wait()

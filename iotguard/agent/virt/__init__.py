@@ -16,14 +16,19 @@
 
 from importlib import metadata
 
+from oslo_config import cfg
+
+from iotguard.agent.virt import base
+
 GROUP = 'iotguard.agent.virt_drivers'
 
 
-def load(name, conf, **kwargs):
+def load(name: str, conf: cfg.ConfigOpts) -> base.Driver:
     """Build the driver called ``name`` (no I/O until its ``start()``)."""
     for ep in metadata.entry_points(group=GROUP):
         if ep.name == name:
-            return ep.load()(conf, **kwargs)
+            driver: base.Driver = ep.load()(conf)
+            return driver
     raise ValueError('unknown virt driver %r; known: %s' % (
         name, ', '.join(sorted(
             ep.name for ep in metadata.entry_points(group=GROUP)))))

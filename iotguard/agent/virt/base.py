@@ -21,8 +21,10 @@ Constructors do no I/O; :meth:`Driver.start` connects.
 """
 
 import abc
+import collections.abc
 import dataclasses
 
+from iotguard import caps
 from iotguard import rates
 
 #: Lifecycle event names passed to the callback.
@@ -31,6 +33,10 @@ EVENT_STOPPED = 'stopped'
 EVENT_DEFINED = 'defined'
 EVENT_DEVICE = 'device'
 EVENT_OTHER = 'other'
+
+Key = tuple[str, str]
+#: ``lifecycle_callback(instance_uuid, event)`` of :meth:`Driver.start`.
+Callback = collections.abc.Callable[[str, str], None]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,37 +52,37 @@ class Disk:
     dev: str
     volume_id: str | None = None
     project_id: str | None = None
-    static: dict = dataclasses.field(default_factory=dict)
+    static: dict[str, int] = dataclasses.field(default_factory=dict)
 
     @property
-    def key(self):
+    def key(self) -> Key:
         return (self.instance_uuid, self.dev)
 
 
 class Driver(abc.ABC):
     """What the agent needs from a hypervisor, and nothing more."""
 
-    def start(self, lifecycle_callback=None):
+    def start(self, lifecycle_callback: Callback | None = None) -> None:
         """Connect; later call ``lifecycle_callback(instance_uuid, event)``.
 
         The callback runs in the driver's event thread: keep it short.
         """
 
-    def stop(self):
+    def stop(self) -> None:
         """Disconnect and stop any thread the driver started."""
 
     @abc.abstractmethod
-    def list_disks(self):
+    def list_disks(self) -> dict[Key, Disk]:
         """Every disk of every running instance: ``{key: Disk}``."""
 
     @abc.abstractmethod
-    def get_all_block_stats(self):
+    def get_all_block_stats(self) -> dict[Key, dict[str, int]]:
         """Cumulative counters of every disk, in as few calls as possible.
 
         Returns ``{(instance_uuid, dev): {counter: int}}``.
         """
 
-    def get_block_stats(self):
+    def get_block_stats(self) -> rates.Readings:
         """:meth:`get_all_block_stats` as columns: a ``rates.Readings``.
 
         What the sampler reads every interval. A driver that can fill the
@@ -88,11 +94,12 @@ class Driver(abc.ABC):
         return rates.Readings.from_dict(self.get_all_block_stats())
 
     @abc.abstractmethod
-    def get_iotune(self, instance_uuid, dev):
+    def get_iotune(self, instance_uuid: str, dev: str) -> dict[str, int]:
         """The live iotune of one disk (twelve keys)."""
 
     @abc.abstractmethod
-    def set_iotune(self, instance_uuid, dev, limits, static=None):
+    def set_iotune(self, instance_uuid: str, dev: str, limits: caps.Limits,
+                   static: caps.Limits | None = None) -> None:
         """Apply a complete, consistent iotune set live (twelve keys).
 
         ``static``: the disk's static ceiling; with it, a driver may keep
@@ -101,5 +108,5 @@ class Driver(abc.ABC):
         static ceiling.
         """
 
-    def forget(self, instance_uuid):
+    def forget(self, instance_uuid: str) -> None:
         """Drop what is cached about an instance (after an event)."""

@@ -19,59 +19,97 @@ before every statistics read; a world passed in (all-in-one, tests,
 benchmark) is advanced by its owner.
 """
 
+import collections.abc
 import time
+from typing import Any
+from typing import Literal
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+from oslo_config import cfg
 
 from iotguard.agent.virt import base
 from iotguard import caps
 from iotguard import rates
+from iotguard.sim import scenario
+from iotguard.sim import world as world_mod
+
+
+class World(Protocol):
+    """What the driver uses of a world (the all-in-one's is locked)."""
+
+    @property
+    def now(self) -> float:
+        ...
+
+    def disk_ids(self) -> list[str]:
+        ...
+
+    def disk_info(self, disk_id: str) -> dict[str, object]:
+        ...
+
+    def static_iotune(self, disk_id: str) -> dict[str, int]:
+        ...
+
+    def counter_array(self, disk_ids: list[str]) -> npt.NDArray[np.uint64]:
+        ...
+
+    def get_iotune(self, disk_id: str) -> dict[str, int]:
+        ...
+
+    def set_iotune(self, disk_id: str, params: dict[str, int]) -> None:
+        ...
 
 
 class SimulatedDriver(base.Driver):
 
-    def __init__(self, conf, world=None, clock=time.monotonic):
+    def __init__(self, conf: cfg.ConfigOpts, world: World | None = None,
+                 clock: collections.abc.Callable[[], float] = time.monotonic
+                 ) -> None:
         self.host = conf.host
         self._conf = conf
         self._world = world
-        self._owns_world = world is None
+        self._owned: world_mod.World | None = None  # built by start()
         self._clock = clock
-        self._t0 = None
-        self._disks = {}  # disk id -> base.Disk, or False: another host's
+        self._t0 = 0.0
+        # by disk id; False: another host's
+        self._disks: dict[str, base.Disk | Literal[False]] = {}
         # What the world's disk ids give, kept until they change:
-        self._ids = None
-        self._mine = []      # this host's disk ids
-        self._listing = {}   # key -> base.Disk, in the order of _mine
-        self._keys = []      # their keys (the same tuples every pass)
+        self._ids: list[str] | None = None
+        self._mine: list[str] = []  # this host's disk ids
+        self._listing: dict[base.Key, base.Disk] = {}  # in the order of _mine
+        self._keys: list[base.Key] = []  # the same tuples every pass
 
     @property
-    def world(self):
+    def world(self) -> World:
+        assert self._world is not None, 'start() builds the world'
         return self._world
 
-    def start(self, lifecycle_callback=None):
+    def start(self, lifecycle_callback: base.Callback | None = None) -> None:
         if self._world is None:
-            from iotguard.sim import scenario
-            from iotguard.sim import world
             name = self._conf.agent.simulated_scenario
             if not name:
                 raise ValueError('[agent] simulated_scenario is required '
                                  'by the simulated driver')
-            self._world = world.World(scenario.load(name),
-                                      seed=self._conf.agent.simulated_seed)
+            self._world = self._owned = world_mod.World(
+                scenario.load(name), seed=self._conf.agent.simulated_seed)
         self._t0 = self._clock() - self._world.now
 
-    def _catch_up(self):
-        if self._owns_world and self._t0 is not None:
-            dt = (self._clock() - self._t0) - self._world.now
+    def _catch_up(self) -> None:
+        if self._owned is not None:
+            dt = (self._clock() - self._t0) - self._owned.now
             if dt > 0:
-                self._world.step(dt)
+                self._owned.step(dt)
 
-    def _my_disks(self):
-        ids = self._world.disk_ids()
+    def _my_disks(self) -> list[str]:
+        ids = self.world.disk_ids()
         if ids != self._ids:
-            disks = {}
+            disks: dict[str, base.Disk | Literal[False]] = {}
             for disk_id in ids:
                 disk = self._disks.get(disk_id)
                 if disk is None:
-                    info = self._world.disk_info(disk_id)
+                    info: dict[str, Any] = self.world.disk_info(disk_id)
                     if info.get('host', 'host1') != self.host:
                         disk = False
                     else:
@@ -81,7 +119,7 @@ class SimulatedDriver(base.Driver):
                             volume_id=info.get('volume_id'),
                             project_id=info.get('project_id'),
                             static=caps.full(
-                                self._world.static_iotune(disk_id)))
+                                self.world.static_iotune(disk_id)))
                 disks[disk_id] = disk
             self._disks = disks
             self._ids = ids
@@ -91,26 +129,26 @@ class SimulatedDriver(base.Driver):
             self._keys = list(self._listing)
         return self._mine
 
-    def list_disks(self):
+    def list_disks(self) -> dict[base.Key, base.Disk]:
         self._my_disks()
         return dict(self._listing)
 
-    def get_all_block_stats(self):
+    def get_all_block_stats(self) -> dict[base.Key, dict[str, int]]:
         return self.get_block_stats().as_dict()
 
-    def get_block_stats(self):
+    def get_block_stats(self) -> rates.Readings:
         self._catch_up()
         ids = self._my_disks()
-        return rates.Readings(self._keys, self._world.counter_array(ids))
+        return rates.Readings(self._keys, self.world.counter_array(ids))
 
     @staticmethod
-    def _id(instance_uuid, dev):
+    def _id(instance_uuid: str, dev: str) -> str:
         return '%s/%s' % (instance_uuid, dev)
 
-    def get_iotune(self, instance_uuid, dev):
-        return caps.full(self._world.get_iotune(self._id(instance_uuid, dev)))
+    def get_iotune(self, instance_uuid: str, dev: str) -> dict[str, int]:
+        return caps.full(self.world.get_iotune(self._id(instance_uuid, dev)))
 
-    def set_iotune(self, instance_uuid, dev, limits, static=None):
+    def set_iotune(self, instance_uuid: str, dev: str, limits: caps.Limits,
+                   static: caps.Limits | None = None) -> None:
         self._catch_up()
-        self._world.set_iotune(self._id(instance_uuid, dev),
-                               caps.full(limits))
+        self.world.set_iotune(self._id(instance_uuid, dev), caps.full(limits))

@@ -68,7 +68,7 @@ class SimulatedDriverTest(test_base.TestCase):
         clock = Clock()
         d = simulated.SimulatedDriver(self.conf, clock=clock)
         # As if built from [agent] simulated_scenario.
-        d._world, d._owns_world = self.world, True
+        d._world = d._owned = self.world
         d.start()
         clock.now += 5.0
         stats = d.get_all_block_stats()
