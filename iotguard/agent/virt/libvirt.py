@@ -46,13 +46,17 @@
   run in a daemon thread.
 """
 
+import collections.abc
 import dataclasses
 import functools
 import operator
 import threading
+from typing import Any
+from typing import TypeVar
 from xml.etree import ElementTree
 
 import numpy as np
+from oslo_config import cfg
 from oslo_log import log as logging
 
 from iotguard.agent.virt import base
@@ -73,11 +77,22 @@ _METADATA_KEY = 'iotguard'
 #: The bulk statistics' name of each of rates.COUNTER_KEYS, in order.
 _BULK_FIELDS = tuple(key.replace('_', '.') for key in rates.COUNTER_KEYS)
 
+#: iotguard's record of a domain's caps: ``{dev: (static, applied)}``.
+Record = dict[str, tuple[dict[str, int], dict[str, int]]]
+#: A bulk statistics record, and what :func:`_block_fields` reads of one.
+Stats = dict[str, Any]
+Fields = tuple[str, collections.abc.Callable[[Stats], tuple[int, ...]],
+               tuple[str, ...]]
+#: :meth:`LibvirtDriver._domain`'s: domain id, {dev: Disk}, keys, fields.
+Entry = tuple[int, dict[str, base.Disk], tuple[base.Key, ...],
+              tuple[Fields, ...]]
+T = TypeVar('T')
+
 _event_loop_lock = threading.Lock()
 _event_loop_started = False
 
 
-def _start_event_loop():
+def _start_event_loop() -> None:
     """libvirt's default event loop, once per process, in a thread."""
     global _event_loop_started
     with _event_loop_lock:
@@ -85,7 +100,7 @@ def _start_event_loop():
             return
         libvirt.virEventRegisterDefaultImpl()
 
-        def run():
+        def run() -> None:
             while True:
                 try:
                     libvirt.virEventRunDefaultImpl()
@@ -97,7 +112,7 @@ def _start_event_loop():
         _event_loop_started = True
 
 
-def _lifecycle_name(event):
+def _lifecycle_name(event: int) -> str:
     return {
         libvirt.VIR_DOMAIN_EVENT_STARTED: base.EVENT_STARTED,
         libvirt.VIR_DOMAIN_EVENT_RESUMED: base.EVENT_STARTED,
@@ -106,7 +121,7 @@ def _lifecycle_name(event):
     }.get(event, base.EVENT_OTHER)
 
 
-def parse_domain_xml(uuid, xml):
+def parse_domain_xml(uuid: str, xml: str) -> dict[str, base.Disk]:
     """``{dev: Disk}`` from one domain XML (statics from its ``<iotune>``)."""
     root = ElementTree.fromstring(xml)
     project_id = None
@@ -120,7 +135,8 @@ def parse_domain_xml(uuid, xml):
         if disk.get('device', 'disk') not in ('disk', 'lun'):
             continue
         target = disk.find('target')
-        if target is None or not target.get('dev'):
+        dev = None if target is None else target.get('dev')
+        if not dev:
             continue
         static = {}
         iotune = disk.find('iotune')
@@ -129,7 +145,6 @@ def parse_domain_xml(uuid, xml):
                 value = iotune.findtext(key)
                 if value:
                     static[key] = int(value)
-        dev = target.get('dev')
         disks[dev] = base.Disk(instance_uuid=uuid, dev=dev,
                                volume_id=disk.findtext('serial') or None,
                                project_id=project_id,
@@ -137,26 +152,27 @@ def parse_domain_xml(uuid, xml):
     return disks
 
 
-def _limits_of(elem):
+def _limits_of(elem: ElementTree.Element) -> dict[str, int]:
     return caps.full({k: int(v) for k, v in elem.attrib.items()
                       if k in caps.IOTUNE_KEYS})
 
 
-def parse_cap_record(xml):
+def parse_cap_record(xml: str) -> Record:
     """``{dev: (static, applied)}`` from iotguard's record in a domain XML."""
     root = ElementTree.fromstring(xml)
     record = root.find('./metadata/{%s}caps' % METADATA_NS)
-    out = {}
+    out: Record = {}
     # libvirt puts the whole element in the namespace, children included.
     for disk in record if record is not None else ():
+        dev = disk.get('dev')
         static = disk.find('{%s}static' % METADATA_NS)
         applied = disk.find('{%s}applied' % METADATA_NS)
-        if disk.get('dev') and static is not None and applied is not None:
-            out[disk.get('dev')] = (_limits_of(static), _limits_of(applied))
+        if dev and static is not None and applied is not None:
+            out[dev] = (_limits_of(static), _limits_of(applied))
     return out
 
 
-def cap_record_xml(record):
+def cap_record_xml(record: Record) -> str | None:
     """The metadata element for ``{dev: (static, applied)}``, or None."""
     if not record:
         return None
@@ -169,7 +185,8 @@ def cap_record_xml(record):
     return ElementTree.tostring(root, encoding='unicode')
 
 
-def recognise_own_caps(disks, record):
+def recognise_own_caps(disks: dict[str, base.Disk],
+                       record: Record) -> dict[str, base.Disk]:
     """Give back the recorded static ceiling where ``<iotune>`` is our cap.
 
     ``disks``: ``{dev: Disk}`` from the persistent definition; ``record``:
@@ -187,7 +204,7 @@ def recognise_own_caps(disks, record):
 
 
 @functools.lru_cache(maxsize=None)
-def _block_fields(i):
+def _block_fields(i: int) -> Fields:
     """The field names of block ``i``: name, counters' getter, counters.
 
     Made once per index, since every pass reads them for every disk; the
@@ -198,13 +215,13 @@ def _block_fields(i):
     return prefix + 'name', operator.itemgetter(*keys), keys
 
 
-def parse_bulk_block_stats(stats):
+def parse_bulk_block_stats(stats: Stats) -> dict[str, tuple[int, ...]]:
     """``{dev: counters}`` from one getAllDomainStats record.
 
     ``counters``: a tuple in the order of ``rates.COUNTER_KEYS``, 0 for a
     counter the record lacks (rates count a missing counter as 0).
     """
-    out = {}
+    out: dict[str, tuple[int, ...]] = {}
     for i in range(stats.get('block.count', 0)):
         name_key, counters, keys = _block_fields(i)
         name = stats.get(name_key)
@@ -217,7 +234,7 @@ def parse_bulk_block_stats(stats):
     return out
 
 
-def _block_stats(dom, dev):
+def _block_stats(dom: Any, dev: str) -> tuple[int, ...]:
     """A disk's counters from ``blockStats``: no times, no flushes.
 
     For a domain the bulk read gave nothing for (the test driver).
@@ -228,7 +245,7 @@ def _block_stats(dom, dev):
     return (rd_req, rd_bytes, 0, wr_req, wr_bytes, 0, 0)
 
 
-def _is_disconnect(error):
+def _is_disconnect(error: Any) -> bool:
     code = error.get_error_code()
     if code in (libvirt.VIR_ERR_INVALID_CONN, libvirt.VIR_ERR_NO_CONNECT):
         return True
@@ -240,18 +257,17 @@ def _is_disconnect(error):
 
 class LibvirtDriver(base.Driver):
 
-    def __init__(self, conf, uri=None):
+    def __init__(self, conf: cfg.ConfigOpts, uri: str | None = None) -> None:
         self.uri = uri or conf.agent.libvirt_uri
-        self._conn = None
+        self._conn: Any = None
         self._lock = threading.RLock()
-        self._callback = None
+        self._callback: base.Callback | None = None
         self._needs_bursts = False
-        # uuid -> (domain id, {dev: Disk}, their keys, their expected
-        # bulk statistics fields); refreshed when the id changes.
-        self._domains = {}
+        # by uuid; refreshed when the domain id changes.
+        self._domains: dict[str, Entry] = {}
 
     # -- connection ------------------------------------------------------
-    def start(self, lifecycle_callback=None):
+    def start(self, lifecycle_callback: base.Callback | None = None) -> None:
         if libvirt is None:
             raise RuntimeError('libvirt-python is not installed; the '
                                'libvirt driver needs it')
@@ -261,7 +277,7 @@ class LibvirtDriver(base.Driver):
             _start_event_loop()
         self._connect()
 
-    def stop(self):
+    def stop(self) -> None:
         with self._lock:
             conn, self._conn = self._conn, None
         if conn is not None:
@@ -270,7 +286,7 @@ class LibvirtDriver(base.Driver):
             except libvirt.libvirtError:
                 pass
 
-    def _connect(self):
+    def _connect(self) -> None:
         with self._lock:
             conn = libvirt.open(self.uri)
             if self._callback is not None:
@@ -286,8 +302,8 @@ class LibvirtDriver(base.Driver):
             self._domains.clear()
             LOG.info('Connected to libvirt at %s', self.uri)
 
-    def _call(self, fn, *args):
-        """Run ``fn(conn, *args)``; reopen a lost connection once.
+    def _call(self, fn: collections.abc.Callable[[Any], T]) -> T:
+        """Run ``fn(conn)``; reopen a lost connection once.
 
         Thread-safe: of several threads that hit the same dead connection
         (RPC and the interval timer), only the first reopens it.
@@ -297,7 +313,7 @@ class LibvirtDriver(base.Driver):
                 self._connect()
             conn = self._conn
         try:
-            return fn(conn, *args)
+            return fn(conn)
         except libvirt.libvirtError as e:
             if not _is_disconnect(e):
                 raise
@@ -307,29 +323,32 @@ class LibvirtDriver(base.Driver):
             if self._conn is conn:
                 self._connect()
             conn = self._conn
-        return fn(conn, *args)
+        return fn(conn)
 
     # -- events -----------------------------------------------------------
-    def _notify(self, dom, event):
+    def _notify(self, dom: Any, event: str) -> None:
         uuid = dom.UUIDString()
         self.forget(uuid)
         try:
+            assert self._callback is not None   # the events need one
             self._callback(uuid, event)
         except Exception:
             LOG.exception('Lifecycle callback failed for %s', uuid)
 
-    def _on_lifecycle(self, conn, dom, event, detail, opaque):
+    def _on_lifecycle(self, conn: Any, dom: Any, event: int, detail: int,
+                      opaque: object) -> None:
         self._notify(dom, _lifecycle_name(event))
 
-    def _on_device(self, conn, dom, dev_alias, opaque):
+    def _on_device(self, conn: Any, dom: Any, dev_alias: str,
+                   opaque: object) -> None:
         self._notify(dom, base.EVENT_DEVICE)
 
-    def forget(self, instance_uuid):
+    def forget(self, instance_uuid: str) -> None:
         with self._lock:
             self._domains.pop(instance_uuid, None)
 
     # -- disks --------------------------------------------------------------
-    def _domain(self, dom):
+    def _domain(self, dom: Any) -> Entry:
         """``(domain id, {dev: Disk}, their keys)``, read once per id."""
         uuid = dom.UUIDString()
         dom_id = dom.ID()
@@ -361,11 +380,13 @@ class LibvirtDriver(base.Driver):
             self._domains[uuid] = entry
         return entry
 
-    def _active_domains(self, conn):
-        return conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE)
+    def _active_domains(self, conn: Any) -> list[Any]:
+        domains: list[Any] = conn.listAllDomains(
+            libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE)
+        return domains
 
-    def list_disks(self):
-        out = {}
+    def list_disks(self) -> dict[base.Key, base.Disk]:
+        out: dict[base.Key, base.Disk] = {}
         for dom in self._call(self._active_domains):
             try:
                 _id, disks, keys, _fields = self._domain(dom)
@@ -378,18 +399,19 @@ class LibvirtDriver(base.Driver):
 
     # -- statistics ---------------------------------------------------------
     @staticmethod
-    def _bulk(conn):
-        return conn.getAllDomainStats(
+    def _bulk(conn: Any) -> list[tuple[Any, Stats]]:
+        stats: list[tuple[Any, Stats]] = conn.getAllDomainStats(
             libvirt.VIR_DOMAIN_STATS_BLOCK,
             libvirt.VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE)
+        return stats
 
-    def get_all_block_stats(self):
+    def get_all_block_stats(self) -> dict[base.Key, dict[str, int]]:
         return self.get_block_stats().as_dict()
 
-    def get_block_stats(self):
+    def get_block_stats(self) -> rates.Readings:
         """One bulk read, parsed straight into one array: no dict per disk."""
-        keys = []
-        flat = []
+        keys: list[base.Key] = []
+        flat: list[int] = []
         for dom, stats in self._call(self._bulk):
             try:
                 _id, disks, dom_keys, fields = self._domain(dom)
@@ -397,7 +419,7 @@ class LibvirtDriver(base.Driver):
                     rows = [counters(stats) for (name, counters, _keys), dev
                             in zip(fields, disks) if stats[name] == dev]
                 except KeyError:
-                    rows = ()
+                    rows = []
                 if len(rows) != len(disks):
                     by_dev = parse_bulk_block_stats(stats)
                     rows = [by_dev.get(dev) or _block_stats(dom, dev)
@@ -413,22 +435,24 @@ class LibvirtDriver(base.Driver):
             len(keys), len(rates.COUNTER_KEYS)))
 
     # -- iotune -------------------------------------------------------------
-    def get_iotune(self, instance_uuid, dev):
-        def read(conn):
+    def get_iotune(self, instance_uuid: str, dev: str) -> dict[str, int]:
+        def read(conn: Any) -> dict[str, int]:
             dom = conn.lookupByUUIDString(instance_uuid)
-            return dom.blockIoTune(dev, libvirt.VIR_DOMAIN_AFFECT_LIVE)
-        tune = self._call(read)
-        return caps.full({k: tune.get(k, 0) for k in caps.IOTUNE_KEYS})
+            return caps.full(dom.blockIoTune(
+                dev, libvirt.VIR_DOMAIN_AFFECT_LIVE))
+        return self._call(read)
 
-    def set_iotune(self, instance_uuid, dev, limits, static=None):
-        def write(conn):
+    def set_iotune(self, instance_uuid: str, dev: str, limits: caps.Limits,
+                   static: caps.Limits | None = None) -> None:
+        def write(conn: Any) -> None:
             dom = conn.lookupByUUIDString(instance_uuid)
             sent = self._set_iotune(dom, dev, limits)
             if static is not None:
                 self._record(dom, dev, static, limits, sent)
         self._call(write)
 
-    def _record(self, dom, dev, static, limits, sent):
+    def _record(self, dom: Any, dev: str, static: caps.Limits,
+                limits: caps.Limits, sent: dict[str, int]) -> None:
         """Keep iotguard's record of a cap in the domain (see above).
 
         ``sent``: the iotune set exactly as libvirt got it (the test
@@ -452,7 +476,8 @@ class LibvirtDriver(base.Driver):
             LOG.warning('Could not record the cap of %s/%s in the domain '
                         'metadata: %s', dom.UUIDString(), dev, e)
 
-    def _restore_static(self, dom, dev, static):
+    def _restore_static(self, dom: Any, dev: str, static: dict[str, int]
+                        ) -> None:
         """Put the static ceiling back into the persistent definition."""
         try:
             self._set_iotune(dom, dev, static,
@@ -466,7 +491,8 @@ class LibvirtDriver(base.Driver):
                  'persistent definition (it held a cap of ours)',
                  dom.UUIDString(), dev)
 
-    def _set_iotune(self, dom, dev, limits, flags=None):
+    def _set_iotune(self, dom: Any, dev: str, limits: caps.Limits,
+                    flags: int | None = None) -> dict[str, int]:
         """setBlockIoTune, live unless ``flags`` says otherwise.
 
         Returns the parameters libvirt took.
