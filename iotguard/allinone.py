@@ -29,13 +29,18 @@ simulator's own :class:`iotguard.sim.loop.Recorder` so the simulator's
 measures, table and plot judge what really happened, counted alike.
 """
 
+from collections.abc import Callable
+import contextlib
 import dataclasses
 import os
 import socketserver
 import threading
 import time
+from typing import Any
 from wsgiref import simple_server
 
+import numpy as np
+import numpy.typing as npt
 from oslo_config import cfg
 from oslo_log import log as logging
 import oslo_messaging
@@ -79,37 +84,38 @@ class Options:
 class LockedWorld:
     """The shared world, one thread at a time (agents' RPC, the stepper)."""
 
-    def __init__(self, world):
+    def __init__(self, world: world_mod.World) -> None:
         self._world = world
         self.lock = threading.RLock()
 
     @property
-    def now(self):
+    def now(self) -> float:
         return self._world.now
 
-    def disk_ids(self):
+    def disk_ids(self) -> list[str]:
         return self._world.disk_ids()
 
-    def disk_info(self, disk_id):
+    def disk_info(self, disk_id: str) -> dict[str, object]:
         return self._world.disk_info(disk_id)
 
-    def static_iotune(self, disk_id):
+    def static_iotune(self, disk_id: str) -> dict[str, int]:
         return self._world.static_iotune(disk_id)
 
-    def counter_array(self, disk_ids):
+    def counter_array(self, disk_ids: list[str]) -> npt.NDArray[np.uint64]:
         with self.lock:
             return self._world.counter_array(disk_ids)
 
-    def get_iotune(self, disk_id):
+    def get_iotune(self, disk_id: str) -> dict[str, int]:
         with self.lock:
             return self._world.get_iotune(disk_id)
 
-    def set_iotune(self, disk_id, params):
+    def set_iotune(self, disk_id: str, params: dict[str, int]) -> None:
         with self.lock:
             self._world.set_iotune(disk_id, params)
 
 
-def make_conf(host, log_file=None, db_url=None):
+def make_conf(host: str, log_file: str | None = None,
+              db_url: str | None = None) -> cfg.ConfigOpts:
     """A fresh ConfigOpts on embedded defaults (no config file read)."""
     conf = cfg.ConfigOpts()
     logging.register_options(conf)
@@ -127,7 +133,8 @@ def make_conf(host, log_file=None, db_url=None):
     return conf
 
 
-def cut(scenario, duration_s):
+def cut(scenario: scenario_mod.Scenario,
+        duration_s: float | None) -> scenario_mod.Scenario:
     """The scenario ending at ``duration_s`` (whole intervals)."""
     if duration_s is None or duration_s >= scenario.duration_s:
         return scenario
@@ -136,7 +143,8 @@ def cut(scenario, duration_s):
                                duration_s=windows * scenario.interval_s)
 
 
-def seed(db, scenario, world, policy):
+def seed(db: db_api.Connection, scenario: scenario_mod.Scenario,
+         world: world_mod.World, policy: str) -> list[dict[str, Any]]:
     """What membership would find: the domain, the tiers and the disks.
 
     The domain's profile and the policy's parameters come from the
@@ -154,9 +162,9 @@ def seed(db, scenario, world, policy):
                         'max_iops': tier.max_iops,
                         'max_bytes_sec': tier.max_bytes_sec,
                         'weight': tier.weight, 'is_public': True})
-    disks = []
+    disks: list[dict[str, Any]] = []
     for disk_id in world.disk_ids():
-        info = world.disk_info(disk_id)
+        info: dict[str, Any] = world.disk_info(disk_id)
         db.disk_upsert(info['instance_uuid'], info['dev'], info['host'],
                        domain.name, info['project_id'],
                        volume_id=info['volume_id'])
@@ -167,7 +175,7 @@ def seed(db, scenario, world, policy):
     return disks
 
 
-def action(decision, index, start):
+def action(decision: dict[str, Any], index: int, start: float) -> loop.Action:
     """A recorded decision of the audit trail as a simulator Action."""
     old, new = decision['old_limits'] or {}, decision['new_limits'] or {}
     tightened = decision['action'] == 'cap' and any(
@@ -185,15 +193,14 @@ class _ThreadingWSGIServer(socketserver.ThreadingMixIn,
 
 
 class _QuietHandler(simple_server.WSGIRequestHandler):
-    def log_message(self, *args):
+    def log_message(self, *args: Any) -> None:
         LOG.debug('api: ' + args[0], *args[1:])
 
 
-def serve_api(conf, db, port):
+def serve_api(conf: cfg.ConfigOpts, db: db_api.Connection,
+              port: int) -> _ThreadingWSGIServer:
     """The API on 127.0.0.1 in a thread; ``port`` 0 or taken: a free one."""
-    application = api_app.deploy(conf, db=db,
-                                 set_nova_tier=lambda *args: None,
-                                 unset_nova_tier=lambda *args: None)
+    application = api_app.deploy(conf, db=db)
     try:
         server = simple_server.make_server(
             '127.0.0.1', port, application,
@@ -234,41 +241,42 @@ class Window:
 class AllInOne:
     """The services of one all-in-one run; ``run()`` drives them."""
 
-    def __init__(self, options, workdir):
+    def __init__(self, options: Options, workdir: str) -> None:
         self.options = options
         self.workdir = workdir
         self.scenario = cut(scenario_mod.load(options.scenario),
                             options.duration_s)
         self.world = world_mod.World(self.scenario, seed=options.seed)
         self.shared = LockedWorld(self.world)
-        self.start_epoch = None
+        self.start_epoch = 0.0
         db_path = options.db_path or os.path.join(workdir, 'iotguard.sqlite')
         self.db_url = 'sqlite:///' + os.path.abspath(db_path)
         self.log_file = os.path.abspath(
             options.log_file
             or os.path.join(workdir, 'iotguard-allinone.log'))
-        self.conf = None
-        self.db = None
-        self.transport = None
-        self.controller = None
-        self.agents = []
-        self.api = None
-        self.recorder = None
-        self.disks = []
+        self.conf: cfg.ConfigOpts
+        self.db: db_api.Connection
+        self.controller: controller_service.ControllerService
+        self.api: _ThreadingWSGIServer
+        self._stack = contextlib.ExitStack()
+        self.agents: list[agent_service.AgentService] = []
+        self.recorder = loop.Recorder(self.scenario, self.world,
+                                      options.policy, options.seed)
+        self.disks: list[dict[str, Any]] = []
         self._last_decision = 0
-        self._reasons = {}
+        self._reasons: dict[tuple[str, str], str] = {}
         #: windows whose samples did not all reach the controller in time
         self.late_windows = 0
 
     @property
-    def api_url(self):
+    def api_url(self) -> str:
         return 'http://127.0.0.1:%d' % self.api.server_address[1]
 
-    def clock(self):
+    def clock(self) -> float:
         """Simulated UNIX time."""
         return self.start_epoch + self.world.now
 
-    def start(self):
+    def start(self) -> None:
         sc = self.scenario
         self.start_epoch = time.time()
         self.conf = make_conf('allinone-controller', self.log_file,
@@ -286,15 +294,18 @@ class AllInOne:
         self.conf.set_override('default_policy', self.options.policy,
                                group='controller')
         self.db = db_api.Connection(self.conf)
+        self._stack.callback(self.db.dispose)
         migration.upgrade(self.db.get_engine())
         self.disks = seed(self.db, sc, self.world, self.options.policy)
-        self.transport = rpc.get_transport(self.conf, url=TRANSPORT_URL)
+        transport = rpc.get_transport(self.conf, url=TRANSPORT_URL)
+        self._stack.callback(transport.cleanup)
         notification_transport = oslo_messaging.get_notification_transport(
             self.conf, url=TRANSPORT_URL)
         self.controller = controller_service.ControllerService(
-            self.conf, transport=self.transport,
+            self.conf, transport=transport,
             notification_transport=notification_transport, db=self.db,
             clock=self.clock, timer=False)
+        self._stack.callback(self.controller.stop)
         self.controller.start()
         for host in sorted({d['host'] for d in self.disks}):
             conf = make_conf(host, db_url=self.db_url)
@@ -302,7 +313,7 @@ class AllInOne:
             driver = simulated.SimulatedDriver(conf, world=self.shared,
                                                clock=self.clock)
             agent = agent_service.AgentService(
-                conf, driver=driver, transport=self.transport,
+                conf, driver=driver, transport=transport,
                 clock=self.clock, timer=False)
             agent.start()
             # A first reading at the start, as agents already running when
@@ -310,18 +321,19 @@ class AllInOne:
             # simulator's loop.
             agent.tick()
             self.agents.append(agent)
+            self._stack.callback(agent.stop)
         self.api = serve_api(self.conf, self.db, self.options.port)
-        self.recorder = loop.Recorder(sc, self.world, self.options.policy,
-                                      self.options.seed)
+        self._stack.callback(self.api.server_close)
+        self._stack.callback(self.api.shutdown)
         LOG.info('all-in-one: %s on %s, %d agent(s), API on %s',
                  sc.name, self.db_url, len(self.agents), self.api_url)
 
-    def _wait(self, predicate):
+    def _wait(self, predicate: Callable[[], bool]) -> None:
         deadline = time.monotonic() + DELIVERY_TIMEOUT_S
         while not predicate() and time.monotonic() < deadline:
             time.sleep(0.005)
 
-    def _samples_in(self, stamp):
+    def _samples_in(self, stamp: float) -> bool:
         store = self.controller.store
         for disk in self.disks:
             sample = store.latest(disk['instance_uuid'], disk['dev'])
@@ -329,10 +341,10 @@ class AllInOne:
                 return False
         return True
 
-    def _caps_applied(self):
+    def _caps_applied(self) -> bool:
         wanted = {(d['instance_uuid'], d['dev']): str(d['cap']['decision_id'])
                   for d in self.db.disk_list() if d['cap']}
-        held = {}
+        held: dict[tuple[str, str], str] = {}
         for agent in self.agents:
             for key in agent.driver.list_disks():
                 in_force = agent.manager.cap_in_force(key)
@@ -340,7 +352,7 @@ class AllInOne:
                     held[key] = str(in_force[2])
         return wanted == held
 
-    def _new_decisions(self):
+    def _new_decisions(self) -> int:
         index = {(d['instance_uuid'], d['dev']): i
                  for i, d in enumerate(self.disks)}
         new = [d for d in self.db.decision_list(limit=1000)
@@ -355,7 +367,7 @@ class AllInOne:
                     action(decision, index[key], self.start_epoch))
         return len(new)
 
-    def window(self, k):
+    def window(self, k: int) -> None:
         """One control interval: step, agents, controller, caps applied."""
         dt = self.scenario.interval_s
         with self.shared.lock:
@@ -376,7 +388,7 @@ class AllInOne:
         self._wait(self._caps_applied)
         self._new_decisions()
 
-    def view(self, k):
+    def view(self, k: int) -> Window:
         run = self.recorder
         caps = {(d['instance_uuid'], d['dev']): d['cap']
                 for d in self.db.disk_list()}
@@ -398,7 +410,8 @@ class AllInOne:
                       decisions=self._last_decision,
                       caps=sum(1 for c in caps.values() if c))
 
-    def run(self, on_window=None):
+    def run(self,
+            on_window: Callable[[Window], object] | None = None) -> loop.Run:
         """Every window, paced at ``speed``; returns the recorded Run."""
         windows = len(self.recorder.queue)
         pace = self.scenario.interval_s / self.options.speed
@@ -423,15 +436,5 @@ class AllInOne:
                        'in %d windows; see %s' % (done, self.log_file))
         return self.recorder.run(done)
 
-    def stop(self):
-        if self.api is not None:
-            self.api.shutdown()
-            self.api.server_close()
-        for agent in self.agents:
-            agent.stop()
-        if self.controller is not None:
-            self.controller.stop()
-        if self.transport is not None:
-            self.transport.cleanup()
-        if self.db is not None:
-            self.db.dispose()
+    def stop(self) -> None:
+        self._stack.close()

@@ -12,8 +12,10 @@
 
 import datetime
 import io
+import json
 
 import fixtures
+import webob
 
 from iotguard.agent.virt import simulated
 from iotguard import allinone
@@ -43,6 +45,9 @@ class FakeDb:
 
     def disk_tier_set(self, instance_uuid, dev, tier, source, project_id):
         self.choices.append((instance_uuid, dev, tier, source))
+
+    def instance_tier_set(self, instance_uuid, tier, admit, project_id=None):
+        return {'project_id': 'p1', 'admission': []}
 
 
 class ArgumentsTest(base.TestCase):
@@ -158,6 +163,24 @@ class LateSamplesTest(base.TestCase):
 
     def test_one_window_on_time_is_a_run(self):
         self.assertEqual(3, self.run_with(2))
+
+
+class ApiTest(base.TestCase):
+
+    def test_tier_choice_says_nova_metadata_disabled(self):
+        db = FakeDb()
+        api = allinone.serve_api(allinone.make_conf('host1'), db, 0)
+        self.addCleanup(api.server_close)
+        self.addCleanup(api.shutdown)
+        req = webob.Request.blank(
+            '/v1/instances/%s/tier' % world_mod.instance_uuid('sc', 'vm1'),
+            method='PUT', body=json.dumps({'tier': 'gold'}).encode(),
+            content_type='application/json', headers={
+                'X-User-Id': 'admin', 'X-Project-Id': 'admin',
+                'X-Roles': 'admin'})
+        resp = req.get_response(api.get_app())
+        self.assertEqual(200, resp.status_int, resp.text)
+        self.assertEqual('disabled', resp.json['instance']['nova_metadata'])
 
 
 class CutTest(base.TestCase):
