@@ -38,10 +38,15 @@ again gives no change (idempotent). Every call goes through openstacksdk;
 TierSyncFailed`.
 """
 
+from collections.abc import Iterator
+from collections.abc import Mapping
+from collections.abc import Sequence
 import contextlib
 import dataclasses
+import functools
 import logging
 import typing
+from typing import Any
 
 from keystoneauth1 import exceptions as ksa_exceptions
 
@@ -57,6 +62,10 @@ BACK_END_KEYS = ('minIOPS', 'maxIOPS')
 #: Lists every volume type or flavor, public and private (admin).
 ALL = 'None'
 
+Tier = Mapping[str, Any]
+Specs = Mapping[str, str]
+Wanted = dict[str, str | None]
+
 
 @dataclasses.dataclass
 class Change:
@@ -70,31 +79,31 @@ class Change:
 class Plan:
     """What sync would do (``changes``), leave alone and skip."""
 
-    changes: list = dataclasses.field(default_factory=list)
+    changes: list[Change] = dataclasses.field(default_factory=list)
     #: Things left as they are that an operator should look at.
-    notices: list = dataclasses.field(default_factory=list)
+    notices: list[str] = dataclasses.field(default_factory=list)
     #: A side not synced at all, and why.
-    skipped: list = dataclasses.field(default_factory=list)
+    skipped: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
 class Report:
     """What sync changed (or, with ``dry_run``, would change)."""
 
-    changes: list
-    notices: list
-    skipped: list
+    changes: list[str]
+    notices: list[str]
+    skipped: list[str]
 
 
-def _limit(value):
+def _limit(value: float | None) -> str | None:
     return str(int(round(value))) if value and value > 0 else None
 
 
-def _show(specs):
+def _show(specs: Specs) -> str:
     return ', '.join('%s=%s' % kv for kv in sorted(specs.items()))
 
 
-def _number(value):
+def _number(value: str) -> int:
     """An iotune value of an extra spec; unreadable ones count as set."""
     try:
         return max(0, int(float(value)))
@@ -102,18 +111,18 @@ def _number(value):
         return 1
 
 
-def flavor_limits(specs):
+def flavor_limits(specs: Specs) -> dict[str, int]:
     """The iotune set of a flavor's ``quota:disk_*`` extra specs."""
     return {key: _number(specs[FLAVOR_PREFIX + key])
             for key in caps.IOTUNE_KEYS if FLAVOR_PREFIX + key in specs}
 
 
-def _kind_keys(kind):
+def _kind_keys(kind: str) -> list[str]:
     """Every iotune key of ``kind``, bursts included."""
     return [key for key in caps.IOTUNE_KEYS if kind in key]
 
 
-def wanted_flavor_specs(tier, current=None):
+def wanted_flavor_specs(tier: Tier, current: Specs) -> Wanted:
     """Extra specs a flavor of ``tier`` must have (None = must not).
 
     Per kind (IOPS, bytes/s) the flavor keeps its form: when it has read or
@@ -124,7 +133,7 @@ def wanted_flavor_specs(tier, current=None):
     (``*_max``) keys of that kind go: a burst would lift the disk above the
     tier ceiling. A kind without ceiling has none of its keys.
     """
-    limits = flavor_limits(current or {})
+    limits = flavor_limits(current)
     wanted = {TIER_KEY: tier['name']}
     for kind, field in sorted(CEILINGS.items()):
         values = dict.fromkeys(_kind_keys(kind))
@@ -139,7 +148,7 @@ def wanted_flavor_specs(tier, current=None):
     return wanted
 
 
-def wanted_qos_specs(tier):
+def wanted_qos_specs(tier: Tier) -> Wanted:
     """QoS keys of a tier's QoS spec (None = must not be there).
 
     The spec is iotguard's: of the front-end iotune keys it has the
@@ -153,7 +162,8 @@ def wanted_qos_specs(tier):
     return wanted
 
 
-def _diff(current, wanted):
+def _diff(current: Specs | None,
+          wanted: Wanted) -> tuple[dict[str, str], list[str]]:
     """(keys to set {k: v}, keys to delete [k]) to go from current."""
     current = current or {}
     to_set = {k: v for k, v in wanted.items()
@@ -163,7 +173,7 @@ def _diff(current, wanted):
     return to_set, to_delete
 
 
-def _check(what, result):
+def _check(what: str, result: caps.Limits) -> None:
     """Refuse a set libvirt would refuse (caps.check_limits)."""
     try:
         caps.check_limits(result)
@@ -172,7 +182,7 @@ def _check(what, result):
                                        'libvirt: %s' % (what, exc.message))
 
 
-def _flavor_changes(conn, flavor, tier):
+def _flavor_changes(conn: Any, flavor: Any, tier: Tier) -> list[Change]:
     compute = conn.compute
     current = compute.fetch_flavor_extra_specs(flavor).extra_specs or {}
     to_set, to_delete = _diff(current, wanted_flavor_specs(tier, current))
@@ -188,12 +198,13 @@ def _flavor_changes(conn, flavor, tier):
     for key in to_delete:
         changes.append(Change(
             'flavor %s: unset %s' % (flavor.name, key),
-            lambda key=key: compute.delete_flavor_extra_specs_property(
-                flavor, key)))
+            functools.partial(compute.delete_flavor_extra_specs_property,
+                              flavor, key)))
     return changes
 
 
-def _compute_plan(conn, by_name, flavor_tiers, out):
+def _compute_plan(conn: Any, by_name: Mapping[str, Tier],
+                  flavor_tiers: Mapping[str, str], out: Plan) -> None:
     compute = conn.compute
     named = set()
     for flavor_name, tier_name in sorted(flavor_tiers.items()):
@@ -216,15 +227,15 @@ def _compute_plan(conn, by_name, flavor_tiers, out):
         specs = flavor.extra_specs
         if specs is None:       # before compute API 2.61
             specs = compute.fetch_flavor_extra_specs(flavor).extra_specs
-        tier_name = (specs or {}).get(TIER_KEY)
-        if tier_name is not None and tier_name not in by_name:
+        named_tier = (specs or {}).get(TIER_KEY)
+        if named_tier is not None and named_tier not in by_name:
             out.notices.append(
                 'flavor %s: %s=%s names no tier (deleted?); flavor left '
                 'unchanged, remove the key or name another tier'
-                % (flavor.name, TIER_KEY, tier_name))
+                % (flavor.name, TIER_KEY, named_tier))
 
 
-def _qos_changes(conn, name, tier):
+def _qos_changes(conn: Any, name: str, tier: Tier) -> list[Change]:
     storage = conn.block_storage
     wanted = wanted_qos_specs(tier)
     qos = storage.find_qos_spec(name, ignore_missing=True)
@@ -255,7 +266,7 @@ def _qos_changes(conn, name, tier):
     return changes
 
 
-def _set_public(storage, vtype_name, is_public):
+def _set_public(storage: Any, vtype_name: str, is_public: bool) -> None:
     # openstacksdk's update_type sends os-volume-type-access:is_public,
     # which Cinder's update refuses: it takes is_public.
     from openstack import exceptions as sdk_exceptions
@@ -265,14 +276,14 @@ def _set_public(storage, vtype_name, is_public):
         json={'volume_type': {'is_public': is_public}}))
 
 
-def _access_changes(conn, name, vtype, projects):
+def _access_changes(conn: Any, name: str, vtype: Any,
+                    projects: set[str]) -> list[Change]:
     """Grant and revoke access so that exactly ``projects`` have it."""
     storage = conn.block_storage
-    projects = set(projects)
     if vtype is not None and vtype.is_public:
         # Cinder keeps the access list of a type made public and shows it
         # only once the type is private again: compare then.
-        def follow():
+        def follow() -> None:
             new = storage.find_type(name, ignore_missing=False)
             current = {a['project_id'] for a in storage.get_type_access(new)}
             for project in sorted(projects - current):
@@ -291,20 +302,18 @@ def _access_changes(conn, name, vtype, projects):
     for project in sorted(projects - current):
         changes.append(Change(
             'volume type %s: grant access to project %s' % (name, project),
-            lambda project=project: storage.add_type_access(
-                storage.find_type(name, ignore_missing=False), project)))
+            functools.partial(lambda p: storage.add_type_access(
+                storage.find_type(name, ignore_missing=False), p), project)))
     for project in sorted(current - projects):
         changes.append(Change(
             'volume type %s: revoke access of project %s' % (name, project),
-            lambda project=project: storage.remove_type_access(
-                vtype, project)))
+            functools.partial(storage.remove_type_access, vtype, project)))
     return changes
 
 
-def _type_changes(conn, name, tier):
+def _type_changes(conn: Any, name: str, tier: Tier) -> list[Change]:
     storage = conn.block_storage
     is_public = bool(tier.get('is_public', True))
-    projects = [] if is_public else list(tier.get('projects') or ())
     vtype = storage.find_type(name, ignore_missing=True)
     changes = []
     if vtype is None:
@@ -327,11 +336,12 @@ def _type_changes(conn, name, tier):
                     name, 'public' if is_public else 'private'),
                 lambda: _set_public(storage, name, is_public)))
     if not is_public:
-        changes += _access_changes(conn, name, vtype, projects)
+        changes += _access_changes(conn, name, vtype,
+                                   set(tier.get('projects') or ()))
     return changes
 
 
-def _association_changes(conn, name):
+def _association_changes(conn: Any, name: str) -> list[Change]:
     """Associate QoS spec and type of the same name (looked up late)."""
     storage = conn.block_storage
     qos = storage.find_qos_spec(name, ignore_missing=True)
@@ -346,7 +356,7 @@ def _association_changes(conn, name):
     else:
         others = []
 
-    def associate():
+    def associate() -> None:
         new_qos = storage.find_qos_spec(name, ignore_missing=False)
         new_type = storage.find_type(name, ignore_missing=False)
         for other in others:
@@ -358,9 +368,9 @@ def _association_changes(conn, name):
         associate)]
 
 
-def _volumes_by_type(storage):
+def _volumes_by_type(storage: Any) -> dict[str, int]:
     """{volume type name or id: number of volumes}, every project."""
-    count = {}
+    count: dict[str, int] = {}
     for volume in storage.volumes(all_projects=True):
         for key in {volume.volume_type,
                     getattr(volume, 'volume_type_id', None)} - {None}:
@@ -368,7 +378,8 @@ def _volumes_by_type(storage):
     return count
 
 
-def _stale_changes(conn, names, prefix, out):
+def _stale_changes(conn: Any, names: set[str], prefix: str,
+                   out: Plan) -> None:
     """Types and QoS specs of tiers that are gone (not in ``names``).
 
     A volume type is one sync made when it is ``<prefix>T`` with
@@ -382,7 +393,7 @@ def _stale_changes(conn, names, prefix, out):
                            'looked for')
         return
 
-    def stale(name):
+    def stale(name: str) -> bool:
         return name.startswith(prefix) and name not in names
 
     vtypes = [t for t in storage.types(is_public=ALL) if stale(t.name) and
@@ -401,8 +412,8 @@ def _stale_changes(conn, names, prefix, out):
         out.changes.append(Change(
             'volume type %s: delete (tier %s no longer exists)'
             % (vtype.name, vtype.name[len(prefix):]),
-            lambda vtype=vtype: storage.delete_type(vtype,
-                                                    ignore_missing=True)))
+            functools.partial(storage.delete_type, vtype,
+                              ignore_missing=True)))
     ours = set(caps.IOTUNE_KEYS) | set(BACK_END_KEYS)
     for qos in sorted(storage.qos_specs(), key=lambda q: q.name):
         if not stale(qos.name):
@@ -427,11 +438,12 @@ def _stale_changes(conn, names, prefix, out):
             out.changes.append(Change(
                 'QoS spec %s: delete (tier %s no longer exists)'
                 % (qos.name, qos.name[len(prefix):]),
-                lambda qos=qos: storage.delete_qos_spec(
-                    qos, ignore_missing=True)))
+                functools.partial(storage.delete_qos_spec, qos,
+                                  ignore_missing=True)))
 
 
-def _block_storage_plan(conn, tiers, prefix, out):
+def _block_storage_plan(conn: Any, tiers: Sequence[Tier], prefix: str,
+                        out: Plan) -> None:
     for tier in sorted(tiers, key=lambda t: t['name']):
         name = prefix + tier['name']
         out.changes += _qos_changes(conn, name, tier)
@@ -446,13 +458,13 @@ class _NoCatalogWarning(logging.Filter):
     The plan says it once, as a skipped side.
     """
 
-    def filter(self, record):
+    def filter(self, record: logging.LogRecord) -> bool:
         return not record.getMessage().startswith(
             'Keystone catalog entry not found')
 
 
 @contextlib.contextmanager
-def _quiet_catalog():
+def _quiet_catalog() -> Iterator[None]:
     logger = logging.getLogger('openstack.config')
     quiet = _NoCatalogWarning()
     logger.addFilter(quiet)
@@ -462,12 +474,13 @@ def _quiet_catalog():
         logger.removeFilter(quiet)
 
 
-def _in_catalog(conn, service_type):
+def _in_catalog(conn: Any, service_type: str) -> bool:
     with _quiet_catalog():
-        return conn.has_service(service_type)
+        return bool(conn.has_service(service_type))
 
 
-def plan(conn, tiers, flavor_tiers, prefix):
+def plan(conn: Any, tiers: Sequence[Tier], flavor_tiers: Mapping[str, str],
+         prefix: str) -> Plan:
     """Every change that would bring Nova and Cinder in step (a Plan)."""
     by_name = {t['name']: t for t in tiers}
     out = Plan()
@@ -484,13 +497,14 @@ def plan(conn, tiers, flavor_tiers, prefix):
     return out
 
 
-def cloud_errors():
+def cloud_errors() -> tuple[type[Exception], ...]:
     """The exceptions an openstacksdk call raises for a failed call."""
     from openstack import exceptions as sdk_exceptions
     return sdk_exceptions.SDKException, ksa_exceptions.ClientException
 
 
-def sync(conn, tiers, flavor_tiers, prefix, dry_run=False):
+def sync(conn: Any, tiers: Sequence[Tier], flavor_tiers: Mapping[str, str],
+         prefix: str, dry_run: bool = False) -> Report:
     """Plan and (unless ``dry_run``) apply; returns a :class:`Report`.
 
     A failed call to Nova or Cinder raises TierSyncFailed; its ``done``
@@ -504,7 +518,7 @@ def sync(conn, tiers, flavor_tiers, prefix, dry_run=False):
             reason='reading Nova and Cinder: %s' % exc)
         failure.done = []
         raise failure from exc
-    done = []
+    done: list[str] = []
     if not dry_run:
         for change in todo.changes:
             try:
