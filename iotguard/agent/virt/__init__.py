@@ -11,12 +11,16 @@
 # under the License.
 
 """Hypervisor drivers, found by ``[agent] virt_driver`` through the
-``iotguard.agent.virt_drivers`` entry points (``libvirt``, ``simulated``).
+``iotguard.agent.virt_drivers`` entry points (``libvirt``, ``simulated``)
+with stevedore.
 """
 
-from importlib import metadata
+from collections.abc import Callable
 
 from oslo_config import cfg
+from stevedore import driver as sd_driver
+from stevedore import exception
+from stevedore import extension
 
 from iotguard.agent.virt import base
 
@@ -25,10 +29,11 @@ GROUP = 'iotguard.agent.virt_drivers'
 
 def load(name: str, conf: cfg.ConfigOpts) -> base.Driver:
     """Build the driver called ``name`` (no I/O until its ``start()``)."""
-    for ep in metadata.entry_points(group=GROUP):
-        if ep.name == name:
-            driver: base.Driver = ep.load()(conf)
-            return driver
-    raise ValueError('unknown virt driver %r; known: %s' % (
-        name, ', '.join(sorted(
-            ep.name for ep in metadata.entry_points(group=GROUP)))))
+    factory: Callable[[cfg.ConfigOpts], base.Driver]
+    try:
+        factory = sd_driver.DriverManager(GROUP, name).driver
+    except exception.NoMatches:
+        known = sorted(extension.ExtensionManager(GROUP).names())
+        raise ValueError('unknown virt driver %r; known: %s' % (
+            name, ', '.join(known)))
+    return factory(conf)
