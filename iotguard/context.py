@@ -12,6 +12,8 @@
 
 """The request context: oslo.context's, built per request, no thread-locals."""
 
+from typing import Any
+
 from oslo_context import context
 
 
@@ -19,6 +21,6 @@ class RequestContext(context.RequestContext):
     """Who is asking: user, project, roles (from keystone or noauth)."""
 
 
-def from_environ(environ):
+def from_environ(environ: dict[str, Any]) -> RequestContext:
     """The context of a WSGI request (after auth_token or noauth)."""
     return RequestContext.from_environ(environ)
