@@ -42,10 +42,6 @@ class InvalidCap(Invalid):
     msg_fmt = 'Invalid cap: %(reason)s'
 
 
-class InvalidParameter(Invalid):
-    msg_fmt = 'Invalid parameter %(name)s: %(reason)s'
-
-
 class TierSyncFailed(IotguardException):
     msg_fmt = 'tier sync failed: %(reason)s'
 

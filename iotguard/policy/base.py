@@ -101,32 +101,6 @@ class Profile:
                              % (', '.join(FORMS), self.form))
 
 
-@dataclasses.dataclass(frozen=True)
-class DiskState:
-    """One disk as the controller last saw it (row form, for building).
-
-    Rates are per second over the last sample interval; ``latency_ms`` is
-    the mean time per operation. ``cap_iops``/``cap_bytes_sec`` are the
-    dynamic cap in force (``inf`` when none) and ``cap_set_at`` when it was
-    last set (``nan`` when none). ``static_iops``/``static_bytes_sec`` are
-    the ceilings Nova or Cinder set at boot or attach (``inf`` when none).
-    """
-
-    disk_id: str
-    tier: Tier
-    read_iops: float = 0.0
-    write_iops: float = 0.0
-    read_bytes_sec: float = 0.0
-    write_bytes_sec: float = 0.0
-    latency_ms: float = 0.0
-    cap_iops: float = math.inf
-    cap_bytes_sec: float = math.inf
-    cap_set_at: float = math.nan
-    static_iops: float = math.inf
-    static_bytes_sec: float = math.inf
-    stale: bool = False
-
-
 class SampleColumns(NamedTuple):
     """Some disks' newest samples, by position: what a snapshot is made of.
 
@@ -210,9 +184,9 @@ class DomainSnapshot:
         """The snapshot of some disks, from their samples' columns.
 
         The one builder: the controller (from its sample store), the
-        simulator (from its world's counters) and :meth:`from_disks` all
-        come here. ``tiers`` and the caps in force (``inf``: none) are by
-        position, as ``samples``. A disk's rates and latency are
+        simulator (from its world's counters) and the tests' row-form
+        disks all come here. ``tiers`` and the caps in force (``inf``:
+        none) are by position, as ``samples``. A disk's rates and latency are
         :meth:`SampleColumns.totals`; a tier ceiling (0: no limit) and
         the static ceiling combine into the tightest one.
         """
@@ -241,34 +215,6 @@ class DomainSnapshot:
             cap_bytes_sec=cap_bytes_sec, cap_set_at=cap_set_at,
             stale=s.stale.copy(), static_iops=s.static_iops,
             static_bytes_sec=s.static_bytes_sec)
-
-    @classmethod
-    def from_disks(cls, domain: str, profile: Profile, interval_s: float,
-                   disks: list[DiskState]) -> 'DomainSnapshot':
-        """Build the columnar snapshot from per-disk rows (tests).
-
-        Through :meth:`of_samples`: each row's ``latency_ms`` stands for
-        both its reads and its writes.
-        """
-        def col(field: str) -> FloatArray:
-            return np.fromiter((getattr(d, field) for d in disks),
-                               np.float64, len(disks))
-
-        latency = col('latency_ms')
-        samples = SampleColumns(
-            timestamp=np.zeros(len(disks)), read_iops=col('read_iops'),
-            write_iops=col('write_iops'),
-            read_bytes_sec=col('read_bytes_sec'),
-            write_bytes_sec=col('write_bytes_sec'),
-            read_latency_ms=latency, write_latency_ms=latency,
-            static_iops=col('static_iops'),
-            static_bytes_sec=col('static_bytes_sec'),
-            stale=np.fromiter((d.stale for d in disks), np.bool_,
-                              len(disks)))
-        return cls.of_samples(
-            domain, profile, interval_s, tuple(d.disk_id for d in disks),
-            [d.tier for d in disks], samples, col('cap_iops'),
-            col('cap_bytes_sec'), col('cap_set_at'))
 
 
 def reject_params(policy: str, params: dict[str, object]) -> None:

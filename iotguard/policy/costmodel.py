@@ -178,10 +178,3 @@ def committed_floor_load(min_iops: float, min_bytes_sec: float,
         min_bytes_sec = min_iops * FLOOR_IO_SIZE
     return float(_combine(min_iops / profile.iops_4k,
                           min_bytes_sec / profile.bytes_sec, profile))
-
-
-def to_limits(share: FloatArray, io_size: FloatArray,
-              profile: Profile) -> tuple[FloatArray, FloatArray]:
-    """A share in device-seconds per second -> (IOPS, bytes/s) caps."""
-    ops = share / op_cost(io_size, profile)
-    return ops, ops * io_size

@@ -94,21 +94,6 @@ def merge(current: dict[str, int],
     return result
 
 
-def call_for(target: dict[str, int]) -> dict[str, int]:
-    """One valid ``setBlockIoTune`` call that yields exactly ``target``."""
-    call: dict[str, int] = {}
-    for group in GROUPS:
-        keys = ['%s_%s' % (d, group) for d in DIRECTIONS]
-        if target[keys[0]]:
-            call[keys[0]] = target[keys[0]]
-        elif target[keys[1]] or target[keys[2]]:
-            call[keys[1]] = target[keys[1]]
-            call[keys[2]] = target[keys[2]]
-        else:
-            call[keys[0]] = 0
-    return call
-
-
 class Bucket:
     """One QEMU leaky bucket (amounts in bytes or operations)."""
 

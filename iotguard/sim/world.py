@@ -152,10 +152,6 @@ class World:
 
     # -- for the simulator's own measures -----------------------------
 
-    def queue_length(self) -> int:
-        """Requests outstanding in the storage right now."""
-        return self.storage.outstanding()
-
     def vm(self, disk_id: str) -> scenario_mod.Vm:
         return self._disk(disk_id).vm
 

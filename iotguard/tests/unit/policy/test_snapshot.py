@@ -75,7 +75,7 @@ class OfSamplesTest(testtools.TestCase):
         columns.stale[1] = True
         self.assertEqual([True, False, False], snap.stale.tolist())
 
-    def test_from_disks_is_the_same_builder(self):
+    def test_row_form_disks_are_the_same_builder(self):
         tier = base.Tier('gold', min_iops=10.0, max_iops=100.0, weight=2.0)
         rows = [fakes.disk('a', ops=20.0, tier=tier, latency_ms=3.0,
                            static_iops=50.0, cap_iops=40.0, cap_set_at=7.0),

@@ -78,17 +78,6 @@ class TestMerge(base.TestCase):
                                   throttle.empty(), params)
             self.assertIn(message, str(e))
 
-    def test_call_for_yields_the_target(self):
-        targets = [
-            tune(total_bytes_sec=9000, read_iops_sec=5, write_iops_sec=7),
-            tune(write_bytes_sec=10, write_bytes_sec_max=20),
-            throttle.empty(),
-        ]
-        start = tune(total_iops_sec=3, read_bytes_sec=4, write_bytes_sec=6)
-        for target in targets:
-            self.assertEqual(target, throttle.merge(
-                start, throttle.call_for(target)))
-
 
 class TestBucket(base.TestCase):
 
