@@ -18,31 +18,32 @@ from alembic import command
 from alembic import config as alembic_config
 from alembic import migration as alembic_migration
 from alembic import script as alembic_script
+import sqlalchemy as sa
 
 _LOCATION = os.path.join(os.path.dirname(__file__), 'migrations')
 
 
-def _config(connection):
+def _config(connection: sa.Connection | None) -> alembic_config.Config:
     cfg = alembic_config.Config(os.path.join(_LOCATION, 'alembic.ini'))
     cfg.set_main_option('script_location', _LOCATION)
     cfg.attributes['connection'] = connection
     return cfg
 
 
-def upgrade(engine, revision='head'):
+def upgrade(engine: sa.Engine, revision: str = 'head') -> None:
     """Bring the schema of ``engine``'s database to ``revision``."""
     with engine.begin() as connection:
         command.upgrade(_config(connection), revision)
 
 
-def version(engine):
+def version(engine: sa.Engine) -> str | None:
     """The revision the database is at, ``None`` before the first sync."""
     with engine.connect() as connection:
         return alembic_migration.MigrationContext.configure(
             connection).get_current_revision()
 
 
-def head():
+def head() -> str | None:
     """The newest revision this code knows."""
     return alembic_script.ScriptDirectory.from_config(
         _config(None)).get_current_head()

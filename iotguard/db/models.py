@@ -17,12 +17,17 @@ A disk's ``dev`` is its target device (``vda``); a tier choice for
 ``dev = '*'`` covers every disk of the instance.
 """
 
+from collections.abc import Iterable
 import datetime
+import typing
+from typing import Any
 
 from oslo_db.sqlalchemy import types as db_types
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 from sqlalchemy import orm
+from sqlalchemy.orm import Mapped
+from sqlalchemy.orm import mapped_column
 
 from iotguard.db.tiering import ALL_DISKS  # noqa: F401
 from iotguard.db.tiering import source_applies  # noqa: F401
@@ -31,6 +36,8 @@ from iotguard.db.tiering import TIER_SOURCES  # noqa: F401
 #: Microsecond datetimes on MySQL/MariaDB too (the default there is seconds).
 DateTime = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql',
                                       'mariadb')
+
+_D = typing.TypeVar('_D', datetime.datetime, None)
 
 NAMING = {
     'ix': 'ix_%(column_0_label)s',
@@ -44,24 +51,25 @@ class Base(orm.DeclarativeBase):
     metadata = sa.MetaData(naming_convention=NAMING)
 
 
-def _timestamps():
-    return (sa.Column('created_at', DateTime, nullable=False),
-            sa.Column('updated_at', DateTime))
+def _timestamps() -> tuple[Mapped[datetime.datetime],
+                           Mapped[datetime.datetime | None]]:
+    return (mapped_column('created_at', DateTime, nullable=False),
+            mapped_column('updated_at', DateTime))
 
 
 class Tier(Base):
     __tablename__ = 'tiers'
     __table_args__ = (sa.UniqueConstraint('name', name='uq_tiers_name'),)
 
-    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
-    name = sa.Column(sa.String(64), nullable=False)
-    description = sa.Column(sa.String(255), nullable=False, default='')
-    min_iops = sa.Column(sa.Double, nullable=False, default=0.0)
-    min_bytes_sec = sa.Column(sa.Double, nullable=False, default=0.0)
-    max_iops = sa.Column(sa.Double, nullable=False, default=0.0)
-    max_bytes_sec = sa.Column(sa.Double, nullable=False, default=0.0)
-    weight = sa.Column(sa.Double, nullable=False, default=1.0)
-    is_public = sa.Column(sa.Boolean, nullable=False, default=True)
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(sa.String(64))
+    description: Mapped[str] = mapped_column(sa.String(255), default='')
+    min_iops: Mapped[float] = mapped_column(sa.Double, default=0.0)
+    min_bytes_sec: Mapped[float] = mapped_column(sa.Double, default=0.0)
+    max_iops: Mapped[float] = mapped_column(sa.Double, default=0.0)
+    max_bytes_sec: Mapped[float] = mapped_column(sa.Double, default=0.0)
+    weight: Mapped[float] = mapped_column(sa.Double, default=1.0)
+    is_public: Mapped[bool] = mapped_column(default=True)
     created_at, updated_at = _timestamps()
 
 
@@ -74,11 +82,10 @@ class TierProject(Base):
                             name='uq_tier_projects_tier_id_project_id'),
     )
 
-    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
-    tier_id = sa.Column(sa.Integer,
-                        sa.ForeignKey('tiers.id', ondelete='CASCADE'),
-                        nullable=False)
-    project_id = sa.Column(sa.String(64), nullable=False, index=True)
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    tier_id: Mapped[int] = mapped_column(
+        sa.ForeignKey('tiers.id', ondelete='CASCADE'))
+    project_id: Mapped[str] = mapped_column(sa.String(64), index=True)
 
 
 class DiskTier(Base):
@@ -90,13 +97,13 @@ class DiskTier(Base):
                             name='uq_disk_tiers_instance_uuid_dev_source'),
     )
 
-    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
-    instance_uuid = sa.Column(sa.String(36), nullable=False, index=True)
-    dev = sa.Column(sa.String(64), nullable=False)
-    source = sa.Column(sa.String(16), nullable=False)
-    tier_id = sa.Column(sa.Integer, sa.ForeignKey('tiers.id'),
-                        nullable=False, index=True)
-    project_id = sa.Column(sa.String(64), nullable=False)
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    instance_uuid: Mapped[str] = mapped_column(sa.String(36), index=True)
+    dev: Mapped[str] = mapped_column(sa.String(64))
+    source: Mapped[str] = mapped_column(sa.String(16))
+    tier_id: Mapped[int] = mapped_column(sa.ForeignKey('tiers.id'),
+                                         index=True)
+    project_id: Mapped[str] = mapped_column(sa.String(64))
     created_at, updated_at = _timestamps()
 
 
@@ -114,13 +121,13 @@ class TierRefusal(Base):
                             name='uq_tier_refusals_instance_uuid_dev_source'),
     )
 
-    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
-    instance_uuid = sa.Column(sa.String(36), nullable=False, index=True)
-    dev = sa.Column(sa.String(64), nullable=False)
-    source = sa.Column(sa.String(16), nullable=False)
-    tier = sa.Column(sa.String(64), nullable=False)
-    reason = sa.Column(sa.String(255), nullable=False)
-    project_id = sa.Column(sa.String(64), nullable=False)
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    instance_uuid: Mapped[str] = mapped_column(sa.String(36), index=True)
+    dev: Mapped[str] = mapped_column(sa.String(64))
+    source: Mapped[str] = mapped_column(sa.String(16))
+    tier: Mapped[str] = mapped_column(sa.String(64))
+    reason: Mapped[str] = mapped_column(sa.String(255))
+    project_id: Mapped[str] = mapped_column(sa.String(64))
     created_at, updated_at = _timestamps()
 
 
@@ -130,33 +137,34 @@ class Domain(Base):
     __tablename__ = 'domains'
     __table_args__ = (sa.UniqueConstraint('name', name='uq_domains_name'),)
 
-    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
-    name = sa.Column(sa.String(255), nullable=False)
-    kind = sa.Column(sa.String(16), nullable=False)
-    iops_4k = sa.Column(sa.Double)
-    bytes_sec = sa.Column(sa.Double)
-    policy = sa.Column(sa.String(64))
-    params = sa.Column(db_types.JsonEncodedDict, nullable=False)
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(sa.String(255))
+    kind: Mapped[str] = mapped_column(sa.String(16))
+    iops_4k: Mapped[float | None] = mapped_column(sa.Double)
+    bytes_sec: Mapped[float | None] = mapped_column(sa.Double)
+    policy: Mapped[str | None] = mapped_column(sa.String(64))
+    params: Mapped[dict[str, Any]] = mapped_column(db_types.JsonEncodedDict)
     created_at, updated_at = _timestamps()
     #: the manual profile's form (``additive`` or ``max``)
-    form = sa.Column(sa.String(16), nullable=False, default='additive',
-                     server_default='additive')
+    form: Mapped[str] = mapped_column(sa.String(16), default='additive',
+                                      server_default='additive')
     #: the profile decisions and admission use: ``manual`` (pinned) or
     #: ``learned`` (the estimator's fit, with its margin)
-    profile_source = sa.Column(sa.String(16), nullable=False,
-                               default='manual', server_default='manual')
+    profile_source: Mapped[str] = mapped_column(
+        sa.String(16), default='manual', server_default='manual')
     #: the estimator's latest fit (iotguard.policy.estimator.Fit)
-    learned_form = sa.Column(sa.String(16))
-    learned_iops_4k = sa.Column(sa.Double)
-    learned_bytes_sec = sa.Column(sa.Double)
-    learned_error = sa.Column(sa.Double)
-    learned_intervals = sa.Column(sa.Integer)
-    learned_mixes = sa.Column(sa.Integer)
-    learned_confidence = sa.Column(sa.Double)
-    learned_identified = sa.Column(sa.String(64))
-    learned_at = sa.Column(DateTime)
+    learned_form: Mapped[str | None] = mapped_column(sa.String(16))
+    learned_iops_4k: Mapped[float | None] = mapped_column(sa.Double)
+    learned_bytes_sec: Mapped[float | None] = mapped_column(sa.Double)
+    learned_error: Mapped[float | None] = mapped_column(sa.Double)
+    learned_intervals: Mapped[int | None] = mapped_column()
+    learned_mixes: Mapped[int | None] = mapped_column()
+    learned_confidence: Mapped[float | None] = mapped_column(sa.Double)
+    learned_identified: Mapped[str | None] = mapped_column(sa.String(64))
+    learned_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
     #: the estimator's state (iotguard.policy.estimator.State)
-    estimator_state = sa.Column(db_types.JsonEncodedDict)
+    estimator_state: Mapped[dict[str, Any] | None] = mapped_column(
+        db_types.JsonEncodedDict)
 
 
 class Disk(Base):
@@ -170,21 +178,20 @@ class Disk(Base):
         {'postgresql_with': {'fillfactor': 60}},
     )
 
-    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
-    instance_uuid = sa.Column(sa.String(36), nullable=False)
-    dev = sa.Column(sa.String(64), nullable=False)
-    host = sa.Column(sa.String(255), nullable=False)
-    domain_id = sa.Column(sa.Integer,
-                          sa.ForeignKey('domains.id'), nullable=False,
-                          index=True)
-    volume_id = sa.Column(sa.String(36))
-    project_id = sa.Column(sa.String(64), nullable=False, index=True)
-    read_iops = sa.Column(sa.Double)
-    write_iops = sa.Column(sa.Double)
-    read_bytes_sec = sa.Column(sa.Double)
-    write_bytes_sec = sa.Column(sa.Double)
-    latency_ms = sa.Column(sa.Double)
-    sampled_at = sa.Column(DateTime)
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    instance_uuid: Mapped[str] = mapped_column(sa.String(36))
+    dev: Mapped[str] = mapped_column(sa.String(64))
+    host: Mapped[str] = mapped_column(sa.String(255))
+    domain_id: Mapped[int] = mapped_column(sa.ForeignKey('domains.id'),
+                                           index=True)
+    volume_id: Mapped[str | None] = mapped_column(sa.String(36))
+    project_id: Mapped[str] = mapped_column(sa.String(64), index=True)
+    read_iops: Mapped[float | None] = mapped_column(sa.Double)
+    write_iops: Mapped[float | None] = mapped_column(sa.Double)
+    read_bytes_sec: Mapped[float | None] = mapped_column(sa.Double)
+    write_bytes_sec: Mapped[float | None] = mapped_column(sa.Double)
+    latency_ms: Mapped[float | None] = mapped_column(sa.Double)
+    sampled_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
     created_at, updated_at = _timestamps()
 
 
@@ -194,13 +201,13 @@ class Cap(Base):
     __tablename__ = 'caps'
     __table_args__ = (sa.UniqueConstraint('disk_id', name='uq_caps_disk_id'),)
 
-    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
-    disk_id = sa.Column(sa.Integer,
-                        sa.ForeignKey('disks.id', ondelete='CASCADE'),
-                        nullable=False)
-    limits = sa.Column(db_types.JsonEncodedDict, nullable=False)
-    lease_expires_at = sa.Column(DateTime, nullable=False)
-    decision_id = sa.Column(sa.Integer, sa.ForeignKey('decisions.id'))
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    disk_id: Mapped[int] = mapped_column(
+        sa.ForeignKey('disks.id', ondelete='CASCADE'))
+    limits: Mapped[dict[str, Any]] = mapped_column(db_types.JsonEncodedDict)
+    lease_expires_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+    decision_id: Mapped[int | None] = mapped_column(
+        sa.ForeignKey('decisions.id'))
     created_at, updated_at = _timestamps()
 
 
@@ -216,18 +223,21 @@ class Decision(Base):
         sa.Index('ix_decisions_domain_created_at', 'domain', 'created_at'),
     )
 
-    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
-    created_at = sa.Column(DateTime, nullable=False, index=True)
-    domain = sa.Column(sa.String(255), nullable=False)
-    policy = sa.Column(sa.String(64), nullable=False)
-    instance_uuid = sa.Column(sa.String(36), nullable=False, index=True)
-    dev = sa.Column(sa.String(64), nullable=False)
-    project_id = sa.Column(sa.String(64), nullable=False, index=True)
-    action = sa.Column(sa.String(16), nullable=False)
-    old_limits = sa.Column(db_types.JsonEncodedDict, nullable=False)
-    new_limits = sa.Column(db_types.JsonEncodedDict, nullable=False)
-    reason = sa.Column(sa.Text, nullable=False)
-    numbers = sa.Column(db_types.JsonEncodedDict, nullable=False)
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime,
+                                                          index=True)
+    domain: Mapped[str] = mapped_column(sa.String(255))
+    policy: Mapped[str] = mapped_column(sa.String(64))
+    instance_uuid: Mapped[str] = mapped_column(sa.String(36), index=True)
+    dev: Mapped[str] = mapped_column(sa.String(64))
+    project_id: Mapped[str] = mapped_column(sa.String(64), index=True)
+    action: Mapped[str] = mapped_column(sa.String(16))
+    old_limits: Mapped[dict[str, Any]] = mapped_column(
+        db_types.JsonEncodedDict)
+    new_limits: Mapped[dict[str, Any]] = mapped_column(
+        db_types.JsonEncodedDict)
+    reason: Mapped[str] = mapped_column(sa.Text)
+    numbers: Mapped[dict[str, Any]] = mapped_column(db_types.JsonEncodedDict)
 
 
 class Agent(Base):
@@ -236,31 +246,31 @@ class Agent(Base):
     __tablename__ = 'agents'
     __table_args__ = (sa.UniqueConstraint('host', name='uq_agents_host'),)
 
-    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
-    host = sa.Column(sa.String(255), nullable=False)
-    driver = sa.Column(sa.String(64), nullable=False)
-    last_heartbeat = sa.Column(DateTime, nullable=False)
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    host: Mapped[str] = mapped_column(sa.String(255))
+    driver: Mapped[str] = mapped_column(sa.String(64))
+    last_heartbeat: Mapped[datetime.datetime] = mapped_column(DateTime)
     #: From the last heartbeat (None when the agent did not say): the
     #: agent's version, its reporting interval (seconds), how many disks
     #: it reported and how many caps it had in force.
-    version = sa.Column(sa.String(64))
-    interval_s = sa.Column(sa.Float)
-    disks = sa.Column(sa.Integer)
-    caps = sa.Column(sa.Integer)
+    version: Mapped[str | None] = mapped_column(sa.String(64))
+    interval_s: Mapped[float | None] = mapped_column(sa.Float)
+    disks: Mapped[int | None] = mapped_column()
+    caps: Mapped[int | None] = mapped_column()
     created_at, updated_at = _timestamps()
 
 
-def utcnow():
+def utcnow() -> datetime.datetime:
     """Naive UTC now, the form every datetime column holds."""
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
-def aware(value):
+def aware(value: _D) -> _D:
     """A datetime column's naive UTC as an aware UTC datetime (or None)."""
     return None if value is None else value.replace(
         tzinfo=datetime.timezone.utc)
 
 
-def row(obj, fields):
+def row(obj: object, fields: Iterable[str]) -> dict[str, Any]:
     """``fields`` of a model object (or a row) as a dict."""
     return {f: getattr(obj, f) for f in fields}

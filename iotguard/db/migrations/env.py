@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from iotguard.db import models
 
 
-def _run(connection):
+def _run(connection: sa.Connection) -> None:
     context.configure(connection=connection,
                       target_metadata=models.Base.metadata,
                       render_as_batch=True)
@@ -31,13 +31,13 @@ def _run(connection):
         context.run_migrations()
 
 
-def run_migrations_online():
+def run_migrations_online() -> None:
     connection = context.config.attributes.get('connection')
     if connection is not None:
         _run(connection)
         return
     engine = sa.create_engine(
-        context.config.get_main_option('sqlalchemy.url'))
+        context.config.get_main_option('sqlalchemy.url', ''))
     with engine.connect() as connection:
         _run(connection)
 

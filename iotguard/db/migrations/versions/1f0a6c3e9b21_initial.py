@@ -17,6 +17,8 @@ Revises:
 Create Date: 2026-11-22
 """
 
+import datetime
+
 from alembic import op
 from oslo_db.sqlalchemy import types as db_types
 import sqlalchemy as sa
@@ -31,16 +33,16 @@ DateTime = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql',
                                       'mariadb')
 
 
-def _id():
+def _id() -> sa.Column[int]:
     return sa.Column('id', sa.Integer, primary_key=True, autoincrement=True)
 
 
-def _timestamps():
+def _timestamps() -> list[sa.Column[datetime.datetime]]:
     return [sa.Column('created_at', DateTime, nullable=False),
             sa.Column('updated_at', DateTime)]
 
 
-def upgrade():
+def upgrade() -> None:
     op.create_table(
         'tiers', _id(),
         sa.Column('name', sa.String(64), nullable=False),

@@ -35,6 +35,6 @@ depends_on = None
 FILLFACTOR = 60
 
 
-def upgrade():
+def upgrade() -> None:
     if op.get_bind().dialect.name == 'postgresql':
         op.execute('ALTER TABLE disks SET (fillfactor = %d)' % FILLFACTOR)

@@ -30,7 +30,7 @@ DateTime = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql',
                                       'mariadb')
 
 
-def upgrade():
+def upgrade() -> None:
     op.create_table(
         'tier_refusals',
         sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),

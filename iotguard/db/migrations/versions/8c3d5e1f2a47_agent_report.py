@@ -26,7 +26,7 @@ branch_labels = None
 depends_on = None
 
 
-def upgrade():
+def upgrade() -> None:
     # Nullable: rows written before this revision (and agents that do not
     # send a field) have none.
     op.add_column('agents', sa.Column('version', sa.String(64)))

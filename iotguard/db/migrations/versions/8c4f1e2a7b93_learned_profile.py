@@ -31,7 +31,7 @@ DateTime = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql',
                                       'mariadb')
 
 
-def upgrade():
+def upgrade() -> None:
     # every existing profile was typed in the additive form, and is pinned
     op.add_column('domains', sa.Column('form', sa.String(16), nullable=False,
                                        server_default='additive'))
