@@ -15,7 +15,11 @@
 Functions of a session (see :class:`iotguard.db.api.Connection`).
 """
 
+import datetime
+from typing import Any
+
 import sqlalchemy as sa
+from sqlalchemy import orm
 
 from iotguard.db import models
 
@@ -23,8 +27,10 @@ FIELDS = ('host', 'driver', 'version', 'last_heartbeat', 'interval_s',
           'disks', 'caps', 'created_at')
 
 
-def heartbeat(session, host, driver, now=None, version=None,
-              interval_s=None, disks=None, caps=None):
+def heartbeat(session: orm.Session, host: str, driver: str,
+              now: datetime.datetime | None = None, version: str | None = None,
+              interval_s: float | None = None, disks: int | None = None,
+              caps: int | None = None) -> None:
     """Record that the agent on ``host`` is alive, and what it said."""
     now = now or models.utcnow()
     agent = session.scalars(sa.select(models.Agent).where(
@@ -39,7 +45,8 @@ def heartbeat(session, host, driver, now=None, version=None,
     agent.disks, agent.caps = disks, caps
 
 
-def list_(session, host=None):
+def list_(session: orm.Session, host: str | None = None
+          ) -> list[dict[str, Any]]:
     """Every agent (or the one on ``host``), by host."""
     query = sa.select(models.Agent).order_by(models.Agent.host)
     if host is not None:

@@ -28,10 +28,17 @@ of :class:`Connection` runs one of them in a reader or writer transaction
 of its own.
 """
 
+from collections.abc import Callable
 import functools
 import types
+import typing
+from typing import Any
+from typing import Concatenate
 
+from oslo_config import cfg
 from oslo_db.sqlalchemy import enginefacade
+import sqlalchemy as sa
+from sqlalchemy import orm
 
 from iotguard.db import agents
 from iotguard.db import caps
@@ -47,104 +54,100 @@ _NOT_FOR_FACADE = ('backend', 'db_max_retries', 'db_inc_retry_interval',
                    'db_max_retry_interval', 'mysql_enable_ndb',
                    'asyncio_connection', 'asyncio_slave_connection')
 
+P = typing.ParamSpec('P')
+R = typing.TypeVar('R')
+Mode = typing.Literal['_reader', '_writer']
+Method = Callable[Concatenate['Connection', P], R]
 
-def _in(mode, query, default_tier=False):
-    """A method running ``query(session, ...)`` in its own transaction.
 
-    ``mode``: ``'_reader'`` or ``'_writer'``.
-
-    ``default_tier``: also pass the ``[tiers] default_tier`` the
-    connection was configured with (the queries that resolve tiers).
-    """
+def _in(mode: Mode, query: Callable[Concatenate[orm.Session, P], R]
+        ) -> Method[P, R]:
+    """A method running ``query(session, ...)`` in its own transaction."""
     @functools.wraps(query)
-    def method(self, *args, **kwargs):
-        if default_tier:
-            kwargs['default_tier'] = self._default_tier
+    def method(self: 'Connection', /, *args: P.args, **kwargs: P.kwargs) -> R:
         with getattr(self, mode)() as session:
             return query(session, *args, **kwargs)
     return method
 
 
-def _read(query, default_tier=False):
-    return _in('_reader', query, default_tier)
-
-
-def _write(query, default_tier=False):
-    return _in('_writer', query, default_tier)
+def _tiered(mode: Mode, query: Callable[Concatenate[orm.Session, str | None,
+                                                    P], R]) -> Method[P, R]:
+    """:func:`_in`, also passing the ``[tiers] default_tier`` (first)."""
+    @functools.wraps(query)
+    def method(self: 'Connection', /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with getattr(self, mode)() as session:
+            return query(session, self._default_tier, *args, **kwargs)
+    return method
 
 
 class Connection:
     """iotguard's database: construct it with the config, no I/O."""
 
-    def __init__(self, conf):
-        self._default_tier = conf.tiers.default_tier
+    def __init__(self, conf: cfg.ConfigOpts) -> None:
+        self._default_tier: str | None = conf.tiers.default_tier
         settings = {k: v for k, v in conf.database.items()
                     if k not in _NOT_FOR_FACADE}
         settings['sqlite_fk'] = True
         self._tx = enginefacade.transaction_context()
         self._tx.configure(**settings)
 
-    def _reader(self):
+    def _reader(self) -> Any:
         return self._tx.reader.using(types.SimpleNamespace())
 
-    def _writer(self):
+    def _writer(self) -> Any:
         return self._tx.writer.using(types.SimpleNamespace())
 
-    def get_engine(self):
+    def get_engine(self) -> sa.Engine:
         """The writer engine, for migrations."""
-        return self._tx.writer.get_engine()
+        return typing.cast(sa.Engine, self._tx.writer.get_engine())
 
-    def dispose(self):
+    def dispose(self) -> None:
         """Close every pooled connection (tests, process shutdown)."""
         self.get_engine().dispose()
 
-    tier_create = _write(tiers.create)
-    tier_get = _read(tiers.get)
-    tier_list = _read(tiers.list_)
-    tier_update = _write(tiers.update)
+    tier_create = _in('_writer', tiers.create)
+    tier_get = _in('_reader', tiers.get)
+    tier_list = _in('_reader', tiers.list_)
+    tier_update = _in('_writer', tiers.update)
+    tier_delete = _tiered('_writer', tiers.delete)
 
-    def tier_delete(self, name):
-        """Delete a tier that no disk uses, nor the default (Conflict)."""
-        with self._writer() as session:
-            tiers.delete(session, name, self._default_tier)
+    domain_create = _in('_writer', domains.create)
+    domain_get = _in('_reader', domains.get)
+    domain_list = _in('_reader', domains.list_)
+    domain_update = _in('_writer', domains.update)
+    domain_learned = _in('_writer', domains.learned)
+    domain_estimator_state = _in('_reader', domains.estimator_state)
+    domain_merge = _in('_writer', domains.merge)
 
-    domain_create = _write(domains.create)
-    domain_get = _read(domains.get)
-    domain_list = _read(domains.list_)
-    domain_update = _write(domains.update)
-    domain_learned = _write(domains.learned)
-    domain_estimator_state = _read(domains.estimator_state)
-    domain_merge = _write(domains.merge)
+    disk_upsert = _tiered('_writer', disks.upsert)
+    disk_delete = _in('_writer', disks.delete)
+    disk_list = _tiered('_reader', disks.list_)
+    disk_tier_set = _in('_writer', disks.tier_set)
+    instance_tier_set = _tiered('_writer', disks.instance_tier_set)
+    instance_tier_unset = _in('_writer', disks.instance_tier_unset)
+    tier_choice_unset = _in('_writer', disks.tier_choice_unset)
+    tier_choices_forget = _in('_writer', disks.tier_choices_forget)
+    tier_refusal_set = _in('_writer', disks.tier_refusal_set)
+    tier_requests = _in('_reader', disks.tier_requests)
+    domains_disks = _tiered('_reader', disks.of_domains)
+    disks_version = _in('_reader', disks.version)
+    disk_rates_bulk_update = _in('_writer', disks.rates_update)
+    disk_bulk_insert = _in('_writer', disks.bulk_insert)
+    disk_index = _in('_reader', disks.index)
 
-    disk_upsert = _write(disks.upsert, default_tier=True)
-    disk_delete = _write(disks.delete)
-    disk_list = _read(disks.list_, default_tier=True)
-    disk_tier_set = _write(disks.tier_set)
-    instance_tier_set = _write(disks.instance_tier_set, default_tier=True)
-    instance_tier_unset = _write(disks.instance_tier_unset)
-    tier_choice_unset = _write(disks.tier_choice_unset)
-    tier_choices_forget = _write(disks.tier_choices_forget)
-    tier_refusal_set = _write(disks.tier_refusal_set)
-    tier_requests = _read(disks.tier_requests)
-    domains_disks = _read(disks.of_domains, default_tier=True)
-    disks_version = _read(disks.version)
-    disk_rates_bulk_update = _write(disks.rates_update)
-    disk_bulk_insert = _write(disks.bulk_insert)
-    disk_index = _read(disks.index)
-
-    def domain_disks(self, domain):
+    def domain_disks(self, domain: str) -> list[disks.Member]:
         """The disks of one domain (:meth:`domains_disks`)."""
         return self.domains_disks([domain])[domain]
 
-    cap_delete_expired = _write(caps.delete_expired)
-    caps_set = _write(caps.set_)
-    caps_release = _write(caps.release)
-    caps_renew = _write(caps.renew)
-    domains_caps = _read(caps.of_domains)
+    cap_delete_expired = _in('_writer', caps.delete_expired)
+    caps_set = _in('_writer', caps.set_)
+    caps_release = _in('_writer', caps.release)
+    caps_renew = _in('_writer', caps.renew)
+    domains_caps = _in('_reader', caps.of_domains)
 
-    decisions_create = _write(decisions.create)
-    decision_list = _read(decisions.list_)
-    decision_get = _read(decisions.get)
+    decisions_create = _in('_writer', decisions.create)
+    decision_list = _in('_reader', decisions.list_)
+    decision_get = _in('_reader', decisions.get)
 
-    agent_heartbeat = _write(agents.heartbeat)
-    agent_list = _read(agents.list_)
+    agent_heartbeat = _in('_writer', agents.heartbeat)
+    agent_list = _in('_reader', agents.list_)

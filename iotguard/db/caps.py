@@ -15,10 +15,17 @@
 Functions of a session (see :class:`iotguard.db.api.Connection`).
 """
 
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import dataclasses
 import datetime
+import typing
+from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy import orm
 
 from iotguard.db import models
 from iotguard import exception
@@ -33,16 +40,17 @@ class InForce:
     decision that set it was taken, None if unknown) aware UTC.
     """
 
-    limits: dict
+    limits: dict[str, int]
     lease_expires_at: datetime.datetime
     decision_id: int | None
     set_at: datetime.datetime | None
 
 
-def ids_of(session, keys):
+def ids_of(session: orm.Session, keys: Sequence[tuple[str, str]]
+           ) -> dict[tuple[str, str], int]:
     """``{(instance_uuid, dev): disk id}``; NotFound if one is unknown."""
     uuids = sorted({k[0] for k in keys})
-    found = {}
+    found: dict[tuple[str, str], int] = {}
     for start in range(0, len(uuids), 500):
         found.update({(u, d): i for i, u, d in session.execute(
             sa.select(models.Disk.id, models.Disk.instance_uuid,
@@ -56,13 +64,13 @@ def ids_of(session, keys):
     return found
 
 
-def delete_expired(session, now):
+def delete_expired(session: orm.Session, now: datetime.datetime) -> int:
     """Drop the caps whose lease lapsed before ``now``; how many."""
-    return session.execute(sa.delete(models.Cap).where(
-        models.Cap.lease_expires_at < now)).rowcount
+    return typing.cast(sa.CursorResult[Any], session.execute(sa.delete(
+        models.Cap).where(models.Cap.lease_expires_at < now))).rowcount
 
 
-def set_(session, caps):
+def set_(session: orm.Session, caps: Sequence[Mapping[str, Any]]) -> int:
     """Record many caps in force in one transaction.
 
     Each: ``instance_uuid, dev, limits, lease_expires_at,
@@ -91,16 +99,19 @@ def set_(session, caps):
     return len(caps)
 
 
-def release(session, disks):
+def release(session: orm.Session, disks: Collection[tuple[str, str]]
+            ) -> int:
     """Forget the caps of many ``(instance_uuid, dev)``; how many."""
     if not disks:
         return 0
     ids = ids_of(session, list(disks))
-    return session.execute(sa.delete(models.Cap).where(
-        models.Cap.disk_id.in_(sorted(set(ids.values()))))).rowcount
+    return typing.cast(sa.CursorResult[Any], session.execute(sa.delete(
+        models.Cap).where(models.Cap.disk_id.in_(sorted(set(
+            ids.values())))))).rowcount
 
 
-def renew(session, disk_ids, lease_expires_at):
+def renew(session: orm.Session, disk_ids: Iterable[int],
+          lease_expires_at: datetime.datetime) -> int:
     """Extend the lease of the caps of ``disk_ids`` (disk row ids).
 
     One transaction for a whole round's renewals (in statements of
@@ -112,14 +123,16 @@ def renew(session, disk_ids, lease_expires_at):
         return 0
     renewed, now = 0, models.utcnow()
     for start in range(0, len(ids), 500):
-        renewed += session.execute(sa.update(models.Cap).where(
-            models.Cap.disk_id.in_(ids[start:start + 500])).values(
-                lease_expires_at=lease_expires_at,
-                updated_at=now)).rowcount
+        renewed += typing.cast(sa.CursorResult[Any], session.execute(
+            sa.update(models.Cap).where(
+                models.Cap.disk_id.in_(ids[start:start + 500])).values(
+                    lease_expires_at=lease_expires_at,
+                    updated_at=now))).rowcount
     return renewed
 
 
-def of_domains(session, domains):
+def of_domains(session: orm.Session, domains: Iterable[str]
+               ) -> dict[int, InForce]:
     """The caps in force in ``domains``: ``{disk id: InForce}``.
 
     With :func:`iotguard.db.disks.of_domains`, what a round reads; the

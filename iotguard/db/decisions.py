@@ -15,7 +15,13 @@
 Functions of a session (see :class:`iotguard.db.api.Connection`).
 """
 
+from collections.abc import Mapping
+from collections.abc import Sequence
+import datetime
+from typing import Any
+
 import sqlalchemy as sa
+from sqlalchemy import orm
 
 from iotguard.db import models
 from iotguard import exception
@@ -25,7 +31,8 @@ FIELDS = ('id', 'created_at', 'domain', 'policy', 'instance_uuid', 'dev',
           'numbers')
 
 
-def create(session, decisions):
+def create(session: orm.Session, decisions: Sequence[Mapping[str, Any]]
+           ) -> list[int]:
     """Append many decisions in one transaction; their ids, in order.
 
     Each is a dict of ``domain, policy, instance_uuid, dev,
@@ -44,8 +51,10 @@ def create(session, decisions):
     return [row.id for row in rows]
 
 
-def list_(session, limit, marker=None, instance_uuid=None,
-          domain=None, since=None, project_id=None):
+def list_(session: orm.Session, limit: int, marker: int | None = None,
+          instance_uuid: str | None = None, domain: str | None = None,
+          since: datetime.datetime | None = None,
+          project_id: str | None = None) -> list[dict[str, Any]]:
     """Newest first; ``marker`` is the id of the last one seen.
 
     An unknown marker (or one the project may not see) is NotFound.
@@ -70,7 +79,8 @@ def list_(session, limit, marker=None, instance_uuid=None,
     return [models.row(r, FIELDS) for r in rows]
 
 
-def get(session, decision_id, project_id=None):
+def get(session: orm.Session, decision_id: int,
+        project_id: str | None = None) -> dict[str, Any]:
     """One decision; NotFound if unknown or not ``project_id``'s."""
     decision = models.Decision
     query = sa.select(decision).where(decision.id == decision_id)

@@ -17,14 +17,23 @@ tier a disk has is :func:`iotguard.db.tiering.resolve`'s to say; this
 module reads what it needs.
 """
 
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import dataclasses
 import datetime
 import json
 import math
 import sys
+import typing
+from typing import Any
 
 from oslo_db import exception as db_exc
 import sqlalchemy as sa
+from sqlalchemy.dialects.mysql import base as mysql_base
+from sqlalchemy import orm
 
 from iotguard.db import domains
 from iotguard.db import models
@@ -41,9 +50,16 @@ _RATE_FIELDS = ('read_iops', 'write_iops', 'read_bytes_sec',
 #: (about 100 bytes each on the wire).
 RATES_CHUNK = 10000
 
+Rows = Sequence[Mapping[str, Any]]
+#: ``admit(tier, domain, others, before, after)`` of :func:`instance_tier_set`
+Admit = Callable[[str, dict[str, Any], list[base.Tier], list[base.Tier],
+                  list[base.Tier]], dict[str, Any]]
+C = typing.TypeVar('C', models.DiskTier, models.TierRefusal)
 
-def _rates_executemany(session, fields, rows):
-    table = models.Disk.__table__
+
+def _rates_executemany(session: orm.Session, fields: Sequence[str],
+                       rows: Rows) -> None:
+    table = models.Base.metadata.tables['disks']
     statement = table.update().where(
         table.c.id == sa.bindparam('b_id')).values(
             {f: sa.bindparam('b_' + f) for f in fields})
@@ -51,7 +67,8 @@ def _rates_executemany(session, fields, rows):
                                      b_id=row['id']) for row in rows])
 
 
-def _rates_postgresql(session, fields, rows):
+def _rates_postgresql(session: orm.Session, fields: Sequence[str],
+                      rows: Rows) -> None:
     """One UPDATE of ``rows`` from arrays, a column each (PostgreSQL)."""
     types = dict.fromkeys(fields, 'DOUBLE PRECISION[]')
     types.update(id='INTEGER[]', sampled_at='TIMESTAMP[]')
@@ -64,12 +81,12 @@ def _rates_postgresql(session, fields, rows):
         {c: [row.get(c) for row in rows] for c in columns})
 
 
-def _has_json_table(dialect):
+def _has_json_table(dialect: mysql_base.MySQLDialect) -> bool:
     version = dialect.server_version_info or ()
     return version >= ((10, 6) if dialect.is_mariadb else (8, 0, 4))
 
 
-def _json_value(value):
+def _json_value(value: object) -> object:
     if isinstance(value, datetime.datetime):
         return value.isoformat(' ')
     if isinstance(value, float) and not math.isfinite(value):
@@ -77,7 +94,8 @@ def _json_value(value):
     return value
 
 
-def _rates_mysql(session, fields, rows):
+def _rates_mysql(session: orm.Session, fields: Sequence[str],
+                 rows: Rows) -> None:
     """One UPDATE of ``rows`` joined to them as JSON (MySQL, MariaDB)."""
     types = dict.fromkeys(fields, 'DOUBLE')
     types.update(id='INTEGER', sampled_at='DATETIME(6)')
@@ -92,7 +110,8 @@ def _rates_mysql(session, fields, rows):
                              for row in rows])})
 
 
-def _owner(instance_uuid, owners, project_id=None):
+def _owner(instance_uuid: str, owners: set[str],
+           project_id: str | None = None) -> str:
     """The project owning an instance's disks (``owners``, a set).
 
     NotFound when iotguard knows no disk of it, or ``project_id`` (when
@@ -103,8 +122,9 @@ def _owner(instance_uuid, owners, project_id=None):
     return next(iter(owners))
 
 
-def upsert(session, instance_uuid, dev, host, domain, project_id,
-           volume_id=None, *, default_tier):
+def upsert(session: orm.Session, default_tier: str | None,
+           instance_uuid: str, dev: str, host: str, domain: str,
+           project_id: str, volume_id: str | None = None) -> dict[str, Any]:
     """Record where a disk lives (membership); returns the disk."""
     domain_id = domains.domain_row(session, domain).id
     disk = session.scalars(sa.select(models.Disk).where(
@@ -122,16 +142,17 @@ def upsert(session, instance_uuid, dev, host, domain, project_id,
     return views(session, [disk], default_tier)[0]
 
 
-def delete(session, instance_uuid, dev):
-    count = session.execute(sa.delete(models.Disk).where(
-        models.Disk.instance_uuid == instance_uuid,
-        models.Disk.dev == dev)).rowcount
+def delete(session: orm.Session, instance_uuid: str, dev: str) -> None:
+    count = typing.cast(sa.CursorResult[Any], session.execute(sa.delete(
+        models.Disk).where(models.Disk.instance_uuid == instance_uuid,
+                           models.Disk.dev == dev))).rowcount
     if not count:
         raise exception.NotFound(
             what='disk %s of instance %s' % (dev, instance_uuid))
 
 
-def tier_set(session, instance_uuid, dev, tier, source, project_id):
+def tier_set(session: orm.Session, instance_uuid: str, dev: str, tier: str,
+             source: str, project_id: str) -> None:
     """Record a tier choice from a flavor or volume type (no admission).
 
     The API's tenant choices go through :func:`instance_tier_set`.
@@ -151,7 +172,10 @@ def tier_set(session, instance_uuid, dev, tier, source, project_id):
         row.tier_id, row.updated_at = tier_id, models.utcnow()
 
 
-def effective_tiers(session, instance_uuids, default_tier):
+def effective_tiers(session: orm.Session,
+                    instance_uuids: Iterable[str] | sa.Select[str],
+                    default_tier: str | None
+                    ) -> tuple[dict[tiering.Key, base.Tier], base.Tier | None]:
     """{(instance_uuid, dev or '*', source): Tier} and the default Tier.
 
     Each a :class:`iotguard.policy.base.Tier` (:func:`tiers.record`).
@@ -160,17 +184,16 @@ def effective_tiers(session, instance_uuids, default_tier):
     instances, read in the same query). See :func:`tiering.resolve` for
     how they give each disk its tier.
     """
-    choices = {}
-    if not isinstance(instance_uuids, sa.Select):
-        instance_uuids = sorted(set(instance_uuids)) or None
-    if instance_uuids is not None:
+    choices: dict[tiering.Key, base.Tier] = {}
+    uuids = (instance_uuids if isinstance(instance_uuids, sa.Select)
+             else sorted(set(instance_uuids)) or None)
+    if uuids is not None:
+        # Plain rows, and each tier read once: a domain may hold
+        # thousands of choices among a handful of tiers.
         rows = session.execute(
             sa.select(models.DiskTier.instance_uuid, models.DiskTier.dev,
                       models.DiskTier.source, models.DiskTier.tier_id)
-            .where(models.DiskTier.instance_uuid.in_(instance_uuids)))
-        # Plain rows, and each tier read once: a domain may hold
-        # thousands of choices among a handful of tiers.
-        rows = rows.all()
+            .where(models.DiskTier.instance_uuid.in_(uuids))).all()
         by_id = {t.id: tiers.record(t) for t in session.scalars(
             sa.select(models.Tier).where(models.Tier.id.in_(
                 {r.tier_id for r in rows})))} if rows else {}
@@ -185,7 +208,8 @@ def effective_tiers(session, instance_uuids, default_tier):
     return choices, default
 
 
-def refusals_of(session, instance_uuids):
+def refusals_of(session: orm.Session, instance_uuids: Collection[str]
+                ) -> dict[tiering.Key, dict[str, Any]]:
     """{(instance_uuid, dev or '*', source): refusal dict}."""
     if not instance_uuids:
         return {}
@@ -196,7 +220,8 @@ def refusals_of(session, instance_uuids):
         'since': r.created_at} for r in rows}
 
 
-def views(session, disks, default_tier):
+def views(session: orm.Session, disks: Sequence[models.Disk],
+          default_tier: str | None) -> list[dict[str, Any]]:
     """Disks as dicts: where, tier (and its source), rates, cap."""
     if not disks:
         return []
@@ -204,9 +229,9 @@ def views(session, disks, default_tier):
     choices, default = effective_tiers(session, uuids, default_tier)
     refusals = refusals_of(session, uuids)
     names = dict(session.execute(sa.select(
-        models.Domain.id, models.Domain.name).where(
-            models.Domain.id.in_({d.domain_id for d in disks}))).all())
-    caps = {}
+        models.Domain.id, models.Domain.name).where(models.Domain.id.in_(
+            {d.domain_id for d in disks}))).tuples().all())
+    caps: dict[int, dict[str, Any]] = {}
     rows = session.execute(
         sa.select(models.Cap, models.Decision.reason)
         .outerjoin(models.Decision,
@@ -231,8 +256,9 @@ def views(session, disks, default_tier):
     return out
 
 
-def list_(session, instance_uuid=None, domain=None, project_id=None, *,
-          default_tier):
+def list_(session: orm.Session, default_tier: str | None,
+          instance_uuid: str | None = None, domain: str | None = None,
+          project_id: str | None = None) -> list[dict[str, Any]]:
     """Disks with their tier, rates and cap, filtered."""
     query = sa.select(models.Disk).order_by(
         models.Disk.instance_uuid, models.Disk.dev)
@@ -246,9 +272,10 @@ def list_(session, instance_uuid=None, domain=None, project_id=None, *,
     return views(session, session.scalars(query).all(), default_tier)
 
 
-def instance_tier_set(session, instance_uuid, tier, admit,
-                      project_id=None, source='api',
-                      dev=tiering.ALL_DISKS, *, default_tier):
+def instance_tier_set(session: orm.Session, default_tier: str | None,
+                      instance_uuid: str, tier: str, admit: Admit,
+                      project_id: str | None = None, source: str = 'api',
+                      dev: str = tiering.ALL_DISKS) -> dict[str, Any]:
     """A tier choice for an instance's disks, admission first.
 
     ``source``: ``api`` (a tenant's choice through the API, for every
@@ -295,7 +322,7 @@ def instance_tier_set(session, instance_uuid, tier, admit,
         raise exception.NotFound(what='tier %s' % tier)
     new_tier = tiers.record(new)
 
-    def concerned(disk):
+    def concerned(disk: models.Disk | sa.Row[str, str, str | None]) -> bool:
         return (disk.instance_uuid == instance_uuid
                 and dev in (tiering.ALL_DISKS, disk.dev)
                 and tiering.source_applies(source, disk.volume_id))
@@ -341,14 +368,16 @@ def instance_tier_set(session, instance_uuid, tier, admit,
             'project_id': owner, 'admission': numbers}
 
 
-def _choice_row(session, table, instance_uuid, dev, source):
+def _choice_row(session: orm.Session, table: type[C], instance_uuid: str,
+                dev: str, source: str) -> C | None:
     """The row of ``table`` (a choice or a refusal) for one source."""
     return session.scalars(sa.select(table).where(
         table.instance_uuid == instance_uuid, table.dev == dev,
         table.source == source)).first()
 
 
-def _choice_delete(session, instance_uuid, source, dev=None):
+def _choice_delete(session: orm.Session, instance_uuid: str, source: str,
+                   dev: str | None = None) -> None:
     """Drop a source's choice and refusal (for ``dev``, or all)."""
     for table in (models.DiskTier, models.TierRefusal):
         query = sa.delete(table).where(
@@ -358,8 +387,9 @@ def _choice_delete(session, instance_uuid, source, dev=None):
         session.execute(query)
 
 
-def tier_refusal_set(session, instance_uuid, dev, source, tier, reason,
-                     project_id):
+def tier_refusal_set(session: orm.Session, instance_uuid: str, dev: str,
+                     source: str, tier: str, reason: str, project_id: str
+                     ) -> bool:
     """Record that admission refused ``tier`` from ``source``.
 
     The source's choice for the disk (if any) goes: the disk falls back
@@ -406,7 +436,8 @@ class Member:
     tier_source: str | None
 
 
-def of_domains(session, domain_names, *, default_tier):
+def of_domains(session: orm.Session, default_tier: str | None,
+               domain_names: Iterable[str]) -> dict[str, list[Member]]:
     """The disks of many domains as a round needs them, in one read.
 
     ``{name: [Member]}``, each list ordered by instance and device; the
@@ -420,7 +451,7 @@ def of_domains(session, domain_names, *, default_tier):
         return {}
     ids = dict(session.execute(
         sa.select(models.Domain.id, models.Domain.name).where(
-            models.Domain.name.in_(names))).all())
+            models.Domain.name.in_(names))).tuples().all())
     if len(ids) < len(names):
         raise exception.NotFound(what='domain %s' % sorted(
             set(names) - set(ids.values()))[0])
@@ -434,7 +465,7 @@ def of_domains(session, domain_names, *, default_tier):
             disk.domain_id.in_(list(ids))), default_tier)
     chosen = {key[0] for key in choices}
     default_source = 'default' if default else None
-    out = {name: [] for name in names}
+    out: dict[str, list[Member]] = {name: [] for name in names}
     for r in rows:
         # Most disks have no choice of their own: the default tier.
         if r.instance_uuid in chosen:
@@ -448,7 +479,7 @@ def of_domains(session, domain_names, *, default_tier):
     return out
 
 
-def version(session):
+def version(session: orm.Session) -> tuple[tuple[Any, ...], ...]:
     """What changes whenever the disks or their tiers may have.
 
     Whatever :func:`of_domains` says apart from the caps.
@@ -457,17 +488,13 @@ def version(session):
     choices and tiers: a few aggregates, so that the controller reads
     the disks again only when they changed.
     """
-    def of(table):
-        return (sa.func.count(), sa.func.max(table.id),
-                sa.func.sum(table.id), sa.func.max(table.created_at),
-                sa.func.max(table.updated_at))
-
-    return tuple(tuple(session.execute(sa.select(*of(table))).one())
-                 for table in (models.Disk, models.DiskTier,
-                               models.Tier))
+    return tuple(tuple(session.execute(sa.select(
+        sa.func.count(), sa.func.max(table.id), sa.func.sum(table.id),
+        sa.func.max(table.created_at), sa.func.max(table.updated_at))).one())
+        for table in (models.Disk, models.DiskTier, models.Tier))
 
 
-def rates_update(session, rates):
+def rates_update(session: orm.Session, rates: Rows) -> int:
     """Store the latest rates of many disks at once (by disk id).
 
     Each item: ``id``, ``sampled_at`` and the rate fields of
@@ -496,7 +523,7 @@ def rates_update(session, rates):
     dialect = session.get_bind().dialect
     if dialect.name == 'postgresql':
         write = _rates_postgresql
-    elif (dialect.name in ('mysql', 'mariadb')
+    elif (isinstance(dialect, mysql_base.MySQLDialect)
           and _has_json_table(dialect)):
         write = _rates_mysql
     else:
@@ -506,7 +533,7 @@ def rates_update(session, rates):
     return len(rates)
 
 
-def bulk_insert(session, disks):
+def bulk_insert(session: orm.Session, disks: Rows) -> int:
     """Insert many new disks in one statement (benchmarks, imports).
 
     Each is a dict ``instance_uuid, dev, host, domain, project_id``
@@ -517,7 +544,7 @@ def bulk_insert(session, disks):
         return 0
     try:
         ids = dict(session.execute(sa.select(
-            models.Domain.name, models.Domain.id)).all())
+            models.Domain.name, models.Domain.id)).tuples().all())
         now = models.utcnow()
         rows = []
         for disk in disks:
@@ -537,7 +564,9 @@ def bulk_insert(session, disks):
         raise exception.Conflict(reason='a disk exists already')
 
 
-def tier_requests(session, source, instance_uuids):
+def tier_requests(session: orm.Session, source: str,
+                  instance_uuids: Iterable[str]
+                  ) -> dict[tuple[str, str], tuple[str, str]]:
     """What ``source`` asked for the instances' disks.
 
     ``{(instance_uuid, dev or '*'): (tier name, state)}``, ``state``
@@ -560,8 +589,9 @@ def tier_requests(session, source, instance_uuids):
     return found
 
 
-def instance_tier_unset(session, instance_uuid, project_id=None,
-                        source='api'):
+def instance_tier_unset(session: orm.Session, instance_uuid: str,
+                        project_id: str | None = None, source: str = 'api'
+                        ) -> str:
     """Drop ``source``'s choice for every disk of an instance.
 
     Its disks fall back to the other sources (flavor, volume type) or
@@ -576,13 +606,16 @@ def instance_tier_unset(session, instance_uuid, project_id=None,
     return owner
 
 
-def tier_choice_unset(session, instance_uuid, source, dev=None):
+def tier_choice_unset(session: orm.Session, instance_uuid: str, source: str,
+                      dev: str | None = None) -> None:
     """Drop what ``source`` asked for an instance (or one ``dev``)."""
     _choice_delete(session, instance_uuid, source, dev)
 
 
-def tier_choices_forget(session, instance_uuids=None, keep=None,
-                        before=None):
+def tier_choices_forget(session: orm.Session,
+                        instance_uuids: Iterable[str] | None = None,
+                        keep: Iterable[str] | None = None,
+                        before: datetime.datetime | None = None) -> int:
     """Drop the tier choices of instances that no longer exist.
 
     Either of ``instance_uuids`` (those instances), or of every
@@ -600,11 +633,12 @@ def tier_choices_forget(session, instance_uuids=None, keep=None,
             query = query.where(
                 table.instance_uuid.not_in(list(keep or ())),
                 table.created_at < before)
-        dropped += session.execute(query).rowcount
+        dropped += typing.cast(sa.CursorResult[Any],
+                               session.execute(query)).rowcount
     return dropped
 
 
-def index(session):
+def index(session: orm.Session) -> dict[tuple[str, str], tuple[str, str]]:
     """``{(instance_uuid, dev): (domain, host)}`` of every disk.
 
     One light query (no tiers, caps or rates) for the controller's

@@ -15,8 +15,14 @@
 Functions of a session (see :class:`iotguard.db.api.Connection`).
 """
 
+from collections.abc import Mapping
+from collections.abc import Sequence
+import typing
+from typing import Any
+
 from oslo_db import exception as db_exc
 import sqlalchemy as sa
+from sqlalchemy import orm
 
 from iotguard.db import models
 from iotguard import exception
@@ -30,7 +36,8 @@ FIELDS = ('name', 'kind', 'iops_4k', 'bytes_sec', 'policy', 'params',
 _VIEW = ('id',) + FIELDS + ('created_at', 'updated_at')
 
 
-def domain_row(session, name, for_update=False):
+def domain_row(session: orm.Session, name: str, for_update: bool = False
+               ) -> models.Domain:
     query = sa.select(models.Domain).where(models.Domain.name == name)
     if for_update:
         query = query.with_for_update()
@@ -40,8 +47,10 @@ def domain_row(session, name, for_update=False):
     return domain
 
 
-def create(session, name, kind, iops_4k=None, bytes_sec=None, policy=None,
-           params=None, form='additive'):
+def create(session: orm.Session, name: str, kind: str,
+           iops_4k: float | None = None, bytes_sec: float | None = None,
+           policy: str | None = None, params: dict[str, Any] | None = None,
+           form: str = 'additive') -> dict[str, Any]:
     try:
         domain = models.Domain(
             name=name, kind=kind, iops_4k=iops_4k, bytes_sec=bytes_sec,
@@ -54,16 +63,17 @@ def create(session, name, kind, iops_4k=None, bytes_sec=None, policy=None,
         raise exception.Conflict(reason='domain %s already exists' % name)
 
 
-def get(session, name):
+def get(session: orm.Session, name: str) -> dict[str, Any]:
     return models.row(domain_row(session, name), _VIEW)
 
 
-def list_(session):
+def list_(session: orm.Session) -> list[dict[str, Any]]:
     return [models.row(d, _VIEW) for d in session.scalars(
         sa.select(models.Domain).order_by(models.Domain.name)).all()]
 
 
-def update(session, name, values):
+def update(session: orm.Session, name: str, values: Mapping[str, Any]
+           ) -> dict[str, Any]:
     """Change a domain's profile, policy or parameters."""
     domain = domain_row(session, name)
     for key, value in values.items():
@@ -73,7 +83,8 @@ def update(session, name, values):
     return models.row(domain, _VIEW)
 
 
-def learned(session, name, fit, state):
+def learned(session: orm.Session, name: str,
+            fit: Mapping[str, Any] | None, state: dict[str, Any]) -> None:
     """Write the estimator's ``state`` and its ``fit`` (a dict).
 
     A ``fit`` of None leaves the last one in place.
@@ -90,12 +101,14 @@ def learned(session, name, fit, state):
     session.flush()
 
 
-def estimator_state(session, name):
+def estimator_state(session: orm.Session, name: str
+                    ) -> dict[str, Any] | None:
     """The estimator's state of a domain (a dict, None if none)."""
     return domain_row(session, name).estimator_state
 
 
-def merge(session, into, sources, kind):
+def merge(session: orm.Session, into: str, sources: Sequence[str], kind: str
+          ) -> tuple[dict[str, Any], int]:
     """Move the disks of ``sources`` into ``into``; delete ``sources``.
 
     For storage that was several domains and is one (a Ceph cluster
@@ -134,11 +147,11 @@ def merge(session, into, sources, kind):
         (s.policy for s in merged if s.policy), None)
     target.params = target.params or next(
         (s.params for s in merged if s.params), {})
-    moved = session.execute(
+    moved = typing.cast(sa.CursorResult[Any], session.execute(
         sa.update(models.Disk)
         .where(models.Disk.domain_id.in_([s.id for s in merged]))
         .values(domain_id=target.id, updated_at=models.utcnow())
-        .execution_options(synchronize_session=False)).rowcount
+        .execution_options(synchronize_session=False))).rowcount
     for source in merged:
         session.delete(source)
     target.updated_at = models.utcnow()

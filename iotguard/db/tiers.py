@@ -15,8 +15,13 @@
 Functions of a session (see :class:`iotguard.db.api.Connection`).
 """
 
+from collections.abc import Collection
+from collections.abc import Mapping
+from typing import Any
+
 from oslo_db import exception as db_exc
 import sqlalchemy as sa
+from sqlalchemy import orm
 
 from iotguard.db import models
 from iotguard import exception
@@ -26,20 +31,20 @@ FIELDS = ('name', 'description', 'min_iops', 'min_bytes_sec',
           'max_iops', 'max_bytes_sec', 'weight', 'is_public')
 
 
-def _dict(tier, projects):
+def _dict(tier: models.Tier, projects: Collection[str]) -> dict[str, Any]:
     result = models.row(tier, ('id',) + FIELDS + ('created_at',
                                                   'updated_at'))
     result['projects'] = sorted(projects)
     return result
 
 
-def record(tier):
+def record(tier: models.Tier) -> base.Tier:
     """A tier row as the core's :class:`iotguard.policy.base.Tier`."""
     return base.Tier(tier.name, tier.min_iops, tier.min_bytes_sec,
                      tier.max_iops, tier.max_bytes_sec, tier.weight)
 
 
-def tier_row(session, name):
+def tier_row(session: orm.Session, name: str) -> models.Tier:
     tier = session.scalars(sa.select(models.Tier).where(
         models.Tier.name == name)).first()
     if tier is None:
@@ -47,8 +52,9 @@ def tier_row(session, name):
     return tier
 
 
-def _projects(session, tier_ids):
-    projects = {tier_id: [] for tier_id in tier_ids}
+def _projects(session: orm.Session, tier_ids: list[int]
+              ) -> dict[int, list[str]]:
+    projects: dict[int, list[str]] = {tier_id: [] for tier_id in tier_ids}
     if tier_ids:
         rows = session.execute(sa.select(
             models.TierProject.tier_id, models.TierProject.project_id
@@ -58,7 +64,8 @@ def _projects(session, tier_ids):
     return projects
 
 
-def visible(query, project_id):
+def visible(query: sa.Select[models.Tier], project_id: str | None
+            ) -> sa.Select[models.Tier]:
     """query of tiers narrowed to those project_id may use."""
     if project_id is None:
         return query
@@ -68,7 +75,8 @@ def visible(query, project_id):
                               models.Tier.id.in_(granted)))
 
 
-def create(session, values, projects=()):
+def create(session: orm.Session, values: Mapping[str, Any],
+           projects: Collection[str] = ()) -> dict[str, Any]:
     """Create a tier; ``projects`` may use it when it is private."""
     try:
         tier = models.Tier(created_at=models.utcnow(), **values)
@@ -84,7 +92,8 @@ def create(session, values, projects=()):
             reason='tier %s already exists' % values.get('name'))
 
 
-def get(session, name, project_id=None):
+def get(session: orm.Session, name: str, project_id: str | None = None
+        ) -> dict[str, Any]:
     """One tier; a project only gets the tiers it may use."""
     tier = session.scalars(visible(sa.select(models.Tier).where(
         models.Tier.name == name), project_id)).first()
@@ -93,7 +102,8 @@ def get(session, name, project_id=None):
     return _dict(tier, _projects(session, [tier.id])[tier.id])
 
 
-def list_(session, project_id=None):
+def list_(session: orm.Session, project_id: str | None = None
+          ) -> list[dict[str, Any]]:
     """Every tier (``project_id=None``) or those a project may use."""
     tiers = session.scalars(visible(
         sa.select(models.Tier), project_id).order_by(
@@ -102,7 +112,8 @@ def list_(session, project_id=None):
     return [_dict(t, projects[t.id]) for t in tiers]
 
 
-def update(session, name, values, projects=None):
+def update(session: orm.Session, name: str, values: Mapping[str, Any],
+           projects: Collection[str] | None = None) -> dict[str, Any]:
     """Change a tier; ``projects`` (when given) replaces its list."""
     try:
         tier = tier_row(session, name)
@@ -122,11 +133,11 @@ def update(session, name, values, projects=None):
             reason='tier %s already exists' % values.get('name'))
 
 
-def delete(session, name, default_tier):
-    """Delete a tier that no disk uses (else Conflict)."""
+def delete(session: orm.Session, default_tier: str | None, name: str) -> None:
+    """Delete a tier that no disk uses, nor the default (Conflict)."""
     tier = tier_row(session, name)
-    users = session.scalar(sa.select(sa.func.count()).where(
-        models.DiskTier.tier_id == tier.id))
+    users = session.scalars(sa.select(sa.func.count()).where(
+        models.DiskTier.tier_id == tier.id)).one()
     if users or name == default_tier:
         raise exception.Conflict(
             reason='tier %s is in use (%d tier choices%s)' % (
