@@ -44,6 +44,7 @@ class InvalidCap(Invalid):
 
 class TierSyncFailed(IotguardException):
     msg_fmt = 'tier sync failed: %(reason)s'
+    done: list[str]     # what the sync changed before it failed
 
 
 class Forbidden(IotguardException):
