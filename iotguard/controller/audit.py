@@ -21,22 +21,32 @@ disk. A violated guarantee
 (a disk below its floor with unmet demand) is notified when it starts.
 """
 
+from collections.abc import Iterable
+from collections.abc import Mapping
 import datetime
+from typing import Any
 
 from oslo_log import log as logging
 
+from iotguard import caps
+from iotguard.db import api as db_api
+from iotguard.db import disks
+from iotguard import notifications
 from iotguard.policy import base
 
 LOG = logging.getLogger(__name__)
 
+#: A decision sent: ``(disk, decision, decision id, old limits)``.
+Record = tuple[disks.Member, base.Decision, int, Mapping[str, int]]
 
-def to_datetime(timestamp):
+
+def to_datetime(timestamp: float) -> datetime.datetime:
     """UNIX seconds -> the naive UTC datetime the DB columns hold."""
     return datetime.datetime.fromtimestamp(
         timestamp, datetime.timezone.utc).replace(tzinfo=None)
 
 
-def to_timestamp(value):
+def to_timestamp(value: datetime.datetime) -> float:
     """A naive UTC datetime from the DB -> UNIX seconds."""
     return value.replace(tzinfo=datetime.timezone.utc).timestamp()
 
@@ -44,11 +54,15 @@ def to_timestamp(value):
 class Audit:
     """Writes decisions and caps to the DB and sends the notifications."""
 
-    def __init__(self, db, notifier):
+    def __init__(self, db: db_api.Connection,
+                 notifier: notifications.Notifier) -> None:
         self.db = db
         self.notifier = notifier
 
-    def decisions(self, domain, policy, entries, now):
+    def decisions(self, domain: str, policy: str,
+                  entries: Iterable[tuple[disks.Member, base.Decision,
+                                          Mapping[str, int]]],
+                  now: float) -> list[int]:
         """Append ``[(disk, decision, old_limits)]`` to the audit trail.
 
         One transaction for the round; returns the ids, in order.
@@ -66,43 +80,37 @@ class Audit:
                 'created_at': to_datetime(now)})
         return self.db.decisions_create(rows)
 
-    def _payload(self, domain, policy, disk, decision, decision_id,
-                 old_limits):
+    def _payload(self, domain: str, policy: str, record: Record
+                 ) -> dict[str, Any]:
+        disk, decision, decision_id, old_limits = record
         return {'domain': domain, 'policy': policy,
                 'instance_uuid': disk.instance_uuid, 'dev': disk.dev,
                 'host': disk.host, 'project_id': disk.project_id,
                 'decision_id': decision_id, 'reason': decision.reason,
                 'old_limits': old_limits, 'numbers': decision.numbers}
 
-    def caps_applied(self, domain, policy, sent):
-        """Caps were sent: write them as in force (one transaction), notify.
-
-        ``sent`` is ``[(cap, (disk, decision, decision_id, old_limits))]``,
-        each ``cap`` a :class:`iotguard.caps.Cap`.
-        """
+    def caps_applied(self, domain: str, policy: str,
+                     sent: list[tuple[caps.Cap, Record]]) -> None:
+        """Caps were sent: write them as in force (one transaction), notify."""
         self.db.caps_set([dict(
             cap.to_wire(), lease_expires_at=to_datetime(cap.lease_expires_at),
             decision_id=decision_id)
             for cap, (_d, _dec, decision_id, _old) in sent])
-        for cap, (disk, decision, decision_id, old) in sent:
-            payload = self._payload(domain, policy, disk, decision,
-                                    decision_id, old)
+        for cap, record in sent:
+            payload = self._payload(domain, policy, record)
             payload.update(limits=dict(cap.limits),
                            lease_expires_at=cap.lease_expires_at)
             self.notifier.cap_apply(payload)
 
-    def caps_released(self, domain, policy, sent):
-        """Releases were sent: forget those caps, notify.
-
-        ``sent`` is ``[(disk, decision, decision_id, old_limits)]``.
-        """
+    def caps_released(self, domain: str, policy: str,
+                      sent: list[Record]) -> None:
+        """Releases were sent: forget those caps, notify."""
         self.db.caps_release([(disk.instance_uuid, disk.dev)
                               for disk, _d, _i, _o in sent])
-        for disk, decision, decision_id, old in sent:
-            self.notifier.cap_release(self._payload(
-                domain, policy, disk, decision, decision_id, old))
+        for record in sent:
+            self.notifier.cap_release(self._payload(domain, policy, record))
 
-    def overcommitted(self, domain, numbers):
+    def overcommitted(self, domain: str, numbers: dict[str, Any]) -> None:
         """Floors admitted exceed what the storage was learned to serve."""
         LOG.warning('Domain %s is overcommitted: its floors cost %.3f of '
                     'the learned capacity (max_commit_ratio %.2f; %.3f with '
@@ -113,14 +121,16 @@ class Audit:
                     numbers['confidence'])
         self.notifier.domain_overcommitted(dict(numbers, domain=domain))
 
-    def overcommit_cleared(self, domain, numbers):
+    def overcommit_cleared(self, domain: str,
+                           numbers: dict[str, Any]) -> None:
         """A domain overcommitted before no longer is."""
         LOG.info('Domain %s is no longer overcommitted: its floors cost '
                  '%.3f of the learned capacity', domain,
                  numbers['committed_learned'])
         self.notifier.domain_overcommit_cleared(dict(numbers, domain=domain))
 
-    def violation(self, domain, disk, numbers, now):
+    def violation(self, domain: str, disk: disks.Member,
+                  numbers: dict[str, float], now: float) -> None:
         """A disk's guarantee is not met; tell the operators."""
         LOG.warning('Guarantee violated on %s/%s in domain %s: %s',
                     disk.instance_uuid, disk.dev, domain, numbers)

@@ -23,19 +23,24 @@ sees the static ceilings (only the agent does): a disk of theirs has
 none.
 """
 
+from collections.abc import Callable
+from collections.abc import Sequence
+
 from oslo_log import log as logging
 
 from iotguard import batch as batch_mod
 
 LOG = logging.getLogger(__name__)
 
+Sink = Callable[[batch_mod.Batch], int]
 
-def _checked(rows):
+
+def _checked(rows: Sequence[batch_mod.Row]) -> batch_mod.Batch:
     batch = batch_mod.Batch.of_rows(rows)
     return batch_mod.decode(batch.to_wire()) if rows else batch
 
 
-def checked(rows):
+def checked(rows: Sequence[batch_mod.Row]) -> batch_mod.Batch:
     """The :class:`iotguard.batch.Batch` of ``rows``, checked.
 
     A malformed row is logged and left out.
@@ -56,7 +61,7 @@ def checked(rows):
     return _checked(good)
 
 
-def deliver(sink, rows):
+def deliver(sink: Sink, rows: Sequence[batch_mod.Row]) -> int:
     """Hand ``rows`` to ``sink`` as one checked batch; how many it stored.
 
     A sink that raises is logged, never raised further.

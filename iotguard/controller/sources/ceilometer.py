@@ -32,11 +32,15 @@ Malformed meters and notifications are logged and dropped: the endpoint
 always answers ``HANDLED`` so nothing is requeued forever.
 """
 
+from collections.abc import Callable
+from collections.abc import Iterable
 import dataclasses
 import datetime
 import threading
 import time
+from typing import Any
 
+from oslo_config import cfg
 from oslo_log import log as logging
 import oslo_messaging
 from oslo_utils import timeutils
@@ -64,17 +68,20 @@ LATENCY = frozenset(('rd_times', 'wr_times'))
 
 _NO_LATENCY = {'read_latency_ms': None, 'write_latency_ms': None}
 
+Key = tuple[str, str]
+Meter = tuple[Key, str, float, float, str | None]
+
 
 @dataclasses.dataclass
 class _Pending:
     """The meters of one disk's current poll, as they arrive."""
 
     at: float
-    counters: dict
+    counters: dict[str, Any]
     project_id: str | None
 
 
-def parse_timestamp(value):
+def parse_timestamp(value: object) -> float:
     """Ceilometer's ISO 8601 timestamp (naive means UTC) -> UNIX time."""
     if not isinstance(value, str):
         raise exception.Invalid(reason='timestamp %r is not a string'
@@ -88,7 +95,7 @@ def parse_timestamp(value):
     return when.timestamp()
 
 
-def disk_of(meter):
+def disk_of(meter: dict[str, Any]) -> Key:
     """``(instance_uuid, dev)`` of a disk meter, or raise Invalid."""
     metadata = meter.get('resource_metadata') or {}
     if not isinstance(metadata, dict):
@@ -98,16 +105,15 @@ def disk_of(meter):
     if (not uuid or not dev) and isinstance(resource_id, str):
         # <36-character instance uuid>-<dev>
         uuid, dev = resource_id[:36], resource_id[37:]
-    disk = {'instance_uuid': uuid, 'dev': dev}
     try:
-        caps.validate_disk(disk)
+        disk = caps.validate_disk({'instance_uuid': uuid, 'dev': dev})
     except exception.Invalid:
         raise exception.Invalid(reason='no disk in resource %r' %
                                 (resource_id,))
-    return uuid, dev
+    return disk['instance_uuid'], disk['dev']
 
 
-def _volume(meter):
+def _volume(meter: dict[str, Any]) -> float:
     volume = meter.get('counter_volume')
     if isinstance(volume, bool) or not isinstance(volume, (int, float)):
         raise exception.Invalid(reason='counter_volume %r is not a number'
@@ -131,16 +137,16 @@ class Assembler:
     then dropped (a missing counter would read as a reset).
     """
 
-    def __init__(self, polling_interval_s):
+    def __init__(self, polling_interval_s: float) -> None:
         self.window_s = polling_interval_s / 2.0
         self.max_gap_s = rates.STALE_INTERVALS * polling_interval_s
         self._series = rates.Series(max_gap_s=self.max_gap_s)
-        self._pending = {}
-        self._last = {}
-        self._has_latency = set()
+        self._pending: dict[Key, _Pending] = {}
+        self._last: dict[Key, tuple[float, frozenset[str]]] = {}
+        self._has_latency: set[Key] = set()
         self._lock = threading.Lock()
 
-    def parse(self, meter):
+    def parse(self, meter: object) -> Meter | None:
         """The ``(disk, counter, at, volume, project_id)`` of a meter.
 
         None for a meter that is not a disk meter; raises Invalid when it
@@ -149,14 +155,15 @@ class Assembler:
         if not isinstance(meter, dict):
             raise exception.Invalid(reason='meter %r is not a dict'
                                     % (meter,))
-        counter = METERS.get(meter.get('counter_name'))
+        counter = METERS.get(meter.get('counter_name', ''))
         if counter is None:
             return None
         return (disk_of(meter), counter,
                 parse_timestamp(meter.get('timestamp')), _volume(meter),
                 meter.get('project_id'))
 
-    def add(self, meters):
+    def add(self, meters: Iterable[object]
+            ) -> tuple[list[batch_mod.Row], list[str]]:
         """Take a notification's meters; return ``(samples, errors)``.
 
         ``samples`` are those the meters complete; ``errors`` says why
@@ -181,8 +188,9 @@ class Assembler:
                 out.extend(self._add(*item))
         return out, errors
 
-    def _add(self, key, counter, at, volume, project_id):
-        out = []
+    def _add(self, key: Key, counter: str, at: float, volume: float,
+             project_id: str | None) -> list[batch_mod.Row]:
+        out: list[batch_mod.Row] = []
         last = self._last.get(key)
         if (key not in self._pending and last is not None and
                 abs(at - last[0]) <= self.window_s):
@@ -202,12 +210,12 @@ class Assembler:
             out.extend(self._flush(key))
         return out
 
-    def _complete(self, key, pending):
+    def _complete(self, key: Key, pending: _Pending) -> bool:
         have = pending.counters.keys()
         return REQUIRED <= have and (key not in self._has_latency or
                                      LATENCY <= have)
 
-    def _flush(self, key):
+    def _flush(self, key: Key) -> list[batch_mod.Row]:
         pending = self._pending.pop(key)
         have = frozenset(pending.counters)
         if not REQUIRED <= have:
@@ -225,7 +233,7 @@ class Assembler:
             return [batch_mod.Row(uuid, dev, pending.at, result.interval_s,
                                   gap=result.reason,
                                   project_id=pending.project_id)]
-        values = result.as_dict()
+        values: dict[str, float | None] = {**result.as_dict()}
         if not (LATENCY <= have and last is not None and
                 LATENCY <= last[1]):
             # Latency needs both readings to carry it: a missing counter
@@ -234,7 +242,7 @@ class Assembler:
         return [batch_mod.Row(uuid, dev, pending.at, result.interval_s,
                               rates=values, project_id=pending.project_id)]
 
-    def forget_older_than(self, when):
+    def forget_older_than(self, when: float) -> int:
         """Drop the state of disks not heard of since ``when``.
 
         Deleted instances and detached volumes: memory does not grow.
@@ -254,14 +262,17 @@ class Assembler:
 class Endpoint:
     """The notification endpoint; ``sink(batch) -> int`` gets samples."""
 
-    def __init__(self, sink, polling_interval_s, clock=time.time):
+    def __init__(self, sink: sources.Sink, polling_interval_s: float,
+                 clock: Callable[[], float] = time.time) -> None:
         self.sink = sink
         self.assembler = Assembler(polling_interval_s)
         self._clock = clock
         self._forget_every_s = polling_interval_s
         self._forgotten_at = clock()
 
-    def sample(self, ctxt, publisher_id, event_type, payload, metadata):
+    def sample(self, ctxt: dict[str, Any], publisher_id: str,
+               event_type: str, payload: object,
+               metadata: dict[str, Any]) -> Any:
         """Ceilometer's publisher sends with priority ``sample``."""
         if not isinstance(payload, list):
             LOG.warning('Malformed %(type)s notification from %(pub)s '
@@ -282,7 +293,7 @@ class Endpoint:
         self._forget_stale()
         return oslo_messaging.NotificationResult.HANDLED
 
-    def _forget_stale(self):
+    def _forget_stale(self) -> None:
         now = self._clock()
         if now - self._forgotten_at >= self._forget_every_s:
             self._forgotten_at = now
@@ -290,12 +301,13 @@ class Endpoint:
                                              self.assembler.max_gap_s)
 
 
-def pool_name(conf):
+def pool_name(conf: cfg.ConfigOpts) -> str:
     """The listener pool: ``[ceilometer] pool`` or one per controller."""
     return rpc.listener_pool(conf, 'ceilometer', conf.ceilometer.pool)
 
 
-def get_listener(conf, transport, sink):
+def get_listener(conf: cfg.ConfigOpts, transport: oslo_messaging.Transport,
+                 sink: sources.Sink) -> oslo_messaging.MessageHandlingServer:
     """A (not started) listener on ``[ceilometer] exchange`` and ``topic``.
 
     ``transport`` is a notification transport

@@ -36,12 +36,16 @@ never a negative rate. Gnocchi down or answering nonsense: logged, no
 samples, nothing raised; the controller goes on with its other sources.
 """
 
+from collections.abc import Callable
+from collections.abc import Iterable
 import datetime
 import time
+from typing import Any
 
 from gnocchiclient import auth as gnocchi_auth
 from gnocchiclient.v1 import client as gnocchi_client
 from keystoneauth1 import session as ks_session
+from oslo_config import cfg
 from oslo_log import log as logging
 
 from iotguard import batch as batch_mod
@@ -73,8 +77,11 @@ METRICS = tuple(RATE_METRICS.values()) + tuple(
 #: Instances per aggregates request (the search goes in the body).
 BATCH = 100
 
+#: ``{metric: {bucket start (unix): value}}``
+Series = dict[str, dict[float, float | None]]
 
-def operations(method):
+
+def operations(method: str) -> str:
     """The aggregates ``operations`` for every disk metric."""
     if method == 'rate:mean':
         return '(metric %s)' % ' '.join('(%s rate:mean)' % m
@@ -83,7 +90,7 @@ def operations(method):
                                                       for m in METRICS)
 
 
-def get_client(conf):
+def get_client(conf: cfg.ConfigOpts) -> Any:
     """A gnocchiclient on a keystoneauth session, per ``[gnocchi]``."""
     group = conf.gnocchi
     adapter = {'interface': conf.service_credentials.interface,
@@ -107,7 +114,7 @@ def get_client(conf):
     return gnocchi_client.Client(session=session, adapter_options=adapter)
 
 
-def _unix(when):
+def _unix(when: str | datetime.datetime) -> float:
     if isinstance(when, str):
         when = datetime.datetime.fromisoformat(when)
     if when.tzinfo is None:
@@ -115,7 +122,7 @@ def _unix(when):
     return when.timestamp()
 
 
-def _series(by_aggregation):
+def _series(by_aggregation: dict[str, Any]) -> dict[float, float | None]:
     """``{bucket start (unix): value}`` of one metric's only aggregation."""
     points = {}
     for series in by_aggregation.values():
@@ -127,7 +134,8 @@ def _series(by_aggregation):
 class GnocchiSource:
     """Reads disk rates from Gnocchi; ``client`` is built when needed."""
 
-    def __init__(self, conf, client=None, clock=time.time):
+    def __init__(self, conf: cfg.ConfigOpts, client: Any = None,
+                 clock: Callable[[], float] = time.time) -> None:
         self.granularity = conf.gnocchi.granularity
         self.method = conf.gnocchi.rate_method
         self.lookback_buckets = conf.gnocchi.lookback_buckets
@@ -137,12 +145,14 @@ class GnocchiSource:
         self._operations = operations(self.method)
 
     @property
-    def client(self):
+    def client(self) -> Any:
         if self._client is None:
             self._client = get_client(self._conf)
         return self._client
 
-    def fetch(self, instance_uuids=None, start=None, stop=None):
+    def fetch(self, instance_uuids: Iterable[str] | None = None,
+              start: float | None = None, stop: float | None = None
+              ) -> list[batch_mod.Row]:
         """Every complete bucket of every disk, oldest first.
 
         A :class:`iotguard.batch.Row` per disk and bucket.
@@ -151,9 +161,8 @@ class GnocchiSource:
         ``instance_disk``); ``start``/``stop``: UNIX times. Returns ``[]``
         when Gnocchi cannot be read.
         """
-        if instance_uuids is None:
-            batches = [None]
-        else:
+        batches: list[list[str] | None] = [None]
+        if instance_uuids is not None:
             uuids = sorted(set(instance_uuids))
             batches = [uuids[i:i + BATCH] for i in range(0, len(uuids),
                                                          BATCH)]
@@ -170,7 +179,8 @@ class GnocchiSource:
         samples.sort(key=lambda s: s.timestamp)
         return samples
 
-    def latest(self, instance_uuids=None):
+    def latest(self, instance_uuids: Iterable[str] | None = None
+               ) -> list[batch_mod.Row]:
         """The newest complete bucket of each disk (within the look-back)."""
         start = self._clock() - (self.lookback_buckets + 1) * \
             self.granularity
@@ -179,18 +189,21 @@ class GnocchiSource:
             newest[(sample.instance_uuid, sample.dev)] = sample
         return list(newest.values())
 
-    def poll(self, sink, instance_uuids=None):
+    def poll(self, sink: sources.Sink,
+             instance_uuids: Iterable[str] | None = None) -> int:
         """Hand the latest samples to ``sink`` (one batch); how many stored."""
         return sources.deliver(sink, self.latest(instance_uuids))
 
-    def _aggregates(self, uuids, start, stop):
+    def _aggregates(self, uuids: list[str] | None, start: float | None,
+                    stop: float | None) -> Any:
         search = {} if uuids is None else {'in': {'instance_id': uuids}}
         return self.client.aggregates.fetch(
             self._operations, search=search, resource_type=RESOURCE_TYPE,
             start=_iso(start), stop=_iso(stop),
             granularity=self.granularity, details=True)
 
-    def _samples(self, answer, now):
+    def _samples(self, answer: dict[str, Any], now: float
+                 ) -> list[batch_mod.Row]:
         resources = {r['id']: r for r in answer.get('references', ())}
         out = []
         for rid, metrics in answer['measures'].items():
@@ -203,7 +216,8 @@ class GnocchiSource:
             out.extend(self._disk_samples(resource, series, now))
         return out
 
-    def _disk_samples(self, resource, series, now):
+    def _disk_samples(self, resource: dict[str, Any], series: Series,
+                      now: float) -> list[batch_mod.Row]:
         divide = self.granularity if self.method == 'rate:mean' else 1.0
         required = [series.get(m, {}) for m in RATE_METRICS.values()]
         buckets = set(required[0]).intersection(*required[1:])
@@ -212,13 +226,14 @@ class GnocchiSource:
             end = bucket + self.granularity
             if end > now:
                 continue
-            values = {field: series[metric][bucket]
-                      for field, metric in RATE_METRICS.items()}
-            if any(v is None for v in values.values()):
+            measured = {field: v / divide
+                        for field, metric in RATE_METRICS.items()
+                        if (v := series[metric][bucket]) is not None}
+            if len(measured) < len(RATE_METRICS):
                 continue
-            values = {field: v / divide for field, v in values.items()}
+            values: dict[str, float | None] = dict(measured)
             gap = rates.GAP_RESET if any(v < 0 for v in
-                                         values.values()) else None
+                                         measured.values()) else None
             if gap is None:
                 values.update(self._latency(series, bucket))
                 if any(v is not None and v < 0 for v in values.values()):
@@ -231,8 +246,8 @@ class GnocchiSource:
         return out
 
     @staticmethod
-    def _latency(series, bucket):
-        out = {}
+    def _latency(series: Series, bucket: float) -> dict[str, float | None]:
+        out: dict[str, float | None] = {}
         for field, (latency, requests) in LATENCY_METRICS.items():
             ns = series.get(latency, {}).get(bucket)
             reqs = series[requests][bucket]
@@ -245,7 +260,7 @@ class GnocchiSource:
         return out
 
 
-def _iso(when):
+def _iso(when: float | None) -> str | None:
     if when is None:
         return None
     return datetime.datetime.fromtimestamp(
