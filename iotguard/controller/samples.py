@@ -45,11 +45,14 @@ about the load.
 Thread-safe: the RPC server's threads add while the loop reads.
 """
 
+from collections.abc import Callable
+from collections.abc import Sequence
 import math
 import threading
 import time
 
 import numpy as np
+import numpy.typing as npt
 from oslo_log import log as logging
 
 from iotguard import batch as batch_mod
@@ -68,6 +71,9 @@ _FLOAT_COLUMNS = ('timestamp', 'interval_s') + RATES + (
     'static_iops', 'static_bytes_sec', 'rated')
 _NAN = math.nan
 
+Key = tuple[str, str]
+Rows = npt.NDArray[np.intp]
+
 
 class SampleStore:
     """The newest sample of every disk, one row per ``(instance_uuid, dev)``.
@@ -76,16 +82,17 @@ class SampleStore:
     ceiling: no limit).
     """
 
-    def __init__(self, interval_s, clock=time.time, max_skew_s=MAX_SKEW_S,
-                 capacity=1024):
+    def __init__(self, interval_s: float,
+                 clock: Callable[[], float] = time.time,
+                 max_skew_s: float = MAX_SKEW_S, capacity: int = 1024) -> None:
         if not interval_s > 0:
             raise ValueError('interval_s must be > 0, not %r' % interval_s)
         self.interval_s = float(interval_s)
         self.max_skew_s = float(max_skew_s)
         self._clock = clock
         self._lock = threading.Lock()
-        self._rows = {}        # (instance_uuid, dev) -> row
-        self._free = []        # rows of forgotten disks
+        self._rows: dict[Key, int] = {}
+        self._free: list[int] = []   # rows of forgotten disks
         self._size = 0         # rows in use or free
         capacity = max(1, capacity)
         self._cols = np.full((len(_FLOAT_COLUMNS), capacity), _NAN)
@@ -93,19 +100,19 @@ class SampleStore:
 
     # -- staleness ----------------------------------------------------------
 
-    def _limit_s(self, own_interval):
+    def _limit_s(self, own_interval: base.FloatArray) -> base.FloatArray:
         """Staleness limits of an array of intervals (``nan``: none)."""
         return rates.STALE_INTERVALS * np.fmax(self.interval_s, own_interval)
 
     # -- adding -------------------------------------------------------------
 
-    def _refuse(self, key, why, *args):
+    def _refuse(self, key: Key, why: str, *args: object) -> None:
         self.rejected += 1
         LOG.warning('Sample of %s/%s refused: ' + why, key[0], key[1],
                     *args)
-        return False
 
-    def add_batch(self, batch, received_at=None):
+    def add_batch(self, batch: batch_mod.Batch,
+                  received_at: float | None = None) -> int:
         """Store a checked :class:`iotguard.batch.Batch`; how many stored.
 
         Refused (each logged): a sample from the future, one stale on
@@ -142,7 +149,7 @@ class SampleStore:
                 stored += self._write(rows[index], index, batch, values)
         return stored
 
-    def _rows_of(self, keys):
+    def _rows_of(self, keys: list[Key]) -> Rows:
         get, rows = self._rows.get, []
         for key in keys:
             row = get(key)
@@ -152,18 +159,20 @@ class SampleStore:
         return np.array(rows, dtype=np.intp)
 
     @staticmethod
-    def _generations(rows):
+    def _generations(rows: Rows) -> list[Rows]:
         """Positions of a batch's rows: first sightings, then repeats."""
         if len(np.unique(rows)) == len(rows):
             return [np.arange(len(rows))]
-        seen, nth = {}, []
+        seen: dict[int, int] = {}
+        order = []
         for row in rows.tolist():
-            nth.append(seen.get(row, 0))
-            seen[row] = nth[-1] + 1
-        nth = np.array(nth)
+            order.append(seen.get(row, 0))
+            seen[row] = order[-1] + 1
+        nth = np.array(order)
         return [np.flatnonzero(nth == k) for k in range(nth.max() + 1)]
 
-    def _write(self, rows, index, batch, values):
+    def _write(self, rows: Rows, index: Rows, batch: batch_mod.Batch,
+               values: base.FloatArray) -> int:
         stamp = values[0, index]
         latest = self._cols[0, rows]
         newer = np.isnan(latest) | (stamp > latest)
@@ -177,7 +186,7 @@ class SampleStore:
         self._cols[:, rows] = values[:, index]
         return len(rows)
 
-    def _new_row(self):
+    def _new_row(self) -> int:
         if self._free:
             return self._free.pop()
         row = self._size
@@ -190,7 +199,8 @@ class SampleStore:
 
     # -- reading ------------------------------------------------------------
 
-    def latest(self, instance_uuid, dev):
+    def latest(self, instance_uuid: str, dev: str
+               ) -> dict[str, float | None] | None:
         """The newest sample of a disk as a dict of its columns, or None.
 
         ``nan`` is None; ``rated``: 1.0 when it has rates (no gap).
@@ -203,7 +213,7 @@ class SampleStore:
         return {name: None if math.isnan(value) else value
                 for name, value in zip(_FLOAT_COLUMNS, values)}
 
-    def gather(self, keys, now):
+    def gather(self, keys: Sequence[Key], now: float) -> base.SampleColumns:
         """The :class:`~iotguard.policy.base.SampleColumns` of ``keys``.
 
         ``keys``: ``(instance_uuid, dev)``, the order of the columns.
@@ -234,18 +244,18 @@ class SampleStore:
 
     # -- forgetting ---------------------------------------------------------
 
-    def _drop(self, key):
+    def _drop(self, key: Key) -> None:
         row = self._rows.pop(key, None)
         if row is not None:
             self._cols[:, row] = _NAN
             self._free.append(row)
 
-    def forget(self, instance_uuid, dev):
+    def forget(self, instance_uuid: str, dev: str) -> None:
         """Drop what is known of a disk (deleted, moved away)."""
         with self._lock:
             self._drop((instance_uuid, dev))
 
-    def prune(self, now):
+    def prune(self, now: float) -> int:
         """Drop every stale sample; returns how many (bounds memory)."""
         with self._lock:
             if not self._rows:
@@ -258,6 +268,6 @@ class SampleStore:
                 self._drop(keys[i])
             return len(old)
 
-    def __len__(self):
+    def __len__(self) -> int:
         with self._lock:
             return len(self._rows)
