@@ -29,10 +29,9 @@ import jsonschema
 import webob
 import webob.exc
 
+from iotguard.api.schemas import common
 from iotguard import exception
 
-UUID_RE = re.compile(r'^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-'
-                     r'[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$')
 JSON = 'application/json'
 #: Seconds a client is asked to wait when the database or Keystone is
 #: unreachable.
@@ -54,11 +53,6 @@ class RequestTooLarge(exception.IotguardException):
 class UnsupportedMediaType(exception.IotguardException):
     msg_fmt = 'Content type %(content_type)s is not supported: use ' + JSON
     code = 415
-
-
-class NotAuthenticated(exception.IotguardException):
-    msg_fmt = 'Authentication required: %(reason)s'
-    code = 401
 
 
 class MethodNotAllowed(exception.IotguardException):
@@ -283,7 +277,7 @@ def read_query(req: webob.Request, schema: dict[str, Any]) -> dict[str, str]:
     return query
 
 
-def check_uuid(value: str, what: str = 'instance') -> str:
-    if not UUID_RE.match(value):
-        _reject('%s %r is not a UUID' % (what, value[:64]))
+def check_uuid(value: str) -> str:
+    if not _regex(common.UUID['pattern']).search(value):
+        _reject('instance %r is not a UUID' % value[:64])
     return value.lower()

@@ -108,6 +108,15 @@ class AppTest(base.TestCase):
             self.assertTrue(set(methods) <= {'GET', 'POST', 'PUT', 'PATCH',
                                              'DELETE'})
 
+    def test_uuid_with_a_final_newline_is_400(self):
+        req = webob.Request.blank(
+            '/v1/instances/aaaaaaaa-0000-4000-8000-00000000000a%0A',
+            headers={'X-Project-Id': 'p', 'X-User-Id': 'u',
+                     'X-Roles': 'reader'})
+        response = req.get_response(self.deploy('noauth'))
+        self.assertEqual(400, response.status_code)
+        self.assertIn('not a UUID', response.json['error']['message'])
+
     def test_database_down_is_503(self):
         self.flags(group='api', auth_strategy='noauth')
         down = FailingDatabase(db_exc.DBConnectionError('refused'))

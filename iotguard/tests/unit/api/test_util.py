@@ -112,6 +112,9 @@ class QueryTest(base.TestCase):
                          util.check_uuid(
                              'AAAAAAAA-0000-4000-8000-00000000000A'))
         self.assertRaises(exception.Invalid, util.check_uuid, 'a' * 32)
+        # $ of the schema's pattern ends the text, as in ECMA 262.
+        self.assertRaises(exception.Invalid, util.check_uuid,
+                          'aaaaaaaa-0000-4000-8000-00000000000a\n')
 
 
 class ErrorTest(base.TestCase):
