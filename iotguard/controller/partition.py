@@ -28,19 +28,27 @@ within ``member_timeout`` plus one decision interval.
 Without a backend this controller owns everything: run only one.
 """
 
+from collections.abc import Iterable
 import threading
+import typing
+from typing import Any
 from urllib import parse
 import uuid
 
+from oslo_config import cfg
 from oslo_log import log as logging
 from tooz import coordination
+from tooz import hashring
+from tooz import partitioner
 
 LOG = logging.getLogger(__name__)
 
 GROUP = b'iotguard-controller'
 
+Domain = typing.TypeVar('Domain', bound=dict[str, Any] | str)
 
-def with_timeout(url, timeout):
+
+def with_timeout(url: str, timeout: float) -> str:
     """``url`` with tooz's ``timeout`` parameter unless it has one."""
     parts = parse.urlsplit(url)
     query = parse.parse_qsl(parts.query, keep_blank_values=True)
@@ -50,51 +58,51 @@ def with_timeout(url, timeout):
     return parse.urlunsplit(parts._replace(query=parse.urlencode(query)))
 
 
-def _name(domain):
+def _name(domain: dict[str, Any] | str) -> str:
     return domain['name'] if isinstance(domain, dict) else domain
 
 
 class Partition:
     """This controller's share of the domains (constructor does no I/O)."""
 
-    def __init__(self, conf, member_id=None, group=None):
-        self.group = group or conf.coordination.group_name.encode()
-        self.url = conf.coordination.backend_url
-        self.timeout = conf.coordination.member_timeout
+    def __init__(self, conf: cfg.ConfigOpts, member_id: str | None = None,
+                 group: bytes | None = None) -> None:
+        self.group: bytes = group or conf.coordination.group_name.encode()
+        self.url: str | None = conf.coordination.backend_url
+        self.timeout: float = conf.coordination.member_timeout
         self.member_id = (member_id or '%s:%s' % (
             conf.host, uuid.uuid4().hex[:8])).encode()
-        self._coord = None
-        self._partitioner = None
+        self._coord: coordination.CoordinationDriver | None = None
+        self._partitioner: partitioner.Partitioner | None = None
         self._lock = threading.Lock()
         # name -> owner's member id: the ring changes only in refresh()
         # and _join(), which empty it (hashing a name costs ~10 us)
-        self._owners = {}
+        self._owners: dict[str, bytes | None] = {}
 
     @property
-    def coordinated(self):
+    def coordinated(self) -> bool:
         return bool(self.url)
 
-    def start(self):
+    def start(self) -> None:
         if not self.url:
             LOG.info('No [coordination] backend_url: this controller owns '
                      'every domain')
             return
-        self._coord = coordination.get_coordinator(
+        coord = self._coord = coordination.get_coordinator(
             with_timeout(self.url, self.timeout), self.member_id)
-        self._coord.start(start_heart=True)
-        self._join()
+        coord.start(start_heart=True)
+        self._join(coord)
         LOG.info('Joined %s as %s', self.group.decode(),
                  self.member_id.decode())
 
-    def _join(self):
+    def _join(self, coord: coordination.CoordinationDriver) -> None:
         with self._lock:
             if self._partitioner is not None:
                 self._partitioner.stop()   # its watchers
-            self._partitioner = self._coord.join_partitioned_group(
-                self.group)
+            self._partitioner = coord.join_partitioned_group(self.group)
             self._owners = {}
 
-    def stop(self):
+    def stop(self) -> None:
         if self._coord is None:
             return
         try:
@@ -107,15 +115,15 @@ class Partition:
             LOG.warning('Could not stop the coordinator: %s', e)
         self._coord = None
 
-    def refresh(self):
+    def refresh(self) -> None:
         """Follow the group: joins, leaves, and this member's own drop."""
-        if self._coord is None:
+        if self._coord is None or self._partitioner is None:
             return
         try:
             with self._lock:
                 self._coord.run_watchers()
                 members = self._coord.get_members(self.group).get()
-                self._reconcile(members)
+                self._reconcile(self._partitioner.ring, members)
                 self._owners = {}
             if self.member_id not in members:
                 LOG.warning('%s was dropped from %s; joining again',
@@ -124,12 +132,13 @@ class Partition:
                     self._coord.leave_group(self.group).get()
                 except coordination.ToozError:
                     pass
-                self._join()
+                self._join(self._coord)
         except Exception as e:
             LOG.warning('Coordination backend unavailable (%s); keeping '
                         'the last known share of the domains', e)
 
-    def _reconcile(self, members):
+    def _reconcile(self, ring: hashring.HashRing, members: set[bytes]
+                   ) -> None:
         """Make the hash ring hold exactly the group's ``members``.
 
         tooz's partitioner reads the members, then starts watching for
@@ -137,7 +146,6 @@ class Partition:
         started together), and this one would then own its domains too,
         for good. Its ring is set right here, every refresh.
         """
-        ring = self._partitioner.ring
         missing = set(members) - set(ring.nodes)
         gone = set(ring.nodes) - set(members)
         for member in missing:
@@ -148,12 +156,14 @@ class Partition:
             LOG.info('Hash ring of %s set right: %d member(s) added, %d '
                      'removed', self.group.decode(), len(missing), len(gone))
 
-    def _owner(self, name):
+    def _owner(self, name: str) -> bytes | None:
         """The member id (bytes) owning ``name``; None: none known yet."""
-        found = self._owners.get(name, False)
-        if found is not False:
-            return found
+        owners = self._owners
+        if name in owners:
+            return owners[name]
         with self._lock:
+            if self._partitioner is None:
+                return None
             try:
                 members = self._partitioner.members_for_object(name)
             except Exception as e:     # an empty ring, while joining
@@ -162,23 +172,21 @@ class Partition:
             found = self._owners[name] = next(iter(members), None)
         return found
 
-    def owns(self, name):
+    def owns(self, name: str) -> bool:
         """Whether this controller owns the domain (or key) ``name``."""
         if self._partitioner is None:
             return not self.coordinated
         return self._owner(name) == self.member_id
 
-    def owner_of(self, name):
+    def owner_of(self, name: str) -> str | None:
         """The member id (str) owning the domain ``name``; None: unknown.
 
         None too without coordination (this controller is the only one).
         """
-        if self._partitioner is None:
-            return None
         found = self._owner(name)
         return found.decode() if found is not None else None
 
-    def my_domains(self, all_domains):
+    def my_domains(self, all_domains: Iterable[Domain]) -> list[Domain]:
         """The domains (dicts or names) of ``all_domains`` owned here."""
         self.refresh()
         return [d for d in all_domains if self.owns(_name(d))]
