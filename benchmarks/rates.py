@@ -159,8 +159,8 @@ def main(argv=None):
     parser.add_argument('--runs', type=int, default=3)
     parser.add_argument('--no-fillfactor', action='store_true',
                         help='PostgreSQL: the disks table without the '
-                        'fill factor of migration 3e9a7c5d1b62 (as before '
-                        'it)')
+                        'fill factor migration 3e9a7c5d1b62 gives it '
+                        '(PostgreSQL\'s default, 100)')
     run(parser.parse_args(argv))
     return 0
 

@@ -10,9 +10,13 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Initial schema: tiers, tier choices, domains, disks, caps, decisions.
+"""Initial schema: tiers, tier choices and refusals, domains, disks, caps,
+decisions, agents.
 
-Revision ID: 1f0a6c3e9b21
+The revision id is the newest of the migrations this one replaced, so a
+development database synced to them is at head already.
+
+Revision ID: 3e9a7c5d1b62
 Revises:
 Create Date: 2026-11-22
 """
@@ -24,7 +28,7 @@ from oslo_db.sqlalchemy import types as db_types
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
-revision = '1f0a6c3e9b21'
+revision = '3e9a7c5d1b62'
 down_revision = None
 branch_labels = None
 depends_on = None
@@ -85,6 +89,20 @@ def upgrade() -> None:
                     ['instance_uuid'])
     op.create_index('ix_disk_tiers_tier_id', 'disk_tiers', ['tier_id'])
     op.create_table(
+        'tier_refusals', _id(),
+        sa.Column('instance_uuid', sa.String(36), nullable=False),
+        sa.Column('dev', sa.String(64), nullable=False),
+        sa.Column('source', sa.String(16), nullable=False),
+        sa.Column('tier', sa.String(64), nullable=False),
+        sa.Column('reason', sa.String(255), nullable=False),
+        sa.Column('project_id', sa.String(64), nullable=False),
+        *_timestamps(),
+        sa.PrimaryKeyConstraint('id', name='pk_tier_refusals'),
+        sa.UniqueConstraint('instance_uuid', 'dev', 'source',
+                            name='uq_tier_refusals_instance_uuid_dev_source'))
+    op.create_index('ix_tier_refusals_instance_uuid', 'tier_refusals',
+                    ['instance_uuid'])
+    op.create_table(
         'domains', _id(),
         sa.Column('name', sa.String(255), nullable=False),
         sa.Column('kind', sa.String(16), nullable=False),
@@ -93,6 +111,20 @@ def upgrade() -> None:
         sa.Column('policy', sa.String(64)),
         sa.Column('params', db_types.JsonEncodedDict, nullable=False),
         *_timestamps(),
+        sa.Column('form', sa.String(16), nullable=False,
+                  server_default='additive'),
+        sa.Column('profile_source', sa.String(16), nullable=False,
+                  server_default='manual'),
+        sa.Column('learned_form', sa.String(16)),
+        sa.Column('learned_iops_4k', sa.Double),
+        sa.Column('learned_bytes_sec', sa.Double),
+        sa.Column('learned_error', sa.Double),
+        sa.Column('learned_confidence', sa.Double),
+        sa.Column('learned_intervals', sa.Integer),
+        sa.Column('learned_mixes', sa.Integer),
+        sa.Column('learned_identified', sa.String(64)),
+        sa.Column('learned_at', DateTime),
+        sa.Column('estimator_state', db_types.JsonEncodedDict),
         sa.PrimaryKeyConstraint('id', name='pk_domains'),
         sa.UniqueConstraint('name', name='uq_domains_name'))
     op.create_table(
@@ -114,7 +146,11 @@ def upgrade() -> None:
         sa.ForeignKeyConstraint(['domain_id'], ['domains.id'],
                                 name='fk_disks_domain_id_domains'),
         sa.UniqueConstraint('instance_uuid', 'dev',
-                            name='uq_disks_instance_uuid_dev'))
+                            name='uq_disks_instance_uuid_dev'),
+        # Room in each page for the rates the controller rewrites every
+        # [controller] rates_write_interval: the new version of a row fits
+        # in its page, a HOT update, without a new entry in each index.
+        postgresql_with={'fillfactor': 60})
     op.create_index('ix_disks_domain_id', 'disks', ['domain_id'])
     op.create_index('ix_disks_project_id', 'disks', ['project_id'])
     op.create_table(
@@ -157,5 +193,9 @@ def upgrade() -> None:
         sa.Column('driver', sa.String(64), nullable=False),
         sa.Column('last_heartbeat', DateTime, nullable=False),
         *_timestamps(),
+        sa.Column('version', sa.String(64)),
+        sa.Column('interval_s', sa.Float),
+        sa.Column('disks', sa.Integer),
+        sa.Column('caps', sa.Integer),
         sa.PrimaryKeyConstraint('id', name='pk_agents'),
         sa.UniqueConstraint('host', name='uq_agents_host'))
