@@ -47,20 +47,28 @@ Nova rebuild the domain XML (and so drop live iotune values), the
 host's agent to re-apply its caps.
 """
 
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import dataclasses
 import datetime
 import functools
 import os
 import threading
+from typing import Any
 
 from openstack import exceptions as sdk_exc
+from oslo_config import cfg
 from oslo_log import log as logging
 import oslo_messaging
 
 from iotguard import admission
 from iotguard import clients
+from iotguard.db import api as db_api
 from iotguard.db import tiering
 from iotguard import exception
+from iotguard import notifications
 from iotguard import rpc
 
 LOG = logging.getLogger(__name__)
@@ -70,8 +78,11 @@ KIND_LOCAL = 'local'
 KIND_SHARED = 'ceph'
 KIND_CINDER = 'cinder'
 
+Key = tuple[str, str]
+Upserted = tuple[str, str, str, str]
 
-def ephemeral_domain(conf, host):
+
+def ephemeral_domain(conf: cfg.ConfigOpts, host: str) -> tuple[str, str]:
     """The domain of ``host``'s image-backed disks and its kind."""
     opts = conf.membership
     if host in opts.ephemeral_domains:
@@ -81,7 +92,7 @@ def ephemeral_domain(conf, host):
     return LOCAL_PREFIX + host, KIND_LOCAL
 
 
-def volume_domain(conf, pool):
+def volume_domain(conf: cfg.ConfigOpts, pool: str) -> tuple[str, str]:
     """The domain of the volumes of Cinder pool ``host@backend#pool``.
 
     ``[membership] volume_domains`` is looked up by the most precise key
@@ -115,7 +126,7 @@ class Disk:
 TIER_KEY = 'iotguard:tier'
 
 
-def flavor_tier(server):
+def flavor_tier(server: Any) -> str | None:
     """The tier a server's embedded flavor names, or None.
 
     Nova embeds the flavor, extra specs included, in the server from
@@ -133,7 +144,7 @@ def flavor_tier(server):
     return tier or None
 
 
-def _dev(device):
+def _dev(device: str | None) -> str | None:
     return os.path.basename(device) if device else None
 
 
@@ -150,8 +161,12 @@ class Membership:
     the ``(instance_uuid, dev)`` removed, or None.
     """
 
-    def __init__(self, conf, connection=None, db=None, on_rebuilt=None,
-                 notifier=None, on_change=None):
+    def __init__(self, conf: cfg.ConfigOpts, connection: Any = None,
+                 db: db_api.Connection | None = None,
+                 on_rebuilt: Callable[[str, str], None] | None = None,
+                 notifier: notifications.Notifier | None = None,
+                 on_change: Callable[[Sequence[Upserted], Sequence[Key]],
+                                     None] | None = None) -> None:
         self._conf = conf
         self._connection = connection
         self.db = db
@@ -159,17 +174,18 @@ class Membership:
         self.notifier = notifier
         self.on_change = on_change
         self._lock = threading.Lock()
-        self._disks = {}
+        self._disks: dict[Key, Disk] = {}
 
     @property
-    def connection(self):
+    def connection(self) -> Any:
         if self._connection is None:
             self._connection = clients.get_connection(self._conf)
         return self._connection
 
     # -- queries --------------------------------------------------------
 
-    def disks(self, domain=None, instance_uuid=None):
+    def disks(self, domain: str | None = None,
+              instance_uuid: str | None = None) -> list[Disk]:
         with self._lock:
             found = list(self._disks.values())
         return sorted((d for d in found
@@ -180,13 +196,13 @@ class Membership:
 
     # -- resolving ------------------------------------------------------
 
-    def disks_of(self, server, volumes):
+    def disks_of(self, server: Any, volumes: Mapping[str, Any]) -> list[Disk]:
         """The disks of one server; ``volumes`` maps id -> volume."""
         host = server.compute_host
         if not host:
             return []
         root = _dev(server.root_device_name) or 'vda'
-        out = {}
+        out: dict[str, Disk] = {}
         for attached in server.attached_volumes or ():
             volume = volumes.get(attached.get('id'))
             if volume is None:
@@ -210,7 +226,7 @@ class Membership:
                              server.project_id)
         return list(out.values())
 
-    def refresh(self):
+    def refresh(self) -> dict[str, int]:
         """Full resync with Nova and Cinder; returns counts.
 
         Raises what openstacksdk raises when Nova or Cinder cannot be
@@ -221,7 +237,7 @@ class Membership:
         servers = list(self.connection.compute.servers(details=True,
                                                        all_projects=True))
         volumes = self._all_volumes()
-        found = {}
+        found: dict[Key, Disk] = {}
         for server in servers:
             for disk in self.disks_of(server, volumes):
                 found[(disk.instance_uuid, disk.dev)] = disk
@@ -240,7 +256,7 @@ class Membership:
         return {'disks': len(found), 'written': changed,
                 'removed': len(dead)}
 
-    def _all_volumes(self):
+    def _all_volumes(self) -> dict[str, Any]:
         """Every volume by id; none in a cloud without Cinder."""
         try:
             return {v.id: v for v in self.connection.block_storage.volumes(
@@ -249,14 +265,14 @@ class Membership:
             LOG.debug('No Cinder in the catalog, no volume disks: %s', exc)
             return {}
 
-    def refresh_instance(self, instance_uuid):
+    def refresh_instance(self, instance_uuid: str) -> list[Disk]:
         """Resync one instance (after a notification); its disks."""
         try:
             server = self.connection.compute.get_server(instance_uuid)
         except sdk_exc.NotFoundException:
             self.forget_instance(instance_uuid)
             return []
-        volumes = {}
+        volumes: dict[str, Any] = {}
         for attached in server.attached_volumes or ():
             try:
                 volume = self.connection.block_storage.get_volume(
@@ -280,7 +296,7 @@ class Membership:
             self._sync_tiers([server], list(disks.values()))
         return list(disks.values())
 
-    def forget_instance(self, instance_uuid):
+    def forget_instance(self, instance_uuid: str) -> int:
         """A deleted instance: drop its disks."""
         with self._lock:
             gone = [k for k in self._disks if k[0] == instance_uuid]
@@ -293,7 +309,7 @@ class Membership:
 
     # -- persistence ----------------------------------------------------
 
-    def _db_index(self):
+    def _db_index(self) -> dict[Key, tuple[str, str]]:
         if self.db is None:
             return {}
         try:
@@ -302,7 +318,8 @@ class Membership:
             LOG.warning('Could not read the disks from the database: %s', e)
             return {}
 
-    def _persist(self, disks, index, dead):
+    def _persist(self, disks: Mapping[Key, Disk],
+                 index: Mapping[Key, tuple[str, str]], dead: set[Key]) -> int:
         """Write what the database does not know; remove ``dead``.
 
         Returns how many disks were written.
@@ -327,13 +344,14 @@ class Membership:
         self._changed(written, ())
         return len(written)
 
-    def _volume_type_tiers(self, disks):
+    def _volume_type_tiers(self, disks: Iterable[Disk]
+                           ) -> dict[str, str | None]:
         """``{volume type: tier or None}`` of the volume disks' types.
 
         A type Cinder cannot show now is left out, so what was recorded
         for its volumes stays until a later resync reads it.
         """
-        tiers = {}
+        tiers: dict[str, str | None] = {}
         for volume_type in sorted({d.volume_type for d in disks
                                    if d.volume_type}):
             try:
@@ -347,7 +365,7 @@ class Membership:
             tiers[volume_type] = specs.get(TIER_KEY) or None
         return tiers
 
-    def _sync_tiers(self, servers, disks):
+    def _sync_tiers(self, servers: list[Any], disks: list[Disk]) -> None:
         """Record the tiers flavors and volume types name, admission first.
 
         The flavor's tier is asked for every disk of the server (it gives
@@ -387,7 +405,9 @@ class Membership:
                     LOG.warning('Could not record the %s tier of disk %s '
                                 'of instance %s: %s', source, dev, uuid, e)
 
-    def _sync_tier(self, source, uuid, dev, tier, had, project_id):
+    def _sync_tier(self, source: str, uuid: str, dev: str, tier: str | None,
+                   had: tuple[str, str] | None, project_id: str) -> None:
+        assert self.db is not None
         payload = {'instance_uuid': uuid, 'dev': dev, 'tier': tier,
                    'source': source, 'project_id': project_id}
         if tier is None:
@@ -427,7 +447,7 @@ class Membership:
         if self.notifier is not None:
             self.notifier.tier_admitted(payload)
 
-    def _forget_choices(self, **which):
+    def _forget_choices(self, **which: Any) -> None:
         """Tier choices of instances gone from Nova go with them."""
         if self.db is None:
             return
@@ -441,7 +461,8 @@ class Membership:
             LOG.info('Dropped %d tier choice(s) of deleted instances',
                      dropped)
 
-    def _ensure_domain(self, name, kind):
+    def _ensure_domain(self, name: str, kind: str) -> None:
+        assert self.db is not None
         try:
             self.db.domain_get(name)
         except exception.NotFound:
@@ -452,7 +473,9 @@ class Membership:
             except exception.Conflict:
                 pass
 
-    def _delete_rows(self, keys):
+    def _delete_rows(self, keys: Iterable[Key]) -> None:
+        if self.db is None:
+            return
         removed = []
         for uuid, dev in keys:
             try:
@@ -465,7 +488,8 @@ class Membership:
             removed.append((uuid, dev))
         self._changed((), removed)
 
-    def _changed(self, upserted, removed):
+    def _changed(self, upserted: Sequence[Upserted],
+                 removed: Sequence[Key]) -> None:
         if self.on_change is None or not (upserted or removed):
             return
         try:
@@ -474,7 +498,7 @@ class Membership:
             LOG.exception('on_change of %d disk(s) failed',
                           len(upserted) + len(removed))
 
-    def rebuilt(self, instance_uuid):
+    def rebuilt(self, instance_uuid: str) -> None:
         """Tell the controller the instance's domain XML was rebuilt."""
         if self.on_rebuilt is None:
             return
@@ -512,7 +536,7 @@ CINDER_EVENTS = ('volume.attach', 'volume.detach', 'volume.retype',
                  'volume.migrate', 'volume.delete')
 
 
-def _event(event_type):
+def _event(event_type: str) -> tuple[str, str] | None:
     """``(service, action)``: ('nova', 'rebuild'), ('cinder', ...), None."""
     for suffix in ('.end', '.start', '.error'):
         if event_type.endswith(suffix):
@@ -529,7 +553,7 @@ def _event(event_type):
     return None
 
 
-def _instances(payload):
+def _instances(payload: object) -> list[str]:
     """Instance uuids a notification payload names (either format)."""
     if not isinstance(payload, dict):
         return []
@@ -553,10 +577,11 @@ class NotificationEndpoint:
     filter_rule = oslo_messaging.NotificationFilter(
         event_type=r'^(compute\.instance\.|instance\.|volume\.)')
 
-    def __init__(self, membership):
+    def __init__(self, membership: Membership) -> None:
         self.membership = membership
 
-    def info(self, ctxt, publisher_id, event_type, payload, metadata):
+    def info(self, ctxt: dict[str, Any], publisher_id: str, event_type: object,
+             payload: object, metadata: dict[str, Any]) -> Any:
         try:
             self._handle(event_type, payload)
         except Exception:
@@ -564,7 +589,7 @@ class NotificationEndpoint:
                           'membership', event_type, publisher_id)
         return oslo_messaging.NotificationResult.HANDLED
 
-    def _handle(self, event_type, payload):
+    def _handle(self, event_type: object, payload: object) -> None:
         event = _event(event_type if isinstance(event_type, str) else '')
         if event is None:
             return
@@ -584,11 +609,13 @@ class NotificationEndpoint:
                 self.membership.rebuilt(uuid)
 
 
-def pool_name(conf):
+def pool_name(conf: cfg.ConfigOpts) -> str:
     return rpc.listener_pool(conf, 'membership', conf.membership.pool)
 
 
-def get_listener(conf, transport, membership):
+def get_listener(conf: cfg.ConfigOpts, transport: oslo_messaging.Transport,
+                 membership: Membership
+                 ) -> oslo_messaging.MessageHandlingServer:
     """A (not started) listener on Nova's and Cinder's notifications.
 
     Every ``[membership] notification_topics`` topic on every
