@@ -40,6 +40,7 @@ import uuid
 
 from oslo_config import cfg
 import sqlalchemy as sa
+from sqlalchemy import orm
 
 from iotguard import conf as iotguard_conf
 from iotguard.db import api as db_api
@@ -51,7 +52,7 @@ FIELDS = ('sampled_at',) + db_disks._RATE_FIELDS
 
 
 def _executemany(db, rows):
-    with db._writer() as session:
+    with orm.Session(db.get_engine()) as session, session.begin():
         for start in range(0, len(rows), db_disks.RATES_CHUNK):
             db_disks._rates_executemany(
                 session, FIELDS, rows[start:start + db_disks.RATES_CHUNK])

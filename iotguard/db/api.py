@@ -32,7 +32,6 @@ from collections.abc import Callable
 import functools
 import types
 import typing
-from typing import Any
 from typing import Concatenate
 
 from oslo_config import cfg
@@ -56,7 +55,7 @@ _NOT_FOR_FACADE = ('backend', 'db_max_retries', 'db_inc_retry_interval',
 
 P = typing.ParamSpec('P')
 R = typing.TypeVar('R')
-Mode = typing.Literal['_reader', '_writer']
+Mode = typing.Literal['reader', 'writer']
 Method = Callable[Concatenate['Connection', P], R]
 
 
@@ -65,7 +64,7 @@ def _in(mode: Mode, query: Callable[Concatenate[orm.Session, P], R]
     """A method running ``query(session, ...)`` in its own transaction."""
     @functools.wraps(query)
     def method(self: 'Connection', /, *args: P.args, **kwargs: P.kwargs) -> R:
-        with getattr(self, mode)() as session:
+        with getattr(self._tx, mode).using(types.SimpleNamespace()) as session:
             return query(session, *args, **kwargs)
     return method
 
@@ -75,7 +74,7 @@ def _tiered(mode: Mode, query: Callable[Concatenate[orm.Session, str | None,
     """:func:`_in`, also passing the ``[tiers] default_tier`` (first)."""
     @functools.wraps(query)
     def method(self: 'Connection', /, *args: P.args, **kwargs: P.kwargs) -> R:
-        with getattr(self, mode)() as session:
+        with getattr(self._tx, mode).using(types.SimpleNamespace()) as session:
             return query(session, self._default_tier, *args, **kwargs)
     return method
 
@@ -91,12 +90,6 @@ class Connection:
         self._tx = enginefacade.transaction_context()
         self._tx.configure(**settings)
 
-    def _reader(self) -> Any:
-        return self._tx.reader.using(types.SimpleNamespace())
-
-    def _writer(self) -> Any:
-        return self._tx.writer.using(types.SimpleNamespace())
-
     def get_engine(self) -> sa.Engine:
         """The writer engine, for migrations."""
         return typing.cast(sa.Engine, self._tx.writer.get_engine())
@@ -105,49 +98,49 @@ class Connection:
         """Close every pooled connection (tests, process shutdown)."""
         self.get_engine().dispose()
 
-    tier_create = _in('_writer', tiers.create)
-    tier_get = _in('_reader', tiers.get)
-    tier_list = _in('_reader', tiers.list_)
-    tier_update = _in('_writer', tiers.update)
-    tier_delete = _tiered('_writer', tiers.delete)
+    tier_create = _in('writer', tiers.create)
+    tier_get = _in('reader', tiers.get)
+    tier_list = _in('reader', tiers.list_)
+    tier_update = _in('writer', tiers.update)
+    tier_delete = _tiered('writer', tiers.delete)
 
-    domain_create = _in('_writer', domains.create)
-    domain_get = _in('_reader', domains.get)
-    domain_list = _in('_reader', domains.list_)
-    domain_update = _in('_writer', domains.update)
-    domain_learned = _in('_writer', domains.learned)
-    domain_estimator_state = _in('_reader', domains.estimator_state)
-    domain_merge = _in('_writer', domains.merge)
+    domain_create = _in('writer', domains.create)
+    domain_get = _in('reader', domains.get)
+    domain_list = _in('reader', domains.list_)
+    domain_update = _in('writer', domains.update)
+    domain_learned = _in('writer', domains.learned)
+    domain_estimator_state = _in('reader', domains.estimator_state)
+    domain_merge = _in('writer', domains.merge)
 
-    disk_upsert = _tiered('_writer', disks.upsert)
-    disk_delete = _in('_writer', disks.delete)
-    disk_list = _tiered('_reader', disks.list_)
-    disk_tier_set = _in('_writer', disks.tier_set)
-    instance_tier_set = _tiered('_writer', disks.instance_tier_set)
-    instance_tier_unset = _in('_writer', disks.instance_tier_unset)
-    tier_choice_unset = _in('_writer', disks.tier_choice_unset)
-    tier_choices_forget = _in('_writer', disks.tier_choices_forget)
-    tier_refusal_set = _in('_writer', disks.tier_refusal_set)
-    tier_requests = _in('_reader', disks.tier_requests)
-    domains_disks = _tiered('_reader', disks.of_domains)
-    disks_version = _in('_reader', disks.version)
-    disk_rates_bulk_update = _in('_writer', disks.rates_update)
-    disk_bulk_insert = _in('_writer', disks.bulk_insert)
-    disk_index = _in('_reader', disks.index)
+    disk_upsert = _tiered('writer', disks.upsert)
+    disk_delete = _in('writer', disks.delete)
+    disk_list = _tiered('reader', disks.list_)
+    disk_tier_set = _in('writer', disks.tier_set)
+    instance_tier_set = _tiered('writer', disks.instance_tier_set)
+    instance_tier_unset = _in('writer', disks.instance_tier_unset)
+    tier_choice_unset = _in('writer', disks.tier_choice_unset)
+    tier_choices_forget = _in('writer', disks.tier_choices_forget)
+    tier_refusal_set = _in('writer', disks.tier_refusal_set)
+    tier_requests = _in('reader', disks.tier_requests)
+    domains_disks = _tiered('reader', disks.of_domains)
+    disks_version = _in('reader', disks.version)
+    disk_rates_bulk_update = _in('writer', disks.rates_update)
+    disk_bulk_insert = _in('writer', disks.bulk_insert)
+    disk_index = _in('reader', disks.index)
 
     def domain_disks(self, domain: str) -> list[disks.Member]:
         """The disks of one domain (:meth:`domains_disks`)."""
         return self.domains_disks([domain])[domain]
 
-    cap_delete_expired = _in('_writer', caps.delete_expired)
-    caps_set = _in('_writer', caps.set_)
-    caps_release = _in('_writer', caps.release)
-    caps_renew = _in('_writer', caps.renew)
-    domains_caps = _in('_reader', caps.of_domains)
+    cap_delete_expired = _in('writer', caps.delete_expired)
+    caps_set = _in('writer', caps.set_)
+    caps_release = _in('writer', caps.release)
+    caps_renew = _in('writer', caps.renew)
+    domains_caps = _in('reader', caps.of_domains)
 
-    decisions_create = _in('_writer', decisions.create)
-    decision_list = _in('_reader', decisions.list_)
-    decision_get = _in('_reader', decisions.get)
+    decisions_create = _in('writer', decisions.create)
+    decision_list = _in('reader', decisions.list_)
+    decision_get = _in('reader', decisions.get)
 
-    agent_heartbeat = _in('_writer', agents.heartbeat)
-    agent_list = _in('_reader', agents.list_)
+    agent_heartbeat = _in('writer', agents.heartbeat)
+    agent_list = _in('reader', agents.list_)

@@ -29,10 +29,6 @@ from sqlalchemy import orm
 from sqlalchemy.orm import Mapped
 from sqlalchemy.orm import mapped_column
 
-from iotguard.db.tiering import ALL_DISKS  # noqa: F401
-from iotguard.db.tiering import source_applies  # noqa: F401
-from iotguard.db.tiering import TIER_SOURCES  # noqa: F401
-
 #: Microsecond datetimes on MySQL/MariaDB too (the default there is seconds).
 DateTime = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql',
                                       'mariadb')
