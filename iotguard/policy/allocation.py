@@ -31,13 +31,6 @@ from iotguard.policy.base import FloatArray
 IntArray = npt.NDArray[np.intp]
 
 
-def _shares(level: float, floors: FloatArray, demands: FloatArray,
-            weights: FloatArray) -> FloatArray:
-    result: FloatArray = np.minimum(demands,
-                                    np.maximum(floors, weights * level))
-    return result
-
-
 def _sorted(values: FloatArray) -> tuple[FloatArray, IntArray]:
     """``values`` in increasing order, and the order (``np.argsort``)."""
     order: IntArray = np.argsort(values)
@@ -127,4 +120,6 @@ def fair_shares(capacity: float, floors: FloatArray, demands: FloatArray,
         base = float(points[k - 1])
         base_value, slope = total(np.array([base]))
         level = base + (capacity - float(base_value[0])) / float(slope[0])
-    return _shares(level, floors, demands, weights), level
+    shares: FloatArray = np.minimum(demands,
+                                    np.maximum(floors, weights * level))
+    return shares, level

@@ -14,10 +14,10 @@
 
 Pure: NumPy, no I/O, no clock. Each interval the caller feeds one
 observation per domain: its total operations/s and bytes/s and whether it
-was saturated (:func:`observe`; :func:`observe_disks` decides saturation
-from the disks' rates and latency). :func:`fit` then fits both forms of
-the cost model (:mod:`iotguard.policy.costmodel`) and keeps the one that
-explains the saturated intervals best.
+was saturated (:func:`observe`; :func:`observe_snapshot` decides
+saturation from the disks' rates and latency). :func:`fit` then fits both
+forms of the cost model (:mod:`iotguard.policy.costmodel`) and keeps the
+one that explains the saturated intervals best.
 
 **Saturation** (what blk-iocost and PARDA read from latency): a disk
 without a cap of its own that always has a request in flight (Little's
@@ -25,10 +25,9 @@ law: ``iops x latency >= BUSY_DEPTH``) and whose operations take more than
 ``SATURATION_FACTOR`` times the domain's uncongested service time, the one
 :func:`iotguard.policy.guarantee.learn_service` learns, here from the quiet
 intervals only (the cost of an operation until there is one). In a
-saturated
-interval the domain served its capacity: the point lies on the model's
-``load = 1``. In a quiet interval it served at most its capacity: a lower
-bound, which may raise the fitted capacity, never lower it.
+saturated interval the domain served its capacity: the point lies on the
+model's ``load = 1``. In a quiet interval it served at most its capacity:
+a lower bound, which may raise the fitted capacity, never lower it.
 
 **The two forms.**
 
@@ -190,67 +189,37 @@ class Fit:
         return dataclasses.asdict(self)
 
 
-def saturated(iops: base.FloatArray, latency_ms: base.FloatArray,
-              cost: base.FloatArray, usable: base.BoolArray,
-              service: float | None) -> bool:
-    """Whether a domain's disks show it saturated (see the module doc).
-
-    ``cost``: each disk's :func:`costmodel.op_cost`; ``usable``: the disks
-    whose latency has no wait of their own (I/O, no cap, not at their
-    ceiling); ``service``: the learned service time ratio.
-    """
-    in_flight = iops * latency_ms / 1000.0
-    slow = latency_ms > SATURATION_FACTOR * 1000.0 * cost * (service or 1.0)
-    return bool((usable & slow & (in_flight >= BUSY_DEPTH)).any())
-
-
-def observe_disks(state: State, iops: base.FloatArray,
-                  bytes_sec: base.FloatArray, latency_ms: base.FloatArray,
-                  usable: base.BoolArray, profile: base.Profile,
-                  prior: base.Profile | None = None) -> bool:
-    """One interval of a domain from its disks; returns its saturation.
-
-    ``profile`` prices the operations for the latency test (the fit in
-    use, or the prior).
-    """
-    size = costmodel.mean_io_size(iops, bytes_sec)
-    cost = costmodel.op_cost(size, profile)
-    usable = usable & (iops > 0) & (latency_ms > 0)
-    full = saturated(iops, latency_ms, cost, usable, state.service)
-    if not full:
-        # only a quiet interval tells the uncongested service time: a
-        # domain saturated from the start would learn its queue as normal
-        state.service = guarantee.learn_service(state.service, latency_ms,
-                                                cost, usable)
-    observe(state, float(np.sum(iops)), float(np.sum(bytes_sec)), full,
-            prior)
-    return full
-
-
-def usable(snapshot: base.DomainSnapshot) -> base.BoolArray:
-    """The disks whose latency tells about the domain, not about a limit.
-
-    Fresh, without a cap and below 90 % of their own ceiling (a disk at
-    its ceiling waits in its own throttle).
-    """
-    snap = snapshot
-    size = costmodel.mean_io_size(snap.iops, snap.bytes_sec)
-    cost = costmodel.op_cost(size, snap.profile)
-    ceiling = costmodel.limit_load(snap.ceil_iops, snap.ceil_bytes_sec,
-                                   size, cost)
-    load = costmodel.load(snap.iops, snap.bytes_sec, snap.profile)
-    result: base.BoolArray = (~snap.stale & ~snap.capped
-                              & ~(load >= AT_CEILING * ceiling))
-    return result
-
-
 def observe_snapshot(state: State, snapshot: base.DomainSnapshot,
                      profile: base.Profile,
                      prior: base.Profile | None = None) -> bool:
-    """One interval of a domain from its policy snapshot (see above)."""
+    """One interval of a domain from its policy snapshot; its saturation.
+
+    ``profile`` prices the operations for the latency test (the fit in
+    use, or the prior). Only the disks whose latency tells about the
+    domain, not about a limit, count: fresh, with I/O, without a cap and
+    below ``AT_CEILING`` of their own ceiling (a disk at its ceiling waits
+    in its own throttle).
+    """
     snap = snapshot
-    return observe_disks(state, snap.iops, snap.bytes_sec, snap.latency_ms,
-                         usable(snap), profile, prior)
+    size = costmodel.mean_io_size(snap.iops, snap.bytes_sec)
+    ceiling = costmodel.limit_load(snap.ceil_iops, snap.ceil_bytes_sec, size,
+                                   costmodel.op_cost(size, snap.profile))
+    load = costmodel.load(snap.iops, snap.bytes_sec, snap.profile)
+    usable = (~snap.stale & ~snap.capped & ~(load >= AT_CEILING * ceiling)
+              & (snap.iops > 0) & (snap.latency_ms > 0))
+    cost = costmodel.op_cost(size, profile)
+    in_flight = snap.iops * snap.latency_ms / 1000.0
+    slow = snap.latency_ms > (SATURATION_FACTOR * 1000.0 * cost
+                              * (state.service or 1.0))
+    full = bool((usable & slow & (in_flight >= BUSY_DEPTH)).any())
+    if not full:
+        # only a quiet interval tells the uncongested service time: a
+        # domain saturated from the start would learn its queue as normal
+        state.service = guarantee.learn_service(state.service,
+                                                snap.latency_ms, cost, usable)
+    observe(state, float(np.sum(snap.iops)), float(np.sum(snap.bytes_sec)),
+            full, prior)
+    return full
 
 
 def _scale(state: State, prior: base.Profile | None) -> tuple[float, float]:

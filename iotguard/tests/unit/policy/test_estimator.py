@@ -17,6 +17,7 @@ import numpy as np
 from iotguard.policy import base
 from iotguard.policy import estimator
 from iotguard.tests import base as test_base
+from iotguard.tests.unit.policy import fakes
 
 KIB = 1024.0
 MIB = 1024 * KIB
@@ -224,17 +225,19 @@ class TestEstimator(test_base.TestCase):
     def test_saturation_from_the_disks(self):
         # a 64 KiB disk with 4 in flight at 62 ms per op on the bed (cost
         # 15.6 ms): saturated; the same at 10 ms: quiet
-        ops = np.array([64.0, 2.0])
-        byts = ops * 64 * KIB
-        usable = np.array([True, True])
+        def snap(latency_ms, cap_iops=np.inf):
+            return fakes.snapshot(
+                fakes.disk('a', 64.0, latency_ms=latency_ms,
+                           cap_iops=cap_iops),
+                fakes.disk('b', 2.0, latency_ms=20.0), profile=BUCKET)
+
         state = estimator.State()
-        self.assertTrue(estimator.observe_disks(
-            state, ops, byts, np.array([62.5, 20.0]), usable, BUCKET))
-        self.assertFalse(estimator.observe_disks(
-            state, ops, byts, np.array([10.0, 20.0]), usable, BUCKET))
+        self.assertTrue(estimator.observe_snapshot(state, snap(62.5),
+                                                   BUCKET))
+        self.assertFalse(estimator.observe_snapshot(state, snap(10.0),
+                                                    BUCKET))
         # a disk waiting in its own cap does not count
-        self.assertFalse(estimator.observe_disks(
-            state, ops, byts, np.array([62.5, 20.0]),
-            np.array([False, True]), BUCKET))
+        self.assertFalse(estimator.observe_snapshot(
+            state, snap(62.5, cap_iops=64.0), BUCKET))
         self.assertEqual(1, len(state.saturated))
         self.assertAlmostEqual(1.0, state.service, places=3)
