@@ -58,15 +58,21 @@ Nothing a message holds can stop the service: every error is logged and
 the message dropped.
 """
 
+from collections.abc import Callable
+from collections.abc import Iterable
 import threading
 import time
+from typing import Any
 
 import numpy as np
+from oslo_config import cfg
 from oslo_log import log as logging
 import oslo_messaging
 
 from iotguard import batch as batch_mod
 from iotguard.controller import membership
+from iotguard.controller import samples
+from iotguard.db import api as db_api
 from iotguard import exception
 from iotguard import rpcapi
 
@@ -93,19 +99,25 @@ _MAX_COUNT = 2 ** 31 - 1
 #: The longest reporting interval taken as one (a day); NaN is none.
 _MAX_INTERVAL_S = 86400.0
 
+Key = tuple[str, str]
+#: A routed share: ``(host, batch)``, host None for known disks.
+Share = tuple[str | None, batch_mod.Batch]
+#: A host's listing as last looked at: its hash, the index's version.
+Seen = tuple[int, int]
 
-def _count(value):
+
+def _count(value: object) -> int | None:
     return value if type(value) is int and 0 <= value <= _MAX_COUNT else None
 
 
-def heartbeat_report(info):
+def heartbeat_report(info: dict[str, Any]) -> dict[str, Any]:
     """What the agents table keeps of a heartbeat's ``info``.
 
     ``version``, ``interval_s``, ``disks`` and ``caps`` (see
     :meth:`iotguard.rpcapi.ControllerAPI.agent_heartbeat`); a field that is
     missing or malformed is None, the heartbeat still counts.
     """
-    version, interval = info.get('version'), info.get('interval_s')
+    version, interval = info.get('version'), info.get('interval_s', 0)
     return {
         'version': version[:64] if isinstance(version, str) else None,
         'interval_s': (float(interval) if type(interval) in (int, float)
@@ -115,7 +127,7 @@ def heartbeat_report(info):
     }
 
 
-def _owns_everything(name):
+def _owns_everything(name: str) -> bool:
     return True
 
 
@@ -128,8 +140,13 @@ class ControllerManager:
 
     target = oslo_messaging.Target(version=rpcapi.CONTROLLER_RPC_API_VERSION)
 
-    def __init__(self, conf, db, store, owns=_owns_everything,
-                 clock=time.time, owner_of=None, forward=None):
+    def __init__(self, conf: cfg.ConfigOpts, db: db_api.Connection,
+                 store: samples.SampleStore,
+                 owns: Callable[[str], bool] = _owns_everything,
+                 clock: Callable[[], float] = time.time,
+                 owner_of: Callable[[str], str | None] | None = None,
+                 forward: Callable[[str, list[Share]], None] | None = None
+                 ) -> None:
         """The endpoint; ``owner_of`` and ``forward`` route batches.
 
         ``owner_of(domain)``: the member id owning it (None: unknown);
@@ -141,10 +158,10 @@ class ControllerManager:
         self.owns = owns
         self.owner_of = owner_of
         self.forward = forward
-        self._outbox = {}         # server -> [(host, Batch)] to forward
+        self._outbox: dict[str, list[Share]] = {}   # server -> to forward
         self._outbox_disks = 0
-        self._outbox_since = None
-        self.register_local = conf.controller.register_local_disks
+        self._outbox_since = 0.0
+        self.register_local: bool = conf.controller.register_local_disks
         self._conf = conf
         self._clock = clock
         self._lock = threading.Lock()
@@ -155,29 +172,29 @@ class ControllerManager:
         # measured with python -m benchmarks.broker). Waiting here
         # costs no CPU, and heartbeats keep their own threads.
         self._ingest = threading.Lock()
-        self._index = {}          # (uuid, dev) -> (domain, host)
-        self._devs = {}           # uuid -> a tuple of its devs in the index
-        self._unlisted = {}       # (uuid, dev) -> batches without it
-        self._listed = {}         # host -> (hash of its listing, index)
-        self._hosts_seen = {}     # the same, for _follow_moves
-        self._move_asked = {}     # instance uuid -> when on_moved was told
+        self._index: dict[Key, tuple[str, str]] = {}   # -> (domain, host)
+        self._devs: dict[str, tuple[str, ...]] = {}    # uuid -> its devs
+        self._unlisted: dict[Key, int] = {}   # -> batches without it
+        self._listed: dict[str, Seen] = {}    # by host
+        self._hosts_seen: dict[str, Seen] = {}   # the same, for _follow_moves
+        self._move_asked: dict[str, float] = {}  # uuid -> when told
         #: ``on_moved(instance_uuid)``: told of an instance whose disks a
         #: host reports while the index places them on another (the
         #: service wires membership's refresh); None: nothing is told.
-        self.on_moved = None
+        self.on_moved: Callable[[str], None] | None = None
         self._index_version = 0   # counts the index's changes
-        self._unknown = set()     # disks already logged as unknown
-        self._loaded_at = None    # when the index was last read in full
-        self._unknown_since = None
+        self._unknown: set[Key] = set()   # already logged as unknown
+        self._loaded_at: float | None = None   # the index's last full read
+        self._unknown_since: float | None = None
         self.stats = {'stored': 0, 'dropped': 0, 'foreign': 0,
                       'registered': 0, 'forwarded': 0}
 
     # -- membership index ---------------------------------------------------
 
-    def refresh_index(self):
+    def refresh_index(self) -> None:
         """Read which disk lives in which domain, in full."""
         index = self.db.disk_index()
-        devs = {}
+        devs: dict[str, tuple[str, ...]] = {}
         for uuid, dev in index:
             devs[uuid] = devs.get(uuid, ()) + (dev,)
         with self._lock:
@@ -188,7 +205,7 @@ class ControllerManager:
             self._unknown_since = None
             self._index_version += 1
 
-    def index_due(self, now):
+    def index_due(self, now: float) -> bool:
         """Whether :meth:`refresh_index` should run now (see module doc)."""
         if self._loaded_at is None:
             return True
@@ -196,7 +213,8 @@ class ControllerManager:
         return age >= INDEX_RELOAD_S or (
             self._unknown_since is not None and age >= INDEX_RELOAD_MIN_S)
 
-    def index_changed(self, upserted=(), removed=()):
+    def index_changed(self, upserted: Iterable[membership.Upserted] = (),
+                      removed: Iterable[Key] = ()) -> None:
         """Membership changed; keep the index current without a reload.
 
         ``upserted``: ``(uuid, dev, domain, host)`` entries; ``removed``:
@@ -216,7 +234,7 @@ class ControllerManager:
                 else:
                     self._devs.pop(key[0], None)
 
-    def _indexed(self, key, domain, host):
+    def _indexed(self, key: Key, domain: str, host: str) -> None:
         """Add one disk to the index (the caller holds the lock)."""
         self._index_version += 1
         self._index[key] = (domain, host)
@@ -225,13 +243,14 @@ class ControllerManager:
             self._devs[key[0]] = devs + (key[1],)
         self._unknown.discard(key)
 
-    def domain_of(self, instance_uuid, dev):
+    def domain_of(self, instance_uuid: str, dev: str) -> str | None:
         found = self._index.get((instance_uuid, dev))
         return found[0] if found else None
 
     # -- RPC API ------------------------------------------------------------
 
-    def report_samples(self, ctxt, host, samples):
+    def report_samples(self, ctxt: dict[str, Any], host: object,
+                       samples: object) -> None:
         """One batch of one host (see :mod:`iotguard.rpcapi`).
 
         This controller alone received it: it routes the other owners'
@@ -246,7 +265,7 @@ class ControllerManager:
         except Exception:
             LOG.exception('Dropped the samples of host %.255r', host)
 
-    def store_samples(self, ctxt, batches):
+    def store_samples(self, ctxt: dict[str, Any], batches: object) -> None:
         """Another controller's routed shares: ``[(host, samples)]``."""
         if not isinstance(batches, list):
             LOG.error('Malformed store_samples dropped: batches must be '
@@ -264,7 +283,8 @@ class ControllerManager:
                 LOG.exception('Dropped the routed samples of host %.255r',
                               item[0])
 
-    def agent_heartbeat(self, ctxt, host, info):
+    def agent_heartbeat(self, ctxt: dict[str, Any], host: object,
+                        info: object) -> None:
         """Record that the agent on ``host`` is alive."""
         try:
             if not isinstance(host, str) or not host or \
@@ -282,29 +302,33 @@ class ControllerManager:
 
     # -- internals ----------------------------------------------------------
 
-    def _count(self, what, n=1):
+    def _count(self, what: str, n: int = 1) -> None:
         if n:
             with self._lock:
                 self.stats[what] += n
 
-    def _route_away(self, host, batch, keys):
+    def _route_away(self, host: str, batch: batch_mod.Batch, keys: list[Key]
+                    ) -> list[int]:
         """Queue the other owners' shares of a checked batch; ours (rows).
 
         ``keys``: the batch's disks.
         """
         local = (membership.ephemeral_domain(self._conf, host)[0]
                  if self.register_local else None)
-        mine, away, owners = [], {}, {}
+        assert self.owner_of is not None    # routed: forward and owner_of
+        mine = []
+        away: dict[tuple[str, str | None], list[int]] = {}
+        owners: dict[str, str | None] = {}
         for i, key in enumerate(keys):
             found = self._index.get(key)
             domain = found[0] if found is not None else local
             if domain is None:
                 mine.append(i)      # unknown: logged and dropped here
                 continue
-            owner = owners.get(domain, False)
-            if owner is False:
-                owner = owners[domain] = (None if self.owns(domain)
-                                          else self.owner_of(domain))
+            if domain not in owners:
+                owners[domain] = (None if self.owns(domain)
+                                  else self.owner_of(domain))
+            owner = owners[domain]
             if owner is None:
                 mine.append(i)      # ours, or no owner known: kept here
             else:
@@ -313,16 +337,16 @@ class ControllerManager:
                                 []).append(i)
         if away:
             with self._lock:
+                if not self._outbox:
+                    self._outbox_since = time.monotonic()
                 for (owner, unknown_of), rows in away.items():
                     self._outbox.setdefault(owner, []).append(
                         (unknown_of, batch.take(np.array(rows,
                                                          dtype=np.intp))))
                     self._outbox_disks += len(rows)
-                if self._outbox_since is None:
-                    self._outbox_since = time.monotonic()
         return mine
 
-    def flush_forwards(self, force=False):
+    def flush_forwards(self, force: bool = False) -> None:
         """Send the routed shares when due (see the module doc).
 
         An owner's shares of known disks go as one batch (each disk with
@@ -335,12 +359,12 @@ class ControllerManager:
                     self._outbox_disks < FORWARD_DISKS and
                     time.monotonic() - self._outbox_since < FORWARD_S):
                 return
-            outbox, self._outbox = self._outbox, {}
-            self._outbox_disks, self._outbox_since = 0, None
+            outbox, self._outbox, self._outbox_disks = self._outbox, {}, 0
+        assert self.forward is not None     # shares are queued to forward
         for server, shares in outbox.items():
             known = [share for host, share in shares if host is None]
-            batches = [(host, share) for host, share in shares
-                       if host is not None]
+            batches: list[Share] = [(host, share) for host, share in shares
+                                    if host is not None]
             if known:
                 batches.insert(0, (None, batch_mod.merge(known)))
             n = sum(len(share) for _host, share in batches)
@@ -353,7 +377,8 @@ class ControllerManager:
                 continue
             self._count('forwarded', n)
 
-    def _report(self, host, wire, listing=True, route=False):
+    def _report(self, host: object, wire: object, listing: bool = True,
+                route: bool = False) -> None:
         """Check and store a batch.
 
         ``listing``: it lists all the host's disks (not a routed share);
@@ -361,8 +386,8 @@ class ControllerManager:
         (:meth:`_route_away`), once it is checked.
         """
         received = self._clock()
-        named = isinstance(host, str) and host or host is None and not listing
-        if not named:
+        if not (isinstance(host, str) and host
+                or host is None and not listing):
             LOG.error('Malformed report_samples dropped: no host (%.255r)',
                       host)
             self._count('dropped')
@@ -374,19 +399,20 @@ class ControllerManager:
             self._count('dropped')
             return
         listed = keys = batch.keys()
-        if route:
+        if route and host:
             mine = self._route_away(host, batch, keys)
             if len(mine) < len(batch):
                 batch = batch.take(np.array(mine, dtype=np.intp))
         self._keep(host, batch, received)
-        if listing:
+        if listing and host:
             # The listing and the index as they are now: both look again
             # only when one of them changed.
             seen = (hash(tuple(listed)), self._index_version)
             self._drop_unlisted(host, listed, seen)
             self._follow_moves(host, listed, seen)
 
-    def add_batch(self, batch, received_at=None):
+    def add_batch(self, batch: batch_mod.Batch,
+                  received_at: float | None = None) -> int:
         """The sink of the other sources (Ceilometer, Gnocchi).
 
         ``batch``: a :class:`iotguard.batch.Batch` the source built. Kept
@@ -396,9 +422,10 @@ class ControllerManager:
         with self._ingest:
             return self._keep(None, batch, received_at)
 
-    def _keep(self, host, batch, received):
+    def _keep(self, host: str | None, batch: batch_mod.Batch,
+              received: float | None) -> int:
         """Store the disks of ``batch`` this controller owns; how many."""
-        owned = {}
+        owned: dict[str, bool] = {}
         keep = [i for i, key in enumerate(batch.keys())
                 if self._route(key, host, batch.volume_id[i],
                                batch.project_id[i], owned)]
@@ -409,7 +436,7 @@ class ControllerManager:
         self._count('dropped', len(keep) - stored)
         return stored
 
-    def _follow_moves(self, host, keys, seen):
+    def _follow_moves(self, host: str, keys: list[Key], seen: Seen) -> None:
         """Tell ``on_moved`` of ``host``'s instances placed elsewhere.
 
         Nova records an evacuated instance's new host only after its last
@@ -440,7 +467,7 @@ class ControllerManager:
             except Exception:
                 LOG.exception('on_moved(%s) failed', uuid)
 
-    def _drop_unlisted(self, host, keys, seen):
+    def _drop_unlisted(self, host: str, keys: list[Key], seen: Seen) -> None:
         """Drop the local disks of ``host`` its agent no longer lists.
 
         ``keys``: every disk of the host's batch; ``seen``: its hash and
@@ -459,7 +486,7 @@ class ControllerManager:
         if not self._unlisted and self._listed.get(host) == seen:
             return
         self._listed[host] = seen
-        listed = {}
+        listed: dict[str, set[str]] = {}
         for uuid, dev in keys:
             listed.setdefault(uuid, set()).add(dev)
         gone = []
@@ -490,7 +517,8 @@ class ControllerManager:
                      'it', uuid, dev, host)
             self.index_changed(removed=[(uuid, dev)])
 
-    def _route(self, key, host, volume_id, project_id, owned=None):
+    def _route(self, key: Key, host: str | None, volume_id: str | None,
+               project_id: str | None, owned: dict[str, bool]) -> bool:
         """Whether the disk ``key``'s sample is kept here (a domain owned).
 
         ``owned``: a cache of :attr:`owns` for one batch.
@@ -502,23 +530,19 @@ class ControllerManager:
                 return False
         else:
             domain = found[0]
-        mine = None if owned is None else owned.get(domain)
+        mine = owned.get(domain)
         if mine is None:
-            mine = self.owns(domain)
-            if owned is not None:
-                owned[domain] = mine
+            mine = owned[domain] = self.owns(domain)
         if not mine:
             self._count('foreign')
         return mine
 
-    def _register(self, host, key, volume_id, project_id):
+    def _register(self, host: str | None, key: Key, volume_id: str | None,
+                  project_id: str | None) -> str | None:
         """Record an unknown image-backed disk of ``host``; its domain."""
-        domain, kind = (membership.ephemeral_domain(self._conf, host)
-                        if host else (None, None))
-        if (not self.register_local or domain is None
-                or volume_id
-                or not project_id
-                or not self.owns(domain)):
+        domain, kind = membership.ephemeral_domain(self._conf, host or '')
+        if (not self.register_local or not host or volume_id
+                or not project_id or not self.owns(domain)):
             with self._lock:
                 first = key not in self._unknown
                 self._unknown.add(key)
