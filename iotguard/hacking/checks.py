@@ -32,6 +32,7 @@ I307: only the tests import the benchmarks (``benchmarks/`` beside the
       package, not installed): nothing installed depends on them.
 """
 
+from collections.abc import Iterator
 import re
 
 from hacking import core
@@ -65,17 +66,18 @@ _BENCH_IMPORT = re.compile(r'^\s*(import|from)\s+benchmarks\b')
 #: Where ``now`` is an argument, never read (I304).
 _NO_CLOCK = re.compile(r'(^|/)iotguard/(policy|engine)/')
 _CLOCK = re.compile(r'\b(time\.time|time\.monotonic|utcnow|datetime\.now)\(')
+_Problems = Iterator[tuple[int, str]]
 
 
 @core.flake8ext
-def check_pure_imports(logical_line, filename):
+def check_pure_imports(logical_line: str, filename: str) -> _Problems:
     """I301: the policies, the engine and the simulator stay pure."""
     if _PURE.search(filename) and _IMPURE_IMPORT.match(logical_line):
         yield 0, 'I301: no oslo/sqlalchemy/libvirt/openstack import here'
 
 
 @core.flake8ext
-def check_opts_in_conf(logical_line, filename):
+def check_opts_in_conf(logical_line: str, filename: str) -> _Problems:
     """I302: declare options in iotguard/conf/ only."""
     if ('iotguard/conf/' not in filename and '/tests/' not in filename
             and _OPT.search(logical_line)):
@@ -83,28 +85,28 @@ def check_opts_in_conf(logical_line, filename):
 
 
 @core.flake8ext
-def check_no_eventlet(logical_line):
+def check_no_eventlet(logical_line: str) -> _Problems:
     """I303: iotguard does not use eventlet."""
     if _EVENTLET.match(logical_line):
         yield 0, 'I303: do not use eventlet'
 
 
 @core.flake8ext
-def check_no_clock_in_policy(logical_line, filename):
+def check_no_clock_in_policy(logical_line: str, filename: str) -> _Problems:
     """I304: a policy or the engine gets ``now``, never reads a clock."""
     if _NO_CLOCK.search(filename) and _CLOCK.search(logical_line):
         yield 0, 'I304: policies and the engine take now as an argument'
 
 
 @core.flake8ext
-def check_db_session_in_db(logical_line, filename):
+def check_db_session_in_db(logical_line: str, filename: str) -> _Problems:
     """I305: every query lives in iotguard/db/, no session leaves it."""
     if ('iotguard/db/' not in filename and '/tests/' not in filename
             and _DB_SESSION.match(logical_line)):
         yield 0, 'I305: DB sessions stay in iotguard/db/'
 
 
-def _imported_packages(logical_line):
+def _imported_packages(logical_line: str) -> set[str]:
     """The iotguard subpackages (or modules) one import line names."""
     match = _FROM_PACKAGE.match(logical_line)
     if match:
@@ -117,7 +119,7 @@ def _imported_packages(logical_line):
 
 
 @core.flake8ext
-def check_service_boundaries(logical_line, filename):
+def check_service_boundaries(logical_line: str, filename: str) -> _Problems:
     """I306: the agent, the controller and the core keep to their side."""
     for files, forbidden, who in _BOUNDARIES:
         if files.search(filename):
@@ -129,7 +131,7 @@ def check_service_boundaries(logical_line, filename):
 
 
 @core.flake8ext
-def check_bench_not_imported(logical_line, filename):
+def check_bench_not_imported(logical_line: str, filename: str) -> _Problems:
     """I307: the runtime packages never import the benchmarks."""
     if (_PACKAGE.search(filename) and not _BENCH_USERS.search(filename) and
             _BENCH_IMPORT.match(logical_line)):
