@@ -24,10 +24,13 @@ import argparse
 import json
 import sys
 import tempfile
+from typing import cast
+from typing import TextIO
 
 from iotguard import allinone
 from iotguard import exception
 from iotguard import policy as policy_mod
+from iotguard.policy import base
 from iotguard.sim import loop
 from iotguard.sim import report
 
@@ -35,7 +38,7 @@ USAGE_ERROR = 2
 CLEAR = '\x1b[H\x1b[2J'
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog='iotguard-allinone',
         description='Run iotguard (API, controller, one agent per host) in '
@@ -72,7 +75,7 @@ def build_parser():
     return parser
 
 
-def options(args):
+def options(args: argparse.Namespace) -> allinone.Options:
     if not args.speed > 0:
         raise ValueError('--speed must be > 0, not %r' % args.speed)
     if args.duration is not None and not args.duration > 0:
@@ -86,11 +89,11 @@ def options(args):
                             log_file=args.log_file)
 
 
-def _kbs(value):
+def _kbs(value: float | None) -> str:
     return '-' if value is None else '%.0f' % value
 
 
-def render(window, head):
+def render(window: allinone.Window, head: list[str]) -> list[str]:
     """The live view of one window, as lines."""
     lines = head + [
         't = %4.0f s  window %d/%d   decisions so far: %d   caps in force: '
@@ -108,11 +111,11 @@ def render(window, head):
 class LiveView:
     """Redraws in place on a terminal, appends lines otherwise."""
 
-    def __init__(self, stream, head):
+    def __init__(self, stream: TextIO, head: list[str]) -> None:
         self.stream, self.head = stream, head
         self.tty = stream.isatty()
 
-    def __call__(self, window):
+    def __call__(self, window: allinone.Window) -> None:
         lines = render(window, self.head if self.tty else [])
         if self.tty:
             self.stream.write(CLEAR + '\n'.join(lines) + '\n')
@@ -121,7 +124,7 @@ class LiveView:
         self.stream.flush()
 
 
-def banner(aio):
+def banner(aio: allinone.AllInOne) -> list[str]:
     url = aio.api_url
     first = aio.disks[0]['instance_uuid']
     return [
@@ -135,7 +138,7 @@ def banner(aio):
         '--os-iotguard-noauth-roles admin iotguard tier list' % url, '']
 
 
-def run(args, out):
+def run(args: argparse.Namespace, out: TextIO) -> int:
     opts = options(args)
     with tempfile.TemporaryDirectory(prefix='iotguard-allinone-') as tmp:
         aio = allinone.AllInOne(opts, tmp)
@@ -149,7 +152,8 @@ def run(args, out):
                 raise ValueError('no window ran')
         finally:
             aio.stop()
-    reference = loop.run(done.scenario, policy_mod.load('none'), opts.seed)
+    reference = loop.run(done.scenario,
+                         cast(base.Policy, policy_mod.load('none')), opts.seed)
     results = {'none': report.result(reference, reference),
                opts.policy: report.result(done, reference)}
     out.write('\nnone: the simulator without control (the reference); '
@@ -169,7 +173,7 @@ def run(args, out):
     return 0
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return run(args, sys.stdout)

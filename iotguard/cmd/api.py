@@ -27,7 +27,7 @@ from iotguard.api import app
 LOG = log.getLogger(__name__)
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     conf = app.prepare_conf(sys.argv[1:] if argv is None else argv)
     server = simple_server.make_server(
         conf.api.dev_server_host, conf.api.dev_server_port,

@@ -32,7 +32,12 @@ or the ``OS_*`` environment, as an admin.
 """
 
 import argparse
+from collections.abc import Callable
+import dataclasses
 import sys
+from typing import Any
+
+from oslo_config import cfg
 
 from iotguard.db import api as db_api
 from iotguard.db import migration
@@ -43,18 +48,20 @@ from iotguard import service
 from iotguard import tiersync
 
 KINDS = ('local', 'ceph', 'cinder')
+Args = argparse.Namespace
+Db = db_api.Connection
 
 
-def db_sync(conf, db, args):
+def db_sync(conf: cfg.ConfigOpts, db: Db, args: Args) -> None:
     migration.upgrade(db.get_engine())
     print('Database schema at %s.' % migration.version(db.get_engine()))
 
 
-def db_version(conf, db, args):
+def db_version(conf: cfg.ConfigOpts, db: Db, args: Args) -> None:
     print(migration.version(db.get_engine()) or 'None (run db sync)')
 
 
-def tier_sync(conf, db, args):
+def tier_sync(conf: cfg.ConfigOpts, db: Db, args: Args) -> None:
     tiers = db.tier_list()
     try:
         if args.connect:
@@ -71,10 +78,11 @@ def tier_sync(conf, db, args):
                                conf.tiers.volume_type_prefix,
                                dry_run=args.dry_run)
     except exception.TierSyncFailed as exc:
-        for change in getattr(exc, 'done', ()):
+        done = getattr(exc, 'done', [])
+        for change in done:
             print('%s: %s' % (verb, change))
-        if getattr(exc, 'done', None):
-            print('%d change(s) made before the failure.' % len(exc.done))
+        if done:
+            print('%d change(s) made before the failure.' % len(done))
         raise
     for skipped in report.skipped:
         print('Skipped: %s.' % skipped)
@@ -86,31 +94,32 @@ def tier_sync(conf, db, args):
                                ' to make' if args.dry_run else ' made'))
 
 
-def _store_profile(db, args, profile):
+def _store_profile(db: Db, args: Args, profile: base.Profile
+                   ) -> dict[str, Any]:
     """The profile as the domain's manual one (created with --create).
 
     One write either way: a domain is never left with half a profile.
     """
+    values = dataclasses.asdict(profile)
     try:
-        return db.domain_update(args.name, dict(profile))
+        return db.domain_update(args.name, values)
     except exception.NotFound:
         if not args.create:
             raise
-    return db.domain_create(args.name, args.kind, **profile)
+    return db.domain_create(args.name, args.kind, **values)
 
 
-def domain_calibrate(conf, db, args):
+def domain_calibrate(conf: cfg.ConfigOpts, db: Db, args: Args) -> None:
     if args.measure is not None:
         profile = _measure(db, args)
     else:
-        profile = {'iops_4k': args.iops_4k, 'bytes_sec': args.bytes_sec,
-                   'form': args.form}
+        profile = base.Profile(args.iops_4k, args.bytes_sec, args.form)
     domain = _store_profile(db, args, profile)
     print('Domain %(name)s: iops_4k=%(iops_4k)g bytes_sec=%(bytes_sec)g '
           'form=%(form)s' % domain)
 
 
-def domain_merge(conf, db, args):
+def domain_merge(conf: cfg.ConfigOpts, db: Db, args: Args) -> None:
     domain, moved = db.domain_merge(args.into, args.sources, args.kind)
     print('Domain %s: %d disk(s) moved from %s, which are deleted; '
           'iops_4k=%s bytes_sec=%s form=%s' % (
@@ -121,7 +130,7 @@ def domain_merge(conf, db, args):
               'calibrate %s' % domain['name'])
 
 
-def _measure(db, args):
+def _measure(db: Db, args: Args) -> base.Profile:
     """Measure on --measure's path; the profile, or MeasureFailed."""
     if not args.create:
         db.domain_get(args.name)  # NotFound before any write
@@ -145,26 +154,24 @@ def _measure(db, args):
         target.cleanup()
     for line in measure.report_lines(result):
         print(line)
-    profile = result.profile
-    return {'iops_4k': profile.iops_4k, 'bytes_sec': profile.bytes_sec,
-            'form': profile.form}
+    return result.profile
 
 
-def _positive(text):
+def _positive(text: str) -> float:
     value = float(text)
     if not value > 0 or value == float('inf'):
         raise argparse.ArgumentTypeError('must be a number > 0')
     return value
 
 
-def _count(text):
+def _count(text: str) -> int:
     value = int(text)
     if value < 2:
         raise argparse.ArgumentTypeError('must be an integer >= 2')
     return value
 
 
-def _size(text):
+def _size(text: str) -> int:
     try:
         value = measure.parse_size(text)
     except ValueError as exc:
@@ -174,9 +181,9 @@ def _size(text):
     return value
 
 
-def _check_calibrate(cal):
+def _check_calibrate(cal: argparse.ArgumentParser) -> Callable[[Args], None]:
     """Usage errors argparse cannot see: typed or measured, not both."""
-    def check(args):
+    def check(args: Args) -> None:
         typed = [flag for flag, value in (('--iops-4k', args.iops_4k),
                                           ('--bytes-sec', args.bytes_sec),
                                           ('--form', args.form))
@@ -194,7 +201,7 @@ def _check_calibrate(cal):
     return check
 
 
-def parser():
+def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog='iotguard-manage')
     top.add_argument('--config-file', action='append', default=[],
                      help='iotguard configuration file (repeatable)')
@@ -272,7 +279,8 @@ def parser():
     return top
 
 
-def main(argv=None, connect=None):
+def main(argv: list[str] | None = None,
+         connect: Callable[[str | None], Any] | None = None) -> int:
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
     if getattr(args, 'check', None):
         args.check(args)

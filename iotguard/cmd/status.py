@@ -28,7 +28,7 @@ from iotguard.db import migration
 class Checks(upgradecheck.UpgradeCommands):
     """What must hold before iotguard services of this release start."""
 
-    def __init__(self, conf):
+    def __init__(self, conf: cfg.ConfigOpts) -> None:
         self.conf = conf
         self._upgrade_checks = (
             ('Database schema', Checks._check_schema),
@@ -36,7 +36,7 @@ class Checks(upgradecheck.UpgradeCommands):
              (common_checks.check_policy_json, {'conf': conf})),
         )
 
-    def _check_schema(self):
+    def _check_schema(self) -> upgradecheck.Result:
         db = db_api.Connection(self.conf)
         try:
             current = migration.version(db.get_engine())
@@ -55,7 +55,7 @@ class Checks(upgradecheck.UpgradeCommands):
         return upgradecheck.Result(upgradecheck.Code.SUCCESS)
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     conf = cfg.ConfigOpts()
     iotguard_conf.register_opts(conf)
     return upgradecheck.main(conf, 'iotguard', Checks(conf),
