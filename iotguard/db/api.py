@@ -112,7 +112,7 @@ class Connection:
     domain_estimator_state = _in('reader', domains.estimator_state)
     domain_merge = _in('writer', domains.merge)
 
-    disk_upsert = _tiered('writer', disks.upsert)
+    disk_upsert = _in('writer', disks.upsert)
     disk_delete = _in('writer', disks.delete)
     disk_list = _tiered('reader', disks.list_)
     disk_tier_set = _in('writer', disks.tier_set)

@@ -26,6 +26,7 @@ from sqlalchemy import orm
 from iotguard.db import models
 from iotguard import exception
 
+#: ``id`` and ``created_at``, then what :func:`create` takes.
 FIELDS = ('id', 'created_at', 'domain', 'policy', 'instance_uuid', 'dev',
           'project_id', 'action', 'old_limits', 'new_limits', 'reason',
           'numbers')
@@ -41,11 +42,9 @@ def create(session: orm.Session, decisions: Sequence[Mapping[str, Any]]
     """
     if not decisions:
         return []
-    fields = ('domain', 'policy', 'instance_uuid', 'dev', 'project_id',
-              'action', 'old_limits', 'new_limits', 'reason', 'numbers')
     rows = [models.Decision(
         created_at=d.get('created_at') or models.utcnow(),
-        **{f: d[f] for f in fields}) for d in decisions]
+        **{f: d[f] for f in FIELDS[2:]}) for d in decisions]
     session.add_all(rows)
     session.flush()
     return [row.id for row in rows]

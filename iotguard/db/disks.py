@@ -18,7 +18,6 @@ module reads what it needs.
 """
 
 from collections.abc import Callable
-from collections.abc import Collection
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -122,10 +121,9 @@ def _owner(instance_uuid: str, owners: set[str],
     return next(iter(owners))
 
 
-def upsert(session: orm.Session, default_tier: str | None,
-           instance_uuid: str, dev: str, host: str, domain: str,
-           project_id: str, volume_id: str | None = None) -> dict[str, Any]:
-    """Record where a disk lives (membership); returns the disk."""
+def upsert(session: orm.Session, instance_uuid: str, dev: str, host: str,
+           domain: str, project_id: str, volume_id: str | None = None) -> None:
+    """Record where a disk lives (membership)."""
     domain_id = domains.domain_row(session, domain).id
     disk = session.scalars(sa.select(models.Disk).where(
         models.Disk.instance_uuid == instance_uuid,
@@ -138,8 +136,6 @@ def upsert(session: orm.Session, default_tier: str | None,
         disk.updated_at = models.utcnow()
     disk.host, disk.domain_id = host, domain_id
     disk.project_id, disk.volume_id = project_id, volume_id
-    session.flush()
-    return views(session, [disk], default_tier)[0]
 
 
 def delete(session: orm.Session, instance_uuid: str, dev: str) -> None:
@@ -208,18 +204,6 @@ def effective_tiers(session: orm.Session,
     return choices, default
 
 
-def refusals_of(session: orm.Session, instance_uuids: Collection[str]
-                ) -> dict[tiering.Key, dict[str, Any]]:
-    """{(instance_uuid, dev or '*', source): refusal dict}."""
-    if not instance_uuids:
-        return {}
-    rows = session.scalars(sa.select(models.TierRefusal).where(
-        models.TierRefusal.instance_uuid.in_(sorted(set(instance_uuids)))))
-    return {(r.instance_uuid, r.dev, r.source): {
-        'tier': r.tier, 'source': r.source, 'reason': r.reason,
-        'since': r.created_at} for r in rows}
-
-
 def views(session: orm.Session, disks: Sequence[models.Disk],
           default_tier: str | None) -> list[dict[str, Any]]:
     """Disks as dicts: where, tier (and its source), rates, cap."""
@@ -227,7 +211,11 @@ def views(session: orm.Session, disks: Sequence[models.Disk],
         return []
     uuids = [d.instance_uuid for d in disks]
     choices, default = effective_tiers(session, uuids, default_tier)
-    refusals = refusals_of(session, uuids)
+    refusals = {(r.instance_uuid, r.dev, r.source): {
+        'tier': r.tier, 'source': r.source, 'reason': r.reason,
+        'since': r.created_at} for r in session.scalars(
+            sa.select(models.TierRefusal).where(
+                models.TierRefusal.instance_uuid.in_(sorted(set(uuids)))))}
     names = dict(session.execute(sa.select(
         models.Domain.id, models.Domain.name).where(models.Domain.id.in_(
             {d.domain_id for d in disks}))).tuples().all())
@@ -315,11 +303,7 @@ def instance_tier_set(session: orm.Session, default_tier: str | None,
             models.Disk.dev)).all()
     owner = _owner(instance_uuid, {d.project_id for d in disks},
                    project_id)
-    new = session.scalars(tiers.visible(
-        sa.select(models.Tier).where(models.Tier.name == tier),
-        owner)).first()
-    if new is None:
-        raise exception.NotFound(what='tier %s' % tier)
+    new = tiers.tier_row(session, tier, owner)
     new_tier = tiers.record(new)
 
     def concerned(disk: models.Disk | sa.Row[str, str, str | None]) -> bool:
@@ -359,7 +343,7 @@ def instance_tier_set(session: orm.Session, default_tier: str | None,
             tier, models.row(domain, domains.FIELDS),
             [t for t in others if t], [t for t in before if t],
             [t for t in after if t]))
-    _choice_delete(session, instance_uuid, source, dev)
+    tier_choice_unset(session, instance_uuid, source, dev)
     session.add(models.DiskTier(
         instance_uuid=instance_uuid, dev=dev,
         source=source, tier_id=new.id, project_id=owner,
@@ -376,8 +360,8 @@ def _choice_row(session: orm.Session, table: type[C], instance_uuid: str,
         table.source == source)).first()
 
 
-def _choice_delete(session: orm.Session, instance_uuid: str, source: str,
-                   dev: str | None = None) -> None:
+def tier_choice_unset(session: orm.Session, instance_uuid: str, source: str,
+                      dev: str | None = None) -> None:
     """Drop a source's choice and refusal (for ``dev``, or all)."""
     for table in (models.DiskTier, models.TierRefusal):
         query = sa.delete(table).where(
@@ -590,9 +574,8 @@ def tier_requests(session: orm.Session, source: str,
 
 
 def instance_tier_unset(session: orm.Session, instance_uuid: str,
-                        project_id: str | None = None, source: str = 'api'
-                        ) -> str:
-    """Drop ``source``'s choice for every disk of an instance.
+                        project_id: str | None = None) -> str:
+    """Drop the API's choice for every disk of an instance.
 
     Its disks fall back to the other sources (flavor, volume type) or
     the default tier; no admission is needed to lower floors. Returns
@@ -602,14 +585,8 @@ def instance_tier_unset(session: orm.Session, instance_uuid: str,
     owner = _owner(instance_uuid, set(session.scalars(
         sa.select(models.Disk.project_id).where(
             models.Disk.instance_uuid == instance_uuid))), project_id)
-    _choice_delete(session, instance_uuid, source)
+    tier_choice_unset(session, instance_uuid, 'api')
     return owner
-
-
-def tier_choice_unset(session: orm.Session, instance_uuid: str, source: str,
-                      dev: str | None = None) -> None:
-    """Drop what ``source`` asked for an instance (or one ``dev``)."""
-    _choice_delete(session, instance_uuid, source, dev)
 
 
 def tier_choices_forget(session: orm.Session,

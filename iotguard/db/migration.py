@@ -30,10 +30,10 @@ def _config(connection: sa.Connection | None) -> alembic_config.Config:
     return cfg
 
 
-def upgrade(engine: sa.Engine, revision: str = 'head') -> None:
-    """Bring the schema of ``engine``'s database to ``revision``."""
+def upgrade(engine: sa.Engine) -> None:
+    """Bring the schema of ``engine``'s database to the newest revision."""
     with engine.begin() as connection:
-        command.upgrade(_config(connection), revision)
+        command.upgrade(_config(connection), 'head')
 
 
 def version(engine: sa.Engine) -> str | None:

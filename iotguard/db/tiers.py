@@ -44,9 +44,11 @@ def record(tier: models.Tier) -> base.Tier:
                      tier.max_iops, tier.max_bytes_sec, tier.weight)
 
 
-def tier_row(session: orm.Session, name: str) -> models.Tier:
-    tier = session.scalars(sa.select(models.Tier).where(
-        models.Tier.name == name)).first()
+def tier_row(session: orm.Session, name: str,
+             project_id: str | None = None) -> models.Tier:
+    """The tier, if ``project_id`` (when given) may use it."""
+    tier = session.scalars(visible(sa.select(models.Tier).where(
+        models.Tier.name == name), project_id)).first()
     if tier is None:
         raise exception.NotFound(what='tier %s' % name)
     return tier
@@ -95,10 +97,7 @@ def create(session: orm.Session, values: Mapping[str, Any],
 def get(session: orm.Session, name: str, project_id: str | None = None
         ) -> dict[str, Any]:
     """One tier; a project only gets the tiers it may use."""
-    tier = session.scalars(visible(sa.select(models.Tier).where(
-        models.Tier.name == name), project_id)).first()
-    if tier is None:
-        raise exception.NotFound(what='tier %s' % name)
+    tier = tier_row(session, name, project_id)
     return _dict(tier, _projects(session, [tier.id])[tier.id])
 
 

@@ -40,8 +40,9 @@ class ControllerDbTests:
     def test_caps_renew(self):
         self.db.domain_create('local:cn1', 'local', iops_4k=1e4,
                               bytes_sec=5e8)
-        a = self.db.disk_upsert(UUID_A, 'vda', 'cn1', 'local:cn1', 'p')
-        b = self.db.disk_upsert(UUID_B, 'vda', 'cn1', 'local:cn1', 'p')
+        self.db.disk_upsert(UUID_A, 'vda', 'cn1', 'local:cn1', 'p')
+        self.db.disk_upsert(UUID_B, 'vda', 'cn1', 'local:cn1', 'p')
+        a, b = self.db.disk_list()
         decision, lease = self._cap_a('local:cn1')
         later = lease + datetime.timedelta(seconds=5)
         self.assertEqual(0, self.db.caps_renew([], later))
@@ -181,8 +182,9 @@ class ControllerDbTests:
     def test_disk_rates_bulk_update(self):
         from iotguard import exception
         self.db.domain_create('pool', 'cinder')
-        a = self.db.disk_upsert(UUID_A, 'vda', 'cn1', 'pool', 'p')
-        b = self.db.disk_upsert(UUID_B, 'vda', 'cn1', 'pool', 'p')
+        self.db.disk_upsert(UUID_A, 'vda', 'cn1', 'pool', 'p')
+        self.db.disk_upsert(UUID_B, 'vda', 'cn1', 'pool', 'p')
+        a, b = self.db.disk_list()
         self.assertEqual(0, self.db.disk_rates_bulk_update([]))
         self.assertEqual(2, self.db.disk_rates_bulk_update([
             {'id': a['id'], 'sampled_at': T0, 'read_iops': 1.5,
@@ -210,7 +212,8 @@ class ControllerDbTests:
             {'instance_uuid': u, 'dev': 'vda', 'host': 'cn1',
              'domain': 'pool', 'project_id': 'p'} for u in uuids])
         ids = {d['instance_uuid']: d['id'] for d in self.db.disk_list()}
-        other = self.db.disk_upsert(UUID_A, 'vda', 'cn1', 'pool', 'p')
+        self.db.disk_upsert(UUID_A, 'vda', 'cn1', 'pool', 'p')
+        other = self.db.disk_list(instance_uuid=UUID_A)[0]
         t1 = T0 + datetime.timedelta(seconds=5, microseconds=1)
         rows = [{'id': ids[u], 'sampled_at': t1, 'read_iops': n + 0.125,
                  'write_iops': None, 'read_bytes_sec': 4096.0 * n,

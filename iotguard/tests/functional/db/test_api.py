@@ -386,8 +386,8 @@ class DbApiTests:
     def test_disk_upsert_moves_and_delete(self):
         self._domain_with_disks()
         self.db.domain_create('local:cn2', 'local')
-        moved = self.db.disk_upsert(UUID_A, 'vda', 'cn2', 'local:cn2',
-                                    'proj-a')
+        self.db.disk_upsert(UUID_A, 'vda', 'cn2', 'local:cn2', 'proj-a')
+        moved = self.db.disk_list(instance_uuid=UUID_A)[0]
         self.assertEqual(('cn2', 'local:cn2'), (moved['host'],
                                                 moved['domain']))
         self.assertEqual(3, len(self.db.disk_list()))
