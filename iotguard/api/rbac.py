@@ -12,14 +12,10 @@
 
 """Policy enforcement: one Enforcer per application, built from its conf."""
 
-from typing import Any
-
 from oslo_config import cfg
-from oslo_context import context as oslo_context
 from oslo_policy import policy
 
 from iotguard.api import policies
-from iotguard import exception
 
 
 def make_enforcer(conf: cfg.ConfigOpts) -> policy.Enforcer:
@@ -34,20 +30,3 @@ def get_enforcer() -> policy.Enforcer:
     conf = cfg.ConfigOpts()
     conf([], project='iotguard')
     return make_enforcer(conf)
-
-
-def authorize(enforcer: policy.Enforcer,
-              context: oslo_context.RequestContext, rule: str,
-              target: dict[str, Any], do_raise: bool = True) -> bool:
-    """Check ``rule`` for ``context`` on ``target`` (a dict).
-
-    Raises Forbidden (403) when ``do_raise``, else returns a bool.
-    """
-    try:
-        return enforcer.authorize(
-            rule, target, context, do_raise=do_raise,
-            exc=exception.Forbidden, action=rule)
-    except policy.InvalidScope:
-        if not do_raise:
-            return False
-        raise exception.Forbidden(action=rule)

@@ -19,9 +19,9 @@ from oslo_config import cfg
 from oslo_policy import policy
 import webob
 
-from iotguard.api import rbac
 from iotguard import context as iotguard_context
 from iotguard.db import api as db_api
+from iotguard import exception
 
 #: ``set_nova_tier(context, instance_uuid, tier) -> str`` (outcome).
 SetTier = typing.Callable[[iotguard_context.RequestContext, str, str], str]
@@ -49,19 +49,30 @@ def context(req: webob.Request) -> iotguard_context.RequestContext:
                        req.environ['iotguard.context'])
 
 
-def authorize(req: webob.Request, rule: str,
-              project_id: str | None = None) -> None:
-    """Raise Forbidden unless the caller may ``rule`` on ``project_id``.
+def allowed(req: webob.Request, rule: str,
+            project_id: str | None = None) -> bool:
+    """Whether the caller passes ``rule`` on ``project_id`` (or its own).
 
-    ``project_id`` defaults to the caller's own project.
+    A token of the wrong scope does not (some oslo.policy versions raise
+    InvalidScope for it even when asked not to raise).
     """
     ctx = context(req)
-    rbac.authorize(state(req).enforcer, ctx, rule,
-                   {'project_id': project_id or ctx.project_id})
+    try:
+        return state(req).enforcer.authorize(
+            rule, {'project_id': project_id or ctx.project_id}, ctx)
+    except policy.InvalidScope:
+        return False
 
 
-def allowed(req: webob.Request, rule: str) -> bool:
-    """Whether the caller passes ``rule`` (for the :all_projects rules)."""
-    ctx = context(req)
-    return rbac.authorize(state(req).enforcer, ctx, rule,
-                          {'project_id': ctx.project_id}, do_raise=False)
+def authorize(req: webob.Request, rule: str,
+              project_id: str | None = None) -> None:
+    """Forbidden (403) unless the caller passes ``rule``."""
+    if not allowed(req, rule, project_id):
+        raise exception.Forbidden(action=rule)
+
+
+def visible_project(req: webob.Request, all_projects: str) -> str | None:
+    """None (every project) if the caller passes ``all_projects``."""
+    if allowed(req, all_projects):
+        return None
+    return context(req).project_id

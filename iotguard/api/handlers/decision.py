@@ -39,13 +39,6 @@ def _since(text: str) -> datetime.datetime:
     return moment
 
 
-def _visible_to(req: webob.Request) -> str | None:
-    """None (every decision) for the admin, else the caller's project."""
-    if common.allowed(req, 'iotguard:decision:all_projects'):
-        return None
-    return common.context(req).project_id
-
-
 def list_decisions(req: webob.Request) -> webob.Response:
     common.authorize(req, 'iotguard:decision:list')
     st = common.state(req)
@@ -54,14 +47,14 @@ def list_decisions(req: webob.Request) -> webob.Response:
                 st.conf.api.max_limit)
     if limit < 1:
         raise exception.Invalid(reason='limit must be at least 1')
-    project_id = _visible_to(req)
     decisions = st.db.decision_list(
         limit, marker=int(query['marker']) if 'marker' in query else None,
         instance_uuid=(query['instance'].lower()
                        if 'instance' in query else None),
         domain=query.get('domain'),
         since=_since(query['since']) if 'since' in query else None,
-        project_id=project_id)
+        project_id=common.visible_project(
+            req, 'iotguard:decision:all_projects'))
     body: dict[str, Any] = {'decisions': decisions}
     if len(decisions) == limit:
         following = dict(query, marker=str(decisions[-1]['id']))
@@ -73,6 +66,7 @@ def list_decisions(req: webob.Request) -> webob.Response:
 def show_decision(req: webob.Request, decision_id: str) -> webob.Response:
     common.authorize(req, 'iotguard:decision:show')
     util.validate(decision_id, common_schema.QUERY_INT, 'decision id')
-    decision = common.state(req).db.decision_get(int(decision_id),
-                                                 project_id=_visible_to(req))
+    decision = common.state(req).db.decision_get(
+        int(decision_id), project_id=common.visible_project(
+            req, 'iotguard:decision:all_projects'))
     return util.json_response({'decision': decision})

@@ -31,10 +31,7 @@ LOG = log.getLogger(__name__)
 
 
 def _owner_filter(req: webob.Request) -> str | None:
-    """None for a caller who sees every project, else its own project."""
-    if common.allowed(req, 'iotguard:instance:all_projects'):
-        return None
-    return common.context(req).project_id
+    return common.visible_project(req, 'iotguard:instance:all_projects')
 
 
 def _view(uuid: str, disks: list[dict[str, Any]]) -> dict[str, Any]:

@@ -56,16 +56,9 @@ def _name(name: str) -> str:
     return name
 
 
-def _visible_to(req: webob.Request) -> str | None:
-    """None (every tier) for the admin, else the caller's project."""
-    if common.allowed(req, 'iotguard:tier:all_projects'):
-        return None
-    return common.context(req).project_id
-
-
 def list_tiers(req: webob.Request) -> webob.Response:
     common.authorize(req, 'iotguard:tier:list')
-    project_id = _visible_to(req)
+    project_id = common.visible_project(req, 'iotguard:tier:all_projects')
     tiers = common.state(req).db.tier_list(project_id)
     return util.json_response(
         {'tiers': [view(t, project_id is None) for t in tiers]})
@@ -73,7 +66,7 @@ def list_tiers(req: webob.Request) -> webob.Response:
 
 def show_tier(req: webob.Request, name: str) -> webob.Response:
     common.authorize(req, 'iotguard:tier:show')
-    project_id = _visible_to(req)
+    project_id = common.visible_project(req, 'iotguard:tier:all_projects')
     tier = common.state(req).db.tier_get(_name(name), project_id)
     return util.json_response({'tier': view(tier, project_id is None)})
 

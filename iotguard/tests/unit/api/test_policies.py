@@ -16,7 +16,9 @@ import types
 
 from openstack import exceptions as sdk_exc
 from oslo_context import context as oslo_context
+import webob
 
+from iotguard.api.handlers import common
 from iotguard.api import nova
 from iotguard.api import policies
 from iotguard.api import rbac
@@ -36,8 +38,10 @@ class PolicyTest(base.TestCase):
         self.enforcer = rbac.make_enforcer(self.conf)
 
     def allowed(self, rule, ctx, project):
-        return rbac.authorize(self.enforcer, ctx, rule,
-                              {'project_id': project}, do_raise=False)
+        req = webob.Request.blank('/', environ={
+            'iotguard.state': types.SimpleNamespace(enforcer=self.enforcer),
+            'iotguard.context': ctx})
+        return common.allowed(req, rule, project)
 
     def test_rule_names_and_scope(self):
         names = [r.name for r in policies.RULES]
@@ -76,9 +80,11 @@ class PolicyTest(base.TestCase):
             self.assertFalse(self.allowed(rule, _ctx('proj-a'), 'proj-a'))
 
     def test_forbidden_is_raised(self):
-        exc = self.assertRaises(
-            exception.Forbidden, rbac.authorize, self.enforcer,
-            _ctx('p', 'reader'), 'iotguard:tier:create', {'project_id': 'p'})
+        req = webob.Request.blank('/', environ={
+            'iotguard.state': types.SimpleNamespace(enforcer=self.enforcer),
+            'iotguard.context': _ctx('p', 'reader')})
+        exc = self.assertRaises(exception.Forbidden, common.authorize, req,
+                                'iotguard:tier:create')
         self.assertIn('iotguard:tier:create', exc.message)
 
     def test_policy_file_overrides_default(self):
@@ -86,10 +92,9 @@ class PolicyTest(base.TestCase):
         with open(path + '/policy.yaml', 'w') as policy_file:
             policy_file.write('"iotguard:tier:create": "role:reader"\n')
         self.flags(group='oslo_policy', policy_file=path + '/policy.yaml')
-        enforcer = rbac.make_enforcer(self.conf)
-        self.assertTrue(rbac.authorize(
-            enforcer, _ctx('p', 'reader'), 'iotguard:tier:create',
-            {'project_id': 'p'}, do_raise=False))
+        self.enforcer = rbac.make_enforcer(self.conf)
+        self.assertTrue(self.allowed('iotguard:tier:create',
+                                     _ctx('p', 'reader'), 'p'))
 
     def test_get_enforcer_for_oslopolicy_tools(self):
         enforcer = rbac.get_enforcer()
