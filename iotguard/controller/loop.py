@@ -52,23 +52,35 @@ static limits.
 """
 
 import collections
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import dataclasses
 import json
 import math
 import time
+import typing
+from typing import Any
 import zlib
 
 import numpy as np
+from oslo_config import cfg
 from oslo_log import log as logging
 
 from iotguard import admission
 from iotguard import caps
 from iotguard.controller import audit as audit_mod
+from iotguard.controller import samples
+from iotguard.db import api as db_api
+from iotguard.db import caps as db_caps
+from iotguard.db import disks as db_disks
 from iotguard.engine import plan as plan_mod
 from iotguard import policy as policy_mod
 from iotguard.policy import base
 from iotguard.policy import costmodel
 from iotguard.policy import estimator
+from iotguard import rpcapi
 
 LOG = logging.getLogger(__name__)
 
@@ -83,6 +95,13 @@ _NO_TIER = base.Tier(name='')
 #: Rounds between two writes of a domain's learned profile and estimator
 #: state (a minute at the default 5 s).
 LEARN_WRITE_ROUNDS = 12
+
+Member = db_disks.Member
+InForce = db_caps.InForce
+#: By host, what a round sends: new caps, renewals, releases.
+Applies = dict[str, list[tuple[caps.Cap, audit_mod.Record]]]
+Renewals = dict[str, list[tuple[caps.Cap, int]]]   # with the disk's row id
+Releases = dict[str, list[tuple[caps.Disk, audit_mod.Record]]]
 
 
 @dataclasses.dataclass
@@ -102,11 +121,13 @@ class RoundResult:
     skipped: str | None = None
 
 
-def disk_id(disk):
+def disk_id(disk: Member) -> str:
     return '%s/%s' % (disk.instance_uuid, disk.dev)
 
 
-def snapshot_of(domain, interval_s, disks, in_force, columns):
+def snapshot_of(domain: dict[str, Any], interval_s: float,
+                disks: Sequence[Member], in_force: Sequence[InForce | None],
+                columns: base.SampleColumns) -> base.DomainSnapshot:
     """The columnar snapshot of a domain's disks and their samples.
 
     ``disks``: the domain's :class:`iotguard.db.disks.Member` records;
@@ -117,6 +138,8 @@ def snapshot_of(domain, interval_s, disks, in_force, columns):
     Built by :meth:`iotguard.policy.base.DomainSnapshot.of_samples`, as
     the simulator's.
     """
+    profile = admission.profile_of(domain)
+    assert profile is not None    # a round runs on calibrated domains only
     tiers = [d.tier or _NO_TIER for d in disks]
     cap_iops = np.full(len(disks), math.inf)
     cap_bytes_sec = np.full(len(disks), math.inf)
@@ -128,12 +151,13 @@ def snapshot_of(domain, interval_s, disks, in_force, columns):
             if cap.set_at is not None:
                 cap_set_at[i] = cap.set_at.timestamp()
     return base.DomainSnapshot.of_samples(
-        domain['name'], admission.profile_of(domain), interval_s,
+        domain['name'], profile, interval_s,
         tuple(disk_id(d) for d in disks), tiers, columns, cap_iops,
         cap_bytes_sec, cap_set_at)
 
 
-def violations(snapshot, latency_ms):
+def violations(snapshot: base.DomainSnapshot, latency_ms: float
+               ) -> tuple[base.BoolArray, base.FloatArray, base.FloatArray]:
     """Which disks are below their floor with unmet demand (bool array).
 
     Fresh disks only: below ``1 - FLOOR_TOLERANCE`` of their floor (in
@@ -155,7 +179,7 @@ def violations(snapshot, latency_ms):
     return result, load, floor
 
 
-def rates_offset(name, interval_s):
+def rates_offset(name: str, interval_s: float) -> float:
     """Where, within each ``interval_s``, a domain writes its rates.
 
     Spread by the domain's name, so that the domains of a controller do
@@ -164,17 +188,18 @@ def rates_offset(name, interval_s):
     return (zlib.crc32(name.encode()) % 1000) / 1000.0 * interval_s
 
 
-def cap_of(instance_uuid, dev, limits, lease_expires_at, decision_id):
+def cap_of(instance_uuid: str, dev: str, limits: Mapping[str, int],
+           lease_expires_at: float, decision_id: int | None) -> caps.Cap:
     """The :class:`iotguard.caps.Cap` on a disk."""
     return caps.Cap(instance_uuid, dev, limits, lease_expires_at,
                     str(decision_id) if decision_id is not None else None)
 
 
-def _calibrated(domain):
+def _calibrated(domain: dict[str, Any]) -> bool:
     return admission.profile_of(domain) is not None
 
 
-def _value(number):
+def _value(number: float) -> float | None:
     """A column's value as the database takes it (None for nan)."""
     return None if math.isnan(number) else float(number)
 
@@ -183,9 +208,9 @@ def _value(number):
 class _Writes:
     """What a round writes once all its domains went through it."""
 
-    renewed: list = dataclasses.field(default_factory=list)  # disk ids
-    renewing: list = dataclasses.field(default_factory=list)  # results
-    rates: list = dataclasses.field(default_factory=list)
+    renewed: list[int] = dataclasses.field(default_factory=list)  # disk ids
+    renewing: list[RoundResult] = dataclasses.field(default_factory=list)
+    rates: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
 class DomainLoop:
@@ -197,10 +222,14 @@ class DomainLoop:
     :class:`~iotguard.controller.audit.Audit`. No I/O in the constructor.
     """
 
-    def __init__(self, conf, db, store, agent_api, audit, clock=time.time,
-                 load_policy=policy_mod.load):
-        self.interval_s = conf.controller.decision_interval
-        self.lease_s = conf.controller.lease_seconds
+    def __init__(self, conf: cfg.ConfigOpts, db: db_api.Connection,
+                 store: samples.SampleStore, agent_api: rpcapi.AgentAPI,
+                 audit: audit_mod.Audit,
+                 clock: Callable[[], float] = time.time,
+                 load_policy: Callable[..., object] = policy_mod.load
+                 ) -> None:
+        self.interval_s: float = conf.controller.decision_interval
+        self.lease_s: float = conf.controller.lease_seconds
         self.default_policy = conf.controller.default_policy
         self.violation_latency_ms = conf.controller.violation_latency_ms
         self.rates_write_s = conf.controller.rates_write_interval
@@ -214,19 +243,24 @@ class DomainLoop:
         self.audit = audit
         self._clock = clock
         self._load_policy = load_policy
-        self._policies = {}    # domain name -> (key, policy)
-        self._violating = {}   # domain name -> set of disk ids
-        self._uncalibrated = set()
-        self._rates_slot = {}  # domain name -> rates_write_interval slot
-        self._seen = {}        # domain name -> first round here
-        self._views = None     # (domains, disks version, read at, views)
-        self._learning = {}    # domain name -> [estimator.State, rounds]
-        self._overcommitted = {}  # domain name -> last verdict given
-        self.max_commit_ratio = conf.admission.max_commit_ratio
+        # (domains, disks version, read at, their disks) of the last read
+        self._views: tuple[tuple[str, ...], object, float,
+                           dict[str, list[Member]]] | None = None
+        # by domain name:
+        self._policies: dict[str, tuple[tuple[str, str], base.Policy]] = {}
+        self._violating: dict[str, set[str]] = {}   # disk ids
+        self._uncalibrated: set[str] = set()
+        self._rates_slot: dict[str, int] = {}   # rates_write_interval slot
+        self._seen: dict[str, float] = {}       # first round here
+        self._learning: dict[str, estimator.State] = {}
+        self._learned_rounds: collections.Counter[str] = collections.Counter()
+        self._overcommitted: dict[str, bool] = {}   # last verdict given
+        self.max_commit_ratio: float = conf.admission.max_commit_ratio
 
     # -- the rounds ---------------------------------------------------------
 
-    def run(self, domains, now=None):
+    def run(self, domains: Sequence[dict[str, Any]], now: float | None = None
+            ) -> list[RoundResult]:
         """One round of every domain in ``domains``; failures are logged.
 
         The domains' disks are read at once, and the round's renewals and
@@ -237,7 +271,8 @@ class DomainLoop:
             self.db.cap_delete_expired(audit_mod.to_datetime(now))
         except Exception:
             LOG.exception('Could not drop the lapsed caps')
-        views, in_force = {}, None
+        views: dict[str, list[Member]] = {}
+        in_force: dict[int, InForce] | None = None
         calibrated = [d['name'] for d in domains if _calibrated(d)]
         try:
             views, in_force = self._disks(calibrated, now)
@@ -260,7 +295,8 @@ class DomainLoop:
         self.store.prune(now)
         return results
 
-    def _disks(self, names, now):
+    def _disks(self, names: list[str], now: float
+               ) -> tuple[dict[str, list[Member]], dict[int, InForce]]:
         """The disks of the domains ``names`` and their caps, for a round.
 
         ``({name: [Member]}, {disk id: InForce})``. The disks are read
@@ -274,10 +310,11 @@ class DomainLoop:
         cached = self._views
         if (cached is None or cached[0] != key or cached[1] != version
                 or now - cached[2] >= FULL_READ_S or now < cached[2]):
-            self._views = (key, version, now, self.db.domains_disks(names))
-        return self._views[3], self.db.domains_caps(names)
+            cached = self._views = (key, version, now,
+                                    self.db.domains_disks(names))
+        return cached[3], self.db.domains_caps(names)
 
-    def _flush(self, writes, now):
+    def _flush(self, writes: _Writes, now: float) -> None:
         """Write a round's renewals and rates (each logged on failure)."""
         if writes.renewed:
             try:
@@ -296,7 +333,7 @@ class DomainLoop:
                 LOG.exception('Could not write the rates of %d disks',
                               len(writes.rates))
 
-    def forget(self, names):
+    def forget(self, names: Iterable[str]) -> None:
         """Drop per-domain state of domains no longer owned."""
         for name in names:
             self._policies.pop(name, None)
@@ -304,9 +341,14 @@ class DomainLoop:
             self._rates_slot.pop(name, None)
             self._seen.pop(name, None)
             self._learning.pop(name, None)
+            self._learned_rounds.pop(name, None)
             self._overcommitted.pop(name, None)
 
-    def run_once(self, domain, now, disks=None, writes=None, in_force=None):
+    def run_once(self, domain: dict[str, Any], now: float,
+                 disks: list[Member] | None = None,
+                 writes: _Writes | None = None,
+                 in_force: Mapping[int, InForce] | None = None
+                 ) -> RoundResult:
         """collect -> decide -> act -> record for one domain.
 
         ``disks`` and ``in_force``: the domain's disks and the round's caps
@@ -326,8 +368,8 @@ class DomainLoop:
             return result
         self._uncalibrated.discard(name)
         policy_name, policy = self._policy(domain)
-        disks, in_force, snapshot, columns = self.collect(domain, now, disks,
-                                                          in_force)
+        disks, caps_, snapshot, columns = self.collect(domain, now, disks,
+                                                       in_force)
         result.disks, result.stale = len(disks), int(snapshot.stale.sum())
         first_seen = self._seen.setdefault(name, now)
         if disks and snapshot.stale.all() and \
@@ -335,7 +377,7 @@ class DomainLoop:
             # Just started or taken over: this controller has heard no
             # sample of the domain yet. Renew what is in force, decide
             # from the next round on (nothing is loosened blindly).
-            decisions = []
+            decisions: list[base.Decision] = []
             result.skipped = 'warming up'
         else:
             decisions = policy.decide(snapshot, now) if disks else []
@@ -343,8 +385,8 @@ class DomainLoop:
                 self._learn(domain, snapshot, disks)
         result.decisions = len(decisions)
         alone = writes is None
-        writes = _Writes() if alone else writes
-        self._act(name, policy_name, disks, in_force, snapshot, decisions, now,
+        writes = writes or _Writes()
+        self._act(name, policy_name, disks, caps_, snapshot, decisions, now,
                   result, writes)
         self._violations(name, disks, snapshot, now, result)
         self._write_rates(name, disks, snapshot, columns, now, writes)
@@ -353,7 +395,8 @@ class DomainLoop:
         LOG.debug('Round of %s: %s', name, result)
         return result
 
-    def _learn(self, domain, snapshot, disks):
+    def _learn(self, domain: dict[str, Any], snapshot: base.DomainSnapshot,
+               disks: list[Member]) -> None:
         """Feed the round to the domain's capacity estimator.
 
         Its state is read from the database when this controller first
@@ -364,17 +407,16 @@ class DomainLoop:
         """
         name = domain['name']
         try:
-            entry = self._learning.get(name)
-            if entry is None:
-                entry = self._learning[name] = [estimator.State.from_dict(
-                    self.db.domain_estimator_state(name) or {}), 0]
-            state = entry[0]
+            state = self._learning.get(name)
+            if state is None:
+                state = self._learning[name] = estimator.State.from_dict(
+                    self.db.domain_estimator_state(name) or {})
             prior = admission.manual_profile(domain)
             estimator.observe_snapshot(state, snapshot, snapshot.profile,
                                        prior)
-            entry[1] += 1
-            if entry[1] >= LEARN_WRITE_ROUNDS:
-                entry[1] = 0
+            self._learned_rounds[name] += 1
+            if self._learned_rounds[name] >= LEARN_WRITE_ROUNDS:
+                self._learned_rounds[name] = 0
                 fit = estimator.fit(state, prior)
                 self.db.domain_learned(
                     name, fit.to_dict() if fit else None, state.to_dict())
@@ -384,7 +426,8 @@ class DomainLoop:
         except Exception:
             LOG.exception('Could not learn the capacity of domain %s', name)
 
-    def _judge(self, domain, disks, fit):
+    def _judge(self, domain: dict[str, Any], disks: list[Member],
+               fit: estimator.Fit | None) -> None:
         """Report floors admitted beyond what the storage was learned to do.
 
         :func:`iotguard.admission.overcommit` on the domain's tiers, the
@@ -409,7 +452,11 @@ class DomainLoop:
 
     # -- collect ------------------------------------------------------------
 
-    def collect(self, domain, now, disks=None, in_force=None):
+    def collect(self, domain: dict[str, Any], now: float,
+                disks: list[Member] | None = None,
+                in_force: Mapping[int, InForce] | None = None
+                ) -> tuple[list[Member], list[InForce | None],
+                           base.DomainSnapshot, base.SampleColumns]:
         """The domain's disks, their caps in force, snapshot and columns.
 
         ``disks`` and ``in_force`` (``{disk id: InForce}``) are read here
@@ -430,20 +477,23 @@ class DomainLoop:
 
     # -- decide -------------------------------------------------------------
 
-    def _policy(self, domain):
+    def _policy(self, domain: dict[str, Any]) -> tuple[str, base.Policy]:
         name = domain.get('policy') or self.default_policy
         params = domain.get('params') or {}
         key = (name, json.dumps(params, sort_keys=True))
         cached = self._policies.get(domain['name'])
         if cached is None or cached[0] != key:
-            cached = (key, self._load_policy(name, **params))
+            cached = (key, typing.cast(base.Policy,
+                                       self._load_policy(name, **params)))
             self._policies[domain['name']] = cached
         return name, cached[1]
 
     # -- act and record -----------------------------------------------------
 
-    def _act(self, name, policy_name, disks, in_force, snapshot, decisions,
-             now, result, writes):
+    def _act(self, name: str, policy_name: str, disks: list[Member],
+             in_force: list[InForce | None], snapshot: base.DomainSnapshot,
+             decisions: list[base.Decision], now: float, result: RoundResult,
+             writes: _Writes) -> None:
         """Plan the decisions, audit the changes, cast them per host."""
         plan = plan_mod.plan(snapshot, decisions, [
             None if c is None else plan_mod.InForce(
@@ -463,9 +513,9 @@ class DomainLoop:
                                 for c in plan.changes],
             now) if plan.changes else []
         lease = now + self.lease_s
-        applies = collections.defaultdict(list)    # host -> [(cap, rec)]
-        renewals = collections.defaultdict(list)   # host -> [(cap, row id)]
-        releases = collections.defaultdict(list)   # host -> [(disk, rec)]
+        applies: Applies = collections.defaultdict(list)
+        renewals: Renewals = collections.defaultdict(list)
+        releases: Releases = collections.defaultdict(list)
         for change, decision_id in zip(plan.changes, ids):
             disk = disks[change.disk]
             record = (disk, change.decision, decision_id, olds[change.disk])
@@ -478,20 +528,24 @@ class DomainLoop:
                     decision_id), record))
         for i in plan.renewals:
             disk, cap = disks[i], in_force[i]
+            assert cap is not None    # renewals are of caps in force
             renewals[disk.host].append((cap_of(
                 disk.instance_uuid, disk.dev, cap.limits, lease,
                 cap.decision_id), disk.id))
         self._send(name, policy_name, applies, renewals, releases, result,
                    writes)
 
-    def _send(self, name, policy_name, applies, renewals, releases, result,
-              writes):
+    def _send(self, name: str, policy_name: str, applies: Applies,
+              renewals: Renewals, releases: Releases, result: RoundResult,
+              writes: _Writes) -> None:
         """Cast per host; record what was sent, renew the leases sent.
 
         A host's new caps and renewals go in one ``apply_caps`` cast.
         """
-        renewed, applied, released = [], [], []
-        ctxt = {}
+        renewed: list[int] = []
+        applied: list[tuple[caps.Cap, audit_mod.Record]] = []
+        released: list[audit_mod.Record] = []
+        ctxt: dict[str, Any] = {}
         for host in dict.fromkeys([*applies, *renewals]):
             new, renew = applies.get(host, []), renewals.get(host, [])
             try:
@@ -525,7 +579,10 @@ class DomainLoop:
             writes.renewing.append(result)
             result.renewed = len(renewed)
 
-    def _write_rates(self, name, disks, snapshot, columns, now, writes):
+    def _write_rates(self, name: str, disks: list[Member],
+                     snapshot: base.DomainSnapshot,
+                     columns: base.SampleColumns, now: float,
+                     writes: _Writes) -> None:
         """Every rates_write_interval: the fresh rates, for the API."""
         if not self.rates_write_s:
             return
@@ -545,7 +602,9 @@ class DomainLoop:
                 'write_bytes_sec': _value(c.write_bytes_sec[i]),
                 'latency_ms': float(snapshot.latency_ms[i])})
 
-    def _violations(self, name, disks, snapshot, now, result):
+    def _violations(self, name: str, disks: list[Member],
+                    snapshot: base.DomainSnapshot, now: float,
+                    result: RoundResult) -> None:
         violated, load, floor = violations(snapshot,
                                            self.violation_latency_ms)
         before = self._violating.get(name, set())

@@ -500,7 +500,7 @@ class RunTest(LoopTestBase):
                   at=T0 + 100)
         self.loop.run_once(domain, T0 + 100)
         self.assertEqual(loop.LEARN_WRITE_ROUNDS + 1, len(
-            self.loop._learning['bucket'][0].saturated))
+            self.loop._learning['bucket'].saturated))
 
 
 class OvercommitTest(LoopTestBase):
