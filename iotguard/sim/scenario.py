@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from iotguard import caps
 from iotguard import exception
 from iotguard import policy
 from iotguard.policy import base
@@ -325,11 +326,11 @@ def _job(r: _Reader, source: str) -> Job:
 
 
 def _limits(r: _Reader) -> dict[str, int]:
-    limits = dict.fromkeys(throttle.KEYS, 0)
+    limits = dict.fromkeys(caps.IOTUNE_KEYS, 0)
     for key, value in r.data.items():
-        if key not in throttle.KEYS:
+        if key not in caps.IOTUNE_KEYS:
             r.fail(r.name(key), 'unknown iotune key; known: %s'
-                   % ', '.join(throttle.KEYS))
+                   % ', '.join(caps.IOTUNE_KEYS))
         limits[key] = r.integer(key)
     try:
         throttle.validate(limits)

@@ -27,22 +27,17 @@ size is ``*_max`` x 1 s of burst when a ``*_max`` is set, else a tenth of a
 second of the average rate (QEMU's default).
 """
 
-GROUPS = ('bytes_sec', 'iops_sec', 'bytes_sec_max', 'iops_sec_max')
-DIRECTIONS = ('total', 'read', 'write')
-KEYS = tuple('%s_%s' % (d, g) for g in GROUPS for d in DIRECTIONS)
+from iotguard import caps
+
+GROUPS = caps.KINDS + tuple(kind + '_max' for kind in caps.KINDS)
 BURST_LENGTH_S = 1.0
 DEFAULT_BUCKET_S = 0.1
 
 
-def empty() -> dict[str, int]:
-    """No limit at all."""
-    return dict.fromkeys(KEYS, 0)
-
-
 def validate(tune: dict[str, int]) -> None:
     """Check a complete iotune state; ``ValueError`` says what is wrong."""
-    for group in ('bytes_sec', 'iops_sec'):
-        for direction in DIRECTIONS:
+    for group in caps.KINDS:
+        for direction in caps.DIRECTIONS:
             base = '%s_%s' % (direction, group)
             peak = base + '_max'
             if tune[peak] and not tune[base]:
@@ -62,10 +57,10 @@ def validate(tune: dict[str, int]) -> None:
 def merge(current: dict[str, int],
           params: dict[str, int]) -> dict[str, int]:
     """The iotune state after one libvirt ``setBlockIoTune`` call."""
-    unknown = sorted(set(params) - set(KEYS))
+    unknown = sorted(set(params) - set(caps.IOTUNE_KEYS))
     if unknown:
         raise ValueError('unknown iotune key(s) %s; known: %s'
-                         % (', '.join(unknown), ', '.join(KEYS)))
+                         % (', '.join(unknown), ', '.join(caps.IOTUNE_KEYS)))
     for key, value in params.items():
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError('%s must be an integer, not %r' % (key, value))
@@ -79,15 +74,15 @@ def merge(current: dict[str, int],
                              'the same call' % (group, group, group))
     result = dict(current)
     for group in GROUPS:
-        keys = ['%s_%s' % (d, group) for d in DIRECTIONS]
+        keys = ['%s_%s' % (d, group) for d in caps.DIRECTIONS]
         if any(k in params for k in keys):
             for k in keys:
                 result[k] = int(params.get(k, 0))
-    for group in ('bytes_sec', 'iops_sec'):
-        peaks = ['%s_%s_max' % (d, group) for d in DIRECTIONS]
+    for group in caps.KINDS:
+        peaks = ['%s_%s_max' % (d, group) for d in caps.DIRECTIONS]
         if not any(k in params for k in peaks):
             # libvirt drops a burst value whose base value went away.
-            for d in DIRECTIONS:
+            for d in caps.DIRECTIONS:
                 if not result['%s_%s' % (d, group)]:
                     result['%s_%s_max' % (d, group)] = 0
     validate(result)
@@ -110,10 +105,9 @@ class Bucket:
 class Throttle:
     """The throttle of one disk: its iotune state and its buckets."""
 
-    def __init__(self, tune: dict[str, int] | None = None) -> None:
-        self.tune = empty()
+    def __init__(self, tune: dict[str, int]) -> None:
         self.buckets: dict[tuple[str, str], Bucket] = {}
-        self.configure(tune or empty())
+        self.configure(tune)
 
     def configure(self, tune: dict[str, int]) -> None:
         """Apply a complete iotune state; bucket levels carry over."""
@@ -121,8 +115,8 @@ class Throttle:
         old = self.buckets
         self.tune = dict(tune)
         self.buckets = {}
-        for direction in DIRECTIONS:
-            for unit in ('bytes_sec', 'iops_sec'):
+        for direction in caps.DIRECTIONS:
+            for unit in caps.KINDS:
                 key = '%s_%s' % (direction, unit)
                 if tune[key]:
                     bucket = Bucket(tune[key], tune[key + '_max'])
@@ -142,11 +136,10 @@ class Throttle:
     def admit(self, is_read: bool, size: int) -> bool:
         """Let one request through if every bucket it touches has room."""
         direction = 'read' if is_read else 'write'
-        touched = [b for (d, unit), b in self.buckets.items()
+        touched = [(unit, b) for (d, unit), b in self.buckets.items()
                    if d in ('total', direction)]
-        if any(b.level >= b.size for b in touched):
+        if any(b.level >= b.size for _, b in touched):
             return False
-        for (d, unit), b in self.buckets.items():
-            if d in ('total', direction):
-                b.level += size if unit == 'bytes_sec' else 1
+        for unit, b in touched:
+            b.level += size if unit == 'bytes_sec' else 1
         return True

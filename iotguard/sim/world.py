@@ -27,13 +27,12 @@ import uuid
 import numpy as np
 import numpy.typing as npt
 
+from iotguard import rates
 from iotguard.sim import scenario as scenario_mod
 from iotguard.sim import storage
 from iotguard.sim import throttle
 from iotguard.sim import workload
 
-COUNTER_KEYS = ('rd_reqs', 'rd_bytes', 'rd_times', 'wr_reqs', 'wr_bytes',
-                'wr_times', 'fl_reqs')
 NS = 1e9
 
 
@@ -81,7 +80,7 @@ class World:
                 streams=disk_streams,
                 runners=[workload.Runner(job, s)
                          for job, s in zip(vm.jobs, disk_streams)],
-                counters=dict.fromkeys(COUNTER_KEYS, 0.0))
+                counters=dict.fromkeys(rates.COUNTER_KEYS, 0.0))
         self._disk_list = list(self._disks.values())
         self._runners = [r for d in self._disk_list for r in d.runners]
         self._tick_at = 0.0
@@ -107,8 +106,8 @@ class World:
     def counter_array(self, disk_ids: list[str]) -> npt.NDArray[np.uint64]:
         """:meth:`counters` of several disks at once: one row each.
 
-        In the order of :data:`COUNTER_KEYS`, as the agent's bulk read
-        gives them, without a dict per disk.
+        In the order of :data:`iotguard.rates.COUNTER_KEYS`, as the agent's
+        bulk read gives them, without a dict per disk.
         """
         try:
             disks = list(map(self._disks.__getitem__, disk_ids))
@@ -116,8 +115,9 @@ class World:
             raise KeyError('unknown disk %r' % e.args[0]) from None
         flat = np.fromiter(itertools.chain.from_iterable(
             d.counters.values() for d in disks), dtype=np.float64,
-            count=len(disks) * len(COUNTER_KEYS))
-        return flat.astype(np.uint64).reshape(len(disks), len(COUNTER_KEYS))
+            count=len(disks) * len(rates.COUNTER_KEYS))
+        return flat.astype(np.uint64).reshape(len(disks),
+                                              len(rates.COUNTER_KEYS))
 
     def get_iotune(self, disk_id: str) -> dict[str, int]:
         return dict(self._disk(disk_id).throttle.tune)
@@ -154,9 +154,6 @@ class World:
 
     def vm(self, disk_id: str) -> scenario_mod.Vm:
         return self._disk(disk_id).vm
-
-    def streams(self, disk_id: str) -> list[storage.Stream]:
-        return list(self._disk(disk_id).streams)
 
     def _disk(self, disk_id: str) -> _Disk:
         try:
@@ -211,12 +208,7 @@ class World:
 
     def _admit(self, disk: _Disk, dt: float) -> None:
         """Let requests through the disk's throttle into the storage."""
-        th = disk.throttle
-        if not th.active:
-            for s in disk.streams:
-                s.passed = s.issued
-            return
-        th.leak(dt)
+        disk.throttle.leak(dt)
         for s in disk.streams:
             self._admit_stream(disk, s)
 

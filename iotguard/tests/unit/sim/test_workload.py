@@ -59,7 +59,7 @@ class TestRunner(base.TestCase):
         in_flight = []
         for _ in range(int(seconds)):
             w.step(1.0)
-            (s,) = w.streams(w.disk_ids()[0])
+            (s,) = w.storage.streams
             in_flight.append(s.issued - s.completed)
         return w.counters(w.disk_ids()[0]), in_flight
 
@@ -108,7 +108,7 @@ class TestThinkTime(base.TestCase):
         in_flight = []
         for _ in range(200):
             w.step(0.1)
-            (s,) = w.streams(w.disk_ids()[0])
+            (s,) = w.storage.streams
             in_flight.append(s.issued - s.completed)
         job = sc.vms[0].jobs[0]
         truth = workload.demand_ops(job.steps[0], job, sc.domain)

@@ -12,7 +12,8 @@
 
 import uuid
 
-from iotguard.sim import throttle
+from iotguard import caps
+from iotguard import rates
 from iotguard.sim import world
 from iotguard.tests import base
 from iotguard.tests.unit.sim import helpers
@@ -52,13 +53,13 @@ class TestWorld(base.TestCase):
     def test_time_and_counters(self):
         self.assertEqual(0.0, self.world.now)
         before = self.world.counters(self.light)
-        self.assertEqual(set(world.COUNTER_KEYS), set(before))
+        self.assertEqual(set(rates.COUNTER_KEYS), set(before))
         self.assertEqual(0, sum(before.values()))
         previous = before
         for _ in range(8):
             self.world.step(2.5)
             now = self.world.counters(self.light)
-            for key in world.COUNTER_KEYS:
+            for key in rates.COUNTER_KEYS:
                 self.assertIsInstance(now[key], int)
                 self.assertGreaterEqual(now[key], previous[key])
             previous = now
@@ -78,7 +79,7 @@ class TestWorld(base.TestCase):
         ids = [self.heavy, self.light]
         rows = self.world.counter_array(ids)
         self.assertEqual([[self.world.counters(i)[k]
-                           for k in world.COUNTER_KEYS] for i in ids],
+                           for k in rates.COUNTER_KEYS] for i in ids],
                          rows.tolist())
         self.assertRaises(KeyError, self.world.counter_array, ['nope'])
 
@@ -100,7 +101,7 @@ class TestWorld(base.TestCase):
 
     def test_iotune(self):
         static = self.world.static_iotune(self.heavy)
-        self.assertEqual(set(throttle.KEYS), set(static))
+        self.assertEqual(set(caps.IOTUNE_KEYS), set(static))
         self.assertEqual(2000000, static['total_bytes_sec'])
         self.assertEqual(static, self.world.get_iotune(self.heavy))
         self.world.set_iotune(self.heavy, {'total_iops_sec': 5})
