@@ -219,17 +219,14 @@ def views(session: orm.Session, disks: Sequence[models.Disk],
     names = dict(session.execute(sa.select(
         models.Domain.id, models.Domain.name).where(models.Domain.id.in_(
             {d.domain_id for d in disks}))).tuples().all())
-    caps: dict[int, dict[str, Any]] = {}
-    rows = session.execute(
-        sa.select(models.Cap, models.Decision.reason)
-        .outerjoin(models.Decision,
-                   models.Decision.id == models.Cap.decision_id)
-        .where(models.Cap.disk_id.in_([d.id for d in disks])))
-    for cap, reason in rows:
-        caps[cap.disk_id] = {'limits': cap.limits,
-                             'lease_expires_at': cap.lease_expires_at,
-                             'decision_id': cap.decision_id,
-                             'reason': reason}
+    caps = {cap.disk_id: {'limits': cap.limits,
+                          'lease_expires_at': cap.lease_expires_at,
+                          'decision_id': cap.decision_id, 'reason': reason}
+            for cap, reason in session.execute(
+                sa.select(models.Cap, models.Decision.reason)
+                .outerjoin(models.Decision,
+                           models.Decision.id == models.Cap.decision_id)
+                .where(models.Cap.disk_id.in_([d.id for d in disks])))}
     out = []
     for disk in disks:
         tier, source, refused = tiering.resolve(choices, default, disk,

@@ -98,7 +98,6 @@ def learned(session: orm.Session, name: str,
             setattr(domain, 'learned_' + field, value)
         domain.learned_at = models.utcnow()
     domain.estimator_state = state
-    session.flush()
 
 
 def estimator_state(session: orm.Session, name: str
@@ -155,5 +154,4 @@ def merge(session: orm.Session, into: str, sources: Sequence[str], kind: str
     for source in merged:
         session.delete(source)
     target.updated_at = models.utcnow()
-    session.flush()
     return models.row(target, _VIEW), moved
