@@ -12,110 +12,36 @@
 
 """``guarantee``: iotguard's own policy, the default.
 
-Every interval, level-based (everything it needs is in the snapshot, but
-for a small :class:`Memory` per domain: the learned service time, what
-each disk did when it was last uncongested, and the border):
+The operator's account of it, with the reasons and measurements behind
+each rule, is doc/source/admin/policies.rst. Every interval, level-based
+(everything it needs is in the snapshot, but for a small :class:`Memory`
+per domain: the learned service time, what each disk did when it was
+last uncongested, the border and the moves held back):
 
-1. **Cost.** Each disk's load ``u = iops / iops_4k + bytes_sec / bytes_sec``
-   (device-seconds per second, :mod:`iotguard.policy.costmodel`); its floor,
-   ceiling and current cap are converted to the same unit at the disk's mean
-   I/O size. A 4 KiB stream is charged for its seeks, a 64 KiB one for its
-   transfer (the paper's weakness 3).
-2. **Unmet demand** (the paper's weakness 5: demand is not observable
-   from outside). A deep disk: its operations are slow (mean latency above
-   ``latency_factor`` times what one operation of its size costs the
-   domain, and above ``latency_threshold_ms``) *and* it always has one in
-   flight (by Little's law, ``iops x latency >= busy_depth``). A shallow
-   disk (one request at a time, a client that thinks between synchronous
-   writes): what it would send at the domain's learned uncongested service
-   time (:func:`closed_loop_demand`), at most what it did when last
-   uncongested (:func:`remembered_demand`). Neither counts a disk running
-   at its own ceiling (it waits in its own throttle). A disk is *starving*
-   when it has unmet demand below its floor (a floor above the disk's
-   ceiling counts up to the ceiling). The latency objective: the shallow
-   disks' latency against the domain's congestion threshold
-   (``congestion_ms``, or ``congestion_factor`` x the learned service time);
-   ``pressure`` is the largest ratio.
-3. **Engage** when the domain's load ``U`` (:func:`costmodel.domain_load`:
-   ``sum(u)`` in the additive form) passes
-   ``high_watermark``, a disk is starving or the pressure is above 1. Once
-   caps are in force the policy stays engaged until ``U`` falls below
-   ``low_watermark`` (hysteresis). Shares are allocated in the disks'
-   charges ``sum(u)`` (at least ``U`` in the max form: conservative).
-4. **Estimate demand.** A capped disk running at ``at_cap_ratio`` of its cap
-   or more wants more (unbounded); an uncapped disk with unmet demand wants
-   ``headroom`` more than it gets, and at least its floor plus
-   ``headroom`` (what it gets once the aggressor is capped shrinks with the
-   shallower queue, so aim above the floor); a shallow disk wants its
-   estimate of 2.; any other disk wants what it does now. No disk wants
-   more than its ceiling.
-5. **Allocate** the capacity by weighted max-min fairness
-   (:func:`iotguard.policy.allocation.fair_shares`): floors first, spare by
-   tier weight, nobody above its estimated demand. The capacity is what the
-   domain serves now while a disk starves (the evidence that the storage
-   is full at this queue depth: an array serves less at a shallower
-   queue, so the profile's saturated figure would over-promise); while
-   disks above their floor queue it is at least ``min_capacity`` (the
-   share of the profile's capacity the domain is known to serve at the
-   shallow queue a capped domain runs: default 0, i.e. what it serves
-   now; an array whose throughput hardly depends on the queue depth, like
-   the paper's, is better served by a figure close to 1, otherwise the
-   caps feed on the throughput they lowered); otherwise at least the
-   border. A token bucket (a profile in the ``max`` form) serves its rate
-   at any queue depth and its one FIFO queue grows without bound as it
-   fills: its capacity is the border, whatever it serves now (what is
-   left above it is the queue's headroom; a disk held by its own ceiling
-   shows nothing of the queue, so nothing else would keep it short), and
-   a cut while it is above the border is sent from ``raise_change`` on.
-   When the pressure is above 1 while every deep disk is capped (the caps
-   fill the queue again), it is cut by at most 15 % per interval; above
-   the border, to the border (also with a deep disk uncapped once caps
-   are in force: a new flood). Such a cut is sent from ``raise_change``
-   on. **The border follows the latency objective** (:func:`adapt_border`,
-   SIOC's and PARDA's idea: the headroom is what the latency needs, not
-   a constant), remembered per domain between ``high_watermark`` and
-   ``border_max``: it starts at ``border_max``; when the pressure is
-   above 1, or a disk starves, while every deep disk is capped and the
-   domain's load is at or under the border, the caps alone miss the
-   objective there and it falls back to ``high_watermark``; while a capped disk
-   runs at its cap with the load within ``tolerance`` of the border and
-   the objective is met with room (pressure at most
-   ``congestion_release``, nobody waiting), it rises by ``border_step``
-   per interval. It starts high and steps down at once, rather than
-   starting low and creeping up, because each step up is a raise of
-   every cap (churn) while a miss needs one cut whichever way.
-6. **Cap** only the deep disks above their allocation (weakness 1: a disk at
-   or below its fair share is never capped), at their allocation, never below
-   their floor, never above their ceiling; disks held at the same water
-   level are capped a fraction of a per cent apart (:func:`spread`: equal
-   throttles set at one instant release in lockstep). Caps are sent as both
-   ``total_iops_sec`` and ``total_bytes_sec`` at the disk's mean I/O size,
-   which bounds its cost whatever size it switches to. A cap that reaches
-   the disk's ceiling is the ceiling's own keys (a tier with a bytes
-   ceiling only: no IOPS key), so a key derived at one size does not bind
-   at another and get raised again and again. A capped disk above
-   ``UNHELD`` times its cap is not held by it yet and is not cut again on
-   that sample.
-7. **Release gradually** (weakness 2): a cap is raised by at most
-   ``release_factor`` per interval, and removed once it would reach the
-   disk's ceiling or the whole domain. A disk that runs at its cap is only
-   raised while no uncapped disk is slow *and* always has one in flight
-   and the pressure is at most ``congestion_release``: raising it then
-   would push the neighbours back under and the cap would be cut again,
-   the oscillation that makes caps churn. A disk using under a tenth of
-   its cap keeps it (an on/off aggressor). Changes smaller than
-   ``min_change`` are not sent, so caps do not flap with measurement
-   noise, except a raise toward the share while the domain is under the
-   border and its last cut was made above it (from ``raise_change`` on: a
-   cap left a few per cent under its share would keep the array idle
-   under the border for good); a raise is judged by what the new keys,
-   with the ceilings, let the disk do at its current I/O size. A move of
-   a cap in force by less than ``confirm_change`` waits for a second
-   decision that wants it (:func:`confirmed`), unless it is a cut while
-   the latency objective is missed or a floor is at stake.
-
-The border in force is in every decision's audit numbers (``border``) and
-in the reasons of a cut for the latency objective and of a raise under it.
+1. **Cost.** Loads, floors, ceilings and caps in device-seconds per
+   second at each disk's mean I/O size (:mod:`iotguard.policy.costmodel`).
+2. **Unmet demand.** A deep disk is slow and always has a request in
+   flight (Little's law); a shallow one (one request at a time) wants what
+   it would send at the learned uncongested service time
+   (:func:`closed_loop_demand`, bounded by :func:`remembered_demand`). A
+   disk at its own ceiling has none. *Starving*: unmet demand below the
+   floor. The latency objective's ``pressure``: the shallow disks'
+   latency over the congestion threshold.
+3. **Engage** above ``high_watermark``, on a starving disk or a pressure
+   above 1; stay engaged down to ``low_watermark`` while caps are in force.
+4. **Estimate demand**, never above the ceiling.
+5. **Allocate** by weighted max-min fairness
+   (:func:`iotguard.policy.allocation.fair_shares`) over what the domain
+   serves, at least ``min_capacity`` or the *border* (a token bucket: the
+   border); cut when the pressure is above 1 with every deep disk capped.
+   The border follows the latency objective (:func:`adapt_border`).
+6. **Cap** only the deep disks above their share, at it (:func:`spread`
+   apart), within floor and ceiling, as both ``total_iops_sec`` and
+   ``total_bytes_sec`` at the disk's I/O size.
+7. **Release gradually**: at most ``release_factor`` per interval, not
+   while neighbours wait, not on an idle disk; changes under
+   ``min_change`` (``raise_change`` in the cases that need it) are not
+   sent, and small moves wait for a second decision (:func:`confirmed`).
 
 Disks whose samples are ``stale`` are never tightened (their caps may be
 raised or released). Everything is a handful of NumPy operations over the
@@ -220,82 +146,58 @@ def spread(at_level: base.BoolArray) -> base.FloatArray:
     return result
 
 
-def _check(params: dict[str, float]) -> None:
-    def fail(name: str, rule: str) -> None:
-        raise ValueError('guarantee: %s must be %s, not %r'
-                         % (name, rule, params[name]))
-
-    for name, value in params.items():
-        if not np.isfinite(value):
-            fail(name, 'a finite number')
-    if not 0 < params['low_watermark'] < params['high_watermark']:
-        fail('low_watermark', '> 0 and below high_watermark (%r)'
-             % params['high_watermark'])
-    if params['latency_threshold_ms'] <= 0:
-        fail('latency_threshold_ms', '> 0')
-    if params['latency_factor'] < 0:
-        fail('latency_factor', '>= 0')
-    if params['busy_depth'] < 0:
-        fail('busy_depth', '>= 0')
-    if params['release_factor'] <= 1:
-        fail('release_factor', '> 1')
-    if params['headroom'] < 0:
-        fail('headroom', '>= 0')
-    if params['floor_margin'] < 0:
-        fail('floor_margin', '>= 0')
-    if not 0 < params['at_cap_ratio'] <= 1:
-        fail('at_cap_ratio', 'in (0, 1]')
-    if params['tolerance'] < 0:
-        fail('tolerance', '>= 0')
-    if not 0 <= params['min_capacity'] <= 1:
-        fail('min_capacity', 'in [0, 1]')
-    if not 0 <= params['min_change'] < 1:
-        fail('min_change', 'in [0, 1)')
-    if params['congestion_ms'] < 0:
-        fail('congestion_ms', '>= 0 (0: congestion_factor x the learned '
-             'service time)')
-    if params['congestion_factor'] <= 1:
-        fail('congestion_factor', '> 1')
-    if not 0 < params['congestion_release'] <= 1:
-        fail('congestion_release', 'in (0, 1]')
-    if not 0 <= params['raise_change'] < 1:
-        fail('raise_change', 'in [0, 1)')
-    if not params['high_watermark'] <= params['border_max'] <= 1:
-        fail('border_max', 'in [high_watermark (%r), 1]'
-             % params['high_watermark'])
-    if not 0 < params['border_step'] <= 1:
-        fail('border_step', 'in (0, 1]')
-    if not 0 <= params['confirm_change'] < 1:
-        fail('confirm_change', 'in [0, 1)')
-    if params['release_factor'] <= 1 + params['min_change']:
-        fail('release_factor', 'above 1 + min_change (%r)'
-             % (1 + params['min_change']))
+def _check(p: dict[str, float]) -> None:
+    rules = [(name, bool(np.isfinite(value)), 'a finite number')
+             for name, value in p.items()]
+    rules += [
+        ('low_watermark', 0 < p['low_watermark'] < p['high_watermark'],
+         '> 0 and below high_watermark (%r)' % p['high_watermark']),
+        ('latency_threshold_ms', p['latency_threshold_ms'] > 0, '> 0'),
+        ('latency_factor', p['latency_factor'] >= 0, '>= 0'),
+        ('busy_depth', p['busy_depth'] >= 0, '>= 0'),
+        ('release_factor', p['release_factor'] > 1, '> 1'),
+        ('headroom', p['headroom'] >= 0, '>= 0'),
+        ('floor_margin', p['floor_margin'] >= 0, '>= 0'),
+        ('at_cap_ratio', 0 < p['at_cap_ratio'] <= 1, 'in (0, 1]'),
+        ('tolerance', p['tolerance'] >= 0, '>= 0'),
+        ('min_capacity', 0 <= p['min_capacity'] <= 1, 'in [0, 1]'),
+        ('min_change', 0 <= p['min_change'] < 1, 'in [0, 1)'),
+        ('congestion_ms', p['congestion_ms'] >= 0,
+         '>= 0 (0: congestion_factor x the learned service time)'),
+        ('congestion_factor', p['congestion_factor'] > 1, '> 1'),
+        ('congestion_release', 0 < p['congestion_release'] <= 1,
+         'in (0, 1]'),
+        ('raise_change', 0 <= p['raise_change'] < 1, 'in [0, 1)'),
+        ('border_max', p['high_watermark'] <= p['border_max'] <= 1,
+         'in [high_watermark (%r), 1]' % p['high_watermark']),
+        ('border_step', 0 < p['border_step'] <= 1, 'in (0, 1]'),
+        ('confirm_change', 0 <= p['confirm_change'] < 1, 'in [0, 1)'),
+        ('release_factor', p['release_factor'] > 1 + p['min_change'],
+         'above 1 + min_change (%r)' % (1 + p['min_change']))]
+    for name, ok, rule in rules:
+        if not ok:
+            raise ValueError('guarantee: %s must be %s, not %r'
+                             % (name, rule, p[name]))
 
 
-def _static_load(snap: base.DomainSnapshot, size: base.FloatArray,
-                 cost: base.FloatArray) -> base.FloatArray:
-    """The static limits (Nova's, Cinder's) as a load; ``inf``: none."""
-    if snap.static_iops is None or snap.static_bytes_sec is None:
-        return np.full(len(snap), np.inf)
-    return costmodel.limit_load(snap.static_iops, snap.static_bytes_sec,
-                                size, cost)
+def _static_and_release(snap: base.DomainSnapshot, ceil: base.FloatArray,
+                        size: base.FloatArray, cost: base.FloatArray
+                        ) -> tuple[base.FloatArray, base.FloatArray]:
+    """The static limits' load, and the load from which a cap is released.
 
-
-def _release_point(snap: base.DomainSnapshot, ceil: base.FloatArray,
-                   static: base.FloatArray) -> base.FloatArray:
-    """The cap level (load) from which a cap can be released.
-
-    The ceiling, or the whole domain when there is none, where the static
-    limits alone keep the disk under the ceiling; never, where a tier
-    ceiling sits below the static limits.
+    The static limits are Nova's or Cinder's (``inf``: none). A cap is
+    released at the ceiling, or the whole domain when there is none, where
+    the static limits alone keep the disk under the ceiling; never, where
+    a tier ceiling sits below the static limits.
     """
     point = np.minimum(ceil, CAPACITY)
     if snap.static_iops is None or snap.static_bytes_sec is None:
-        return point
+        return np.full(len(snap), np.inf), point
+    static = costmodel.limit_load(snap.static_iops, snap.static_bytes_sec,
+                                  size, cost)
     with np.errstate(invalid='ignore'):
         below_static = ceil < static * (1.0 - 1e-9)
-    result: base.FloatArray = np.where(below_static, np.inf, point)
-    return result
+    return static, np.where(below_static, np.inf, point)
 
 
 def learn_service(known: float | None, latency_ms: base.FloatArray,
@@ -456,7 +358,6 @@ class GuaranteePolicy:
         values = dict(DEFAULTS)
         values.update({k: float(v) for k, v in params.items()})
         _check(values)
-        self.params = values
         self.high_watermark = values['high_watermark']
         self.low_watermark = values['low_watermark']
         self.latency_threshold_ms = values['latency_threshold_ms']
@@ -501,8 +402,7 @@ class GuaranteePolicy:
         # A cap is released only where the static limits alone keep the
         # disk under its ceiling; a tier ceiling below them is held by
         # the cap itself (never above the ceiling).
-        static = _static_load(snap, size, cost)
-        hold = _release_point(snap, ceil, static)
+        static, hold = _static_and_release(snap, ceil, size, cost)
         cap = costmodel.limit_load(snap.cap_iops, snap.cap_bytes_sec, size,
                                    cost)
         # What the disks are charged (the allocation's unit) and the
@@ -723,7 +623,8 @@ class GuaranteePolicy:
             return []
         return self._decisions(snap, change, release, new, u, floor, ceil,
                                cap, size, cost, numbers, {},
-                               np.zeros(len(snap), dtype=bool))
+                               np.zeros(len(snap), dtype=bool),
+                               self.min_change)
 
     def _decisions(self, snap: base.DomainSnapshot, change: base.BoolArray,
                    release: base.BoolArray, new: base.FloatArray,
@@ -733,13 +634,11 @@ class GuaranteePolicy:
                    numbers: dict[str, float],
                    extra: dict[str, base.FloatArray],
                    tighten: base.BoolArray,
-                   step: float | None = None) -> list[base.Decision]:
+                   step: float) -> list[base.Decision]:
         """Build the decisions of the disks in ``change`` (few).
 
-        A raise is sent when it moves the cap by more than ``step``
-        (default ``min_change``).
+        A raise is sent when it moves the cap by more than ``step``.
         """
-        step = self.min_change if step is None else step
         index = np.flatnonzero(change)
         tight = tighten[index]
         # A tightened cap is derived from the share at the disk's current
