@@ -12,8 +12,8 @@
 
 """Tell Nova about a tier choice: instance metadata ``iotguard:tier``.
 
-The API gets ``set_nova_tier(context, instance_uuid, tier)`` and
-``unset_nova_tier(context, instance_uuid)`` from :class:`Metadata`; they
+The API gets ``set_nova_tier(instance_uuid, tier)`` and
+``unset_nova_tier(instance_uuid)`` from :class:`Metadata`; they
 answer what happened (``synced``, ``disabled`` or ``failed``) and never
 raise: iotguard's own record of the choice is already committed and is
 what the controller uses.
@@ -28,16 +28,10 @@ from oslo_config import cfg
 from oslo_log import log
 
 from iotguard import clients
-from iotguard import context as iotguard_context
 
 LOG = log.getLogger(__name__)
 
 METADATA_KEY = 'iotguard:tier'
-
-
-def connect(conf: cfg.ConfigOpts) -> connection.Connection:
-    """An openstacksdk Connection from [service_credentials]."""
-    return clients.get_connection(conf)
 
 
 class Metadata:
@@ -47,9 +41,8 @@ class Metadata:
     made on first use, not here (no I/O at start-up), and then reused.
     """
 
-    def __init__(self, conf: cfg.ConfigOpts, connect: typing.Callable[
-            [cfg.ConfigOpts], connection.Connection] = connect) -> None:
-        self.conf, self._connect = conf, connect
+    def __init__(self, conf: cfg.ConfigOpts) -> None:
+        self.conf = conf
         self._conn: connection.Connection | None = None
 
     def _sync(self, what: str, instance_uuid: str,
@@ -58,7 +51,7 @@ class Metadata:
             return 'disabled'
         try:
             if self._conn is None:
-                self._conn = self._connect(self.conf)
+                self._conn = clients.get_connection(self.conf)
             call(self._conn.compute)
         except Exception as exc:
             LOG.warning('Could not %(what)s on instance %(uuid)s in Nova: '
@@ -67,15 +60,13 @@ class Metadata:
             return 'failed'
         return 'synced'
 
-    def set_tier(self, context: iotguard_context.RequestContext,
-                 instance_uuid: str, tier: str) -> str:
+    def set_tier(self, instance_uuid: str, tier: str) -> str:
         return self._sync(
             'set %s=%s' % (METADATA_KEY, tier), instance_uuid,
             lambda compute: compute.set_server_metadata(
                 instance_uuid, **{METADATA_KEY: tier}))
 
-    def unset_tier(self, context: iotguard_context.RequestContext,
-                   instance_uuid: str) -> str:
+    def unset_tier(self, instance_uuid: str) -> str:
         def delete(compute: compute_proxy.Proxy) -> None:
             try:
                 compute.delete_server_metadata(instance_uuid,

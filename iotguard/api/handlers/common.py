@@ -23,10 +23,10 @@ from iotguard import context as iotguard_context
 from iotguard.db import api as db_api
 from iotguard import exception
 
-#: ``set_nova_tier(context, instance_uuid, tier) -> str`` (outcome).
-SetTier = typing.Callable[[iotguard_context.RequestContext, str, str], str]
-#: ``unset_nova_tier(context, instance_uuid) -> str`` (outcome).
-UnsetTier = typing.Callable[[iotguard_context.RequestContext, str], str]
+#: ``set_nova_tier(instance_uuid, tier) -> str`` (outcome).
+SetTier = typing.Callable[[str, str], str]
+#: ``unset_nova_tier(instance_uuid) -> str`` (outcome).
+UnsetTier = typing.Callable[[str], str]
 
 
 @dataclasses.dataclass

@@ -50,8 +50,8 @@ class Dump:
 class APITestCase(base.TestCase):
     """``self.call(...)`` talks to iotguard.api.app.deploy() on ``backend``.
 
-    Auth is noauth; Nova is a recorder (``self.nova_calls``: ``(project,
-    instance, tier)``, tier None for an unset).
+    Auth is noauth; Nova is a recorder (``self.nova_calls``: ``(instance,
+    tier)``, tier None for an unset).
     """
 
     backend = 'sqlite'
@@ -83,8 +83,8 @@ class APITestCase(base.TestCase):
         return app.deploy(self.conf, db=db, set_nova_tier=self._nova,
                           unset_nova_tier=self._nova)
 
-    def _nova(self, context, instance_uuid, tier=None):
-        self.nova_calls.append((context.project_id, instance_uuid, tier))
+    def _nova(self, instance_uuid, tier=None):
+        self.nova_calls.append((instance_uuid, tier))
         return 'synced'
 
     def call(self, method, path, body=None, who=None, raw=None,

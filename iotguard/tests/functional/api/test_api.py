@@ -499,7 +499,7 @@ class APITests:
                          (vda['tier'], vda['tier_source'],
                           vda['floor']['min_iops']))
         self.assertEqual((None, None), (vdb['tier'], vdb['tier_source']))
-        self.assertEqual([('proj-a', A1, 'gold'), ('proj-a', A1, None)],
+        self.assertEqual([(A1, 'gold'), (A1, None)],
                          self.nova_calls)
         # Again: nothing left to drop, still 204.
         self.assertEqual(204, self.call('DELETE', '/v1/instances/%s/tier'
@@ -517,7 +517,7 @@ class APITests:
         self.assertEqual(204, self.call('DELETE', path,
                                         who=ADMIN).status_code)
         self.assertIsNone(self.db.disk_list(instance_uuid=B1)[0]['tier'])
-        self.assertEqual([('admin-proj', B1, None)], self.nova_calls)
+        self.assertEqual([(B1, None)], self.nova_calls)
 
     def test_unset_tier_bad_and_unknown_uuid(self):
         self.assertError(self.call('DELETE', '/v1/instances/nope/tier',
@@ -539,7 +539,7 @@ class APITests:
         # other projects' floors).
         self.assertEqual([{'domain': 'local:cn1', 'tier': 'gold'}],
                          instance['admission'])
-        self.assertEqual([('proj-a', A1, 'gold')], self.nova_calls)
+        self.assertEqual([(A1, 'gold')], self.nova_calls)
         disks = self.call('GET', '/v1/instances/%s' % A1,
                           who=READER_A).json['instance']['disks']
         self.assertEqual(['gold', 'gold'], [d['tier'] for d in disks])

@@ -14,6 +14,7 @@
 
 import types
 
+import fixtures
 from openstack import exceptions as sdk_exc
 from oslo_context import context as oslo_context
 import webob
@@ -88,7 +89,7 @@ class PolicyTest(base.TestCase):
         self.assertIn('iotguard:tier:create', exc.message)
 
     def test_policy_file_overrides_default(self):
-        path = self.useFixture(__import__('fixtures').TempDir()).path
+        path = self.useFixture(fixtures.TempDir()).path
         with open(path + '/policy.yaml', 'w') as policy_file:
             policy_file.write('"iotguard:tier:create": "role:reader"\n')
         self.flags(group='oslo_policy', policy_file=path + '/policy.yaml')
@@ -103,14 +104,19 @@ class PolicyTest(base.TestCase):
 
 class NovaSetterTest(base.TestCase):
 
+    def metadata(self, connect):
+        self.useFixture(fixtures.MonkeyPatch(
+            'iotguard.clients.get_connection', connect))
+        return nova.Metadata(self.conf)
+
     def test_disabled(self):
         self.flags(group='api', nova_metadata_sync=False)
 
         def connect(conf):
             raise AssertionError('must not connect')
 
-        setter = nova.Metadata(self.conf, connect=connect).set_tier
-        self.assertEqual('disabled', setter(None, 'uuid', 'gold'))
+        setter = self.metadata(connect).set_tier
+        self.assertEqual('disabled', setter('uuid', 'gold'))
 
     def test_synced_connects_once(self):
         calls, connects = [], []
@@ -122,9 +128,9 @@ class NovaSetterTest(base.TestCase):
                     (uuid, md)))
             return types.SimpleNamespace(compute=compute)
 
-        setter = nova.Metadata(self.conf, connect=connect).set_tier
-        self.assertEqual('synced', setter(None, 'u1', 'gold'))
-        self.assertEqual('synced', setter(None, 'u2', 'bronze'))
+        setter = self.metadata(connect).set_tier
+        self.assertEqual('synced', setter('u1', 'gold'))
+        self.assertEqual('synced', setter('u2', 'bronze'))
         self.assertEqual([('u1', {'iotguard:tier': 'gold'}),
                           ('u2', {'iotguard:tier': 'bronze'})], calls)
         self.assertEqual(1, len(connects))
@@ -133,8 +139,8 @@ class NovaSetterTest(base.TestCase):
         def connect(conf):
             raise RuntimeError('no keystone')
 
-        setter = nova.Metadata(self.conf, connect=connect).set_tier
-        self.assertEqual('failed', setter(None, 'u1', 'gold'))
+        setter = self.metadata(connect).set_tier
+        self.assertEqual('failed', setter('u1', 'gold'))
 
     def test_unset_removes_the_key(self):
         calls = []
@@ -150,14 +156,14 @@ class NovaSetterTest(base.TestCase):
             return types.SimpleNamespace(compute=types.SimpleNamespace(
                 delete_server_metadata=delete))
 
-        metadata = nova.Metadata(self.conf, connect=connect)
-        self.assertEqual('synced', metadata.unset_tier(None, 'u1'))
+        metadata = self.metadata(connect)
+        self.assertEqual('synced', metadata.unset_tier('u1'))
         # Nothing to remove (or no server any more): what was wanted.
-        self.assertEqual('synced', metadata.unset_tier(None, 'gone'))
-        self.assertEqual('failed', metadata.unset_tier(None, 'broken'))
+        self.assertEqual('synced', metadata.unset_tier('gone'))
+        self.assertEqual('failed', metadata.unset_tier('broken'))
         self.assertEqual([('u1', ['iotguard:tier']),
                           ('gone', ['iotguard:tier']),
                           ('broken', ['iotguard:tier'])], calls)
         self.flags(group='api', nova_metadata_sync=False)
-        self.assertEqual('disabled', metadata.unset_tier(None, 'u2'))
+        self.assertEqual('disabled', metadata.unset_tier('u2'))
         self.assertEqual(3, len(calls))

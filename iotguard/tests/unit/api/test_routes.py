@@ -208,7 +208,7 @@ class TestUnsetInstanceTier(RouteTest):
         self.assertEqual((204, b''), (response.status_code, response.body))
         self.assertEqual([('instance_tier_unset', (A1,),
                            {'project_id': 'proj-a'})], self.db.calls)
-        self.assertEqual([A1], [call[1] for call in self.nova])
+        self.assertEqual([(A1,)], self.nova)
 
     def test_admin_any_project(self):
         self.call('DELETE', '/v1/instances/%s/tier' % A1, ADMIN,
