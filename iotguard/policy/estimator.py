@@ -280,16 +280,12 @@ def _error(points: np.ndarray, cand: _Candidate) -> float:
                                        cand.form) - 1.0)))
 
 
-def _iops_bound(points: np.ndarray, prior: base.Profile) -> base.BoolArray:
-    """Which points the prior says are held by operations, not bytes."""
-    result: base.BoolArray = (points[:, 0] / prior.iops_4k
-                              >= points[:, 1] / prior.bytes_sec)
-    return result
-
-
 def _fit_max(points: np.ndarray, mix: np.ndarray,
              prior: base.Profile | None) -> _Candidate:
     """Split the points by I/O size: below, operations bind; above, bytes."""
+    # the points the prior says are held by operations, not bytes
+    ops_bound = (points[:, 0] / prior.iops_4k
+                 >= points[:, 1] / prior.bytes_sec) if prior else None
     scored = []
     for edge in list(np.unique(mix)) + [np.inf]:
         small = mix < edge
@@ -308,8 +304,8 @@ def _fit_max(points: np.ndarray, mix: np.ndarray,
                        float(points[:, 1].max()))
         cand = _Candidate(base.MAX, iops, byts, tuple(identified),
                           len(points))
-        agree = (int(np.sum(_iops_bound(points, prior) == small))
-                 if prior else 0)
+        agree = (int(np.sum(ops_bound == small))
+                 if ops_bound is not None else 0)
         scored.append((_error(points, cand), agree, cand))
     # among the splits that fit as well as the best: the one the prior
     # agrees with most, then the one that identifies most
@@ -383,13 +379,6 @@ def _bounded(cand: _Candidate, quiet: np.ndarray) -> _Candidate:
                                byts=cand.byts * over)
 
 
-def mixes_of(points: np.ndarray) -> np.ndarray:
-    """Each point's I/O-size mix: its mean size in bins of MIX_OCTAVES."""
-    mixes: np.ndarray = np.round(np.log2(points[:, 1] / points[:, 0])
-                                 / MIX_OCTAVES)
-    return mixes
-
-
 def fit(state: State, prior: base.Profile | None = None) -> Fit | None:
     """The best of both forms over the state's evidence (see module doc).
 
@@ -401,7 +390,8 @@ def fit(state: State, prior: base.Profile | None = None) -> Fit | None:
     if not len(points):
         return None
     quiet = np.asarray(state.quiet, dtype=np.float64).reshape(-1, 2)
-    mix = mixes_of(points)
+    # each point's I/O-size mix: its mean size in bins of MIX_OCTAVES
+    mix = np.round(np.log2(points[:, 1] / points[:, 0]) / MIX_OCTAVES)
     mixes = len(np.unique(mix))
     cands = [_bounded(c, quiet) for c in (
         _fit_additive(points, mixes, prior), _fit_max(points, mix, prior))
