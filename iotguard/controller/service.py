@@ -27,18 +27,24 @@ one round over the owned domains. A failing round is logged and the next
 one runs on time.
 """
 
+from collections.abc import Callable
+from collections.abc import Sequence
 import functools
 import threading
 import time
+import typing
 
+from oslo_config import cfg
 from oslo_log import log as logging
 import oslo_messaging
 
 from iotguard.controller import audit as audit_mod
 from iotguard.controller import loop as loop_mod
 from iotguard.controller import manager as manager_mod
+from iotguard.controller import membership as membership_mod
 from iotguard.controller import partition as partition_mod
 from iotguard.controller import samples as samples_mod
+from iotguard.controller.sources import gnocchi as gnocchi_mod
 from iotguard.db import api as db_api
 from iotguard import notifications
 from iotguard import rpc
@@ -47,49 +53,54 @@ from iotguard import service
 
 LOG = logging.getLogger(__name__)
 
+Server: typing.TypeAlias = oslo_messaging.MessageHandlingServer
+
 
 class ControllerService:
     """One iotguard-controller; ``start()`` connects, ``stop()`` leaves."""
 
-    def __init__(self, conf, transport=None, notification_transport=None,
-                 db=None, member_id=None, group=None, clock=time.time,
-                 timer=True):
+    def __init__(self, conf: cfg.ConfigOpts,
+                 transport: oslo_messaging.Transport | None = None,
+                 notification_transport: (
+                     oslo_messaging.Transport | None) = None,
+                 db: db_api.Connection | None = None,
+                 member_id: str | None = None, group: bytes | None = None,
+                 clock: Callable[[], float] = time.time,
+                 timer: bool = True) -> None:
         # ``clock`` and ``timer=False``: the all-in-one runs the rounds on
         # simulated time by calling tick(now) itself.
         self.conf = conf
         self._clock = clock
         self._timer = timer
         self.host = conf.host
-        self.interval_s = conf.controller.decision_interval
+        self.interval_s: float = conf.controller.decision_interval
         self.transport = transport
         self.notification_transport = notification_transport
-        self.db = db
+        self.db = db if db is not None else db_api.Connection(conf)
         self.store = samples_mod.SampleStore(self.interval_s, clock=clock)
         self.partition = partition_mod.Partition(conf, member_id=member_id,
                                                  group=group)
-        self.manager = None
-        self.loop = None
-        self.server = None
-        self.listener = None
-        self.gnocchi = None
-        self.membership = None
-        self.notifier = None
-        self.membership_listener = None
+        self.manager: manager_mod.ControllerManager   # by start()
+        self.loop: loop_mod.DomainLoop                # by start()
+        self.server: Server | None = None
+        self.listener: Server | None = None
+        self.gnocchi: gnocchi_mod.GnocchiSource | None = None
+        self.membership: membership_mod.Membership | None = None
+        self.notifier: notifications.Notifier | None = None
+        self.membership_listener: Server | None = None
         self._membership_due = 0.0
-        self._moved = set()       # instances a host reported elsewhere
-        self.owned = set()
-        self.last_results = []
+        self._moved: set[str] = set()   # instances a host reported elsewhere
+        self.owned: set[str] = set()
+        self.last_results: list[loop_mod.RoundResult] = []
         self._gnocchi_due = 0.0
         self._stop = threading.Event()
-        self._thread = None
-        self._flusher = None
+        self._thread: threading.Thread | None = None
+        self._flusher: threading.Thread | None = None
 
-    def start(self):
+    def start(self) -> None:
         conf = self.conf
         if self.transport is None:
             self.transport = rpc.get_transport(conf)
-        if self.db is None:
-            self.db = db_api.Connection(conf)
         if self.notification_transport is None:
             self.notification_transport = (
                 oslo_messaging.get_notification_transport(conf))
@@ -139,7 +150,7 @@ class ControllerService:
                  'coordinated' if self.partition.coordinated
                  else 'owning every domain')
 
-    def _flush_forwards(self):
+    def _flush_forwards(self) -> None:
         """Send the routed samples that waited ``FORWARD_S`` (a thread)."""
         while not self._stop.wait(manager_mod.FORWARD_S):
             try:
@@ -148,7 +159,7 @@ class ControllerService:
                 LOG.exception('Routing samples to the other controllers '
                               'failed')
 
-    def _start_sources(self):
+    def _start_sources(self) -> None:
         conf = self.conf
         if conf.ceilometer.enabled:
             from iotguard.controller.sources import ceilometer
@@ -158,10 +169,9 @@ class ControllerService:
             LOG.info('Listening to Ceilometer samples on topic %s',
                      conf.ceilometer.topic)
         if conf.gnocchi.enabled:
-            from iotguard.controller.sources import gnocchi
-            self.gnocchi = gnocchi.GnocchiSource(conf)
+            self.gnocchi = gnocchi_mod.GnocchiSource(conf)
 
-    def _start_membership(self):
+    def _start_membership(self) -> None:
         """Nova and Cinder membership, when iotguard may talk to them.
 
         On when ``[service_credentials] auth_type`` is set: Nova and Cinder
@@ -174,21 +184,19 @@ class ControllerService:
             LOG.info('No [service_credentials] auth_type: membership is '
                      'not read from Nova and Cinder')
             return
-        from iotguard.controller import membership
-        self.membership = membership.Membership(
+        self.membership = membership_mod.Membership(
             self.conf, db=self.db, on_rebuilt=self.rebuilt,
             notifier=self.notifier, on_change=self._membership_changed)
-        if self.manager is not None:
-            self.manager.on_moved = self._moved.add
-        self.membership_listener = membership.get_listener(
+        self.manager.on_moved = self._moved.add
+        self.membership_listener = membership_mod.get_listener(
             self.conf, self.notification_transport, self.membership)
         self.membership_listener.start()
 
-    def _membership_changed(self, upserted, removed):
-        if self.manager is not None:
-            self.manager.index_changed(upserted, removed)
+    def _membership_changed(self, upserted: Sequence[membership_mod.Upserted],
+                            removed: Sequence[membership_mod.Key]) -> None:
+        self.manager.index_changed(upserted, removed)
 
-    def _refresh_membership(self, now):
+    def _refresh_membership(self, now: float) -> None:
         if (self.membership is None or now < self._membership_due
                 or not self.partition.owns('membership')):
             return
@@ -200,13 +208,13 @@ class ControllerService:
                         'known, next try in %.0f s', e,
                         self.conf.membership.resync_interval)
 
-    def _follow_moves(self):
+    def _follow_moves(self) -> None:
         """Membership asks Nova again about instances a host reported.
 
         (:meth:`ControllerManager._follow_moves`); their caps go to the
         new host at once.
         """
-        while self._moved:
+        while self._moved and self.membership is not None:
             uuid = self._moved.pop()
             try:
                 self.membership.refresh_instance(uuid)
@@ -215,7 +223,7 @@ class ControllerService:
                 LOG.warning('Could not resync moved instance %s: %s', uuid,
                             e)
 
-    def rebuilt(self, instance_uuid, host):
+    def rebuilt(self, instance_uuid: str, host: str) -> None:
         """Nova rebuilt the instance's domain: send its caps again now.
 
         The agent also re-applies them on the libvirt lifecycle event;
@@ -238,7 +246,7 @@ class ControllerService:
             LOG.info('Sent the %d cap(s) of rebuilt instance %s to %s again',
                      len(caps), instance_uuid, host)
 
-    def _poll_gnocchi(self, now):
+    def _poll_gnocchi(self, now: float) -> None:
         if self.gnocchi is None or now < self._gnocchi_due:
             return
         self._gnocchi_due = now + self.conf.gnocchi.granularity / 2.0
@@ -248,7 +256,7 @@ class ControllerService:
             LOG.warning('Gnocchi poll failed (%s); next poll in %.0f s', e,
                         self.conf.gnocchi.granularity / 2.0)
 
-    def tick(self, now=None):
+    def tick(self, now: float | None = None) -> None:
         """One round over the owned domains; never raises."""
         try:
             now = self._clock() if now is None else now
@@ -271,10 +279,10 @@ class ControllerService:
         except Exception:
             LOG.exception('Decision round failed; retrying next interval')
 
-    def _run(self):
+    def _run(self) -> None:
         service.run_every(self.interval_s, self._stop, self.tick)
 
-    def stop(self):
+    def stop(self) -> None:
         self._stop.set()
         for server in (self.server, self.listener,
                        self.membership_listener):
@@ -287,5 +295,5 @@ class ControllerService:
             self._flusher.join(timeout=5)
         self.partition.stop()
 
-    def wait(self):
+    def wait(self) -> None:
         self._stop.wait()

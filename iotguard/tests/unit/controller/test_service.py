@@ -170,6 +170,8 @@ class MembershipWiringTest(base.TestCase):
         self.db = test_manager.FakeIndexDB()
         self.svc = service.ControllerService(self.conf, db=self.db)
         self.svc.partition = FakePartition({'membership'})
+        self.svc.manager = manager.ControllerManager(self.conf, self.db,
+                                                     self.svc.store)
         self.agents = fakes.FakeAgentAPI()
         self.svc.loop = loop.DomainLoop(
             self.conf, self.db, self.svc.store, self.agents,
