@@ -21,7 +21,10 @@ Semantics (doc/source/reference/architecture.rst, "Fail safe"):
   total than the disk's static ceilings. Release, or a lapsed lease,
   restores the static limits.
 * Idempotent: the manager remembers what it last applied (or read back)
-  per disk and makes no driver call when the wanted set equals it.
+  per disk and makes no driver call when the wanted set equals it. Sets
+  are compared in the form of ``caps.with_bursts``: a burst of 0 and a
+  burst equal to its base value limit alike; the libvirt test driver
+  stores the latter where QEMU keeps the former.
 * After a lifecycle event (hard reboot, migration, re-attach: Nova rebuilt
   the domain and dropped the live throttle) the disk is re-read and its
   cap re-applied at the next :meth:`AgentManager.periodic` (one interval).
@@ -53,15 +56,6 @@ LOG = logging.getLogger(__name__)
 InForce = tuple[dict[str, int], float, str | None]
 
 
-def canonical(limits: caps_mod.Limits) -> dict[str, int]:
-    """The comparable form of an iotune set.
-
-    A burst of 0 and a burst equal to its base value limit alike; the
-    libvirt test driver stores the latter where QEMU keeps the former.
-    """
-    return caps_mod.with_bursts(limits)
-
-
 class AgentManager:
     """RPC endpoint of topic ``iotguard-agent``, server = host."""
 
@@ -85,7 +79,6 @@ class AgentManager:
         self._unsettled: set[base.Key] = set()
         # When periodic has something to do for a lease at the earliest.
         self._next_expiry = float('inf')
-        self._in_force: dict[base.Key, InForce] | None = None  # None: stale
 
     # -- RPC API 1.0 --------------------------------------------------------
     def apply_caps(self, ctxt: rpcapi.Context, caps: object) -> None:
@@ -116,7 +109,7 @@ class AgentManager:
                 changed = True
                 self._enforce(key)
             if changed:
-                self._save()
+                self._store.save(self._caps)
 
     def release_caps(self, ctxt: rpcapi.Context, disks: object) -> None:
         """Drop the caps of ``disks``; their static limits come back."""
@@ -135,7 +128,7 @@ class AgentManager:
                 if self._caps.pop(key, None) is not None:
                     LOG.info('Released cap on %s/%s', *key)
                 self._enforce(key)
-            self._save()
+            self._store.save(self._caps)
 
     def get_state(self, ctxt: rpcapi.Context) -> rpcapi.Payload:
         """Every known disk: static, cap, lease and what is applied."""
@@ -161,37 +154,25 @@ class AgentManager:
     # -- used by the service and the sampler --------------------------------
     def cap_in_force(self, key: base.Key) -> InForce | None:
         """``(effective limits, lease_expires_at, decision_id)`` or None."""
-        return self.caps_in_force().get(key)
-
-    def caps_in_force(self) -> dict[base.Key, InForce]:
-        """``{key: cap_in_force(key)}`` of the disks with a cap in force.
-
-        Kept between calls until a cap or what is applied changes, so the
-        sampler pays for the capped disks only when something changed.
-        Read-only for the caller.
-        """
         with self._lock:
-            if self._in_force is None:
-                self._in_force = {
-                    key: (_nonzero(self._applied[key]),
-                          cap.lease_expires_at, cap.decision_id)
-                    for key, cap in self._caps.items()
-                    if key in self._applied}
-            return self._in_force
+            cap = self._caps.get(key)
+            if cap is None or key not in self._applied:
+                return None
+            return (_nonzero(self._applied[key]), cap.lease_expires_at,
+                    cap.decision_id)
 
     def caps_count(self) -> int:
         return len(self._caps)
 
-    def mark_dirty(self, instance_uuid: str, reason: str = 'event') -> None:
-        """Re-read and re-apply this instance at the next periodic."""
+    def mark_dirty(self, instance_uuid: str, reason: str) -> None:
+        """Re-read and re-apply this instance at the next periodic.
+
+        Also the driver's lifecycle callback (``reason``: the event).
+        """
         LOG.debug('Instance %s marked for re-apply (%s)', instance_uuid,
                   reason)
         with self._lock:
             self._dirty.add(instance_uuid)
-
-    def lifecycle_event(self, instance_uuid: str, event: str) -> None:
-        """Driver callback: a domain changed; check it next interval."""
-        self.mark_dirty(instance_uuid, event)
 
     def periodic(self, disks: dict[base.Key, base.Disk] | None = None
                  ) -> None:
@@ -210,7 +191,6 @@ class AgentManager:
             if (not self._dirty and not self._unsettled
                     and now < self._next_expiry and disks == self._disks):
                 return
-            self._in_force = None
             self._disks = dict(disks)
             for key in [k for k in self._applied if k not in disks]:
                 # Gone (deleted, migrated away, detached, shut off): when
@@ -238,7 +218,7 @@ class AgentManager:
                 (c.lease_expires_at for c in self._caps.values()),
                 default=float('inf'))
             if expired:
-                self._save()
+                self._store.save(self._caps)
 
     def recover(self) -> None:
         """At start: read live iotune back, keep only provable leases."""
@@ -246,7 +226,6 @@ class AgentManager:
         now = self._clock()
         disks = self.driver.list_disks()
         with self._lock:
-            self._in_force = None
             self._disks = dict(disks)
             for key, disk in disks.items():
                 try:
@@ -256,17 +235,17 @@ class AgentManager:
                                 key[0], key[1], e)
                     continue
                 self._applied[key] = live
+                compared = caps_mod.with_bursts(live)
                 cap = recorded.get(key)
                 if cap is not None and cap.lease_expires_at > now and \
-                        canonical(caps_mod.effective(cap.limits,
-                                                     disk.static)) == \
-                        canonical(live):
+                        compared == caps_mod.with_bursts(
+                            caps_mod.effective(cap.limits, disk.static)):
                     self._caps[key] = cap
                     LOG.info('Kept cap %s on %s/%s (lease until %.0f)',
                              cap.decision_id, key[0], key[1],
                              cap.lease_expires_at)
                     continue
-                if canonical(live) != canonical(disk.static):
+                if compared != caps_mod.with_bursts(disk.static):
                     LOG.info('Restoring static limits of %s/%s (no '
                              'provable lease for live %s)', key[0], key[1],
                              _nonzero(live))
@@ -274,16 +253,15 @@ class AgentManager:
             self._next_expiry = min(
                 (c.lease_expires_at for c in self._caps.values()),
                 default=float('inf'))
-            self._save()
+            self._store.save(self._caps)
 
     # -- internals ----------------------------------------------------------
-    def _enforce(self, key: base.Key) -> bool:
+    def _enforce(self, key: base.Key) -> None:
         """Make the disk's live iotune what it should be; one call at most.
 
         The disk stays unsettled (periodic tries again) unless this ends
         with the live iotune known to be the wanted one.
         """
-        self._in_force = None
         self._unsettled.add(key)
         disk = self._disks.get(key)
         if disk is None:
@@ -292,15 +270,15 @@ class AgentManager:
             if disk is None:
                 LOG.warning('Disk %s/%s is not on this host (yet); its cap '
                             'is kept and applied when it shows up', *key)
-                return False
+                return
         cap = self._caps.get(key)
         limits = caps_mod.effective(cap.limits if cap else {}, disk.static)
-        wanted = canonical(limits)
+        wanted = caps_mod.with_bursts(limits)
         if key not in self._applied:
             self._applied[key] = caps_mod.full(self.driver.get_iotune(*key))
-        if canonical(self._applied[key]) == wanted:
+        if caps_mod.with_bursts(self._applied[key]) == wanted:
             self._unsettled.discard(key)
-            return False
+            return
         try:
             self.driver.set_iotune(key[0], key[1], limits,
                                    static=disk.static)
@@ -309,16 +287,12 @@ class AgentManager:
             self._applied.pop(key, None)
             LOG.error('Could not set iotune %s on %s/%s: %s',
                       _nonzero(limits), key[0], key[1], e)
-            return False
+            return
         self._applied[key] = limits
         self._unsettled.discard(key)
         LOG.info('Applied %s on %s/%s (%s)', _nonzero(limits) or 'no limit',
                  key[0], key[1], 'cap %s' % cap.decision_id if cap
                  else 'static limits')
-        return True
-
-    def _save(self) -> None:
-        self._store.save(self._caps)
 
 
 class StateFile:

@@ -63,7 +63,6 @@ class Sampler:
                             dict[base.Key, base.Disk],
                             npt.NDArray[np.intp] | None] = (
             [], batch_mod.Disks.of([]), {}, None)
-        self._driver_name = type(driver).__name__
         self._started_at = wall_clock()
         self._outage_since: float | None = None  # first failed report
 
@@ -108,15 +107,6 @@ class Sampler:
             index = self._layout[3]
         return readings if index is None else readings.take(index)
 
-    def heartbeat_info(self, batch: batch_mod.Batch) -> rpcapi.Payload:
-        return {'driver': self._driver_name,
-                'version': version.version_info.version_string(),
-                'started_at': self._started_at,
-                'timestamp': batch.read_at,
-                'interval_s': self.interval_s,
-                'disks': len(batch),
-                'caps': self.manager.caps_count()}
-
     def run_once(self, disks: dict[base.Key, base.Disk] | None = None
                  ) -> batch_mod.Batch:
         """Sample and report; returns the batch (for tests and the bench)."""
@@ -137,8 +127,14 @@ class Sampler:
         ctxt: rpcapi.Context = {}
         try:
             self.controller_api.report_samples(ctxt, self.host, batch)
-            self.controller_api.agent_heartbeat(ctxt, self.host,
-                                                self.heartbeat_info(batch))
+            self.controller_api.agent_heartbeat(ctxt, self.host, {
+                'driver': type(self.driver).__name__,
+                'version': version.version_info.version_string(),
+                'started_at': self._started_at,
+                'timestamp': batch.read_at,
+                'interval_s': self.interval_s,
+                'disks': len(batch),
+                'caps': self.manager.caps_count()})
         except Exception as e:
             if self._outage_since is None:
                 self._outage_since = batch.read_at

@@ -23,6 +23,7 @@ runs.
 
 import collections.abc
 import threading
+import time
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -55,9 +56,8 @@ class AgentService:
         self.interval_s = conf.agent.sample_interval
         self.driver = driver or virt.load(conf.agent.virt_driver, conf)
         self.transport = transport
-        self.manager = (manager_mod.AgentManager(conf, self.driver)
-                        if clock is None else manager_mod.AgentManager(
-                            conf, self.driver, clock=clock))
+        self.manager = manager_mod.AgentManager(conf, self.driver,
+                                                clock=clock or time.time)
         self.sampler: sampler_mod.Sampler  # by start()
         self.server: oslo_messaging.MessageHandlingServer | None = None
         self._stop = threading.Event()
@@ -74,7 +74,7 @@ class AgentService:
         self.sampler = sampler_mod.Sampler(
             self.conf, self.driver, self.manager,
             rpcapi.ControllerAPI(self.transport), **clocks)
-        self.driver.start(lifecycle_callback=self.manager.lifecycle_event)
+        self.driver.start(lifecycle_callback=self.manager.mark_dirty)
         self.manager.recover()
         self.server = rpc.get_server(self.transport, rpc.TOPIC_AGENT,
                                      self.host, [self.manager])
@@ -84,9 +84,10 @@ class AgentService:
                                               name='iotguard-agent-report',
                                               daemon=True)
             self._reporter.start()
-            self._thread = threading.Thread(target=self._run,
-                                            name='iotguard-agent-interval',
-                                            daemon=True)
+            self._thread = threading.Thread(
+                target=service.run_every,
+                args=(self.interval_s, self._stop, self.tick),
+                name='iotguard-agent-interval', daemon=True)
             self._thread.start()
         LOG.info('iotguard-agent on %s started (driver %s, every %.1f s)',
                  self.host, type(self.driver).__name__, self.interval_s)
@@ -125,9 +126,6 @@ class AgentService:
             except Exception:
                 LOG.exception('Report failed; the next interval sends its '
                               'own')
-
-    def _run(self) -> None:
-        service.run_every(self.interval_s, self._stop, self.tick)
 
     def stop(self) -> None:
         self._stop.set()

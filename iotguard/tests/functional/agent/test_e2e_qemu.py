@@ -122,7 +122,7 @@ class QemuGuestEndToEndTest(test_base.TestCase):
 
     def _on_event(self, instance_uuid, event):
         self.events.append((instance_uuid, event))
-        self.mgr.lifecycle_event(instance_uuid, event)
+        self.mgr.mark_dirty(instance_uuid, event)
 
     def _destroy(self):
         if self.dom.isActive():

@@ -299,7 +299,7 @@ class LibvirtTestDriverTest(test_base.TestCase):
                and time.monotonic() < deadline):
             time.sleep(0.05)
         self.assertIn((self.uuid, base.EVENT_STARTED), self.events)
-        self.mgr.lifecycle_event(self.uuid, base.EVENT_STARTED)
+        self.mgr.mark_dirty(self.uuid, base.EVENT_STARTED)
         self.mgr.periodic()
         self.assertEqual(200, self.live()['total_iops_sec'])
 

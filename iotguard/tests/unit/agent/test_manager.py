@@ -196,7 +196,7 @@ class LifecycleTest(ManagerTestCase):
         self.driver.rebuild(A)     # hard reboot dropped the live throttle
         self.mgr.periodic()        # no event: idempotent, no re-read
         self.assertEqual(1000, self.live()['total_iops_sec'])
-        self.mgr.lifecycle_event(A[0], base.EVENT_STARTED)
+        self.mgr.mark_dirty(A[0], base.EVENT_STARTED)
         self.mgr.periodic()
         self.assertEqual(200, self.live()['total_iops_sec'])
 
@@ -209,7 +209,7 @@ class LifecycleTest(ManagerTestCase):
         self.assertEqual(200, self.live()['total_iops_sec'])
 
     def test_event_on_uncapped_disk_is_only_a_read(self):
-        self.mgr.lifecycle_event(B[0], base.EVENT_STARTED)
+        self.mgr.mark_dirty(B[0], base.EVENT_STARTED)
         self.mgr.periodic()
         self.assertEqual([], self.driver.set_calls)
 

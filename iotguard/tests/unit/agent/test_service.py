@@ -66,7 +66,7 @@ class AgentServiceTest(test_base.TestCase):
                         'report_samples', side_effect=report):
             agent.start()
             self.driver.start.assert_called_once_with(
-                lifecycle_callback=agent.manager.lifecycle_event)
+                lifecycle_callback=agent.manager.mark_dirty)
             self.assertTrue(first.wait(10), 'the first interval never ran')
             agent.stop()
         self.driver.stop.assert_called_once_with()
