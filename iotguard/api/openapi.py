@@ -21,7 +21,6 @@ here every error has the one documented error schema.
 
 import copy
 import dataclasses
-import functools
 from typing import Any
 
 from iotguard.api.schemas import agent
@@ -178,16 +177,9 @@ def _operation(path: str, method: str, op: Operation) -> dict[str, Any]:
     return result
 
 
-@functools.lru_cache(maxsize=1)
-def _paths() -> dict[str, dict[str, dict[str, Any]]]:
-    return {path: {m.lower(): _operation(path, m, op)
-                   for m, op in methods.items()}
-            for path, methods in OPERATIONS.items()}
-
-
-def document(server_url: str | None = None) -> dict[str, Any]:
+def document(server_url: str) -> dict[str, Any]:
     """The OpenAPI document (a new dict) for a server at ``server_url``."""
-    doc = {
+    return {
         'openapi': '3.1.0',
         'info': {
             'title': 'iotguard',
@@ -195,7 +187,9 @@ def document(server_url: str | None = None) -> dict[str, Any]:
             'description': 'Per-disk I/O guarantees for OpenStack. The '
                            'API reference describes every answer.',
         },
-        'paths': copy.deepcopy(_paths()),
+        'paths': {path: {m.lower(): _operation(path, m, op)
+                         for m, op in methods.items()}
+                  for path, methods in OPERATIONS.items()},
         'components': {
             'schemas': {'Error': copy.deepcopy(ERROR)},
             'securitySchemes': {'keystone': {
@@ -203,7 +197,5 @@ def document(server_url: str | None = None) -> dict[str, Any]:
                 'description': 'A Keystone token.'}},
         },
         'security': [{'keystone': []}],
+        'servers': [{'url': server_url}],
     }
-    if server_url:
-        doc['servers'] = [{'url': server_url}]
-    return doc

@@ -64,14 +64,6 @@ class MethodNotAllowed(exception.IotguardException):
         return {'Allow': self.kwargs['allowed']}
 
 
-def allowed_methods(methods: typing.Iterable[str]) -> list[str]:
-    """What a resource answers: its methods, HEAD with GET, OPTIONS."""
-    found = list(methods)
-    if 'GET' in found:
-        found.append('HEAD')
-    return found + ['OPTIONS']
-
-
 def handler_for(req: webob.Request,
                 methods: typing.Mapping[str, Handler]) -> Handler:
     """The handler of ``req.method`` among ``methods`` (HEAD: GET's).
@@ -80,7 +72,10 @@ def handler_for(req: webob.Request,
     resource does not have raises :class:`MethodNotAllowed`. webob drops
     the body of a HEAD response and keeps its headers.
     """
-    allowed = ', '.join(allowed_methods(methods))
+    answered = list(methods)
+    if 'GET' in methods:
+        answered.append('HEAD')
+    allowed = ', '.join(answered + ['OPTIONS'])
     if req.method == 'OPTIONS':
         def options(req: webob.Request, **_kw: str) -> webob.Response:
             response = json_response(None, status=204)
