@@ -337,7 +337,8 @@ class AllInOne:
         store = self.controller.store
         for disk in self.disks:
             sample = store.latest(disk['instance_uuid'], disk['dev'])
-            if sample is None or sample['timestamp'] < stamp - 1e-6:
+            at = None if sample is None else sample['timestamp']
+            if at is None or at < stamp - 1e-6:
                 return False
         return True
 
