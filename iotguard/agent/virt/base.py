@@ -76,22 +76,13 @@ class Driver(abc.ABC):
         """Every disk of every running instance: ``{key: Disk}``."""
 
     @abc.abstractmethod
-    def get_all_block_stats(self) -> dict[Key, dict[str, int]]:
+    def get_block_stats(self) -> rates.Readings:
         """Cumulative counters of every disk, in as few calls as possible.
 
-        Returns ``{(instance_uuid, dev): {counter: int}}``.
+        What the sampler reads every interval. The same keys in the same
+        order while the disks do not change, which lets the sampler reuse
+        what it worked out per disk.
         """
-
-    def get_block_stats(self) -> rates.Readings:
-        """:meth:`get_all_block_stats` as columns: a ``rates.Readings``.
-
-        What the sampler reads every interval. A driver that can fill the
-        arrays straight from its bulk read overrides this (and gives the
-        same keys and order while its disks do not change, which lets the
-        sampler reuse what it worked out per disk); this default goes
-        through the dict.
-        """
-        return rates.Readings.from_dict(self.get_all_block_stats())
 
     @abc.abstractmethod
     def get_iotune(self, instance_uuid: str, dev: str) -> dict[str, int]:
@@ -107,6 +98,3 @@ class Driver(abc.ABC):
         that wherever the domain goes with them they are not taken for a
         static ceiling.
         """
-
-    def forget(self, instance_uuid: str) -> None:
-        """Drop what is cached about an instance (after an event)."""

@@ -112,15 +112,6 @@ def _start_event_loop() -> None:
         _event_loop_started = True
 
 
-def _lifecycle_name(event: int) -> str:
-    return {
-        libvirt.VIR_DOMAIN_EVENT_STARTED: base.EVENT_STARTED,
-        libvirt.VIR_DOMAIN_EVENT_RESUMED: base.EVENT_STARTED,
-        libvirt.VIR_DOMAIN_EVENT_STOPPED: base.EVENT_STOPPED,
-        libvirt.VIR_DOMAIN_EVENT_DEFINED: base.EVENT_DEFINED,
-    }.get(event, base.EVENT_OTHER)
-
-
 def parse_domain_xml(uuid: str, xml: str) -> dict[str, base.Disk]:
     """``{dev: Disk}`` from one domain XML (statics from its ``<iotune>``)."""
     root = ElementTree.fromstring(xml)
@@ -337,7 +328,12 @@ class LibvirtDriver(base.Driver):
 
     def _on_lifecycle(self, conn: Any, dom: Any, event: int, detail: int,
                       opaque: object) -> None:
-        self._notify(dom, _lifecycle_name(event))
+        self._notify(dom, {
+            libvirt.VIR_DOMAIN_EVENT_STARTED: base.EVENT_STARTED,
+            libvirt.VIR_DOMAIN_EVENT_RESUMED: base.EVENT_STARTED,
+            libvirt.VIR_DOMAIN_EVENT_STOPPED: base.EVENT_STOPPED,
+            libvirt.VIR_DOMAIN_EVENT_DEFINED: base.EVENT_DEFINED,
+        }.get(event, base.EVENT_OTHER))
 
     def _on_device(self, conn: Any, dom: Any, dev_alias: str,
                    opaque: object) -> None:
@@ -349,7 +345,7 @@ class LibvirtDriver(base.Driver):
 
     # -- disks --------------------------------------------------------------
     def _domain(self, dom: Any) -> Entry:
-        """``(domain id, {dev: Disk}, their keys)``, read once per id."""
+        """The domain's :data:`Entry`, read once per domain id."""
         uuid = dom.UUIDString()
         dom_id = dom.ID()
         with self._lock:
@@ -380,14 +376,10 @@ class LibvirtDriver(base.Driver):
             self._domains[uuid] = entry
         return entry
 
-    def _active_domains(self, conn: Any) -> list[Any]:
-        domains: list[Any] = conn.listAllDomains(
-            libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE)
-        return domains
-
     def list_disks(self) -> dict[base.Key, base.Disk]:
         out: dict[base.Key, base.Disk] = {}
-        for dom in self._call(self._active_domains):
+        for dom in self._call(lambda conn: conn.listAllDomains(
+                libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE)):
             try:
                 _id, disks, keys, _fields = self._domain(dom)
             except libvirt.libvirtError as e:
@@ -398,21 +390,13 @@ class LibvirtDriver(base.Driver):
         return out
 
     # -- statistics ---------------------------------------------------------
-    @staticmethod
-    def _bulk(conn: Any) -> list[tuple[Any, Stats]]:
-        stats: list[tuple[Any, Stats]] = conn.getAllDomainStats(
-            libvirt.VIR_DOMAIN_STATS_BLOCK,
-            libvirt.VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE)
-        return stats
-
-    def get_all_block_stats(self) -> dict[base.Key, dict[str, int]]:
-        return self.get_block_stats().as_dict()
-
     def get_block_stats(self) -> rates.Readings:
         """One bulk read, parsed straight into one array: no dict per disk."""
         keys: list[base.Key] = []
         flat: list[int] = []
-        for dom, stats in self._call(self._bulk):
+        for dom, stats in self._call(lambda conn: conn.getAllDomainStats(
+                libvirt.VIR_DOMAIN_STATS_BLOCK,
+                libvirt.VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE)):
             try:
                 _id, disks, dom_keys, fields = self._domain(dom)
                 try:

@@ -139,14 +139,14 @@ class LibvirtTestDriverTest(test_base.TestCase):
         self.assertEqual('vol-' + 'ft-' + self.uuid[:8], vdb.volume_id)
 
     def test_stats_read_and_turned_into_rates(self):
-        stats = self.driver.get_all_block_stats()
+        stats = self.driver.get_block_stats().as_dict()
         self.assertIn(self.vda, stats)
         self.assertIn((self.uuid, 'vdb'), stats)
         series = rates.Series()
         t0 = time.monotonic()
         series.update(self.vda, rates.Reading(t0, stats[self.vda]))
         time.sleep(0.2)
-        stats = self.driver.get_all_block_stats()
+        stats = self.driver.get_block_stats().as_dict()
         r = series.update(self.vda, rates.Reading(time.monotonic(),
                                                   stats[self.vda]))
         self.assertIsInstance(r, rates.Rates)
@@ -280,7 +280,7 @@ class LibvirtTestDriverTest(test_base.TestCase):
     def test_reconnects_after_losing_the_connection(self):
         log = self.useFixture(fixtures.FakeLogger())
         self.driver._conn.close()   # what a libvirtd restart leaves us
-        stats = self.driver.get_all_block_stats()
+        stats = self.driver.get_block_stats().as_dict()
         self.assertIn(self.vda, stats)
         self.assertIn('Lost the libvirt connection', log.output)
         self.driver._conn.close()

@@ -50,6 +50,9 @@ class FakeDriver(base.Driver):
         return {k: dict(v) for k, v in self.counters.items()
                 if k in self.disks}
 
+    def get_block_stats(self):
+        return rates.Readings.from_dict(self.get_all_block_stats())
+
     def get_iotune(self, instance_uuid, dev):
         return dict(self.live[(instance_uuid, dev)])
 
