@@ -18,6 +18,7 @@ from typing import Any
 
 from oslo_config import cfg
 from oslo_log import log
+from oslo_utils import timeutils
 
 from iotguard import admission
 from iotguard.policy import base
@@ -58,31 +59,22 @@ def view(disk: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def fresh_since(conf: cfg.ConfigOpts,
-                now: datetime.datetime) -> datetime.datetime:
-    """The oldest ``sampled_at`` of rates that are not stale.
+def load(disks: list[dict[str, Any]], profile: base.Profile,
+         conf: cfg.ConfigOpts) -> float | None:
+    """The domain's load at its disks' latest rates that are not stale.
 
+    :func:`iotguard.policy.costmodel.domain_load` of the summed rates.
     The controller writes a disk's rates every ``[controller]
     rates_write_interval`` while its samples are fresh, and stops when
     they are stale (:data:`iotguard.rates.STALE_INTERVALS` decision
     intervals without one); the last rates of a disk that went away stay
-    stored.
-    """
-    return now - datetime.timedelta(
-        seconds=conf.controller.rates_write_interval
-        + rates_mod.STALE_INTERVALS * conf.controller.decision_interval)
-
-
-def load(disks: list[dict[str, Any]], profile: base.Profile,
-         since: datetime.datetime) -> float | None:
-    """The domain's load at its disks' latest rates sampled from ``since``.
-
-    :func:`iotguard.policy.costmodel.domain_load` of the summed rates
-    (rates older than ``since`` are stale: see :func:`fresh_since`).
-    None (logged) if it is not finite: rates up to
+    stored. None (logged) if the load is not finite: rates up to
     :data:`iotguard.caps.MAX_RATE` cannot make it so, rates stored before
     that limit could.
     """
+    since = timeutils.utcnow() - datetime.timedelta(
+        seconds=conf.controller.rates_write_interval
+        + rates_mod.STALE_INTERVALS * conf.controller.decision_interval)
     iops = bytes_sec = 0.0
     for disk in disks:
         if disk['sampled_at'] is None or disk['sampled_at'] < since:

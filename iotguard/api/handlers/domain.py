@@ -15,7 +15,6 @@
 from typing import Any
 
 from oslo_config import cfg
-from oslo_utils import timeutils
 import webob
 
 from iotguard import admission
@@ -53,8 +52,8 @@ def _full_view(domain: dict[str, Any], disks: list[dict[str, Any]],
         'max_commit_ratio': max_ratio,
         'overcommitted': verdict.overcommitted,
         'beyond_capacity': verdict.beyond_capacity,
-        'utilisation': (disk.load(disks, raw, disk.fresh_since(
-            conf, timeutils.utcnow())) if profile and raw else None),
+        'utilisation': (disk.load(disks, raw, conf)
+                        if profile and raw else None),
         'disks': [disk.view(d) for d in disks],
         'created_at': domain['created_at'],
         'updated_at': domain['updated_at'],
