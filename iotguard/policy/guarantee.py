@@ -109,12 +109,10 @@ UNCONGESTED = 2.0
 #: floods again (an on/off aggressor).
 IDLE_SHARE = 0.1
 
-
 #: A capped disk doing more than this many times its cap is not held by
 #: it yet: its sample began before the cap reached its throttle (which
 #: lets at most a burst of a tenth of its rate through, QEMU's default).
 UNHELD = 1.1
-
 
 #: How far, either side, the caps of disks held at the same fair share
 #: are spread apart (:func:`spread`).
@@ -399,9 +397,6 @@ class GuaranteePolicy:
         # A floor above the disk's own ceiling is kept up to the ceiling.
         floor = np.minimum(costmodel.floor_load(
             snap.floor_iops, snap.floor_bytes_sec, size, profile), ceil)
-        # A cap is released only where the static limits alone keep the
-        # disk under its ceiling; a tier ceiling below them is held by
-        # the cap itself (never above the ceiling).
         static, hold = _static_and_release(snap, ceil, size, cost)
         cap = costmodel.limit_load(snap.cap_iops, snap.cap_bytes_sec, size,
                                    cost)
@@ -708,9 +703,8 @@ class GuaranteePolicy:
         # A release lifts both limits.
         ops, byts = ops[sent], byts[sent]
         ops[released] = byts[released] = np.inf
-        decisions = base.make_decisions(
+        return base.make_decisions(
             [snap.disk_ids[i] for i in index.tolist()],
             [base.RELEASE if released_i else base.CAP
              for released_i in released.tolist()],
             reasons, ops.tolist(), byts.tolist(), audit)
-        return decisions

@@ -95,19 +95,6 @@ class NttPolicy:
         self.io_size = (None if io_size is None
                         else _check('io_size', io_size, 0.0))
 
-    def _maximum(self, snap: base.DomainSnapshot, bytes_sum: float,
-                 iops_sum: float) -> tuple[float, float, float]:
-        """The domain's (bytes/s, IOPS) maximum and the I/O size used."""
-        if self.io_size is not None:
-            size = self.io_size
-        elif iops_sum > 0:
-            size = bytes_sum / iops_sum
-        else:
-            size = costmodel.DEFAULT_IO_SIZE
-        ops_max = float(1.0 / costmodel.op_cost(
-            np.asarray(size, dtype=np.float64), snap.profile))
-        return ops_max * size, ops_max, size
-
     def decide(self, snapshot: base.DomainSnapshot,
                now: float) -> list[base.Decision]:
         snap = snapshot
@@ -115,9 +102,17 @@ class NttPolicy:
         bw = np.where(fresh, snap.bytes_sec, 0.0)
         ops = np.where(fresh, snap.iops, 0.0)
         bytes_sum, iops_sum = float(bw.sum()), float(ops.sum())
-        b_max, i_max, size = self._maximum(snap, bytes_sum, iops_sum)
-        b_border = self.border_ratio * b_max
-        i_border = self.border_ratio * i_max
+        if self.io_size is not None:
+            size = self.io_size
+        elif iops_sum > 0:
+            size = bytes_sum / iops_sum
+        else:
+            size = costmodel.DEFAULT_IO_SIZE
+        # the domain's maximum operations/s at that size
+        ops_max = float(1.0 / costmodel.op_cost(
+            np.asarray(size, dtype=np.float64), snap.profile))
+        b_border = self.border_ratio * (ops_max * size)
+        i_border = self.border_ratio * ops_max
         seen = dict(sum_bytes_sec=bytes_sum, b_border=b_border,
                     sum_iops=iops_sum, i_border=i_border, io_size=size,
                     rate=self.rate, cap_time=self.cap_time)
@@ -136,7 +131,8 @@ class NttPolicy:
             new_iops[top] = self.rate * float(ops[top])
 
         decisions = []
-        for i in sorted(set(new_bytes) | set(new_iops)):
+        picked = set(new_bytes) | set(new_iops)
+        for i in sorted(picked):
             keep = not expired[i]
             iops_cap = new_iops.get(
                 i, float(snap.cap_iops[i]) if keep else np.inf)
@@ -160,7 +156,6 @@ class NttPolicy:
                 numbers=base.audit_numbers(
                     bytes_sec=bw[i], iops=ops[i],
                     lease_age_s=age[i], **seen)))
-        picked = set(new_bytes) | set(new_iops)
         for i in map(int, np.flatnonzero(expired)):
             if i in picked:
                 continue
