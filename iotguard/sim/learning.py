@@ -32,10 +32,6 @@ from iotguard.sim import scenario as scenario_mod
 TOLERANCE = 0.10
 
 
-def truth(domain: scenario_mod.Domain) -> base.Profile:
-    return base.Profile(domain.iops_4k, domain.bytes_sec, domain.form)
-
-
 def prior(domain: scenario_mod.Domain) -> base.Profile:
     """The manual profile an operator would have typed (additive)."""
     return base.Profile(domain.iops_4k, domain.bytes_sec)

@@ -104,11 +104,6 @@ class Run:
         default_factory=list)
 
 
-def profile(domain: scenario_mod.Domain) -> base.Profile:
-    return base.Profile(iops_4k=domain.iops_4k, bytes_sec=domain.bytes_sec,
-                        form=domain.form)
-
-
 def nominal_io_size(vm: scenario_mod.Vm) -> float:
     """The I/O size a disk's floor is converted at (its jobs' mean)."""
     if not vm.jobs:
@@ -152,7 +147,7 @@ class Recorder:
         self.policy, self.seed = policy, seed
         self.ids = world.disk_ids()
         self.vms = [world.vm(d) for d in self.ids]
-        self.profile = profile(scenario.domain)
+        self.profile = scenario.domain.profile
         statics = [world.static_iotune(d) for d in self.ids]
         self.static_iops = np.array(
             [caps.ceiling(s, 'iops_sec') for s in statics])
@@ -256,31 +251,14 @@ class _Loop:
         self.scenario = scenario
         self.policy = policy
         self.world = world_mod.World(scenario, seed)
-        self.ids = self.world.disk_ids()
-        self.vms = [self.world.vm(d) for d in self.ids]
-        self.tiers = [scenario.tiers[vm.tier] for vm in self.vms]
-        self.profile = profile(scenario.domain)
+        self.recorder = Recorder(scenario, self.world, policy.name, seed)
+        self.tiers = [scenario.tiers[vm.tier] for vm in self.recorder.vms]
         self.learner = learning.Learner(learning.prior(scenario.domain))
-        n = len(self.ids)
+        n = len(self.tiers)
         self.cap_iops = np.full(n, np.inf)
         self.cap_bytes = np.full(n, np.inf)
         self.cap_set_at = np.full(n, np.nan)
         self.in_force: list[plan_mod.InForce | None] = [None] * n
-        self.recorder = Recorder(scenario, self.world,
-                                 getattr(policy, 'name', '?'), seed)
-        self.actions = self.recorder.actions
-
-    def snapshot(self, samples: base.SampleColumns) -> base.DomainSnapshot:
-        """The domain's snapshot from one interval's samples.
-
-        Built by :meth:`iotguard.policy.base.DomainSnapshot.of_samples`,
-        the controller's builder, from the columns the agent's rate code
-        gives (:meth:`Recorder.end`).
-        """
-        return base.DomainSnapshot.of_samples(
-            self.scenario.domain.name, self.profile, self.scenario.interval_s,
-            tuple(self.ids), self.tiers, samples, self.cap_iops.copy(),
-            self.cap_bytes.copy(), self.cap_set_at.copy())
 
     def apply(self, snapshot: base.DomainSnapshot,
               decisions: list[base.Decision], now: float) -> None:
@@ -305,7 +283,8 @@ class _Loop:
             tightened = decision.action == base.CAP and (
                 iops < self.cap_iops[i] or bytes_sec < self.cap_bytes[i])
             # What the agent would set: the one rule (caps.effective).
-            target = caps.effective(change.limits or {}, self.vms[i].limits)
+            target = caps.effective(change.limits or {},
+                                    self.recorder.vms[i].limits)
             self.cap_iops[i], self.cap_bytes[i] = iops, bytes_sec
             if change.limits is None:
                 self.cap_set_at[i] = np.nan
@@ -315,7 +294,7 @@ class _Loop:
                 self.in_force[i] = plan_mod.InForce(change.limits, math.inf)
             before = self.world.get_iotune(decision.disk_id)
             self.world.set_iotune(decision.disk_id, target)
-            self.actions.append(Action(
+            self.recorder.actions.append(Action(
                 time=now, disk=i, action=decision.action,
                 changed=self.world.get_iotune(decision.disk_id) != before,
                 reason=decision.reason, tightened=tightened))
@@ -326,7 +305,12 @@ class _Loop:
         for k in range(windows):
             self.recorder.begin(k)
             self.world.step(dt)
-            snapshot = self.snapshot(self.recorder.end(k))
+            # the controller's builder, from the agent's rate code's columns
+            snapshot = base.DomainSnapshot.of_samples(
+                self.scenario.domain.name, self.recorder.profile, dt,
+                tuple(self.recorder.ids), self.tiers, self.recorder.end(k),
+                self.cap_iops.copy(), self.cap_bytes.copy(),
+                self.cap_set_at.copy())
             now = self.world.now
             self.learner.observe(snapshot)
             self.apply(snapshot, self.policy.decide(snapshot, now), now)
@@ -338,6 +322,4 @@ class _Loop:
 def run(scenario: scenario_mod.Scenario, policy: base.Policy, seed: int = 0,
         progress: Progress | None = None) -> Run:
     """Run ``policy`` over ``scenario`` and record every window."""
-    result = _Loop(scenario, policy, seed).run(progress)
-    result.seed = seed
-    return result
+    return _Loop(scenario, policy, seed).run(progress)

@@ -42,7 +42,7 @@ def result(run: loop.Run, reference: loop.Run) -> dict[str, Any]:
     }
     if run.fits:
         figures['estimator'] = learning.convergence(
-            run.fits, learning.truth(run.scenario.domain), run.window_s)
+            run.fits, run.scenario.domain.profile, run.window_s)
     return figures
 
 

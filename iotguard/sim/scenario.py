@@ -61,6 +61,11 @@ class Domain:
     noise: float = 0.0
     form: str = base.ADDITIVE
 
+    @property
+    def profile(self) -> base.Profile:
+        """The true capacity, as the cost model takes it."""
+        return base.Profile(self.iops_4k, self.bytes_sec, self.form)
+
 
 @dataclasses.dataclass(frozen=True)
 class Step:
@@ -156,8 +161,8 @@ def names() -> list[str]:
 
 def load(name_or_path: str) -> Scenario:
     """Load a shipped scenario by name, or any scenario file by path."""
+    source = name_or_path
     if os.sep in name_or_path or name_or_path.endswith(SUFFIX):
-        source = name_or_path
         try:
             with open(name_or_path, encoding='utf-8') as f:
                 text = f.read()
@@ -165,7 +170,6 @@ def load(name_or_path: str) -> Scenario:
             raise exception.InvalidScenario(source=source, field='file',
                                             reason=e.strerror or str(e))
     else:
-        source = name_or_path
         resource = importlib.resources.files(PACKAGE).joinpath(
             name_or_path + SUFFIX)
         if not resource.is_file():
@@ -199,7 +203,7 @@ class _Reader:
     def name(self, key: str) -> str:
         return '%s.%s' % (self.path, key) if self.path else key
 
-    def get(self, key: str, default: Any = ..., required: bool = True) -> Any:
+    def get(self, key: str, default: Any = ...) -> Any:
         self.used.add(key)
         if key not in self.data:
             if default is ...:
@@ -232,7 +236,7 @@ class _Reader:
 
     def string(self, key: str, default: Any = ...) -> Any:
         value = self.get(key, default)
-        if value is None and default is None or value is default:
+        if value is default:
             return value
         if not isinstance(value, str) or not value:
             self.fail(self.name(key), 'must be a non-empty string, not %r'
@@ -290,7 +294,7 @@ def _step(r: _Reader) -> Step:
     return step
 
 
-def _job(r: _Reader, source: str) -> Job:
+def _job(r: _Reader) -> Job:
     rw = r.string('rw', 'randwrite')
     if rw not in RW_MODES:
         r.fail(r.name('rw'), 'must be one of %s, not %r'
@@ -308,7 +312,7 @@ def _job(r: _Reader, source: str) -> Job:
     if 'steps' in r.data:
         if 'processes' in r.data:
             r.fail(r.name('steps'), 'give processes or steps, not both')
-        steps = [_step(_Reader(s, '%s[%d]' % (r.name('steps'), i), source))
+        steps = [_step(_Reader(s, '%s[%d]' % (r.name('steps'), i), r.source))
                  for i, s in enumerate(r.items('steps'))]
     else:
         steps = [Step(at=0.0, processes=r.integer('processes', 1))]
@@ -339,7 +343,7 @@ def _limits(r: _Reader) -> dict[str, int]:
     return limits
 
 
-def _vms(r: _Reader, source: str, tiers: dict[str, base.Tier],
+def _vms(r: _Reader, tiers: dict[str, base.Tier],
          scenario_name: str) -> list[Vm]:
     count = r.integer('count', 1, minimum=1)
     name = r.string('name')
@@ -347,10 +351,10 @@ def _vms(r: _Reader, source: str, tiers: dict[str, base.Tier],
     if tier not in tiers:
         r.fail(r.name('tier'), 'unknown tier %r; known: %s'
                % (tier, ', '.join(sorted(tiers))))
-    jobs = tuple(_job(_Reader(j, '%s[%d]' % (r.name('jobs'), i), source),
-                      source)
+    jobs = tuple(_job(_Reader(j, '%s[%d]' % (r.name('jobs'), i), r.source))
                  for i, j in enumerate(r.get('jobs', [])))
-    limits = _limits(_Reader(r.get('limits', {}), r.name('limits'), source))
+    limits = _limits(_Reader(r.get('limits', {}), r.name('limits'),
+                             r.source))
     role = r.string('role', 'tenant')
     host = r.string('host', 'host1')
     project = r.string('project_id', 'project-' + scenario_name)
@@ -404,8 +408,7 @@ def parse(data: Any, source: str = '<data>') -> Scenario:
         tiers[tier.name] = tier
     vms: list[Vm] = []
     for i, v in enumerate(r.items('vms')):
-        vms.extend(_vms(_Reader(v, 'vms[%d]' % i, source), source, tiers,
-                        name))
+        vms.extend(_vms(_Reader(v, 'vms[%d]' % i, source), tiers, name))
     policies = _policies(r.get('policies', {}), source)
     seen: set[str] = set()
     for vm in vms:

@@ -12,13 +12,12 @@
 
 """The shared storage: one queue, served in proportion to parallelism.
 
-Work is counted in device-seconds, with the same cost per operation as the
-policies' cost model (:mod:`iotguard.policy.costmodel`): an operation of
-``s`` bytes costs ``1 / iops_4k + s / bytes_sec`` (the domain's ``form``
-``additive``), or ``max(1 / iops_4k, s / bytes_sec)`` (``max``: a token
-bucket of IOPS and one of bytes; exact while the operations served
+Work is counted in device-seconds, an operation costing what the
+policies' cost model charges in the domain's ``form``
+(:func:`iotguard.policy.costmodel.op_cost`); in the ``max`` form (a token
+bucket of IOPS and one of bytes) that is exact while the operations served
 together have one size, a mix of sizes is served a little less than a
-real pair of buckets would, as the policies charge it). With ``n`` requests
+real pair of buckets would, as the policies charge it. With ``n`` requests
 outstanding the array delivers ``speed(n) = min(1, (n / sat_depth) **
 depth_exponent)`` device-seconds per second (many spindles: a deeper queue
 is served faster, up to saturation), times a small seeded noise factor. A
@@ -47,7 +46,9 @@ import collections.abc
 import dataclasses
 import math
 
-from iotguard.policy import base
+import numpy as np
+
+from iotguard.policy import costmodel
 from iotguard.sim import scenario as scenario_mod
 
 Refill = collections.abc.Callable[[int], int]
@@ -64,9 +65,8 @@ def reads_before(k: int, read_fraction: float) -> int:
 
 def op_cost(size: float, domain: scenario_mod.Domain) -> float:
     """Device-seconds one operation of ``size`` bytes costs."""
-    if domain.form == base.MAX:
-        return max(1.0 / domain.iops_4k, size / domain.bytes_sec)
-    return 1.0 / domain.iops_4k + size / domain.bytes_sec
+    return float(costmodel.op_cost(np.asarray(size, dtype=np.float64),
+                                   domain.profile))
 
 
 def speed(outstanding: float, domain: scenario_mod.Domain) -> float:

@@ -46,10 +46,11 @@ def demand_ops(step: scenario_mod.Step, job: scenario_mod.Job,
     slots = step.processes * job.iodepth
     if not slots:
         return 0.0
-    alone = storage.speed(slots, domain) / storage.op_cost(job.bs, domain)
+    cost = storage.op_cost(job.bs, domain)
     if job.think_ms:
-        alone = thinking_ops(slots, job.think_ms / 1e3,
-                             storage.op_cost(job.bs, domain), domain)
+        alone = thinking_ops(slots, job.think_ms / 1e3, cost, domain)
+    else:
+        alone = storage.speed(slots, domain) / cost
     if step.rate_kbs is None:
         return alone
     return min(alone, step.rate_kbs * KIB / job.bs)

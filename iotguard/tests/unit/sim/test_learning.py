@@ -38,7 +38,7 @@ class TestLearning(base.TestCase):
     def test_form_is_read_and_checked(self):
         sc = helpers.make(domain=BUCKET)
         self.assertEqual('max', sc.domain.form)
-        self.assertEqual(TRUE, learning.truth(sc.domain))
+        self.assertEqual(TRUE, sc.domain.profile)
         self.assertEqual(policy_base.ADDITIVE,
                          learning.prior(sc.domain).form)
         self.assertEqual('additive', helpers.make().domain.form)
@@ -47,7 +47,7 @@ class TestLearning(base.TestCase):
 
     def test_token_bucket_scenario_ships(self):
         sc = scenario.load('token-bucket')
-        self.assertEqual(TRUE, learning.truth(sc.domain))
+        self.assertEqual(TRUE, sc.domain.profile)
 
     def test_converged_from_the_window_it_stays_within(self):
         fits = [None, fit(150, 4e6), fit(105, 4.2e6), fit(80, 4e6),

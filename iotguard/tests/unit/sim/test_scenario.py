@@ -40,7 +40,7 @@ class TestShipped(base.TestCase):
     def test_floors_commit_at_least_half_of_capacity(self):
         for name in SHIPPED:
             sc = scenario.load(name)
-            profile = loop.profile(sc.domain)
+            profile = sc.domain.profile
             floors = 0.0
             for vm in sc.vms:
                 tier = sc.tiers[vm.tier]
