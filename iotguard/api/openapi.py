@@ -23,12 +23,8 @@ import copy
 import dataclasses
 from typing import Any
 
-from iotguard.api.schemas import agent
+from iotguard.api import schemas
 from iotguard.api.schemas import common
-from iotguard.api.schemas import decision
-from iotguard.api.schemas import domain
-from iotguard.api.schemas import instance
-from iotguard.api.schemas import tier
 from iotguard import version
 
 #: The error body of every answer >= 400.
@@ -89,18 +85,18 @@ OPERATIONS = {
     '/v1/tiers': {
         'GET': Operation('List the tiers the caller can see.'),
         'POST': Operation('Create a tier (admin).', ok=201,
-                          body=tier.CREATE, errors=_WRITE),
+                          body=schemas.TIER_CREATE, errors=_WRITE),
     },
     '/v1/tiers/{name}': {
         'GET': Operation('Show a tier.', params=_TIER, errors=(404,)),
         'PATCH': Operation('Change a tier (admin).', params=_TIER,
-                           body=tier.UPDATE, errors=(404,) + _WRITE),
+                           body=schemas.TIER_UPDATE, errors=(404,) + _WRITE),
         'DELETE': Operation('Delete a tier no disk uses (admin).', ok=204,
                             params=_TIER, errors=(404, 409)),
     },
     '/v1/instances': {
         'GET': Operation('List the instances the caller can see, with '
-                         'their disks.', query=instance.LIST_QUERY),
+                         'their disks.', query=schemas.INSTANCE_QUERY),
     },
     '/v1/instances/{uuid}': {
         'GET': Operation('Show an instance: its disks, tiers, caps and '
@@ -109,7 +105,7 @@ OPERATIONS = {
     '/v1/instances/{uuid}/tier': {
         'PUT': Operation('Choose the tier of an instance\'s disks '
                          '(admission).', params=_INSTANCE,
-                         body=instance.SET_TIER, errors=(404,) + _WRITE),
+                         body=schemas.SET_TIER, errors=(404,) + _WRITE),
         'DELETE': Operation('Drop the chosen tier of an instance.',
                             ok=204, params=_INSTANCE, errors=(404, 409)),
     },
@@ -120,12 +116,12 @@ OPERATIONS = {
         'GET': Operation('Show a storage domain.', params=_DOMAIN,
                          errors=(404,)),
         'PATCH': Operation('Change a domain\'s profile or policy (admin).',
-                           params=_DOMAIN, body=domain.UPDATE,
+                           params=_DOMAIN, body=schemas.DOMAIN_UPDATE,
                            errors=(404,) + _WRITE),
     },
     '/v1/decisions': {
         'GET': Operation('List the throttling decisions, newest first.',
-                         query=decision.LIST_QUERY, errors=(404,)),
+                         query=schemas.DECISION_QUERY, errors=(404,)),
     },
     '/v1/decisions/{decision_id}': {
         'GET': Operation('Show one decision.',
@@ -134,7 +130,7 @@ OPERATIONS = {
     },
     '/v1/agents': {
         'GET': Operation('List the agents and whether each is alive '
-                         '(admin).', query=agent.LIST_QUERY),
+                         '(admin).', query=schemas.AGENT_QUERY),
     },
 }
 

@@ -27,7 +27,7 @@ from oslo_utils import timeutils
 import webob
 
 from iotguard.api.handlers import common
-from iotguard.api.schemas import agent as schema
+from iotguard.api import schemas
 from iotguard.api import util
 from iotguard import rates
 
@@ -42,7 +42,7 @@ def _view(agent: dict[str, Any], now: datetime.datetime,
 def list_agents(req: webob.Request) -> webob.Response:
     common.authorize(req, 'iotguard:agent:list')
     st = common.state(req)
-    query = util.read_query(req, schema.LIST_QUERY)
+    query = util.read_query(req, schemas.AGENT_QUERY)
     now = timeutils.utcnow()
     agents = [_view(a, now, st.conf.agent.sample_interval)
               for a in st.db.agent_list(host=query.get('host'))]

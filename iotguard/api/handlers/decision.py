@@ -19,8 +19,8 @@ import urllib.parse
 import webob
 
 from iotguard.api.handlers import common
+from iotguard.api import schemas
 from iotguard.api.schemas import common as common_schema
-from iotguard.api.schemas import decision as schema
 from iotguard.api import util
 from iotguard import exception
 
@@ -42,7 +42,7 @@ def _since(text: str) -> datetime.datetime:
 def list_decisions(req: webob.Request) -> webob.Response:
     common.authorize(req, 'iotguard:decision:list')
     st = common.state(req)
-    query = util.read_query(req, schema.LIST_QUERY)
+    query = util.read_query(req, schemas.DECISION_QUERY)
     limit = min(int(query.get('limit', DEFAULT_LIMIT)),
                 st.conf.api.max_limit)
     if limit < 1:

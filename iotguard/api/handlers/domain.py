@@ -20,8 +20,8 @@ import webob
 from iotguard import admission
 from iotguard.api.handlers import common
 from iotguard.api.handlers import disk
+from iotguard.api import schemas
 from iotguard.api.schemas import common as common_schema
-from iotguard.api.schemas import domain as schema
 from iotguard.api import util
 from iotguard import exception
 from iotguard import policy
@@ -103,7 +103,7 @@ def update_domain(req: webob.Request, name: str) -> webob.Response:
     st = common.state(req)
     name = _name(name)
     current = st.db.domain_get(name)
-    body = util.read_json(req, schema.UPDATE,
+    body = util.read_json(req, schemas.DOMAIN_UPDATE,
                           st.conf.api.max_request_body_bytes)
     if 'policy' in body or 'params' in body:
         name_ = (body.get('policy') or current['policy']

@@ -23,7 +23,7 @@ import webob
 from iotguard import admission
 from iotguard.api.handlers import common
 from iotguard.api.handlers import disk
-from iotguard.api.schemas import instance as schema
+from iotguard.api import schemas
 from iotguard.api import util
 from iotguard import exception
 
@@ -57,7 +57,7 @@ def _listed_project(req: webob.Request, query: dict[str, str]) -> str | None:
 
 def list_instances(req: webob.Request) -> webob.Response:
     common.authorize(req, 'iotguard:instance:list')
-    query = util.read_query(req, schema.LIST_QUERY)
+    query = util.read_query(req, schemas.INSTANCE_QUERY)
     disks = common.state(req).db.disk_list(
         project_id=_listed_project(req, query))
     return util.json_response({'instances': [
@@ -79,7 +79,7 @@ def set_instance_tier(req: webob.Request, uuid: str) -> webob.Response:
     uuid = util.check_uuid(uuid)
     common.authorize(req, 'iotguard:instance:tier:update')
     st = common.state(req)
-    body = util.read_json(req, schema.SET_TIER,
+    body = util.read_json(req, schemas.SET_TIER,
                           st.conf.api.max_request_body_bytes)
     admit = functools.partial(
         admission.check, max_ratio=st.conf.admission.max_commit_ratio)

@@ -18,8 +18,8 @@ import urllib.parse
 import webob
 
 from iotguard.api.handlers import common
+from iotguard.api import schemas
 from iotguard.api.schemas import common as common_schema
-from iotguard.api.schemas import tier as schema
 from iotguard.api import util
 from iotguard import exception
 from iotguard.policy import base
@@ -74,7 +74,7 @@ def show_tier(req: webob.Request, name: str) -> webob.Response:
 def create_tier(req: webob.Request) -> webob.Response:
     common.authorize(req, 'iotguard:tier:create')
     st = common.state(req)
-    body = util.read_json(req, schema.CREATE,
+    body = util.read_json(req, schemas.TIER_CREATE,
                           st.conf.api.max_request_body_bytes)
     projects = body.pop('projects', [])
     values = dict(DEFAULTS, **body)
@@ -90,7 +90,7 @@ def update_tier(req: webob.Request, name: str) -> webob.Response:
     common.authorize(req, 'iotguard:tier:update')
     st = common.state(req)
     current = st.db.tier_get(_name(name))
-    body = util.read_json(req, schema.UPDATE,
+    body = util.read_json(req, schemas.TIER_UPDATE,
                           st.conf.api.max_request_body_bytes)
     projects = body.pop('projects', None)
     values = {f: current[f] for f in FIELDS}

@@ -1,0 +1,111 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""What the API checks request bodies and query strings against.
+
+Every query value is a string. The schemas forbid unknown properties;
+:mod:`iotguard.api.openapi` publishes them as they are.
+"""
+
+from iotguard import admission
+from iotguard.api.schemas import common
+from iotguard.policy import base
+
+_TIER_PROPERTIES = {
+    'description': {'type': 'string', 'maxLength': 255},
+    'min_iops': common.RATE,
+    'min_bytes_sec': common.RATE,
+    'max_iops': common.RATE,
+    'max_bytes_sec': common.RATE,
+    'weight': {'type': 'number', 'exclusiveMinimum': 0, 'maximum': 1e6},
+    'is_public': {'type': 'boolean'},
+    'projects': {'type': 'array', 'items': common.PROJECT_ID,
+                 'uniqueItems': True, 'maxItems': 1000},
+}
+
+TIER_CREATE = {
+    'type': 'object',
+    'properties': dict(_TIER_PROPERTIES, name=common.NAME),
+    'required': ['name'],
+    'additionalProperties': False,
+}
+
+TIER_UPDATE = {
+    'type': 'object',
+    'properties': _TIER_PROPERTIES,
+    'minProperties': 1,
+    'additionalProperties': False,
+}
+
+SET_TIER = {
+    'type': 'object',
+    'properties': {'tier': common.NAME},
+    'required': ['tier'],
+    'additionalProperties': False,
+}
+
+INSTANCE_QUERY = {
+    'type': 'object',
+    'properties': {
+        'all_projects': common.QUERY_BOOL,
+        'project_id': common.PROJECT_ID,
+    },
+    'additionalProperties': False,
+}
+
+_PARAM = {'type': ['number', 'string', 'boolean'], 'maxLength': 255,
+          'minimum': -1e15, 'maximum': 1e15}
+
+
+def _profile_value(key: str) -> dict[str, object]:
+    low, high = admission.PROFILE_RANGES[key]
+    return {'type': 'number', 'minimum': low, 'maximum': high}
+
+
+DOMAIN_UPDATE = {
+    'type': 'object',
+    'properties': {
+        'iops_4k': _profile_value('iops_4k'),
+        'bytes_sec': _profile_value('bytes_sec'),
+        'form': {'enum': list(base.FORMS)},
+        'profile_source': {'enum': list(admission.SOURCES)},
+        'policy': common.NAME,
+        'params': {'type': 'object', 'maxProperties': 64,
+                   'propertyNames': common.NAME,
+                   'additionalProperties': _PARAM},
+    },
+    'minProperties': 1,
+    'additionalProperties': False,
+}
+
+DECISION_QUERY = {
+    'type': 'object',
+    'properties': {
+        'instance': common.UUID,
+        'domain': common.DOMAIN_NAME,
+        'since': {'type': 'string', 'maxLength': 40,
+                  'pattern': r'^[0-9]{4}-[0-9]{2}-[0-9]{2}'
+                             r'(T[0-9:.]+(Z|[+-][0-9]{2}:?[0-9]{2})?)?$'},
+        'limit': common.QUERY_INT,
+        'marker': common.QUERY_INT,
+    },
+    'additionalProperties': False,
+}
+
+AGENT_QUERY = {
+    'type': 'object',
+    'properties': {
+        'host': common.HOST,
+        'alive': common.QUERY_BOOL,
+    },
+    'additionalProperties': False,
+}

@@ -25,10 +25,7 @@ import urllib.parse
 import hypothesis
 from hypothesis import strategies as st
 
-from iotguard.api.schemas import decision as decision_schema
-from iotguard.api.schemas import domain as domain_schema
-from iotguard.api.schemas import instance as instance_schema
-from iotguard.api.schemas import tier as tier_schema
+from iotguard.api import schemas
 from iotguard.tests.functional.api import base
 from iotguard.tests.functional.api import test_api
 
@@ -61,17 +58,17 @@ def bodies(schema):
 
 CALLS = st.one_of(
     st.tuples(st.just('POST'), st.just('/v1/tiers'),
-              bodies(tier_schema.CREATE)),
+              bodies(schemas.TIER_CREATE)),
     st.tuples(st.just('PATCH'), st.just('/v1/tiers/gold'),
-              bodies(tier_schema.UPDATE)),
+              bodies(schemas.TIER_UPDATE)),
     st.tuples(st.just('PUT'), st.just('/v1/instances/%s/tier' % test_api.A1),
-              bodies(instance_schema.SET_TIER)),
+              bodies(schemas.SET_TIER)),
     st.tuples(st.just('PATCH'), st.just('/v1/domains/local:cn1'),
-              bodies(domain_schema.UPDATE)),
+              bodies(schemas.DOMAIN_UPDATE)),
 )
 
 QUERY_KEYS = st.sampled_from(
-    sorted(decision_schema.LIST_QUERY['properties']) + ['x', 'marker '])
+    sorted(schemas.DECISION_QUERY['properties']) + ['x', 'marker '])
 QUERIES = st.lists(st.tuples(QUERY_KEYS, st.one_of(
     st.text(max_size=30), st.integers().map(str),
     st.datetimes().map(lambda d: d.isoformat()))), max_size=4)

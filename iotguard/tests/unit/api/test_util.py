@@ -14,8 +14,7 @@
 
 import webob
 
-from iotguard.api.schemas import decision as decision_schema
-from iotguard.api.schemas import tier as tier_schema
+from iotguard.api import schemas
 from iotguard.api import util
 from iotguard import exception
 from iotguard.tests import base
@@ -32,23 +31,23 @@ class ReadJsonTest(base.TestCase):
 
     def test_valid(self):
         body = util.read_json(_req(b'{"name": "gold", "min_iops": 5}'),
-                              tier_schema.CREATE, 1024)
+                              schemas.TIER_CREATE, 1024)
         self.assertEqual({'name': 'gold', 'min_iops': 5}, body)
 
     def test_invalid(self):
         for raw in (b'{', b'{"name": "g", "x": 1}', b'{"name": Infinity}',
                     b'"gold"', b'{"name": "g", "weight": -1}'):
             self.assertRaises(exception.Invalid, util.read_json, _req(raw),
-                              tier_schema.CREATE, 1024)
+                              schemas.TIER_CREATE, 1024)
 
     def test_too_large(self):
         req = _req(b'{"name": "%s"}' % (b'x' * 2000))
         self.assertRaises(util.RequestTooLarge, util.read_json, req,
-                          tier_schema.CREATE, 1024)
+                          schemas.TIER_CREATE, 1024)
 
     def test_media_type(self):
         self.assertRaises(util.UnsupportedMediaType, util.read_json,
-                          _req(b'{}', 'text/plain'), tier_schema.CREATE, 99)
+                          _req(b'{}', 'text/plain'), schemas.TIER_CREATE, 99)
 
 
 class TextTest(base.TestCase):
@@ -99,13 +98,13 @@ class QueryTest(base.TestCase):
     def test_repeated_and_unknown(self):
         req = webob.Request.blank('/?limit=1&limit=2')
         self.assertRaises(exception.Invalid, util.read_query, req,
-                          decision_schema.LIST_QUERY)
+                          schemas.DECISION_QUERY)
         req = webob.Request.blank('/?sort=id')
         self.assertRaises(exception.Invalid, util.read_query, req,
-                          decision_schema.LIST_QUERY)
+                          schemas.DECISION_QUERY)
         req = webob.Request.blank('/?limit=5&domain=local:cn1')
         self.assertEqual({'limit': '5', 'domain': 'local:cn1'},
-                         util.read_query(req, decision_schema.LIST_QUERY))
+                         util.read_query(req, schemas.DECISION_QUERY))
 
     def test_uuid(self):
         self.assertEqual('aaaaaaaa-0000-4000-8000-00000000000a',
