@@ -67,17 +67,9 @@ _TABLE = [(_compile(t), methods) for t, methods in ROUTES.items()]
 #: parameter on the others is a 400.
 _READS_QUERY = {decision.list_decisions, instance.list_instances,
                 agent.list_agents}
-
-
 #: What the databases say when a lock wait ends without the lock.
 _LOCK_MESSAGES = ('database is locked', 'lock timeout',
                   'Lock wait timeout exceeded')
-
-
-def _is_lock_conflict(exc: Exception) -> bool:
-    """A deadlock (MySQL, PostgreSQL) or a lock wait timing out."""
-    return (isinstance(exc, db_exc.DBDeadlock)
-            or any(m in str(exc) for m in _LOCK_MESSAGES))
 
 
 def _database_error(exc: Exception,
@@ -89,7 +81,8 @@ def _database_error(exc: Exception,
         return util.error_response(
             409, 'A concurrent request removed a record this one refers '
                  'to; nothing was written. Try again.', request_id)
-    if _is_lock_conflict(exc):
+    if (isinstance(exc, db_exc.DBDeadlock)
+            or any(m in str(exc) for m in _LOCK_MESSAGES)):
         LOG.warning('Request %s: lock conflict: %s', request_id, exc)
         return util.error_response(
             409, 'A concurrent request was changing the same records; '
