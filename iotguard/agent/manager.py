@@ -205,11 +205,10 @@ class AgentManager:
                          'restoring the static limits',
                          cap.decision_id, key[0], key[1],
                          cap.lease_expires_at)
-            for key in disks:
-                if key[0] in dirty:
-                    self._applied.pop(key, None)
-            for key in set(self._caps) | set(expired) | self._unsettled | {
-                    k for k in disks if k[0] in dirty}:
+            marked = {key for key in disks if key[0] in dirty}
+            for key in marked:
+                self._applied.pop(key, None)
+            for key in set(self._caps).union(expired, self._unsettled, marked):
                 if key in disks:
                     self._enforce(key)
                 else:

@@ -69,12 +69,8 @@ class Sampler:
     def collect(self, disks: dict[base.Key, base.Disk]) -> batch_mod.Batch:
         """Read the counters once and build the batch, in columns.
 
-        A :class:`iotguard.batch.Batch`, the record the controllers
-        decode the cast into, from the arrays of one bulk read
-        (:meth:`iotguard.agent.virt.base.Driver.get_block_stats`) through
-        :class:`iotguard.rates.Table`: in the steady state
-        (the same disks as the last pass) nothing is done per disk in
-        Python but for the disks with a gap.
+        In the steady state (the same disks as the last pass) nothing is
+        done per disk in Python but for the disks with a gap.
         """
         at = self._clock()
         readings = self.driver.get_block_stats()
@@ -99,10 +95,10 @@ class Sampler:
         else:
             index = np.array([i for i, key in enumerate(readings.keys)
                               if key in disks], dtype=np.intp)
-            keys = [readings.keys[i] for i in index.tolist()]
             self._layout = (list(readings.keys), batch_mod.Disks.of([
                 (key[0], key[1], disks[key].volume_id, disks[key].project_id,
-                 disks[key].static) for key in keys]), dict(disks),
+                 disks[key].static) for key in readings.keys
+                if key in disks]), dict(disks),
                 None if len(index) == len(readings.keys) else index)
             index = self._layout[3]
         return readings if index is None else readings.take(index)

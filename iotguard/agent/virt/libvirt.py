@@ -430,7 +430,8 @@ class LibvirtDriver(base.Driver):
                    static: caps.Limits | None = None) -> None:
         def write(conn: Any) -> None:
             dom = conn.lookupByUUIDString(instance_uuid)
-            sent = self._set_iotune(dom, dev, limits)
+            sent = self._set_iotune(dom, dev, limits,
+                                    libvirt.VIR_DOMAIN_AFFECT_LIVE)
             if static is not None:
                 self._record(dom, dev, static, limits, sent)
         self._call(write)
@@ -476,13 +477,8 @@ class LibvirtDriver(base.Driver):
                  dom.UUIDString(), dev)
 
     def _set_iotune(self, dom: Any, dev: str, limits: caps.Limits,
-                    flags: int | None = None) -> dict[str, int]:
-        """setBlockIoTune, live unless ``flags`` says otherwise.
-
-        Returns the parameters libvirt took.
-        """
-        if flags is None:
-            flags = libvirt.VIR_DOMAIN_AFFECT_LIVE
+                    flags: int) -> dict[str, int]:
+        """setBlockIoTune; returns the parameters libvirt took."""
         params = (caps.with_bursts(limits) if self._needs_bursts
                   else caps.full(limits))
         try:
