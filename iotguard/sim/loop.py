@@ -147,6 +147,7 @@ class Recorder:
         self.policy, self.seed = policy, seed
         self.ids = world.disk_ids()
         self.vms = [world.vm(d) for d in self.ids]
+        self.tiers = [scenario.tiers[vm.tier] for vm in self.vms]
         self.profile = scenario.domain.profile
         statics = [world.static_iotune(d) for d in self.ids]
         self.static_iops = np.array(
@@ -215,10 +216,9 @@ class Recorder:
         """The recorded run (the first ``windows`` windows)."""
         sc = dataclasses.replace(
             self.scenario, duration_s=windows * self.scenario.interval_s)
-        tiers = [sc.tiers[vm.tier] for vm in self.vms]
         sizes = np.array([nominal_io_size(vm) for vm in self.vms])
-        floor_iops = np.array([t.min_iops for t in tiers])
-        floor_bytes = np.array([t.min_bytes_sec for t in tiers])
+        floor_iops = np.array([t.min_iops for t in self.tiers])
+        floor_bytes = np.array([t.min_bytes_sec for t in self.tiers])
         floor_ops = costmodel.floor_ops(floor_iops, floor_bytes, sizes)
         return Run(
             scenario=sc, policy=self.policy, seed=self.seed,
@@ -231,7 +231,7 @@ class Recorder:
             floor=costmodel.floor_load(floor_iops, floor_bytes, sizes,
                                        self.profile),
             floor_kbs=floor_ops * sizes / workload.KIB,
-            weight=np.array([t.weight for t in tiers]),
+            weight=np.array([t.weight for t in self.tiers]),
             slots=self.slots[:windows], capacity=self.capacity[:windows],
             queue=self.queue[:windows],
             response_ms=self.response_ms[:windows],
@@ -252,9 +252,8 @@ class _Loop:
         self.policy = policy
         self.world = world_mod.World(scenario, seed)
         self.recorder = Recorder(scenario, self.world, policy.name, seed)
-        self.tiers = [scenario.tiers[vm.tier] for vm in self.recorder.vms]
         self.learner = learning.Learner(learning.prior(scenario.domain))
-        n = len(self.tiers)
+        n = len(self.recorder.ids)
         self.cap_iops = np.full(n, np.inf)
         self.cap_bytes = np.full(n, np.inf)
         self.cap_set_at = np.full(n, np.nan)
@@ -301,14 +300,15 @@ class _Loop:
 
     def run(self, progress: Progress | None = None) -> Run:
         dt = self.scenario.interval_s
-        windows = int(round(self.scenario.duration_s / dt))
+        windows = len(self.recorder.queue)
         for k in range(windows):
             self.recorder.begin(k)
             self.world.step(dt)
             # the controller's builder, from the agent's rate code's columns
             snapshot = base.DomainSnapshot.of_samples(
                 self.scenario.domain.name, self.recorder.profile, dt,
-                tuple(self.recorder.ids), self.tiers, self.recorder.end(k),
+                tuple(self.recorder.ids), self.recorder.tiers,
+                self.recorder.end(k),
                 self.cap_iops.copy(), self.cap_bytes.copy(),
                 self.cap_set_at.copy())
             now = self.world.now

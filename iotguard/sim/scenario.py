@@ -139,7 +139,6 @@ class Scenario:
     domain: Domain
     tiers: dict[str, base.Tier]
     vms: tuple[Vm, ...]
-    source: str = ''
     policies: dict[str, dict[str, Any]] = dataclasses.field(
         default_factory=dict)
 
@@ -418,5 +417,4 @@ def parse(data: Any, source: str = '<data>') -> Scenario:
     r.done()
     return Scenario(name=name, description=description, duration_s=duration,
                     interval_s=interval, tick_s=tick, domain=domain,
-                    tiers=tiers, vms=tuple(vms), source=source,
-                    policies=policies)
+                    tiers=tiers, vms=tuple(vms), policies=policies)

@@ -162,7 +162,7 @@ class Storage:
             s.tick_granted = s.tick_spent = 0.0
             s.tick_events = []
         if total:
-            self._share(dt, factor, refill, done)
+            self._share(total, dt, factor, refill, done)
             after = self.outstanding()
             self.queue_seconds += (total + after) / 2.0 * dt
         for s, (inside, reads, credit) in zip(streams, start):
@@ -196,11 +196,10 @@ class Storage:
         s.read_s, s.write_s = read_s, write_s
         s.tick_events = []
 
-    def _share(self, dt: float, factor: float, refill: Refill | None,
-               done: list[int]) -> None:
-        """Hand the tick's work to the streams with queued requests."""
+    def _share(self, total: int, dt: float, factor: float,
+               refill: Refill | None, done: list[int]) -> None:
+        """Hand the tick's work to the ``total`` queued requests."""
         streams = self.streams
-        total = self.outstanding()
         pool = speed(total, self.domain) * factor * dt
         active = [i for i, s in enumerate(streams) if s.queued]
         while active and pool > 1e-15:
@@ -244,14 +243,13 @@ class Storage:
                 # keeps its length, the stream's numbering runs on
                 s.issued += n
                 s.passed += n
-            if not free:
+                s.tick_spent += n * s.cost
+            else:
                 # a completion leaves the system when its work is done
                 for k in range(s.completed, s.completed + n):
                     s.tick_spent += s.cost
                     s.tick_events.append(
                         (s.tick_spent, -1, -int(s.is_read(k))))
-            else:
-                s.tick_spent += n * s.cost
             s.completed += n
             s.credit -= n * s.cost
             self.spent += n * s.cost
