@@ -67,8 +67,7 @@ class AgentManager:
         self.host = conf.host
         self.driver = driver
         self._clock = clock
-        self._store = (store if store is not None
-                       else StateFile(conf.agent.state_file))
+        self._store = store or StateFile(conf.agent.state_file)
         self._lock = threading.RLock()
         self._caps: dict[base.Key, caps_mod.Cap] = {}  # all twelve keys
         self._applied: dict[base.Key, dict[str, int]] = {}  # iotune live
