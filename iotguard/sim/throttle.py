@@ -66,15 +66,13 @@ def merge(current: dict[str, int],
             raise ValueError('%s must be an integer, not %r' % (key, value))
         if value < 0:
             raise ValueError('%s must be >= 0, not %d' % (key, value))
-    for group in GROUPS:
-        total = params.get('total_' + group, 0)
-        if total and (params.get('read_' + group, 0)
-                      or params.get('write_' + group, 0)):
-            raise ValueError('total_%s and read_%s/write_%s cannot be set in '
-                             'the same call' % (group, group, group))
     result = dict(current)
     for group in GROUPS:
         keys = ['%s_%s' % (d, group) for d in caps.DIRECTIONS]
+        total, read, write = (params.get(k, 0) for k in keys)
+        if total and (read or write):
+            raise ValueError('total_%s and read_%s/write_%s cannot be set in '
+                             'the same call' % (group, group, group))
         if any(k in params for k in keys):
             for k in keys:
                 result[k] = int(params.get(k, 0))

@@ -44,7 +44,6 @@ def instance_uuid(scenario_name: str, vm_name: str) -> str:
 
 @dataclasses.dataclass
 class _Disk:
-    disk_id: str
     vm: scenario_mod.Vm
     info: dict[str, object]
     throttle: throttle.Throttle
@@ -64,14 +63,13 @@ class World:
         streams: list[storage.Stream] = []
         for index, vm in enumerate(scenario.vms):
             uid = instance_uuid(scenario.name, vm.name)
-            disk_id = '%s/%s' % (uid, vm.dev)
             disk_streams = [storage.Stream(
                 disk=index, size=job.bs,
                 cost=storage.op_cost(job.bs, scenario.domain),
                 read_fraction=job.read_fraction) for job in vm.jobs]
             streams.extend(disk_streams)
-            self._disks[disk_id] = _Disk(
-                disk_id=disk_id, vm=vm,
+            self._disks['%s/%s' % (uid, vm.dev)] = _Disk(
+                vm=vm,
                 info={'instance_uuid': uid, 'name': vm.name, 'dev': vm.dev,
                       'host': vm.host, 'domain': scenario.domain.name,
                       'project_id': vm.project_id,
