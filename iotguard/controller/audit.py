@@ -31,6 +31,7 @@ from oslo_log import log as logging
 from iotguard import caps
 from iotguard.db import api as db_api
 from iotguard.db import disks
+from iotguard.engine import plan
 from iotguard import notifications
 from iotguard.policy import base
 
@@ -60,22 +61,22 @@ class Audit:
         self.notifier = notifier
 
     def decisions(self, domain: str, policy: str,
-                  entries: Iterable[tuple[disks.Member, base.Decision,
+                  entries: Iterable[tuple[disks.Member, plan.Change,
                                           Mapping[str, int]]],
                   now: float) -> list[int]:
-        """Append ``[(disk, decision, old_limits)]`` to the audit trail.
+        """Append the plan's ``[(disk, change, old_limits)]`` to the trail.
 
         One transaction for the round; returns the ids, in order.
         """
         rows = []
-        for disk, decision, old_limits in entries:
-            new = decision.limits if decision.action == base.CAP else {}
+        for disk, change, old_limits in entries:
+            decision = change.decision
             rows.append({
                 'domain': domain, 'policy': policy,
                 'instance_uuid': disk.instance_uuid, 'dev': disk.dev,
                 'project_id': disk.project_id, 'action': decision.action,
                 'old_limits': old_limits,
-                'new_limits': {k: v for k, v in new.items() if v},
+                'new_limits': change.limits or {},
                 'reason': decision.reason, 'numbers': decision.numbers,
                 'created_at': to_datetime(now)})
         return self.db.decisions_create(rows)
@@ -92,9 +93,10 @@ class Audit:
     def caps_applied(self, domain: str, policy: str,
                      sent: list[tuple[caps.Cap, Record]]) -> None:
         """Caps were sent: write them as in force (one transaction), notify."""
-        self.db.caps_set([dict(
-            cap.to_wire(), lease_expires_at=to_datetime(cap.lease_expires_at),
-            decision_id=decision_id)
+        self.db.caps_set([{
+            'instance_uuid': cap.instance_uuid, 'dev': cap.dev,
+            'limits': cap.limits, 'decision_id': decision_id,
+            'lease_expires_at': to_datetime(cap.lease_expires_at)}
             for cap, (_d, _dec, decision_id, _old) in sent])
         for cap, record in sent:
             payload = self._payload(domain, policy, record)

@@ -149,7 +149,7 @@ def snapshot_of(domain: dict[str, Any], interval_s: float,
             cap_iops[i] = caps.limit(cap.limits, 'total_iops_sec')
             cap_bytes_sec[i] = caps.limit(cap.limits, 'total_bytes_sec')
             if cap.set_at is not None:
-                cap_set_at[i] = cap.set_at.timestamp()
+                cap_set_at[i] = cap.set_at
     return base.DomainSnapshot.of_samples(
         domain['name'], profile, interval_s,
         tuple(disk_id(d) for d in disks), tiers, columns, cap_iops,
@@ -468,8 +468,8 @@ class DomainLoop:
         if in_force is None:
             in_force = self.db.domains_caps([domain['name']])
         caps_ = [in_force.get(d.id) for d in disks]
-        caps_ = [c if c is None or c.lease_expires_at.timestamp() > now
-                 else None for c in caps_]
+        caps_ = [c if c is None or c.lease_expires_at > now else None
+                 for c in caps_]
         columns = self.store.gather(
             [(d.instance_uuid, d.dev) for d in disks], now)
         return disks, caps_, snapshot_of(domain, self.interval_s, disks,
@@ -495,10 +495,8 @@ class DomainLoop:
              decisions: list[base.Decision], now: float, result: RoundResult,
              writes: _Writes) -> None:
         """Plan the decisions, audit the changes, cast them per host."""
-        plan = plan_mod.plan(snapshot, decisions, [
-            None if c is None else plan_mod.InForce(
-                c.limits, c.lease_expires_at.timestamp()) for c in in_force],
-            now, self.lease_s, self.interval_s)
+        plan = plan_mod.plan(snapshot, decisions, in_force, now,
+                             self.lease_s, self.interval_s)
         for unknown in plan.unknown:
             LOG.warning('Policy %s decided on unknown disk %s; ignored',
                         policy_name, unknown)
@@ -509,7 +507,7 @@ class DomainLoop:
         result.dropped += len(plan.dropped)
         olds = [c.limits if c else {} for c in in_force]
         ids = self.audit.decisions(
-            name, policy_name, [(disks[c.disk], c.decision, olds[c.disk])
+            name, policy_name, [(disks[c.disk], c, olds[c.disk])
                                 for c in plan.changes],
             now) if plan.changes else []
         lease = now + self.lease_s

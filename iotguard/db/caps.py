@@ -28,22 +28,21 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from iotguard.db import models
+from iotguard.engine import plan
 from iotguard import exception
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class InForce:
-    """The cap in force on a disk, as the database holds it.
+@dataclasses.dataclass(frozen=True)
+class InForce(plan.InForce):
+    """The cap in force on a disk, as a round reads it.
 
-    ``limits``: the iotune keys sent to the agent (whole numbers, 0 or
-    missing for none); ``lease_expires_at`` and ``set_at`` (when the
-    decision that set it was taken, None if unknown) aware UTC.
+    What :func:`iotguard.engine.plan.plan` takes (lease in UNIX seconds),
+    with the decision that set it and when it was taken (``set_at``, UNIX
+    seconds; None if unknown).
     """
 
-    limits: dict[str, int]
-    lease_expires_at: datetime.datetime
     decision_id: int | None
-    set_at: datetime.datetime | None
+    set_at: float | None
 
 
 def ids_of(session: orm.Session, keys: Sequence[tuple[str, str]]
@@ -147,6 +146,9 @@ def of_domains(session: orm.Session, domains: Iterable[str]
         .outerjoin(models.Decision,
                    models.Decision.id == cap.decision_id)
         .where(models.Domain.name.in_(sorted(set(domains))))).all()
-    return {r.disk_id: InForce(r.limits, models.aware(r.lease_expires_at),
-                               r.decision_id, models.aware(r.created_at))
-            for r in rows}
+    utc = datetime.timezone.utc
+    return {r.disk_id: InForce(
+        r.limits, r.lease_expires_at.replace(tzinfo=utc).timestamp(),
+        r.decision_id,
+        r.created_at and r.created_at.replace(tzinfo=utc).timestamp())
+        for r in rows}

@@ -15,9 +15,9 @@
 import uuid
 
 from iotguard import batch as batch_mod
+from iotguard.controller import audit
 from iotguard.db import caps as db_caps
 from iotguard.db import disks as db_disks
-from iotguard.db import models as db_models
 from iotguard.policy import base
 
 
@@ -177,11 +177,11 @@ class FakeDB:
             cap = d['cap']
             if d['domain'] in domains and cap is not None:
                 decision_id = cap['decision_id']
+                set_at = (self.decisions[decision_id - 1]['created_at']
+                          if decision_id else None)
                 out[d['id']] = db_caps.InForce(
-                    cap['limits'], db_models.aware(cap['lease_expires_at']),
-                    decision_id, db_models.aware(
-                        self.decisions[decision_id - 1]['created_at']
-                        if decision_id else None))
+                    cap['limits'], audit.to_timestamp(cap['lease_expires_at']),
+                    decision_id, set_at and audit.to_timestamp(set_at))
         return out
 
     def decision_create(self, domain, policy, instance_uuid, dev,
