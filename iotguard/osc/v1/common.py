@@ -136,24 +136,29 @@ def cell(value: object) -> object:
     return formatter(value) if formatter else value
 
 
-def row(item: osc_client.Body, fields: collections.abc.Iterable[str]) -> Row:
-    """The values of ``fields`` (API keys) of ``item``, in order."""
-    return tuple(cell(item.get(key)) for key in fields)
-
-
-def show(item: osc_client.Body, columns: Columns) -> Shown:
+def show(item: osc_client.Body, columns: Columns,
+         disks: type[LinesColumn] | None = None) -> Shown:
     """A ShowOne answer for ``columns``, ``[(API key, header), ...]``.
 
-    Keys the API did not send (a tenant's view is smaller) are left out.
+    Keys the API did not send (a tenant's view is smaller) are left out;
+    ``disks`` formats the ``disks`` key.
     """
     present = [(key, header) for key, header in columns if key in item]
     return (tuple(header for _, header in present),
-            row(item, [key for key, _ in present]))
+            tuple(disks(item[key]) if disks and key == 'disks'
+                  else cell(item[key]) for key, _ in present))
+
+
+def table(items: collections.abc.Iterable[osc_client.Body],
+          columns: Columns) -> Listed:
+    """A Lister answer: every column of ``columns`` for every item."""
+    return (tuple(header for _, header in columns),
+            (tuple(cell(item.get(key)) for key, _ in columns)
+             for item in items))
 
 
 def listing(items: list[osc_client.Body], columns: Columns) -> Listed:
-    """A Lister answer for ``columns``; keys no item has are left out."""
-    present = [(key, header) for key, header in columns
-               if any(key in item for item in items)] or columns
-    return (tuple(header for _, header in present),
-            (row(item, [key for key, _ in present]) for item in items))
+    """:func:`table` without the columns no item has."""
+    return table(items, tuple(
+        (key, header) for key, header in columns
+        if any(key in item for item in items)) or columns)

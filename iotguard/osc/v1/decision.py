@@ -13,11 +13,9 @@
 """``openstack iotguard decision list|show``: the audit trail, newest first."""
 
 import argparse
-from typing import Any
 
 from osc_lib.command import command
 
-from iotguard.osc import client as osc_client
 from iotguard.osc.v1 import common
 
 COLUMNS = (('id', 'ID'), ('created_at', 'Time'), ('domain', 'Domain'),
@@ -27,16 +25,6 @@ COLUMNS = (('id', 'ID'), ('created_at', 'Time'), ('domain', 'Domain'),
 LONG_COLUMNS = COLUMNS + (('policy', 'Policy'), ('project_id', 'Project'),
                           ('old_limits', 'Old Limits'),
                           ('numbers', 'Numbers'))
-
-
-def fetch(client: osc_client.Client, limit: int | None = None,
-          **filters: Any) -> list[osc_client.Body]:
-    """``limit`` decisions from one page, or every page without a limit."""
-    decisions, marker = client.decision_list(limit=limit, **filters)
-    while limit is None and marker is not None:
-        page, marker = client.decision_list(**dict(filters, marker=marker))
-        decisions.extend(page)
-    return decisions
 
 
 class ListDecision(command.Lister):
@@ -65,14 +53,16 @@ class ListDecision(command.Lister):
 
     def take_action(self, parsed_args: argparse.Namespace) -> common.Listed:
         args = parsed_args
-        instance = args.instance and common.server_id(self, args.instance)
-        decisions = fetch(common.client(self), limit=args.limit,
-                          instance=instance, domain=args.domain,
-                          since=args.since, marker=args.marker)
-        columns = LONG_COLUMNS if args.long else COLUMNS
-        return (tuple(header for _, header in columns),
-                (common.row(d, [key for key, _ in columns])
-                 for d in decisions))
+        filters = {'instance': args.instance and common.server_id(
+            self, args.instance), 'domain': args.domain, 'since': args.since}
+        client = common.client(self)
+        decisions, marker = client.decision_list(
+            limit=args.limit, marker=args.marker, **filters)
+        while args.limit is None and marker is not None:  # every page
+            page, marker = client.decision_list(marker=marker, **filters)
+            decisions.extend(page)
+        return common.table(decisions,
+                            LONG_COLUMNS if args.long else COLUMNS)
 
 
 class ShowDecision(command.ShowOne):

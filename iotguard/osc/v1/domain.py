@@ -72,10 +72,7 @@ class ShowDomain(command.ShowOne):
 
     def take_action(self, parsed_args: argparse.Namespace) -> common.Shown:
         domain = common.client(self).domain_show(parsed_args.name)
-        headers, values = common.show(domain, SHOW_COLUMNS)
-        values = tuple(DisksColumn(domain['disks']) if header == 'Disks'
-                       else value for header, value in zip(headers, values))
-        return headers, values
+        return common.show(domain, SHOW_COLUMNS, DisksColumn)
 
 
 class SetDomain(command.Command):

@@ -100,9 +100,8 @@ class ListInstance(command.Lister):
         columns: common.Columns = LONG_COLUMNS if args.long else LIST_COLUMNS
         if args.all_projects or project:
             columns = columns[:1] + (PROJECT_COLUMN,) + columns[1:]
-        disks = [disk_row(d) for i in instances for d in i['disks']]
-        return (tuple(header for _, header in columns),
-                (common.row(d, [key for key, _ in columns]) for d in disks))
+        return common.table((disk_row(d) for i in instances
+                             for d in i['disks']), columns)
 
 
 class ShowInstance(command.ShowOne):
@@ -116,10 +115,7 @@ class ShowInstance(command.ShowOne):
     def take_action(self, parsed_args: argparse.Namespace) -> common.Shown:
         instance = common.client(self).instance_show(
             common.server_id(self, parsed_args.server))
-        headers, values = common.show(instance, SHOW_COLUMNS)
-        return headers, tuple(
-            DisksColumn(instance['disks']) if header == 'Disks' else value
-            for header, value in zip(headers, values))
+        return common.show(instance, SHOW_COLUMNS, DisksColumn)
 
 
 class SetInstance(command.Command):
