@@ -323,7 +323,7 @@ class StateFile:
             out = {}
             for name, cap in data.items():
                 uuid, dev = name.rsplit('/', 1)
-                # (before 2026-11-26 the key alone named the disk)
+                # Older agents' files name the disk by the key alone.
                 out[(uuid, dev)] = caps_mod.Cap.from_wire(
                     {'decision_id': None, **cap, 'instance_uuid': uuid,
                      'dev': dev})
