@@ -231,6 +231,7 @@ class AgentManager:
                 except Exception as e:
                     LOG.warning('Cannot read iotune of %s/%s: %s',
                                 key[0], key[1], e)
+                    self._unsettled.add(key)   # periodic reads it again
                     continue
                 self._applied[key] = live
                 compared = caps_mod.with_bursts(live)

@@ -253,6 +253,18 @@ class RecoverTest(ManagerTestCase):
         m2.recover()
         self.assertEqual(STATIC_A, self.live())
 
+    def test_unreadable_disk_at_recovery_is_restored_later(self):
+        self.mgr.apply_caps({}, [cap(total_iops_sec=200, lease=1100.0)])
+        self.clock.now = 1200.0
+        m2 = manager.AgentManager(self.conf, self.driver, clock=self.clock,
+                                  store=self.store)
+        with mock.patch.object(self.driver, 'get_iotune',
+                               side_effect=RuntimeError('busy')):
+            m2.recover()
+        self.assertEqual(200, self.live()['total_iops_sec'])
+        m2.periodic()   # the same listing: only the retry has work
+        self.assertEqual(STATIC_A, self.live())
+
     def test_recover_without_changes_makes_no_call(self):
         m2 = manager.AgentManager(self.conf, self.driver, clock=self.clock,
                                   store=self.store)
