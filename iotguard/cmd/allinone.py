@@ -24,13 +24,11 @@ import argparse
 import json
 import sys
 import tempfile
-from typing import cast
 from typing import TextIO
 
 from iotguard import allinone
 from iotguard import exception
 from iotguard import policy as policy_mod
-from iotguard.policy import base
 from iotguard.sim import loop
 from iotguard.sim import report
 
@@ -152,8 +150,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                 raise ValueError('no window ran')
         finally:
             aio.stop()
-    reference = loop.run(done.scenario,
-                         cast(base.Policy, policy_mod.load('none')), opts.seed)
+    reference = loop.run(done.scenario, policy_mod.load('none'), opts.seed)
     results = {'none': report.result(reference, reference),
                opts.policy: report.result(done, reference)}
     out.write('\nnone: the simulator without control (the reference); '

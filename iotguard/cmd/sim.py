@@ -29,13 +29,11 @@ import argparse
 import json
 import sys
 from typing import Any
-from typing import cast
 
 import yaml
 
 from iotguard import exception
 from iotguard import policy as policy_mod
-from iotguard.policy import base
 from iotguard.sim import bench
 from iotguard.sim import loop
 from iotguard.sim import report
@@ -88,7 +86,7 @@ def simulate(scenario: scenario_mod.Scenario, names: list[str], seed: int,
         for name in names}
     if 'none' not in policies:
         policies = {'none': policy_mod.load('none'), **policies}
-    return {name: loop.run(scenario, cast(base.Policy, policy), seed,
+    return {name: loop.run(scenario, policy, seed,
                            Progress('%s %s' % (scenario.name, name)))
             for name, policy in policies.items()}
 

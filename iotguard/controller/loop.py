@@ -60,7 +60,6 @@ import dataclasses
 import json
 import math
 import time
-import typing
 from typing import Any
 import zlib
 
@@ -226,7 +225,7 @@ class DomainLoop:
                  store: samples.SampleStore, agent_api: rpcapi.AgentAPI,
                  audit: audit_mod.Audit,
                  clock: Callable[[], float] = time.time,
-                 load_policy: Callable[..., object] = policy_mod.load
+                 load_policy: Callable[..., base.Policy] = policy_mod.load
                  ) -> None:
         self.interval_s: float = conf.controller.decision_interval
         self.lease_s: float = conf.controller.lease_seconds
@@ -483,8 +482,7 @@ class DomainLoop:
         key = (name, json.dumps(params, sort_keys=True))
         cached = self._policies.get(domain['name'])
         if cached is None or cached[0] != key:
-            cached = (key, typing.cast(base.Policy,
-                                       self._load_policy(name, **params)))
+            cached = (key, self._load_policy(name, **params))
             self._policies[domain['name']] = cached
         return name, cached[1]
 

@@ -24,6 +24,8 @@ from stevedore import driver
 from stevedore import exception
 from stevedore import extension
 
+from iotguard.policy import base
+
 GROUP = 'iotguard.decision_policies'
 
 
@@ -33,17 +35,17 @@ def names() -> list[str]:
 
 
 @functools.lru_cache(maxsize=None)
-def _factory(name: str) -> Callable[..., object] | None:
+def _factory(name: str) -> Callable[..., base.Policy] | None:
     # A controller loads a policy per domain it owns: once per name.
     try:
-        factory: Callable[..., object] = driver.DriverManager(
+        factory: Callable[..., base.Policy] = driver.DriverManager(
             GROUP, name).driver
     except exception.NoMatches:
         return None
     return factory
 
 
-def load(name: str, **params: object) -> object:
+def load(name: str, **params: object) -> base.Policy:
     """Build the policy called ``name`` with its parameters.
 
     Raises ``ValueError`` naming the known policies for an unknown name,
