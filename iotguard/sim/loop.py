@@ -59,7 +59,7 @@ class Action:
     action: str
     changed: bool
     reason: str
-    tightened: bool = False
+    tightened: bool
 
 
 @dataclasses.dataclass
@@ -96,12 +96,10 @@ class Run:
     actions: list[Action]
     change_times: list[float]
     #: each disk's mean latency per operation (ms; 0 without I/O)
-    latency_ms: base.FloatArray = dataclasses.field(
-        default_factory=lambda: np.zeros((0, 0)))
+    latency_ms: base.FloatArray
     #: the capacity estimator's fit after each window
     #: (:mod:`iotguard.sim.learning`)
-    fits: list[estimator.Fit | None] = dataclasses.field(
-        default_factory=list)
+    fits: list[estimator.Fit | None]
 
 
 def nominal_io_size(vm: scenario_mod.Vm) -> float:
@@ -308,9 +306,8 @@ class _Loop:
             snapshot = base.DomainSnapshot.of_samples(
                 self.scenario.domain.name, self.recorder.profile, dt,
                 tuple(self.recorder.ids), self.recorder.tiers,
-                self.recorder.end(k),
-                self.cap_iops.copy(), self.cap_bytes.copy(),
-                self.cap_set_at.copy())
+                self.recorder.end(k), self.cap_iops.copy(),
+                self.cap_bytes.copy(), self.cap_set_at.copy())
             now = self.world.now
             self.learner.observe(snapshot)
             self.apply(snapshot, self.policy.decide(snapshot, now), now)
