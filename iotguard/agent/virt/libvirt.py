@@ -176,24 +176,6 @@ def cap_record_xml(record: Record) -> str | None:
     return ElementTree.tostring(root, encoding='unicode')
 
 
-def recognise_own_caps(disks: dict[str, base.Disk],
-                       record: Record) -> dict[str, base.Disk]:
-    """Give back the recorded static ceiling where ``<iotune>`` is our cap.
-
-    ``disks``: ``{dev: Disk}`` from the persistent definition; ``record``:
-    :func:`parse_cap_record` of the live one.
-    """
-    for dev, (static, applied) in record.items():
-        disk = disks.get(dev)
-        if disk is not None and caps.full(disk.static) == applied:
-            LOG.info('The iotune of %s/%s is a cap iotguard applied (the '
-                     'domain came with it, e.g. a live migration); its '
-                     'static ceiling is the recorded one', disk.instance_uuid,
-                     dev)
-            disks[dev] = dataclasses.replace(disk, static=static)
-    return disks
-
-
 @functools.lru_cache(maxsize=None)
 def _block_fields(i: int) -> Fields:
     """The field names of block ``i``: name, counters' getter, counters.
@@ -361,12 +343,16 @@ class LibvirtDriver(base.Driver):
             # AFFECT_CONFIG) take their live iotune as the ceiling.
             for dev, disk in parse_domain_xml(uuid, live).items():
                 disks.setdefault(dev, disk)
-        found = {dev: disk.static for dev, disk in disks.items()}
-        disks = recognise_own_caps(disks, parse_cap_record(live))
-        if flags:
-            for dev, disk in disks.items():
-                if disk.static != found[dev]:
-                    self._restore_static(dom, dev, disk.static)
+        # Where <iotune> is our cap, the recorded static ceiling.
+        for dev, (static, applied) in parse_cap_record(live).items():
+            capped = disks.get(dev)
+            if capped is not None and caps.full(capped.static) == applied:
+                LOG.info('The iotune of %s/%s is a cap iotguard applied (the '
+                         'domain came with it, e.g. a live migration); its '
+                         'static ceiling is the recorded one', uuid, dev)
+                disks[dev] = dataclasses.replace(capped, static=static)
+                if flags and static != capped.static:
+                    self._restore_static(dom, dev, static)
         # Where the bulk read should have each disk: the same order as
         # the definition's disks, unless it has others (a CD-ROM).
         fields = tuple(_block_fields(i) for i in range(len(disks)))
