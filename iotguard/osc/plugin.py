@@ -49,15 +49,6 @@ def noauth(config: dict[str, Any]) -> bool:
     return config.get('auth_type') == 'none'
 
 
-def noauth_headers(config: dict[str, Any]) -> dict[str, str]:
-    """The identity headers for a ``none`` auth type, else nothing."""
-    if not noauth(config):
-        return {}
-    return {header: config['iotguard_' + key]
-            for key, header in NOAUTH_HEADERS
-            if config.get('iotguard_' + key)}
-
-
 def check_api_version(check_version: str) -> bool:
     """openstackclient's hook: refuse a version iotguard does not have.
 
@@ -77,11 +68,15 @@ def make_client(instance: clientmanager.ClientManager) -> client.Client:
     instance.setup_auth()
     LOG.debug('iotguard client: url override %s, auth type %s',
               config.get('iotguard_url'), config.get('auth_type'))
+    # The identity headers for a ``none`` auth type only.
+    headers = {header: config['iotguard_' + key]
+               for key, header in NOAUTH_HEADERS
+               if noauth(config) and config.get('iotguard_' + key)}
     return client.Client(instance.session,
                          endpoint=config.get('iotguard_url'),
                          interface=instance.interface,
                          region_name=instance.region_name,
-                         headers=noauth_headers(config))
+                         headers=headers)
 
 
 def build_option_parser(

@@ -43,11 +43,14 @@ class TestPlugin(base.TestCase):
     def test_noauth_headers_only_without_auth(self):
         config = {'iotguard_noauth_user': 'u', 'iotguard_noauth_project': 'p',
                   'iotguard_noauth_roles': None}
-        self.assertEqual(
-            {'X-User-Id': 'u', 'X-Project-Id': 'p'},
-            plugin.noauth_headers(dict(config, auth_type='none')))
-        self.assertEqual(
-            {}, plugin.noauth_headers(dict(config, auth_type='password')))
+        for auth_type, headers in (
+                ('none', {'X-User-Id': 'u', 'X-Project-Id': 'p'}),
+                ('password', {})):
+            instance = mock.Mock()
+            instance.get_configuration.return_value = dict(
+                config, auth_type=auth_type)
+            self.assertEqual(headers, plugin.make_client(
+                instance).http.additional_headers)
 
     def test_make_client(self):
         instance = mock.Mock(interface='internal', region_name='R1')
