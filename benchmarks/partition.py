@@ -242,7 +242,7 @@ def _child(args, index, db_url, group, pipe):
 
 def _caps(db, names):
     """``{disk id: lease expiry (UNIX time)}`` of the caps in ``names``."""
-    return {disk: cap.lease_expires_at.timestamp()
+    return {disk: cap.lease_expires_at
             for disk, cap in db.domains_caps(names).items()}
 
 
