@@ -338,15 +338,23 @@ class LibvirtDriver(base.Driver):
                  else 0)
         disks = parse_domain_xml(uuid, dom.XMLDesc(flags))
         live = dom.XMLDesc(0)
+        live_disks = parse_domain_xml(uuid, live) if flags else disks
         if flags:
             # Disks only in the live definition (hot-plugged without
             # AFFECT_CONFIG) take their live iotune as the ceiling.
-            for dev, disk in parse_domain_xml(uuid, live).items():
+            for dev, disk in live_disks.items():
                 disks.setdefault(dev, disk)
-        # Where <iotune> is our cap, the recorded static ceiling.
+        # Where <iotune> is our cap, the recorded static ceiling: the
+        # iotune is the one the record says was applied, or (a cap changed
+        # while the guest migrated) the live one persisted as it was.
         for dev, (static, applied) in parse_cap_record(live).items():
             capped = disks.get(dev)
-            if capped is not None and caps.full(capped.static) == applied:
+            if capped is None:
+                continue
+            found = caps.full(capped.static)
+            if found == applied or (found != static and dev in live_disks
+                                    and found == caps.full(
+                                        live_disks[dev].static)):
                 LOG.info('The iotune of %s/%s is a cap iotguard applied (the '
                          'domain came with it, e.g. a live migration); its '
                          'static ceiling is the recorded one', uuid, dev)

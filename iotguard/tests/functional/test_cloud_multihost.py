@@ -346,8 +346,13 @@ class MultiHostCloudTest(base.TestCase):
         self.addDetail('seconds from the move to %s capped on %s' % (
             dev, dest.name), _text('%.1f' % (time.monotonic() - began)))
         self.assertEqual(DOMAIN, self.iotguard.disks(server)[dev]['domain'])
-        self.assertEqual(static, self.iotune(
-            dest, server, dev, persistent=True)['total_bytes_sec'])
+        # The agent of ``dest`` writes the static back when it first reads
+        # the arrived domain (its next sampling pass).
+        persistent = base.wait_for(lambda: self.iotune(
+            dest, server, dev, persistent=True)['total_bytes_sec'] == static,
+            2 * SAMPLE + INTERVAL, 0.2)
+        self.assertTrue(persistent, self.iotune(dest, server, dev,
+                                                persistent=True))
 
     def set_policy(self, policy):
         resp = self.iotguard.request(

@@ -203,6 +203,31 @@ class LibvirtTestDriverTest(test_base.TestCase):
         self.assertEqual(1000, self.live()['total_iops_sec'])
         self.assertEqual({}, lv.parse_cap_record(self.dom.XMLDesc(0)))
 
+    def test_cap_changed_while_migrating_recognised_too(self):
+        """A cap changed after its record: the persisted one is ours too.
+
+        The live iotune changed after the record was written (a cap set as
+        the guest left), and Nova persisted the live definition.
+        """
+        self.mgr.apply_caps({}, [self.cap(lease_in=5.0,
+                                          total_iops_sec=200)])
+        self.dom.setBlockIoTune('vda', dict(self.live(),
+                                            total_iops_sec=150),
+                                libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        (_static, applied), = lv.parse_cap_record(
+            self.dom.XMLDesc(0)).values()
+        self.assertEqual(200, applied['total_iops_sec'])
+        self.keeper.defineXML(self.dom.XMLDesc(0))
+        driver = lv.LibvirtDriver(self.conf, uri=URI)
+        driver.start()
+        self.addCleanup(driver.stop)
+        self.assertEqual(caps.full(STATIC_VDA),
+                         driver.list_disks()[self.vda].static)
+        persistent = lv.parse_domain_xml(self.uuid, self.dom.XMLDesc(
+            libvirt.VIR_DOMAIN_XML_INACTIVE))['vda'].static
+        self.assertEqual(caps.full(STATIC_VDA)['total_iops_sec'],
+                         persistent['total_iops_sec'])
+
     def test_release_drops_the_record(self):
         self.mgr.apply_caps({}, [self.cap(total_iops_sec=200)])
         self.assertIn('vda', lv.parse_cap_record(self.dom.XMLDesc(0)))
