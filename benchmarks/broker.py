@@ -63,11 +63,11 @@ import kombu
 from oslo_config import cfg
 
 import benchmarks as bench
-from iotguard import batch as batch_mod
 from iotguard import conf as iotguard_conf
 from iotguard.controller import manager as manager_mod
 from iotguard.controller import samples as samples_mod
-from iotguard import rpc
+from iotguard.wire import batch as batch_mod
+from iotguard.wire import rpc
 
 INTERVAL_S = 5.0
 STAGES = ('kombu', 'kombu+json', 'oslo-noop', 'oslo-controller')

@@ -23,7 +23,7 @@ What it does, with the controller's own code and a real broker:
    ``hosts x disks-per-host`` disks spread over them (each domain spans
    many hosts, like a Ceph or Cinder pool);
 2. ``--rounds`` times: the hosts' ``report_samples`` batches
-   (:class:`iotguard.batch.Batch`) are cast with the real
+   (:class:`iotguard.wire.batch.Batch`) are cast with the real
    :class:`ControllerAPI` (RabbitMQ at ``--url``, to the one controller) and
    received by the controller's RPC server and :class:`ControllerManager`
    into the sample store (ingest time and rate; the feeder runs in this
@@ -76,17 +76,17 @@ from oslo_messaging._drivers import impl_rabbit
 import sqlalchemy as sa
 
 import benchmarks as bench
-from iotguard import batch as batch_mod
 from iotguard import conf as iotguard_conf
 from iotguard.controller import audit as audit_mod
 from iotguard.controller import loop as loop_mod
 from iotguard.controller import manager as manager_mod
+from iotguard.controller import notifications
 from iotguard.controller import samples as samples_mod
 from iotguard.db import api as db_api
 from iotguard.db import migration
-from iotguard import notifications
-from iotguard import rpc
-from iotguard import rpcapi
+from iotguard.wire import batch as batch_mod
+from iotguard.wire import rpc
+from iotguard.wire import rpcapi
 
 INTERVAL_S = 5.0
 TIER = 'bench'

@@ -76,12 +76,12 @@ from sqlalchemy.engine import url as sa_url
 
 import benchmarks as bench_pkg
 from benchmarks import controller as bench
-from iotguard import batch as batch_mod
 from iotguard.controller import loop as loop_mod
 from iotguard.controller import service as service_mod
 from iotguard.db import api as db_api
 from iotguard.db import migration
-from iotguard import rpc
+from iotguard.wire import batch as batch_mod
+from iotguard.wire import rpc
 
 #: How often the database is read for the leases after the kill (s).
 POLL_S = 0.25

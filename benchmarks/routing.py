@@ -19,7 +19,7 @@ N ``ControllerService`` processes share the domains through tooz on Redis
 (``timer=False``): only the ingest is measured. Each round, this process
 casts every host's batch (the controller bench's layout and batches:
 ``--domains`` domains spanning the hosts) with the real
-:class:`iotguard.rpcapi.ControllerAPI` over RabbitMQ: each batch goes
+:class:`iotguard.wire.rpcapi.ControllerAPI` over RabbitMQ: each batch goes
 to one controller, which routes the other owners' disks to them. The
 round ends when the controllers
 have stored every disk's sample once. It prints, per round, the wall time
@@ -45,8 +45,8 @@ from benchmarks import controller as bench
 from iotguard.controller import service as service_mod
 from iotguard.db import api as db_api
 from iotguard.db import migration
-from iotguard import rpc
-from iotguard import rpcapi
+from iotguard.wire import rpc
+from iotguard.wire import rpcapi
 
 READY_TIMEOUT_S = 120.0
 ROUND_TIMEOUT_S = 120.0

@@ -13,7 +13,7 @@
 
 """Where the mixed phase's paced 4 KiB writes go, on a storage over FUSE.
 
-Runs the built-in generator's streams (iotguard.measure) on the test
+Runs the built-in generator's streams (iotguard.manage.measure) on the test
 bucket (100 IOPS, 4 MiB/s) or the test disk (40 ms, 16 MiB/s) exported
 over FUSE, one variant after the other, and prints the 4 KiB writes a
 second each reached against their pace, and the 1 MiB ones:
@@ -35,7 +35,7 @@ import os
 import sys
 import tempfile
 
-from iotguard import measure
+from iotguard.manage import measure
 from iotguard.tests.fixtures import fusebucket
 from iotguard.tests.fixtures import fusedisk
 

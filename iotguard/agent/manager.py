@@ -14,7 +14,7 @@
 
 Semantics (doc/source/reference/architecture.rst, "Fail safe"):
 
-* A cap is checked at the edge (:meth:`iotguard.caps.Cap.from_wire`); a
+* A cap is checked at the edge (:meth:`iotguard.wire.caps.Cap.from_wire`); a
   malformed one is logged and refused, the others in the batch still apply.
 * What is applied is ``caps.effective(cap, static)`` (the rule the
   simulator's throttles enforce too): the cap held exactly, never more in
@@ -46,9 +46,9 @@ from oslo_log import log as logging
 import oslo_messaging
 
 from iotguard.agent.virt import base
-from iotguard import caps as caps_mod
 from iotguard import exception
-from iotguard import rpcapi
+from iotguard.wire import caps as caps_mod
+from iotguard.wire import rpcapi
 
 LOG = logging.getLogger(__name__)
 

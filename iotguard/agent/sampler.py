@@ -13,8 +13,8 @@
 """One sampling pass: bulk counters -> rates -> one batch to the controllers.
 
 Per interval: one bulk statistics read from the driver, the rates of every
-disk (:mod:`iotguard.rates`), one ``report_samples`` cast of the host's
-:class:`iotguard.batch.Batch`, and one ``agent_heartbeat``. A counter
+disk (:mod:`iotguard.wire.rates`), one ``report_samples`` cast of the host's
+:class:`iotguard.wire.batch.Batch`, and one ``agent_heartbeat``. A counter
 that went backwards (reboot, re-attach) is reported as a gap and also
 marks the instance for a re-check of its cap, since the domain was
 likely rebuilt.
@@ -30,10 +30,10 @@ from oslo_log import log as logging
 
 from iotguard.agent import manager as manager_mod
 from iotguard.agent.virt import base
-from iotguard import batch as batch_mod
-from iotguard import rates
-from iotguard import rpcapi
 from iotguard import version
+from iotguard.wire import batch as batch_mod
+from iotguard.wire import rates
+from iotguard.wire import rpcapi
 
 LOG = logging.getLogger(__name__)
 

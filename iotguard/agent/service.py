@@ -33,10 +33,10 @@ from iotguard.agent import manager as manager_mod
 from iotguard.agent import sampler as sampler_mod
 from iotguard.agent import virt
 from iotguard.agent.virt import base
-from iotguard import batch as batch_mod
-from iotguard import rpc
-from iotguard import rpcapi
 from iotguard import service
+from iotguard.wire import batch as batch_mod
+from iotguard.wire import rpc
+from iotguard.wire import rpcapi
 
 LOG = logging.getLogger(__name__)
 

@@ -18,19 +18,444 @@ what each VM gets, its floor, the cap in force and the latest decision,
 answers API queries on localhost while it runs, and ends with the table
 and the plot of ``iotguard-sim compare`` for what really happened (next to
 the simulator's uncontrolled ``none`` run, the reference of the measures).
+
+iotguard in one process on embedded defaults (the README's main job).
+
+The API (noauth, wsgiref on localhost), the controller and one agent per
+simulated host run as the real services, in threads of one process, over
+oslo.messaging's in-memory ``fake://`` transport (fanout casts and RPC
+servers with the threading executor work on it) and a SQLite database
+(migrated on start). The agents use the ``simulated`` driver over one
+:class:`~iotguard.sim.world.World` running a scenario.
+
+Simulated time drives everything: each control interval of the scenario
+the world advances by one interval, the agents run their interval (leases
+first, then one report cast), and the controller runs one decision round
+at the simulated UNIX time ``start + world.now``; its leases and the
+staleness of samples are in that time, so ``--speed`` only changes how
+long a wall-clock second lasts. The windows are recorded by the
+simulator's own :class:`iotguard.sim.loop.Recorder` so the simulator's
+measures, table and plot judge what really happened, counted alike.
 """
 
 import argparse
+from collections.abc import Callable
+import contextlib
+import dataclasses
 import json
+import os
+import socketserver
 import sys
 import tempfile
+import threading
+import time
+from typing import Any
 from typing import TextIO
+from wsgiref import simple_server
 
-from iotguard import allinone
+import numpy as np
+import numpy.typing as npt
+from oslo_config import cfg
+from oslo_log import log as logging
+import oslo_messaging
+
+from iotguard.agent import service as agent_service
+from iotguard.agent.virt import simulated
+from iotguard.api import app as api_app
+from iotguard import conf as iotguard_conf
+from iotguard.controller import audit
+from iotguard.controller import service as controller_service
+from iotguard.db import api as db_api
+from iotguard.db import migration
 from iotguard import exception
 from iotguard import policy as policy_mod
 from iotguard.sim import loop
 from iotguard.sim import report
+from iotguard.sim import scenario as scenario_mod
+from iotguard.sim import workload
+from iotguard.sim import world as world_mod
+from iotguard.wire import caps
+from iotguard.wire import rpc
+
+LOG = logging.getLogger(__name__)
+
+TRANSPORT_URL = 'fake://'
+DOMAIN_KIND = 'local'
+#: How long (wall seconds) a window waits for casts to be delivered.
+DELIVERY_TIMEOUT_S = 2.0
+
+
+@dataclasses.dataclass
+class Options:
+    scenario: str = 'paper-4vm'
+    policy: str = 'guarantee'
+    speed: float = 10.0
+    duration_s: float | None = None
+    port: int = 9737
+    db_path: str | None = None
+    seed: int = 0
+    log_file: str | None = None
+
+
+class LockedWorld:
+    """The shared world, one thread at a time (agents' RPC, the stepper)."""
+
+    def __init__(self, world: world_mod.World) -> None:
+        self._world = world
+        self.lock = threading.RLock()
+
+    @property
+    def now(self) -> float:
+        return self._world.now
+
+    def disk_ids(self) -> list[str]:
+        return self._world.disk_ids()
+
+    def disk_info(self, disk_id: str) -> dict[str, object]:
+        return self._world.disk_info(disk_id)
+
+    def static_iotune(self, disk_id: str) -> dict[str, int]:
+        return self._world.static_iotune(disk_id)
+
+    def counter_array(self, disk_ids: list[str]) -> npt.NDArray[np.uint64]:
+        with self.lock:
+            return self._world.counter_array(disk_ids)
+
+    def get_iotune(self, disk_id: str) -> dict[str, int]:
+        with self.lock:
+            return self._world.get_iotune(disk_id)
+
+    def set_iotune(self, disk_id: str, params: dict[str, int]) -> None:
+        with self.lock:
+            self._world.set_iotune(disk_id, params)
+
+
+def make_conf(host: str, log_file: str | None = None,
+              db_url: str | None = None) -> cfg.ConfigOpts:
+    """A fresh ConfigOpts on embedded defaults (no config file read)."""
+    conf = cfg.ConfigOpts()
+    logging.register_options(conf)
+    iotguard_conf.register_opts(conf)
+    conf([], project='iotguard', default_config_files=[])
+    conf.set_override('host', host)
+    conf.set_override('auth_strategy', 'noauth', group='api')
+    conf.set_override('nova_metadata_sync', False, group='api')
+    conf.set_override('virt_driver', 'simulated', group='agent')
+    conf.set_override('state_file', '', group='agent')
+    if log_file:
+        conf.set_override('log_file', log_file)
+    if db_url:
+        conf.set_override('connection', db_url, group='database')
+    return conf
+
+
+def cut(scenario: scenario_mod.Scenario,
+        duration_s: float | None) -> scenario_mod.Scenario:
+    """The scenario ending at ``duration_s`` (whole intervals)."""
+    if duration_s is None or duration_s >= scenario.duration_s:
+        return scenario
+    windows = max(1, int(duration_s // scenario.interval_s))
+    return dataclasses.replace(scenario,
+                               duration_s=windows * scenario.interval_s)
+
+
+def seed(db: db_api.Connection, scenario: scenario_mod.Scenario,
+         world: world_mod.World, policy: str) -> list[dict[str, Any]]:
+    """What membership would find: the domain, the tiers and the disks.
+
+    The domain's profile and the policy's parameters come from the
+    scenario (its ``policies`` section), the tiers from its tiers, one disk
+    per VM on the VM's host with the VM's tier (as a flavor would give).
+    """
+    domain = scenario.domain
+    db.domain_create(domain.name, DOMAIN_KIND, iops_4k=domain.iops_4k,
+                     bytes_sec=domain.bytes_sec, policy=policy,
+                     params=dict(scenario.policies.get(policy, {})))
+    for tier in scenario.tiers.values():
+        db.tier_create({'name': tier.name, 'description': 'from scenario '
+                        + scenario.name, 'min_iops': tier.min_iops,
+                        'min_bytes_sec': tier.min_bytes_sec,
+                        'max_iops': tier.max_iops,
+                        'max_bytes_sec': tier.max_bytes_sec,
+                        'weight': tier.weight, 'is_public': True})
+    disks: list[dict[str, Any]] = []
+    for disk_id in world.disk_ids():
+        info: dict[str, Any] = world.disk_info(disk_id)
+        db.disk_upsert(info['instance_uuid'], info['dev'], info['host'],
+                       domain.name, info['project_id'],
+                       volume_id=info['volume_id'])
+        db.disk_tier_set(info['instance_uuid'], info['dev'], info['tier'],
+                         'volume_type' if info['volume_id'] else 'flavor',
+                         info['project_id'])
+        disks.append(info)
+    return disks
+
+
+def action(decision: dict[str, Any], index: int, start: float) -> loop.Action:
+    """A recorded decision of the audit trail as a simulator Action."""
+    old, new = decision['old_limits'] or {}, decision['new_limits'] or {}
+    tightened = decision['action'] == 'cap' and any(
+        caps.limit(new, k) < caps.limit(old, k)
+        for k in ('total_iops_sec', 'total_bytes_sec'))
+    return loop.Action(
+        time=audit.to_timestamp(decision['created_at']) - start,
+        disk=index, action=decision['action'], changed=old != new,
+        reason=decision['reason'], tightened=tightened)
+
+
+class _ThreadingWSGIServer(socketserver.ThreadingMixIn,
+                           simple_server.WSGIServer):
+    daemon_threads = True
+
+
+class _QuietHandler(simple_server.WSGIRequestHandler):
+    def log_message(self, *args: Any) -> None:
+        LOG.debug('api: ' + args[0], *args[1:])
+
+
+def serve_api(conf: cfg.ConfigOpts, db: db_api.Connection,
+              port: int) -> _ThreadingWSGIServer:
+    """The API on 127.0.0.1 in a thread; ``port`` 0 or taken: a free one."""
+    application = api_app.deploy(conf, db=db)
+    try:
+        server = simple_server.make_server(
+            '127.0.0.1', port, application,
+            server_class=_ThreadingWSGIServer, handler_class=_QuietHandler)
+    except OSError as e:
+        LOG.warning('Port %s is taken (%s); using a free one', port, e)
+        server = simple_server.make_server(
+            '127.0.0.1', 0, application,
+            server_class=_ThreadingWSGIServer, handler_class=_QuietHandler)
+    thread = threading.Thread(target=server.serve_forever,
+                              name='iotguard-allinone-api', daemon=True)
+    thread.start()
+    return server
+
+
+@dataclasses.dataclass
+class VmView:
+    name: str
+    role: str
+    kbs: float
+    floor_kbs: float
+    cap_kbs: float | None
+    reason: str
+
+
+@dataclasses.dataclass
+class Window:
+    """What the live view shows after each window."""
+
+    index: int
+    windows: int
+    sim_s: float
+    vms: list[VmView]
+    decisions: int
+    caps: int
+
+
+class AllInOne:
+    """The services of one all-in-one run; ``run()`` drives them."""
+
+    def __init__(self, options: Options, workdir: str) -> None:
+        self.options = options
+        self.workdir = workdir
+        self.scenario = cut(scenario_mod.load(options.scenario),
+                            options.duration_s)
+        self.world = world_mod.World(self.scenario, seed=options.seed)
+        self.shared = LockedWorld(self.world)
+        self.start_epoch = 0.0
+        db_path = options.db_path or os.path.join(workdir, 'iotguard.sqlite')
+        self.db_url = 'sqlite:///' + os.path.abspath(db_path)
+        self.log_file = os.path.abspath(
+            options.log_file
+            or os.path.join(workdir, 'iotguard-allinone.log'))
+        self.conf: cfg.ConfigOpts
+        self.db: db_api.Connection
+        self.controller: controller_service.ControllerService
+        self.api: _ThreadingWSGIServer
+        self._stack = contextlib.ExitStack()
+        self.agents: list[agent_service.AgentService] = []
+        self.recorder = loop.Recorder(self.scenario, self.world,
+                                      options.policy, options.seed)
+        self.disks: list[dict[str, Any]] = []
+        self._last_decision = 0
+        self._reasons: dict[tuple[str, str], str] = {}
+        #: windows whose samples did not all reach the controller in time
+        self.late_windows = 0
+
+    @property
+    def api_url(self) -> str:
+        return 'http://127.0.0.1:%d' % self.api.server_address[1]
+
+    def clock(self) -> float:
+        """Simulated UNIX time."""
+        return self.start_epoch + self.world.now
+
+    def start(self) -> None:
+        sc = self.scenario
+        self.start_epoch = time.time()
+        self.conf = make_conf('allinone-controller', self.log_file,
+                              self.db_url)
+        logging.setup(self.conf, 'iotguard')
+        interval = sc.interval_s
+        self.conf.set_override('decision_interval', interval,
+                               group='controller')
+        self.conf.set_override('lease_seconds', 3 * interval,
+                               group='controller')
+        self.conf.set_override('rates_write_interval', interval,
+                               group='controller')
+        self.conf.set_override('register_local_disks', False,
+                               group='controller')
+        self.conf.set_override('default_policy', self.options.policy,
+                               group='controller')
+        self.db = db_api.Connection(self.conf)
+        self._stack.callback(self.db.dispose)
+        migration.upgrade(self.db.get_engine())
+        self.disks = seed(self.db, sc, self.world, self.options.policy)
+        transport = rpc.get_transport(self.conf, url=TRANSPORT_URL)
+        self._stack.callback(transport.cleanup)
+        notification_transport = oslo_messaging.get_notification_transport(
+            self.conf, url=TRANSPORT_URL)
+        self.controller = controller_service.ControllerService(
+            self.conf, transport=transport,
+            notification_transport=notification_transport, db=self.db,
+            clock=self.clock, timer=False)
+        self._stack.callback(self.controller.stop)
+        self.controller.start()
+        for host in sorted({d['host'] for d in self.disks}):
+            conf = make_conf(host, db_url=self.db_url)
+            conf.set_override('sample_interval', interval, group='agent')
+            driver = simulated.SimulatedDriver(conf, world=self.shared,
+                                               clock=self.clock)
+            agent = agent_service.AgentService(
+                conf, driver=driver, transport=transport,
+                clock=self.clock, timer=False)
+            agent.start()
+            # A first reading at the start, as agents already running when
+            # the VMs start would take: window 0 has rates, as in the
+            # simulator's loop.
+            agent.tick()
+            self.agents.append(agent)
+            self._stack.callback(agent.stop)
+        self.api = serve_api(self.conf, self.db, self.options.port)
+        self._stack.callback(self.api.server_close)
+        self._stack.callback(self.api.shutdown)
+        LOG.info('all-in-one: %s on %s, %d agent(s), API on %s',
+                 sc.name, self.db_url, len(self.agents), self.api_url)
+
+    def _wait(self, predicate: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + DELIVERY_TIMEOUT_S
+        while not predicate() and time.monotonic() < deadline:
+            time.sleep(0.005)
+
+    def _samples_in(self, stamp: float) -> bool:
+        store = self.controller.store
+        for disk in self.disks:
+            sample = store.latest(disk['instance_uuid'], disk['dev'])
+            at = None if sample is None else sample['timestamp']
+            if at is None or at < stamp - 1e-6:
+                return False
+        return True
+
+    def _caps_applied(self) -> bool:
+        wanted = {(d['instance_uuid'], d['dev']): str(d['cap']['decision_id'])
+                  for d in self.db.disk_list() if d['cap']}
+        held: dict[tuple[str, str], str] = {}
+        for agent in self.agents:
+            for key in agent.driver.list_disks():
+                in_force = agent.manager.cap_in_force(key)
+                if in_force is not None:
+                    held[key] = str(in_force[2])
+        return wanted == held
+
+    def _new_decisions(self) -> int:
+        index = {(d['instance_uuid'], d['dev']): i
+                 for i, d in enumerate(self.disks)}
+        new = [d for d in self.db.decision_list(limit=1000)
+               if d['id'] > self._last_decision]
+        for decision in reversed(new):
+            key = (decision['instance_uuid'], decision['dev'])
+            self._last_decision = max(self._last_decision, decision['id'])
+            self._reasons[key] = '%s: %s' % (decision['action'],
+                                             decision['reason'])
+            if key in index:
+                self.recorder.actions.append(
+                    action(decision, index[key], self.start_epoch))
+        return len(new)
+
+    def window(self, k: int) -> None:
+        """One control interval: step, agents, controller, caps applied."""
+        dt = self.scenario.interval_s
+        with self.shared.lock:
+            self.recorder.begin(k)
+            self.world.step(dt)
+            self.recorder.end(k)
+        stamp = self.clock()
+        for agent in self.agents:
+            agent.tick()
+        self._wait(lambda: self._samples_in(stamp))
+        if not self._samples_in(stamp):
+            self.late_windows += 1
+            if self.late_windows == 1:
+                LOG.warning('Window %d: the agents\' samples did not all '
+                            'reach the controller within %.1f s (see %s)',
+                            k + 1, DELIVERY_TIMEOUT_S, self.log_file)
+        self.controller.tick(stamp)
+        self._wait(self._caps_applied)
+        self._new_decisions()
+
+    def view(self, k: int) -> Window:
+        run = self.recorder
+        caps = {(d['instance_uuid'], d['dev']): d['cap']
+                for d in self.db.disk_list()}
+        tiers = [self.scenario.tiers[vm.tier]
+                 for vm in run.vms]
+        vms = []
+        for i, disk in enumerate(self.disks):
+            key = (disk['instance_uuid'], disk['dev'])
+            cap = caps.get(key)
+            limit = (cap['limits'].get('total_bytes_sec') if cap else None)
+            vms.append(VmView(
+                name=run.vms[i].name, role=run.vms[i].role,
+                kbs=float(run.kbs[k, i]),
+                floor_kbs=tiers[i].min_bytes_sec / workload.KIB,
+                cap_kbs=limit / workload.KIB if limit else None,
+                reason=self._reasons.get(key, '')))
+        return Window(index=k, windows=len(run.queue),
+                      sim_s=self.world.now, vms=vms,
+                      decisions=self._last_decision,
+                      caps=sum(1 for c in caps.values() if c))
+
+    def run(self,
+            on_window: Callable[[Window], object] | None = None) -> loop.Run:
+        """Every window, paced at ``speed``; returns the recorded Run."""
+        windows = len(self.recorder.queue)
+        pace = self.scenario.interval_s / self.options.speed
+        started = time.monotonic()
+        done = 0
+        try:
+            for k in range(windows):
+                self.window(k)
+                done = k + 1
+                if on_window is not None:
+                    on_window(self.view(k))
+                delay = started + done * pace - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+        except KeyboardInterrupt:
+            LOG.info('Interrupted after %d of %d windows', done, windows)
+        if done and self.late_windows >= done:
+            # Nothing was decided on measurements: the figures would be
+            # those of no control, presented as iotguard's.
+            raise exception.AllInOneFailed(
+                reason='the agents\' samples never reached the controller '
+                       'in %d windows; see %s' % (done, self.log_file))
+        return self.recorder.run(done)
+
+    def stop(self) -> None:
+        self._stack.close()
+
 
 USAGE_ERROR = 2
 CLEAR = '\x1b[H\x1b[2J'
@@ -73,7 +498,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def options(args: argparse.Namespace) -> allinone.Options:
+def options(args: argparse.Namespace) -> Options:
     if not args.speed > 0:
         raise ValueError('--speed must be > 0, not %r' % args.speed)
     if args.duration is not None and not args.duration > 0:
@@ -81,17 +506,17 @@ def options(args: argparse.Namespace) -> allinone.Options:
     if not 0 <= args.port < 65536:
         raise ValueError('--port must be 0-65535, not %r' % args.port)
     policy_mod.load(args.policy)   # unknown names fail before any start
-    return allinone.Options(scenario=args.scenario, policy=args.policy,
-                            speed=args.speed, duration_s=args.duration,
-                            port=args.port, db_path=args.db, seed=args.seed,
-                            log_file=args.log_file)
+    return Options(scenario=args.scenario, policy=args.policy,
+                   speed=args.speed, duration_s=args.duration,
+                   port=args.port, db_path=args.db, seed=args.seed,
+                   log_file=args.log_file)
 
 
 def _kbs(value: float | None) -> str:
     return '-' if value is None else '%.0f' % value
 
 
-def render(window: allinone.Window, head: list[str]) -> list[str]:
+def render(window: Window, head: list[str]) -> list[str]:
     """The live view of one window, as lines."""
     lines = head + [
         't = %4.0f s  window %d/%d   decisions so far: %d   caps in force: '
@@ -113,7 +538,7 @@ class LiveView:
         self.stream, self.head = stream, head
         self.tty = stream.isatty()
 
-    def __call__(self, window: allinone.Window) -> None:
+    def __call__(self, window: Window) -> None:
         lines = render(window, self.head if self.tty else [])
         if self.tty:
             self.stream.write(CLEAR + '\n'.join(lines) + '\n')
@@ -122,7 +547,7 @@ class LiveView:
         self.stream.flush()
 
 
-def banner(aio: allinone.AllInOne) -> list[str]:
+def banner(aio: AllInOne) -> list[str]:
     url = aio.api_url
     first = aio.disks[0]['instance_uuid']
     return [
@@ -139,7 +564,7 @@ def banner(aio: allinone.AllInOne) -> list[str]:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     opts = options(args)
     with tempfile.TemporaryDirectory(prefix='iotguard-allinone-') as tmp:
-        aio = allinone.AllInOne(opts, tmp)
+        aio = AllInOne(opts, tmp)
         try:
             aio.start()
             head = banner(aio)

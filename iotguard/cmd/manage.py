@@ -42,10 +42,10 @@ from oslo_config import cfg
 from iotguard.db import api as db_api
 from iotguard.db import migration
 from iotguard import exception
-from iotguard import measure
+from iotguard.manage import measure
+from iotguard.manage import tiersync
 from iotguard.policy import base
 from iotguard import service
-from iotguard import tiersync
 
 KINDS = ('local', 'ceph', 'cinder')
 Args = argparse.Namespace

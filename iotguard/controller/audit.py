@@ -28,12 +28,12 @@ from typing import Any
 
 from oslo_log import log as logging
 
-from iotguard import caps
+from iotguard.controller import notifications
 from iotguard.db import api as db_api
 from iotguard.db import disks
 from iotguard.engine import plan
-from iotguard import notifications
 from iotguard.policy import base
+from iotguard.wire import caps
 
 LOG = logging.getLogger(__name__)
 

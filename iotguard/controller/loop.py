@@ -44,7 +44,7 @@ controller can take over a domain at any round:
   is written, ``iotguard.domain.overcommitted`` /
   ``iotguard.domain.overcommit_cleared`` when the floors admitted stop /
   start again to fit in what the storage was learned to serve
-  (:func:`iotguard.admission.overcommit`; report only).
+  (:func:`iotguard.policy.admission.overcommit`; report only).
 
 One domain failing (DB, policy, messaging) is logged and the others go on;
 its caps are then not renewed and lapse at their lease, back to the
@@ -67,8 +67,6 @@ import numpy as np
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from iotguard import admission
-from iotguard import caps
 from iotguard.controller import audit as audit_mod
 from iotguard.controller import samples
 from iotguard.db import api as db_api
@@ -76,10 +74,12 @@ from iotguard.db import caps as db_caps
 from iotguard.db import disks as db_disks
 from iotguard.engine import plan as plan_mod
 from iotguard import policy as policy_mod
+from iotguard.policy import admission
 from iotguard.policy import base
 from iotguard.policy import costmodel
 from iotguard.policy import estimator
-from iotguard import rpcapi
+from iotguard.wire import caps
+from iotguard.wire import rpcapi
 
 LOG = logging.getLogger(__name__)
 
@@ -189,7 +189,7 @@ def rates_offset(name: str, interval_s: float) -> float:
 
 def cap_of(instance_uuid: str, dev: str, limits: Mapping[str, int],
            lease_expires_at: float, decision_id: int | None) -> caps.Cap:
-    """The :class:`iotguard.caps.Cap` on a disk."""
+    """The :class:`iotguard.wire.caps.Cap` on a disk."""
     return caps.Cap(instance_uuid, dev, limits, lease_expires_at,
                     str(decision_id) if decision_id is not None else None)
 
@@ -217,7 +217,7 @@ class DomainLoop:
 
     ``db`` is :class:`iotguard.db.api.Connection`, ``store`` the
     :class:`~iotguard.controller.samples.SampleStore`, ``agent_api``
-    :class:`iotguard.rpcapi.AgentAPI` and ``audit``
+    :class:`iotguard.wire.rpcapi.AgentAPI` and ``audit``
     :class:`~iotguard.controller.audit.Audit`. No I/O in the constructor.
     """
 
@@ -429,7 +429,7 @@ class DomainLoop:
                fit: estimator.Fit | None) -> None:
         """Report floors admitted beyond what the storage was learned to do.
 
-        :func:`iotguard.admission.overcommit` on the domain's tiers, the
+        :func:`iotguard.policy.admission.overcommit` on the domain's tiers, the
         profile in use and ``fit``; ``iotguard.domain.overcommitted`` (and
         a warning) when the domain becomes overcommitted,
         ``iotguard.domain.overcommit_cleared`` when it no longer is. While

@@ -12,16 +12,16 @@
 
 """The controller's RPC endpoint (topic ``iotguard-controller``).
 
-An agent's batch (the wire form of :class:`iotguard.batch.Batch`)
+An agent's batch (the wire form of :class:`iotguard.wire.batch.Batch`)
 reaches one controller, which routes it: each controller keeps the
 samples of the disks in the domains it owns, so ownership moves between
 controllers without the agents knowing:
 
 * ``report_samples(host, samples)``: the controller that received the
-  batch checks it whole (:func:`iotguard.batch.decode`, the one check of
+  batch checks it whole (:func:`iotguard.wire.batch.decode`, the one check of
   a sample; a malformed batch is refused whole), keeps the disks of the
   domains it owns and queues each other owner's share
-  (:meth:`iotguard.batch.Batch.take`); the queue goes out as one
+  (:meth:`iotguard.wire.batch.Batch.take`); the queue goes out as one
   ``store_samples`` cast per owner every ``FORWARD_S`` seconds, or as
   soon as it holds ``FORWARD_DISKS`` disks. An unknown disk goes to the
   owner of the host's ephemeral domain (``local:<host>`` unless
@@ -31,7 +31,7 @@ controllers without the agents knowing:
 * ``store_samples(batches)``: another controller's routed shares,
   ``[(host, samples)]``, stored as below (a disk whose domain moved away
   meanwhile is dropped); ``host`` is None for the shares of known disks
-  merged from several hosts (:func:`iotguard.batch.merge`).
+  merged from several hosts (:func:`iotguard.wire.batch.merge`).
 * Of a checked batch, the disks of domains owned by another controller
   and disks nobody knows are dropped (logged);
   an unknown image-backed disk of the reporting host is recorded in the
@@ -69,12 +69,12 @@ from oslo_config import cfg
 from oslo_log import log as logging
 import oslo_messaging
 
-from iotguard import batch as batch_mod
 from iotguard.controller import membership
 from iotguard.controller import samples
 from iotguard.db import api as db_api
 from iotguard import exception
-from iotguard import rpcapi
+from iotguard.wire import batch as batch_mod
+from iotguard.wire import rpcapi
 
 LOG = logging.getLogger(__name__)
 
@@ -114,8 +114,8 @@ def heartbeat_report(info: dict[str, Any]) -> dict[str, Any]:
     """What the agents table keeps of a heartbeat's ``info``.
 
     ``version``, ``interval_s``, ``disks`` and ``caps`` (see
-    :meth:`iotguard.rpcapi.ControllerAPI.agent_heartbeat`); a field that is
-    missing or malformed is None, the heartbeat still counts.
+    :meth:`iotguard.wire.rpcapi.ControllerAPI.agent_heartbeat`); a field
+    that is missing or malformed is None, the heartbeat still counts.
     """
     version, interval = info.get('version'), info.get('interval_s', 0)
     return {
@@ -132,7 +132,7 @@ def _owns_everything(name: str) -> bool:
 
 
 class ControllerManager:
-    """RPC API of iotguard-controller (:mod:`iotguard.rpcapi`).
+    """RPC API of iotguard-controller (:mod:`iotguard.wire.rpcapi`).
 
     ``owns(name) -> bool`` says whether this controller owns a domain (or
     ``agent:<host>``); the default owns everything (one controller).
@@ -251,7 +251,7 @@ class ControllerManager:
 
     def report_samples(self, ctxt: dict[str, Any], host: object,
                        samples: object) -> None:
-        """One batch of one host (see :mod:`iotguard.rpcapi`).
+        """One batch of one host (see :mod:`iotguard.wire.rpcapi`).
 
         This controller alone received it: it routes the other owners'
         shares (when coordinated), then stores its own.
@@ -350,7 +350,7 @@ class ControllerManager:
         """Send the routed shares when due (see the module doc).
 
         An owner's shares of known disks go as one batch (each disk with
-        its own time of reading, :func:`iotguard.batch.merge`), checked
+        its own time of reading, :func:`iotguard.wire.batch.merge`), checked
         at once there; those of disks unknown here keep their host, which
         may record them.
         """
@@ -415,7 +415,7 @@ class ControllerManager:
                   received_at: float | None = None) -> int:
         """The sink of the other sources (Ceilometer, Gnocchi).
 
-        ``batch``: a :class:`iotguard.batch.Batch` the source built. Kept
+        ``batch``: a :class:`iotguard.wire.batch.Batch` the source built. Kept
         as an agent's, without registration: only the disks membership
         knows, in the domains owned here, are stored. How many.
         """

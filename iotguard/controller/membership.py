@@ -63,13 +63,13 @@ from oslo_config import cfg
 from oslo_log import log as logging
 import oslo_messaging
 
-from iotguard import admission
 from iotguard import clients
+from iotguard.controller import notifications
 from iotguard.db import api as db_api
 from iotguard.db import tiering
 from iotguard import exception
-from iotguard import notifications
-from iotguard import rpc
+from iotguard.policy import admission
+from iotguard.wire import rpc
 
 LOG = logging.getLogger(__name__)
 
@@ -155,8 +155,9 @@ class Membership:
     ``[service_credentials]`` when first needed); ``db``: an
     :class:`iotguard.db.api.Connection` or None (memory only);
     ``on_rebuilt(instance_uuid, host)``: see the module doc;
-    ``notifier``: an :class:`iotguard.notifications.Notifier` for the
-    tiers given or refused, or None; ``on_change(upserted, removed)``:
+    ``notifier``: an :class:`~iotguard.controller.notifications.Notifier`
+    for the tiers given or refused, or None; ``on_change(upserted,
+    removed)``:
     told the disks written, ``(instance_uuid, dev, domain, host)``, and
     the ``(instance_uuid, dev)`` removed, or None.
     """

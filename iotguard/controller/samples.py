@@ -13,8 +13,8 @@
 """The controller's in-memory sample store: the latest sample per disk.
 
 Every source (agents' ``report_samples``, Ceilometer, Gnocchi) feeds the
-same store with a :class:`iotguard.batch.Batch`, checked once by
-:func:`iotguard.batch.decode` (the agents') or built by the source
+same store with a :class:`iotguard.wire.batch.Batch`, checked once by
+:func:`iotguard.wire.batch.decode` (the agents') or built by the source
 itself; each disk's ``timestamp`` is the source's own time of
 measurement (UNIX seconds). The store keeps, per disk
 ``(instance_uuid, dev)``, only the newest sample, and refuses (logs and
@@ -32,7 +32,7 @@ at once with :meth:`SampleStore.gather`; :meth:`SampleStore.latest`
 gives one disk's row as a dict (tests, the all-in-one).
 
 **Staleness.** A sample is stale when it is older than
-:data:`iotguard.rates.STALE_INTERVALS` (3) intervals, the interval being
+:data:`iotguard.wire.rates.STALE_INTERVALS` (3) intervals, the interval being
 the larger of the controller's decision interval and the sample's own
 ``interval_s`` (a Ceilometer sample that covers 300 s stays usable
 longer than an agent's 5 s one). A policy must never tighten a cap on
@@ -55,9 +55,9 @@ import numpy as np
 import numpy.typing as npt
 from oslo_log import log as logging
 
-from iotguard import batch as batch_mod
 from iotguard.policy import base
-from iotguard import rates
+from iotguard.wire import batch as batch_mod
+from iotguard.wire import rates
 
 LOG = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ class SampleStore:
 
     def add_batch(self, batch: batch_mod.Batch,
                   received_at: float | None = None) -> int:
-        """Store a checked :class:`iotguard.batch.Batch`; how many stored.
+        """Store a checked :class:`iotguard.wire.batch.Batch`; how many stored.
 
         Refused (each logged): a sample from the future, one stale on
         arrival, one not newer than the disk's latest (also when a disk

@@ -42,14 +42,14 @@ from iotguard.controller import audit as audit_mod
 from iotguard.controller import loop as loop_mod
 from iotguard.controller import manager as manager_mod
 from iotguard.controller import membership as membership_mod
+from iotguard.controller import notifications
 from iotguard.controller import partition as partition_mod
 from iotguard.controller import samples as samples_mod
 from iotguard.controller.sources import gnocchi as gnocchi_mod
 from iotguard.db import api as db_api
-from iotguard import notifications
-from iotguard import rpc
-from iotguard import rpcapi
 from iotguard import service
+from iotguard.wire import rpc
+from iotguard.wire import rpcapi
 
 LOG = logging.getLogger(__name__)
 

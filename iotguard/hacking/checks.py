@@ -13,21 +13,17 @@
 """iotguard's local flake8 checks (I3xx).
 
 I301: no oslo, SQLAlchemy, libvirt or openstack imports in the pure core
-      (iotguard/policy, iotguard/engine, iotguard/sim, iotguard/caps.py,
-      iotguard/rates.py, iotguard/batch.py, iotguard/admission.py).
+      (iotguard/policy, iotguard/engine, iotguard/sim and the records of
+      iotguard/wire: caps.py, rates.py, batch.py).
 I302: options are declared only in iotguard/conf/.
 I303: no eventlet.
 I304: no clock reads in iotguard/policy/ and iotguard/engine/.
 I305: DB sessions (enginefacade, sqlalchemy.orm) stay in iotguard/db/.
 I306: the services keep to their side: the agent imports nothing from the
       controller, the API or the database; the controller nothing from the
-      agent or the API; the core (policy, engine, sim, caps, rates,
-      batch, rpcapi, admission) nothing from any service (agent,
-      controller, api, db).
-      What the agent and the controller share is the contract at the top
-      level: iotguard.caps (records), iotguard.batch (samples in
-      columns), iotguard.rates (rate math), iotguard.rpcapi (both RPC
-      clients).
+      agent or the API; the core (policy, engine, sim, wire) nothing from
+      any service (agent, controller, api, db). What the agent and the
+      controller share is the contract, iotguard.wire.
 I307: only the tests import the benchmarks (``benchmarks/`` beside the
       package, not installed): nothing installed depends on them.
 """
@@ -38,8 +34,7 @@ import re
 from hacking import core
 
 _PURE = re.compile(
-    r'(^|/)iotguard/(policy/|engine/|sim/|'
-    r'(caps|rates|batch|admission)\.py$)')
+    r'(^|/)iotguard/(policy/|engine/|sim/|wire/(caps|rates|batch)\.py$)')
 _IMPURE_IMPORT = re.compile(
     r'^\s*(import|from)\s+(oslo_\w+|sqlalchemy|libvirt|openstack)\b')
 _OPT = re.compile(r'\bcfg\.\w*Opt\(')
@@ -54,8 +49,7 @@ _BOUNDARIES = (
      frozenset(('controller', 'api', 'db')), 'the agent'),
     (re.compile(r'(^|/)iotguard/controller/'),
      frozenset(('agent', 'api')), 'the controller'),
-    (re.compile(r'(^|/)iotguard/(policy/|engine/|sim/|'
-                r'(caps|rates|batch|rpcapi|admission)\.py$)'),
+    (re.compile(r'(^|/)iotguard/(policy|engine|sim|wire)/'),
      _SERVICES, 'the core'),
 )
 _FROM_PACKAGE = re.compile(r'^\s*(from|import)\s+iotguard\.(\w+)')
@@ -125,9 +119,7 @@ def check_service_boundaries(logical_line: str, filename: str) -> _Problems:
         if files.search(filename):
             for name in sorted(_imported_packages(logical_line) & forbidden):
                 yield 0, ('I306: %s must not import iotguard.%s (share '
-                          'iotguard.caps, iotguard.batch, iotguard.rates or '
-                          'iotguard.rpcapi '
-                          'instead)' % (who, name))
+                          'iotguard.wire instead)' % (who, name))
 
 
 @core.flake8ext

@@ -195,7 +195,7 @@ class DomainSnapshot:
                                np.float64, len(tiers))
 
         def no_limit_if_zero(values: FloatArray) -> FloatArray:
-            """:func:`iotguard.caps.inf_if_zero` of a column."""
+            """:func:`iotguard.wire.caps.inf_if_zero` of a column."""
             out: FloatArray = np.where(values > 0, values, math.inf)
             return out
 

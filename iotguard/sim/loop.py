@@ -18,7 +18,7 @@ force and when it was set, the tier), builds the domain's
 :class:`~iotguard.policy.base.DomainSnapshot`, asks the policy, plans its
 decisions as the controller does (:func:`iotguard.engine.plan.plan`) and
 applies the new or changed caps to the disks' throttles as the agent
-does (:func:`iotguard.caps.effective` over the scenario's static limits; a
+does (:func:`iotguard.wire.caps.effective` over the scenario's static limits; a
 ``release`` restores them). It records the
 series the measures and the plots are computed from, and the truth the
 oracle needs: each disk's demand and the storage's capacity.
@@ -30,17 +30,17 @@ import math
 
 import numpy as np
 
-from iotguard import caps
 from iotguard.engine import plan as plan_mod
 from iotguard.policy import base
 from iotguard.policy import costmodel
 from iotguard.policy import estimator
-from iotguard import rates
 from iotguard.sim import learning
 from iotguard.sim import scenario as scenario_mod
 from iotguard.sim import storage
 from iotguard.sim import workload
 from iotguard.sim import world as world_mod
+from iotguard.wire import caps
+from iotguard.wire import rates
 
 Progress = collections.abc.Callable[[float], None]
 
@@ -129,8 +129,8 @@ class Recorder:
     The one recorder of the simulator's loop and of the all-in-one:
     :meth:`begin` before the world steps window ``k``, :meth:`end` after
     it. Rates come from the world's counters through the agent's rate
-    code (:class:`iotguard.rates.Table` over the bulk
-    :class:`~iotguard.rates.Readings` a driver reads), each disk's rates
+    code (:class:`iotguard.wire.rates.Table` over the bulk
+    :class:`~iotguard.wire.rates.Readings` a driver reads), each disk's rates
     and latency as a snapshot holds them
     (:meth:`iotguard.policy.base.SampleColumns.totals`), work through the
     cost model of the domain's form (:func:`iotguard.policy.costmodel.load`).

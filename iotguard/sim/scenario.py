@@ -26,11 +26,11 @@ from typing import Any
 
 import yaml
 
-from iotguard import caps
 from iotguard import exception
 from iotguard import policy
 from iotguard.policy import base
 from iotguard.sim import throttle
+from iotguard.wire import caps
 
 PACKAGE = 'iotguard.sim.scenarios'
 SUFFIX = '.yaml'

@@ -27,7 +27,7 @@ size is ``*_max`` x 1 s of burst when a ``*_max`` is set, else a tenth of a
 second of the average rate (QEMU's default).
 """
 
-from iotguard import caps
+from iotguard.wire import caps
 
 GROUPS = caps.KINDS + tuple(kind + '_max' for kind in caps.KINDS)
 BURST_LENGTH_S = 1.0

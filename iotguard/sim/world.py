@@ -27,11 +27,11 @@ import uuid
 import numpy as np
 import numpy.typing as npt
 
-from iotguard import rates
 from iotguard.sim import scenario as scenario_mod
 from iotguard.sim import storage
 from iotguard.sim import throttle
 from iotguard.sim import workload
+from iotguard.wire import rates
 
 NS = 1e9
 
@@ -104,8 +104,8 @@ class World:
     def counter_array(self, disk_ids: list[str]) -> npt.NDArray[np.uint64]:
         """:meth:`counters` of several disks at once: one row each.
 
-        In the order of :data:`iotguard.rates.COUNTER_KEYS`, as the agent's
-        bulk read gives them, without a dict per disk.
+        In the order of :data:`~iotguard.wire.rates.COUNTER_KEYS`, as the
+        agent's bulk read gives them, without a dict per disk.
         """
         try:
             disks = list(map(self._disks.__getitem__, disk_ids))

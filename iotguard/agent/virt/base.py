@@ -14,8 +14,8 @@
 
 A disk is keyed by ``(instance_uuid, dev)``: the libvirt domain UUID is the
 Nova instance UUID, ``dev`` the target dev (``vda``). Iotune dicts carry
-the twelve keys of :data:`iotguard.caps.IOTUNE_KEYS` (0 = no limit);
-counter dicts the keys of :data:`iotguard.rates.COUNTER_KEYS`.
+the twelve keys of :data:`iotguard.wire.caps.IOTUNE_KEYS` (0 = no limit);
+counter dicts the keys of :data:`iotguard.wire.rates.COUNTER_KEYS`.
 
 Constructors do no I/O; :meth:`Driver.start` connects.
 """
@@ -24,8 +24,8 @@ import abc
 import collections.abc
 import dataclasses
 
-from iotguard import caps
-from iotguard import rates
+from iotguard.wire import caps
+from iotguard.wire import rates
 
 #: Lifecycle event names passed to the callback.
 EVENT_STARTED = 'started'

@@ -60,8 +60,8 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from iotguard.agent.virt import base
-from iotguard import caps
-from iotguard import rates
+from iotguard.wire import caps
+from iotguard.wire import rates
 
 try:
     import libvirt

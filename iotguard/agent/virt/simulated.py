@@ -30,10 +30,10 @@ import numpy.typing as npt
 from oslo_config import cfg
 
 from iotguard.agent.virt import base
-from iotguard import caps
-from iotguard import rates
 from iotguard.sim import scenario
 from iotguard.sim import world as world_mod
+from iotguard.wire import caps
+from iotguard.wire import rates
 
 
 class World(Protocol):

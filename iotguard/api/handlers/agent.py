@@ -14,7 +14,7 @@
 
 An agent casts a heartbeat every interval, which the controller owning
 ``agent:<host>`` writes to the agents table. An agent is alive while its
-last heartbeat is at most :data:`iotguard.rates.STALE_INTERVALS` of its
+last heartbeat is at most :data:`iotguard.wire.rates.STALE_INTERVALS` of its
 own reporting intervals old (``[agent] sample_interval`` for an agent that
 did not say its interval): past that, the samples it sent are stale too.
 """
@@ -29,7 +29,7 @@ import webob
 from iotguard.api.handlers import common
 from iotguard.api import schemas
 from iotguard.api import util
-from iotguard import rates
+from iotguard.wire import rates
 
 
 def _view(agent: dict[str, Any], now: datetime.datetime,

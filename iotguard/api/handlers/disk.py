@@ -20,10 +20,10 @@ from oslo_config import cfg
 from oslo_log import log
 from oslo_utils import timeutils
 
-from iotguard import admission
+from iotguard.policy import admission
 from iotguard.policy import base
 from iotguard.policy import costmodel
-from iotguard import rates as rates_mod
+from iotguard.wire import rates as rates_mod
 
 LOG = log.getLogger(__name__)
 
@@ -66,10 +66,10 @@ def load(disks: list[dict[str, Any]], profile: base.Profile,
     :func:`iotguard.policy.costmodel.domain_load` of the summed rates.
     The controller writes a disk's rates every ``[controller]
     rates_write_interval`` while its samples are fresh, and stops when
-    they are stale (:data:`iotguard.rates.STALE_INTERVALS` decision
+    they are stale (:data:`iotguard.wire.rates.STALE_INTERVALS` decision
     intervals without one); the last rates of a disk that went away stay
     stored. None (logged) if the load is not finite: rates up to
-    :data:`iotguard.caps.MAX_RATE` cannot make it so, rates stored before
+    :data:`iotguard.wire.caps.MAX_RATE` cannot make it so, rates stored before
     that limit could.
     """
     since = timeutils.utcnow() - datetime.timedelta(

@@ -17,7 +17,6 @@ from typing import Any
 from oslo_config import cfg
 import webob
 
-from iotguard import admission
 from iotguard.api.handlers import common
 from iotguard.api.handlers import disk
 from iotguard.api import schemas
@@ -25,6 +24,7 @@ from iotguard.api.schemas import common as common_schema
 from iotguard.api import util
 from iotguard import exception
 from iotguard import policy
+from iotguard.policy import admission
 
 
 def _name(name: str) -> str:

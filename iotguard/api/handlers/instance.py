@@ -20,12 +20,12 @@ from oslo_log import log
 from oslo_utils import strutils
 import webob
 
-from iotguard import admission
 from iotguard.api.handlers import common
 from iotguard.api.handlers import disk
 from iotguard.api import schemas
 from iotguard.api import util
 from iotguard import exception
+from iotguard.policy import admission
 
 LOG = log.getLogger(__name__)
 

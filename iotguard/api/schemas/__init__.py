@@ -16,8 +16,8 @@ Every query value is a string. The schemas forbid unknown properties;
 :mod:`iotguard.api.openapi` publishes them as they are.
 """
 
-from iotguard import admission
 from iotguard.api.schemas import common
+from iotguard.policy import admission
 from iotguard.policy import base
 
 _TIER_PROPERTIES = {

@@ -12,7 +12,7 @@
 
 """Schema pieces shared by the API's request schemas."""
 
-from iotguard import caps
+from iotguard.wire import caps
 
 #: Not ``.`` or ``..``: a name is a URL path segment.
 _NOT_DOTS = r'^(?!\.\.?$)'

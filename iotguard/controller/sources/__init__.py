@@ -12,12 +12,12 @@
 
 """Metric sources other than the agents: Ceilometer and Gnocchi.
 
-Each source turns what it reads into rows (:class:`iotguard.batch.Row`,
+Each source turns what it reads into rows (:class:`iotguard.wire.batch.Row`,
 one disk's sample each) and :func:`deliver` hands them to a
 ``sink(batch) -> int`` callable (the controller passes its manager's
 ``add_batch``, which keeps the disks it owns) as one
-:class:`iotguard.batch.Batch`, checked as an agent's is: through its wire
-form and :func:`iotguard.batch.decode`, the one check of a sample (a
+:class:`iotguard.wire.batch.Batch`, checked as an agent's is: through its wire
+form and :func:`iotguard.wire.batch.decode`, the one check of a sample (a
 malformed row is logged and dropped, the others go on). Neither source
 sees the static ceilings (only the agent does): a disk of theirs has
 none.
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 from oslo_log import log as logging
 
-from iotguard import batch as batch_mod
+from iotguard.wire import batch as batch_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ def _checked(rows: Sequence[batch_mod.Row]) -> batch_mod.Batch:
 
 
 def checked(rows: Sequence[batch_mod.Row]) -> batch_mod.Batch:
-    """The :class:`iotguard.batch.Batch` of ``rows``, checked.
+    """The :class:`iotguard.wire.batch.Batch` of ``rows``, checked.
 
     A malformed row is logged and left out.
     """

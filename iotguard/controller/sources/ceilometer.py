@@ -24,7 +24,7 @@ The disk meters are cumulative counters, one dict per meter and disk per
 poll, possibly spread over several notifications. :class:`Assembler`
 gathers the meters of one poll of one disk into one reading (requests,
 bytes and, when Ceilometer polls them, latency in ns) and turns two
-consecutive readings into rates with :mod:`iotguard.rates`, the
+consecutive readings into rates with :mod:`iotguard.wire.rates`, the
 agent's own math: a counter that went backwards (reboot, re-attach)
 starts a new series and gives a gap, never a negative rate.
 
@@ -45,12 +45,12 @@ from oslo_log import log as logging
 import oslo_messaging
 from oslo_utils import timeutils
 
-from iotguard import batch as batch_mod
-from iotguard import caps
 from iotguard.controller import sources
 from iotguard import exception
-from iotguard import rates
-from iotguard import rpc
+from iotguard.wire import batch as batch_mod
+from iotguard.wire import caps
+from iotguard.wire import rates
+from iotguard.wire import rpc
 
 LOG = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ def _volume(meter: dict[str, Any]) -> float:
 
 
 class Assembler:
-    """Meters in, per-disk samples (:class:`iotguard.batch.Row`) out.
+    """Meters in, per-disk samples (:class:`iotguard.wire.batch.Row`) out.
 
     Thread-safe.
 

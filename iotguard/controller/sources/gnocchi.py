@@ -48,10 +48,10 @@ from keystoneauth1 import session as ks_session
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from iotguard import batch as batch_mod
 from iotguard import clients
 from iotguard.controller import sources
-from iotguard import rates
+from iotguard.wire import batch as batch_mod
+from iotguard.wire import rates
 
 LOG = logging.getLogger(__name__)
 
@@ -155,7 +155,7 @@ class GnocchiSource:
               ) -> list[batch_mod.Row]:
         """Every complete bucket of every disk, oldest first.
 
-        A :class:`iotguard.batch.Row` per disk and bucket.
+        A :class:`iotguard.wire.batch.Row` per disk and bucket.
 
         ``instance_uuids``: only these instances' disks (None: every
         ``instance_disk``); ``start``/``stop``: UNIX times. Returns ``[]``

@@ -44,7 +44,6 @@ import fixtures
 from oslo_config import cfg
 import oslo_messaging
 
-from iotguard import rpc
 from iotguard.tests import base
 from iotguard.tests.fixtures import ceph as ceph_fixture
 from iotguard.tests.fixtures import cloud as cloud_fixture
@@ -52,6 +51,7 @@ from iotguard.tests.fixtures import confs
 from iotguard.tests.fixtures import database
 from iotguard.tests.fixtures import deployment
 from iotguard.tests.functional import test_osc_keystone
+from iotguard.wire import rpc
 
 try:
     import libvirt

@@ -14,9 +14,9 @@
 
 The disk of :mod:`iotguard.tests.fixtures.fusedisk` (over FUSE, as a file)
 is loaded by the measurement's own generator
-(:func:`iotguard.measure.run_builtin`) with 4 KiB writes, large writes of
-two sizes (64 KiB and 1 MiB) and both at once: every phase keeps the disk
-busy, so each is one saturated interval of what it served (operations
+(:func:`~iotguard.manage.measure.run_builtin`) with 4 KiB writes, large
+writes of two sizes (64 KiB and 1 MiB) and both at once: every phase keeps
+the disk busy, so each is one saturated interval of what it served (operations
 and bytes a second). Fed to :func:`iotguard.policy.estimator.observe`,
 they must give an ``additive`` fit with both parameters identified and
 within ``TOLERANCE`` of the disk's exact additive profile,
@@ -33,7 +33,7 @@ import fixtures
 import numpy as np
 from testtools import content
 
-from iotguard import measure
+from iotguard.manage import measure
 from iotguard.policy import base as policy_base
 from iotguard.policy import costmodel
 from iotguard.policy import estimator

@@ -41,7 +41,7 @@ import sys
 import fixtures
 from testtools import content
 
-from iotguard import measure
+from iotguard.manage import measure
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
 from iotguard.tests.fixtures import fusebucket

@@ -36,11 +36,11 @@ import fixtures
 
 from iotguard.agent import service as agent_service
 from iotguard.controller import service as controller_service
-from iotguard import rpc
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
 from iotguard.tests.fixtures import ports
 from iotguard.tests.functional.controller import test_loop_rabbit as lr
+from iotguard.wire import rpc
 
 START_TIMEOUT_S = 30
 DOWN_S = lr.LEASE_S + 1.0

@@ -21,13 +21,13 @@ import os
 
 import fixtures
 
-from iotguard import caps
 from iotguard.cmd import manage
+from iotguard.manage import tiersync
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
 from iotguard.tests.fixtures import openstack as os_fixtures
 from iotguard.tests.fixtures import ports
-from iotguard import tiersync
+from iotguard.wire import caps
 
 GOLD = {'name': 'gold', 'min_iops': 2000.0, 'min_bytes_sec': 0.0,
         'max_iops': 5000.0, 'max_bytes_sec': 200e6}

@@ -18,8 +18,7 @@ import fixtures
 import webob
 
 from iotguard.agent.virt import simulated
-from iotguard import allinone
-from iotguard.cmd import allinone as cmd
+from iotguard.cmd import allinone
 from iotguard import exception
 from iotguard.sim import loop
 from iotguard.sim import scenario as scenario_mod
@@ -53,13 +52,13 @@ class FakeDb:
 class ArgumentsTest(base.TestCase):
 
     def parse(self, *argv):
-        return cmd.options(cmd.build_parser().parse_args(list(argv)))
+        return allinone.options(allinone.build_parser().parse_args(list(argv)))
 
     def test_defaults_are_the_embedded_main_job(self):
-        args = cmd.build_parser().parse_args([])
+        args = allinone.build_parser().parse_args([])
         self.assertEqual('iotguard-allinone.png', args.plot)
         self.assertIsNone(args.json)
-        opts = cmd.options(args)
+        opts = allinone.options(args)
         self.assertEqual(allinone.Options(log_file='iotguard-allinone.log'),
                          opts)
         self.assertEqual(('paper-4vm', 'guarantee', 10.0, None, 9737, None),
@@ -244,7 +243,7 @@ class LiveViewTest(base.TestCase):
             allinone.VmView('vm2', 'light', 790.0, 600.0, None, '')])
 
     def test_lines(self):
-        lines = cmd.render(self.window, ['HEAD'])
+        lines = allinone.render(self.window, ['HEAD'])
         self.assertEqual('HEAD', lines[0])
         self.assertIn('t =   25 s  window 5/24', lines[1])
         self.assertIn('caps in force: 1', lines[1])
@@ -256,9 +255,9 @@ class LiveViewTest(base.TestCase):
             def isatty(self):
                 return True
         tty, pipe = Tty(), io.StringIO()
-        cmd.LiveView(tty, ['HEAD'])(self.window)
-        cmd.LiveView(pipe, ['HEAD'])(self.window)
-        self.assertTrue(tty.getvalue().startswith(cmd.CLEAR + 'HEAD\n'))
+        allinone.LiveView(tty, ['HEAD'])(self.window)
+        allinone.LiveView(pipe, ['HEAD'])(self.window)
+        self.assertTrue(tty.getvalue().startswith(allinone.CLEAR + 'HEAD\n'))
         self.assertNotIn('\x1b', pipe.getvalue())
         self.assertNotIn('HEAD', pipe.getvalue())
         # The status line and one line a VM.

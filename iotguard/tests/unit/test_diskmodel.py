@@ -12,7 +12,7 @@
 
 """The emulated disk's arithmetic: service times, its timeline, its truth."""
 
-from iotguard import measure
+from iotguard.manage import measure
 from iotguard.policy import base
 from iotguard.policy import costmodel
 from iotguard.tests import base as test_base

@@ -26,15 +26,16 @@ class PureImportsTest(testtools.TestCase):
     def test_pure_core_refuses_oslo(self):
         for filename in ('./iotguard/policy/guarantee.py',
                          './iotguard/engine/plan.py',
-                         './iotguard/sim/loop.py', './iotguard/caps.py',
-                         './iotguard/rates.py', 'iotguard/admission.py'):
+                         './iotguard/sim/loop.py', './iotguard/wire/caps.py',
+                         './iotguard/wire/rates.py',
+                         'iotguard/policy/admission.py'):
             self.assertEqual(['I301'], codes(
                 checks.check_pure_imports, 'from oslo_log import log',
                 filename), filename)
 
     def test_services_and_tests_may_use_oslo(self):
         for filename in ('./iotguard/agent/manager.py',
-                         './iotguard/rpcapi.py',
+                         './iotguard/wire/rpcapi.py',
                          './iotguard/tests/unit/policy/test_ntt.py',
                          './iotguard/tests/unit/test_caps.py'):
             self.assertEqual([], codes(
@@ -73,15 +74,15 @@ class ServiceBoundariesTest(testtools.TestCase):
                      'import iotguard.api.app',
                      'from iotguard.db import api as db_api',
                      'from iotguard import db',
-                     'from iotguard import rpc, controller as ctl'):
+                     'from iotguard import wire, controller as ctl'):
             self.assertRefused(line, './iotguard/agent/service.py')
         self.assertRefused('from iotguard.controller import rpcapi',
                            '/src/iotguard/agent/virt/libvirt.py')
 
     def test_agent_imports_the_contract_and_the_core(self):
-        for line in ('from iotguard import caps',
-                     'from iotguard import rates',
-                     'from iotguard import rpcapi',
+        for line in ('from iotguard.wire import caps',
+                     'from iotguard.wire import rates',
+                     'from iotguard.wire import rpcapi',
                      'from iotguard.agent import manager',
                      'from iotguard.sim import world',
                      'import oslo_messaging'):
@@ -96,16 +97,17 @@ class ServiceBoundariesTest(testtools.TestCase):
 
     def test_controller_imports_the_database(self):
         for line in ('from iotguard.db import api as db_api',
-                     'from iotguard import rpcapi',
+                     'from iotguard.wire import rpcapi',
                      'from iotguard.policy import base'):
             self.assertAllowed(line, './iotguard/controller/service.py')
 
     def test_core_imports_no_service(self):
         for filename in ('./iotguard/policy/base.py',
                          './iotguard/engine/plan.py',
-                         './iotguard/sim/loop.py', './iotguard/caps.py',
-                         './iotguard/rates.py', './iotguard/rpcapi.py',
-                         './iotguard/admission.py'):
+                         './iotguard/sim/loop.py', './iotguard/wire/caps.py',
+                         './iotguard/wire/rates.py',
+                         './iotguard/wire/rpcapi.py',
+                         './iotguard/policy/admission.py'):
             for service in ('agent', 'controller', 'api', 'db'):
                 self.assertRefused('from iotguard.%s import x' % service,
                                    filename)
@@ -120,14 +122,15 @@ class ServiceBoundariesTest(testtools.TestCase):
 
     def test_composition_roots_and_tests_import_anything(self):
         line = 'from iotguard.controller import service'
-        for filename in ('./iotguard/allinone.py', './iotguard/cmd/agent.py',
+        for filename in ('./iotguard/cmd/allinone.py',
+                         './iotguard/cmd/agent.py',
                          './iotguard/api/app.py',
                          './iotguard/tests/unit/agent/test_service.py',
                          './iotguard/tests/unit/policy/test_ntt.py'):
             self.assertAllowed(line, filename)
 
     def test_similar_names_are_not_services(self):
-        for line in ('from iotguard import admission',
+        for line in ('from iotguard.policy import admission',
                      'from iotguard import apidoc',
                      'from iotguard.dbx import y'):
             self.assertAllowed(line, './iotguard/policy/base.py')
@@ -150,7 +153,7 @@ class BenchNotImportedTest(testtools.TestCase):
             self.assertEqual([], codes(
                 checks.check_bench_not_imported,
                 'from benchmarks import controller', filename), filename)
-        for line in ('from iotguard import caps',
+        for line in ('from iotguard.wire import caps',
                      'from iotguard.sim import bench'):
             self.assertEqual([], codes(
                 checks.check_bench_not_imported, line,

@@ -34,10 +34,10 @@ import testtools
 from iotguard.agent import manager as manager_mod
 from iotguard.agent import sampler as sampler_mod
 from iotguard.agent.virt import libvirt as lv
-from iotguard import batch as batch_mod
 from iotguard.tests import base as test_base
 from iotguard.tests.fixtures import ceph as ceph_fixture
 from iotguard.tests.functional.agent import guest
+from iotguard.wire import batch as batch_mod
 
 try:
     import libvirt

@@ -29,9 +29,9 @@ import testtools
 from iotguard.agent import manager as manager_mod
 from iotguard.agent.virt import base
 from iotguard.agent.virt import libvirt as lv
-from iotguard import caps
-from iotguard import rates
 from iotguard.tests import base as test_base
+from iotguard.wire import caps
+from iotguard.wire import rates
 
 try:
     import libvirt

@@ -14,7 +14,7 @@
 
 A test controller endpoint (topic ``iotguard-controller``) receives the
 agent's ``report_samples`` cast and ``agent_heartbeat`` fanout cast, and the
-controller's client (:class:`iotguard.rpcapi.AgentAPI`) casts
+controller's client (:class:`iotguard.wire.rpcapi.AgentAPI`) casts
 ``apply_caps``/``release_caps`` and calls ``get_state``. Each test uses its
 own exchange (``control_exchange``) and host name, so concurrent runs do not
 see each other. The broker URL defaults to the RabbitMQ that
@@ -31,12 +31,12 @@ import testtools
 
 from iotguard.agent import service as agent_service
 from iotguard.agent.virt import libvirt as lv
-from iotguard import batch as batch_mod
-from iotguard import rpc
-from iotguard import rpcapi
 from iotguard.tests import base as test_base
 from iotguard.tests.fixtures import rabbit
 from iotguard.tests.functional.agent import test_libvirt_driver as tld
+from iotguard.wire import batch as batch_mod
+from iotguard.wire import rpc
+from iotguard.wire import rpcapi
 
 try:
     import libvirt
@@ -58,7 +58,7 @@ class ControllerEndpoint:
     """What iotguard-controller serves, recording what it gets.
 
     Each batch is checked as the controller checks it
-    (:func:`iotguard.batch.decode`) and kept as a dict per disk.
+    (:func:`iotguard.wire.batch.decode`) and kept as a dict per disk.
     """
 
     target = oslo_messaging.Target(version=rpcapi.CONTROLLER_RPC_API_VERSION)

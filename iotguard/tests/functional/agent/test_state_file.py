@@ -18,7 +18,7 @@ import fixtures
 import testtools
 
 from iotguard.agent import manager
-from iotguard import caps
+from iotguard.wire import caps
 
 KEY = ('6f1e2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b', 'vda')
 

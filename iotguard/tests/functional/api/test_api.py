@@ -22,13 +22,13 @@ from oslo_middleware import http_proxy_to_wsgi
 import webob
 
 from iotguard.api import app
-from iotguard import caps
-from iotguard import rates
 from iotguard.tests import base as test_base
 from iotguard.tests import dbrows
 from iotguard.tests.fixtures import database
 from iotguard.tests.fixtures import ports
 from iotguard.tests.functional.api import base
+from iotguard.wire import caps
+from iotguard.wire import rates
 
 A1 = 'aaaaaaaa-0000-4000-8000-000000000001'
 A2 = 'aaaaaaaa-0000-4000-8000-000000000002'

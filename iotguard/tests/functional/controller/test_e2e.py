@@ -42,15 +42,15 @@ import uuid
 import fixtures
 from oslo_messaging import conffixture
 
-from iotguard import batch as batch_mod
-from iotguard import rpc
-from iotguard import rpcapi
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
 from iotguard.tests.fixtures import ports
 from iotguard.tests.fixtures import rabbit
 from iotguard.tests.functional.controller import test_loop_rabbit as tlr
 from iotguard.tests.functional.controller import test_partition
+from iotguard.wire import batch as batch_mod
+from iotguard.wire import rpc
+from iotguard.wire import rpcapi
 
 INTERVAL_S = 2.0
 MEMBER_TIMEOUT = 1

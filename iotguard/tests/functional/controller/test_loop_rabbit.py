@@ -38,15 +38,15 @@ import oslo_messaging
 from oslo_messaging import conffixture
 
 from iotguard.agent import service as agent_service
-from iotguard import batch as batch_mod
 from iotguard.controller import service as controller_service
-from iotguard import rpc
-from iotguard import rpcapi
 from iotguard.sim import scenario as scenario_mod
 from iotguard.sim import world as world_mod
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
 from iotguard.tests.fixtures import rabbit
+from iotguard.wire import batch as batch_mod
+from iotguard.wire import rpc
+from iotguard.wire import rpcapi
 
 INTERVAL_S = 1.0
 SAMPLE_S = 0.5

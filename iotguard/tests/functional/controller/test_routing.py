@@ -26,14 +26,14 @@ import uuid
 
 from oslo_messaging import conffixture
 
-from iotguard import batch as batch_mod
 from iotguard.controller import service as controller_service
-from iotguard import rpc
-from iotguard import rpcapi
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
 from iotguard.tests.fixtures import rabbit
 from iotguard.tests.functional.controller import test_partition
+from iotguard.wire import batch as batch_mod
+from iotguard.wire import rpc
+from iotguard.wire import rpcapi
 
 HOSTS = 4
 DOMAINS = 12

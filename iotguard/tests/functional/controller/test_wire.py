@@ -29,13 +29,13 @@ from iotguard.agent import sampler as sampler_mod
 from iotguard.agent.virt import base as virt_base
 from iotguard.controller import manager as manager_mod
 from iotguard.controller import samples as samples_mod
-from iotguard import rates
-from iotguard import rpc
-from iotguard import rpcapi
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
 from iotguard.tests.fixtures import rabbit
 from iotguard.tests.unit.agent import fakes as agent_fakes
+from iotguard.wire import rates
+from iotguard.wire import rpc
+from iotguard.wire import rpcapi
 
 DOMAIN = 'ft-wire'
 

@@ -17,9 +17,9 @@ import functools
 import threading
 import time
 
-from iotguard import admission
 from iotguard.db import api as db_api
 from iotguard import exception
+from iotguard.policy import admission
 from iotguard.tests import base
 from iotguard.tests import dbrows
 from iotguard.tests.fixtures import database

@@ -21,7 +21,7 @@ from iotguard.cmd import manage
 from iotguard.cmd import status
 from iotguard.db import migration
 from iotguard.tests.functional.db import backends
-from iotguard.tests.unit import test_tiersync
+from iotguard.tests.unit.manage import test_tiersync
 
 
 class CommandTests:

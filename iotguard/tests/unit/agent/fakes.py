@@ -13,8 +13,8 @@
 """In-memory stand-ins for the agent's unit tests (no I/O)."""
 
 from iotguard.agent.virt import base
-from iotguard import caps
-from iotguard import rates
+from iotguard.wire import caps
+from iotguard.wire import rates
 
 UUID_A = '6f1e2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b'
 UUID_B = '0b1c2d3e-4f50-4617-8a9b-abcdefabcdef'

@@ -17,9 +17,9 @@ import fixtures
 
 from iotguard.agent import manager
 from iotguard.agent.virt import base
-from iotguard import caps
 from iotguard.tests import base as test_base
 from iotguard.tests.unit.agent import fakes
+from iotguard.wire import caps
 
 A = (fakes.UUID_A, 'vda')
 B = (fakes.UUID_B, 'vdb')

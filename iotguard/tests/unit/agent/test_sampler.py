@@ -18,12 +18,12 @@ import fixtures
 from iotguard.agent import manager
 from iotguard.agent import sampler
 from iotguard.agent.virt import base
-from iotguard import batch as batch_mod
-from iotguard import caps
-from iotguard import rates
 from iotguard.tests import base as test_base
 from iotguard.tests.unit.agent import fakes
 from iotguard.tests.unit.agent import test_manager
+from iotguard.wire import batch as batch_mod
+from iotguard.wire import caps
+from iotguard.wire import rates
 
 A = (fakes.UUID_A, 'vda')
 B = (fakes.UUID_B, 'vdb')

@@ -20,10 +20,10 @@ from iotguard.agent import virt
 from iotguard.agent.virt import base
 from iotguard.agent.virt import libvirt as lv
 from iotguard.agent.virt import simulated
-from iotguard import caps
-from iotguard import rpc
 from iotguard.tests import base as test_base
 from iotguard.tests.unit.agent import fakes
+from iotguard.wire import caps
+from iotguard.wire import rpc
 
 
 class LoadTest(test_base.TestCase):
@@ -62,7 +62,7 @@ class AgentServiceTest(test_base.TestCase):
         def report(ctxt, host, samples):
             sent.append((host, samples))
             first.set()
-        with mock.patch('iotguard.rpcapi.ControllerAPI.'
+        with mock.patch('iotguard.wire.rpcapi.ControllerAPI.'
                         'report_samples', side_effect=report):
             agent.start()
             self.driver.start.assert_called_once_with(
@@ -89,7 +89,7 @@ class AgentServiceTest(test_base.TestCase):
         log = self.useFixture(fixtures.FakeLogger())
         agent = service.AgentService(self.conf, driver=self.driver,
                                      transport=self.transport, timer=False)
-        with mock.patch('iotguard.rpcapi.ControllerAPI.'
+        with mock.patch('iotguard.wire.rpcapi.ControllerAPI.'
                         'report_samples',
                         side_effect=RuntimeError('no exchange')):
             agent.start()
@@ -115,7 +115,7 @@ class AgentServiceTest(test_base.TestCase):
             entered.set()
             release.wait(10)
         self.addCleanup(release.set)
-        with mock.patch('iotguard.rpcapi.ControllerAPI.'
+        with mock.patch('iotguard.wire.rpcapi.ControllerAPI.'
                         'report_samples', side_effect=blocked):
             agent.start()
             self.addCleanup(agent.stop)

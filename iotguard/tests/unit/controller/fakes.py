@@ -14,16 +14,16 @@
 
 import uuid
 
-from iotguard import batch as batch_mod
 from iotguard.controller import audit
 from iotguard.db import caps as db_caps
 from iotguard.db import disks as db_disks
 from iotguard.policy import base
+from iotguard.wire import batch as batch_mod
 
 
 def sample(instance_uuid=None, dev='vda', timestamp=1000.0, iops=10.0,
            bytes_sec=40960.0, latency_ms=1.0, gap=None, **extra):
-    """A disk's sample (:class:`iotguard.batch.Row`), split read/write.
+    """A disk's sample (:class:`iotguard.wire.batch.Row`), split read/write.
 
     ``extra``: a rate by name, or another field of the row.
     """
@@ -41,7 +41,7 @@ def sample(instance_uuid=None, dev='vda', timestamp=1000.0, iops=10.0,
 
 
 def batch(*rows):
-    """The :class:`iotguard.batch.Batch` of some rows (:func:`sample`)."""
+    """The :class:`iotguard.wire.batch.Batch` of some rows (:func:`sample`)."""
     return batch_mod.Batch.of_rows(rows)
 
 

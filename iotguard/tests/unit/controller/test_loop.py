@@ -16,11 +16,11 @@ import math
 
 import fixtures
 
-from iotguard import admission
 from iotguard.controller import audit
 from iotguard.controller import loop
 from iotguard.controller import samples
 from iotguard import policy as policy_mod
+from iotguard.policy import admission
 from iotguard.policy import base as policy_base
 from iotguard.policy import estimator
 from iotguard.tests import base

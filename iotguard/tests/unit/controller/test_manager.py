@@ -14,11 +14,11 @@ import math
 
 import fixtures
 
-from iotguard import batch as batch_mod
 from iotguard.controller import manager
 from iotguard.controller import samples
 from iotguard.tests import base
 from iotguard.tests.unit.controller import fakes
+from iotguard.wire import batch as batch_mod
 
 T0 = 1_800_000_000.0
 

@@ -15,10 +15,10 @@ import threading
 
 import numpy as np
 
-from iotguard import caps
 from iotguard.controller import samples
 from iotguard.tests import base
 from iotguard.tests.unit.controller import fakes
+from iotguard.wire import caps
 
 UUID = '11111111-2222-3333-4444-555555555555'
 

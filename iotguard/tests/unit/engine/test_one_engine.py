@@ -21,7 +21,7 @@ decisions.
 
 import fixtures
 
-from iotguard import allinone
+from iotguard.cmd import allinone
 from iotguard.controller import audit
 from iotguard.controller import loop as controller_loop
 from iotguard.controller import samples

@@ -10,11 +10,11 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-from iotguard import caps
 from iotguard.sim import throttle
 from iotguard.sim import world
 from iotguard.tests import base
 from iotguard.tests.unit.sim import helpers
+from iotguard.wire import caps
 
 
 def tune(**values):

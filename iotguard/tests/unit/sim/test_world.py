@@ -12,11 +12,11 @@
 
 import uuid
 
-from iotguard import caps
-from iotguard import rates
 from iotguard.sim import world
 from iotguard.tests import base
 from iotguard.tests.unit.sim import helpers
+from iotguard.wire import caps
+from iotguard.wire import rates
 
 
 class TestWorld(base.TestCase):

@@ -13,7 +13,7 @@
 import testtools
 
 from iotguard.agent.virt import libvirt as lv
-from iotguard import caps
+from iotguard.wire import caps
 
 UUID = '6f1e2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b'
 

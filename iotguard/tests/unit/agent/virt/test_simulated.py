@@ -13,11 +13,11 @@
 from iotguard.agent import manager
 from iotguard.agent import sampler
 from iotguard.agent.virt import simulated
-from iotguard import caps
 from iotguard.sim import scenario
 from iotguard.sim import world
 from iotguard.tests import base as test_base
 from iotguard.tests.unit.agent import fakes
+from iotguard.wire import caps
 
 U1 = fakes.UUID_A
 U2 = fakes.UUID_B

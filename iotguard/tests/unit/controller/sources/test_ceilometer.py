@@ -14,13 +14,13 @@ import datetime
 
 import oslo_messaging
 
-from iotguard import batch as batch_mod
 from iotguard.controller import membership
 from iotguard.controller import samples as sample_store
 from iotguard.controller import sources
 from iotguard.controller.sources import ceilometer
-from iotguard import rpc
 from iotguard.tests import base
+from iotguard.wire import batch as batch_mod
+from iotguard.wire import rpc
 
 UUID = '8f2b9c1e-3d4a-4b5c-9e6f-7a8b9c0d1e2f'
 T0 = datetime.datetime(2026, 11, 22, 3, 0, 0)
@@ -45,7 +45,7 @@ def meter(name, volume, seconds, uuid=UUID, dev='vda', **extra):
 
 
 def flat(row):
-    """A :class:`iotguard.batch.Row` as one dict, every rate (None: none)."""
+    """A :class:`~iotguard.wire.batch.Row` as one dict, every rate."""
     out = row._asdict()
     out.update({name: (row.rates or {}).get(name)
                 for name in batch_mod.RATES})
@@ -53,7 +53,7 @@ def flat(row):
 
 
 def disks_of(batch):
-    """The disks of a :class:`iotguard.batch.Batch`, a dict each."""
+    """The disks of a :class:`iotguard.wire.batch.Batch`, a dict each."""
     return [dict(instance_uuid=batch.instance_uuid[i], dev=batch.dev[i],
                  gap=batch.gap[i], timestamp=batch.timestamp[i],
                  **{name: None if row[i] != row[i] else row[i]

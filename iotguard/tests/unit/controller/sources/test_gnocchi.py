@@ -15,11 +15,11 @@ import datetime
 import fixtures
 from gnocchiclient import auth as gnocchi_auth
 
-from iotguard import batch as batch_mod
 from iotguard.controller import sources
 from iotguard.controller.sources import gnocchi
 from iotguard.tests import base
 from iotguard.tests.unit.controller.sources import test_ceilometer
+from iotguard.wire import batch as batch_mod
 
 flat = test_ceilometer.flat
 

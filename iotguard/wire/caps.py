@@ -167,7 +167,7 @@ DISK_SCHEMA: Schema = record_schema(Disk, closed=False)
 CAP_SCHEMA: Schema = record_schema(Cap)
 
 #: The largest rate (IOPS, bytes/s) or latency (ms) a sample may carry
-#: (:func:`iotguard.batch.decode`), far above any device: sums of them
+#: (:func:`iotguard.wire.batch.decode`), far above any device: sums of them
 #: over a domain's disks (its load in the admin view, the controller's
 #: arithmetic) stay finite.
 MAX_RATE = 1e15

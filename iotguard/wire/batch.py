@@ -39,7 +39,7 @@ with one bad value is refused whole. :meth:`Batch.to_wire` and
 
 A batch carries what the controller reads and nothing else: the rates
 its decision reads, each disk's static ceilings (the total IOPS and
-bytes/s of :func:`iotguard.caps.ceiling`, "no limit" as ``inf`` in the
+bytes/s of :func:`iotguard.wire.caps.ceiling`, "no limit" as ``inf`` in the
 record and 0 on the wire), and the volume and project the controller
 needs to record an unknown image-backed disk. Pure module: no oslo.
 """
@@ -54,17 +54,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from iotguard import caps
 from iotguard import exception
-from iotguard import rates
+from iotguard.wire import caps
+from iotguard.wire import rates
 
 FloatArray = npt.NDArray[np.float64]
 
 RATES = rates.RATE_FIELDS
-#: What :meth:`iotguard.rates.Table.update` gives (``Batch.rates`` hides
+#: What :meth:`iotguard.wire.rates.Table.update` gives (``Batch.rates`` hides
 #: the module's name in the class).
 RateColumns = rates.Columns
-#: The static ceilings of a disk (:func:`iotguard.caps.ceiling` of each
+#: The static ceilings of a disk (:func:`iotguard.wire.caps.ceiling` of each
 #: kind), on the wire as integers, 0: no limit.
 CEILINGS = ('static_iops_sec', 'static_bytes_sec')
 #: The per-disk lists of the wire, in the order :meth:`Batch.to_wire`
@@ -104,7 +104,7 @@ def ceilings(static: collections.abc.Sequence[caps.Limits | None]
     """The static ceilings of some disks' iotune dicts: ``2 x n``.
 
     Row 0 the total IOPS, row 1 the total bytes/s
-    (:func:`iotguard.caps.ceiling`, ``inf``: none); a disk's None or
+    (:func:`iotguard.wire.caps.ceiling`, ``inf``: none); a disk's None or
     empty dict has none.
     """
     rows = [(caps.ceiling(limits, 'iops_sec'),

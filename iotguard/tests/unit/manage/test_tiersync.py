@@ -17,10 +17,10 @@ import uuid
 
 from openstack import exceptions as sdk_exceptions
 
-from iotguard import caps
 from iotguard import exception
+from iotguard.manage import tiersync
 from iotguard.tests import base
-from iotguard import tiersync
+from iotguard.wire import caps
 
 GOLD = {'name': 'gold', 'min_iops': 2000.0, 'min_bytes_sec': 0.0,
         'max_iops': 5000.0, 'max_bytes_sec': 200e6}

@@ -22,7 +22,7 @@ For every scenario ``iotguard-sim`` ships:
   all-in-one's side: each cap and release the simulator's loop planned
   goes, at the same instant, through the agent's cap code
   (:class:`~iotguard.agent.manager.AgentManager` on the ``simulated``
-  driver over the all-in-one's :class:`~iotguard.allinone.LockedWorld`),
+  driver over the all-in-one's :class:`~iotguard.cmd.allinone.LockedWorld`),
   and the windows are recorded as :meth:`AllInOne.window` records them.
   Both runs must agree series by series, the caps in force included.
 """
@@ -34,7 +34,7 @@ import numpy as np
 
 from iotguard.agent import manager
 from iotguard.agent.virt import simulated
-from iotguard import allinone
+from iotguard.cmd import allinone
 from iotguard.engine import plan as plan_mod
 from iotguard import policy as policy_mod
 from iotguard.sim import loop

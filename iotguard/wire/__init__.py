@@ -10,10 +10,10 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""oslo.i18n integration: ``from iotguard.i18n import _``."""
+"""The contract between the agents and the controller.
 
-import oslo_i18n
-
-_translators = oslo_i18n.TranslatorFactory(domain='iotguard')
-
-_ = _translators.primary
+What crosses the wire and the rules both sides read it by: the samples in
+columns (:mod:`batch`) and the rate math behind them (:mod:`rates`), the
+caps (:mod:`caps`), the RPC clients of both services (:mod:`rpcapi`) and
+their transport (:mod:`rpc`).
+"""

@@ -31,13 +31,13 @@ from hypothesis import strategies as st
 
 from iotguard.agent import manager
 from iotguard.agent.virt import base as virt_base
-from iotguard import caps
 from iotguard.policy import base as policy_base
 from iotguard.sim import loop
 from iotguard.sim import world as world_mod
 from iotguard.tests import base
 from iotguard.tests.unit.agent import fakes
 from iotguard.tests.unit.sim import helpers
+from iotguard.wire import caps
 
 VALUE = st.integers(min_value=1, max_value=5000)
 

@@ -16,8 +16,8 @@ import math
 
 import testtools
 
-from iotguard import caps
 from iotguard import exception
+from iotguard.wire import caps
 
 UUID = '6f1e2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b'
 

@@ -16,7 +16,7 @@ import oslo_messaging
 from oslo_messaging import conffixture
 from oslo_messaging.notify import _impl_test
 
-from iotguard import notifications
+from iotguard.controller import notifications
 from iotguard.tests import base
 
 

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""iotguard.measure and ``iotguard-manage domain calibrate --measure``.
+"""iotguard.manage.measure and ``iotguard-manage domain calibrate --measure``.
 
 The generator runs here on a simulated device (a fake ``os.pwrite`` on a
 virtual clock): no real I/O, no sleep. The real thing, on a real token
@@ -29,7 +29,7 @@ import fixtures
 
 from iotguard.cmd import manage
 from iotguard import exception
-from iotguard import measure
+from iotguard.manage import measure
 from iotguard.policy import base
 from iotguard.tests import base as test_base
 
@@ -365,7 +365,7 @@ class TestCalibrateMeasure(test_base.TestCase):
                 raise error
             return res
         return self.useFixture(fixtures.MockPatch(
-            'iotguard.measure.measure', side_effect=run)).mock
+            'iotguard.manage.measure.measure', side_effect=run)).mock
 
     def test_usage(self):
         for argv in (['--measure', self.path, '--iops-4k', '100'],

@@ -20,11 +20,11 @@ import hypothesis
 from hypothesis import strategies as st
 import numpy as np
 
-from iotguard import batch
-from iotguard import caps
 from iotguard import exception
-from iotguard import rates
 from iotguard.tests import base
+from iotguard.wire import batch
+from iotguard.wire import caps
+from iotguard.wire import rates
 
 UUIDS = ['%08d-2222-3333-4444-555555555555' % i for i in range(3)]
 RATES = (10.0, 20.0, 40960.0, 81920.0, 1.5, 2.5)

@@ -14,8 +14,8 @@
 
 import dataclasses
 
-from iotguard import admission
 from iotguard import exception
+from iotguard.policy import admission
 from iotguard.policy import base as base_policy
 from iotguard.policy import estimator
 from iotguard.tests import base

@@ -12,9 +12,9 @@
 
 """The RPC API between the agents and the controllers: both clients.
 
-Part of the contract the two services share (with :mod:`iotguard.batch`,
-the sample record, :mod:`iotguard.caps`, the cap records, and
-:mod:`iotguard.rates`, the rate math): the agent
+Part of the contract the two services share (with :mod:`iotguard.wire.batch`,
+the sample record, :mod:`iotguard.wire.caps`, the cap records, and
+:mod:`iotguard.wire.rates`, the rate math): the agent
 imports :class:`ControllerAPI` and the controller :class:`AgentAPI` from
 here, and neither imports the other's package. Each side's endpoint (its
 ``manager.py``) takes its ``target`` version from here.
@@ -31,7 +31,7 @@ Controller API (topic ``iotguard-controller``), version history:
   other owner its share with ``store_samples(batches)`` (a cast to that
   controller alone, ``server`` = its tooz member id); and
   ``agent_heartbeat(host, info)``, a fanout cast. A batch of samples is
-  the wire form of :class:`iotguard.batch.Batch`, in both methods.
+  the wire form of :class:`iotguard.wire.batch.Batch`, in both methods.
 
 The controller API was reset to 1.0 before the first release: it had
 grown to 1.2 (1.0 sent a dict per disk to every controller, 1.1 the same
@@ -43,8 +43,8 @@ from typing import Any
 
 import oslo_messaging
 
-from iotguard import batch as batch_mod
-from iotguard import rpc
+from iotguard.wire import batch as batch_mod
+from iotguard.wire import rpc
 
 AGENT_RPC_API_VERSION = '1.0'
 CONTROLLER_RPC_API_VERSION = '1.0'
@@ -57,7 +57,7 @@ Payload = dict[str, Any]
 class AgentAPI:
     """Talks to one agent per compute host: topic iotguard-agent, server=host.
 
-    A cap is the dict of :mod:`iotguard.caps` (``instance_uuid``, ``dev``,
+    A cap is the dict of :mod:`iotguard.wire.caps` (``instance_uuid``, ``dev``,
     ``limits``, ``lease_expires_at``, ``decision_id``); a disk in
     ``release_caps`` is ``{"instance_uuid", "dev"}``.
     """

@@ -15,7 +15,7 @@ import random
 import numpy as np
 import testtools
 
-from iotguard import rates
+from iotguard.wire import rates
 
 
 def reading(at, **counters):

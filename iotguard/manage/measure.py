@@ -78,8 +78,8 @@ import threading
 import time
 from typing import Any
 
-from iotguard import admission
 from iotguard import exception
+from iotguard.policy import admission
 from iotguard.policy import base
 from iotguard.policy import costmodel
 

@@ -14,10 +14,10 @@
 
 from unittest import mock
 
-from iotguard import batch as batch_mod
-from iotguard import rpc
-from iotguard import rpcapi
 from iotguard.tests import base
+from iotguard.wire import batch as batch_mod
+from iotguard.wire import rpc
+from iotguard.wire import rpcapi
 
 
 class ClientRetryTest(base.TestCase):

@@ -25,7 +25,7 @@ Event types (publisher ``iotguard-controller.<host>``):
   at a later resync once capacity freed).
 * ``iotguard.domain.overcommitted`` (WARN): the floors admitted on a
   domain cost more than ``[admission] max_commit_ratio`` of what its
-  storage was learned to serve (:func:`iotguard.admission.overcommit`);
+  storage was learned to serve (:func:`iotguard.policy.admission.overcommit`);
   sent when it starts, with ``domain``, ``committed`` (profile in use),
   ``committed_learned`` (the fit, no margin), ``max_commit_ratio``,
   ``confidence`` and ``beyond_capacity`` (above 1.0); report only;

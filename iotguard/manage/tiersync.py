@@ -25,7 +25,7 @@ in step"):
 and every flavor of ``[tiers] flavor_tiers`` gets ``iotguard:tier`` and the
 tier ceilings as ``quota:disk_*`` extra specs in the flavor's own form
 (:func:`wanted_flavor_specs`), never one libvirt refuses
-(:func:`iotguard.caps.check_limits`).
+(:func:`iotguard.wire.caps.check_limits`).
 
 Volume types and QoS specs of tiers that no longer exist are deleted when
 no volume uses them; what is kept, and flavors that name a missing tier,
@@ -50,8 +50,8 @@ from typing import Any
 
 from keystoneauth1 import exceptions as ksa_exceptions
 
-from iotguard import caps
 from iotguard import exception
+from iotguard.wire import caps
 
 TIER_KEY = 'iotguard:tier'
 FLAVOR_PREFIX = 'quota:disk_'
