@@ -243,10 +243,6 @@ class ControllerManager:
             self._devs[key[0]] = devs + (key[1],)
         self._unknown.discard(key)
 
-    def domain_of(self, instance_uuid: str, dev: str) -> str | None:
-        found = self._index.get((instance_uuid, dev))
-        return found[0] if found else None
-
     # -- RPC API ------------------------------------------------------------
 
     def report_samples(self, ctxt: dict[str, Any], host: object,

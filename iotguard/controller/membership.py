@@ -68,6 +68,7 @@ from iotguard.controller import notifications
 from iotguard.db import api as db_api
 from iotguard.db import tiering
 from iotguard import exception
+from iotguard.manage import tiersync
 from iotguard.policy import admission
 from iotguard.wire import rpc
 
@@ -122,10 +123,6 @@ class Disk:
     volume_type: str | None = None
 
 
-#: The flavor extra spec (and volume type extra spec) naming a tier.
-TIER_KEY = 'iotguard:tier'
-
-
 def flavor_tier(server: Any) -> str | None:
     """The tier a server's embedded flavor names, or None.
 
@@ -140,7 +137,7 @@ def flavor_tier(server: Any) -> str | None:
         specs = flavor.get('extra_specs')
     else:
         specs = getattr(flavor, 'extra_specs', None)
-    tier = (specs or {}).get(TIER_KEY)
+    tier = (specs or {}).get(tiersync.TIER_KEY)
     return tier or None
 
 
@@ -363,7 +360,7 @@ class Membership:
                             volume_type, e)
                 continue
             specs = getattr(found, 'extra_specs', None) or {}
-            tiers[volume_type] = specs.get(TIER_KEY) or None
+            tiers[volume_type] = specs.get(tiersync.TIER_KEY) or None
         return tiers
 
     def _sync_tiers(self, servers: list[Any], disks: list[Disk]) -> None:

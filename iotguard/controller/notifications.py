@@ -53,8 +53,6 @@ TIER_ADMITTED = 'iotguard.tier.admitted'
 TIER_REFUSED = 'iotguard.tier.refused'
 DOMAIN_OVERCOMMITTED = 'iotguard.domain.overcommitted'
 DOMAIN_OVERCOMMIT_CLEARED = 'iotguard.domain.overcommit_cleared'
-EVENT_TYPES = (CAP_APPLY, CAP_RELEASE, GUARANTEE_VIOLATION, TIER_ADMITTED,
-               TIER_REFUSED, DOMAIN_OVERCOMMITTED, DOMAIN_OVERCOMMIT_CLEARED)
 
 
 def publisher_id(service: str, host: str) -> str:

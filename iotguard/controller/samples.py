@@ -92,7 +92,7 @@ class SampleStore:
         self._clock = clock
         self._lock = threading.Lock()
         self._rows: dict[Key, int] = {}
-        self._free: list[int] = []   # rows of forgotten disks
+        self._free: list[int] = []   # rows of pruned disks
         self._size = 0         # rows in use or free
         capacity = max(1, capacity)
         self._cols = np.full((len(_FLOAT_COLUMNS), capacity), _NAN)
@@ -242,19 +242,6 @@ class SampleStore:
                                       math.inf),
             stale=stale)
 
-    # -- forgetting ---------------------------------------------------------
-
-    def _drop(self, key: Key) -> None:
-        row = self._rows.pop(key, None)
-        if row is not None:
-            self._cols[:, row] = _NAN
-            self._free.append(row)
-
-    def forget(self, instance_uuid: str, dev: str) -> None:
-        """Drop what is known of a disk (deleted, moved away)."""
-        with self._lock:
-            self._drop((instance_uuid, dev))
-
     def prune(self, now: float) -> int:
         """Drop every stale sample; returns how many (bounds memory)."""
         with self._lock:
@@ -264,8 +251,10 @@ class SampleStore:
             rows = np.fromiter(self._rows.values(), np.intp, len(keys))
             stamp, interval = self._cols[0, rows], self._cols[1, rows]
             old = np.flatnonzero(now - stamp > self._limit_s(interval))
-            for i in old:
-                self._drop(keys[i])
+            for i in old.tolist():
+                del self._rows[keys[i]]
+            self._cols[:, rows[old]] = _NAN
+            self._free.extend(rows[old].tolist())
             return len(old)
 
     def __len__(self) -> int:

@@ -113,13 +113,12 @@ class SampleStoreTest(StoreTestCase):
         self.assertFalse(self.stale(1800.0))
         self.assertTrue(self.stale(1901.0))
 
-    def test_forget_and_prune(self):
+    def test_prune(self):
         other = '%s0' % UUID[:-1]
         self.add(fakes.sample(UUID, timestamp=990.0))
         self.add(fakes.sample(other, timestamp=999.0))
-        self.store.forget(UUID, 'vda')
+        self.assertEqual(1, self.store.prune(1010.0))
         self.assertIsNone(self.store.latest(UUID, 'vda'))
-        self.store.forget(UUID, 'vda')  # twice is fine
         self.assertEqual(0, self.store.prune(1010.0))
         self.assertEqual(1, self.store.prune(1020.0))
         self.assertEqual(0, len(self.store))
@@ -181,8 +180,8 @@ class ColumnarStoreTest(StoreTestCase):
         self.assertEqual(6, len(self.store))
         cols = self.store.gather([(u, 'vda') for u in self.uuids], 1000.0)
         self.assertEqual([i / 2 for i in range(6)], cols.read_iops.tolist())
-        self.store.forget(self.uuids[2], 'vda')
-        self.assertIsNone(self.store.latest(self.uuids[2], 'vda'))
+        self.assertEqual(1, self.store.prune(1005.5))    # uuids[0]: stale
+        self.assertIsNone(self.store.latest(self.uuids[0], 'vda'))
         # a new disk takes the forgotten row, nothing of the old one shows
         new = '99999999-2222-3333-4444-555555555555'
         self.add(fakes.sample(new, timestamp=999.0, gap='first'))
@@ -191,7 +190,7 @@ class ColumnarStoreTest(StoreTestCase):
         self.assertIsNone(latest['read_iops'])
         self.assertEqual((0.0, math.inf),
                          (latest['rated'], latest['static_iops']))
-        cols = self.store.gather([(self.uuids[2], 'vda'), (new, 'vda')],
+        cols = self.store.gather([(self.uuids[0], 'vda'), (new, 'vda')],
                                  1000.0)
         self.assertEqual([True, True], cols.stale.tolist())
 
