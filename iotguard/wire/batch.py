@@ -61,8 +61,7 @@ from iotguard.wire import rates
 FloatArray = npt.NDArray[np.float64]
 
 RATES = rates.RATE_FIELDS
-#: What :meth:`iotguard.wire.rates.Table.update` gives (``Batch.rates`` hides
-#: the module's name in the class).
+#: :class:`iotguard.wire.rates.Columns` (``Batch.rates`` hides the module).
 RateColumns = rates.Columns
 #: The static ceilings of a disk (:func:`iotguard.wire.caps.ceiling` of each
 #: kind), on the wire as integers, 0: no limit.
@@ -236,9 +235,7 @@ class Batch:
         """The batch's wire form (the module doc), as sent.
 
         The rates rounded to :data:`RATE_DECIMALS`, the intervals to
-        :data:`INTERVAL_DECIMALS`: the counters move by whole operations
-        and bytes, the digits beyond are noise (and a third of the
-        message). :func:`decode` gives the same record back.
+        :data:`INTERVAL_DECIMALS`; :func:`decode` gives the record back.
         """
         out: dict[str, Any] = {
             'instance_uuid': list(self.instance_uuid), 'dev': list(self.dev),

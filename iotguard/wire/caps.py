@@ -116,7 +116,7 @@ class Disk:
     dev: str = _field(_DEV_SCHEMA)
 
     def to_wire(self) -> dict[str, Any]:
-        return {'instance_uuid': self.instance_uuid, 'dev': self.dev}
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_wire(cls, obj: object) -> 'Disk':
@@ -146,10 +146,7 @@ class Cap:
         return self.instance_uuid, self.dev
 
     def to_wire(self) -> dict[str, Any]:
-        return {'instance_uuid': self.instance_uuid, 'dev': self.dev,
-                'limits': dict(self.limits),
-                'lease_expires_at': self.lease_expires_at,
-                'decision_id': self.decision_id}
+        return dict(dataclasses.asdict(self), limits=dict(self.limits))
 
     @classmethod
     def from_wire(cls, obj: object) -> 'Cap':
@@ -241,7 +238,9 @@ def limit(limits: Limits | None, key: str) -> float:
     return inf_if_zero(float((limits or {}).get(key, 0)))
 
 
-_inf = inf_if_zero
+def _get(limits: Limits, key: str) -> float:
+    """One key of ``limits`` as :func:`inf_if_zero` reads it (no rounding)."""
+    return inf_if_zero(limits.get(key, 0))
 
 
 def ceiling(static: Limits, kind: str) -> float:
@@ -317,34 +316,27 @@ def effective(cap: Limits, static: Limits) -> dict[str, int]:
     """
     out = dict.fromkeys(IOTUNE_KEYS, 0)
     for kind in KINDS:
+        keys = total, read, write = ['%s_%s' % (d, kind) for d in DIRECTIONS]
         s_mode, c_mode = _mode(static, kind), _mode(cap, kind)
-        keys = ['%s_%s' % (d, kind) for d in DIRECTIONS]
-        if c_mode is None:
-            source = {k: _inf(static.get(k, 0)) for k in keys}
+        if c_mode is None or (
+                s_mode == 'rw' and c_mode == 'total' and _get(cap, total)
+                >= _get(static, read) + _get(static, write)):
+            source = {k: _get(static, k) for k in keys}
         elif s_mode is None or s_mode == c_mode:
-            source = {k: min(_inf(static.get(k, 0)), _inf(cap.get(k, 0)))
-                      for k in keys}
+            source = {k: min(_get(static, k), _get(cap, k)) for k in keys}
         elif s_mode == 'rw':
-            ct = _inf(cap.get('total_' + kind, 0))
-            sum_rw = (_inf(static.get('read_' + kind, 0)) +
-                      _inf(static.get('write_' + kind, 0)))
-            if ct >= sum_rw:
-                source = {k: _inf(static.get(k, 0)) for k in keys}
-            else:
-                source = {'total_' + kind: ct, 'read_' + kind: math.inf,
-                          'write_' + kind: math.inf}
+            source = {total: _get(cap, total), read: math.inf,
+                      write: math.inf}
         else:
-            sum_rw = (_inf(cap.get('read_' + kind, 0)) +
-                      _inf(cap.get('write_' + kind, 0)))
-            source = {'total_' + kind: min(_inf(static.get('total_' + kind,
-                                                           0)), sum_rw),
-                      'read_' + kind: math.inf, 'write_' + kind: math.inf}
+            source = {total: min(_get(static, total),
+                                 _get(cap, read) + _get(cap, write)),
+                      read: math.inf, write: math.inf}
         for key, value in source.items():
             base = _wire(value)
             out[key] = base
             if base:
-                burst = min(_inf(static.get(key + '_max', 0)),
-                            _inf(cap.get(key + '_max', 0)))
+                burst = min(_get(static, key + '_max'),
+                            _get(cap, key + '_max'))
                 out[key + '_max'] = max(base, _wire(burst)) if \
                     math.isfinite(burst) else 0
     return out

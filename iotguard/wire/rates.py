@@ -79,15 +79,9 @@ class Rates:
     def as_dict(self) -> dict[str, float]:
         return dataclasses.asdict(self)
 
-    def values(self) -> tuple[float, float, float, float, float, float]:
-        """The rates, in the order of :data:`RATE_FIELDS`."""
-        return (self.read_iops, self.write_iops, self.read_bytes_sec,
-                self.write_bytes_sec, self.read_latency_ms,
-                self.write_latency_ms)
 
-
-#: The names of a sample's rates (every field of :class:`Rates` but the
-#: interval), in the order of :meth:`Rates.values`.
+#: The names of a sample's rates: every field of :class:`Rates` but the
+#: interval, in order.
 RATE_FIELDS = tuple(f.name for f in dataclasses.fields(Rates)
                     if f.name != 'interval_s')
 
@@ -179,7 +173,15 @@ GAP_CODES: tuple[str | None, ...] = (None, GAP_FIRST, GAP_INTERVAL,
                                      GAP_RESET, GAP_TOO_LONG)
 _FIRST, _INTERVAL, _RESET, _TOO_LONG = 1, 2, 3, 4
 
-_C = {key: i for i, key in enumerate(COUNTER_KEYS)}
+
+def _rows(*keys: str) -> list[int]:
+    return [COUNTER_KEYS.index(key) for key in keys]
+
+
+#: The counters behind the rates of :data:`RATE_FIELDS`: the four per
+#: second, then the times and requests of the two latencies.
+_PER_S = _rows('rd_reqs', 'wr_reqs', 'rd_bytes', 'wr_bytes')
+_TIMES, _REQS = _rows('rd_times', 'wr_times'), _rows('rd_reqs', 'wr_reqs')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,13 +197,6 @@ class Readings:
 
     keys: list[Any]
     counters: npt.NDArray[np.uint64]
-
-    @classmethod
-    def from_dict(cls, counters: dict[Any, dict[str, int]]) -> 'Readings':
-        """From ``{key: {counter: value}}`` (missing counters are 0)."""
-        flat = [c.get(k, 0) for c in counters.values() for k in COUNTER_KEYS]
-        return cls(list(counters), np.array(flat, dtype=np.uint64).reshape(
-            len(counters), len(COUNTER_KEYS)))
 
     def as_dict(self) -> dict[Any, dict[str, int]]:
         """``{key: {counter: value}}``, every counter present."""
@@ -314,15 +309,8 @@ class Table:
         with np.errstate(divide='ignore', invalid='ignore'):
             # Wrapped where a counter went back: those rows are gaps.
             delta = (cur - prev).T.astype(np.float64)
-            per_s = delta / interval
-            out = np.full((len(RATE_FIELDS), len(slots)), math.nan)
-            out[0] = per_s[_C['rd_reqs']]
-            out[1] = per_s[_C['wr_reqs']]
-            out[2] = per_s[_C['rd_bytes']]
-            out[3] = per_s[_C['wr_bytes']]
-            for row, times, reqs in ((4, 'rd_times', 'rd_reqs'),
-                                     (5, 'wr_times', 'wr_reqs')):
-                out[row] = latency_ms(delta[_C[times]], delta[_C[reqs]])
+            out = np.vstack([delta[_PER_S] / interval,
+                             latency_ms(delta[_TIMES], delta[_REQS])])
         out[:, ~ok] = math.nan
         return Columns(interval, gap, out)
 

@@ -133,9 +133,6 @@ class SimulatedDriver(base.Driver):
         self._my_disks()
         return dict(self._listing)
 
-    def get_all_block_stats(self) -> dict[base.Key, dict[str, int]]:
-        return self.get_block_stats().as_dict()
-
     def get_block_stats(self) -> rates.Readings:
         self._catch_up()
         ids = self._my_disks()

@@ -12,12 +12,21 @@
 
 """In-memory stand-ins for the agent's unit tests (no I/O)."""
 
+import numpy as np
+
 from iotguard.agent.virt import base
 from iotguard.wire import caps
 from iotguard.wire import rates
 
 UUID_A = '6f1e2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b'
 UUID_B = '0b1c2d3e-4f50-4617-8a9b-abcdefabcdef'
+
+
+def readings(counters):
+    """``rates.Readings`` of ``{key: {counter: value}}`` (missing: 0)."""
+    return rates.Readings(list(counters), np.array(
+        [[c.get(k, 0) for k in rates.COUNTER_KEYS] for c in counters.values()],
+        dtype=np.uint64).reshape(len(counters), len(rates.COUNTER_KEYS)))
 
 
 class FakeDriver(base.Driver):
@@ -51,7 +60,7 @@ class FakeDriver(base.Driver):
                 if k in self.disks}
 
     def get_block_stats(self):
-        return rates.Readings.from_dict(self.get_all_block_stats())
+        return readings(self.get_all_block_stats())
 
     def get_iotune(self, instance_uuid, dev):
         return dict(self.live[(instance_uuid, dev)])
@@ -90,8 +99,7 @@ class FakeWorld:
         return dict(self._counters[disk_id])
 
     def counter_array(self, disk_ids):
-        return rates.Readings.from_dict(
-            {i: self._counters[i] for i in disk_ids}).counters
+        return readings({i: self._counters[i] for i in disk_ids}).counters
 
     def get_iotune(self, disk_id):
         return dict(self._tune[disk_id])

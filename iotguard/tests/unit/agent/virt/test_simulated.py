@@ -56,12 +56,12 @@ class SimulatedDriverTest(test_base.TestCase):
         self.assertEqual('vol-9', disks[(U1, 'vdb')].volume_id)
         self.assertEqual(caps.full({'total_iops_sec': 500}),
                          disks[(U1, 'vda')].static)
-        self.assertEqual(set(disks), set(d.get_all_block_stats()))
+        self.assertEqual(set(disks), set(d.get_block_stats().as_dict()))
 
     def test_external_world_is_not_advanced(self):
         d = simulated.SimulatedDriver(self.conf, world=self.world)
         d.start()
-        d.get_all_block_stats()
+        d.get_block_stats().as_dict()
         self.assertEqual([], self.world.steps)
 
     def test_own_world_follows_the_clock(self):
@@ -71,7 +71,7 @@ class SimulatedDriverTest(test_base.TestCase):
         d._world = d._owned = self.world
         d.start()
         clock.now += 5.0
-        stats = d.get_all_block_stats()
+        stats = d.get_block_stats().as_dict()
         self.assertEqual([5.0], self.world.steps)
         self.assertEqual(500, stats[(U1, 'vda')]['wr_reqs'])
 
