@@ -12,21 +12,17 @@
 
 """iotguard-allinone: API, controller and agents in one process.
 
-Embedded defaults: SQLite, oslo.messaging's in-memory transport, the
-simulated hypervisor running a scenario. It shows every control interval
-what each VM gets, its floor, the cap in force and the latest decision,
-answers API queries on localhost while it runs, and ends with the table
-and the plot of ``iotguard-sim compare`` for what really happened (next to
-the simulator's uncontrolled ``none`` run, the reference of the measures).
-
-iotguard in one process on embedded defaults (the README's main job).
-
-The API (noauth, wsgiref on localhost), the controller and one agent per
-simulated host run as the real services, in threads of one process, over
-oslo.messaging's in-memory ``fake://`` transport (fanout casts and RPC
-servers with the threading executor work on it) and a SQLite database
-(migrated on start). The agents use the ``simulated`` driver over one
-:class:`~iotguard.sim.world.World` running a scenario.
+The README's main job. The API (noauth, wsgiref on localhost), the
+controller and one agent per simulated host run as the real services, in
+threads of one process, over oslo.messaging's in-memory ``fake://``
+transport (fanout casts and RPC servers with the threading executor work
+on it) and a SQLite database (migrated on start). The agents use the
+``simulated`` driver over one :class:`~iotguard.sim.world.World` running a
+scenario. It shows every control interval what each VM gets, its floor,
+the cap in force and the latest decision, answers API queries while it
+runs, and ends with the table and the plot of ``iotguard-sim compare`` for
+what really happened (next to the simulator's uncontrolled ``none`` run,
+the reference of the measures).
 
 Simulated time drives everything: each control interval of the scenario
 the world advances by one interval, the agents run their interval (leases
@@ -217,15 +213,16 @@ def serve_api(conf: cfg.ConfigOpts, db: db_api.Connection,
               port: int) -> _ThreadingWSGIServer:
     """The API on 127.0.0.1 in a thread; ``port`` 0 or taken: a free one."""
     application = api_app.deploy(conf, db=db)
-    try:
-        server = simple_server.make_server(
-            '127.0.0.1', port, application,
+
+    def make(on: int) -> _ThreadingWSGIServer:
+        return simple_server.make_server(
+            '127.0.0.1', on, application,
             server_class=_ThreadingWSGIServer, handler_class=_QuietHandler)
+    try:
+        server = make(port)
     except OSError as e:
         LOG.warning('Port %s is taken (%s); using a free one', port, e)
-        server = simple_server.make_server(
-            '127.0.0.1', 0, application,
-            server_class=_ThreadingWSGIServer, handler_class=_QuietHandler)
+        server = make(0)
     thread = threading.Thread(target=server.serve_forever,
                               name='iotguard-allinone-api', daemon=True)
     thread.start()
@@ -299,16 +296,12 @@ class AllInOne:
                               self.db_url)
         logging.setup(self.conf, 'iotguard')
         interval = sc.interval_s
-        self.conf.set_override('decision_interval', interval,
-                               group='controller')
-        self.conf.set_override('lease_seconds', 3 * interval,
-                               group='controller')
-        self.conf.set_override('rates_write_interval', interval,
-                               group='controller')
-        self.conf.set_override('register_local_disks', False,
-                               group='controller')
-        self.conf.set_override('default_policy', self.options.policy,
-                               group='controller')
+        for name, value in (('decision_interval', interval),
+                            ('lease_seconds', 3 * interval),
+                            ('rates_write_interval', interval),
+                            ('register_local_disks', False),
+                            ('default_policy', self.options.policy)):
+            self.conf.set_override(name, value, group='controller')
         self.db = db_api.Connection(self.conf)
         self._stack.callback(self.db.dispose)
         migration.upgrade(self.db.get_engine())
@@ -344,10 +337,14 @@ class AllInOne:
         LOG.info('all-in-one: %s on %s, %d agent(s), API on %s',
                  sc.name, self.db_url, len(self.agents), self.api_url)
 
-    def _wait(self, predicate: Callable[[], bool]) -> None:
+    def _wait(self, predicate: Callable[[], bool]) -> bool:
+        """Whether ``predicate()`` came true within the delivery timeout."""
         deadline = time.monotonic() + DELIVERY_TIMEOUT_S
-        while not predicate() and time.monotonic() < deadline:
+        while not predicate():
+            if time.monotonic() >= deadline:
+                return False
             time.sleep(0.005)
+        return True
 
     def _samples_in(self, stamp: float) -> bool:
         store = self.controller.store
@@ -394,8 +391,7 @@ class AllInOne:
         stamp = self.clock()
         for agent in self.agents:
             agent.tick()
-        self._wait(lambda: self._samples_in(stamp))
-        if not self._samples_in(stamp):
+        if not self._wait(lambda: self._samples_in(stamp)):
             self.late_windows += 1
             if self.late_windows == 1:
                 LOG.warning('Window %d: the agents\' samples did not all '
@@ -409,8 +405,7 @@ class AllInOne:
         run = self.recorder
         caps = {(d['instance_uuid'], d['dev']): d['cap']
                 for d in self.db.disk_list()}
-        tiers = [self.scenario.tiers[vm.tier]
-                 for vm in run.vms]
+        tiers = [self.scenario.tiers[vm.tier] for vm in run.vms]
         vms = []
         for i, disk in enumerate(self.disks):
             key = (disk['instance_uuid'], disk['dev'])
