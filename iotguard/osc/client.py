@@ -87,7 +87,9 @@ class Client:
 
     def _call(self, method: str, path: str, body: Body | None = None,
               params: dict[str, Any] | None = None) -> Answer:
-        kwargs = {'raise_exc': False, 'params': params}
+        # A parameter of None is not sent.
+        kwargs = {'raise_exc': False, 'params': {
+            k: v for k, v in (params or {}).items() if v is not None}}
         if body is not None:
             kwargs['json'] = body
         response = self.http.request('/v1' + path, method, **kwargs)
@@ -119,11 +121,8 @@ class Client:
 
     def instance_list(self, all_projects: bool = False,
                       project_id: str | None = None) -> list[Body]:
-        params = {}
-        if all_projects:
-            params['all_projects'] = 'true'
-        if project_id is not None:
-            params['project_id'] = project_id
+        params = {'all_projects': 'true' if all_projects else None,
+                  'project_id': project_id}
         return self._call('GET', '/instances', params=params)['instances']
 
     def instance_show(self, uuid: str) -> Body:
@@ -152,11 +151,8 @@ class Client:
 
     def agent_list(self, host: str | None = None,
                    alive: bool | None = None) -> list[Body]:
-        params = {}
-        if host is not None:
-            params['host'] = host
-        if alive is not None:
-            params['alive'] = 'true' if alive else 'false'
+        params = {'host': host,
+                  'alive': None if alive is None else str(alive).lower()}
         return self._call('GET', '/agents', params=params)['agents']
 
     # -- decisions -----------------------------------------------------------
@@ -167,11 +163,7 @@ class Client:
 
     def decision_list(self, **filters: Any) -> tuple[list[Body], int | None]:
         """One page: ``(decisions, marker of the next page or None)``."""
-        params = {k: v for k, v in filters.items() if v is not None}
-        body = self._call('GET', '/decisions', params=params)
-        following = [link for link in body.get('links', ())
-                     if link.get('rel') == 'next']
-        marker = None
-        if following and body['decisions']:
-            marker = body['decisions'][-1]['id']
-        return body['decisions'], marker
+        body = self._call('GET', '/decisions', params=filters)
+        decisions = body['decisions']
+        more = any(link.get('rel') == 'next' for link in body.get('links', ()))
+        return decisions, decisions[-1]['id'] if more and decisions else None
