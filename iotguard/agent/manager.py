@@ -212,9 +212,7 @@ class AgentManager:
                     self._enforce(key)
                 else:
                     self._unsettled.discard(key)
-            self._next_expiry = min(
-                (c.lease_expires_at for c in self._caps.values()),
-                default=float('inf'))
+            self._next_expiry = self._earliest_lease()
             if expired:
                 self._store.save(self._caps)
 
@@ -249,12 +247,14 @@ class AgentManager:
                              'provable lease for live %s)', key[0], key[1],
                              _nonzero(live))
                 self._enforce(key)
-            self._next_expiry = min(
-                (c.lease_expires_at for c in self._caps.values()),
-                default=float('inf'))
+            self._next_expiry = self._earliest_lease()
             self._store.save(self._caps)
 
     # -- internals ----------------------------------------------------------
+    def _earliest_lease(self) -> float:
+        return min((c.lease_expires_at for c in self._caps.values()),
+                   default=float('inf'))
+
     def _enforce(self, key: base.Key) -> None:
         """Make the disk's live iotune what it should be; one call at most.
 
