@@ -24,10 +24,9 @@ from iotguard import version
 
 
 def prepare_service(argv: list[str] | None = None,
-                    config_files: list[str] | None = None,
-                    conf: cfg.ConfigOpts | None = None) -> cfg.ConfigOpts:
+                    config_files: list[str] | None = None) -> cfg.ConfigOpts:
     """Return a fresh, parsed ``ConfigOpts`` with logging set up."""
-    conf = conf if conf is not None else cfg.ConfigOpts()
+    conf = cfg.ConfigOpts()
     log.register_options(conf)
     iotguard_conf.register_opts(conf)
     conf(argv if argv is not None else [], project='iotguard',
