@@ -165,7 +165,7 @@ class _NoOp:
 class _Counted(manager_mod.ControllerManager):
     def __init__(self, conf, store, index, clock):
         super().__init__(conf, _Index(index), store)
-        self.refresh_index()
+        self.index.refresh()
         self.clock = clock
 
     def report_samples(self, ctxt, host, samples):

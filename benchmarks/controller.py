@@ -453,7 +453,7 @@ def run(args):
     feeder.start(transport)
     store = samples_mod.SampleStore(INTERVAL_S)
     manager = _TimedManager(conf, db, store)
-    manager.refresh_index()
+    manager.index.refresh()
     server = rpc.get_server(transport, rpc.TOPIC_CONTROLLER,
                             'bench-controller', [manager])
     # as the service starts it

@@ -20,8 +20,8 @@ domain, on which host: any of them may receive any host's batch). A
 fresh database (``--db-url``: an empty one; SQLite file by default) gets
 ``--disks`` disks, 50 a host, each host's in ``--host-domains`` of 100
 domains; then, ``--runs`` times, a fresh process reads the index as a
-controller does (:meth:`~iotguard.controller.manager.ControllerManager.
-refresh_index`) and reports what that added to its resident memory, and
+controller does (:meth:`~iotguard.controller.disk_index.DiskIndex.refresh`)
+and reports what that added to its resident memory, and
 how long it took. The figures of the controller's admin guide. Nothing
 here runs in the service; it only measures.
 """
@@ -55,7 +55,7 @@ def read_once(url):
         conf, db_api.Connection(conf), samples.SampleStore(5.0))
     gc.collect()
     before, started = _rss(), time.perf_counter()
-    controller.refresh_index()
+    controller.index.refresh()
     took = time.perf_counter() - started
     gc.collect()
     return _rss() - before, took

@@ -44,13 +44,9 @@ controllers without the agents knowing:
   from the database after ``UNLISTED_BATCHES`` batches without it (a
   volume's disk is membership's, which follows Nova and Cinder).
 
-**The disk index** (which disk is in which domain) is read in full once,
-then kept current by events: membership's changes
-(:meth:`ControllerManager.index_changed`, wired by the service), the
-disks registered here, and a full reload (:meth:`refresh_index`) only
-when due (:meth:`index_due`): after a sample named a disk the index does
-not know (another process may have recorded it), and at least every
-``INDEX_RELOAD_S``.
+Which disk is in which domain: the
+:class:`~iotguard.controller.disk_index.DiskIndex` the controller shares
+with membership, through which the disks are recorded and dropped here.
 * ``agent_heartbeat(host, info)``: the agents table (written by the one
   controller that owns ``agent:<host>``, not by all of them).
 
@@ -59,7 +55,6 @@ the message dropped.
 """
 
 from collections.abc import Callable
-from collections.abc import Iterable
 import threading
 import time
 from typing import Any
@@ -69,6 +64,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 import oslo_messaging
 
+from iotguard.controller import disk_index
 from iotguard.controller import membership
 from iotguard.controller import samples
 from iotguard.db import api as db_api
@@ -78,10 +74,6 @@ from iotguard.wire import rpcapi
 
 LOG = logging.getLogger(__name__)
 
-#: A full reload of the disk index at least this often (seconds), and a
-#: reload asked by an unknown disk's sample at most this often.
-INDEX_RELOAD_S = 600.0
-INDEX_RELOAD_MIN_S = 30.0
 #: Batches of a host in a row without one of its local disks (while they
 #: list its instance) before that disk is dropped.
 UNLISTED_BATCHES = 2
@@ -145,15 +137,17 @@ class ControllerManager:
                  owns: Callable[[str], bool] = _owns_everything,
                  clock: Callable[[], float] = time.time,
                  owner_of: Callable[[str], str | None] | None = None,
-                 forward: Callable[[str, list[Share]], None] | None = None
-                 ) -> None:
+                 forward: Callable[[str, list[Share]], None] | None = None,
+                 index: disk_index.DiskIndex | None = None) -> None:
         """The endpoint; ``owner_of`` and ``forward`` route batches.
 
         ``owner_of(domain)``: the member id owning it (None: unknown);
         ``forward(server, batches)``: casts ``store_samples`` there. Both
-        None: nothing is routed (one controller).
+        None: nothing is routed (one controller). ``index``: the disk
+        index shared with membership (None: one of its own).
         """
         self.db = db
+        self.index = index or disk_index.DiskIndex(db, clock)
         self.store = store
         self.owns = owns
         self.owner_of = owner_of
@@ -172,8 +166,6 @@ class ControllerManager:
         # measured with python -m benchmarks.broker). Waiting here
         # costs no CPU, and heartbeats keep their own threads.
         self._ingest = threading.Lock()
-        self._index: dict[Key, tuple[str, str]] = {}   # -> (domain, host)
-        self._devs: dict[str, tuple[str, ...]] = {}    # uuid -> its devs
         self._unlisted: dict[Key, int] = {}   # -> batches without it
         self._listed: dict[str, Seen] = {}    # by host
         self._hosts_seen: dict[str, Seen] = {}   # the same, for _follow_moves
@@ -182,66 +174,8 @@ class ControllerManager:
         #: host reports while the index places them on another (the
         #: service wires membership's refresh); None: nothing is told.
         self.on_moved: Callable[[str], None] | None = None
-        self._index_version = 0   # counts the index's changes
-        self._unknown: set[Key] = set()   # already logged as unknown
-        self._loaded_at: float | None = None   # the index's last full read
-        self._unknown_since: float | None = None
         self.stats = {'stored': 0, 'dropped': 0, 'foreign': 0,
                       'registered': 0, 'forwarded': 0}
-
-    # -- membership index ---------------------------------------------------
-
-    def refresh_index(self) -> None:
-        """Read which disk lives in which domain, in full."""
-        index = self.db.disk_index()
-        devs: dict[str, tuple[str, ...]] = {}
-        for uuid, dev in index:
-            devs[uuid] = devs.get(uuid, ()) + (dev,)
-        with self._lock:
-            self._index = index
-            self._devs = devs
-            self._unknown -= set(index)
-            self._loaded_at = self._clock()
-            self._unknown_since = None
-            self._index_version += 1
-
-    def index_due(self, now: float) -> bool:
-        """Whether :meth:`refresh_index` should run now (see module doc)."""
-        if self._loaded_at is None:
-            return True
-        age = now - self._loaded_at
-        return age >= INDEX_RELOAD_S or (
-            self._unknown_since is not None and age >= INDEX_RELOAD_MIN_S)
-
-    def index_changed(self, upserted: Iterable[membership.Upserted] = (),
-                      removed: Iterable[Key] = ()) -> None:
-        """Membership changed; keep the index current without a reload.
-
-        ``upserted``: ``(uuid, dev, domain, host)`` entries; ``removed``:
-        ``(uuid, dev)`` keys.
-        """
-        with self._lock:
-            self._index_version += 1
-            for uuid, dev, domain, host in upserted:
-                self._indexed((uuid, dev), domain, host)
-            for key in removed:
-                self._index.pop(key, None)
-                self._unlisted.pop(key, None)
-                devs = tuple(dev for dev in self._devs.get(key[0], ())
-                             if dev != key[1])
-                if devs:
-                    self._devs[key[0]] = devs
-                else:
-                    self._devs.pop(key[0], None)
-
-    def _indexed(self, key: Key, domain: str, host: str) -> None:
-        """Add one disk to the index (the caller holds the lock)."""
-        self._index_version += 1
-        self._index[key] = (domain, host)
-        devs = self._devs.get(key[0], ())
-        if key[1] not in devs:
-            self._devs[key[0]] = devs + (key[1],)
-        self._unknown.discard(key)
 
     # -- RPC API ------------------------------------------------------------
 
@@ -316,7 +250,7 @@ class ControllerManager:
         away: dict[tuple[str, str | None], list[int]] = {}
         owners: dict[str, str | None] = {}
         for i, key in enumerate(keys):
-            found = self._index.get(key)
+            found = self.index.get(key)
             domain = found[0] if found is not None else local
             if domain is None:
                 mine.append(i)      # unknown: logged and dropped here
@@ -403,7 +337,7 @@ class ControllerManager:
         if listing and host:
             # The listing and the index as they are now: both look again
             # only when one of them changed.
-            seen = (hash(tuple(listed)), self._index_version)
+            seen = (hash(tuple(listed)), self.index.version)
             self._drop_unlisted(host, listed, seen)
             self._follow_moves(host, listed, seen)
 
@@ -448,7 +382,7 @@ class ControllerManager:
         self._hosts_seen[host] = seen
         now = self._clock()
         moved = sorted({uuid for uuid, dev in keys
-                        if self._index.get((uuid, dev), (None, host))[1]
+                        if (self.index.get((uuid, dev)) or ('', host))[1]
                         != host})
         for uuid in moved:
             if now - self._move_asked.get(uuid, -MOVE_CHECK_S) < \
@@ -487,31 +421,23 @@ class ControllerManager:
             listed.setdefault(uuid, set()).add(dev)
         gone = []
         with self._lock:
+            # listed again, or no longer in the index (dropped elsewhere)
             for key in [k for k in self._unlisted if k[1] in
-                        listed.get(k[0], ())]:
+                        listed.get(k[0], ()) or self.index.get(k) is None]:
                 del self._unlisted[key]
             for uuid, devs in listed.items():
-                known = self._devs.get(uuid, ())
-                for dev in [d for d in known if d not in devs]:
-                    key = (uuid, dev)
-                    if self._index.get(key) != (domain, host):
+                for key, place in self.index.of_instance(uuid).items():
+                    if key[1] in devs or place != (domain, host):
                         continue
                     misses = self._unlisted.get(key, 0) + 1
                     self._unlisted[key] = misses
                     if misses >= UNLISTED_BATCHES:
                         gone.append(key)
-        for uuid, dev in gone:
-            try:
-                self.db.disk_delete(uuid, dev)
-            except exception.NotFound:
-                pass
-            except Exception as e:
-                LOG.warning('Could not drop disk %s/%s, which the agent of '
-                            '%s no longer lists: %s', uuid, dev, host, e)
-                continue
+        for uuid, dev in self.index.delete(gone):
             LOG.info('Dropped disk %s/%s: the agent of %s no longer lists '
                      'it', uuid, dev, host)
-            self.index_changed(removed=[(uuid, dev)])
+            with self._lock:
+                self._unlisted.pop((uuid, dev), None)
 
     def _route(self, key: Key, host: str | None, volume_id: str | None,
                project_id: str | None, owned: dict[str, bool]) -> bool:
@@ -519,7 +445,7 @@ class ControllerManager:
 
         ``owned``: a cache of :attr:`owns` for one batch.
         """
-        found = self._index.get(key)
+        found = self.index.get(key)
         if found is None:
             domain = self._register(host, key, volume_id, project_id)
             if domain is None:
@@ -539,30 +465,14 @@ class ControllerManager:
         domain, kind = membership.ephemeral_domain(self._conf, host or '')
         if (not self.register_local or not host or volume_id
                 or not project_id or not self.owns(domain)):
-            with self._lock:
-                first = key not in self._unknown
-                self._unknown.add(key)
-                if first and self._unknown_since is None:
-                    # another process may know it: reload the index soon
-                    self._unknown_since = self._clock()
-            if first:
+            if self.index.missed(key):
                 LOG.info('Sample of unknown disk %s/%s from %s dropped '
                          '(membership does not know it yet)', key[0],
                          key[1], host or 'a source')
             self._count('dropped')
             return None
         try:
-            try:
-                self.db.domain_get(domain)
-            except exception.NotFound:
-                try:
-                    self.db.domain_create(domain, kind)
-                    LOG.info('Created domain %s (no capacity profile yet: '
-                             'iotguard-manage domain calibrate)', domain)
-                except exception.Conflict:
-                    pass
-            self.db.disk_upsert(key[0], key[1], host, domain,
-                                project_id)
+            self.index.upsert(key[0], key[1], host, domain, kind, project_id)
         except Exception as e:
             LOG.warning('Could not record disk %s/%s of %s: %s', key[0],
                         key[1], host, e)
@@ -570,7 +480,5 @@ class ControllerManager:
             return None
         LOG.info('Recorded disk %s/%s of %s in domain %s', key[0], key[1],
                  host, domain)
-        with self._lock:
-            self._indexed(key, domain, host)
         self._count('registered')
         return domain

@@ -35,13 +35,12 @@ the controller records those when an agent reports them
 (``[controller] register_local_disks``). Servers that run nowhere
 (shelved offloaded, building without a host) have no disks here.
 
-The result is cached in memory, persisted through :mod:`iotguard.db.api`
-(``disk_upsert``, ``disk_delete``, domains created when missing), resynced
-in full by :meth:`Membership.refresh` (the controller calls it every
-``[membership] resync_interval``) and per instance on Nova and Cinder
-notifications (:class:`NotificationEndpoint`); each change written is
-also told to ``on_change(upserted, removed)`` (the controller's disk
-index follows it without reloading). After an event that makes
+The result is cached in memory and written through the controller's
+:class:`~iotguard.controller.disk_index.DiskIndex` (domains created when
+missing), resynced in full by :meth:`Membership.refresh` (the controller
+calls it every ``[membership] resync_interval``) and per instance on Nova
+and Cinder notifications (:class:`NotificationEndpoint`). After an event
+that makes
 Nova rebuild the domain XML (and so drop live iotune values), the
 ``on_rebuilt(instance_uuid, host)`` callback lets the controller ask that
 host's agent to re-apply its caps.
@@ -50,7 +49,6 @@ host's agent to re-apply its caps.
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
-from collections.abc import Sequence
 import dataclasses
 import datetime
 import functools
@@ -64,8 +62,8 @@ from oslo_log import log as logging
 import oslo_messaging
 
 from iotguard import clients
+from iotguard.controller import disk_index
 from iotguard.controller import notifications
-from iotguard.db import api as db_api
 from iotguard.db import tiering
 from iotguard import exception
 from iotguard.manage import tiersync
@@ -80,7 +78,6 @@ KIND_SHARED = 'ceph'
 KIND_CINDER = 'cinder'
 
 Key = tuple[str, str]
-Upserted = tuple[str, str, str, str]
 
 
 def ephemeral_domain(conf: cfg.ConfigOpts, host: str) -> tuple[str, str]:
@@ -148,29 +145,24 @@ def _dev(device: str | None) -> str | None:
 class Membership:
     """Disk -> domain, from Nova and Cinder, cached and persisted.
 
+    ``index``: the controller's disk index, written through;
     ``connection``: an openstacksdk Connection (built from
-    ``[service_credentials]`` when first needed); ``db``: an
-    :class:`iotguard.db.api.Connection` or None (memory only);
+    ``[service_credentials]`` when first needed);
     ``on_rebuilt(instance_uuid, host)``: see the module doc;
     ``notifier``: an :class:`~iotguard.controller.notifications.Notifier`
-    for the tiers given or refused, or None; ``on_change(upserted,
-    removed)``:
-    told the disks written, ``(instance_uuid, dev, domain, host)``, and
-    the ``(instance_uuid, dev)`` removed, or None.
+    for the tiers given or refused, or None.
     """
 
-    def __init__(self, conf: cfg.ConfigOpts, connection: Any = None,
-                 db: db_api.Connection | None = None,
+    def __init__(self, conf: cfg.ConfigOpts, index: disk_index.DiskIndex,
+                 connection: Any = None,
                  on_rebuilt: Callable[[str, str], None] | None = None,
-                 notifier: notifications.Notifier | None = None,
-                 on_change: Callable[[Sequence[Upserted], Sequence[Key]],
-                                     None] | None = None) -> None:
+                 notifier: notifications.Notifier | None = None) -> None:
         self._conf = conf
         self._connection = connection
-        self.db = db
+        self.index = index
+        self.db = index.db
         self.on_rebuilt = on_rebuilt
         self.notifier = notifier
-        self.on_change = on_change
         self._lock = threading.Lock()
         self._disks: dict[Key, Disk] = {}
 
@@ -244,10 +236,9 @@ class Membership:
             old, self._disks = self._disks, found
         # Detached volumes, and every disk of an instance that is gone
         # (also those an agent registered).
-        index = self._db_index()
         dead = {key for key in old if key not in found}
-        dead |= {key for key in index if key[0] not in live}
-        changed = self._persist(found, index, dead)
+        dead |= {key for key in self.index.keys() if key[0] not in live}
+        changed = self._persist(found, dead)
         self._forget_choices(keep=live, before=listed_at)
         self._sync_tiers([s for s in servers if s.compute_host],
                          list(found.values()))
@@ -289,7 +280,7 @@ class Membership:
         # Only its volumes that went away: an ephemeral disk an agent
         # registered is not in Nova's view of the server.
         dead = {key for key in old if key not in disks}
-        self._persist(disks, self._db_index(), dead)
+        self._persist(disks, dead)
         if disks:
             self._sync_tiers([server], list(disks.values()))
         return list(disks.values())
@@ -300,47 +291,31 @@ class Membership:
             gone = [k for k in self._disks if k[0] == instance_uuid]
             for key in gone:
                 del self._disks[key]
-        self._delete_rows(
-            [k for k in self._db_index() if k[0] == instance_uuid])
+        self.index.delete(self.index.of_instance(instance_uuid))
         self._forget_choices(instance_uuids=[instance_uuid])
         return len(gone)
 
     # -- persistence ----------------------------------------------------
 
-    def _db_index(self) -> dict[Key, tuple[str, str]]:
-        if self.db is None:
-            return {}
-        try:
-            return self.db.disk_index()
-        except Exception as e:
-            LOG.warning('Could not read the disks from the database: %s', e)
-            return {}
-
-    def _persist(self, disks: Mapping[Key, Disk],
-                 index: Mapping[Key, tuple[str, str]], dead: set[Key]) -> int:
-        """Write what the database does not know; remove ``dead``.
+    def _persist(self, disks: Mapping[Key, Disk], dead: set[Key]) -> int:
+        """Write what the index does not know; remove ``dead``.
 
         Returns how many disks were written.
         """
-        if self.db is None:
-            return 0
-        written = []
+        written = 0
         for key, disk in disks.items():
-            if index.get(key) == (disk.domain, disk.host):
+            if self.index.get(key) == (disk.domain, disk.host):
                 continue
             try:
-                self._ensure_domain(disk.domain, disk.kind)
-                self.db.disk_upsert(disk.instance_uuid, disk.dev, disk.host,
-                                    disk.domain, disk.project_id,
-                                    volume_id=disk.volume_id)
-                written.append((disk.instance_uuid, disk.dev, disk.domain,
-                                disk.host))
+                self.index.upsert(disk.instance_uuid, disk.dev, disk.host,
+                                  disk.domain, disk.kind, disk.project_id,
+                                  disk.volume_id)
+                written += 1
             except Exception as e:
                 LOG.warning('Could not record disk %s/%s in %s: %s',
                             key[0], key[1], disk.domain, e)
-        self._delete_rows(sorted(k for k in dead if k in index))
-        self._changed(written, ())
-        return len(written)
+        self.index.delete(sorted(k for k in dead if self.index.get(k)))
+        return written
 
     def _volume_type_tiers(self, disks: Iterable[Disk]
                            ) -> dict[str, str | None]:
@@ -375,7 +350,7 @@ class Membership:
         a source that no longer names a tier (resize, retype, detach) drops
         what it asked before.
         """
-        if self.db is None or not servers:
+        if not servers:
             return
         owners = {s.id: s.project_id for s in servers}
         wanted = {'flavor': {(s.id, tiering.ALL_DISKS): flavor_tier(s)
@@ -405,7 +380,6 @@ class Membership:
 
     def _sync_tier(self, source: str, uuid: str, dev: str, tier: str | None,
                    had: tuple[str, str] | None, project_id: str) -> None:
-        assert self.db is not None
         payload = {'instance_uuid': uuid, 'dev': dev, 'tier': tier,
                    'source': source, 'project_id': project_id}
         if tier is None:
@@ -447,8 +421,6 @@ class Membership:
 
     def _forget_choices(self, **which: Any) -> None:
         """Tier choices of instances gone from Nova go with them."""
-        if self.db is None:
-            return
         try:
             dropped = self.db.tier_choices_forget(**which)
         except Exception as e:
@@ -458,43 +430,6 @@ class Membership:
         if dropped:
             LOG.info('Dropped %d tier choice(s) of deleted instances',
                      dropped)
-
-    def _ensure_domain(self, name: str, kind: str) -> None:
-        assert self.db is not None
-        try:
-            self.db.domain_get(name)
-        except exception.NotFound:
-            try:
-                self.db.domain_create(name, kind)
-                LOG.info('Created domain %s (%s; no capacity profile yet: '
-                         'iotguard-manage domain calibrate)', name, kind)
-            except exception.Conflict:
-                pass
-
-    def _delete_rows(self, keys: Iterable[Key]) -> None:
-        if self.db is None:
-            return
-        removed = []
-        for uuid, dev in keys:
-            try:
-                self.db.disk_delete(uuid, dev)
-            except exception.NotFound:
-                pass
-            except Exception as e:
-                LOG.warning('Could not remove disk %s/%s: %s', uuid, dev, e)
-                continue
-            removed.append((uuid, dev))
-        self._changed((), removed)
-
-    def _changed(self, upserted: Sequence[Upserted],
-                 removed: Sequence[Key]) -> None:
-        if self.on_change is None or not (upserted or removed):
-            return
-        try:
-            self.on_change(upserted, removed)
-        except Exception:
-            LOG.exception('on_change of %d disk(s) failed',
-                          len(upserted) + len(removed))
 
     def rebuilt(self, instance_uuid: str) -> None:
         """Tell the controller the instance's domain XML was rebuilt."""

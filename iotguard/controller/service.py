@@ -21,14 +21,13 @@ executor, and so does the Nova/Cinder notification listener of membership
 thread sends the samples routed from here every ``FORWARD_S``; one
 thread runs the decision rounds every ``[controller]
 decision_interval``: follow the tooz group, pick the owned domains, resync
-membership when due, reload the disk index when due (membership's
-changes keep it current in between), poll Gnocchi when enabled, and run
-one round over the owned domains. A failing round is logged and the next
+membership when due, reload the disk index when due (the changes written
+through it keep it current in between), poll Gnocchi when enabled, and
+run one round over the owned domains. A failing round is logged and the next
 one runs on time.
 """
 
 from collections.abc import Callable
-from collections.abc import Sequence
 import functools
 import threading
 import time
@@ -120,7 +119,7 @@ class ControllerService:
             rpcapi.AgentAPI(self.transport),
             audit_mod.Audit(self.db, self.notifier), clock=self._clock)
         try:
-            self.manager.refresh_index()
+            self.manager.index.refresh()
         except Exception:
             LOG.exception('Could not read the disks yet; retrying every '
                           'round')
@@ -185,16 +184,12 @@ class ControllerService:
                      'not read from Nova and Cinder')
             return
         self.membership = membership_mod.Membership(
-            self.conf, db=self.db, on_rebuilt=self.rebuilt,
-            notifier=self.notifier, on_change=self._membership_changed)
+            self.conf, self.manager.index, on_rebuilt=self.rebuilt,
+            notifier=self.notifier)
         self.manager.on_moved = self._moved.add
         self.membership_listener = membership_mod.get_listener(
             self.conf, self.notification_transport, self.membership)
         self.membership_listener.start()
-
-    def _membership_changed(self, upserted: Sequence[membership_mod.Upserted],
-                            removed: Sequence[membership_mod.Key]) -> None:
-        self.manager.index_changed(upserted, removed)
 
     def _refresh_membership(self, now: float) -> None:
         if (self.membership is None or now < self._membership_due
@@ -272,8 +267,8 @@ class ControllerService:
                 self.owned = names
             self._refresh_membership(now)
             self._follow_moves()
-            if self.manager.index_due(now):
-                self.manager.refresh_index()
+            if self.manager.index.due(now):
+                self.manager.index.refresh()
             self._poll_gnocchi(now)
             self.last_results = self.loop.run(domains, now)
         except Exception:

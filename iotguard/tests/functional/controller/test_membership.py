@@ -23,6 +23,7 @@ Cinder themselves are the fake openstacksdk connection of the unit tests.
 import threading
 import time
 
+from iotguard.controller import disk_index
 from iotguard.controller import membership
 from iotguard.tests.fixtures import database
 from iotguard.tests.functional.controller import test_ceilometer as rabbit
@@ -51,7 +52,7 @@ class MembershipOverRabbitTest(rabbit.RabbitTestCase):
         self.rebuilt = []
         self.called = threading.Event()
         self.membership = membership.Membership(
-            self.conf, connection=self.conn, db=self.db,
+            self.conf, disk_index.DiskIndex(self.db), connection=self.conn,
             on_rebuilt=self.on_rebuilt)
         self.start(membership.get_listener(self.conf, self.transport,
                                            self.membership))

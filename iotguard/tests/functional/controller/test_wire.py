@@ -66,7 +66,7 @@ class WireOverRabbitTest(base.TestCase):
         self.store = samples_mod.SampleStore(5.0)
         self.controller = manager_mod.ControllerManager(self.conf, self.db,
                                                         self.store)
-        self.controller.refresh_index()
+        self.controller.index.refresh()
 
     def serve(self, endpoint, name):
         server = rpc.get_server(self.transport, rpc.TOPIC_CONTROLLER,

@@ -14,6 +14,7 @@ import math
 
 import fixtures
 
+from iotguard.controller import disk_index
 from iotguard.controller import manager
 from iotguard.controller import samples
 from iotguard.tests import base
@@ -24,7 +25,7 @@ T0 = 1_800_000_000.0
 
 
 def domain_of(manager, instance_uuid, dev):
-    found = manager._index.get((instance_uuid, dev))
+    found = manager.index.get((instance_uuid, dev))
     return found and found[0]
 
 
@@ -52,7 +53,7 @@ class ManagerFixture(base.TestCase):
         self.manager = manager.ControllerManager(
             self.conf, self.db, self.store, owns=self.owned.__contains__,
             clock=lambda: T0)
-        self.manager.refresh_index()
+        self.manager.index.refresh()
 
     def batch(self, *rows):
         """The wire form of some rows (:meth:`sample`), as an agent sends."""
@@ -317,7 +318,7 @@ class ManagerTest(ManagerFixture):
 
     def test_refresh_forgets_moved_disks(self):
         self.db.disks[(self.mine['instance_uuid'], 'vda')]['domain'] = 'x'
-        self.manager.refresh_index()
+        self.manager.index.refresh()
         self.assertEqual('x', domain_of(
             self.manager, self.mine['instance_uuid'], 'vda'))
 
@@ -335,7 +336,7 @@ class ManagerTest(ManagerFixture):
 
 
 class IndexEventsTest(base.TestCase):
-    """The disk index follows membership's events, reloads when due."""
+    """The disk index follows what is written through it, reloads when due."""
 
     def setUp(self):
         super().setUp()
@@ -354,41 +355,40 @@ class IndexEventsTest(base.TestCase):
         return self.store.latest(uuid, dev) is not None
 
     def test_events_route_without_reload(self):
-        self.assertTrue(self.manager.index_due(self.now))
-        self.manager.refresh_index()
-        self.assertFalse(self.manager.index_due(self.now + 5))
+        self.assertTrue(self.manager.index.due(self.now))
+        self.manager.index.refresh()
+        self.assertFalse(self.manager.index.due(self.now + 5))
         new = fakes.sample().instance_uuid
-        self.manager.index_changed([(new, 'vdb', 'mine', 'cn2')], ())
+        self.manager.index.upsert(new, 'vdb', 'cn2', 'mine', 'local', 'p1')
         self.assertTrue(self.report(new, 'vdb'))
-        self.manager.index_changed((), [(self.disk['instance_uuid'],
-                                         'vda')])
+        self.manager.index.delete([(self.disk['instance_uuid'], 'vda')])
         self.assertFalse(self.report(self.disk['instance_uuid']))
         self.assertEqual(1, self.db.index_reads)
         self.assertEqual(1, self.manager.stats['stored'])
 
     def test_unknown_disk_asks_for_a_reload_once(self):
-        self.manager.refresh_index()
+        self.manager.index.refresh()
         # recorded by another process: the index does not know it yet
         other = self.db.add_disk('mine', 'cn1')
         self.assertFalse(self.report(other['instance_uuid']))
-        self.now += manager.INDEX_RELOAD_MIN_S - 1
-        self.assertFalse(self.manager.index_due(self.now))
+        self.now += disk_index.RELOAD_MIN_S - 1
+        self.assertFalse(self.manager.index.due(self.now))
         self.now += 1
-        self.assertTrue(self.manager.index_due(self.now))
-        self.manager.refresh_index()
+        self.assertTrue(self.manager.index.due(self.now))
+        self.manager.index.refresh()
         self.assertTrue(self.report(other['instance_uuid']))
         # a disk nobody records asks once, not every round
         lost = fakes.sample().instance_uuid
         self.assertFalse(self.report(lost))
-        self.now += manager.INDEX_RELOAD_MIN_S
-        self.assertTrue(self.manager.index_due(self.now))
-        self.manager.refresh_index()
+        self.now += disk_index.RELOAD_MIN_S
+        self.assertTrue(self.manager.index.due(self.now))
+        self.manager.index.refresh()
         self.assertFalse(self.report(lost))
-        self.now += manager.INDEX_RELOAD_MIN_S
-        self.assertFalse(self.manager.index_due(self.now))
+        self.now += disk_index.RELOAD_MIN_S
+        self.assertFalse(self.manager.index.due(self.now))
         # and a full reload now and then whatever happens
-        self.now += manager.INDEX_RELOAD_S
-        self.assertTrue(self.manager.index_due(self.now))
+        self.now += disk_index.RELOAD_S
+        self.assertTrue(self.manager.index.due(self.now))
 
 
 class RoutingTest(ManagerFixture):
@@ -406,7 +406,7 @@ class RoutingTest(ManagerFixture):
         self.other = manager.ControllerManager(
             self.conf, self.db, self.other_store,
             owns={'theirs', 'local:cn2'}.__contains__, clock=lambda: T0)
-        self.other.refresh_index()
+        self.other.index.refresh()
 
     def test_each_disk_reaches_its_domain_s_owner(self):
         self.manager.report_samples({}, 'cn1', self.columns(

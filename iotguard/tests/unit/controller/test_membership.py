@@ -15,6 +15,7 @@ import types
 from openstack import exceptions as sdk_exc
 import oslo_messaging
 
+from iotguard.controller import disk_index
 from iotguard.controller import membership
 from iotguard import exception
 from iotguard.tests import base
@@ -198,7 +199,7 @@ class TestMembership(base.TestCase):
 
     def membership(self, **kw):
         return membership.Membership(
-            self.conf, connection=self.conn, db=self.db,
+            self.conf, disk_index.DiskIndex(self.db), connection=self.conn,
             on_rebuilt=lambda u, h: self.rebuilt.append((u, h)), **kw)
 
     def test_refresh_resolves_domains(self):
@@ -271,32 +272,30 @@ class TestMembership(base.TestCase):
         self.assertEqual(('local:cmp-9', 'cmp-9'), self.db.disk_index()[
             (VM1, 'vda')])
 
-    def test_changes_are_told_to_on_change(self):
-        told = []
-        m = self.membership(on_change=lambda up, gone: told.append(
-            (sorted(up), sorted(gone))))
+    def test_changes_are_written_through_the_index(self):
+        m = self.membership()
         m.refresh()
-        (up, gone), = told
-        self.assertEqual([], gone)
-        self.assertIn((VM1, 'vda', 'local:cmp-1', 'cmp-1'), up)
-        self.assertIn((VM1, 'vdb', POOL, 'cmp-1'), up)
-        told.clear()
-        m.refresh()    # nothing written, nothing told
-        self.assertEqual([], told)
+        version = m.index.version
+        self.assertEqual({(VM1, 'vda'): ('local:cmp-1', 'cmp-1'),
+                          (VM1, 'vdb'): (POOL, 'cmp-1')},
+                         m.index.of_instance(VM1))
+        m.refresh()    # nothing written
+        self.assertEqual(version, m.index.version)
         self.conn.servers[VM1].compute_host = 'cmp-9'
         m.refresh()
-        self.assertEqual([([(VM1, 'vda', 'local:cmp-9', 'cmp-9'),
-                           (VM1, 'vdb', POOL, 'cmp-9')], [])], told)
-        told.clear()
+        self.assertEqual({(VM1, 'vda'): ('local:cmp-9', 'cmp-9'),
+                          (VM1, 'vdb'): (POOL, 'cmp-9')},
+                         m.index.of_instance(VM1))
         m.forget_instance(VM1)
-        self.assertEqual([([], [(VM1, 'vda'), (VM1, 'vdb')])], told)
+        self.assertEqual({}, m.index.of_instance(VM1))
+        self.assertEqual([(VM2, 'vda')], m.index.keys())
 
     def test_refresh_removes_deleted_instances_and_detached_volumes(self):
         m = self.membership()
         m.refresh()
-        # An ephemeral disk the controller registered from an agent.
-        self.db.rows[(VM2, 'vdc')] = ('local:cmp-2', 'cmp-2', 'p1', None)
-        self.db.rows[(VM1, 'vdc')] = ('local:cmp-1', 'cmp-1', 'p1', None)
+        # Ephemeral disks the controller registered from an agent.
+        m.index.upsert(VM2, 'vdc', 'cmp-2', 'local:cmp-2', 'local', 'p1')
+        m.index.upsert(VM1, 'vdc', 'cmp-1', 'local:cmp-1', 'local', 'p1')
         del self.conn.servers[VM2]
         self.conn.volumes[VOL1].attachments = []
         self.conn.servers[VM1].attached_volumes = []
@@ -317,7 +316,7 @@ class TestMembership(base.TestCase):
         m.refresh()
         self.conn.volumes[VOL1].attachments = []
         self.conn.servers[VM1].attached_volumes = []
-        self.db.rows[(VM1, 'vdc')] = ('local:cmp-1', 'cmp-1', 'p1', None)
+        m.index.upsert(VM1, 'vdc', 'cmp-1', 'local:cmp-1', 'local', 'p1')
         disks = m.refresh_instance(VM1)
         self.assertEqual(['vda'], [d.dev for d in disks])
         self.assertNotIn((VM1, 'vdb'), self.db.rows)
@@ -333,13 +332,6 @@ class TestMembership(base.TestCase):
         self.assertIsNone(domain_of(m, VM1, 'vda'))
         self.assertEqual({(VM2, 'vda')}, set(self.db.disk_index()))
         self.assertEqual(([VM1], None, None), self.db.forgotten[-1])
-
-    def test_without_db_memory_only(self):
-        m = membership.Membership(self.conf, connection=self.conn)
-        self.assertEqual(0, m.refresh()['written'])
-        self.assertEqual('local:cmp-1', domain_of(m, VM1, 'vda'))
-        m.forget_instance(VM1)
-        self.assertIsNone(domain_of(m, VM1, 'vda'))
 
     def test_nova_down_keeps_state(self):
         m = self.membership()
@@ -466,7 +458,7 @@ class TestNotifications(base.TestCase):
         self.conn.volumes = {VOL1: volume(VOL1, POOL, [(VM1, '/dev/vdb')])}
         self.rebuilt = []
         self.m = membership.Membership(
-            self.conf, connection=self.conn, db=FakeDb(),
+            self.conf, disk_index.DiskIndex(FakeDb()), connection=self.conn,
             on_rebuilt=lambda u, h: self.rebuilt.append((u, h)))
         self.endpoint = membership.NotificationEndpoint(self.m)
 

@@ -190,10 +190,9 @@ class MembershipWiringTest(base.TestCase):
                 mock.patch('iotguard.controller.membership.get_listener') \
                 as get_listener:
             self.svc._start_membership()
-        cls.assert_called_once_with(self.conf, db=self.db,
+        cls.assert_called_once_with(self.conf, self.svc.manager.index,
                                     on_rebuilt=self.svc.rebuilt,
-                                    notifier=self.svc.notifier,
-                                    on_change=self.svc._membership_changed)
+                                    notifier=self.svc.notifier)
         get_listener.assert_called_once_with(
             self.conf, self.svc.notification_transport, cls.return_value)
         get_listener.return_value.start.assert_called_once_with()

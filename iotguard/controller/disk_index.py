@@ -1,0 +1,174 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The disk index: which disk is in which domain, on which host.
+
+One per controller process, shared by the RPC endpoint
+(:mod:`~iotguard.controller.manager`: it routes the samples by it and
+records the disks the agents report) and membership (Nova and Cinder).
+Both write a disk's placement through it alone (:meth:`DiskIndex.upsert`,
+:meth:`DiskIndex.delete`: the database, then the index), so the index
+follows every change this process makes. It is read in full once, and
+again (:meth:`DiskIndex.refresh`) only when due (:meth:`DiskIndex.due`):
+after a sample named a disk it does not know (another process may have
+recorded it), and at least every ``RELOAD_S``.
+"""
+
+from collections.abc import Callable
+from collections.abc import Iterable
+import threading
+import time
+
+from oslo_log import log as logging
+
+from iotguard.db import api as db_api
+from iotguard import exception
+
+LOG = logging.getLogger(__name__)
+
+#: A full reload at least this often (seconds), and a reload asked by an
+#: unknown disk's sample at most this often.
+RELOAD_S = 600.0
+RELOAD_MIN_S = 30.0
+
+Key = tuple[str, str]
+#: Where a disk is: ``(domain, host)``.
+Place = tuple[str, str]
+
+
+class DiskIndex:
+    """``(instance_uuid, dev) -> (domain, host)`` of every disk; thread-safe.
+
+    ``version`` counts its changes.
+    """
+
+    def __init__(self, db: db_api.Connection,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.db = db
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._index: dict[Key, Place] = {}
+        self._devs: dict[str, tuple[str, ...]] = {}    # uuid -> its devs
+        self.version = 0
+        self._unknown: set[Key] = set()   # already logged as unknown
+        self._loaded_at: float | None = None   # the last full read
+        self._unknown_since: float | None = None
+
+    # -- reading ------------------------------------------------------------
+
+    def get(self, key: Key) -> Place | None:
+        return self._index.get(key)
+
+    def of_instance(self, instance_uuid: str) -> dict[Key, Place]:
+        """The disks of an instance, where they are."""
+        with self._lock:
+            return {(instance_uuid, dev): self._index[(instance_uuid, dev)]
+                    for dev in self._devs.get(instance_uuid, ())}
+
+    def keys(self) -> list[Key]:
+        with self._lock:
+            return list(self._index)
+
+    def missed(self, key: Key) -> bool:
+        """A sample named ``key``, which the index does not know.
+
+        A reload is then due soon (another process may have recorded it).
+        Whether it is news (logged by the caller once).
+        """
+        with self._lock:
+            first = key not in self._unknown
+            self._unknown.add(key)
+            if first and self._unknown_since is None:
+                self._unknown_since = self._clock()
+        return first
+
+    # -- loading ------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Read the whole index from the database."""
+        index = self.db.disk_index()
+        devs: dict[str, tuple[str, ...]] = {}
+        for uuid, dev in index:
+            devs[uuid] = devs.get(uuid, ()) + (dev,)
+        with self._lock:
+            self._index = index
+            self._devs = devs
+            self._unknown -= set(index)
+            self._loaded_at = self._clock()
+            self._unknown_since = None
+            self.version += 1
+
+    def due(self, now: float) -> bool:
+        """Whether :meth:`refresh` should run now (see the module doc)."""
+        if self._loaded_at is None:
+            return True
+        age = now - self._loaded_at
+        return age >= RELOAD_S or (
+            self._unknown_since is not None and age >= RELOAD_MIN_S)
+
+    # -- writing ------------------------------------------------------------
+
+    def upsert(self, instance_uuid: str, dev: str, host: str, domain: str,
+               kind: str, project_id: str,
+               volume_id: str | None = None) -> None:
+        """Record a disk where it is; its domain is created when missing.
+
+        Raises what the database raises (the index is then unchanged).
+        """
+        self._ensure_domain(domain, kind)
+        self.db.disk_upsert(instance_uuid, dev, host, domain, project_id,
+                            volume_id=volume_id)
+        key = (instance_uuid, dev)
+        with self._lock:
+            self.version += 1
+            self._index[key] = (domain, host)
+            devs = self._devs.get(instance_uuid, ())
+            if dev not in devs:
+                self._devs[instance_uuid] = devs + (dev,)
+            self._unknown.discard(key)
+
+    def delete(self, keys: Iterable[Key]) -> list[Key]:
+        """Remove disks (their caps go with them); those now gone.
+
+        A disk the database cannot remove now is logged and kept.
+        """
+        removed = []
+        for uuid, dev in keys:
+            try:
+                self.db.disk_delete(uuid, dev)
+            except exception.NotFound:
+                pass
+            except Exception as e:
+                LOG.warning('Could not remove disk %s/%s: %s', uuid, dev, e)
+                continue
+            removed.append((uuid, dev))
+        with self._lock:
+            self.version += bool(removed)
+            for uuid, dev in removed:
+                self._index.pop((uuid, dev), None)
+                devs = tuple(d for d in self._devs.get(uuid, ()) if d != dev)
+                if devs:
+                    self._devs[uuid] = devs
+                else:
+                    self._devs.pop(uuid, None)
+        return removed
+
+    def _ensure_domain(self, name: str, kind: str) -> None:
+        try:
+            self.db.domain_get(name)
+        except exception.NotFound:
+            try:
+                self.db.domain_create(name, kind)
+                LOG.info('Created domain %s (%s; no capacity profile yet: '
+                         'iotguard-manage domain calibrate)', name, kind)
+            except exception.Conflict:
+                pass
