@@ -14,6 +14,7 @@
 
 import re
 
+from oslo_context import context
 from oslo_db import exception as db_exc
 from oslo_log import log
 from sqlalchemy import exc as sa_exc
@@ -29,7 +30,6 @@ from iotguard.api.handlers import root
 from iotguard.api.handlers import tier
 from iotguard.api.schemas import common as common_schema
 from iotguard.api import util
-from iotguard import context as iotguard_context
 from iotguard import exception
 
 LOG = log.getLogger(__name__)
@@ -134,6 +134,6 @@ class Router:
                 util.read_query(req, common_schema.NO_QUERY)
             req.environ['iotguard.state'] = self.state
             req.environ['iotguard.context'] = (
-                iotguard_context.from_environ(req.environ))
+                context.RequestContext.from_environ(req.environ))
             return handler(req, **match.groupdict())
         raise exception.NotFound(what=req.path_info[:200])

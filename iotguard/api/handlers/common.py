@@ -16,10 +16,10 @@ import dataclasses
 import typing
 
 from oslo_config import cfg
+from oslo_context import context as oslo_context
 from oslo_policy import policy
 import webob
 
-from iotguard import context as iotguard_context
 from iotguard.db import api as db_api
 from iotguard import exception
 
@@ -44,8 +44,8 @@ def state(req: webob.Request) -> State:
     return typing.cast(State, req.environ['iotguard.state'])
 
 
-def context(req: webob.Request) -> iotguard_context.RequestContext:
-    return typing.cast(iotguard_context.RequestContext,
+def context(req: webob.Request) -> oslo_context.RequestContext:
+    return typing.cast(oslo_context.RequestContext,
                        req.environ['iotguard.context'])
 
 
