@@ -25,14 +25,35 @@ none.
 
 from collections.abc import Callable
 from collections.abc import Sequence
+import datetime
 
 from oslo_log import log as logging
+from oslo_utils import timeutils
 
+from iotguard import exception
 from iotguard.wire import batch as batch_mod
 
 LOG = logging.getLogger(__name__)
 
 Sink = Callable[[batch_mod.Batch], int]
+
+
+def unix_time(when: object) -> float:
+    """An ISO 8601 string or a datetime (naive: UTC) as UNIX time.
+
+    Raises Invalid for anything else.
+    """
+    if isinstance(when, str):
+        try:
+            when = timeutils.parse_isotime(when)
+        except ValueError as e:
+            raise exception.Invalid(reason='timestamp %r: %s' % (when, e))
+    if not isinstance(when, datetime.datetime):
+        raise exception.Invalid(reason='timestamp %r is not a string'
+                                % (when,))
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return when.timestamp()
 
 
 def _checked(rows: Sequence[batch_mod.Row]) -> batch_mod.Batch:

@@ -35,7 +35,6 @@ always answers ``HANDLED`` so nothing is requeued forever.
 from collections.abc import Callable
 from collections.abc import Iterable
 import dataclasses
-import datetime
 import threading
 import time
 from typing import Any
@@ -43,7 +42,6 @@ from typing import Any
 from oslo_config import cfg
 from oslo_log import log as logging
 import oslo_messaging
-from oslo_utils import timeutils
 
 from iotguard.controller import sources
 from iotguard import exception
@@ -79,20 +77,6 @@ class _Pending:
     at: float
     counters: dict[str, Any]
     project_id: str | None
-
-
-def parse_timestamp(value: object) -> float:
-    """Ceilometer's ISO 8601 timestamp (naive means UTC) -> UNIX time."""
-    if not isinstance(value, str):
-        raise exception.Invalid(reason='timestamp %r is not a string'
-                                % (value,))
-    try:
-        when = timeutils.parse_isotime(value)
-    except ValueError as e:
-        raise exception.Invalid(reason='timestamp %r: %s' % (value, e))
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=datetime.timezone.utc)
-    return when.timestamp()
 
 
 def disk_of(meter: dict[str, Any]) -> Key:
@@ -159,7 +143,7 @@ class Assembler:
         if counter is None:
             return None
         return (disk_of(meter), counter,
-                parse_timestamp(meter.get('timestamp')), _volume(meter),
+                sources.unix_time(meter.get('timestamp')), _volume(meter),
                 meter.get('project_id'))
 
     def add(self, meters: Iterable[object]

@@ -114,20 +114,12 @@ def get_client(conf: cfg.ConfigOpts) -> Any:
     return gnocchi_client.Client(session=session, adapter_options=adapter)
 
 
-def _unix(when: str | datetime.datetime) -> float:
-    if isinstance(when, str):
-        when = datetime.datetime.fromisoformat(when)
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=datetime.timezone.utc)
-    return when.timestamp()
-
-
 def _series(by_aggregation: dict[str, Any]) -> dict[float, float | None]:
     """``{bucket start (unix): value}`` of one metric's only aggregation."""
     points = {}
     for series in by_aggregation.values():
         for when, _granularity, value in series:
-            points[_unix(when)] = value
+            points[sources.unix_time(when)] = value
     return points
 
 
