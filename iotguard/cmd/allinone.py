@@ -49,8 +49,6 @@ from typing import Any
 from typing import TextIO
 from wsgiref import simple_server
 
-import numpy as np
-import numpy.typing as npt
 from oslo_config import cfg
 from oslo_log import log as logging
 import oslo_messaging
@@ -91,39 +89,6 @@ class Options:
     db_path: str | None = None
     seed: int = 0
     log_file: str | None = None
-
-
-class LockedWorld:
-    """The shared world, one thread at a time (agents' RPC, the stepper)."""
-
-    def __init__(self, world: world_mod.World) -> None:
-        self._world = world
-        self.lock = threading.RLock()
-
-    @property
-    def now(self) -> float:
-        return self._world.now
-
-    def disk_ids(self) -> list[str]:
-        return self._world.disk_ids()
-
-    def disk_info(self, disk_id: str) -> dict[str, object]:
-        return self._world.disk_info(disk_id)
-
-    def static_iotune(self, disk_id: str) -> dict[str, int]:
-        return self._world.static_iotune(disk_id)
-
-    def counter_array(self, disk_ids: list[str]) -> npt.NDArray[np.uint64]:
-        with self.lock:
-            return self._world.counter_array(disk_ids)
-
-    def get_iotune(self, disk_id: str) -> dict[str, int]:
-        with self.lock:
-            return self._world.get_iotune(disk_id)
-
-    def set_iotune(self, disk_id: str, params: dict[str, int]) -> None:
-        with self.lock:
-            self._world.set_iotune(disk_id, params)
 
 
 def make_conf(host: str, log_file: str | None = None,
@@ -260,7 +225,8 @@ class AllInOne:
         self.scenario = cut(scenario_mod.load(options.scenario),
                             options.duration_s)
         self.world = world_mod.World(self.scenario, seed=options.seed)
-        self.shared = LockedWorld(self.world)
+        #: Held while the world steps and while an agent reads or sets it.
+        self.lock = threading.RLock()
         self.start_epoch = 0.0
         db_path = options.db_path or os.path.join(workdir, 'iotguard.sqlite')
         self.db_url = 'sqlite:///' + os.path.abspath(db_path)
@@ -319,8 +285,8 @@ class AllInOne:
         for host in sorted({d['host'] for d in self.disks}):
             conf = make_conf(host, db_url=self.db_url)
             conf.set_override('sample_interval', interval, group='agent')
-            driver = simulated.SimulatedDriver(conf, world=self.shared,
-                                               clock=self.clock)
+            driver = simulated.SimulatedDriver(
+                conf, world=self.world, clock=self.clock, lock=self.lock)
             agent = agent_service.AgentService(
                 conf, driver=driver, transport=transport,
                 clock=self.clock, timer=False)
@@ -384,7 +350,7 @@ class AllInOne:
     def window(self, k: int) -> None:
         """One control interval: step, agents, controller, caps applied."""
         dt = self.scenario.interval_s
-        with self.shared.lock:
+        with self.lock:
             self.recorder.begin(k)
             self.world.step(dt)
             self.recorder.end(k)

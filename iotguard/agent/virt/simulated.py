@@ -20,13 +20,11 @@ benchmark) is advanced by its owner.
 """
 
 import collections.abc
+import contextlib
 import time
 from typing import Any
 from typing import Literal
-from typing import Protocol
 
-import numpy as np
-import numpy.typing as npt
 from oslo_config import cfg
 
 from iotguard.agent.virt import base
@@ -36,40 +34,19 @@ from iotguard.wire import caps
 from iotguard.wire import rates
 
 
-class World(Protocol):
-    """What the driver uses of a world (the all-in-one's is locked)."""
-
-    @property
-    def now(self) -> float:
-        ...
-
-    def disk_ids(self) -> list[str]:
-        ...
-
-    def disk_info(self, disk_id: str) -> dict[str, object]:
-        ...
-
-    def static_iotune(self, disk_id: str) -> dict[str, int]:
-        ...
-
-    def counter_array(self, disk_ids: list[str]) -> npt.NDArray[np.uint64]:
-        ...
-
-    def get_iotune(self, disk_id: str) -> dict[str, int]:
-        ...
-
-    def set_iotune(self, disk_id: str, params: dict[str, int]) -> None:
-        ...
-
-
 class SimulatedDriver(base.Driver):
 
-    def __init__(self, conf: cfg.ConfigOpts, world: World | None = None,
-                 clock: collections.abc.Callable[[], float] = time.monotonic
+    def __init__(self, conf: cfg.ConfigOpts,
+                 world: world_mod.World | None = None,
+                 clock: collections.abc.Callable[[], float] = time.monotonic,
+                 lock: contextlib.AbstractContextManager[Any] | None = None
                  ) -> None:
         self.host = conf.host
         self._conf = conf
         self._world = world
+        # Held around every read of the counters and every read or write
+        # of an iotune: the all-in-one steps its world in another thread.
+        self._lock = lock or contextlib.nullcontext()
         self._owned: world_mod.World | None = None  # built by start()
         self._clock = clock
         self._t0 = 0.0
@@ -82,7 +59,7 @@ class SimulatedDriver(base.Driver):
         self._keys: list[base.Key] = []  # the same tuples every pass
 
     @property
-    def world(self) -> World:
+    def world(self) -> world_mod.World:
         assert self._world is not None, 'start() builds the world'
         return self._world
 
@@ -136,16 +113,21 @@ class SimulatedDriver(base.Driver):
     def get_block_stats(self) -> rates.Readings:
         self._catch_up()
         ids = self._my_disks()
-        return rates.Readings(self._keys, self.world.counter_array(ids))
+        with self._lock:
+            return rates.Readings(self._keys, self.world.counter_array(ids))
 
     @staticmethod
     def _id(instance_uuid: str, dev: str) -> str:
         return '%s/%s' % (instance_uuid, dev)
 
     def get_iotune(self, instance_uuid: str, dev: str) -> dict[str, int]:
-        return caps.full(self.world.get_iotune(self._id(instance_uuid, dev)))
+        with self._lock:
+            limits = self.world.get_iotune(self._id(instance_uuid, dev))
+        return caps.full(limits)
 
     def set_iotune(self, instance_uuid: str, dev: str, limits: caps.Limits,
                    static: caps.Limits | None = None) -> None:
         self._catch_up()
-        self.world.set_iotune(self._id(instance_uuid, dev), caps.full(limits))
+        with self._lock:
+            self.world.set_iotune(self._id(instance_uuid, dev),
+                                  caps.full(limits))

@@ -17,7 +17,6 @@ import json
 import fixtures
 import webob
 
-from iotguard.agent.virt import simulated
 from iotguard.cmd import allinone
 from iotguard import exception
 from iotguard.sim import loop
@@ -115,23 +114,6 @@ class SeedTest(base.TestCase):
         db = FakeDb()
         allinone.seed(db, sc, world_mod.World(sc), 'ntt')
         self.assertEqual({}, db.domains[0]['params'])
-
-
-class LockedWorldTest(base.TestCase):
-    """The agents' driver reads the shared world through its lock."""
-
-    def test_simulated_driver_reads_a_locked_world_as_the_world(self):
-        sc = scenario_mod.load('paper-4vm')
-        plain = world_mod.World(sc, seed=0)
-        shared = world_mod.World(sc, seed=0)
-        for w in (plain, shared):
-            w.step(5.0)
-        host = sc.vms[0].host
-        conf = allinone.make_conf(host)
-        got = [simulated.SimulatedDriver(conf, world=w).get_block_stats()
-               for w in (plain, allinone.LockedWorld(shared))]
-        self.assertEqual(got[0].as_dict(), got[1].as_dict())
-        self.assertTrue(any(any(c) for c in got[1].as_dict().values()))
 
 
 class LateSamplesTest(base.TestCase):

@@ -22,11 +22,12 @@ For every scenario ``iotguard-sim`` ships:
   all-in-one's side: each cap and release the simulator's loop planned
   goes, at the same instant, through the agent's cap code
   (:class:`~iotguard.agent.manager.AgentManager` on the ``simulated``
-  driver over the all-in-one's :class:`~iotguard.cmd.allinone.LockedWorld`),
+  driver over the world, under a lock as in the all-in-one),
   and the windows are recorded as :meth:`AllInOne.window` records them.
   Both runs must agree series by series, the caps in force included.
 """
 
+import threading
 from unittest import mock
 
 import fixtures
@@ -117,13 +118,13 @@ class OneRecorderTest(base.TestCase):
     def replay(self, sc, changes):
         """The all-in-one's side of a run whose caps are ``changes``."""
         world = world_mod.World(sc, seed=0)
-        shared = allinone.LockedWorld(world)
+        lock = threading.RLock()
         agents = {}
         for host in sorted({world.disk_info(d)['host']
                             for d in world.disk_ids()}):
             conf = allinone.make_conf(host)
-            driver = simulated.SimulatedDriver(conf, world=shared,
-                                               clock=lambda: world.now)
+            driver = simulated.SimulatedDriver(
+                conf, world=world, clock=lambda: world.now, lock=lock)
             agents[host] = manager.AgentManager(
                 conf, driver, clock=lambda: world.now,
                 store=fakes.MemoryStore())
@@ -131,7 +132,7 @@ class OneRecorderTest(base.TestCase):
         recorder = loop.Recorder(sc, world, 'guarantee', 0)
         windows = int(round(sc.duration_s / sc.interval_s))
         for k in range(windows):
-            with shared.lock:     # as AllInOne.window
+            with lock:     # as AllInOne.window
                 recorder.begin(k)
                 world.step(sc.interval_s)
                 recorder.end(k)

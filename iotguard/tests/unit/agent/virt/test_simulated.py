@@ -85,6 +85,32 @@ class SimulatedDriverTest(test_base.TestCase):
         self.assertEqual(U1 + '/vda', disk_id)
         self.assertEqual(set(caps.IOTUNE_KEYS), set(params))
 
+    def test_world_read_and_written_under_the_lock(self):
+        held = []
+
+        class Lock:
+            def __enter__(self):
+                held.append(True)
+
+            def __exit__(self, *exc_info):
+                held.pop()
+
+        seen = []
+        for name in ('counter_array', 'get_iotune', 'set_iotune'):
+            def under_lock(*args, _call=getattr(self.world, name),
+                           _name=name):
+                seen.append((_name, bool(held)))
+                return _call(*args)
+            setattr(self.world, name, under_lock)
+        d = simulated.SimulatedDriver(self.conf, world=self.world,
+                                      lock=Lock())
+        d.start()
+        d.get_block_stats()
+        d.set_iotune(U1, 'vda', {'total_iops_sec': 200})
+        d.get_iotune(U1, 'vda')
+        self.assertEqual([('counter_array', True), ('set_iotune', True),
+                          ('get_iotune', True)], seen)
+
     def test_scenario_required_without_world(self):
         d = simulated.SimulatedDriver(self.conf)
         self.assertRaises(ValueError, d.start)
