@@ -74,9 +74,9 @@ class DiskIndex:
             return {(instance_uuid, dev): self._index[(instance_uuid, dev)]
                     for dev in self._devs.get(instance_uuid, ())}
 
-    def keys(self) -> list[Key]:
+    def copy(self) -> dict[Key, Place]:
         with self._lock:
-            return list(self._index)
+            return dict(self._index)
 
     def missed(self, key: Key) -> bool:
         """A sample named ``key``, which the index does not know.

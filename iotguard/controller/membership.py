@@ -35,13 +35,14 @@ the controller records those when an agent reports them
 (``[controller] register_local_disks``). Servers that run nowhere
 (shelved offloaded, building without a host) have no disks here.
 
-The result is cached in memory and written through the controller's
+The result is written through the controller's
 :class:`~iotguard.controller.disk_index.DiskIndex` (domains created when
-missing), resynced in full by :meth:`Membership.refresh` (the controller
+missing), which membership also reads as what it wrote before (there is
+no other view: a restart or another controller resumes from the
+database), resynced in full by :meth:`Membership.refresh` (the controller
 calls it every ``[membership] resync_interval``) and per instance on Nova
 and Cinder notifications (:class:`NotificationEndpoint`). After an event
-that makes
-Nova rebuild the domain XML (and so drop live iotune values), the
+that makes Nova rebuild the domain XML (and so drop live iotune values), the
 ``on_rebuilt(instance_uuid, host)`` callback lets the controller ask that
 host's agent to re-apply its caps.
 """
@@ -53,7 +54,6 @@ import dataclasses
 import datetime
 import functools
 import os
-import threading
 from typing import Any
 
 from openstack import exceptions as sdk_exc
@@ -163,26 +163,12 @@ class Membership:
         self.db = index.db
         self.on_rebuilt = on_rebuilt
         self.notifier = notifier
-        self._lock = threading.Lock()
-        self._disks: dict[Key, Disk] = {}
 
     @property
     def connection(self) -> Any:
         if self._connection is None:
             self._connection = clients.get_connection(self._conf)
         return self._connection
-
-    # -- queries --------------------------------------------------------
-
-    def disks(self, domain: str | None = None,
-              instance_uuid: str | None = None) -> list[Disk]:
-        with self._lock:
-            found = list(self._disks.values())
-        return sorted((d for d in found
-                       if (domain is None or d.domain == domain) and
-                       (instance_uuid is None or
-                        d.instance_uuid == instance_uuid)),
-                      key=lambda d: (d.instance_uuid, d.dev))
 
     # -- resolving ------------------------------------------------------
 
@@ -231,19 +217,12 @@ class Membership:
         for server in servers:
             for disk in self.disks_of(server, volumes):
                 found[(disk.instance_uuid, disk.dev)] = disk
-        live = {server.id for server in servers}
-        with self._lock:
-            old, self._disks = self._disks, found
-        # Detached volumes, and every disk of an instance that is gone
-        # (also those an agent registered).
-        dead = {key for key in old if key not in found}
-        dead |= {key for key in self.index.keys() if key[0] not in live}
-        changed = self._persist(found, dead)
+        live = {server.id: server for server in servers}
+        written, removed = self._persist(live, found, self.index.copy())
         self._forget_choices(keep=live, before=listed_at)
         self._sync_tiers([s for s in servers if s.compute_host],
                          list(found.values()))
-        return {'disks': len(found), 'written': changed,
-                'removed': len(dead)}
+        return {'disks': len(found), 'written': written, 'removed': removed}
 
     def _all_volumes(self) -> dict[str, Any]:
         """Every volume by id; none in a cloud without Cinder."""
@@ -271,39 +250,49 @@ class Membership:
             volumes[volume.id] = volume
         disks = {(d.instance_uuid, d.dev): d
                  for d in self.disks_of(server, volumes)}
-        with self._lock:
-            old = {k: d for k, d in self._disks.items()
-                   if k[0] == instance_uuid}
-            for key in old:
-                del self._disks[key]
-            self._disks.update(disks)
-        # Only its volumes that went away: an ephemeral disk an agent
-        # registered is not in Nova's view of the server.
-        dead = {key for key in old if key not in disks}
-        self._persist(disks, dead)
+        self._persist({instance_uuid: server}, disks,
+                      self.index.of_instance(instance_uuid))
         if disks:
             self._sync_tiers([server], list(disks.values()))
         return list(disks.values())
 
-    def forget_instance(self, instance_uuid: str) -> int:
+    def forget_instance(self, instance_uuid: str) -> None:
         """A deleted instance: drop its disks."""
-        with self._lock:
-            gone = [k for k in self._disks if k[0] == instance_uuid]
-            for key in gone:
-                del self._disks[key]
         self.index.delete(self.index.of_instance(instance_uuid))
         self._forget_choices(instance_uuids=[instance_uuid])
-        return len(gone)
 
     # -- persistence ----------------------------------------------------
 
-    def _persist(self, disks: Mapping[Key, Disk], dead: set[Key]) -> int:
-        """Write what the index does not know; remove ``dead``.
+    def _persist(self, servers: Mapping[str, Any], found: Mapping[Key, Disk],
+                 placed: Mapping[Key, disk_index.Place]) -> tuple[int, int]:
+        """Write what the index does not know, remove what is gone.
 
-        Returns how many disks were written.
+        ``servers``: the instances resolved, by id; ``found``: their
+        disks; ``placed``: what the index holds of them (of every instance
+        for a full resync). A disk of an instance Nova no longer lists or
+        that runs nowhere is removed, and so is one Nova and Cinder no
+        longer show, unless it is in its host's ephemeral domain: an
+        ephemeral disk recorded from its agent (``[controller]
+        register_local_disks``), which the controller drops when the agent
+        stops listing it, and which follows its instance to another host
+        here. How many disks were written and removed.
         """
+        found = dict(found)
+        dead = []
+        for key, (domain, host) in placed.items():
+            if key in found:
+                continue
+            server: Any = servers.get(key[0])
+            moved_to = server.compute_host if server is not None else None
+            if not moved_to or domain != ephemeral_domain(self._conf,
+                                                          host)[0]:
+                dead.append(key)
+            elif moved_to != host:
+                found[key] = Disk(key[0], key[1], moved_to,
+                                  *ephemeral_domain(self._conf, moved_to),
+                                  server.project_id)
         written = 0
-        for key, disk in disks.items():
+        for key, disk in found.items():
             if self.index.get(key) == (disk.domain, disk.host):
                 continue
             try:
@@ -314,8 +303,7 @@ class Membership:
             except Exception as e:
                 LOG.warning('Could not record disk %s/%s in %s: %s',
                             key[0], key[1], disk.domain, e)
-        self.index.delete(sorted(k for k in dead if self.index.get(k)))
-        return written
+        return written, len(self.index.delete(sorted(dead)))
 
     def _volume_type_tiers(self, disks: Iterable[Disk]
                            ) -> dict[str, str | None]:
@@ -435,7 +423,8 @@ class Membership:
         """Tell the controller the instance's domain XML was rebuilt."""
         if self.on_rebuilt is None:
             return
-        hosts = {d.host for d in self.disks(instance_uuid=instance_uuid)}
+        hosts = {host for _domain, host in
+                 self.index.of_instance(instance_uuid).values()}
         for host in sorted(hosts):
             try:
                 self.on_rebuilt(instance_uuid, host)

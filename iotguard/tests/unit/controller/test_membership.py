@@ -29,9 +29,8 @@ POOL = 'cinder-1@lvm#pool-a'
 
 
 def domain_of(membership, instance_uuid, dev):
-    """The domain ``membership`` holds a disk in, or None."""
-    return next((d.domain for d in membership.disks(
-        instance_uuid=instance_uuid) if d.dev == dev), None)
+    """The domain membership placed a disk in, or None."""
+    return (membership.index.get((instance_uuid, dev)) or (None,))[0]
 
 
 def server(uuid, host, volumes=(), root='/dev/vda', project='p1',
@@ -210,9 +209,9 @@ class TestMembership(base.TestCase):
         self.assertEqual(POOL, domain_of(m, VM1, 'vdb'))
         self.assertEqual(POOL, domain_of(m, VM2, 'vda'))
         self.assertIsNone(domain_of(m, VM3, 'vda'))
-        self.assertEqual([(VM1, 'vdb', VOL1), (VM2, 'vda', VOL2)],
-                         [(d.instance_uuid, d.dev, d.volume_id)
-                          for d in m.disks(domain=POOL)])
+        self.assertEqual({(VM1, 'vdb'): VOL1, (VM2, 'vda'): VOL2},
+                         {k: row[3] for k, row in self.db.rows.items()
+                          if row[0] == POOL})
         self.assertEqual({'local:cmp-1': 'local', POOL: 'cinder'},
                          self.db.domains)
         self.assertEqual((POOL, 'cmp-1', 'p1', VOL1),
@@ -256,9 +255,9 @@ class TestMembership(base.TestCase):
                    volume_domains={'lvm': 'ceph'})
         m = self.membership()
         m.refresh()
-        self.assertEqual([(VM1, 'vda'), (VM1, 'vdb'), (VM2, 'vda')],
-                         [(d.instance_uuid, d.dev)
-                          for d in m.disks(domain='ceph')])
+        self.assertEqual({(VM1, 'vda'), (VM1, 'vdb'), (VM2, 'vda')},
+                         {k for k, place in m.index.copy().items()
+                          if place[0] == 'ceph'})
         self.assertEqual({'ceph': 'ceph'}, self.db.domains)
 
     def test_second_refresh_writes_only_changes(self):
@@ -288,7 +287,7 @@ class TestMembership(base.TestCase):
                          m.index.of_instance(VM1))
         m.forget_instance(VM1)
         self.assertEqual({}, m.index.of_instance(VM1))
-        self.assertEqual([(VM2, 'vda')], m.index.keys())
+        self.assertEqual([(VM2, 'vda')], list(m.index.copy()))
 
     def test_refresh_removes_deleted_instances_and_detached_volumes(self):
         m = self.membership()
@@ -323,6 +322,45 @@ class TestMembership(base.TestCase):
         # A registered ephemeral disk is not Nova's to remove.
         self.assertIn((VM1, 'vdc'), self.db.rows)
         self.assertIn((VM2, 'vda'), self.db.rows)
+
+    def test_a_registered_ephemeral_disk_follows_its_instance(self):
+        # an ephemeral disk Nova does not list, recorded from the agent
+        m = self.membership()
+        m.refresh()
+        m.index.upsert(VM1, 'vdc', 'cmp-1', 'local:cmp-1', 'local', 'p1')
+        self.conn.servers[VM1].compute_host = 'cmp-2'     # migrated
+        m.refresh_instance(VM1)
+        self.assertEqual(('local:cmp-2', 'cmp-2', 'p1', None),
+                         self.db.rows[(VM1, 'vdc')])
+        self.assertEqual(('local:cmp-2', 'cmp-2'), m.index.get((VM1, 'vdc')))
+        # and with a full resync
+        self.conn.servers[VM1].compute_host = 'cmp-3'
+        m.refresh()
+        self.assertEqual(('local:cmp-3', 'cmp-3'), m.index.get((VM1, 'vdc')))
+        # in a shared ephemeral domain, its host
+        self.flags(group='membership', ephemeral_domain='ceph')
+        m.refresh()
+        self.conn.servers[VM1].compute_host = 'cmp-4'
+        m.index.upsert(VM1, 'vdd', 'cmp-3', 'ceph', 'ceph', 'p1')
+        m.refresh_instance(VM1)
+        self.assertEqual(('ceph', 'cmp-4'), m.index.get((VM1, 'vdd')))
+
+    def detached_meanwhile(self):
+        """Membership anew (a restart, another owner) after VOL1 left VM1."""
+        self.membership().refresh()
+        self.conn.volumes[VOL1].attachments = []
+        self.conn.servers[VM1].attached_volumes = []
+        m = self.membership()
+        m.index.refresh()
+        return m
+
+    def test_a_volume_detached_meanwhile_goes_at_the_instance_resync(self):
+        self.detached_meanwhile().refresh_instance(VM1)
+        self.assertEqual({(VM1, 'vda'), (VM2, 'vda')}, set(self.db.rows))
+
+    def test_a_volume_detached_meanwhile_goes_at_the_full_resync(self):
+        self.assertEqual(1, self.detached_meanwhile().refresh()['removed'])
+        self.assertEqual({(VM1, 'vda'), (VM2, 'vda')}, set(self.db.rows))
 
     def test_refresh_instance_gone_forgets_it(self):
         m = self.membership()
@@ -502,7 +540,7 @@ class TestNotifications(base.TestCase):
         self.m.refresh()
         del self.conn.servers[VM1]
         self.notify('compute.instance.delete.end', {'instance_id': VM1})
-        self.assertEqual([], self.m.disks())
+        self.assertEqual({}, self.m.index.copy())
         self.assertNotIn(('get_server', VM1), self.conn.calls)
 
     def test_cinder_attach_resyncs_the_instance(self):
