@@ -121,7 +121,7 @@ class Disk:
     @classmethod
     def from_wire(cls, obj: object) -> 'Disk':
         """The disk of a wire dict, or raise InvalidCap (the reason)."""
-        valid = validate_disk(obj)
+        valid = _checked(_disk_validator, obj)
         return cls(valid['instance_uuid'], valid['dev'])
 
 
@@ -154,7 +154,8 @@ class Cap:
 
         Its ``limits`` then hold all twelve keys (:func:`full`).
         """
-        valid = validate(obj)
+        valid = _checked(_cap_validator, obj)
+        check_limits(valid['limits'])
         return cls(valid['instance_uuid'], valid['dev'],
                    full(valid['limits']), float(valid['lease_expires_at']),
                    valid['decision_id'])
@@ -173,12 +174,13 @@ _cap_validator = jsonschema.Draft202012Validator(CAP_SCHEMA)
 _disk_validator = jsonschema.Draft202012Validator(DISK_SCHEMA)
 
 
-def _schema_error(validator: protocols.Validator, obj: Any) -> str | None:
+def _checked(validator: protocols.Validator, obj: Any) -> dict[str, Any]:
+    """``obj`` if the schema of ``validator`` takes it, else InvalidCap."""
     error = jsonschema.exceptions.best_match(validator.iter_errors(obj))
-    if error is None:
-        return None
-    where = '/'.join(str(p) for p in error.absolute_path) or '(top)'
-    return '%s: %s' % (where, error.message)
+    if error is not None:
+        where = '/'.join(str(p) for p in error.absolute_path) or '(top)'
+        raise exception.InvalidCap(reason='%s: %s' % (where, error.message))
+    return cast(dict[str, Any], obj)   # an object, the schema says
 
 
 def full(limits: Limits) -> dict[str, int]:
@@ -203,24 +205,6 @@ def check_limits(limits: Limits) -> None:
         if burst and burst < base:
             raise exception.InvalidCap(
                 reason='%s_max=%d is below %s=%d' % (key, burst, key, base))
-
-
-def validate(cap: object) -> dict[str, Any]:
-    """Return ``cap`` if it is a well-formed cap, else raise InvalidCap."""
-    message = _schema_error(_cap_validator, cap)
-    if message:
-        raise exception.InvalidCap(reason=message)
-    valid = cast(dict[str, Any], cap)   # an object, the schema says
-    check_limits(valid['limits'])
-    return valid
-
-
-def validate_disk(disk: object) -> dict[str, Any]:
-    """A ``release_caps`` entry: ``{"instance_uuid", "dev"}``."""
-    message = _schema_error(_disk_validator, disk)
-    if message:
-        raise exception.InvalidCap(reason=message)
-    return cast(dict[str, Any], disk)
 
 
 def inf_if_zero(value: float) -> float:

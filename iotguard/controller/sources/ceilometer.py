@@ -90,11 +90,11 @@ def disk_of(meter: dict[str, Any]) -> Key:
         # <36-character instance uuid>-<dev>
         uuid, dev = resource_id[:36], resource_id[37:]
     try:
-        disk = caps.validate_disk({'instance_uuid': uuid, 'dev': dev})
+        disk = caps.Disk.from_wire({'instance_uuid': uuid, 'dev': dev})
     except exception.Invalid:
         raise exception.Invalid(reason='no disk in resource %r' %
                                 (resource_id,))
-    return disk['instance_uuid'], disk['dev']
+    return disk.instance_uuid, disk.dev
 
 
 def _volume(meter: dict[str, Any]) -> float:

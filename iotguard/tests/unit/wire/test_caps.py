@@ -68,17 +68,18 @@ class NoLimitTest(testtools.TestCase):
 class ValidateTest(testtools.TestCase):
 
     def assertInvalid(self, obj, fragment):
-        e = self.assertRaises(exception.InvalidCap, caps.validate, obj)
+        e = self.assertRaises(exception.InvalidCap, caps.Cap.from_wire, obj)
         self.assertIn(fragment, str(e))
 
     def test_good_cap_passes(self):
         good = cap(total_iops_sec=500, total_iops_sec_max=1000,
                    read_bytes_sec=1 << 20, write_bytes_sec=2 << 20)
-        self.assertIs(good, caps.validate(good))
+        self.assertEqual(dict(good, limits=caps.full(good['limits'])),
+                         caps.Cap.from_wire(good).to_wire())
 
     def test_all_zero_limits_are_valid(self):
-        caps.validate(cap(total_iops_sec=0))
-        caps.validate(cap())
+        caps.Cap.from_wire(cap(total_iops_sec=0))
+        caps.Cap.from_wire(cap())
 
     def test_missing_field(self):
         for field in ('instance_uuid', 'dev', 'limits', 'lease_expires_at',
@@ -124,7 +125,7 @@ class ValidateTest(testtools.TestCase):
                            'write_iops_sec')
 
     def test_different_kinds_may_mix(self):
-        caps.validate(cap(total_bytes_sec=10, read_iops_sec=5))
+        caps.Cap.from_wire(cap(total_bytes_sec=10, read_iops_sec=5))
 
     def test_burst_below_base(self):
         self.assertInvalid(cap(total_iops_sec=100, total_iops_sec_max=99),
@@ -135,11 +136,12 @@ class ValidateTest(testtools.TestCase):
                            'read_iops_sec_max=99 needs read_iops_sec')
 
     def test_burst_equal_to_base(self):
-        caps.validate(cap(total_iops_sec=100, total_iops_sec_max=100))
+        caps.Cap.from_wire(cap(total_iops_sec=100, total_iops_sec_max=100))
 
-    def test_validate_disk(self):
-        caps.validate_disk({'instance_uuid': UUID, 'dev': 'vdb'})
-        self.assertRaises(exception.InvalidCap, caps.validate_disk,
+    def test_disk(self):
+        self.assertEqual(caps.Disk(UUID, 'vdb'), caps.Disk.from_wire(
+            {'instance_uuid': UUID, 'dev': 'vdb'}))
+        self.assertRaises(exception.InvalidCap, caps.Disk.from_wire,
                           {'instance_uuid': UUID})
 
 
