@@ -129,17 +129,11 @@ def parse_domain_xml(uuid: str, xml: str) -> dict[str, base.Disk]:
         dev = None if target is None else target.get('dev')
         if not dev:
             continue
-        static = {}
-        iotune = disk.find('iotune')
-        if iotune is not None:
-            for key in caps.IOTUNE_KEYS:
-                value = iotune.findtext(key)
-                if value:
-                    static[key] = int(value)
+        static = {key: int(disk.findtext('iotune/' + key) or 0)
+                  for key in caps.IOTUNE_KEYS}
         disks[dev] = base.Disk(instance_uuid=uuid, dev=dev,
                                volume_id=disk.findtext('serial') or None,
-                               project_id=project_id,
-                               static=caps.full(static))
+                               project_id=project_id, static=static)
     return disks
 
 
