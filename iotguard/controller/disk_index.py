@@ -21,6 +21,10 @@ follows every change this process makes. It is read in full once, and
 again (:meth:`DiskIndex.refresh`) only when due (:meth:`DiskIndex.due`):
 after a sample named a disk it does not know (another process may have
 recorded it), and at least every ``RELOAD_S``.
+
+The RPC endpoint gives it each host's whole listing
+(:meth:`DiskIndex.listed`): the local disks the agent no longer lists go,
+and the instances it holds on another host are told to membership.
 """
 
 from collections.abc import Callable
@@ -39,10 +43,18 @@ LOG = logging.getLogger(__name__)
 #: unknown disk's sample at most this often.
 RELOAD_S = 600.0
 RELOAD_MIN_S = 30.0
+#: Batches of a host in a row without one of its local disks (while they
+#: list its instance) before that disk is dropped.
+UNLISTED_BATCHES = 2
+#: An instance reported by another host than the index says is told
+#: (``on_moved``) at most this often (seconds).
+MOVE_CHECK_S = 10.0
 
 Key = tuple[str, str]
 #: Where a disk is: ``(domain, host)``.
 Place = tuple[str, str]
+#: A host's listing as last looked at: its hash and the index's version.
+Seen = tuple[int, int]
 
 
 class DiskIndex:
@@ -62,6 +74,14 @@ class DiskIndex:
         self._unknown: set[Key] = set()   # already logged as unknown
         self._loaded_at: float | None = None   # the last full read
         self._unknown_since: float | None = None
+        # by host: its listing as last looked at (None: look again) and
+        # how many batches in a row missed each of its local disks
+        self._hosts: dict[str, tuple[Seen | None, dict[Key, int]]] = {}
+        self._move_asked: dict[str, float] = {}  # uuid -> when told
+        #: ``on_moved(instance_uuid)``: told of an instance whose disks a
+        #: host lists while the index places them on another (the service
+        #: wires membership's resync of it); None: nothing is told.
+        self.on_moved: Callable[[str], None] | None = None
 
     # -- reading ------------------------------------------------------------
 
@@ -114,6 +134,68 @@ class DiskIndex:
         age = now - self._loaded_at
         return age >= RELOAD_S or (
             self._unknown_since is not None and age >= RELOAD_MIN_S)
+
+    def listed(self, host: str, keys: list[Key], local_domain: str) -> None:
+        """Follow the whole listing of ``host``'s agent (one batch).
+
+        A disk of the host's ``local_domain`` that ``UNLISTED_BATCHES``
+        batches in a row miss while they list other disks of its instance
+        (the rescue disk layout gone after an unrescue, an ephemeral disk
+        gone with a resize) is deleted (its cap goes with it; a sample
+        naming it registers it again); a volume's disk is membership's,
+        which follows Nova and Cinder. Run by the controller that received
+        the batch: it alone sees the host's whole listing.
+
+        The instances the index places on another host are told to
+        ``on_moved``, each at most every ``MOVE_CHECK_S``: Nova records an
+        evacuated instance's new host only after its last notification
+        (``rebuild.end``), and a lost notification leaves a migrated one
+        behind too, so the host's own listing is the first to know.
+
+        Looked at only when the listing or the index changed since the
+        host's last batch, or while one of its local disks is missing.
+        """
+        seen = (hash(tuple(keys)), self.version)
+        last, missed = self._hosts.get(host, (None, {}))
+        if last == seen and not missed:
+            return
+        listed: dict[str, set[str]] = {}
+        for uuid, dev in keys:
+            listed.setdefault(uuid, set()).add(dev)
+        missing: dict[Key, int] = {}
+        moved = set()
+        with self._lock:
+            for uuid, devs in listed.items():
+                for dev in self._devs.get(uuid, ()):
+                    place = self._index[(uuid, dev)]
+                    if dev in devs:
+                        if place[1] != host:
+                            moved.add(uuid)
+                    elif place == (local_domain, host):
+                        missing[(uuid, dev)] = missed.get((uuid, dev), 0) + 1
+        self._hosts[host] = (seen, missing)
+        for uuid, dev in self.delete(
+                [key for key, n in missing.items() if n >= UNLISTED_BATCHES]):
+            LOG.info('Dropped disk %s/%s: the agent of %s no longer lists '
+                     'it', uuid, dev, host)
+        if self.on_moved is not None:
+            self._tell_moved(host, sorted(moved), self.on_moved)
+
+    def _tell_moved(self, host: str, moved: list[str],
+                    on_moved: Callable[[str], None]) -> None:
+        now = self._clock()
+        for uuid in moved:
+            if now - self._move_asked.get(uuid, -MOVE_CHECK_S) < \
+                    MOVE_CHECK_S:
+                self._hosts[host] = (None, self._hosts[host][1])
+                continue
+            self._move_asked[uuid] = now
+            LOG.info('Host %s reports disks of instance %s, which the '
+                     'index places elsewhere', host, uuid)
+            try:
+                on_moved(uuid)
+            except Exception:
+                LOG.exception('on_moved(%s) failed', uuid)
 
     # -- writing ------------------------------------------------------------
 

@@ -37,12 +37,11 @@ controllers without the agents knowing:
   an unknown image-backed disk of the reporting host is recorded in the
   host's ephemeral domain when ``[controller] register_local_disks`` is on
   and this controller owns that domain; the rest of the batch goes to the
-  :class:`~iotguard.controller.samples.SampleStore` at once. A disk of
-  the host's ephemeral domain that the host's agent stops listing while
-  it still lists the instance's other disks (the rescue disk layout gone
-  after an unrescue, an ephemeral disk gone with a resize) is dropped
-  from the database after ``UNLISTED_BATCHES`` batches without it (a
-  volume's disk is membership's, which follows Nova and Cinder).
+  :class:`~iotguard.controller.samples.SampleStore` at once. The
+  host's whole listing goes to the disk index
+  (:meth:`~iotguard.controller.disk_index.DiskIndex.listed`), which
+  drops the local disks the agent no longer lists and follows the
+  instances reported from another host than it holds.
 
 Which disk is in which domain: the
 :class:`~iotguard.controller.disk_index.DiskIndex` the controller shares
@@ -74,12 +73,6 @@ from iotguard.wire import rpcapi
 
 LOG = logging.getLogger(__name__)
 
-#: Batches of a host in a row without one of its local disks (while they
-#: list its instance) before that disk is dropped.
-UNLISTED_BATCHES = 2
-#: A disk reported by another host than the index says is asked about
-#: (``on_moved``) at most this often (seconds) per instance.
-MOVE_CHECK_S = 10.0
 #: Routed shares wait at most this long (seconds) for more of the same
 #: owner, or until they hold this many disks, before they are sent.
 FORWARD_S = 0.25
@@ -94,8 +87,6 @@ _MAX_INTERVAL_S = 86400.0
 Key = tuple[str, str]
 #: A routed share: ``(host, batch)``, host None for known disks.
 Share = tuple[str | None, batch_mod.Batch]
-#: A host's listing as last looked at: its hash, the index's version.
-Seen = tuple[int, int]
 
 
 def _count(value: object) -> int | None:
@@ -166,14 +157,6 @@ class ControllerManager:
         # measured with python -m benchmarks.broker). Waiting here
         # costs no CPU, and heartbeats keep their own threads.
         self._ingest = threading.Lock()
-        self._unlisted: dict[Key, int] = {}   # -> batches without it
-        self._listed: dict[str, Seen] = {}    # by host
-        self._hosts_seen: dict[str, Seen] = {}   # the same, for _follow_moves
-        self._move_asked: dict[str, float] = {}  # uuid -> when told
-        #: ``on_moved(instance_uuid)``: told of an instance whose disks a
-        #: host reports while the index places them on another (the
-        #: service wires membership's refresh); None: nothing is told.
-        self.on_moved: Callable[[str], None] | None = None
         self.stats = {'stored': 0, 'dropped': 0, 'foreign': 0,
                       'registered': 0, 'forwarded': 0}
 
@@ -335,11 +318,8 @@ class ControllerManager:
                 batch = batch.take(np.array(mine, dtype=np.intp))
         self._keep(host, batch, received)
         if listing and host:
-            # The listing and the index as they are now: both look again
-            # only when one of them changed.
-            seen = (hash(tuple(listed)), self.index.version)
-            self._drop_unlisted(host, listed, seen)
-            self._follow_moves(host, listed, seen)
+            self.index.listed(host, listed, membership.ephemeral_domain(
+                self._conf, host)[0])
 
     def add_batch(self, batch: batch_mod.Batch,
                   received_at: float | None = None) -> int:
@@ -365,79 +345,6 @@ class ControllerManager:
         self._count('stored', stored)
         self._count('dropped', len(keep) - stored)
         return stored
-
-    def _follow_moves(self, host: str, keys: list[Key], seen: Seen) -> None:
-        """Tell ``on_moved`` of ``host``'s instances placed elsewhere.
-
-        Nova records an evacuated instance's new host only after its last
-        notification (``rebuild.end``), and a lost notification leaves a
-        migrated one behind too: the host's own listing is the first to
-        know. Looked at only when the host's listing or the index changed;
-        an instance at most every ``MOVE_CHECK_S``.
-        """
-        if self.on_moved is None:
-            return
-        if self._hosts_seen.get(host) == seen:
-            return
-        self._hosts_seen[host] = seen
-        now = self._clock()
-        moved = sorted({uuid for uuid, dev in keys
-                        if (self.index.get((uuid, dev)) or ('', host))[1]
-                        != host})
-        for uuid in moved:
-            if now - self._move_asked.get(uuid, -MOVE_CHECK_S) < \
-                    MOVE_CHECK_S:
-                self._hosts_seen.pop(host, None)    # look again later
-                continue
-            self._move_asked[uuid] = now
-            LOG.info('Host %s reports disks of instance %s, which the '
-                     'index places elsewhere', host, uuid)
-            try:
-                self.on_moved(uuid)
-            except Exception:
-                LOG.exception('on_moved(%s) failed', uuid)
-
-    def _drop_unlisted(self, host: str, keys: list[Key], seen: Seen) -> None:
-        """Drop the local disks of ``host`` its agent no longer lists.
-
-        ``keys``: every disk of the host's batch; ``seen``: its hash and
-        the index's version (nothing to do when both are as last time). A
-        disk of the host's
-        ephemeral domain missing from ``UNLISTED_BATCHES`` batches in a
-        row, while the batches list other disks of its instance, is
-        deleted from the database and the index (its cap goes with it;
-        the agent has no such disk any more). A sample naming it again
-        registers it again. Run by the controller that received the
-        batch (it alone sees the host's whole listing).
-        """
-        domain = membership.ephemeral_domain(self._conf, host)[0]
-        # The steady state: the same listing as last time, the index
-        # unchanged since, no disk missing: nothing to look at.
-        if not self._unlisted and self._listed.get(host) == seen:
-            return
-        self._listed[host] = seen
-        listed: dict[str, set[str]] = {}
-        for uuid, dev in keys:
-            listed.setdefault(uuid, set()).add(dev)
-        gone = []
-        with self._lock:
-            # listed again, or no longer in the index (dropped elsewhere)
-            for key in [k for k in self._unlisted if k[1] in
-                        listed.get(k[0], ()) or self.index.get(k) is None]:
-                del self._unlisted[key]
-            for uuid, devs in listed.items():
-                for key, place in self.index.of_instance(uuid).items():
-                    if key[1] in devs or place != (domain, host):
-                        continue
-                    misses = self._unlisted.get(key, 0) + 1
-                    self._unlisted[key] = misses
-                    if misses >= UNLISTED_BATCHES:
-                        gone.append(key)
-        for uuid, dev in self.index.delete(gone):
-            LOG.info('Dropped disk %s/%s: the agent of %s no longer lists '
-                     'it', uuid, dev, host)
-            with self._lock:
-                self._unlisted.pop((uuid, dev), None)
 
     def _route(self, key: Key, host: str | None, volume_id: str | None,
                project_id: str | None, owned: dict[str, bool]) -> bool:

@@ -186,7 +186,7 @@ class ControllerService:
         self.membership = membership_mod.Membership(
             self.conf, self.manager.index, on_rebuilt=self.rebuilt,
             notifier=self.notifier)
-        self.manager.on_moved = self._moved.add
+        self.manager.index.on_moved = self._moved.add
         self.membership_listener = membership_mod.get_listener(
             self.conf, self.notification_transport, self.membership)
         self.membership_listener.start()
@@ -206,8 +206,8 @@ class ControllerService:
     def _follow_moves(self) -> None:
         """Membership asks Nova again about instances a host reported.
 
-        (:meth:`ControllerManager._follow_moves`); their caps go to the
-        new host at once.
+        (:meth:`~iotguard.controller.disk_index.DiskIndex.listed`); their
+        caps go to the new host at once.
         """
         while self._moved and self.membership is not None:
             uuid = self._moved.pop()

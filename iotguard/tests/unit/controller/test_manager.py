@@ -240,7 +240,7 @@ class ManagerTest(ManagerFixture):
         # An evacuated guest's disks, reported by their new host before
         # membership knows they moved.
         told = []
-        self.manager.on_moved = told.append
+        self.manager.index.on_moved = told.append
         uuid = self.mine['instance_uuid']
         self.manager.report_samples({}, 'cn1', self.columns(
             (self.mine, 'p1')))
@@ -261,7 +261,7 @@ class ManagerTest(ManagerFixture):
             (self.mine, 'p1'), (local, 'p1')))
         other = {'instance_uuid': fakes.sample().instance_uuid,
                  'dev': 'vda'}
-        for _ in range(2 * manager.UNLISTED_BATCHES):
+        for _ in range(2 * disk_index.UNLISTED_BATCHES):
             # the instance not in the batch at all (stopped, rebuilt)
             self.manager.report_samples({}, 'cn1', self.columns(
                 (other, 'p1')))
@@ -276,7 +276,7 @@ class ManagerTest(ManagerFixture):
         # local:cn1 owned by another controller: the controller that
         # received the batch alone sees the host's whole listing, and drops
         self.owned.discard('local:cn1')
-        for _ in range(manager.UNLISTED_BATCHES):
+        for _ in range(disk_index.UNLISTED_BATCHES):
             self.manager.report_samples({}, 'cn1', self.columns(
                 (self.mine, 'p1')))
         self.assertNotIn((uuid, 'vdb'), self.db.disks)
