@@ -269,16 +269,15 @@ def merge(batches: collections.abc.Sequence[Batch]) -> Batch:
     def joined(name: str) -> list[Any]:
         return [v for b in batches for v in getattr(b, name)]
 
-    def stacked(name: str, rows: int) -> FloatArray:
-        out: FloatArray = np.hstack(
-            [np.zeros((rows, 0))] + [getattr(b, name) for b in batches])
+    def stacked(name: str, *rows: int) -> FloatArray:
+        """The columns of every batch, after none (``rows`` of them)."""
+        out: FloatArray = np.concatenate([np.zeros(rows + (0,))] + [
+            getattr(b, name) for b in batches], axis=-1)
         return out
 
-    stamps = np.concatenate([np.zeros(0)] + [b.timestamp for b in batches])
     return Batch(
-        joined('instance_uuid'), joined('dev'), stamps,
-        np.concatenate([np.zeros(0)] + [b.interval_s for b in batches]),
-        joined('gap'), stacked('rates', len(RATES)),
+        joined('instance_uuid'), joined('dev'), stacked('timestamp'),
+        stacked('interval_s'), joined('gap'), stacked('rates', len(RATES)),
         stacked('static', len(CEILINGS)), joined('volume_id'),
         joined('project_id'),
         max((b.read_at for b in batches), default=math.nan))
