@@ -223,13 +223,9 @@ class GnocchiSource:
                         if (v := series[metric][bucket]) is not None}
             if len(measured) < len(RATE_METRICS):
                 continue
-            values: dict[str, float | None] = dict(measured)
-            gap = rates.GAP_RESET if any(v < 0 for v in
-                                         measured.values()) else None
-            if gap is None:
-                values.update(self._latency(series, bucket))
-                if any(v is not None and v < 0 for v in values.values()):
-                    gap = rates.GAP_RESET
+            values = {**measured, **self._latency(series, bucket)}
+            gap = rates.GAP_RESET if any(
+                v is not None and v < 0 for v in values.values()) else None
             out.append(batch_mod.Row(
                 str(resource['instance_id']), resource['name'], end,
                 float(self.granularity), gap=gap,
