@@ -78,6 +78,7 @@ from iotguard.policy import admission
 from iotguard.policy import base
 from iotguard.policy import costmodel
 from iotguard.policy import estimator
+from iotguard.policy import guarantee
 from iotguard.wire import caps
 from iotguard.wire import rpcapi
 
@@ -88,8 +89,6 @@ FLOOR_TOLERANCE = 0.05
 #: The disks of a round's domains are read in full at least this often
 #: (seconds), whatever the database's disks version says.
 FULL_READ_S = 60.0
-#: Little's law: operations in flight that make a disk "busy".
-BUSY_DEPTH = 0.8
 _NO_TIER = base.Tier(name='')
 #: Rounds between two writes of a domain's learned profile and estimator
 #: state (a minute at the default 5 s).
@@ -159,19 +158,18 @@ def violations(snapshot: base.DomainSnapshot, latency_ms: float
                ) -> tuple[base.BoolArray, base.FloatArray, base.FloatArray]:
     """Which disks are below their floor with unmet demand (bool array).
 
-    Fresh disks only: below ``1 - FLOOR_TOLERANCE`` of their floor (in
-    the cost model's unit, at their current I/O size; a floor above the
-    disk's own ceiling counts up to the ceiling), operations slower than
-    ``latency_ms`` and, by Little's law, always one in flight.
+    Fresh disks only: below ``1 - FLOOR_TOLERANCE`` of their floor
+    (:func:`iotguard.policy.guarantee.floor_and_ceiling`), operations
+    slower than ``latency_ms`` and, by Little's law, always busy (the
+    guarantee policy's default ``busy_depth``).
     """
     snap = snapshot
     size = costmodel.mean_io_size(snap.iops, snap.bytes_sec)
     load = costmodel.load(snap.iops, snap.bytes_sec, snap.profile)
-    ceiling = costmodel.limit_load(snap.ceil_iops, snap.ceil_bytes_sec, size,
-                                   costmodel.op_cost(size, snap.profile))
-    floor = np.minimum(costmodel.floor_load(
-        snap.floor_iops, snap.floor_bytes_sec, size, snap.profile), ceiling)
-    busy = snap.iops * snap.latency_ms / 1000.0 >= BUSY_DEPTH
+    floor, _ceiling = guarantee.floor_and_ceiling(
+        snap, size, costmodel.op_cost(size, snap.profile))
+    busy = (snap.iops * snap.latency_ms / 1000.0
+            >= guarantee.DEFAULTS['busy_depth'])
     result = (~snap.stale & (floor > 0)
               & (load < floor * (1.0 - FLOOR_TOLERANCE))
               & (snap.latency_ms > latency_ms) & busy)

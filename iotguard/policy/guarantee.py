@@ -178,6 +178,19 @@ def _check(p: dict[str, float]) -> None:
                              % (name, rule, p[name]))
 
 
+def floor_and_ceiling(snap: base.DomainSnapshot, size: base.FloatArray,
+                      cost: base.FloatArray
+                      ) -> tuple[base.FloatArray, base.FloatArray]:
+    """Each disk's floor and ceiling as loads, at its current I/O size.
+
+    A floor above the disk's own ceiling is kept up to the ceiling.
+    """
+    ceil = costmodel.limit_load(snap.ceil_iops, snap.ceil_bytes_sec, size,
+                                cost)
+    return np.minimum(costmodel.floor_load(
+        snap.floor_iops, snap.floor_bytes_sec, size, snap.profile), ceil), ceil
+
+
 def _static_and_release(snap: base.DomainSnapshot, ceil: base.FloatArray,
                         size: base.FloatArray, cost: base.FloatArray
                         ) -> tuple[base.FloatArray, base.FloatArray]:
@@ -392,11 +405,7 @@ class GuaranteePolicy:
         size = costmodel.mean_io_size(snap.iops, snap.bytes_sec)
         cost = costmodel.op_cost(size, profile)
         u = costmodel.load(snap.iops, snap.bytes_sec, profile)
-        ceil = costmodel.limit_load(snap.ceil_iops, snap.ceil_bytes_sec,
-                                    size, cost)
-        # A floor above the disk's own ceiling is kept up to the ceiling.
-        floor = np.minimum(costmodel.floor_load(
-            snap.floor_iops, snap.floor_bytes_sec, size, profile), ceil)
+        floor, ceil = floor_and_ceiling(snap, size, cost)
         static, hold = _static_and_release(snap, ceil, size, cost)
         cap = costmodel.limit_load(snap.cap_iops, snap.cap_bytes_sec, size,
                                    cost)
