@@ -13,9 +13,13 @@
 """Process set-up shared by every iotguard command."""
 
 import collections.abc
+import sys
 import threading
 import time
+from typing import Any
 
+import cotyledon
+from cotyledon import types
 from oslo_config import cfg
 from oslo_log import log
 
@@ -51,3 +55,33 @@ def run_every(interval_s: float, stop: threading.Event,
         if deadline < now:
             deadline = now + interval_s
         stop.wait(deadline - now)
+
+
+class Worker(cotyledon.Service):
+    """The one worker process of iotguard-agent or iotguard-controller.
+
+    A subclass names the process (``name``) and gives the class of its
+    service (``service_class``: built from the configuration in the
+    worker, with ``start``, ``wait`` and ``stop``).
+    """
+
+    service_class: Any
+
+    def __init__(self, worker_id: types.WorkerId,
+                 conf: cfg.ConfigOpts) -> None:
+        super().__init__(worker_id)
+        self.service = self.service_class(conf)
+
+    def run(self) -> None:
+        self.service.start()
+        self.service.wait()
+
+    def terminate(self) -> None:
+        self.service.stop()
+
+    @classmethod
+    def main(cls) -> None:
+        """The command: its configuration, then the worker under cotyledon."""
+        manager = cotyledon.ServiceManager()
+        manager.add(cls, workers=1, args=(prepare_service(sys.argv[1:]),))
+        manager.run()

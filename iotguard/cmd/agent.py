@@ -12,34 +12,13 @@
 
 """iotguard-agent: per-host block statistics and live, leased caps."""
 
-import sys
-
-import cotyledon
-from cotyledon import types
-from oslo_config import cfg
-
 from iotguard.agent import service as agent_service
 from iotguard import service
 
 
-class AgentWorker(cotyledon.Service):
+class AgentWorker(service.Worker):
     name = 'iotguard-agent'
-
-    def __init__(self, worker_id: types.WorkerId,
-                 conf: cfg.ConfigOpts) -> None:
-        super().__init__(worker_id)
-        self.agent = agent_service.AgentService(conf)
-
-    def run(self) -> None:
-        self.agent.start()
-        self.agent.wait()
-
-    def terminate(self) -> None:
-        self.agent.stop()
+    service_class = agent_service.AgentService
 
 
-def main() -> None:
-    conf = service.prepare_service(sys.argv[1:])
-    manager = cotyledon.ServiceManager()
-    manager.add(AgentWorker, workers=1, args=(conf,))
-    manager.run()
+main = AgentWorker.main

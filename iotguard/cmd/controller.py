@@ -12,34 +12,13 @@
 
 """iotguard-controller: the per-domain decision loop."""
 
-import sys
-
-import cotyledon
-from cotyledon import types
-from oslo_config import cfg
-
 from iotguard.controller import service as controller_service
 from iotguard import service
 
 
-class ControllerWorker(cotyledon.Service):
+class ControllerWorker(service.Worker):
     name = 'iotguard-controller'
-
-    def __init__(self, worker_id: types.WorkerId,
-                 conf: cfg.ConfigOpts) -> None:
-        super().__init__(worker_id)
-        self.controller = controller_service.ControllerService(conf)
-
-    def run(self) -> None:
-        self.controller.start()
-        self.controller.wait()
-
-    def terminate(self) -> None:
-        self.controller.stop()
+    service_class = controller_service.ControllerService
 
 
-def main() -> None:
-    conf = service.prepare_service(sys.argv[1:])
-    manager = cotyledon.ServiceManager()
-    manager.add(ControllerWorker, workers=1, args=(conf,))
-    manager.run()
+main = ControllerWorker.main

@@ -11,7 +11,12 @@
 # under the License.
 
 import threading
+from unittest import mock
 
+from iotguard.agent import service as agent_service
+from iotguard.cmd import agent as cmd_agent
+from iotguard.cmd import controller as cmd_controller
+from iotguard.controller import service as controller_service
 from iotguard import service
 from iotguard.tests import base
 
@@ -34,3 +39,33 @@ class RunEveryTest(base.TestCase):
         stop = threading.Event()
         stop.set()
         service.run_every(0.0, stop, self.fail)
+
+
+class WorkerTest(base.TestCase):
+
+    def test_commands_build_their_service_in_the_worker(self):
+        for command, name, service_class in (
+                (cmd_agent, 'iotguard-agent', agent_service.AgentService),
+                (cmd_controller, 'iotguard-controller',
+                 controller_service.ControllerService)):
+            worker_class = command.main.__self__
+            self.assertEqual(name, worker_class.name)
+            with mock.patch.object(worker_class, 'service_class') as made:
+                worker = worker_class(0, self.conf)
+            self.assertIs(service_class, worker_class.service_class)
+            made.assert_called_once_with(self.conf)
+            worker.run()
+            worker.terminate()
+            self.assertEqual([mock.call.start(), mock.call.wait(),
+                              mock.call.stop()], made.return_value.mock_calls)
+
+    def test_main_runs_one_worker_on_the_command_line(self):
+        with mock.patch.object(service, 'prepare_service') as prepare, \
+                mock.patch('cotyledon.ServiceManager') as manager, \
+                mock.patch('sys.argv', ['iotguard-agent', '--debug']):
+            cmd_agent.main()
+        prepare.assert_called_once_with(['--debug'])
+        manager.return_value.add.assert_called_once_with(
+            cmd_agent.AgentWorker, workers=1,
+            args=(prepare.return_value,))
+        manager.return_value.run.assert_called_once_with()
