@@ -77,7 +77,6 @@ import sqlalchemy as sa
 
 import benchmarks as bench
 from iotguard import conf as iotguard_conf
-from iotguard.controller import audit as audit_mod
 from iotguard.controller import loop as loop_mod
 from iotguard.controller import manager as manager_mod
 from iotguard.controller import notifications
@@ -464,7 +463,7 @@ def run(args):
         conf, oslo_messaging.get_notification_transport(conf, url=args.url))
     agents = Agents(transport)
     loop = loop_mod.DomainLoop(conf, db, store, agents,
-                               audit_mod.Audit(db, notifier))
+                               notifier)
     domains = db.domain_list()
     print('round  ingest_s  cast_s  samples/s  store_us  total_s  cpu_s  '
           'decisions  applied  renewed  casts')

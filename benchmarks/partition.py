@@ -192,7 +192,7 @@ def _child(args, index, db_url, group, pipe):
         member_id='bench-%d-%s' % (index, group[-8:]), timer=False)
     service.start()
     agents = bench.Agents(transport)
-    service.loop.agent_api = agents     # its casts, remembered for the feed
+    service.loop.effects.agent_api = agents   # its casts, for the feed
     names = [d['name'] for d in service.db.domain_list()]
     pipe.send(('ready', os.getpid(), bench.rss_mib()))
     start = pipe.recv() + index * args.interval / args.controllers

@@ -57,7 +57,7 @@ from iotguard.agent import service as agent_service
 from iotguard.agent.virt import simulated
 from iotguard.api import app as api_app
 from iotguard import conf as iotguard_conf
-from iotguard.controller import audit
+from iotguard.controller import effects
 from iotguard.controller import service as controller_service
 from iotguard.db import api as db_api
 from iotguard.db import migration
@@ -159,7 +159,7 @@ def action(decision: dict[str, Any], index: int, start: float) -> loop.Action:
         caps.limit(new, k) < caps.limit(old, k)
         for k in ('total_iops_sec', 'total_bytes_sec'))
     return loop.Action(
-        time=audit.to_timestamp(decision['created_at']) - start,
+        time=effects.to_timestamp(decision['created_at']) - start,
         disk=index, action=decision['action'], changed=old != new,
         reason=decision['reason'], tightened=tightened)
 

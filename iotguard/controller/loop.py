@@ -28,18 +28,9 @@ controller can take over a domain at any round:
   else ``[controller] default_policy``) on the columnar snapshot. Not in
   the first round after a start or a takeover when every disk is still
   stale (no sample heard yet): that round only renews the caps in force.
-* **act**: per host one ``apply_caps`` cast with the new or changed caps
-  and the renewals of the caps in force (each with
-  ``lease_expires_at = now + [controller] lease_seconds``), and one
-  ``release_caps`` cast with the releases. Unchanged caps are not sent
-  again until their renewal is due (every round, see
-  :func:`iotguard.engine.plan.renew_due`); which decisions are carried
-  out is :func:`iotguard.engine.plan.plan`'s, the simulator's too.
-* **record**: each decision in the audit trail before it is sent, the
-  caps in force after (the renewals and the rates for the API once per
-  round, for all its domains), notifications ``iotguard.cap.apply`` /
-  ``iotguard.cap.release``, and ``iotguard.guarantee.violation`` when a
-  disk falls below its floor with unmet demand.
+* **act and record**: the caps cast to the agents, the audit trail, the
+  caps in force, the rates for the API and the notifications
+  (:mod:`~iotguard.controller.effects`).
 * **learn**: the round fed to the domain's capacity estimator; when a fit
   is written, ``iotguard.domain.overcommitted`` /
   ``iotguard.domain.overcommit_cleared`` when the floors admitted stop /
@@ -56,36 +47,30 @@ from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
-import dataclasses
 import json
 import math
 import time
 from typing import Any
-import zlib
 
 import numpy as np
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from iotguard.controller import audit as audit_mod
+from iotguard.controller import effects
+from iotguard.controller import notifications
 from iotguard.controller import samples
 from iotguard.db import api as db_api
 from iotguard.db import caps as db_caps
 from iotguard.db import disks as db_disks
-from iotguard.engine import plan as plan_mod
 from iotguard import policy as policy_mod
 from iotguard.policy import admission
 from iotguard.policy import base
-from iotguard.policy import costmodel
 from iotguard.policy import estimator
-from iotguard.policy import guarantee
 from iotguard.wire import caps
 from iotguard.wire import rpcapi
 
 LOG = logging.getLogger(__name__)
 
-#: A disk below (1 - this) x its floor is below its floor.
-FLOOR_TOLERANCE = 0.05
 #: The disks of a round's domains are read in full at least this often
 #: (seconds), whatever the database's disks version says.
 FULL_READ_S = 60.0
@@ -96,27 +81,6 @@ LEARN_WRITE_ROUNDS = 12
 
 Member = db_disks.Member
 InForce = db_caps.InForce
-#: By host, what a round sends: new caps, renewals, releases.
-Applies = dict[str, list[tuple[caps.Cap, audit_mod.Record]]]
-Renewals = dict[str, list[tuple[caps.Cap, int]]]   # with the disk's row id
-Releases = dict[str, list[tuple[caps.Disk, audit_mod.Record]]]
-
-
-@dataclasses.dataclass
-class RoundResult:
-    """What one round of one domain did (for logs, tests and the bench)."""
-
-    domain: str
-    disks: int = 0
-    stale: int = 0
-    decisions: int = 0
-    applied: int = 0
-    released: int = 0
-    renewed: int = 0
-    dropped: int = 0
-    casts: int = 0
-    violations: int = 0
-    skipped: str | None = None
 
 
 def disk_id(disk: Member) -> str:
@@ -154,90 +118,30 @@ def snapshot_of(domain: dict[str, Any], interval_s: float,
         cap_bytes_sec, cap_set_at)
 
 
-def violations(snapshot: base.DomainSnapshot, latency_ms: float
-               ) -> tuple[base.BoolArray, base.FloatArray, base.FloatArray]:
-    """Which disks are below their floor with unmet demand (bool array).
-
-    Fresh disks only: below ``1 - FLOOR_TOLERANCE`` of their floor
-    (:func:`iotguard.policy.guarantee.floor_and_ceiling`), operations
-    slower than ``latency_ms`` and, by Little's law, always busy (the
-    guarantee policy's default ``busy_depth``).
-    """
-    snap = snapshot
-    size = costmodel.mean_io_size(snap.iops, snap.bytes_sec)
-    load = costmodel.load(snap.iops, snap.bytes_sec, snap.profile)
-    floor, _ceiling = guarantee.floor_and_ceiling(
-        snap, size, costmodel.op_cost(size, snap.profile))
-    busy = (snap.iops * snap.latency_ms / 1000.0
-            >= guarantee.DEFAULTS['busy_depth'])
-    result = (~snap.stale & (floor > 0)
-              & (load < floor * (1.0 - FLOOR_TOLERANCE))
-              & (snap.latency_ms > latency_ms) & busy)
-    return result, load, floor
-
-
-def rates_offset(name: str, interval_s: float) -> float:
-    """Where, within each ``interval_s``, a domain writes its rates.
-
-    Spread by the domain's name, so that the domains of a controller do
-    not all write in the same round (not even the first one).
-    """
-    return (zlib.crc32(name.encode()) % 1000) / 1000.0 * interval_s
-
-
-def cap_of(instance_uuid: str, dev: str, limits: Mapping[str, int],
-           lease_expires_at: float, decision_id: int | None) -> caps.Cap:
-    """The :class:`iotguard.wire.caps.Cap` on a disk."""
-    return caps.Cap(instance_uuid, dev, limits, lease_expires_at,
-                    str(decision_id) if decision_id is not None else None)
-
-
 def _calibrated(domain: dict[str, Any]) -> bool:
     return admission.profile_of(domain) is not None
-
-
-def _value(number: float) -> float | None:
-    """A column's value as the database takes it (None for nan)."""
-    return None if math.isnan(number) else float(number)
-
-
-@dataclasses.dataclass
-class _Writes:
-    """What a round writes once all its domains went through it."""
-
-    renewed: list[int] = dataclasses.field(default_factory=list)  # disk ids
-    renewing: list[RoundResult] = dataclasses.field(default_factory=list)
-    rates: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
 class DomainLoop:
     """Runs the rounds of the domains a controller owns.
 
     ``db`` is :class:`iotguard.db.api.Connection`, ``store`` the
-    :class:`~iotguard.controller.samples.SampleStore`, ``agent_api``
-    :class:`iotguard.wire.rpcapi.AgentAPI` and ``audit``
-    :class:`~iotguard.controller.audit.Audit`. No I/O in the constructor.
+    :class:`~iotguard.controller.samples.SampleStore`; ``agent_api`` and
+    ``notifier`` are :class:`~iotguard.controller.effects.Effects`'. No
+    I/O in the constructor.
     """
 
     def __init__(self, conf: cfg.ConfigOpts, db: db_api.Connection,
                  store: samples.SampleStore, agent_api: rpcapi.AgentAPI,
-                 audit: audit_mod.Audit,
+                 notifier: notifications.Notifier,
                  clock: Callable[[], float] = time.time,
                  load_policy: Callable[..., base.Policy] = policy_mod.load
                  ) -> None:
         self.interval_s: float = conf.controller.decision_interval
-        self.lease_s: float = conf.controller.lease_seconds
         self.default_policy = conf.controller.default_policy
-        self.violation_latency_ms = conf.controller.violation_latency_ms
-        self.rates_write_s = conf.controller.rates_write_interval
-        if self.lease_s < 2 * self.interval_s:
-            LOG.warning('[controller] lease_seconds (%.1f) is below two '
-                        'decision intervals (%.1f s): one late round lets '
-                        'caps lapse', self.lease_s, 2 * self.interval_s)
         self.db = db
         self.store = store
-        self.agent_api = agent_api
-        self.audit = audit
+        self.effects = effects.Effects(conf, db, agent_api, notifier)
         self._clock = clock
         self._load_policy = load_policy
         # (domains, disks version, read at, their disks) of the last read
@@ -245,9 +149,7 @@ class DomainLoop:
                            dict[str, list[Member]]] | None = None
         # by domain name:
         self._policies: dict[str, tuple[tuple[str, str], base.Policy]] = {}
-        self._violating: dict[str, set[str]] = {}   # disk ids
         self._uncalibrated: set[str] = set()
-        self._rates_slot: dict[str, int] = {}   # rates_write_interval slot
         self._seen: dict[str, float] = {}       # first round here
         self._learning: dict[str, estimator.State] = {}
         self._learned_rounds: collections.Counter[str] = collections.Counter()
@@ -257,7 +159,7 @@ class DomainLoop:
     # -- the rounds ---------------------------------------------------------
 
     def run(self, domains: Sequence[dict[str, Any]], now: float | None = None
-            ) -> list[RoundResult]:
+            ) -> list[effects.RoundResult]:
         """One round of every domain in ``domains``; failures are logged.
 
         The domains' disks are read at once, and the round's renewals and
@@ -265,7 +167,7 @@ class DomainLoop:
         """
         now = self._clock() if now is None else now
         try:
-            self.db.cap_delete_expired(audit_mod.to_datetime(now))
+            self.db.cap_delete_expired(effects.to_datetime(now))
         except Exception:
             LOG.exception('Could not drop the lapsed caps')
         views: dict[str, list[Member]] = {}
@@ -277,7 +179,7 @@ class DomainLoop:
             self._views = None
             LOG.warning('Could not read the disks of %d domains at once (%s); '
                         'reading them domain by domain', len(calibrated), e)
-        writes = _Writes()
+        writes = effects.Writes()
         results = []
         for domain in domains:
             try:
@@ -288,7 +190,7 @@ class DomainLoop:
                 LOG.exception('Decision round of domain %s failed; its caps '
                               'lapse unless a later round renews them',
                               domain.get('name'))
-        self._flush(writes, now)
+        self.effects.flush(writes, now)
         self.store.prune(now)
         return results
 
@@ -311,31 +213,11 @@ class DomainLoop:
                                     self.db.domains_disks(names))
         return cached[3], self.db.domains_caps(names)
 
-    def _flush(self, writes: _Writes, now: float) -> None:
-        """Write a round's renewals and rates (each logged on failure)."""
-        if writes.renewed:
-            try:
-                self.db.caps_renew(writes.renewed, audit_mod.to_datetime(
-                    now + self.lease_s))
-            except Exception:
-                LOG.exception('Could not record the renewal of %d caps; the '
-                              'agents have them, the next round renews them '
-                              'again', len(writes.renewed))
-                for result in writes.renewing:
-                    result.renewed = 0
-        if writes.rates:
-            try:
-                self.db.disk_rates_bulk_update(writes.rates)
-            except Exception:
-                LOG.exception('Could not write the rates of %d disks',
-                              len(writes.rates))
-
     def forget(self, names: Iterable[str]) -> None:
         """Drop per-domain state of domains no longer owned."""
         for name in names:
             self._policies.pop(name, None)
-            self._violating.pop(name, None)
-            self._rates_slot.pop(name, None)
+            self.effects.forget(name)
             self._seen.pop(name, None)
             self._learning.pop(name, None)
             self._learned_rounds.pop(name, None)
@@ -343,9 +225,9 @@ class DomainLoop:
 
     def run_once(self, domain: dict[str, Any], now: float,
                  disks: list[Member] | None = None,
-                 writes: _Writes | None = None,
+                 writes: effects.Writes | None = None,
                  in_force: Mapping[int, InForce] | None = None
-                 ) -> RoundResult:
+                 ) -> effects.RoundResult:
         """collect -> decide -> act -> record for one domain.
 
         ``disks`` and ``in_force``: the domain's disks and the round's caps
@@ -354,7 +236,7 @@ class DomainLoop:
         before this returns).
         """
         name = domain['name']
-        result = RoundResult(domain=name)
+        result = effects.RoundResult(domain=name)
         if not _calibrated(domain):
             result.skipped = 'no capacity profile'
             if name not in self._uncalibrated:   # once, not every round
@@ -382,13 +264,13 @@ class DomainLoop:
                 self._learn(domain, snapshot, disks)
         result.decisions = len(decisions)
         alone = writes is None
-        writes = writes or _Writes()
-        self._act(name, policy_name, disks, caps_, snapshot, decisions, now,
-                  result, writes)
-        self._violations(name, disks, snapshot, now, result)
-        self._write_rates(name, disks, snapshot, columns, now, writes)
+        writes = writes or effects.Writes()
+        self.effects.act(name, policy_name, disks, caps_, snapshot,
+                         decisions, now, result, writes)
+        self.effects.violations(name, disks, snapshot, now, result)
+        self.effects.write_rates(name, disks, snapshot, columns, now, writes)
         if alone:
-            self._flush(writes, now)
+            self.effects.flush(writes, now)
         LOG.debug('Round of %s: %s', name, result)
         return result
 
@@ -442,10 +324,9 @@ class DomainLoop:
             return
         was = self._overcommitted.get(name, False)
         self._overcommitted[name] = verdict.overcommitted
-        if verdict.overcommitted and not was:
-            self.audit.overcommitted(name, verdict.to_dict())
-        elif was and not verdict.overcommitted:
-            self.audit.overcommit_cleared(name, verdict.to_dict())
+        if verdict.overcommitted != was:
+            self.effects.overcommit(name, verdict.overcommitted,
+                                    verdict.to_dict())
 
     # -- collect ------------------------------------------------------------
 
@@ -483,134 +364,3 @@ class DomainLoop:
             cached = (key, self._load_policy(name, **params))
             self._policies[domain['name']] = cached
         return name, cached[1]
-
-    # -- act and record -----------------------------------------------------
-
-    def _act(self, name: str, policy_name: str, disks: list[Member],
-             in_force: list[InForce | None], snapshot: base.DomainSnapshot,
-             decisions: list[base.Decision], now: float, result: RoundResult,
-             writes: _Writes) -> None:
-        """Plan the decisions, audit the changes, cast them per host."""
-        plan = plan_mod.plan(snapshot, decisions, in_force, now,
-                             self.lease_s, self.interval_s)
-        for unknown in plan.unknown:
-            LOG.warning('Policy %s decided on unknown disk %s; ignored',
-                        policy_name, unknown)
-        for decision in plan.dropped:
-            LOG.warning('Dropped %s on %s: its samples are stale, a cap '
-                        'is never tightened on stale data',
-                        decision.reason, decision.disk_id)
-        result.dropped += len(plan.dropped)
-        olds = [c.limits if c else {} for c in in_force]
-        ids = self.audit.decisions(
-            name, policy_name, [(disks[c.disk], c, olds[c.disk])
-                                for c in plan.changes],
-            now) if plan.changes else []
-        lease = now + self.lease_s
-        applies: Applies = collections.defaultdict(list)
-        renewals: Renewals = collections.defaultdict(list)
-        releases: Releases = collections.defaultdict(list)
-        for change, decision_id in zip(plan.changes, ids):
-            disk = disks[change.disk]
-            record = (disk, change.decision, decision_id, olds[change.disk])
-            if change.limits is None:
-                releases[disk.host].append(
-                    (caps.Disk(disk.instance_uuid, disk.dev), record))
-            else:
-                applies[disk.host].append((cap_of(
-                    disk.instance_uuid, disk.dev, change.limits, lease,
-                    decision_id), record))
-        for i in plan.renewals:
-            disk, cap = disks[i], in_force[i]
-            assert cap is not None    # renewals are of caps in force
-            renewals[disk.host].append((cap_of(
-                disk.instance_uuid, disk.dev, cap.limits, lease,
-                cap.decision_id), disk.id))
-        self._send(name, policy_name, applies, renewals, releases, result,
-                   writes)
-
-    def _send(self, name: str, policy_name: str, applies: Applies,
-              renewals: Renewals, releases: Releases, result: RoundResult,
-              writes: _Writes) -> None:
-        """Cast per host; record what was sent, renew the leases sent.
-
-        A host's new caps and renewals go in one ``apply_caps`` cast.
-        """
-        renewed: list[int] = []
-        applied: list[tuple[caps.Cap, audit_mod.Record]] = []
-        released: list[audit_mod.Record] = []
-        ctxt: dict[str, Any] = {}
-        for host in dict.fromkeys([*applies, *renewals]):
-            new, renew = applies.get(host, []), renewals.get(host, [])
-            try:
-                self.agent_api.apply_caps(
-                    ctxt, host, [c.to_wire() for c, _ in new + renew])
-            except Exception as e:
-                LOG.error('apply_caps to %s failed (%s); its caps are sent '
-                          'again next round', host, e)
-                continue
-            result.casts += 1
-            applied.extend(new)
-            renewed.extend(row_id for _cap, row_id in renew)
-        for host, items in releases.items():
-            try:
-                self.agent_api.release_caps(
-                    ctxt, host, [d.to_wire() for d, _ in items])
-            except Exception as e:
-                LOG.error('release_caps to %s failed (%s); tried again next '
-                          'round', host, e)
-                continue
-            result.casts += 1
-            released.extend(record for _disk, record in items)
-        if applied:
-            self.audit.caps_applied(name, policy_name, applied)
-            result.applied = len(applied)
-        if released:
-            self.audit.caps_released(name, policy_name, released)
-            result.released = len(released)
-        if renewed:
-            writes.renewed.extend(renewed)
-            writes.renewing.append(result)
-            result.renewed = len(renewed)
-
-    def _write_rates(self, name: str, disks: list[Member],
-                     snapshot: base.DomainSnapshot,
-                     columns: base.SampleColumns, now: float,
-                     writes: _Writes) -> None:
-        """Every rates_write_interval: the fresh rates, for the API."""
-        if not self.rates_write_s:
-            return
-        slot = math.floor((now - rates_offset(name, self.rates_write_s))
-                          / self.rates_write_s)
-        if self._rates_slot.setdefault(name, slot) == slot:
-            return   # written in this slot, or first seen in it
-        self._rates_slot[name] = slot
-        c = columns
-        for i in np.flatnonzero(~c.stale):
-            writes.rates.append({
-                'id': disks[i].id,
-                'sampled_at': audit_mod.to_datetime(float(c.timestamp[i])),
-                'read_iops': _value(c.read_iops[i]),
-                'write_iops': _value(c.write_iops[i]),
-                'read_bytes_sec': _value(c.read_bytes_sec[i]),
-                'write_bytes_sec': _value(c.write_bytes_sec[i]),
-                'latency_ms': float(snapshot.latency_ms[i])})
-
-    def _violations(self, name: str, disks: list[Member],
-                    snapshot: base.DomainSnapshot, now: float,
-                    result: RoundResult) -> None:
-        violated, load, floor = violations(snapshot,
-                                           self.violation_latency_ms)
-        before = self._violating.get(name, set())
-        now_violating = set()
-        for i in np.flatnonzero(violated):
-            key = disk_id(disks[i])
-            now_violating.add(key)
-            if key in before:
-                continue
-            self.audit.violation(name, disks[i], base.audit_numbers(
-                load=load[i], floor=floor[i], iops=snapshot.iops[i],
-                bytes_sec=snapshot.bytes_sec[i],
-                latency_ms=snapshot.latency_ms[i]), now)
-        self._violating[name] = now_violating
-        result.violations = len(now_violating)

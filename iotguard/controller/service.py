@@ -37,7 +37,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 import oslo_messaging
 
-from iotguard.controller import audit as audit_mod
+from iotguard.controller import effects
 from iotguard.controller import loop as loop_mod
 from iotguard.controller import manager as manager_mod
 from iotguard.controller import membership as membership_mod
@@ -90,7 +90,7 @@ class ControllerService:
         self._membership_due = 0.0
         self._moved: set[str] = set()   # instances a host reported elsewhere
         self.owned: set[str] = set()
-        self.last_results: list[loop_mod.RoundResult] = []
+        self.last_results: list[effects.RoundResult] = []
         self._gnocchi_due = 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -115,9 +115,8 @@ class ControllerService:
             forward=(functools.partial(controllers.store_samples, {})
                      if routed else None))
         self.loop = loop_mod.DomainLoop(
-            conf, self.db, self.store,
-            rpcapi.AgentAPI(self.transport),
-            audit_mod.Audit(self.db, self.notifier), clock=self._clock)
+            conf, self.db, self.store, rpcapi.AgentAPI(self.transport),
+            self.notifier, clock=self._clock)
         try:
             self.manager.index.refresh()
         except Exception:
@@ -229,15 +228,15 @@ class ControllerService:
             cap = disk.get('cap')
             if cap is None or disk['host'] != host:
                 continue
-            lease = audit_mod.to_timestamp(cap['lease_expires_at'])
+            lease = effects.to_timestamp(cap['lease_expires_at'])
             if lease <= self._clock():
                 continue
-            caps.append(loop_mod.cap_of(disk['instance_uuid'], disk['dev'],
-                                        cap['limits'], lease,
-                                        cap['decision_id']))
+            caps.append(effects.cap_of(disk['instance_uuid'], disk['dev'],
+                                       cap['limits'], lease,
+                                       cap['decision_id']))
         if caps:
-            self.loop.agent_api.apply_caps({}, host,
-                                           [c.to_wire() for c in caps])
+            self.loop.effects.agent_api.apply_caps(
+                {}, host, [c.to_wire() for c in caps])
             LOG.info('Sent the %d cap(s) of rebuilt instance %s to %s again',
                      len(caps), instance_uuid, host)
 

@@ -16,7 +16,7 @@ import dataclasses
 import datetime
 
 from iotguard.api.handlers import disk as disk_handlers
-from iotguard.controller import audit
+from iotguard.controller import effects
 from iotguard.db import caps as db_caps
 from iotguard.tests import dbrows
 from iotguard.tests.functional.db import backends
@@ -113,8 +113,8 @@ class ControllerDbTests:
                 self.assertEqual(full[key], getattr(light, key), key)
         # the caps in force apart, their times UNIX seconds
         self.assertEqual({got[0].id: db_caps.InForce(
-            {'total_iops_sec': 10}, audit.to_timestamp(lease), decision,
-            audit.to_timestamp(T0))}, self.db.domains_caps(['pool']))
+            {'total_iops_sec': 10}, effects.to_timestamp(lease), decision,
+            effects.to_timestamp(T0))}, self.db.domains_caps(['pool']))
         self.assertEqual('gold', got[0].tier.name)
         self.assertRaises(dataclasses.FrozenInstanceError, setattr, got[0],
                           'host', 'cn9')
@@ -176,7 +176,7 @@ class ControllerDbTests:
         self.assertEqual(1100, self.db.caps_renew(ids + ids[:7], later))
         caps = self.db.domains_caps(['pool'])
         self.assertEqual(1100, len(caps))
-        self.assertEqual({audit.to_timestamp(later)},
+        self.assertEqual({effects.to_timestamp(later)},
                          {c.lease_expires_at for c in caps.values()})
 
     def test_disk_rates_bulk_update(self):

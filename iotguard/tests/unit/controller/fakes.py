@@ -14,7 +14,7 @@
 
 import uuid
 
-from iotguard.controller import audit
+from iotguard.controller import effects
 from iotguard.db import caps as db_caps
 from iotguard.db import disks as db_disks
 from iotguard.policy import base
@@ -180,8 +180,9 @@ class FakeDB:
                 set_at = (self.decisions[decision_id - 1]['created_at']
                           if decision_id else None)
                 out[d['id']] = db_caps.InForce(
-                    cap['limits'], audit.to_timestamp(cap['lease_expires_at']),
-                    decision_id, set_at and audit.to_timestamp(set_at))
+                    cap['limits'],
+                    effects.to_timestamp(cap['lease_expires_at']),
+                    decision_id, set_at and effects.to_timestamp(set_at))
         return out
 
     def decision_create(self, domain, policy, instance_uuid, dev,

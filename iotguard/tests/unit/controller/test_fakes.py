@@ -19,7 +19,7 @@ SQLite file, and every answer the round reads is compared.
 
 import datetime
 
-from iotguard.controller import audit
+from iotguard.controller import effects
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
 from iotguard.tests.unit.controller import fakes
@@ -95,7 +95,7 @@ class FakeDBContractTest(base.TestCase):
                                       [(UUIDS[1], 'vda')]))
         caps = self.both('domains_caps', ['pool'])
         self.assertEqual([first], list(caps))
-        self.assertEqual(audit.to_timestamp(later),
+        self.assertEqual(effects.to_timestamp(later),
                          caps[first].lease_expires_at)
 
     def test_disks_version_changes_with_the_disks(self):

@@ -16,7 +16,7 @@ import math
 
 import fixtures
 
-from iotguard.controller import audit
+from iotguard.controller import effects
 from iotguard.controller import loop
 from iotguard.controller import samples
 from iotguard import policy as policy_mod
@@ -48,7 +48,7 @@ class LoopTestBase(base.TestCase):
             return policy_mod.load(name, **params)
         self.loop = loop.DomainLoop(
             self.conf, self.db, self.store, self.agents,
-            audit.Audit(self.db, self.notifier), clock=lambda: T0,
+            self.notifier, clock=lambda: T0,
             load_policy=load)
 
     def feed(self, disk, at=T0 - 1, **kw):
@@ -99,7 +99,7 @@ class StaticPolicyRoundTest(LoopTestBase):
             self.assertEqual(cap['limits'], row['new_limits'])
             self.assertEqual({}, row['old_limits'])
         in_force = self.cap_of(self.a)
-        self.assertEqual(audit.to_datetime(T0 + 15.0),
+        self.assertEqual(effects.to_datetime(T0 + 15.0),
                          in_force['lease_expires_at'])
         self.assertIsNone(self.cap_of(self.free))
         applied = self.events('iotguard.cap.apply')
@@ -125,7 +125,7 @@ class StaticPolicyRoundTest(LoopTestBase):
                                  cap['decision_id'])
                 self.assertEqual(T0 + 20.0, cap['lease_expires_at'])
         self.assertEqual(3, len(self.db.decisions))
-        self.assertEqual(audit.to_datetime(T0 + 20.0),
+        self.assertEqual(effects.to_datetime(T0 + 20.0),
                          self.cap_of(self.c)['lease_expires_at'])
 
     def test_lapsed_cap_is_not_in_force(self):
@@ -205,7 +205,7 @@ class ScriptedRoundTest(LoopTestBase):
         # loosening a cap of a stale disk is allowed
         self.db.cap_set(self.b['instance_uuid'], 'vda',
                         {'total_iops_sec': 50},
-                        audit.to_datetime(T0 + 15), None)
+                        effects.to_datetime(T0 + 15), None)
         self.scripted.answer = [policy_base.Decision(
             self.id_of(self.b), 'cap', 'loosen', iops=75.0)]
         result = self.loop.run_once(self.domain, T0 + 5)
@@ -245,7 +245,7 @@ class ScriptedRoundTest(LoopTestBase):
         for disk in (self.a, self.b):
             self.db.cap_set(disk['instance_uuid'], 'vda',
                             {'total_iops_sec': 50},
-                            audit.to_datetime(T0 + 4), None)
+                            effects.to_datetime(T0 + 4), None)
         self.scripted.answer = [policy_base.Decision(
             self.id_of(self.a), 'release', 'blind')]
         result = self.loop.run_once(self.domain, T0)
@@ -275,14 +275,14 @@ class ScriptedRoundTest(LoopTestBase):
         self.assertTrue(math.isnan(snap.cap_set_at[1]))
 
     def test_fresh_rates_written_for_the_api_every_interval(self):
-        first = T0 + loop.rates_offset('pool', 30.0)
+        first = T0 + effects.rates_offset('pool', 30.0)
         self.feed(self.a, at=first - 1, iops=40.0, bytes_sec=40 * KIB64,
                   latency_ms=8.0)
         self.loop.run_once(self.domain, first - 0.5)   # not due yet
         self.assertEqual([], self.db.rates_written)
         self.loop.run_once(self.domain, first)
         self.assertEqual([[{
-            'id': self.a['id'], 'sampled_at': audit.to_datetime(first - 1),
+            'id': self.a['id'], 'sampled_at': effects.to_datetime(first - 1),
             'read_iops': 20.0, 'write_iops': 20.0,
             'read_bytes_sec': 20 * KIB64, 'write_bytes_sec': 20 * KIB64,
             'latency_ms': 8.0}]], self.db.rates_written)   # b: no sample
@@ -295,7 +295,8 @@ class ScriptedRoundTest(LoopTestBase):
                          [r['id'] for r in self.db.rates_written[-1]])
 
     def test_rates_writes_are_spread_over_the_interval(self):
-        offsets = {loop.rates_offset('pool-%d' % i, 30.0) for i in range(50)}
+        offsets = {effects.rates_offset('pool-%d' % i, 30.0)
+                   for i in range(50)}
         self.assertGreater(len(offsets), 40)
         self.assertTrue(all(0 <= o < 30.0 for o in offsets))
 
@@ -341,7 +342,7 @@ class RunTest(LoopTestBase):
         return disks
 
     def test_a_round_reads_once_and_writes_once(self):
-        self.loop.rates_write_s = 5.0    # every domain's due next round
+        self.loop.effects.rates_write_s = 5.0   # all due next round
         disks = self._domains(3)
         results = self.loop.run(self.db.domain_list(), T0)
         self.assertEqual(1, self.db.bulk_reads)
@@ -359,7 +360,7 @@ class RunTest(LoopTestBase):
         self.assertEqual(sorted(d['id'] for d in disks),
                          sorted(r['id'] for r in self.db.rates_written[0]))
         for disk in disks:
-            self.assertEqual(audit.to_datetime(T0 + 20.0),
+            self.assertEqual(effects.to_datetime(T0 + 20.0),
                              self.cap_of(disk)['lease_expires_at'])
 
     def test_disks_read_again_when_they_change(self):
@@ -436,8 +437,7 @@ class RunTest(LoopTestBase):
             seen.append((name, params))
             return policy_mod.load(name, **params)
         self.loop = loop.DomainLoop(self.conf, self.db, self.store,
-                                    self.agents, audit.Audit(self.db,
-                                                             self.notifier),
+                                    self.agents, self.notifier,
                                     clock=lambda: T0, load_policy=load)
         plain = self.db.add_domain('plain')
         tuned = self.db.add_domain('tuned', policy='guarantee',

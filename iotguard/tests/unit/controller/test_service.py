@@ -15,7 +15,7 @@
 import time
 from unittest import mock
 
-from iotguard.controller import audit
+from iotguard.controller import effects
 from iotguard.controller import loop
 from iotguard.controller import manager
 from iotguard.controller import service
@@ -58,7 +58,7 @@ class TickTest(base.TestCase):
             owns=self.svc.partition.owns, clock=lambda: T0)
         self.svc.loop = loop.DomainLoop(
             self.conf, self.db, self.svc.store, self.agents,
-            audit.Audit(self.db, fakes.FakeNotifier()), clock=lambda: T0)
+            fakes.FakeNotifier(), clock=lambda: T0)
 
     def report(self, *disks):
         self.svc.manager.report_samples({}, 'cn1', fakes.wire(*[
@@ -175,7 +175,7 @@ class MembershipWiringTest(base.TestCase):
         self.agents = fakes.FakeAgentAPI()
         self.svc.loop = loop.DomainLoop(
             self.conf, self.db, self.svc.store, self.agents,
-            audit.Audit(self.db, fakes.FakeNotifier()))
+            fakes.FakeNotifier())
 
     def test_off_without_service_credentials(self):
         self.svc._start_membership()
@@ -215,10 +215,10 @@ class MembershipWiringTest(base.TestCase):
                                  dev='vdb')
         self.db.cap_set(disk['instance_uuid'], 'vda',
                         {'total_iops_sec': 10},
-                        audit.to_datetime(time.time() + 60), 7)
+                        effects.to_datetime(time.time() + 60), 7)
         self.db.cap_set(other['instance_uuid'], 'vdb',
                         {'total_iops_sec': 20},
-                        audit.to_datetime(time.time() - 60), 8)  # lapsed
+                        effects.to_datetime(time.time() - 60), 8)  # lapsed
         self.svc.rebuilt(disk['instance_uuid'], 'cn1')
         self.svc.rebuilt(disk['instance_uuid'], 'cn9')   # not there
         [(method, host, caps)] = self.agents.casts

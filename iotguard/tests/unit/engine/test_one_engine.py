@@ -22,7 +22,6 @@ decisions.
 import fixtures
 
 from iotguard.cmd import allinone
-from iotguard.controller import audit
 from iotguard.controller import loop as controller_loop
 from iotguard.controller import samples
 from iotguard.engine import plan
@@ -66,7 +65,7 @@ class OneEngineTest(base.TestCase):
         agents = fakes.FakeAgentAPI()
         rounds = controller_loop.DomainLoop(
             self.conf, db, store, agents,
-            audit.Audit(db, fakes.FakeNotifier()), clock=lambda: T0)
+            fakes.FakeNotifier(), clock=lambda: T0)
         self.assertEqual(1, rounds.run_once(domain, T0).applied)
         self.assertEqual(['pool'], self.planned())
         self.assertEqual(['pool'], self.built())
