@@ -64,8 +64,6 @@ METERS = {
 REQUIRED = frozenset(('rd_reqs', 'rd_bytes', 'wr_reqs', 'wr_bytes'))
 LATENCY = frozenset(('rd_times', 'wr_times'))
 
-_NO_LATENCY = {'read_latency_ms': None, 'write_latency_ms': None}
-
 Key = tuple[str, str]
 Meter = tuple[Key, str, float, float, str | None]
 
@@ -222,7 +220,7 @@ class Assembler:
                 LATENCY <= last[1]):
             # Latency needs both readings to carry it: a missing counter
             # reads as 0 and would give the whole since-boot total.
-            values.update(_NO_LATENCY)
+            values.update(read_latency_ms=None, write_latency_ms=None)
         return [batch_mod.Row(uuid, dev, pending.at, result.interval_s,
                               rates=values, project_id=pending.project_id)]
 
