@@ -124,7 +124,7 @@ class _ReplayConnection:
 
         As libvirt gives them for ``VIR_DOMAIN_STATS_BLOCK``.
         """
-        counters = self._sim.get_all_block_stats()
+        counters = self._sim.get_block_stats().as_dict()
         self._records = []
         for dom in self._domains:
             dev = dom.dev
