@@ -83,10 +83,6 @@ Member = db_disks.Member
 InForce = db_caps.InForce
 
 
-def disk_id(disk: Member) -> str:
-    return '%s/%s' % (disk.instance_uuid, disk.dev)
-
-
 def snapshot_of(domain: dict[str, Any], interval_s: float,
                 disks: Sequence[Member], in_force: Sequence[InForce | None],
                 columns: base.SampleColumns) -> base.DomainSnapshot:
@@ -114,8 +110,8 @@ def snapshot_of(domain: dict[str, Any], interval_s: float,
                 cap_set_at[i] = cap.set_at
     return base.DomainSnapshot.of_samples(
         domain['name'], profile, interval_s,
-        tuple(disk_id(d) for d in disks), tiers, columns, cap_iops,
-        cap_bytes_sec, cap_set_at)
+        tuple('%s/%s' % (d.instance_uuid, d.dev) for d in disks), tiers,
+        columns, cap_iops, cap_bytes_sec, cap_set_at)
 
 
 def _calibrated(domain: dict[str, Any]) -> bool:
@@ -127,8 +123,8 @@ class DomainLoop:
 
     ``db`` is :class:`iotguard.db.api.Connection`, ``store`` the
     :class:`~iotguard.controller.samples.SampleStore`; ``agent_api`` and
-    ``notifier`` are :class:`~iotguard.controller.effects.Effects`'. No
-    I/O in the constructor.
+    ``notifier`` go to its :class:`~iotguard.controller.effects.Effects`.
+    No I/O in the constructor.
     """
 
     def __init__(self, conf: cfg.ConfigOpts, db: db_api.Connection,

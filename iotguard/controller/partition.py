@@ -43,8 +43,6 @@ from tooz import partitioner
 
 LOG = logging.getLogger(__name__)
 
-GROUP = b'iotguard-controller'
-
 Domain = typing.TypeVar('Domain', bound=dict[str, Any] | str)
 
 
