@@ -40,6 +40,7 @@ import os
 import tempfile
 import threading
 import time
+from typing import TypeVar
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -54,6 +55,7 @@ LOG = logging.getLogger(__name__)
 
 #: A cap in force: (effective limits, lease_expires_at, decision_id).
 InForce = tuple[dict[str, int], float, str | None]
+R = TypeVar('R')
 
 
 class AgentManager:
@@ -82,19 +84,11 @@ class AgentManager:
     # -- RPC API 1.0 --------------------------------------------------------
     def apply_caps(self, ctxt: rpcapi.Context, caps: object) -> None:
         """Apply (or renew) caps; malformed ones are logged and refused."""
-        if not isinstance(caps, list):
-            LOG.error('apply_caps refused: caps must be a list, not %s',
-                      type(caps).__name__)
-            return
         now = self._clock()
         with self._lock:
             changed = False
-            for wire in caps:
-                try:
-                    cap = caps_mod.Cap.from_wire(wire)
-                except exception.InvalidCap as e:
-                    LOG.error('Refusing malformed cap %.300r: %s', wire, e)
-                    continue
+            for cap in _records('apply_caps', 'cap', caps,
+                                caps_mod.Cap.from_wire):
                 key = cap.key
                 if cap.lease_expires_at <= now:
                     LOG.warning('Refusing cap %s on %s/%s: its lease '
@@ -112,17 +106,9 @@ class AgentManager:
 
     def release_caps(self, ctxt: rpcapi.Context, disks: object) -> None:
         """Drop the caps of ``disks``; their static limits come back."""
-        if not isinstance(disks, list):
-            LOG.error('release_caps refused: disks must be a list')
-            return
         with self._lock:
-            for wire in disks:
-                try:
-                    disk = caps_mod.Disk.from_wire(wire)
-                except exception.InvalidCap as e:
-                    LOG.error('Refusing malformed release %.300r: %s',
-                              wire, e)
-                    continue
+            for disk in _records('release_caps', 'release', disks,
+                                 caps_mod.Disk.from_wire):
                 key = (disk.instance_uuid, disk.dev)
                 if self._caps.pop(key, None) is not None:
                     LOG.info('Released cap on %s/%s', *key)
@@ -335,6 +321,21 @@ class StateFile:
                 AttributeError, exception.InvalidCap) as e:
             LOG.warning('Ignoring unreadable %s: %s', self.path, e)
             return {}
+
+
+def _records(method: str, kind: str, wire: object,
+             from_wire: collections.abc.Callable[[object], R]) -> list[R]:
+    """The records of an RPC's list; a malformed one is logged and left out."""
+    if not isinstance(wire, list):
+        LOG.error('%s refused: not a list but %s', method, type(wire).__name__)
+        return []
+    out = []
+    for item in wire:
+        try:
+            out.append(from_wire(item))
+        except exception.InvalidCap as e:
+            LOG.error('Refusing malformed %s %.300r: %s', kind, item, e)
+    return out
 
 
 def _nonzero(limits: collections.abc.Mapping[str, int]) -> dict[str, int]:

@@ -134,7 +134,7 @@ class ApplyTest(ManagerTestCase):
         log = self.useFixture(fixtures.FakeLogger())
         self.mgr.apply_caps({}, {'instance_uuid': A[0]})
         self.assertEqual([], self.driver.set_calls)
-        self.assertIn('must be a list', log.output)
+        self.assertIn('apply_caps refused: not a list', log.output)
 
     def test_expired_on_arrival_refused(self):
         self.mgr.apply_caps({}, [cap(total_iops_sec=200, lease=999.0)])
@@ -171,6 +171,13 @@ class ReleaseAndLeaseTest(ManagerTestCase):
         self.mgr.release_caps({}, [{'instance_uuid': A[0]}])
         self.assertEqual(200, self.live()['total_iops_sec'])
         self.assertIn('Refusing malformed release', log.output)
+
+    def test_release_not_a_list_refused(self):
+        log = self.useFixture(fixtures.FakeLogger())
+        self.mgr.apply_caps({}, [cap(total_iops_sec=200)])
+        self.mgr.release_caps({}, {'instance_uuid': A[0], 'dev': 'vda'})
+        self.assertEqual(200, self.live()['total_iops_sec'])
+        self.assertIn('release_caps refused: not a list', log.output)
 
     def test_lease_expiry_restores_static(self):
         self.mgr.apply_caps({}, [cap(total_iops_sec=200, lease=1100.0)])
