@@ -303,12 +303,17 @@ def _one_pattern(pattern: str) -> re.Pattern[str]:
 _JOINED = {name: _one_pattern(p) for name, p in _PATTERNS.items()}
 
 
-def _strings(name: str, values: list[Any], nullable: bool) -> None:
-    kinds = {str, type(None)} if nullable else {str}
-    wrong = set(map(type, values)) - kinds
+def _typed(name: str, values: list[Any], kinds: set[type], what: str,
+           nullable: bool) -> None:
+    wrong = set(map(type, values)) - kinds - ({type(None)} if nullable
+                                              else set())
     if wrong:
-        raise _invalid(name, 'not a string: %s' % ', '.join(
-            sorted(t.__name__ for t in wrong)))
+        raise _invalid(name, 'not %s: %s' % (what, ', '.join(
+            sorted(t.__name__ for t in wrong))))
+
+
+def _strings(name: str, values: list[Any], nullable: bool) -> None:
+    _typed(name, values, {str}, 'a string', nullable)
     pattern = _JOINED.get(name)
     if pattern is not None and values:
         # one match over all of them: no value may hold the separator
@@ -325,12 +330,8 @@ def _numbers(names: list[str], lists: list[list[Any]], nullable: bool,
     ``None`` becomes ``nan`` where ``nullable``; every other value is a
     finite number within ``[low, high]``.
     """
-    kinds = {int, float, type(None)} if nullable else {int, float}
     for name, values in zip(names, lists):
-        wrong = set(map(type, values)) - kinds
-        if wrong:
-            raise _invalid(name, 'not a number: %s' % ', '.join(
-                sorted(t.__name__ for t in wrong)))
+        _typed(name, values, {int, float}, 'a number', nullable)
     try:
         array = np.array(lists, dtype=np.float64).reshape(
             len(lists), len(lists[0]) if lists else 0)
@@ -351,8 +352,7 @@ def _numbers(names: list[str], lists: list[list[Any]], nullable: bool,
 def _ceilings(disks: dict[str, Any], n: int) -> FloatArray:
     lists = [_list(disks, name, n) for name in CEILINGS]
     for name, values in zip(CEILINGS, lists):
-        if set(map(type, values)) - {int}:
-            raise _invalid(name, 'not an integer')
+        _typed(name, values, {int}, 'an integer', False)
         if values and not 0 <= min(values) <= max(values) <= MAX_CEILING:
             raise _invalid(name, 'not within [0, %d]' % MAX_CEILING)
     out: FloatArray = np.array(lists, dtype=np.float64).reshape(
