@@ -133,12 +133,8 @@ def seed(db: db_api.Connection, scenario: scenario_mod.Scenario,
                      bytes_sec=domain.bytes_sec, policy=policy,
                      params=dict(scenario.policies.get(policy, {})))
     for tier in scenario.tiers.values():
-        db.tier_create({'name': tier.name, 'description': 'from scenario '
-                        + scenario.name, 'min_iops': tier.min_iops,
-                        'min_bytes_sec': tier.min_bytes_sec,
-                        'max_iops': tier.max_iops,
-                        'max_bytes_sec': tier.max_bytes_sec,
-                        'weight': tier.weight, 'is_public': True})
+        db.tier_create(dict(dataclasses.asdict(tier), is_public=True,
+                            description='from scenario ' + scenario.name))
     disks: list[dict[str, Any]] = []
     for disk_id in world.disk_ids():
         info: dict[str, Any] = world.disk_info(disk_id)
