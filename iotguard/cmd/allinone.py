@@ -217,7 +217,6 @@ class AllInOne:
 
     def __init__(self, options: Options, workdir: str) -> None:
         self.options = options
-        self.workdir = workdir
         self.scenario = cut(scenario_mod.load(options.scenario),
                             options.duration_s)
         self.world = world_mod.World(self.scenario, seed=options.seed)
