@@ -23,7 +23,6 @@ import collections.abc
 import contextlib
 import time
 from typing import Any
-from typing import Literal
 
 from oslo_config import cfg
 
@@ -50,8 +49,6 @@ class SimulatedDriver(base.Driver):
         self._owned: world_mod.World | None = None  # built by start()
         self._clock = clock
         self._t0 = 0.0
-        # by disk id; False: another host's
-        self._disks: dict[str, base.Disk | Literal[False]] = {}
         # What the world's disk ids give, kept until they change:
         self._ids: list[str] | None = None
         self._mine: list[str] = []  # this host's disk ids
@@ -80,29 +77,20 @@ class SimulatedDriver(base.Driver):
                 self._owned.step(dt)
 
     def _my_disks(self) -> list[str]:
+        """This host's disk ids, read again when the world's disks change."""
         ids = self.world.disk_ids()
         if ids != self._ids:
-            disks: dict[str, base.Disk | Literal[False]] = {}
+            self._ids, self._mine, self._listing = ids, [], {}
             for disk_id in ids:
-                disk = self._disks.get(disk_id)
-                if disk is None:
-                    info: dict[str, Any] = self.world.disk_info(disk_id)
-                    if info.get('host', 'host1') != self.host:
-                        disk = False
-                    else:
-                        disk = base.Disk(
-                            instance_uuid=info['instance_uuid'],
-                            dev=info['dev'],
-                            volume_id=info.get('volume_id'),
-                            project_id=info.get('project_id'),
-                            static=caps.full(
-                                self.world.static_iotune(disk_id)))
-                disks[disk_id] = disk
-            self._disks = disks
-            self._ids = ids
-            mine = {i: d for i, d in disks.items() if d}
-            self._mine = list(mine)
-            self._listing = {d.key: d for d in mine.values()}
+                info: dict[str, Any] = self.world.disk_info(disk_id)
+                if info.get('host', 'host1') == self.host:
+                    disk = base.Disk(
+                        instance_uuid=info['instance_uuid'], dev=info['dev'],
+                        volume_id=info.get('volume_id'),
+                        project_id=info.get('project_id'),
+                        static=caps.full(self.world.static_iotune(disk_id)))
+                    self._mine.append(disk_id)
+                    self._listing[disk.key] = disk
             self._keys = list(self._listing)
         return self._mine
 
