@@ -1,0 +1,72 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
+from horizon import tables
+
+from iotguard_dashboard.content import format as fmt
+
+
+class ChangeTier(tables.LinkAction):
+    name = 'change_tier'
+    verbose_name = _('Change I/O tier')
+    url = 'horizon:project:iotguard_disks:tier'
+    classes = ('ajax-modal',)
+    icon = 'pencil'
+
+    def get_link_url(self, datum):
+        return reverse(self.url, args=[datum.instance_uuid])
+
+
+class DisksTable(tables.DataTable):
+    server = tables.Column('server', verbose_name=_('Server'))
+    dev = tables.Column('dev', verbose_name=_('Device'))
+    domain = tables.Column('domain', verbose_name=_('Domain'))
+    tier = tables.Column(fmt.tier, verbose_name=_('Tier'))
+    floor = tables.Column(fmt.floor, verbose_name=_('Floor'))
+    rates = tables.Column(fmt.rates, verbose_name=_('Current rate'))
+    cap = tables.Column(fmt.cap, verbose_name=_('Cap in force'))
+    reason = tables.Column(fmt.cap_reason, verbose_name=_('Reason'))
+
+    def get_object_id(self, datum):
+        return '%s-%s' % (datum.instance_uuid, datum.dev)
+
+    class Meta:
+        name = 'disks'
+        verbose_name = _('Disks')
+        row_actions = (ChangeTier,)
+
+
+def _public(tier):
+    return _('public') if tier.is_public else _('private')
+
+
+class TiersTable(tables.DataTable):
+    name = tables.Column('name', verbose_name=_('Tier'))
+    description = tables.Column('description', verbose_name=_('Description'))
+    floor = tables.Column(
+        lambda t: fmt.iops_and_bytes(t.min_iops, t.min_bytes_sec, _('none')),
+        verbose_name=_('Guaranteed floor'))
+    ceiling = tables.Column(
+        lambda t: fmt.iops_and_bytes(t.max_iops, t.max_bytes_sec,
+                                     _('unlimited')),
+        verbose_name=_('Ceiling'))
+    weight = tables.Column('weight', verbose_name=_('Weight'))
+    visibility = tables.Column(_public, verbose_name=_('Visibility'))
+
+    def get_object_id(self, datum):
+        return datum.name
+
+    class Meta:
+        name = 'tiers'
+        verbose_name = _('Tiers this project may choose')

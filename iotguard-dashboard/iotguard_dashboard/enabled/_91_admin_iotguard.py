@@ -1,0 +1,21 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+# Admin > System > Disk I/O: each contention domain's capacity, committed
+# floors and utilisation, the caps in force and the latest decisions. Copy
+# this file into Horizon's openstack_dashboard/local/enabled/ to enable it.
+
+PANEL = 'iotguard'
+PANEL_DASHBOARD = 'admin'
+PANEL_GROUP = 'admin'
+ADD_PANEL = 'iotguard_dashboard.content.admin.iotguard.panel.DiskIO'
+ADD_INSTALLED_APPS = ['iotguard_dashboard']

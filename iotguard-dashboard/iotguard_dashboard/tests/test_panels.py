@@ -1,0 +1,233 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The panels rendered by Django with iotguard's API stubbed.
+
+The stubbed answers have the shapes of api-ref/source/samples (a disk
+capped by the guarantee policy, a disk not sampled yet, a member's
+admission refusal).
+"""
+
+import copy
+from unittest import mock
+
+from django.urls import reverse
+from openstack_dashboard.test import helpers
+
+from iotguard_dashboard.api import iotguard
+
+UUID = '8c4b1e2a-5d6f-4a7b-9c8d-0e1f2a3b4c5d'
+REASON = ('guarantee: load 0.4000 above its fair share 0.3400, capped at '
+          '0.3400 (floor 0.2000)')
+CAP = {'limits': {'total_iops_sec': 2900, 'total_bytes_sec': 11878400},
+       'lease_expires_at': '2026-11-22T03:40:40Z', 'decision_id': 1,
+       'reason': REASON}
+DISK = {
+    'instance_uuid': UUID, 'dev': 'vda', 'host': 'compute1',
+    'domain': 'local:compute1', 'volume_id': None,
+    'project_id': 'c5f2a1e8d7b64c3a9e0f1b2d3c4a5e6f', 'tier': 'gold',
+    'tier_source': 'api', 'tier_refused': None,
+    'floor': {'min_iops': 2000.0, 'min_bytes_sec': 20000000.0},
+    'ceiling': {'max_iops': 5000.0, 'max_bytes_sec': 200000000.0},
+    'rates': {'read_iops': 2400.0, 'write_iops': 800.0,
+              'read_bytes_sec': 9800000.0, 'write_bytes_sec': 3200000.0,
+              'latency_ms': 4.2, 'sampled_at': '2026-11-22T03:40:05Z'},
+    'cap': CAP}
+IDLE = dict(DISK, dev='vdb', rates=None, cap=None,
+            volume_id='3f1e9c2b-7a4d-4e8f-b6c5-1d2e3f4a5b6c')
+TIERS = [
+    {'name': 'gold', 'description': 'databases', 'min_iops': 2000.0,
+     'min_bytes_sec': 0.0, 'max_iops': 5000.0,
+     'max_bytes_sec': 200000000.0, 'weight': 4.0, 'is_public': True},
+    {'name': 'platinum', 'description': 'reserved for billing',
+     'min_iops': 9000.0, 'min_bytes_sec': 0.0, 'max_iops': 0.0,
+     'max_bytes_sec': 0.0, 'weight': 8.0, 'is_public': False}]
+DOMAIN = {
+    'name': 'local:compute1', 'kind': 'local', 'policy': 'guarantee',
+    'params': {},
+    'profile': {'iops_4k': 10000.0, 'bytes_sec': 400000000.0,
+                'form': 'additive', 'source': 'manual', 'learned': None},
+    'capacity': 1.0, 'committed': 0.5, 'committed_learned': None,
+    'max_commit_ratio': 0.9, 'overcommitted': None,
+    'beyond_capacity': None, 'utilisation': 0.3525,
+    'disks': [DISK, IDLE]}
+DECISION = {
+    'id': 7, 'created_at': '2026-11-22T03:40:10Z',
+    'domain': 'local:compute1', 'policy': 'guarantee',
+    'instance_uuid': UUID, 'dev': 'vda', 'project_id': DISK['project_id'],
+    'action': 'cap', 'old_limits': {}, 'new_limits': CAP['limits'],
+    'reason': REASON, 'numbers': {}}
+REFUSAL = ('Tier platinum does not fit in domain local:compute1 now: the '
+           'floors already promised there leave no room for it. Choose a '
+           'lower tier or ask the cloud operator.')
+
+INDEX = reverse('horizon:project:iotguard_disks:index')
+TIER = reverse('horizon:project:iotguard_disks:tier', args=[UUID])
+ADMIN = reverse('horizon:admin:iotguard:index')
+
+
+def records(dicts):
+    return [iotguard.Record(copy.deepcopy(d)) for d in dicts]
+
+
+class CatalogMixin:
+    """The test catalog with iotguard-api in it."""
+
+    def _setup_test_data(self):
+        super()._setup_test_data()
+        self.service_catalog.append({
+            'type': iotguard.SERVICE_TYPE, 'name': 'iotguard',
+            'endpoints_links': [], 'endpoints': [
+                {'region': 'RegionOne', 'interface': interface,
+                 'url': 'http://iotguard.example.com:9737'}
+                for interface in ('public', 'internal', 'admin')]})
+
+
+class ProjectPanelTests(CatalogMixin, helpers.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        for name, value in (('disk_list', records([DISK, IDLE])),
+                            ('tier_list', records(TIERS)),
+                            ('instance_show', iotguard.Record(
+                                instance_uuid=UUID, disks=[DISK, IDLE]))):
+            setattr(self, name, mock.patch.object(
+                iotguard, name, return_value=value).start())
+        server = mock.Mock(id=UUID)
+        server.name = 'web-1'
+        mock.patch('openstack_dashboard.api.nova.server_list',
+                   return_value=([server], False)).start()
+
+    def test_index_shows_disks_and_tiers(self):
+        response = self.client.get(INDEX)
+        self.assertEqual(200, response.status_code)
+        self.assertTemplateUsed(response,
+                                'iotguard_dashboard/project/index.html')
+        disks = response.context['disks_table'].data
+        self.assertEqual(['vda', 'vdb'], [d.dev for d in disks])
+        for text in ('web-1 (%s)' % UUID, 'gold (api)',
+                     '2000 IOPS, 20.0 MB/s', '3200 IOPS, 13.0 MB/s, 4.2 ms',
+                     'not sampled yet', 'total 11.9 MB/s, total 2900 IOPS',
+                     REASON, 'Change I/O tier', 'reserved for billing',
+                     'private', 'unlimited'):
+            self.assertContains(response, text)
+
+    def test_no_nova_shows_uuids(self):
+        self.service_catalog[:] = [s for s in self.service_catalog
+                                   if s['type'] != 'compute']
+        response = self.client.get(INDEX)
+        self.assertEqual(UUID, response.context['disks_table'].data[0]
+                         ['server'])
+
+    def test_tier_form_offers_the_tiers(self):
+        response = self.client.get(TIER)
+        self.assertEqual(200, response.status_code)
+        form = response.context['form']
+        self.assertEqual(['', 'gold', 'platinum'],
+                         [value for value, _ in form.fields['tier'].choices])
+        self.assertEqual('gold', form.initial['tier'])
+
+    @mock.patch.object(iotguard, 'instance_set_tier')
+    def test_tier_admitted(self, set_tier):
+        response = self.client.post(TIER, {'instance_uuid': UUID,
+                                           'tier': 'gold'})
+        self.assertNoFormErrors(response)
+        self.assertRedirectsNoFollow(response, INDEX)
+        set_tier.assert_called_once_with(mock.ANY, UUID, 'gold')
+        self.assertMessageCount(success=1)
+
+    @mock.patch.object(iotguard, 'instance_set_tier',
+                       side_effect=iotguard.APIError(409, REFUSAL))
+    def test_tier_refused_shows_the_message(self, set_tier):
+        response = self.client.post(TIER, {'instance_uuid': UUID,
+                                           'tier': 'platinum'})
+        self.assertEqual(200, response.status_code)
+        self.assertContains(response, REFUSAL)
+        set_tier.assert_called_once_with(mock.ANY, UUID, 'platinum')
+
+    @mock.patch.object(iotguard, 'instance_unset_tier')
+    def test_no_tier_unsets(self, unset):
+        response = self.client.post(TIER, {'instance_uuid': UUID,
+                                           'tier': ''})
+        self.assertRedirectsNoFollow(response, INDEX)
+        unset.assert_called_once_with(mock.ANY, UUID)
+
+    def test_api_error_is_shown_not_raised(self):
+        self.disk_list.side_effect = iotguard.APIError(503, 'away')
+        response = self.client.get(INDEX)
+        self.assertEqual(200, response.status_code)
+        self.assertEqual([], response.context['disks_table'].data)
+        self.assertMessageCount(response, error=1)
+
+    def test_member_has_no_admin_panel(self):
+        response = self.client.get(ADMIN)
+        self.assertNotEqual(200, response.status_code)
+
+
+class PanelNeedsTheCatalogTests(helpers.TestCase):
+
+    def test_hidden_without_iotguard_in_the_catalog(self):
+        response = self.client.get(INDEX)
+        self.assertNotEqual(200, response.status_code)
+
+
+class AdminPanelTests(CatalogMixin, helpers.BaseAdminViewTests):
+
+    @mock.patch.object(iotguard, 'decision_list',
+                       return_value=records([DECISION]))
+    @mock.patch.object(iotguard, 'domain_show',
+                       return_value=iotguard.Record(copy.deepcopy(DOMAIN)))
+    @mock.patch.object(iotguard, 'domain_list', return_value=records([
+        {'name': 'local:compute1', 'kind': 'local'}]))
+    def test_index_shows_domains_caps_decisions(self, domains, show,
+                                                decisions):
+        response = self.client.get(ADMIN)
+        self.assertEqual(200, response.status_code)
+        show.assert_called_once_with(mock.ANY, 'local:compute1')
+        caps = response.context['caps_table'].data
+        self.assertEqual([('vda', REASON)],
+                         [(c.dev, c.cap['reason']) for c in caps])
+        self.assertEqual([7], [d.id for d in
+                               response.context['decisions_table'].data])
+        for text in ('10000 IOPS, 400.0 MB/s (manual), additive',
+                     '0.500 of 0.900 allowed', '35.2 %',
+                     'no learned verdict', '2026-11-22T03:40:40Z', REASON):
+            self.assertContains(response, text)
+
+
+class APIErrorTests(helpers.TestCase):
+
+    def test_refusal_keeps_message_and_numbers(self):
+        response = mock.Mock(status_code=409, reason='Conflict')
+        response.json.return_value = {'error': {
+            'code': 409, 'message': REFUSAL, 'numbers': {'tier': 'x'}}}
+        with mock.patch.object(iotguard, '_adapter') as adapter:
+            adapter.return_value.request.return_value = response
+            with self.assertRaises(iotguard.APIError) as ctx:
+                iotguard.instance_set_tier(mock.Mock(), UUID, 'platinum')
+        self.assertEqual((409, REFUSAL, {'tier': 'x'}),
+                         (ctx.exception.code, ctx.exception.message,
+                          ctx.exception.numbers))
+        adapter.return_value.request.assert_called_once_with(
+            '/v1/instances/%s/tier' % UUID, 'PUT', raise_exc=False,
+            params={}, json={'tier': 'platinum'})
+
+    def test_non_json_error(self):
+        response = mock.Mock(status_code=502, reason='Bad Gateway',
+                             text='<html>proxy</html>')
+        response.json.side_effect = ValueError
+        with mock.patch.object(iotguard, '_adapter') as adapter:
+            adapter.return_value.request.return_value = response
+            with self.assertRaises(iotguard.APIError) as ctx:
+                iotguard.tier_list(mock.Mock())
+        self.assertEqual((502, '<html>proxy</html>'),
+                         (ctx.exception.code, ctx.exception.message))
