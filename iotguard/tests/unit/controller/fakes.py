@@ -10,14 +10,15 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Fakes for the controller's unit tests: samples, DB, agents, notifier."""
+"""Helpers of the controller's unit tests: samples, database, fakes."""
 
+import itertools
 import uuid
 
-from iotguard.controller import effects
-from iotguard.db import caps as db_caps
-from iotguard.db import disks as db_disks
-from iotguard.policy import base
+import fixtures
+
+from iotguard import exception
+from iotguard.tests.fixtures import database
 from iotguard.wire import batch as batch_mod
 
 
@@ -63,183 +64,66 @@ def tier(name='gold', **kw):
     return values
 
 
-class FakeDB:
-    """The part of db.api.Connection the controller uses, in memory."""
+_DISKS = itertools.count(1)
 
-    def __init__(self):
-        self.domains = {}
-        self.disks = {}       # (uuid, dev) -> view dict (without cap)
-        self.caps = {}        # (uuid, dev) -> cap dict
-        self.decisions = []   # dicts, id = index + 1
-        self.agents = {}
-        self.reports = {}
-        self.fail_domains = set()
-        self.renewals = []
-        self.rates_written = []
 
-    def add_domain(self, name, iops_4k=300.0, bytes_sec=3.4e6, policy=None,
-                   params=None, kind='local'):
-        self.domains[name] = {'id': len(self.domains) + 1, 'name': name,
-                              'kind': kind, 'iops_4k': iops_4k,
-                              'bytes_sec': bytes_sec, 'policy': policy,
-                              'params': params or {}}
-        return self.domains[name]
+def real_db(test):
+    """A :class:`iotguard.db.api.Connection` on a fresh SQLite file."""
+    return test.useFixture(database.Database('sqlite', test.conf)).db
 
-    def add_disk(self, domain, host='cn1', tier_=None, instance_uuid=None,
-                 dev='vda', project_id='p1', volume_id=None):
-        uid = instance_uuid or str(uuid.uuid4())
-        self.disks[(uid, dev)] = {
-            'id': len(self.disks) + 1, 'instance_uuid': uid, 'dev': dev,
-            'host': host, 'volume_id': volume_id, 'project_id': project_id,
-            'domain': domain, 'tier': tier_}
-        return self.disks[(uid, dev)]
 
-    # -- db.api ------------------------------------------------------------
-    def domain_list(self):
-        return [dict(d) for d in self.domains.values()]
+def add_domain(db, name, iops_4k=300.0, bytes_sec=3.4e6, policy=None,
+               params=None, kind='local'):
+    db.domain_create(name, kind, iops_4k, bytes_sec, policy, params)
+    return db.domain_get(name)
 
-    def domain_get(self, name):
-        if name not in self.domains:
-            from iotguard import exception
-            raise exception.NotFound(what=name)
-        return dict(self.domains[name])
 
-    def domain_estimator_state(self, name):
-        return self.domain_get(name).get('estimator_state')
+def add_disk(db, domain, host='cn1', tier_=None, instance_uuid=None,
+             dev='vda', project_id='p1', volume_id=None):
+    """A disk (its :func:`disks` view), with the tier ``tier_`` if given.
 
-    def domain_learned(self, name, fit, state):
-        domain = self.domains[name]
-        domain['estimator_state'] = state
-        if fit is not None:
-            domain.update({'learned_' + k: v for k, v in fit.items()})
+    The instances made here sort in the order they are made (as the
+    database lists the disks).
+    """
+    uid = instance_uuid or '%08x-1111-4111-8111-111111111111' % next(_DISKS)
+    db.disk_upsert(uid, dev, host, domain, project_id, volume_id=volume_id)
+    if tier_ is not None:
+        try:
+            db.tier_create(tier_)
+        except exception.Conflict:
+            db.tier_update(tier_['name'], tier_)
+        db.disk_tier_set(uid, dev, tier_['name'],
+                         'volume_type' if volume_id else 'flavor',
+                         project_id)
+    return disks(db)[(uid, dev)]
 
-    def domain_create(self, name, kind, iops_4k=None, bytes_sec=None,
-                      policy=None, params=None):
-        return self.add_domain(name, iops_4k, bytes_sec, policy, params,
-                               kind)
 
-    def disk_upsert(self, instance_uuid, dev, host, domain, project_id,
-                    volume_id=None):
-        self.domain_get(domain)
-        disk = self.disks.get((instance_uuid, dev))
-        if disk is None:
-            return self.add_disk(domain, host, None, instance_uuid, dev,
-                                 project_id, volume_id)
-        disk.update(host=host, domain=domain, project_id=project_id,
-                    volume_id=volume_id)
-        return disk
+def disks(db):
+    """Every disk: ``{(instance_uuid, dev): view}`` (``db.disk_list``)."""
+    return {(d['instance_uuid'], d['dev']): d for d in db.disk_list()}
 
-    def disk_delete(self, instance_uuid, dev):
-        if self.disks.pop((instance_uuid, dev), None) is None:
-            from iotguard import exception
-            raise exception.NotFound(what='%s/%s' % (instance_uuid, dev))
-        self.caps.pop((instance_uuid, dev), None)
 
-    def disk_list(self, instance_uuid=None, domain=None, project_id=None):
-        if domain in self.fail_domains:
-            raise RuntimeError('database on fire for %s' % domain)
-        out = []
-        for key, disk in self.disks.items():
-            if domain is not None and disk['domain'] != domain:
-                continue
-            if instance_uuid is not None and key[0] != instance_uuid:
-                continue
-            view = dict(disk)
-            cap = self.caps.get(key)
-            view['cap'] = dict(cap) if cap else None
-            out.append(view)
-        return out
+def cap_of(db, disk):
+    """The cap in force on a disk (a :func:`disks` view), or None."""
+    return disks(db)[(disk['instance_uuid'], disk['dev'])]['cap']
 
-    def domain_disks(self, domain):
-        if domain not in self.domains:
-            from iotguard import exception
-            raise exception.NotFound(what=domain)
-        return [db_disks.Member(
-            d['id'], d['instance_uuid'], d['dev'], d['host'],
-            d['project_id'], d['volume_id'], d['domain'],
-            d['tier'] and base.Tier(**{k: d['tier'][k] for k in (
-                'name', 'min_iops', 'min_bytes_sec', 'max_iops',
-                'max_bytes_sec', 'weight')}),
-            'default' if d['tier'] else None)
-            for d in self.disk_list(domain=domain)]
 
-    def domains_disks(self, domains):
-        self.bulk_reads = getattr(self, 'bulk_reads', 0) + 1
-        return {name: self.domain_disks(name) for name in domains}
+def cap_set(db, disk, limits, lease_expires_at, decision_id=None):
+    db.caps_set([{'instance_uuid': disk['instance_uuid'],
+                  'dev': disk['dev'], 'limits': limits,
+                  'lease_expires_at': lease_expires_at,
+                  'decision_id': decision_id}])
 
-    def disks_version(self):
-        return repr(sorted(self.disks.items()))
 
-    def domains_caps(self, domains):
-        self.caps_reads = getattr(self, 'caps_reads', 0) + 1
-        out = {}
-        for d in self.disk_list():
-            cap = d['cap']
-            if d['domain'] in domains and cap is not None:
-                decision_id = cap['decision_id']
-                set_at = (self.decisions[decision_id - 1]['created_at']
-                          if decision_id else None)
-                out[d['id']] = db_caps.InForce(
-                    cap['limits'],
-                    effects.to_timestamp(cap['lease_expires_at']),
-                    decision_id, set_at and effects.to_timestamp(set_at))
-        return out
+def decisions(db):
+    """The audit trail, oldest first (the first id is 1)."""
+    return db.decision_list(10000)[::-1]
 
-    def decision_create(self, domain, policy, instance_uuid, dev,
-                        project_id, action, old_limits, new_limits, reason,
-                        numbers, created_at=None):
-        self.decisions.append({
-            'id': len(self.decisions) + 1, 'domain': domain,
-            'policy': policy, 'instance_uuid': instance_uuid, 'dev': dev,
-            'project_id': project_id, 'action': action,
-            'old_limits': old_limits, 'new_limits': new_limits,
-            'reason': reason, 'numbers': numbers, 'created_at': created_at})
-        return len(self.decisions)
 
-    def decisions_create(self, rows):
-        return [self.decision_create(**row) for row in rows]
-
-    def caps_set(self, caps):
-        for cap in caps:
-            self.cap_set(cap['instance_uuid'], cap['dev'], cap['limits'],
-                         cap['lease_expires_at'], cap['decision_id'])
-        return len(caps)
-
-    def caps_release(self, disks):
-        return sum(self.cap_release(u, d) for u, d in disks)
-
-    def cap_set(self, instance_uuid, dev, limits, lease_expires_at,
-                decision_id=None):
-        self.caps[(instance_uuid, dev)] = {
-            'limits': limits, 'lease_expires_at': lease_expires_at,
-            'decision_id': decision_id, 'reason': None}
-
-    def cap_release(self, instance_uuid, dev):
-        return self.caps.pop((instance_uuid, dev), None) is not None
-
-    def cap_delete_expired(self, now):
-        gone = [k for k, c in self.caps.items()
-                if c['lease_expires_at'] < now]
-        for key in gone:
-            del self.caps[key]
-        return len(gone)
-
-    def caps_renew(self, disk_ids, lease_expires_at):
-        self.renewals.append(sorted(disk_ids))
-        n = 0
-        for key, disk in self.disks.items():
-            if disk['id'] in disk_ids and key in self.caps:
-                self.caps[key]['lease_expires_at'] = lease_expires_at
-                n += 1
-        return n
-
-    def disk_rates_bulk_update(self, rates):
-        self.rates_written.append(list(rates))
-        return len(rates)
-
-    def agent_heartbeat(self, host, driver, now=None, **report):
-        self.agents[host] = (driver, now)
-        self.reports[host] = report
+def spy(test, db, method):
+    """A mock recording the calls of ``db.<method>``, which still runs."""
+    return test.useFixture(fixtures.MockPatchObject(
+        db, method, wraps=getattr(db, method))).mock
 
 
 class FakeAgentAPI:

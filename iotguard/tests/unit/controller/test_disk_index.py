@@ -14,7 +14,7 @@ from unittest import mock
 
 from iotguard.controller import disk_index
 from iotguard.tests import base
-from iotguard.tests.unit.controller import test_manager
+from iotguard.tests.unit.controller import fakes
 
 T0 = 1_800_000_000.0
 LOCAL = 'local:cn1'
@@ -25,10 +25,11 @@ class ListedTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.db = test_manager.FakeIndexDB()
-        self.db.add_domain(LOCAL)
-        self.uuid = self.db.add_disk(LOCAL, 'cn1')['instance_uuid']
-        self.db.add_disk(LOCAL, 'cn1', instance_uuid=self.uuid, dev='vdb')
+        self.db = fakes.real_db(self)
+        fakes.add_domain(self.db, LOCAL)
+        self.uuid = fakes.add_disk(self.db, LOCAL, 'cn1')['instance_uuid']
+        fakes.add_disk(self.db, LOCAL, 'cn1', instance_uuid=self.uuid,
+                       dev='vdb')
         self.index = disk_index.DiskIndex(self.db, clock=lambda: T0)
         self.index.refresh()
 
@@ -50,4 +51,4 @@ class ListedTest(base.TestCase):
         self.assertEqual(1, self.scans([(self.uuid, 'vda')]))
         self.index.delete([(self.uuid, 'vdb')])    # membership did
         self.assertEqual(1, self.scans([(self.uuid, 'vda')], 3))
-        self.assertIn((self.uuid, 'vda'), self.db.disks)
+        self.assertEqual([(self.uuid, 'vda')], list(fakes.disks(self.db)))

@@ -36,7 +36,11 @@ class LoopTestBase(base.TestCase):
         super().setUp()
         self.flags(decision_interval=5.0, lease_seconds=15.0,
                    group='controller')
-        self.db = fakes.FakeDB()
+        self.db = fakes.real_db(self)
+        self.bulk_reads = fakes.spy(self, self.db, 'domains_disks')
+        self.caps_reads = fakes.spy(self, self.db, 'domains_caps')
+        self.renews = fakes.spy(self, self.db, 'caps_renew')
+        self.rate_writes = fakes.spy(self, self.db, 'disk_rates_bulk_update')
         self.store = samples.SampleStore(5.0, clock=lambda: T0)
         self.agents = fakes.FakeAgentAPI()
         self.notifier = fakes.FakeNotifier()
@@ -57,7 +61,13 @@ class LoopTestBase(base.TestCase):
                                      timestamp=at, **kw), received_at=at))
 
     def cap_of(self, disk):
-        return self.db.caps.get((disk['instance_uuid'], disk['dev']))
+        return fakes.cap_of(self.db, disk)
+
+    def renewals(self):
+        return [sorted(c.args[0]) for c in self.renews.call_args_list]
+
+    def rates_written(self):
+        return [c.args[0] for c in self.rate_writes.call_args_list]
 
     def events(self, event_type):
         return [p for t, p in self.notifier.sent if t == event_type]
@@ -68,12 +78,12 @@ class StaticPolicyRoundTest(LoopTestBase):
 
     def setUp(self):
         super().setUp()
-        self.domain = self.db.add_domain('pool', policy='static')
+        self.domain = fakes.add_domain(self.db, 'pool', policy='static')
         gold = fakes.tier('gold', max_iops=500.0, max_bytes_sec=5e6)
-        self.a = self.db.add_disk('pool', 'cn1', gold)
-        self.b = self.db.add_disk('pool', 'cn1', gold)
-        self.c = self.db.add_disk('pool', 'cn2', gold)
-        self.free = self.db.add_disk('pool', 'cn2', None)
+        self.a = fakes.add_disk(self.db, 'pool', 'cn1', gold)
+        self.b = fakes.add_disk(self.db, 'pool', 'cn1', gold)
+        self.c = fakes.add_disk(self.db, 'pool', 'cn2', gold)
+        self.free = fakes.add_disk(self.db, 'pool', 'cn2', None)
         for disk in (self.a, self.b, self.c, self.free):
             self.feed(disk)
 
@@ -91,7 +101,7 @@ class StaticPolicyRoundTest(LoopTestBase):
             self.assertEqual({'total_iops_sec': 500,
                               'total_bytes_sec': 5000000}, cap['limits'])
             self.assertEqual(T0 + 15.0, cap['lease_expires_at'])
-            row = self.db.decisions[int(cap['decision_id']) - 1]
+            row = fakes.decisions(self.db)[int(cap['decision_id']) - 1]
             self.assertEqual('cap', row['action'])
             self.assertEqual('static', row['policy'])
             self.assertEqual(cap['instance_uuid'], row['instance_uuid'])
@@ -124,7 +134,7 @@ class StaticPolicyRoundTest(LoopTestBase):
                 self.assertEqual(first_ids[cap['instance_uuid']],
                                  cap['decision_id'])
                 self.assertEqual(T0 + 20.0, cap['lease_expires_at'])
-        self.assertEqual(3, len(self.db.decisions))
+        self.assertEqual(3, len(fakes.decisions(self.db)))
         self.assertEqual(effects.to_datetime(T0 + 20.0),
                          self.cap_of(self.c)['lease_expires_at'])
 
@@ -137,10 +147,10 @@ class StaticPolicyRoundTest(LoopTestBase):
         for disk in (self.a, self.b, self.c):
             self.feed(disk, at=T0 + 19)
         self.loop.run(self.db.domain_list(), T0 + 20)
-        self.assertEqual(0, len(self.db.renewals))
-        self.assertEqual(6, len(self.db.decisions))
+        self.assertEqual(0, len(self.renewals()))
+        self.assertEqual(6, len(fakes.decisions(self.db)))
         self.assertEqual([{}] * 3, [d['old_limits']
-                                    for d in self.db.decisions[3:]])
+                                    for d in fakes.decisions(self.db)[3:]])
 
     def test_failed_cast_records_no_cap_for_that_host(self):
         self.agents.failing.add('cn2')
@@ -149,7 +159,7 @@ class StaticPolicyRoundTest(LoopTestBase):
         self.assertIsNotNone(self.cap_of(self.a))
         self.assertIsNone(self.cap_of(self.c))
         # the decision is in the audit trail all the same
-        self.assertEqual(3, len(self.db.decisions))
+        self.assertEqual(3, len(fakes.decisions(self.db)))
         self.agents.failing.clear()
         result = self.loop.run_once(self.domain, T0 + 5)
         self.assertIsNotNone(self.cap_of(self.c))
@@ -159,10 +169,10 @@ class ScriptedRoundTest(LoopTestBase):
 
     def setUp(self):
         super().setUp()
-        self.domain = self.db.add_domain('pool', policy='scripted')
+        self.domain = fakes.add_domain(self.db, 'pool', policy='scripted')
         self.gold = fakes.tier('gold', min_iops=50.0)
-        self.a = self.db.add_disk('pool', 'cn1', self.gold)
-        self.b = self.db.add_disk('pool', 'cn1', self.gold)
+        self.a = fakes.add_disk(self.db, 'pool', 'cn1', self.gold)
+        self.b = fakes.add_disk(self.db, 'pool', 'cn1', self.gold)
 
     def id_of(self, disk):
         return '%s/%s' % (disk['instance_uuid'], disk['dev'])
@@ -203,9 +213,8 @@ class ScriptedRoundTest(LoopTestBase):
         self.assertEqual((1, 1), (result.applied, result.dropped))
         self.assertIsNone(self.cap_of(self.b))
         # loosening a cap of a stale disk is allowed
-        self.db.cap_set(self.b['instance_uuid'], 'vda',
-                        {'total_iops_sec': 50},
-                        effects.to_datetime(T0 + 15), None)
+        fakes.cap_set(self.db, self.b, {'total_iops_sec': 50},
+                      effects.to_datetime(T0 + 15), None)
         self.scripted.answer = [policy_base.Decision(
             self.id_of(self.b), 'cap', 'loosen', iops=75.0)]
         result = self.loop.run_once(self.domain, T0 + 5)
@@ -230,22 +239,21 @@ class ScriptedRoundTest(LoopTestBase):
                            [{'instance_uuid': self.a['instance_uuid'],
                              'dev': 'vda'}])], self.agents.casts)
         self.assertIsNone(self.cap_of(self.a))
-        row = self.db.decisions[-1]
+        row = fakes.decisions(self.db)[-1]
         self.assertEqual(('release', 'calm', {'total_iops_sec': 100}, {}),
                          (row['action'], row['reason'], row['old_limits'],
                           row['new_limits']))
-        self.assertEqual(2, len(self.db.decisions))
+        self.assertEqual(2, len(fakes.decisions(self.db)))
         released = self.events('iotguard.cap.release')
         self.assertEqual(row['id'], released[0]['decision_id'])
         self.assertEqual({'load': 0.9},
-                         self.db.decisions[cap_id - 1]['numbers'])
+                         fakes.decisions(self.db)[cap_id - 1]['numbers'])
 
     def test_takeover_without_samples_only_renews(self):
         # caps set by the previous owner, lease running out soon
         for disk in (self.a, self.b):
-            self.db.cap_set(disk['instance_uuid'], 'vda',
-                            {'total_iops_sec': 50},
-                            effects.to_datetime(T0 + 4), None)
+            fakes.cap_set(self.db, disk, {'total_iops_sec': 50},
+                          effects.to_datetime(T0 + 4), None)
         self.scripted.answer = [policy_base.Decision(
             self.id_of(self.a), 'release', 'blind')]
         result = self.loop.run_once(self.domain, T0)
@@ -279,20 +287,20 @@ class ScriptedRoundTest(LoopTestBase):
         self.feed(self.a, at=first - 1, iops=40.0, bytes_sec=40 * KIB64,
                   latency_ms=8.0)
         self.loop.run_once(self.domain, first - 0.5)   # not due yet
-        self.assertEqual([], self.db.rates_written)
+        self.assertEqual([], self.rates_written())
         self.loop.run_once(self.domain, first)
         self.assertEqual([[{
             'id': self.a['id'], 'sampled_at': effects.to_datetime(first - 1),
             'read_iops': 20.0, 'write_iops': 20.0,
             'read_bytes_sec': 20 * KIB64, 'write_bytes_sec': 20 * KIB64,
-            'latency_ms': 8.0}]], self.db.rates_written)   # b: no sample
+            'latency_ms': 8.0}]], self.rates_written())   # b: no sample
         self.loop.run_once(self.domain, first + 5)
-        self.assertEqual(1, len(self.db.rates_written))
+        self.assertEqual(1, len(self.rates_written()))
         self.feed(self.b, at=first + 29)
         self.loop.run_once(self.domain, first + 30)
         # a's sample is stale by now: only b's rates are written
         self.assertEqual([self.b['id']],
-                         [r['id'] for r in self.db.rates_written[-1]])
+                         [r['id'] for r in self.rates_written()[-1]])
 
     def test_rates_writes_are_spread_over_the_interval(self):
         offsets = {effects.rates_offset('pool-%d' % i, 30.0)
@@ -336,8 +344,9 @@ class RunTest(LoopTestBase):
         gold = fakes.tier('gold', max_iops=100.0)
         disks = []
         for k in range(n):
-            self.db.add_domain('pool-%d' % k, policy='static')
-            disks.append(self.db.add_disk('pool-%d' % k, 'cn%d' % k, gold))
+            fakes.add_domain(self.db, 'pool-%d' % k, policy='static')
+            disks.append(fakes.add_disk(self.db, 'pool-%d' % k, 'cn%d' % k,
+                                        gold))
             self.feed(disks[-1])
         return disks
 
@@ -345,20 +354,21 @@ class RunTest(LoopTestBase):
         self.loop.effects.rates_write_s = 5.0   # all due next round
         disks = self._domains(3)
         results = self.loop.run(self.db.domain_list(), T0)
-        self.assertEqual(1, self.db.bulk_reads)
+        self.assertEqual(1, self.bulk_reads.call_count)
         self.assertEqual([1, 1, 1], [r.applied for r in results])
         for disk in disks:
             self.feed(disk, at=T0 + 4)
         results = self.loop.run(self.db.domain_list(), T0 + 5)
         # the disks did not change: only their caps are read again (as
         # every round)
-        self.assertEqual((1, 2), (self.db.bulk_reads, self.db.caps_reads))
+        self.assertEqual((1, 2), (self.bulk_reads.call_count,
+                                  self.caps_reads.call_count))
         self.assertEqual([1, 1, 1], [r.renewed for r in results])
         # one renewal write and one rates write for the three domains
-        self.assertEqual([sorted(d['id'] for d in disks)], self.db.renewals)
-        self.assertEqual(1, len(self.db.rates_written))
+        self.assertEqual([sorted(d['id'] for d in disks)], self.renewals())
+        self.assertEqual(1, len(self.rates_written()))
         self.assertEqual(sorted(d['id'] for d in disks),
-                         sorted(r['id'] for r in self.db.rates_written[0]))
+                         sorted(r['id'] for r in self.rates_written()[0]))
         for disk in disks:
             self.assertEqual(effects.to_datetime(T0 + 20.0),
                              self.cap_of(disk)['lease_expires_at'])
@@ -367,33 +377,34 @@ class RunTest(LoopTestBase):
         disks = self._domains(2)
         self.loop.run(self.db.domain_list(), T0)
         self.loop.run(self.db.domain_list(), T0 + 5)
-        self.assertEqual(1, self.db.bulk_reads)
+        self.assertEqual(1, self.bulk_reads.call_count)
         # another process gives a disk a tier without a ceiling: its cap
         # is released in the very next round
-        self.db.disks[(disks[0]['instance_uuid'], 'vda')]['tier'] = \
-            fakes.tier('plain')
+        self.db.tier_create(fakes.tier('plain'))
+        self.db.disk_tier_set(disks[0]['instance_uuid'], 'vda', 'plain',
+                              'api', 'p1')
         results = self.loop.run(self.db.domain_list(), T0 + 10)
-        self.assertEqual(2, self.db.bulk_reads)
+        self.assertEqual(2, self.bulk_reads.call_count)
         self.assertEqual([1, 0], [r.released for r in results])
         # a new domain is read in full too, and so is everything after a
         # while whatever the version says
-        self.db.add_domain('pool-new', policy='static')
+        fakes.add_domain(self.db, 'pool-new', policy='static')
         self.loop.run(self.db.domain_list(), T0 + 15)
-        self.assertEqual(3, self.db.bulk_reads)
+        self.assertEqual(3, self.bulk_reads.call_count)
         self.loop.run(self.db.domain_list(), T0 + 20)
-        self.assertEqual(3, self.db.bulk_reads)
+        self.assertEqual(3, self.bulk_reads.call_count)
         self.loop.run(self.db.domain_list(), T0 + 15 + loop.FULL_READ_S)
-        self.assertEqual(4, self.db.bulk_reads)
+        self.assertEqual(4, self.bulk_reads.call_count)
 
     def test_caps_read_every_round_from_the_database(self):
         disks = self._domains(1)
         self.loop.run(self.db.domain_list(), T0)
         # the cap went away behind the loop's back (released, lapsed):
         # the next round sees it gone and applies it again
-        self.db.caps.clear()
+        self.db.caps_release([(disks[0]['instance_uuid'], 'vda')])
         results = self.loop.run(self.db.domain_list(), T0 + 5)
-        self.assertEqual((1, 1, 0), (self.db.bulk_reads, results[0].applied,
-                                     results[0].renewed))
+        self.assertEqual((1, 1, 0), (self.bulk_reads.call_count,
+                                     results[0].applied, results[0].renewed))
         self.assertIsNotNone(self.cap_of(disks[0]))
 
     def test_failed_renewal_write_is_logged_and_not_counted(self):
@@ -410,15 +421,22 @@ class RunTest(LoopTestBase):
         self.assertIn('Could not record the renewal of 2 caps', logs.output)
 
     def test_one_failing_domain_does_not_stop_the_others(self):
-        self.db.add_domain('bad', policy='static')
-        self.db.add_domain('good', policy='static')
-        self.db.add_domain('uncalibrated', iops_4k=None, bytes_sec=None)
-        self.db.add_domain('unknown-policy', policy='nope')
+        fakes.add_domain(self.db, 'bad', policy='static')
+        fakes.add_domain(self.db, 'good', policy='static')
+        fakes.add_domain(self.db, 'uncalibrated', iops_4k=None, bytes_sec=None)
+        fakes.add_domain(self.db, 'unknown-policy', policy='nope')
         gold = fakes.tier('gold', max_iops=100.0)
-        disk = self.db.add_disk('good', 'cn1', gold)
-        self.db.add_disk('unknown-policy', 'cn1', gold)
+        disk = fakes.add_disk(self.db, 'good', 'cn1', gold)
+        fakes.add_disk(self.db, 'unknown-policy', 'cn1', gold)
         self.feed(disk)
-        self.db.fail_domains.add('bad')
+        read = self.db.domains_disks
+
+        def on_fire(names):
+            if 'bad' in names:
+                raise RuntimeError('database on fire')
+            return read(names)
+        self.useFixture(fixtures.MockPatchObject(self.db, 'domains_disks',
+                                                 on_fire))
         results = self.loop.run(self.db.domain_list(), T0)
         by_name = {r.domain: r for r in results}
         self.assertEqual({'good', 'uncalibrated'}, set(by_name))
@@ -439,9 +457,9 @@ class RunTest(LoopTestBase):
         self.loop = loop.DomainLoop(self.conf, self.db, self.store,
                                     self.agents, self.notifier,
                                     clock=lambda: T0, load_policy=load)
-        plain = self.db.add_domain('plain')
-        tuned = self.db.add_domain('tuned', policy='guarantee',
-                                   params={'high_watermark': 0.8})
+        plain = fakes.add_domain(self.db, 'plain')
+        tuned = fakes.add_domain(self.db, 'tuned', policy='guarantee',
+                                 params={'high_watermark': 0.8})
         self.loop.run([plain, tuned], T0)
         self.loop.run([plain, tuned], T0 + 5)
         self.assertEqual([('none', {}),
@@ -453,11 +471,11 @@ class RunTest(LoopTestBase):
     def test_guarantee_caps_the_noisy_neighbour_only(self):
         # paper-like: 64 KiB writes; 614400 B/s floors; the heavy disk
         # takes most of the array while the others starve.
-        domain = self.db.add_domain('paper', iops_4k=300.0,
-                                    bytes_sec=3.4e6, policy='guarantee')
+        domain = fakes.add_domain(self.db, 'paper', iops_4k=300.0,
+                                  bytes_sec=3.4e6, policy='guarantee')
         tier = fakes.tier('paper', min_bytes_sec=614400.0)
-        heavy = self.db.add_disk('paper', 'cn1', tier)
-        lights = [self.db.add_disk('paper', 'cn%d' % k, tier)
+        heavy = fakes.add_disk(self.db, 'paper', 'cn1', tier)
+        lights = [fakes.add_disk(self.db, 'paper', 'cn%d' % k, tier)
                   for k in (1, 2, 3)]
         self.feed(heavy, iops=32.0, bytes_sec=32 * KIB64, latency_ms=300.0)
         for disk in lights:
@@ -466,7 +484,7 @@ class RunTest(LoopTestBase):
         self.assertGreaterEqual(result.applied, 1)
         self.assertIsNotNone(self.cap_of(heavy))
         self.assertEqual([None] * 3, [self.cap_of(d) for d in lights])
-        row = self.db.decisions[-1]
+        row = fakes.decisions(self.db)[-1]
         self.assertEqual(heavy['instance_uuid'], row['instance_uuid'])
         self.assertIn('guarantee', row['reason'])
         self.assertIn('load', row['numbers'])
@@ -476,23 +494,22 @@ class RunTest(LoopTestBase):
     def test_capacity_learned_and_used_once_chosen(self):
         # a token bucket of 100 IOPS and 4 MiB/s whose profile was typed
         # additive: a deep 64 KiB writer saturates it at 64 ops/s
-        domain = self.db.add_domain('bucket', iops_4k=100.0,
-                                    bytes_sec=4194304.0, policy='none')
-        heavy = self.db.add_disk('bucket', 'cn1', fakes.tier('bulk'))
+        domain = fakes.add_domain(self.db, 'bucket', iops_4k=100.0,
+                                  bytes_sec=4194304.0, policy='none')
+        heavy = fakes.add_disk(self.db, 'bucket', 'cn1', fakes.tier('bulk'))
         for k in range(loop.LEARN_WRITE_ROUNDS):
             self.feed(heavy, iops=64.0, bytes_sec=64 * KIB64,
                       latency_ms=125.0, at=T0 + 5 * k)
             self.loop.run_once(domain, T0 + 5 * k)
-        row = self.db.domains['bucket']
-        self.assertEqual(loop.LEARN_WRITE_ROUNDS,
-                         len(row['estimator_state']['saturated']))
+        row = self.db.domain_get('bucket')
+        self.assertEqual(loop.LEARN_WRITE_ROUNDS, len(
+            self.db.domain_estimator_state('bucket')['saturated']))
         self.assertEqual('max', row['learned_form'])
         self.assertAlmostEqual(4194304.0, row['learned_bytes_sec'])
-        self.assertEqual(('bytes_sec',), row['learned_identified'])
+        self.assertEqual('bytes_sec', row['learned_identified'])
         # pinned to the manual profile until the admin chooses the learned
         self.assertEqual('additive', admission.profile_of(row).form)
         row['profile_source'] = 'learned'
-        row['learned_identified'] = ','.join(row['learned_identified'])
         self.assertEqual('max', admission.profile_of(row).form)
         # a controller taking the domain over starts from the stored state
         self.loop.forget(['bucket'])
@@ -514,17 +531,22 @@ class OvercommitTest(LoopTestBase):
         super().setUp()
         # typed twice what it serves; eight 600 KiB/s floors admitted at
         # 0.59 of it cost 1.17 of the bucket
-        self.domain = self.db.add_domain('bucket', iops_4k=200.0,
-                                         bytes_sec=8388608.0, policy='none')
+        self.domain = fakes.add_domain(self.db, 'bucket', iops_4k=200.0,
+                                       bytes_sec=8388608.0, policy='none')
         self.domain['form'] = 'max'
         quiet = fakes.tier('quiet', min_iops=10.0,
                            min_bytes_sec=600 * 1024.0)
-        self.disks = [self.db.add_disk('bucket', 'cn1', quiet)
+        self.disks = [fakes.add_disk(self.db, 'bucket', 'cn1', quiet)
                       for _ in range(8)]
         self.fit = self.TRUE
         self.useFixture(fixtures.MockPatchObject(
             loop.estimator, 'fit', lambda state, prior: self.fit))
         self.t = T0
+
+    def tiers(self):
+        views = fakes.disks(self.db)
+        return [views[(d['instance_uuid'], d['dev'])]['tier']
+                for d in self.disks]
 
     def learn(self):
         """Rounds until the controller writes (and judges) a fit."""
@@ -537,7 +559,7 @@ class OvercommitTest(LoopTestBase):
 
     def test_reported_once_per_transition_and_nothing_changed(self):
         log = self.useFixture(fixtures.FakeLogger(level=logging.WARNING))
-        tiers = [dict(d['tier']) for d in self.disks]
+        tiers = self.tiers()
         self.learn()
         self.learn()
         over = self.events('iotguard.domain.overcommitted')
@@ -552,8 +574,8 @@ class OvercommitTest(LoopTestBase):
         self.assertIs(True, payload['beyond_capacity'])
         self.assertIn('Domain bucket is overcommitted', log.output)
         # report only: every tier kept, no cap
-        self.assertEqual(tiers, [d['tier'] for d in self.disks])
-        self.assertEqual({}, self.db.caps)
+        self.assertEqual(tiers, self.tiers())
+        self.assertEqual([None] * 8, [self.cap_of(d) for d in self.disks])
         # a fit that does not identify both parameters judges nothing
         self.fit = dataclasses.replace(self.TRUE, iops_4k=200.0,
                                        bytes_sec=8388608.0,
@@ -571,8 +593,10 @@ class OvercommitTest(LoopTestBase):
         self.assertEqual(1, len(self.events('iotguard.domain.overcommitted')))
 
     def test_within_the_learned_capacity_nothing_is_sent(self):
+        fakes.add_domain(self.db, 'elsewhere')
+        for disk in self.disks[6:]:
+            self.db.disk_upsert(disk['instance_uuid'], disk['dev'], 'cn1',
+                                'elsewhere', 'p1')
         self.disks = self.disks[:6]      # 0.88 of the bucket
-        for disk in list(self.db.disks.values())[6:]:
-            disk['domain'] = 'elsewhere'
         self.learn()
         self.assertEqual([], self.notifier.sent)

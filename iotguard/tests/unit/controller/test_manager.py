@@ -29,25 +29,16 @@ def domain_of(manager, instance_uuid, dev):
     return found and found[0]
 
 
-class FakeIndexDB(fakes.FakeDB):
-
-    index_reads = 0
-
-    def disk_index(self):
-        self.index_reads += 1
-        return {k: (d['domain'], d['host']) for k, d in self.disks.items()}
-
-
 class ManagerFixture(base.TestCase):
     """A manager owning ``mine`` (not ``theirs``), with samples to send."""
 
     def setUp(self):
         super().setUp()
-        self.db = FakeIndexDB()
-        self.db.add_domain('mine')
-        self.db.add_domain('theirs')
-        self.mine = self.db.add_disk('mine', 'cn1')
-        self.theirs = self.db.add_disk('theirs', 'cn1')
+        self.db = fakes.real_db(self)
+        fakes.add_domain(self.db, 'mine')
+        fakes.add_domain(self.db, 'theirs')
+        self.mine = fakes.add_disk(self.db, 'mine', 'cn1')
+        self.theirs = fakes.add_disk(self.db, 'theirs', 'cn1')
         self.owned = {'mine', 'agent:cn1', 'local:cn1'}
         self.store = samples.SampleStore(5.0, clock=lambda: T0)
         self.manager = manager.ControllerManager(
@@ -122,11 +113,11 @@ class ManagerTest(ManagerFixture):
     def test_unknown_local_disk_is_registered(self):
         new = self.sample(project_id='proj-x', dev='vdb')
         self.manager.report_samples({}, 'cn1', self.batch(new))
-        disk = self.db.disks[(new.instance_uuid, 'vdb')]
+        disk = fakes.disks(self.db)[(new.instance_uuid, 'vdb')]
         self.assertEqual(('local:cn1', 'cn1', 'proj-x'),
                          (disk['domain'], disk['host'], disk['project_id']))
-        self.assertEqual('local', self.db.domains['local:cn1']['kind'])
-        self.assertIsNone(self.db.domains['local:cn1']['iops_4k'])
+        self.assertEqual('local', self.db.domain_get('local:cn1')['kind'])
+        self.assertIsNone(self.db.domain_get('local:cn1')['iops_4k'])
         self.assertIsNotNone(self.store.latest(new.instance_uuid, 'vdb'))
         self.assertEqual(1, self.manager.stats['registered'])
         # known now: the next batch does not register it again
@@ -145,7 +136,7 @@ class ManagerTest(ManagerFixture):
         off = manager.ControllerManager(self.conf, self.db, self.store,
                                         owns=self.owned.__contains__)
         off.report_samples({}, 'cn1', self.batch(self.sample()))
-        self.assertEqual(2, len(self.db.disks))
+        self.assertEqual(2, len(fakes.disks(self.db)))
         self.assertEqual(0, len(self.store))
 
     def test_registration_failure_is_survived(self):
@@ -206,7 +197,7 @@ class ManagerTest(ManagerFixture):
                'dev': 'vdb'}
         self.manager.report_samples({}, 'cn1', self.columns(
             (new, 'proj-x'), (self.mine, 'p1')))
-        disk = self.db.disks[(new['instance_uuid'], 'vdb')]
+        disk = fakes.disks(self.db)[(new['instance_uuid'], 'vdb')]
         self.assertEqual(('local:cn1', 'proj-x'),
                          (disk['domain'], disk['project_id']))
         self.assertEqual(2, self.manager.stats['stored'])
@@ -219,22 +210,22 @@ class ManagerTest(ManagerFixture):
         rescued = dict(root, dev='vdb')
         self.manager.report_samples({}, 'cn1', self.columns(
             (root, 'p1'), (rescued, 'p1')))
-        self.assertIn((root['instance_uuid'], 'vdb'), self.db.disks)
+        self.assertIn((root['instance_uuid'], 'vdb'), fakes.disks(self.db))
         # one batch without it: kept; listed again: the count starts over
         self.manager.report_samples({}, 'cn1', self.columns((root, 'p1')))
         self.manager.report_samples({}, 'cn1', self.columns(
             (root, 'p1'), (rescued, 'p1')))
         self.manager.report_samples({}, 'cn1', self.columns((root, 'p1')))
-        self.assertIn((root['instance_uuid'], 'vdb'), self.db.disks)
+        self.assertIn((root['instance_uuid'], 'vdb'), fakes.disks(self.db))
         self.manager.report_samples({}, 'cn1', self.columns((root, 'p1')))
-        self.assertNotIn((root['instance_uuid'], 'vdb'), self.db.disks)
+        self.assertNotIn((root['instance_uuid'], 'vdb'), fakes.disks(self.db))
         uuid = root['instance_uuid']
         self.assertIsNone(domain_of(self.manager, uuid, 'vdb'))
         self.assertEqual('local:cn1', domain_of(self.manager, uuid, 'vda'))
         # a sample naming it again registers it again
         self.manager.report_samples({}, 'cn1', self.columns(
             (root, 'p1'), (rescued, 'p1')))
-        self.assertIn((root['instance_uuid'], 'vdb'), self.db.disks)
+        self.assertIn((root['instance_uuid'], 'vdb'), fakes.disks(self.db))
 
     def test_a_disk_reported_from_another_host_is_told_once(self):
         # An evacuated guest's disks, reported by their new host before
@@ -271,29 +262,37 @@ class ManagerTest(ManagerFixture):
             # another host's batch says nothing of cn1's disks
             self.manager.report_samples({}, 'cn2', self.columns(
                 (self.mine, 'p1')))
-        self.assertIn((uuid, 'vdb'), self.db.disks)
-        self.assertIn((uuid, 'vda'), self.db.disks)
+        self.assertIn((uuid, 'vdb'), fakes.disks(self.db))
+        self.assertIn((uuid, 'vda'), fakes.disks(self.db))
         # local:cn1 owned by another controller: the controller that
         # received the batch alone sees the host's whole listing, and drops
         self.owned.discard('local:cn1')
         for _ in range(disk_index.UNLISTED_BATCHES):
             self.manager.report_samples({}, 'cn1', self.columns(
                 (self.mine, 'p1')))
-        self.assertNotIn((uuid, 'vdb'), self.db.disks)
+        self.assertNotIn((uuid, 'vdb'), fakes.disks(self.db))
+
+    def report(self, host):
+        """What the agents table keeps of the heartbeats' ``info``."""
+        [agent] = self.db.agent_list(host)
+        return {k: agent[k] for k in ('version', 'interval_s', 'disks',
+                                      'caps')}
 
     def test_heartbeat(self):
         self.manager.agent_heartbeat({}, 'cn1', {'driver': 'LibvirtDriver'})
         self.manager.agent_heartbeat({}, 'cn9', {'driver': 'x'})  # not mine
         self.manager.agent_heartbeat({}, 'cn1', 'garbage')
         self.manager.agent_heartbeat({}, None, {})
-        self.assertEqual({'cn1': ('LibvirtDriver', None)}, self.db.agents)
+        self.assertEqual([('cn1', 'LibvirtDriver')],
+                         [(a['host'], a['driver'])
+                          for a in self.db.agent_list()])
 
     def test_heartbeat_report(self):
         self.manager.agent_heartbeat({}, 'cn1', {
             'driver': 'LibvirtDriver', 'version': '1.2.3', 'interval_s': 5,
             'disks': 12, 'caps': 3, 'started_at': 1.0, 'timestamp': 2.0})
         self.assertEqual({'version': '1.2.3', 'interval_s': 5.0,
-                          'disks': 12, 'caps': 3}, self.db.reports['cn1'])
+                          'disks': 12, 'caps': 3}, self.report('cn1'))
 
     def test_heartbeat_report_drops_malformed_fields(self):
         for bad in ({'version': 7, 'interval_s': float('nan'),
@@ -303,12 +302,12 @@ class ManagerTest(ManagerFixture):
                     {'interval_s': 0, 'disks': '3'},
                     {'interval_s': True}):
             self.manager.agent_heartbeat({}, 'cn1', dict(bad, driver='x'))
-            self.assertEqual(('x', None), self.db.agents['cn1'])
+            self.assertEqual('x', self.db.agent_list('cn1')[0]['driver'])
             self.assertEqual({'version': None, 'interval_s': None,
                               'disks': None, 'caps': None},
-                             self.db.reports['cn1'], bad)
+                             self.report('cn1'), bad)
         self.manager.agent_heartbeat({}, 'cn1', {'version': 'v' * 100})
-        self.assertEqual('v' * 64, self.db.reports['cn1']['version'])
+        self.assertEqual('v' * 64, self.report('cn1')['version'])
 
     def test_heartbeat_db_failure_is_survived(self):
         def broken(*args, **kw):
@@ -317,7 +316,9 @@ class ManagerTest(ManagerFixture):
         self.manager.agent_heartbeat({}, 'cn1', {'driver': 'x'})
 
     def test_refresh_forgets_moved_disks(self):
-        self.db.disks[(self.mine['instance_uuid'], 'vda')]['domain'] = 'x'
+        fakes.add_domain(self.db, 'x')     # moved by another process
+        self.db.disk_upsert(self.mine['instance_uuid'], 'vda', 'cn1', 'x',
+                            'p1')
         self.manager.index.refresh()
         self.assertEqual('x', domain_of(
             self.manager, self.mine['instance_uuid'], 'vda'))
@@ -329,7 +330,7 @@ class ManagerTest(ManagerFixture):
             self.sample(project_id='p9'))))
         self.assertEqual(0, self.manager.add_batch(fakes.batch(
             self.sample(self.mine))))       # not newer: refused
-        self.assertEqual(2, len(self.db.disks))
+        self.assertEqual(2, len(fakes.disks(self.db)))
         self.assertEqual((1, 1, 2), (self.manager.stats['stored'],
                                      self.manager.stats['foreign'],
                                      self.manager.stats['dropped']))
@@ -341,9 +342,10 @@ class IndexEventsTest(base.TestCase):
     def setUp(self):
         super().setUp()
         self.now = T0
-        self.db = FakeIndexDB()
-        self.db.add_domain('mine')
-        self.disk = self.db.add_disk('mine', 'cn1')
+        self.db = fakes.real_db(self)
+        self.index_reads = fakes.spy(self, self.db, 'disk_index')
+        fakes.add_domain(self.db, 'mine')
+        self.disk = fakes.add_disk(self.db, 'mine', 'cn1')
         self.flags(register_local_disks=False, group='controller')
         self.store = samples.SampleStore(5.0, clock=lambda: self.now)
         self.manager = manager.ControllerManager(
@@ -363,13 +365,13 @@ class IndexEventsTest(base.TestCase):
         self.assertTrue(self.report(new, 'vdb'))
         self.manager.index.delete([(self.disk['instance_uuid'], 'vda')])
         self.assertFalse(self.report(self.disk['instance_uuid']))
-        self.assertEqual(1, self.db.index_reads)
+        self.assertEqual(1, self.index_reads.call_count)
         self.assertEqual(1, self.manager.stats['stored'])
 
     def test_unknown_disk_asks_for_a_reload_once(self):
         self.manager.index.refresh()
         # recorded by another process: the index does not know it yet
-        other = self.db.add_disk('mine', 'cn1')
+        other = fakes.add_disk(self.db, 'mine', 'cn1')
         self.assertFalse(self.report(other['instance_uuid']))
         self.now += disk_index.RELOAD_MIN_S - 1
         self.assertFalse(self.manager.index.due(self.now))

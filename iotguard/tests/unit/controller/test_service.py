@@ -21,7 +21,6 @@ from iotguard.controller import manager
 from iotguard.controller import service
 from iotguard.tests import base
 from iotguard.tests.unit.controller import fakes
-from iotguard.tests.unit.controller import test_manager
 
 T0 = 1_800_000_000.0
 
@@ -44,12 +43,13 @@ class TickTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.db = test_manager.FakeIndexDB()
+        self.db = fakes.real_db(self)
+        self.index_reads = fakes.spy(self, self.db, 'disk_index')
         gold = fakes.tier('gold', max_iops=100.0)
         for name in ('a', 'b'):
-            self.db.add_domain(name, policy='static')
-        self.disk_a = self.db.add_disk('a', 'cn1', gold)
-        self.disk_b = self.db.add_disk('b', 'cn2', gold)
+            fakes.add_domain(self.db, name, policy='static')
+        self.disk_a = fakes.add_disk(self.db, 'a', 'cn1', gold)
+        self.disk_b = fakes.add_disk(self.db, 'b', 'cn2', gold)
         self.svc = service.ControllerService(self.conf, db=self.db)
         self.svc.partition = FakePartition({'a'})
         self.agents = fakes.FakeAgentAPI()
@@ -73,8 +73,7 @@ class TickTest(base.TestCase):
         self.svc.tick(T0)
         self.assertEqual(['a'], [r.domain for r in self.svc.last_results])
         self.assertEqual(1, self.svc.last_results[0].applied)
-        self.assertIsNone(self.db.caps.get((self.disk_b['instance_uuid'],
-                                            'vda')))
+        self.assertIsNone(fakes.cap_of(self.db, self.disk_b))
         # b moves here (its owner died): decided at the next tick, on the
         # samples heard from then on
         self.svc.partition.owned = {'a', 'b'}
@@ -83,13 +82,12 @@ class TickTest(base.TestCase):
         self.assertEqual({'a', 'b'}, self.svc.owned)
         self.assertEqual(['a', 'b'],
                          [r.domain for r in self.svc.last_results])
-        self.assertIsNotNone(self.db.caps.get((self.disk_b['instance_uuid'],
-                                               'vda')))
+        self.assertIsNotNone(fakes.cap_of(self.db, self.disk_b))
 
     def test_the_index_is_not_reloaded_every_round(self):
         for k in range(5):
             self.svc.tick(T0 + 5 * k)
-        self.assertEqual(1, self.db.index_reads)
+        self.assertEqual(1, self.index_reads.call_count)
 
     def test_a_failing_tick_is_logged_not_raised(self):
         def broken():
@@ -105,7 +103,7 @@ class SourcesWiringTest(base.TestCase):
     def setUp(self):
         super().setUp()
         self.svc = service.ControllerService(self.conf,
-                                             db=test_manager.FakeIndexDB())
+                                             db=fakes.real_db(self))
         self.svc.manager = manager.ControllerManager(
             self.conf, self.svc.db, self.svc.store)
 
@@ -148,7 +146,7 @@ class RPCServerTest(base.TestCase):
         svc = service.ControllerService(
             self.conf, transport=mock.Mock(),
             notification_transport=mock.Mock(),
-            db=test_manager.FakeIndexDB(), timer=False)
+            db=fakes.real_db(self), timer=False)
         with mock.patch.object(service.rpc, 'get_server') as get_server, \
                 mock.patch.object(service.notifications, 'Notifier'), \
                 mock.patch.object(svc.partition, 'start'):
@@ -167,7 +165,7 @@ class MembershipWiringTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.db = test_manager.FakeIndexDB()
+        self.db = fakes.real_db(self)
         self.svc = service.ControllerService(self.conf, db=self.db)
         self.svc.partition = FakePartition({'membership'})
         self.svc.manager = manager.ControllerManager(self.conf, self.db,
@@ -208,21 +206,24 @@ class MembershipWiringTest(base.TestCase):
         self.assertEqual(2, member.refresh.call_count)
 
     def test_rebuilt_sends_the_caps_in_force_again(self):
-        self.db.add_domain('pool')
-        disk = self.db.add_disk('pool', 'cn1')
-        other = self.db.add_disk('pool', 'cn1',
-                                 instance_uuid=disk['instance_uuid'],
-                                 dev='vdb')
-        self.db.cap_set(disk['instance_uuid'], 'vda',
-                        {'total_iops_sec': 10},
-                        effects.to_datetime(time.time() + 60), 7)
-        self.db.cap_set(other['instance_uuid'], 'vdb',
-                        {'total_iops_sec': 20},
-                        effects.to_datetime(time.time() - 60), 8)  # lapsed
+        fakes.add_domain(self.db, 'pool')
+        disk = fakes.add_disk(self.db, 'pool', 'cn1')
+        other = fakes.add_disk(self.db, 'pool', 'cn1',
+                               instance_uuid=disk['instance_uuid'],
+                               dev='vdb')
+        ids = self.db.decisions_create([{
+            'domain': 'pool', 'policy': 'static', 'instance_uuid': d[
+                'instance_uuid'], 'dev': d['dev'], 'project_id': 'p1',
+            'action': 'cap', 'old_limits': {}, 'new_limits': {},
+            'reason': 'why', 'numbers': {}} for d in (disk, other)])
+        fakes.cap_set(self.db, disk, {'total_iops_sec': 10},
+                      effects.to_datetime(time.time() + 60), ids[0])
+        fakes.cap_set(self.db, other, {'total_iops_sec': 20},
+                      effects.to_datetime(time.time() - 60), ids[1])  # lapsed
         self.svc.rebuilt(disk['instance_uuid'], 'cn1')
         self.svc.rebuilt(disk['instance_uuid'], 'cn9')   # not there
         [(method, host, caps)] = self.agents.casts
         self.assertEqual(('apply_caps', 'cn1'), (method, host))
-        self.assertEqual([('vda', {'total_iops_sec': 10}, '7')],
+        self.assertEqual([('vda', {'total_iops_sec': 10}, str(ids[0]))],
                          [(c['dev'], c['limits'], c['decision_id'])
                           for c in caps])

@@ -56,9 +56,10 @@ class OneEngineTest(base.TestCase):
     def test_the_controller_round(self):
         self.flags(decision_interval=5.0, lease_seconds=15.0,
                    group='controller')
-        db = fakes.FakeDB()
-        domain = db.add_domain('pool', policy='static')
-        disk = db.add_disk('pool', 'cn1', fakes.tier('gold', max_iops=500.0))
+        db = fakes.real_db(self)
+        domain = fakes.add_domain(db, 'pool', policy='static')
+        disk = fakes.add_disk(db, 'pool', 'cn1',
+                              fakes.tier('gold', max_iops=500.0))
         store = samples.SampleStore(5.0, clock=lambda: T0)
         fakes.add(store, fakes.sample(disk['instance_uuid'],
                                       timestamp=T0 - 1), received_at=T0 - 1)
