@@ -311,14 +311,14 @@ class ControllerManager:
             LOG.error('Dropped the samples of host %.255r: %s', host, e)
             self._count('dropped')
             return
-        listed = keys = batch.keys()
+        keys = batch.keys()
         if route and host:
             mine = self._route_away(host, batch, keys)
             if len(mine) < len(batch):
                 batch = batch.take(np.array(mine, dtype=np.intp))
         self._keep(host, batch, received)
         if listing and host:
-            self.index.listed(host, listed, membership.ephemeral_domain(
+            self.index.listed(host, keys, membership.ephemeral_domain(
                 self._conf, host)[0])
 
     def add_batch(self, batch: batch_mod.Batch,

@@ -143,7 +143,7 @@ def _dev(device: str | None) -> str | None:
 
 
 class Membership:
-    """Disk -> domain, from Nova and Cinder, cached and persisted.
+    """Disk -> domain, from Nova and Cinder, written through the index.
 
     ``index``: the controller's disk index, written through;
     ``connection``: an openstacksdk Connection (built from
