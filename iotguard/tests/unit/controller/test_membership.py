@@ -17,8 +17,8 @@ import oslo_messaging
 
 from iotguard.controller import disk_index
 from iotguard.controller import membership
-from iotguard import exception
 from iotguard.tests import base
+from iotguard.tests.unit.controller import fakes
 
 VM1 = '11111111-1111-4111-8111-111111111111'
 VM2 = '22222222-2222-4222-8222-222222222222'
@@ -106,84 +106,14 @@ class FakeNotifier:
         self.sent.append(('refused', payload))
 
 
-class FakeDb:
-    """iotguard.db.api's disk and domain functions, in memory."""
-
-    def __init__(self):
-        self.domains = {}
-        self.rows = {}
-        self.forgotten = []
-        self.choices = {}
-        self.refusals = {}
-        self.refuse = set()
-        self.admits = []
-
-    def domain_get(self, name):
-        if name not in self.domains:
-            raise exception.NotFound(what='domain %s' % name)
-        return {'name': name, 'kind': self.domains[name]}
-
-    def domain_create(self, name, kind, **kw):
-        if name in self.domains:
-            raise exception.Conflict(reason='exists')
-        self.domains[name] = kind
-
-    def disk_upsert(self, instance_uuid, dev, host, domain, project_id,
-                    volume_id=None):
-        self.domain_get(domain)
-        self.rows[(instance_uuid, dev)] = (domain, host, project_id,
-                                           volume_id)
-
-    def disk_delete(self, instance_uuid, dev):
-        if self.rows.pop((instance_uuid, dev), None) is None:
-            raise exception.NotFound(what='disk')
-
-    def tier_requests(self, source, instance_uuids):
-        found = {(u, d): (t, 'refused')
-                 for (u, d, src), t in self.refusals.items()
-                 if src == source and u in instance_uuids}
-        found.update({(u, d): (t, 'admitted')
-                      for (u, d, src), t in self.choices.items()
-                      if src == source and u in instance_uuids})
-        return found
-
-    def instance_tier_set(self, instance_uuid, tier, admit,
-                          project_id=None, source='api', dev='*'):
-        if tier in self.refuse:
-            raise exception.AdmissionRejected(
-                tier=tier, domain='pool', committed=1.0, max_ratio=0.9)
-        self.admits.append(admit)
-        self.refusals.pop((instance_uuid, dev, source), None)
-        self.choices[(instance_uuid, dev, source)] = tier
-
-    def tier_refusal_set(self, instance_uuid, dev, source, tier, reason,
-                         project_id):
-        self.choices.pop((instance_uuid, dev, source), None)
-        news = self.refusals.get((instance_uuid, dev, source)) != tier
-        self.refusals[(instance_uuid, dev, source)] = tier
-        return news
-
-    def tier_choice_unset(self, instance_uuid, source, dev=None):
-        for table in (self.choices, self.refusals):
-            for key in [k for k in table if k[0] == instance_uuid
-                        and k[2] == source and dev in (None, k[1])]:
-                del table[key]
-
-    def tier_choices_forget(self, instance_uuids=None, keep=None,
-                            before=None):
-        self.forgotten.append((instance_uuids, keep, before))
-        return 0
-
-    def disk_index(self):
-        return {k: v[:2] for k, v in self.rows.items()}
-
-
 class TestMembership(base.TestCase):
 
     def setUp(self):
         super().setUp()
         self.conn = FakeConnection()
-        self.db = FakeDb()
+        self.db = fakes.real_db(self)
+        self.db.tier_create(fakes.tier('gold'))
+        self.forgets = fakes.spy(self, self.db, 'tier_choices_forget')
         self.rebuilt = []
         self.conn.servers = {
             VM1: server(VM1, 'cmp-1', volumes=[VOL1]),
@@ -201,6 +131,36 @@ class TestMembership(base.TestCase):
             self.conf, disk_index.DiskIndex(self.db), connection=self.conn,
             on_rebuilt=lambda u, h: self.rebuilt.append((u, h)), **kw)
 
+    def rows(self):
+        """``{(instance_uuid, dev): (domain, host, project, volume)}``."""
+        return {key: (d['domain'], d['host'], d['project_id'],
+                      d['volume_id'])
+                for key, d in fakes.disks(self.db).items()}
+
+    def domains(self):
+        return {d['name']: d['kind'] for d in self.db.domain_list()}
+
+    def asked(self, state):
+        """The tiers flavors and volume types asked, by state.
+
+        ``state``: ``admitted`` or ``refused``; ``{(instance_uuid, dev,
+        source): tier}``.
+        """
+        return {(uuid, dev, source): tier
+                for source in ('flavor', 'volume_type')
+                for (uuid, dev), (tier, got) in self.db.tier_requests(
+                    source, [VM1, VM2, VM3]).items() if got == state}
+
+    def choose(self, instance_uuid):
+        """A tenant's choice of tier gold for the instance's disks."""
+        self.db.instance_tier_set(instance_uuid, 'gold',
+                                  lambda *args: {})
+
+    def chosen(self):
+        """The instances with a tenant's choice recorded."""
+        return {uuid for uuid, _dev in self.db.tier_requests(
+            'api', [VM1, VM2, VM3])}
+
     def test_refresh_resolves_domains(self):
         m = self.membership()
         result = m.refresh()
@@ -210,12 +170,12 @@ class TestMembership(base.TestCase):
         self.assertEqual(POOL, domain_of(m, VM2, 'vda'))
         self.assertIsNone(domain_of(m, VM3, 'vda'))
         self.assertEqual({(VM1, 'vdb'): VOL1, (VM2, 'vda'): VOL2},
-                         {k: row[3] for k, row in self.db.rows.items()
+                         {k: row[3] for k, row in self.rows().items()
                           if row[0] == POOL})
         self.assertEqual({'local:cmp-1': 'local', POOL: 'cinder'},
-                         self.db.domains)
+                         self.domains())
         self.assertEqual((POOL, 'cmp-1', 'p1', VOL1),
-                         self.db.rows[(VM1, 'vdb')])
+                         self.rows()[(VM1, 'vdb')])
         self.assertIn(('servers', {'details': True, 'all_projects': True}),
                       self.conn.calls)
 
@@ -225,7 +185,7 @@ class TestMembership(base.TestCase):
         m = self.membership()
         m.refresh()
         self.assertEqual('ceph:vms', domain_of(m, VM1, 'vda'))
-        self.assertEqual('ceph', self.db.domains['ceph:vms'])
+        self.assertEqual('ceph', self.domains()['ceph:vms'])
 
     def test_one_ephemeral_domain_for_every_host(self):
         self.flags(group='membership', ephemeral_domain='ceph',
@@ -236,7 +196,7 @@ class TestMembership(base.TestCase):
         self.assertEqual('ceph', domain_of(m, VM1, 'vda'))
         self.assertEqual('ceph-2', domain_of(m, VM3, 'vda'))
         self.assertEqual(POOL, domain_of(m, VM1, 'vdb'))
-        self.assertEqual('ceph', self.db.domains['ceph'])
+        self.assertEqual('ceph', self.domains()['ceph'])
 
     def test_volume_domains_most_precise_key_wins(self):
         for named, want in (({'lvm': 'x'}, 'x'),
@@ -258,7 +218,7 @@ class TestMembership(base.TestCase):
         self.assertEqual({(VM1, 'vda'), (VM1, 'vdb'), (VM2, 'vda')},
                          {k for k, place in m.index.copy().items()
                           if place[0] == 'ceph'})
-        self.assertEqual({'ceph': 'ceph'}, self.db.domains)
+        self.assertEqual({'ceph': 'ceph'}, self.domains())
 
     def test_second_refresh_writes_only_changes(self):
         m = self.membership()
@@ -295,6 +255,8 @@ class TestMembership(base.TestCase):
         # Ephemeral disks the controller registered from an agent.
         m.index.upsert(VM2, 'vdc', 'cmp-2', 'local:cmp-2', 'local', 'p1')
         m.index.upsert(VM1, 'vdc', 'cmp-1', 'local:cmp-1', 'local', 'p1')
+        self.choose(VM1)
+        self.choose(VM2)
         del self.conn.servers[VM2]
         self.conn.volumes[VOL1].attachments = []
         self.conn.servers[VM1].attached_volumes = []
@@ -304,11 +266,25 @@ class TestMembership(base.TestCase):
                          set(self.db.disk_index()))
         # Tier choices of the instances Nova no longer lists go too, but
         # only those made before the listing.
-        (uuids, keep, before), = self.db.forgotten[-1:]
-        self.assertIsNone(uuids)
-        self.assertEqual({VM1, VM3}, set(keep))
-        self.assertIsNotNone(before)
+        self.assertEqual({VM1}, self.chosen())
+        which = self.forgets.call_args.kwargs
+        self.assertNotIn('instance_uuids', which)
+        self.assertEqual({VM1, VM3}, set(which['keep']))
+        self.assertIsNotNone(which['before'])
         self.assertIsNone(domain_of(m, VM1, 'vdb'))
+
+    def test_a_choice_made_while_nova_lists_stays(self):
+        m = self.membership()
+        m.refresh()
+
+        def servers(**kw):
+            # VM2's choice is recorded after the listing began, which
+            # misses VM2.
+            self.choose(VM2)
+            return iter([self.conn.servers[VM1]])
+        self.conn.compute.servers = servers
+        m.refresh()
+        self.assertEqual({VM2}, self.chosen())
 
     def test_refresh_instance(self):
         m = self.membership()
@@ -318,10 +294,10 @@ class TestMembership(base.TestCase):
         m.index.upsert(VM1, 'vdc', 'cmp-1', 'local:cmp-1', 'local', 'p1')
         disks = m.refresh_instance(VM1)
         self.assertEqual(['vda'], [d.dev for d in disks])
-        self.assertNotIn((VM1, 'vdb'), self.db.rows)
+        self.assertNotIn((VM1, 'vdb'), self.db.disk_index())
         # A registered ephemeral disk is not Nova's to remove.
-        self.assertIn((VM1, 'vdc'), self.db.rows)
-        self.assertIn((VM2, 'vda'), self.db.rows)
+        self.assertIn((VM1, 'vdc'), self.db.disk_index())
+        self.assertIn((VM2, 'vda'), self.db.disk_index())
 
     def test_a_registered_ephemeral_disk_follows_its_instance(self):
         # an ephemeral disk Nova does not list, recorded from the agent
@@ -331,7 +307,7 @@ class TestMembership(base.TestCase):
         self.conn.servers[VM1].compute_host = 'cmp-2'     # migrated
         m.refresh_instance(VM1)
         self.assertEqual(('local:cmp-2', 'cmp-2', 'p1', None),
-                         self.db.rows[(VM1, 'vdc')])
+                         self.rows()[(VM1, 'vdc')])
         self.assertEqual(('local:cmp-2', 'cmp-2'), m.index.get((VM1, 'vdc')))
         # and with a full resync
         self.conn.servers[VM1].compute_host = 'cmp-3'
@@ -356,20 +332,25 @@ class TestMembership(base.TestCase):
 
     def test_a_volume_detached_meanwhile_goes_at_the_instance_resync(self):
         self.detached_meanwhile().refresh_instance(VM1)
-        self.assertEqual({(VM1, 'vda'), (VM2, 'vda')}, set(self.db.rows))
+        self.assertEqual({(VM1, 'vda'), (VM2, 'vda')},
+                         set(self.db.disk_index()))
 
     def test_a_volume_detached_meanwhile_goes_at_the_full_resync(self):
         self.assertEqual(1, self.detached_meanwhile().refresh()['removed'])
-        self.assertEqual({(VM1, 'vda'), (VM2, 'vda')}, set(self.db.rows))
+        self.assertEqual({(VM1, 'vda'), (VM2, 'vda')},
+                         set(self.db.disk_index()))
 
     def test_refresh_instance_gone_forgets_it(self):
         m = self.membership()
         m.refresh()
+        self.choose(VM1)
+        self.choose(VM2)
         del self.conn.servers[VM1]
         self.assertEqual([], m.refresh_instance(VM1))
+        self.assertEqual({VM2}, self.chosen())
         self.assertIsNone(domain_of(m, VM1, 'vda'))
         self.assertEqual({(VM2, 'vda')}, set(self.db.disk_index()))
-        self.assertEqual(([VM1], None, None), self.db.forgotten[-1])
+        self.forgets.assert_called_with(instance_uuids=[VM1])
 
     def test_nova_down_keeps_state(self):
         m = self.membership()
@@ -400,9 +381,11 @@ class TestMembership(base.TestCase):
             VM2, 'cmp-2', metadata={'iotguard:tier': 'gold'})
         notifier = FakeNotifier()
         m = self.membership(notifier=notifier)
+        sets = fakes.spy(self, self.db, 'instance_tier_set')
         m.refresh()
-        self.assertEqual({(VM1, '*', 'flavor'): 'gold'}, self.db.choices)
-        admit = self.db.admits[0]
+        self.assertEqual({(VM1, '*', 'flavor'): 'gold'},
+                         self.asked('admitted'))
+        admit = sets.call_args.args[2]
         self.assertEqual(self.conf.admission.max_commit_ratio,
                          admit.keywords['max_ratio'])
         self.assertEqual([('admitted', {
@@ -410,12 +393,15 @@ class TestMembership(base.TestCase):
             'source': 'flavor', 'project_id': 'p1'})], notifier.sent)
         # A second resync changes nothing.
         m.refresh()
-        self.assertEqual(1, len(self.db.admits))
+        self.assertEqual(1, sets.call_count)
         self.assertEqual(1, len(notifier.sent))
 
     def test_flavor_tier_refused_is_visible_retried_and_dropped(self):
         self.conn.servers[VM1] = server(
             VM1, 'cmp-1', flavor_specs={'iotguard:tier': 'gold'})
+        # A floor of 1000 IOPS does not fit in 300 (4 KiB).
+        fakes.add_domain(self.db, 'local:cmp-1', iops_4k=300.0)
+        self.db.tier_create(fakes.tier('platinum', min_iops=1000.0))
         notifier = FakeNotifier()
         m = self.membership(notifier=notifier)
         m.refresh()
@@ -423,30 +409,30 @@ class TestMembership(base.TestCase):
         # flavor's tier goes), logged and notified once.
         self.conn.servers[VM1] = server(
             VM1, 'cmp-1', flavor_specs={'iotguard:tier': 'platinum'})
-        self.db.refuse.add('platinum')
         with self.assertLogs('iotguard.controller.membership',
                              'WARNING') as logs:
             m.refresh_instance(VM1)
             m.refresh()
         self.assertEqual(1, len(logs.output))
         self.assertIn('platinum', logs.output[0])
-        self.assertEqual({}, self.db.choices)
+        self.assertEqual({}, self.asked('admitted'))
         self.assertEqual({(VM1, '*', 'flavor'): 'platinum'},
-                         self.db.refusals)
+                         self.asked('refused'))
         self.assertEqual(['admitted', 'refused'],
                          [kind for kind, _ in notifier.sent])
         self.assertIn('platinum', notifier.sent[1][1]['reason'])
-        # Capacity frees: the next resync gives it.
-        self.db.refuse.clear()
+        # Room made (the domain recalibrated): the next resync gives it.
+        self.db.domain_update('local:cmp-1', {'iops_4k': 30000.0,
+                                              'bytes_sec': 4e8})
         m.refresh()
         self.assertEqual({(VM1, '*', 'flavor'): 'platinum'},
-                         self.db.choices)
-        self.assertEqual({}, self.db.refusals)
+                         self.asked('admitted'))
+        self.assertEqual({}, self.asked('refused'))
         self.assertEqual('admitted', notifier.sent[-1][0])
         # Then to a flavor without a tier: the choice goes.
         self.conn.servers[VM1] = server(VM1, 'cmp-1')
         m.refresh()
-        self.assertEqual({}, self.db.choices)
+        self.assertEqual({}, self.asked('admitted'))
 
     def test_volume_type_tier_per_volume_disk(self):
         self.conn.types = {'standard': {}, 'iotguard-gold':
@@ -456,7 +442,7 @@ class TestMembership(base.TestCase):
         m = self.membership()
         m.refresh()
         self.assertEqual({(VM1, 'vdb', 'volume_type'): 'gold'},
-                         self.db.choices)
+                         self.asked('admitted'))
         # Each type is read once per resync.
         self.assertEqual(1, sum(1 for c in self.conn.calls
                                 if c == ('find_type', 'iotguard-gold')))
@@ -465,12 +451,12 @@ class TestMembership(base.TestCase):
         with self.assertLogs('iotguard.controller.membership', 'WARNING'):
             m.refresh()
         self.assertEqual({(VM1, 'vdb', 'volume_type'): 'gold'},
-                         self.db.choices)
+                         self.asked('admitted'))
         # Detached: its disk asks nothing any more.
         self.conn.types['iotguard-gold'] = {'iotguard:tier': 'gold'}
         self.conn.volumes[VOL1] = volume(VOL1, POOL, [])
         m.refresh()
-        self.assertEqual({}, self.db.choices)
+        self.assertEqual({}, self.asked('admitted'))
 
     def test_flavor_tier_read_from_an_sdk_flavor(self):
         flavor = types.SimpleNamespace(extra_specs={'iotguard:tier': 'x'})
@@ -496,7 +482,8 @@ class TestNotifications(base.TestCase):
         self.conn.volumes = {VOL1: volume(VOL1, POOL, [(VM1, '/dev/vdb')])}
         self.rebuilt = []
         self.m = membership.Membership(
-            self.conf, disk_index.DiskIndex(FakeDb()), connection=self.conn,
+            self.conf, disk_index.DiskIndex(fakes.real_db(self)),
+            connection=self.conn,
             on_rebuilt=lambda u, h: self.rebuilt.append((u, h)))
         self.endpoint = membership.NotificationEndpoint(self.m)
 
