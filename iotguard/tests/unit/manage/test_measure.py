@@ -32,6 +32,7 @@ from iotguard import exception
 from iotguard.manage import measure
 from iotguard.policy import base
 from iotguard.tests import base as test_base
+from iotguard.tests.unit.controller import fakes
 
 HERE = os.path.dirname(__file__)
 #: fio 3.33's JSON output of a mixed phase (fio_args 'mixed', 4 s: 15
@@ -308,32 +309,8 @@ class TestTarget(test_base.TestCase):
         self.assertIn('--no-direct', err.message)
 
 
-class FakeDb:
-
-    def __init__(self, domains=()):
-        self.domains = {name: {'name': name, 'kind': 'local',
-                               'iops_4k': None, 'bytes_sec': None,
-                               'form': 'additive'} for name in domains}
-        self.writes = []
-
-    def domain_get(self, name):
-        if name not in self.domains:
-            raise exception.NotFound(what='domain %s' % name)
-        return dict(self.domains[name])
-
-    def domain_update(self, name, values):
-        self.domain_get(name)
-        self.writes.append(('update', name, values))
-        self.domains[name].update(values)
-        return dict(self.domains[name])
-
-    def domain_create(self, name, kind, form='additive', **values):
-        self.writes.append(('create', name, kind, dict(values, form=form)))
-        self.domains[name] = dict(name=name, kind=kind, form=form, **values)
-        return dict(self.domains[name])
-
-    def dispose(self):
-        pass
+def profile_of(domain):
+    return domain['iops_4k'], domain['bytes_sec'], domain['form']
 
 
 class TestCalibrateMeasure(test_base.TestCase):
@@ -342,7 +319,11 @@ class TestCalibrateMeasure(test_base.TestCase):
         super().setUp()
         self.dir = self.useFixture(fixtures.TempDir()).path
         self.path = os.path.join(self.dir, 'probe')
-        self.db = FakeDb(['local:h1'])
+        self.db = fakes.real_db(self)
+        self.db.domain_create('local:h1', 'local')
+        self.domains = self.db.domain_list()
+        self.updates = fakes.spy(self, self.db, 'domain_update')
+        self.creates = fakes.spy(self, self.db, 'domain_create')
         self.useFixture(fixtures.MockPatch(
             'iotguard.cmd.manage.db_api.Connection', return_value=self.db))
         self.useFixture(fixtures.MockPatch(
@@ -379,7 +360,7 @@ class TestCalibrateMeasure(test_base.TestCase):
                                        *argv)
             self.assertEqual(2, code, argv)
             self.assertIn('usage:', err)
-        self.assertEqual([], self.db.writes)
+        self.assertEqual(self.domains, self.db.domain_list())
 
     def test_measured_profile_stored_as_the_manual_one(self):
         self.fake_measure(result(53.8, 50 * 4096 + 3.8 * (1 << 20)))
@@ -387,9 +368,11 @@ class TestCalibrateMeasure(test_base.TestCase):
             'domain', 'calibrate', 'local:h1', '--measure', self.path,
             '--seconds', '3', '--size', '64M', '--engine', 'builtin')
         self.assertEqual(0, code, err)
-        self.assertEqual([('update', 'local:h1', {
-            'iops_4k': 100.0, 'bytes_sec': 4 << 20, 'form': 'max'})],
-            self.db.writes)
+        self.updates.assert_called_once_with('local:h1', {
+            'iops_4k': 100.0, 'bytes_sec': 4 << 20, 'form': 'max'})
+        self.creates.assert_not_called()
+        self.assertEqual((100.0, 4 << 20, 'max'),
+                         profile_of(self.db.domain_get('local:h1')))
         target, engine, kw = self.seen
         self.assertEqual(('builtin', 3.0, 16, True),
                          (engine, kw['seconds'], kw['depth'], kw['direct']))
@@ -407,11 +390,12 @@ class TestCalibrateMeasure(test_base.TestCase):
             '--size', '64M', '--create', '--kind', 'cinder')
         self.assertEqual(0, code, err)
         # one write: the profile and its form together
-        self.assertEqual([('create', 'cinder:new', 'cinder', {
-            'iops_4k': 100.0, 'bytes_sec': 4 << 20, 'form': 'additive'})],
-            self.db.writes)
-        self.assertEqual('additive',
-                         self.db.domain_get('cinder:new')['form'])
+        self.creates.assert_called_once_with(
+            'cinder:new', 'cinder', iops_4k=100.0, bytes_sec=4 << 20,
+            form='additive')
+        created = self.db.domain_get('cinder:new')
+        self.assertEqual('cinder', created['kind'])
+        self.assertEqual((100.0, 4 << 20, 'additive'), profile_of(created))
 
     def test_failures_write_nothing(self):
         precious = os.path.join(self.dir, 'precious')
@@ -440,7 +424,7 @@ class TestCalibrateMeasure(test_base.TestCase):
             code, _, err = self.manage('domain', 'calibrate', *argv)
             self.assertEqual(1, code, argv)
             self.assertIn(why, err)
-            self.assertEqual([], self.db.writes, argv)
+            self.assertEqual(self.domains, self.db.domain_list(), argv)
             self.assertFalse(os.path.exists(self.path), argv)
         with open(precious, 'rb') as f:
             self.assertEqual(b'x' * 16, f.read(16))
