@@ -23,29 +23,7 @@ from iotguard.sim import loop
 from iotguard.sim import scenario as scenario_mod
 from iotguard.sim import world as world_mod
 from iotguard.tests import base
-
-
-class FakeDb:
-    """Records what seeding writes."""
-
-    def __init__(self):
-        self.domains, self.tiers, self.disks, self.choices = [], [], [], []
-
-    def domain_create(self, name, kind, **values):
-        self.domains.append(dict(values, name=name, kind=kind))
-
-    def tier_create(self, values):
-        self.tiers.append(values)
-
-    def disk_upsert(self, instance_uuid, dev, host, domain, project_id,
-                    volume_id=None):
-        self.disks.append((instance_uuid, dev, host, domain, project_id))
-
-    def disk_tier_set(self, instance_uuid, dev, tier, source, project_id):
-        self.choices.append((instance_uuid, dev, tier, source))
-
-    def instance_tier_set(self, instance_uuid, tier, admit, project_id=None):
-        return {'project_id': 'p1', 'admission': []}
+from iotguard.tests.unit.controller import fakes
 
 
 class ArgumentsTest(base.TestCase):
@@ -87,33 +65,38 @@ class SeedTest(base.TestCase):
     def test_domain_tiers_and_disks_from_the_scenario(self):
         sc = scenario_mod.load('paper-4vm')
         world = world_mod.World(sc)
-        db = FakeDb()
+        db = fakes.real_db(self)
         disks = allinone.seed(db, sc, world, 'guarantee')
+        domains = db.domain_list()
         self.assertEqual([{
             'name': sc.domain.name, 'kind': allinone.DOMAIN_KIND,
             'iops_4k': sc.domain.iops_4k, 'bytes_sec': sc.domain.bytes_sec,
             'policy': 'guarantee',
-            'params': sc.policies.get('guarantee', {})}], db.domains)
-        self.assertEqual(sorted(sc.tiers), [t['name'] for t in db.tiers])
-        paper = db.tiers[0]
+            'params': sc.policies.get('guarantee', {})}],
+            [{k: d[k] for k in ('name', 'kind', 'iops_4k', 'bytes_sec',
+                                'policy', 'params')} for d in domains])
+        tiers = db.tier_list()
+        self.assertEqual(sorted(sc.tiers), [t['name'] for t in tiers])
         self.assertEqual(sc.tiers['paper'].min_bytes_sec,
-                         paper['min_bytes_sec'])
-        self.assertEqual(len(sc.vms), len(db.disks))
+                         db.tier_get('paper')['min_bytes_sec'])
+        stored = db.disk_list()
+        self.assertEqual(len(sc.vms), len(stored))
         self.assertEqual(
             [world_mod.instance_uuid(sc.name, vm.name) for vm in sc.vms],
-            [d[0] for d in db.disks])
+            [d['instance_uuid'] for d in disks])
+        self.assertEqual({d['instance_uuid'] for d in disks},
+                         {d['instance_uuid'] for d in stored})
         self.assertEqual({(vm.host, sc.domain.name) for vm in sc.vms},
-                         {(d[2], d[3]) for d in db.disks})
+                         {(d['host'], d['domain']) for d in stored})
         self.assertEqual({(vm.tier, 'flavor') for vm in sc.vms},
-                         {(c[2], c[3]) for c in db.choices})
-        self.assertEqual([d[0] for d in db.disks],
-                         [d['instance_uuid'] for d in disks])
+                         {(d['tier'].name, d['tier_source'])
+                          for d in stored})
 
     def test_policy_without_scenario_params(self):
         sc = scenario_mod.load('paper-4vm')
-        db = FakeDb()
+        db = fakes.real_db(self)
         allinone.seed(db, sc, world_mod.World(sc), 'ntt')
-        self.assertEqual({}, db.domains[0]['params'])
+        self.assertEqual({}, db.domain_get(sc.domain.name)['params'])
 
 
 class LateSamplesTest(base.TestCase):
@@ -149,19 +132,25 @@ class LateSamplesTest(base.TestCase):
 class ApiTest(base.TestCase):
 
     def test_tier_choice_says_nova_metadata_disabled(self):
-        db = FakeDb()
+        sc = scenario_mod.load('paper-4vm')
+        db = fakes.real_db(self)
+        allinone.seed(db, sc, world_mod.World(sc), 'guarantee')
+        vm = sc.vms[0]
+        uuid = world_mod.instance_uuid(sc.name, vm.name)
         api = allinone.serve_api(allinone.make_conf('host1'), db, 0)
         self.addCleanup(api.server_close)
         self.addCleanup(api.shutdown)
         req = webob.Request.blank(
-            '/v1/instances/%s/tier' % world_mod.instance_uuid('sc', 'vm1'),
-            method='PUT', body=json.dumps({'tier': 'gold'}).encode(),
+            '/v1/instances/%s/tier' % uuid,
+            method='PUT', body=json.dumps({'tier': vm.tier}).encode(),
             content_type='application/json', headers={
                 'X-User-Id': 'admin', 'X-Project-Id': 'admin',
                 'X-Roles': 'admin'})
         resp = req.get_response(api.get_app())
         self.assertEqual(200, resp.status_int, resp.text)
         self.assertEqual('disabled', resp.json['instance']['nova_metadata'])
+        self.assertEqual({(uuid, '*'): (vm.tier, 'admitted')},
+                         db.tier_requests('api', [uuid]))
 
 
 class CutTest(base.TestCase):
