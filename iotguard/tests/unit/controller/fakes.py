@@ -56,12 +56,7 @@ def add(store, *rows, received_at=None):
     return store.add_batch(batch(*rows), received_at)
 
 
-def tier(name='gold', **kw):
-    values = {'name': name, 'description': '', 'min_iops': 0.0,
-              'min_bytes_sec': 0.0, 'max_iops': 0.0, 'max_bytes_sec': 0.0,
-              'weight': 1.0, 'is_public': True}
-    values.update(kw)
-    return values
+tier = database.tier_values
 
 
 _DISKS = itertools.count(1)
