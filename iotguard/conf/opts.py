@@ -27,18 +27,10 @@ from iotguard.conf import service_credentials
 from iotguard.conf import tiers
 
 
+_MODULES = (default, agent, controller, coordination, api, admission, tiers,
+            ceilometer, gnocchi, membership, service_credentials)
+
+
 def list_opts() -> list[tuple[str | None, list[cfg.Opt]]]:
     """Return ``[(group, [options])]`` for every iotguard group."""
-    return [
-        (default.GROUP, default.OPTS),
-        (agent.GROUP, agent.OPTS),
-        (controller.GROUP, controller.OPTS),
-        (coordination.GROUP, coordination.OPTS),
-        (api.GROUP, api.OPTS),
-        (admission.GROUP, admission.OPTS),
-        (tiers.GROUP, tiers.OPTS),
-        (ceilometer.GROUP, ceilometer.OPTS),
-        (gnocchi.GROUP, gnocchi.OPTS),
-        (membership.GROUP, membership.OPTS),
-        (service_credentials.GROUP, service_credentials.list_opts()),
-    ]
+    return [(module.GROUP, module.OPTS) for module in _MODULES]

@@ -23,6 +23,10 @@ from oslo_config import cfg
 
 GROUP = 'service_credentials'
 
+# The options of the plugin ``auth_type`` names (``password``: auth_url,
+# username, ...) are registered by keystoneauth when it loads the plugin;
+# registering them up front would make ``auth_url`` required even where no
+# credentials are needed.
 OPTS: list[cfg.Opt] = [
     cfg.StrOpt('region_name',
                help='Region of the Nova, Cinder and Gnocchi endpoints.'),
@@ -30,16 +34,5 @@ OPTS: list[cfg.Opt] = [
                default='internal',
                choices=('public', 'internal', 'admin'),
                help='Catalog interface of those endpoints.'),
-]
-
-
-def list_opts() -> list[cfg.Opt]:
-    """Ours, keystoneauth's session options, auth_type and auth_section.
-
-    The options of the plugin ``auth_type`` names
-    (``password``: auth_url, username, ...) are registered by keystoneauth
-    when it loads the plugin; registering them up front would make
-    ``auth_url`` required even where no credentials are needed.
-    """
-    return (OPTS + ks_loading.get_session_conf_options() +
-            ks_loading.get_auth_common_conf_options())
+] + (ks_loading.get_session_conf_options() +
+     ks_loading.get_auth_common_conf_options())
