@@ -169,21 +169,12 @@ class Dispatcher:
         return req.get_response(self.api)
 
 
-def deploy(conf: cfg.ConfigOpts, db: db_api.Connection | None = None,
-           set_nova_tier: common.SetTier | None = None,
-           unset_nova_tier: common.UnsetTier | None = None
+def deploy(conf: cfg.ConfigOpts, db: db_api.Connection | None = None
            ) -> request_id.RequestId:
-    """Build the application for ``conf`` (no I/O until a request).
-
-    ``set_nova_tier`` / ``unset_nova_tier`` default to
-    :class:`iotguard.api.nova.Metadata`'s.
-    """
-    metadata = nova.Metadata(conf)
+    """Build the application for ``conf`` (no I/O until a request)."""
     state = common.State(
         conf=conf, db=db if db is not None else db_api.Connection(conf),
-        enforcer=rbac.make_enforcer(conf),
-        set_nova_tier=set_nova_tier or metadata.set_tier,
-        unset_nova_tier=unset_nova_tier or metadata.unset_tier)
+        enforcer=rbac.make_enforcer(conf), nova=nova.Metadata(conf))
     api: wsgi.WSGIApplication = router.Router(state)
     if conf.api.auth_strategy == 'keystone':
         api = AuthGuard(auth_token.AuthProtocol(

@@ -12,11 +12,10 @@
 
 """Tell Nova about a tier choice: instance metadata ``iotguard:tier``.
 
-The API gets ``set_nova_tier(instance_uuid, tier)`` and
-``unset_nova_tier(instance_uuid)`` from :class:`Metadata`; they
-answer what happened (``synced``, ``disabled`` or ``failed``) and never
-raise: iotguard's own record of the choice is already committed and is
-what the controller uses.
+:meth:`Metadata.set_tier` and :meth:`Metadata.unset_tier` answer what
+happened (``synced``, ``disabled`` or ``failed``) and never raise:
+iotguard's own record of the choice is already committed and is what the
+controller uses.
 """
 
 import typing

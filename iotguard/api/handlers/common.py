@@ -20,13 +20,9 @@ from oslo_context import context as oslo_context
 from oslo_policy import policy
 import webob
 
+from iotguard.api import nova
 from iotguard.db import api as db_api
 from iotguard import exception
-
-#: ``set_nova_tier(instance_uuid, tier) -> str`` (outcome).
-SetTier = typing.Callable[[str, str], str]
-#: ``unset_nova_tier(instance_uuid) -> str`` (outcome).
-UnsetTier = typing.Callable[[str], str]
 
 
 @dataclasses.dataclass
@@ -36,8 +32,7 @@ class State:
     conf: cfg.ConfigOpts
     db: db_api.Connection
     enforcer: policy.Enforcer
-    set_nova_tier: SetTier
-    unset_nova_tier: UnsetTier
+    nova: nova.Metadata
 
 
 def state(req: webob.Request) -> State:

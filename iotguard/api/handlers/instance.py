@@ -96,7 +96,7 @@ def set_instance_tier(req: webob.Request, uuid: str) -> webob.Response:
     if not numbers:
         result['admission'] = [{'domain': n['domain'], 'tier': n['tier']}
                                for n in result['admission']]
-    nova = st.set_nova_tier(uuid, body['tier'])
+    nova = st.nova.set_tier(uuid, body['tier'])
     LOG.info('Instance %(uuid)s of project %(project)s now has tier '
              '%(tier)s (Nova metadata: %(nova)s)',
              {'uuid': uuid, 'project': result['project_id'],
@@ -114,7 +114,7 @@ def unset_instance_tier(req: webob.Request, uuid: str) -> webob.Response:
     st = common.state(req)
     project_id = st.db.instance_tier_unset(uuid,
                                            project_id=_owner_filter(req))
-    nova = st.unset_nova_tier(uuid)
+    nova = st.nova.unset_tier(uuid)
     LOG.info('Instance %(uuid)s of project %(project)s has no tier chosen '
              'through the API any more (Nova metadata: %(nova)s)',
              {'uuid': uuid, 'project': project_id, 'nova': nova})

@@ -13,12 +13,15 @@
 """The real WSGI application over a real database, called in process."""
 
 import json
+from unittest import mock
 
+import fixtures
 from oslo_utils import timeutils
 import sqlalchemy as sa
 import webob
 
 from iotguard.api import app
+from iotguard.api import nova
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
 
@@ -50,8 +53,9 @@ class Dump:
 class APITestCase(base.TestCase):
     """``self.call(...)`` talks to iotguard.api.app.deploy() on ``backend``.
 
-    Auth is noauth; Nova is a recorder (``self.nova_calls``: ``(instance,
-    tier)``, tier None for an unset).
+    Auth is noauth; Nova's compute API records what
+    :class:`iotguard.api.nova.Metadata` asks of it (``self.nova_calls``:
+    ``(instance, tier)``, tier None for an unset).
     """
 
     backend = 'sqlite'
@@ -61,11 +65,19 @@ class APITestCase(base.TestCase):
         why = database.unavailable(self.backend)
         if why:
             self.skipTest(why)
-        self.flags(group='api', auth_strategy='noauth',
-                   nova_metadata_sync=False)
+        self.flags(group='api', auth_strategy='noauth')
         self.db = self.useFixture(database.Database(self.backend,
                                                     self.conf)).db
         self.nova_calls = []
+        compute = mock.Mock()
+        compute.set_server_metadata.side_effect = (
+            lambda uuid, **md: self.nova_calls.append(
+                (uuid, md[nova.METADATA_KEY])))
+        compute.delete_server_metadata.side_effect = (
+            lambda uuid, keys: self.nova_calls.append((uuid, None)))
+        self.useFixture(fixtures.MockPatch(
+            'iotguard.clients.get_connection',
+            return_value=mock.Mock(compute=compute)))
         self.app = self.deploy(self.db)
 
     def at(self, when):
@@ -79,13 +91,7 @@ class APITestCase(base.TestCase):
         self.addCleanup(timeutils.clear_time_override)
 
     def deploy(self, db):
-        """The application on ``db``, Nova recorded in ``nova_calls``."""
-        return app.deploy(self.conf, db=db, set_nova_tier=self._nova,
-                          unset_nova_tier=self._nova)
-
-    def _nova(self, instance_uuid, tier=None):
-        self.nova_calls.append((instance_uuid, tier))
-        return 'synced'
+        return app.deploy(self.conf, db=db)
 
     def call(self, method, path, body=None, who=None, raw=None,
              content_type='application/json', headers=None, environ=None):

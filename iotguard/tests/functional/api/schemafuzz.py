@@ -197,9 +197,7 @@ def main(argv=None):
         conf, _path = loadtest.noauth_conf(workdir)
         with database.Database(args.backend, conf) as fixture:
             test_api.seed(fixture.db)
-            application = app.deploy(conf, db=fixture.db,
-                                     set_nova_tier=lambda *a, **k: 'synced',
-                                     unset_nova_tier=lambda *a: 'synced')
+            application = app.deploy(conf, db=fixture.db)
             load = os.getloadavg()
             result = fuzz(application, fixture.engine, test_api.EXISTING,
                           args.examples, args.seed)

@@ -208,8 +208,7 @@ class APITests:
         self.conf.register_opts(http_proxy_to_wsgi.OPTS,
                                 group='oslo_middleware')
         self.flags(group='oslo_middleware', enable_proxy_headers_parsing=True)
-        self.app = app.deploy(self.conf, db=self.db,
-                              set_nova_tier=self._nova)
+        self.app = app.deploy(self.conf, db=self.db)
         response = self.call('POST', '/v1/tiers', who=ADMIN,
                              body={'name': 'silver'},
                              headers={'X-Forwarded-Prefix': '/api'})
@@ -995,8 +994,7 @@ class DatabaseAwayTest(test_base.TestCase):
         self.flags(group='database', max_retries=0,
                    connection='postgresql+psycopg2://postgres@127.0.0.1:%d'
                               '/test' % ports.free_port())
-        application = app.deploy(self.conf,
-                                 set_nova_tier=lambda *a: 'disabled')
+        application = app.deploy(self.conf)
         for method, path, body in (('GET', '/v1/tiers', None),
                                    ('POST', '/v1/tiers', b'{"name": "x"}')):
             req = webob.Request.blank(path, method=method, headers={
@@ -1021,8 +1019,7 @@ class KeystoneAwayTest(test_base.TestCase):
             ks_loading.get_auth_plugin_conf_options('password'),
             group='keystone_authtoken')
         self.flags(group='keystone_authtoken', **authtoken)
-        return app.deploy(self.conf, db=object(),
-                          set_nova_tier=lambda *a: 'disabled')
+        return app.deploy(self.conf, db=object())
 
     def _get(self, application, token):
         headers = {'X-Auth-Token': token} if token else {}

@@ -55,8 +55,7 @@ class AppTest(base.TestCase):
             self.conf.register_opts(options, group=group)
         self.flags(group='keystone_authtoken',
                    www_authenticate_uri='http://keystone.example/identity')
-        return app.deploy(self.conf, db=NoDatabase(),
-                          set_nova_tier=lambda *a: 'disabled')
+        return app.deploy(self.conf, db=NoDatabase())
 
     def test_keystone_without_token_is_401(self):
         application = self.deploy('keystone')
@@ -120,8 +119,7 @@ class AppTest(base.TestCase):
     def test_database_down_is_503(self):
         self.flags(group='api', auth_strategy='noauth')
         down = FailingDatabase(db_exc.DBConnectionError('refused'))
-        application = app.deploy(self.conf, db=down,
-                                 set_nova_tier=lambda *a: 'disabled')
+        application = app.deploy(self.conf, db=down)
         req = webob.Request.blank('/v1/tiers', headers={
             'X-Project-Id': 'p', 'X-User-Id': 'u', 'X-Roles': 'reader'})
         response = req.get_response(application)
@@ -160,8 +158,7 @@ class AppTest(base.TestCase):
                       db_exc.DBReferenceError(
                           'disk_tiers', 'fk_disk_tiers_tier_id_tiers',
                           'tier_id', 'tiers', Exception('violates'))):
-            application = app.deploy(self.conf, db=FailingDatabase(error),
-                                     set_nova_tier=lambda *a: 'disabled')
+            application = app.deploy(self.conf, db=FailingDatabase(error))
             req = webob.Request.blank('/v1/tiers', headers={
                 'X-Project-Id': 'p', 'X-User-Id': 'u', 'X-Roles': 'reader'})
             response = req.get_response(application)
@@ -171,8 +168,7 @@ class AppTest(base.TestCase):
     def test_other_database_error_is_500_in_json(self):
         self.flags(group='api', auth_strategy='noauth')
         broken = FailingDatabase(db_exc.DBError('syntax error'))
-        application = app.deploy(self.conf, db=broken,
-                                 set_nova_tier=lambda *a: 'disabled')
+        application = app.deploy(self.conf, db=broken)
         req = webob.Request.blank('/v1/tiers', headers={
             'X-Project-Id': 'p', 'X-User-Id': 'u', 'X-Roles': 'reader'})
         response = req.get_response(application)

@@ -16,7 +16,9 @@ recording database (the functional API tests run them on real
 databases)."""
 
 import datetime
+import types
 
+import fixtures
 from oslo_utils import timeutils
 import webob
 
@@ -63,13 +65,16 @@ class RouteTest(base.TestCase):
         super().setUp()
         self.flags(group='api', auth_strategy='noauth')
         self.nova = []
+        compute = types.SimpleNamespace(
+            set_server_metadata=lambda *a, **md: self.nova.append(a),
+            delete_server_metadata=lambda *a: self.nova.append(a[:1]))
+        self.useFixture(fixtures.MockPatch(
+            'iotguard.clients.get_connection',
+            return_value=types.SimpleNamespace(compute=compute)))
 
     def call(self, method, path, who, **answers):
         self.db = RecordingDB(**answers)
-        application = app.deploy(
-            self.conf, db=self.db,
-            set_nova_tier=lambda *a: self.nova.append(a) or 'synced',
-            unset_nova_tier=lambda *a: self.nova.append(a) or 'synced')
+        application = app.deploy(self.conf, db=self.db)
         project, roles = who
         req = webob.Request.blank(path, method=method, headers={
             'X-User-Id': 'u', 'X-Project-Id': project, 'X-Roles': roles})
