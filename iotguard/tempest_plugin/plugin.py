@@ -26,6 +26,13 @@ from tempest.test_discover import plugins
 from iotguard.tempest_plugin import config as iotguard_config
 
 
+_GROUPS: list[tuple[cfg.OptGroup, list[cfg.Opt]]] = [
+    (iotguard_config.iotguard_group, iotguard_config.IotguardGroup),
+    (iotguard_config.iotguard_feature_group,
+     iotguard_config.IotguardFeatureGroup),
+    (config.service_available_group, [iotguard_config.service_option])]
+
+
 class IotguardTempestPlugin(plugins.TempestPlugin):
 
     def load_tests(self) -> tuple[str, str]:
@@ -34,22 +41,11 @@ class IotguardTempestPlugin(plugins.TempestPlugin):
         return os.path.join(here, 'tests'), top
 
     def register_opts(self, conf: cfg.ConfigOpts) -> None:
-        config.register_opt_group(conf, config.service_available_group,
-                                  [iotguard_config.service_option])
-        config.register_opt_group(conf, iotguard_config.iotguard_group,
-                                  iotguard_config.IotguardGroup)
-        config.register_opt_group(conf,
-                                  iotguard_config.iotguard_feature_group,
-                                  iotguard_config.IotguardFeatureGroup)
+        for group, options in _GROUPS:
+            config.register_opt_group(conf, group, options)
 
     def get_opt_lists(self) -> list[tuple[str, list[cfg.Opt]]]:
-        return [
-            (iotguard_config.iotguard_group.name,
-             iotguard_config.IotguardGroup),
-            (iotguard_config.iotguard_feature_group.name,
-             iotguard_config.IotguardFeatureGroup),
-            ('service_available', [iotguard_config.service_option]),
-        ]
+        return [(group.name, options) for group, options in _GROUPS]
 
     def get_service_clients(self) -> list[dict[str, Any]]:
         params = config.service_client_config('iotguard')

@@ -12,7 +12,7 @@
 
 """Base class of the iotguard tempest tests."""
 
-import collections.abc
+from collections.abc import Callable
 from typing import Any
 
 from tempest.common import compute
@@ -65,18 +65,22 @@ class BaseIotguardTest(test.BaseTestCase):
         """An ACTIVE server of ``clients``' project, deleted afterwards."""
         server: dict[str, Any] = compute.create_test_server(
             clients, wait_until='ACTIVE', **kwargs)[0]
+        cls.delete_server_at_end(cls.addClassResourceCleanup,
+                                 clients.servers_client, server['id'])
+        return server
+
+    @classmethod
+    def delete_server_at_end(cls, add_cleanup: Callable[..., None],
+                             servers_client: Any, uuid: str) -> None:
+        """Delete the server ``uuid`` with ``add_cleanup``'s cleanups."""
         # Cleanups run last-in first-out: delete, wait until Nova is done,
         # then until iotguard forgot it (its tier choices go with it, so
         # the tiers made before the server can be deleted after it).
-        cls.addClassResourceCleanup(cls.wait_for_instance_gone,
-                                    server['id'])
-        cls.addClassResourceCleanup(
-            waiters.wait_for_server_termination, clients.servers_client,
-            server['id'])
-        cls.addClassResourceCleanup(
-            test_utils.call_and_ignore_notfound_exc,
-            clients.servers_client.delete_server, server['id'])
-        return server
+        add_cleanup(cls.wait_for_instance_gone, uuid)
+        add_cleanup(waiters.wait_for_server_termination, servers_client,
+                    uuid)
+        add_cleanup(test_utils.call_and_ignore_notfound_exc,
+                    servers_client.delete_server, uuid)
 
     @staticmethod
     def _known(client: iotguard_client.IotguardClient, uuid: str,
@@ -89,26 +93,25 @@ class BaseIotguardTest(test.BaseTestCase):
         return True
 
     @staticmethod
-    def _poll(predicate: collections.abc.Callable[[], bool],
-              what: str) -> None:
-        if not test_utils.call_until_true(predicate,
-                                          CONF.iotguard.build_timeout,
+    def poll(predicate: Callable[[], object], what: str,
+             timeout: float | None = None) -> None:
+        """Until ``predicate()`` is true; ``what`` did not happen if not."""
+        timeout = timeout or CONF.iotguard.build_timeout
+        if not test_utils.call_until_true(predicate, timeout,
                                           CONF.iotguard.build_interval):
-            raise lib_exc.TimeoutException('%s within %ss' % (
-                what, CONF.iotguard.build_timeout))
+            raise lib_exc.TimeoutException('%s within %ss' % (what, timeout))
 
     @classmethod
     def wait_for_instance_gone(cls, uuid: str) -> None:
         """Wait until iotguard no longer knows the instance ``uuid``."""
-        cls._poll(lambda: not cls._known(cls.admin_client, uuid, {}),
-                  'iotguard still knows instance %s after its deletion'
-                  % uuid)
+        cls.poll(lambda: not cls._known(cls.admin_client, uuid, {}),
+                 'iotguard still knows instance %s after its deletion' % uuid)
 
     @classmethod
     def wait_for_instance(cls, client: iotguard_client.IotguardClient,
                           uuid: str) -> dict[str, Any]:
         """iotguard's view of the instance, once membership has seen it."""
         found: dict[str, dict[str, Any]] = {}
-        cls._poll(lambda: cls._known(client, uuid, found),
-                  'iotguard did not learn about instance %s' % uuid)
+        cls.poll(lambda: cls._known(client, uuid, found),
+                 'iotguard did not learn about instance %s' % uuid)
         return found['instance']

@@ -31,55 +31,48 @@ def _quote(segment: str) -> str:
 class IotguardClient(rest_client.RestClient):
     """Tiers, instances, domains and decisions."""
 
-    def _body(self, resp: Any, body: bytes, status: int) -> dict[str, Any]:
+    def _call(self, method: str, url: str, status: int = 200,
+              body: dict[str, Any] | None = None) -> dict[str, Any]:
+        resp, raw = self.request(
+            method, 'v1/' + url,
+            body=None if body is None else json.dumps(body))
         self.expected_success(status, resp.status)
         answer: dict[str, Any] = rest_client.ResponseBody(
-            resp, json.loads(body) if body else None)
+            resp, json.loads(raw) if raw else None)
         return answer
 
-    def _get(self, url: str) -> dict[str, Any]:
-        resp, body = self.get(url)
-        return self._body(resp, body, 200)
-
     def list_tiers(self) -> dict[str, Any]:
-        return self._get('v1/tiers')
+        return self._call('GET', 'tiers')
 
     def show_tier(self, name: str) -> dict[str, Any]:
-        return self._get('v1/tiers/%s' % _quote(name))
+        return self._call('GET', 'tiers/' + _quote(name))
 
     def create_tier(self, **fields: Any) -> dict[str, Any]:
-        resp, body = self.post('v1/tiers', json.dumps(fields))
-        return self._body(resp, body, 201)
+        return self._call('POST', 'tiers', 201, fields)
 
     def update_tier(self, name: str, **fields: Any) -> dict[str, Any]:
-        resp, body = self.patch('v1/tiers/%s' % _quote(name),
-                                json.dumps(fields))
-        return self._body(resp, body, 200)
+        return self._call('PATCH', 'tiers/' + _quote(name), body=fields)
 
     def delete_tier(self, name: str) -> dict[str, Any]:
-        resp, body = self.delete('v1/tiers/%s' % _quote(name))
-        return self._body(resp, body, 204)
+        return self._call('DELETE', 'tiers/' + _quote(name), 204)
 
     def show_instance(self, uuid: str) -> dict[str, Any]:
-        return self._get('v1/instances/%s' % _quote(uuid))
+        return self._call('GET', 'instances/' + _quote(uuid))
 
     def set_instance_tier(self, uuid: str, tier: str) -> dict[str, Any]:
-        resp, body = self.put('v1/instances/%s/tier' % _quote(uuid),
-                              json.dumps({'tier': tier}))
-        return self._body(resp, body, 200)
+        return self._call('PUT', 'instances/%s/tier' % _quote(uuid),
+                          body={'tier': tier})
 
     def list_domains(self) -> dict[str, Any]:
-        return self._get('v1/domains')
+        return self._call('GET', 'domains')
 
     def show_domain(self, name: str) -> dict[str, Any]:
-        return self._get('v1/domains/%s' % _quote(name))
+        return self._call('GET', 'domains/' + _quote(name))
 
     def update_domain(self, name: str, **fields: Any) -> dict[str, Any]:
-        resp, body = self.patch('v1/domains/%s' % _quote(name),
-                                json.dumps(fields))
-        return self._body(resp, body, 200)
+        return self._call('PATCH', 'domains/' + _quote(name), body=fields)
 
     def list_decisions(self, **params: Any) -> dict[str, Any]:
         query = urllib.parse.urlencode(sorted(
             (k, v) for k, v in params.items() if v is not None))
-        return self._get('v1/decisions' + ('?' + query if query else ''))
+        return self._call('GET', 'decisions' + ('?' + query if query else ''))

@@ -13,6 +13,7 @@
 """Tiers: the admin's CRUD, what projects see and may do."""
 
 from tempest.lib.common.utils import data_utils
+from tempest.lib.common.utils import test_utils
 from tempest.lib import decorators
 from tempest.lib import exceptions as lib_exc
 
@@ -27,7 +28,8 @@ class TierAdminTest(base.BaseIotguardTest):
         created = self.admin_client.create_tier(
             name=name, min_iops=200, max_iops=1000, weight=2,
             description='tempest')['tier']
-        self.addCleanup(self._delete_if_there, name)
+        self.addCleanup(test_utils.call_and_ignore_notfound_exc,
+                        self.admin_client.delete_tier, name)
         self.assertEqual((name, 200.0, 1000.0, 2.0, True),
                          (created['name'], created['min_iops'],
                           created['max_iops'], created['weight'],
@@ -42,12 +44,6 @@ class TierAdminTest(base.BaseIotguardTest):
         self.admin_client.delete_tier(name)
         self.assertRaises(lib_exc.NotFound, self.admin_client.show_tier,
                           name)
-
-    def _delete_if_there(self, name: str) -> None:
-        try:
-            self.admin_client.delete_tier(name)
-        except lib_exc.NotFound:
-            pass
 
     @decorators.idempotent_id('0f6c4f2b-7a55-4b8e-8f0e-8d7d0a6c2b22')
     def test_floor_above_ceiling_is_refused(self) -> None:

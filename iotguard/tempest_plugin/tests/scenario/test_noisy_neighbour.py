@@ -35,7 +35,6 @@ iotguard's own functional cloud).
 """
 
 import base64
-import collections.abc
 import time
 from typing import Any
 
@@ -117,20 +116,9 @@ class NoisyNeighbourTest(base.BaseIotguardTest):
             networks='none', config_drive=True,
             user_data=base64.b64encode(user_data.encode()).decode(),
             scheduler_hints={'group': group})['server']
-        self.addCleanup(self.wait_for_instance_gone, server['id'])
-        self.addCleanup(waiters.wait_for_server_termination, self.servers,
-                        server['id'])
-        self.addCleanup(test_utils.call_and_ignore_notfound_exc,
-                        self.servers.delete_server, server['id'])
+        self.delete_server_at_end(self.addCleanup, self.servers, server['id'])
         waiters.wait_for_server_status(self.servers, server['id'], 'ACTIVE')
         return server
-
-    def _until(self, predicate: collections.abc.Callable[[], object],
-               what: str, timeout: float | None = None) -> None:
-        timeout = timeout or CONF.iotguard.build_timeout
-        if not test_utils.call_until_true(predicate, timeout,
-                                          CONF.iotguard.build_interval):
-            self.fail('iotguard: no %s within %ss' % (what, timeout))
 
     def _disk(self, uuid: str) -> dict[str, dict[str, Any]]:
         disks = self.client.show_instance(uuid)['instance']['disks']
@@ -190,7 +178,7 @@ class NoisyNeighbourTest(base.BaseIotguardTest):
         self.client.set_instance_tier(noisy['id'], self.bronze['name'])
 
         # The noisy disk is capped, with a reason, at most at its ceiling.
-        self._until(lambda: self._cap(noisy['id']), 'cap on the noisy disk')
+        self.poll(lambda: self._cap(noisy['id']), 'no cap on the noisy disk')
         cap = self._cap(noisy['id'])
         assert cap is not None
         self.assertLessEqual(cap, CEILING * 1.01)
@@ -203,9 +191,9 @@ class NoisyNeighbourTest(base.BaseIotguardTest):
         # How long until the API shows a sample taken after a moment.
         fresh: float = interval + CONF.iotguard.rates_write_interval + 1
         capped_at = time.time()
-        self._until(lambda: self._sample_after(noisy['id'], capped_at
-                                               + interval, cap),
-                    'sample under the cap', timeout=fresh + 4 * interval)
+        self.poll(lambda: self._sample_after(noisy['id'], capped_at
+                                             + interval, cap),
+                  'no sample under the cap', timeout=fresh + 4 * interval)
         # The quiet disk is never capped below its floor.
         quiet_cap = self._cap(quiet['id'])
         self.assertTrue(quiet_cap is None or quiet_cap >= FLOOR, quiet_cap)

@@ -17,8 +17,11 @@ tests against a cloud), so its offline checks live here, next to the
 other client.
 """
 
+import json
 import os
 from unittest import mock
+
+import fixtures
 
 from oslo_config import cfg
 import testtools
@@ -26,7 +29,10 @@ import testtools
 from iotguard.tests import base
 
 try:
+    from tempest.lib import exceptions as lib_exc
+
     from iotguard.tempest_plugin import plugin
+    from iotguard.tempest_plugin.services.v1 import iotguard_client
 except ImportError:  # tempest is a test requirement, but may be missing
     plugin = None
 
@@ -68,3 +74,54 @@ class TestTempestPlugin(base.TestCase):
         tests, top = plugin.IotguardTempestPlugin().load_tests()
         self.assertEqual(os.path.join('iotguard', 'tempest_plugin', 'tests'),
                          os.path.relpath(tests, top))
+
+
+@testtools.skipIf(plugin is None, 'tempest is not installed')
+class TestIotguardClient(base.TestCase):
+    """The REST client's requests, with tempest's request() faked."""
+
+    def setUp(self):
+        super().setUp()
+        self.client = iotguard_client.IotguardClient(
+            mock.Mock(), 'resource-guarantee', 'r1')
+        self.request = self.useFixture(fixtures.MockPatchObject(
+            self.client, 'request')).mock
+
+    def answer(self, status, body=b''):
+        self.request.return_value = (mock.Mock(status=status), body)
+
+    def test_requests(self):
+        calls = [
+            (201, lambda c: c.create_tier(name='a b', weight=2),
+             ('POST', 'v1/tiers', {'name': 'a b', 'weight': 2})),
+            (200, lambda c: c.update_tier('a b', weight=3),
+             ('PATCH', 'v1/tiers/a%20b', {'weight': 3})),
+            (204, lambda c: c.delete_tier('a/b'),
+             ('DELETE', 'v1/tiers/a%2Fb', None)),
+            (200, lambda c: c.set_instance_tier('u1', 'gold'),
+             ('PUT', 'v1/instances/u1/tier', {'tier': 'gold'})),
+            (200, lambda c: c.update_domain('local:c1', bytes_sec=1),
+             ('PATCH', 'v1/domains/local%3Ac1', {'bytes_sec': 1})),
+            (200, lambda c: c.show_domain('d'), ('GET', 'v1/domains/d', None)),
+            (200, lambda c: c.list_decisions(instance='u1', since=None,
+                                             limit=2),
+             ('GET', 'v1/decisions?instance=u1&limit=2', None)),
+            (200, lambda c: c.list_decisions(),
+             ('GET', 'v1/decisions', None)),
+        ]
+        for status, call, (method, url, body) in calls:
+            self.answer(status, b'' if status == 204 else b'{"x": 1}')
+            self.assertEqual({} if status == 204 else {'x': 1},
+                             call(self.client))
+            args, kwargs = self.request.call_args
+            self.assertEqual((method, url), args)
+            self.assertEqual(body, kwargs['body'] and json.loads(
+                kwargs['body']))
+
+    def test_unexpected_status_is_an_error(self):
+        self.answer(200, b'{"tier": {}}')
+        self.assertRaises(lib_exc.InvalidHttpSuccessCode,
+                          self.client.create_tier, name='a')
+        self.answer(200, b'{"tier": {"name": "a"}}')
+        self.assertEqual({'name': 'a'},
+                         self.client.show_tier('a')['tier'])
