@@ -42,7 +42,6 @@ _EVENTLET = re.compile(r'^\s*(import|from)\s+eventlet\b')
 _DB_SESSION = re.compile(
     r'^\s*(import|from)\s+(oslo_db\.sqlalchemy(\.enginefacade)?|'
     r'sqlalchemy\.orm)\b.*|.*\benginefacade\b')
-_SERVICES = frozenset(('agent', 'controller', 'api', 'db'))
 #: (files, the iotguard packages they must not import, who they are).
 _BOUNDARIES = (
     (re.compile(r'(^|/)iotguard/agent/'),
@@ -50,7 +49,7 @@ _BOUNDARIES = (
     (re.compile(r'(^|/)iotguard/controller/'),
      frozenset(('agent', 'api')), 'the controller'),
     (re.compile(r'(^|/)iotguard/(policy|engine|sim|wire)/'),
-     _SERVICES, 'the core'),
+     frozenset(('agent', 'controller', 'api', 'db')), 'the core'),
 )
 _FROM_PACKAGE = re.compile(r'^\s*(from|import)\s+iotguard\.(\w+)')
 _FROM_TOP = re.compile(r'^\s*from\s+iotguard\s+import\s+\(?([^)]*)')
@@ -65,14 +64,12 @@ _Problems = Iterator[tuple[int, str]]
 
 @core.flake8ext
 def check_pure_imports(logical_line: str, filename: str) -> _Problems:
-    """I301: the policies, the engine and the simulator stay pure."""
     if _PURE.search(filename) and _IMPURE_IMPORT.match(logical_line):
         yield 0, 'I301: no oslo/sqlalchemy/libvirt/openstack import here'
 
 
 @core.flake8ext
 def check_opts_in_conf(logical_line: str, filename: str) -> _Problems:
-    """I302: declare options in iotguard/conf/ only."""
     if ('iotguard/conf/' not in filename and '/tests/' not in filename
             and _OPT.search(logical_line)):
         yield 0, 'I302: declare options in iotguard/conf/'
@@ -80,21 +77,18 @@ def check_opts_in_conf(logical_line: str, filename: str) -> _Problems:
 
 @core.flake8ext
 def check_no_eventlet(logical_line: str) -> _Problems:
-    """I303: iotguard does not use eventlet."""
     if _EVENTLET.match(logical_line):
         yield 0, 'I303: do not use eventlet'
 
 
 @core.flake8ext
 def check_no_clock_in_policy(logical_line: str, filename: str) -> _Problems:
-    """I304: a policy or the engine gets ``now``, never reads a clock."""
     if _NO_CLOCK.search(filename) and _CLOCK.search(logical_line):
         yield 0, 'I304: policies and the engine take now as an argument'
 
 
 @core.flake8ext
 def check_db_session_in_db(logical_line: str, filename: str) -> _Problems:
-    """I305: every query lives in iotguard/db/, no session leaves it."""
     if ('iotguard/db/' not in filename and '/tests/' not in filename
             and _DB_SESSION.match(logical_line)):
         yield 0, 'I305: DB sessions stay in iotguard/db/'
@@ -114,7 +108,6 @@ def _imported_packages(logical_line: str) -> set[str]:
 
 @core.flake8ext
 def check_service_boundaries(logical_line: str, filename: str) -> _Problems:
-    """I306: the agent, the controller and the core keep to their side."""
     for files, forbidden, who in _BOUNDARIES:
         if files.search(filename):
             for name in sorted(_imported_packages(logical_line) & forbidden):
@@ -124,7 +117,6 @@ def check_service_boundaries(logical_line: str, filename: str) -> _Problems:
 
 @core.flake8ext
 def check_bench_not_imported(logical_line: str, filename: str) -> _Problems:
-    """I307: the runtime packages never import the benchmarks."""
     if (_PACKAGE.search(filename) and not _BENCH_USERS.search(filename) and
             _BENCH_IMPORT.match(logical_line)):
         yield 0, ('I307: the benchmarks are a measuring harness, not '

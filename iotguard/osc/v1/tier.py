@@ -84,9 +84,8 @@ class ListTier(command.Lister):
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> common.Listed:
-        tiers = common.client(self).tier_list()
-        columns = LONG_COLUMNS if parsed_args.long else COLUMNS
-        return common.listing(tiers, columns)
+        return common.listing(common.client(self).tier_list(),
+                              LONG_COLUMNS if parsed_args.long else COLUMNS)
 
 
 class ShowTier(command.ShowOne):
@@ -178,14 +177,13 @@ class UnsetTier(command.Command):
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> None:
-        args = parsed_args
+        args, client = parsed_args, common.client(self)
         keys = {key for key in UNSET if getattr(args, key)}
         for flag, group, _text in UNSET_GROUPS:
             if getattr(args, flag):
                 keys.update(group)
         fields: dict[str, Any] = {key: UNSET[key] for key in keys}
         if args.projects:
-            client = common.client(self)
             gone = set(_projects(self, args))
             current = client.tier_show(args.name).get('projects', [])
             missing = gone - set(current)
@@ -197,7 +195,7 @@ class UnsetTier(command.Command):
         if not fields:
             raise exceptions.CommandError('Nothing to unset: give at least '
                                           'one option.')
-        common.client(self).tier_update(args.name, **fields)
+        client.tier_update(args.name, **fields)
 
 
 class DeleteTier(command.Command):
