@@ -33,13 +33,7 @@ def heartbeat(session: orm.Session, host: str, driver: str,
               caps: int | None = None) -> None:
     """Record that the agent on ``host`` is alive, and what it said."""
     now = now or models.utcnow()
-    agent = session.scalars(sa.select(models.Agent).where(
-        models.Agent.host == host)).first()
-    if agent is None:
-        agent = models.Agent(host=host, created_at=now)
-        session.add(agent)
-    else:
-        agent.updated_at = now
+    agent = models.find_or_add(session, models.Agent, now, host=host)
     agent.driver, agent.last_heartbeat = driver, now
     agent.version, agent.interval_s = version, interval_s
     agent.disks, agent.caps = disks, caps

@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 import dataclasses
 import datetime
-import typing
 from typing import Any
 
 import sqlalchemy as sa
@@ -65,8 +64,8 @@ def ids_of(session: orm.Session, keys: Sequence[tuple[str, str]]
 
 def delete_expired(session: orm.Session, now: datetime.datetime) -> int:
     """Drop the caps whose lease lapsed before ``now``; how many."""
-    return typing.cast(sa.CursorResult[Any], session.execute(sa.delete(
-        models.Cap).where(models.Cap.lease_expires_at < now))).rowcount
+    return models.rowcount(session, sa.delete(models.Cap).where(
+        models.Cap.lease_expires_at < now))
 
 
 def set_(session: orm.Session, caps: Sequence[Mapping[str, Any]]) -> int:
@@ -104,9 +103,8 @@ def release(session: orm.Session, disks: Collection[tuple[str, str]]
     if not disks:
         return 0
     ids = ids_of(session, list(disks))
-    return typing.cast(sa.CursorResult[Any], session.execute(sa.delete(
-        models.Cap).where(models.Cap.disk_id.in_(sorted(set(
-            ids.values())))))).rowcount
+    return models.rowcount(session, sa.delete(models.Cap).where(
+        models.Cap.disk_id.in_(sorted(set(ids.values())))))
 
 
 def renew(session: orm.Session, disk_ids: Iterable[int],
@@ -122,11 +120,9 @@ def renew(session: orm.Session, disk_ids: Iterable[int],
         return 0
     renewed, now = 0, models.utcnow()
     for start in range(0, len(ids), 500):
-        renewed += typing.cast(sa.CursorResult[Any], session.execute(
-            sa.update(models.Cap).where(
-                models.Cap.disk_id.in_(ids[start:start + 500])).values(
-                    lease_expires_at=lease_expires_at,
-                    updated_at=now))).rowcount
+        renewed += models.rowcount(session, sa.update(models.Cap).where(
+            models.Cap.disk_id.in_(ids[start:start + 500])).values(
+                lease_expires_at=lease_expires_at, updated_at=now))
     return renewed
 
 

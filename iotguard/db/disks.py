@@ -26,7 +26,6 @@ import datetime
 import json
 import math
 import sys
-import typing
 from typing import Any
 
 from oslo_db import exception as db_exc
@@ -53,7 +52,6 @@ Rows = Sequence[Mapping[str, Any]]
 #: ``admit(tier, domain, others, before, after)`` of :func:`instance_tier_set`
 Admit = Callable[[str, dict[str, Any], list[base.Tier], list[base.Tier],
                   list[base.Tier]], dict[str, Any]]
-C = typing.TypeVar('C', models.DiskTier, models.TierRefusal)
 
 
 def _rates_executemany(session: orm.Session, fields: Sequence[str],
@@ -109,6 +107,11 @@ def _rates_mysql(session: orm.Session, fields: Sequence[str],
                              for row in rows])})
 
 
+def _check_source(source: str) -> None:
+    if source not in tiering.TIER_SOURCES:
+        raise exception.Invalid(reason='unknown tier source %r' % source)
+
+
 def _owner(instance_uuid: str, owners: set[str],
            project_id: str | None = None) -> str:
     """The project owning an instance's disks (``owners``, a set).
@@ -125,24 +128,16 @@ def upsert(session: orm.Session, instance_uuid: str, dev: str, host: str,
            domain: str, project_id: str, volume_id: str | None = None) -> None:
     """Record where a disk lives (membership)."""
     domain_id = domains.domain_row(session, domain).id
-    disk = session.scalars(sa.select(models.Disk).where(
-        models.Disk.instance_uuid == instance_uuid,
-        models.Disk.dev == dev)).first()
-    if disk is None:
-        disk = models.Disk(instance_uuid=instance_uuid, dev=dev,
-                           created_at=models.utcnow())
-        session.add(disk)
-    else:
-        disk.updated_at = models.utcnow()
+    disk = models.find_or_add(session, models.Disk,
+                              instance_uuid=instance_uuid, dev=dev)
     disk.host, disk.domain_id = host, domain_id
     disk.project_id, disk.volume_id = project_id, volume_id
 
 
 def delete(session: orm.Session, instance_uuid: str, dev: str) -> None:
-    count = typing.cast(sa.CursorResult[Any], session.execute(sa.delete(
-        models.Disk).where(models.Disk.instance_uuid == instance_uuid,
-                           models.Disk.dev == dev))).rowcount
-    if not count:
+    if not models.rowcount(session, sa.delete(models.Disk).where(
+            models.Disk.instance_uuid == instance_uuid,
+            models.Disk.dev == dev)):
         raise exception.NotFound(
             what='disk %s of instance %s' % (dev, instance_uuid))
 
@@ -153,19 +148,12 @@ def tier_set(session: orm.Session, instance_uuid: str, dev: str, tier: str,
 
     The API's tenant choices go through :func:`instance_tier_set`.
     """
-    if source not in tiering.TIER_SOURCES:
-        raise exception.Invalid(reason='unknown tier source %r'
-                                % source)
+    _check_source(source)
     tier_id = tiers.tier_row(session, tier).id
-    row = _choice_row(session, models.DiskTier, instance_uuid, dev,
-                      source)
-    if row is None:
-        session.add(models.DiskTier(
-            instance_uuid=instance_uuid, dev=dev, source=source,
-            tier_id=tier_id, project_id=project_id,
-            created_at=models.utcnow()))
-    else:
-        row.tier_id, row.updated_at = tier_id, models.utcnow()
+    row = models.find_or_add(session, models.DiskTier,
+                             instance_uuid=instance_uuid, dev=dev,
+                             source=source)
+    row.tier_id, row.project_id = tier_id, project_id
 
 
 def effective_tiers(session: orm.Session,
@@ -278,9 +266,7 @@ def instance_tier_set(session: orm.Session, default_tier: str | None,
     ``project_id`` (when given) must own the instance and be allowed
     the tier, else NotFound.
     """
-    if source not in tiering.TIER_SOURCES:
-        raise exception.Invalid(reason='unknown tier source %r'
-                                % source)
+    _check_source(source)
     # Write-lock the instance's domains before reading anything
     # else, with an update that changes nothing: a row lock on
     # PostgreSQL and MySQL/MariaDB (where the snapshot of the later
@@ -349,14 +335,6 @@ def instance_tier_set(session: orm.Session, default_tier: str | None,
             'project_id': owner, 'admission': numbers}
 
 
-def _choice_row(session: orm.Session, table: type[C], instance_uuid: str,
-                dev: str, source: str) -> C | None:
-    """The row of ``table`` (a choice or a refusal) for one source."""
-    return session.scalars(sa.select(table).where(
-        table.instance_uuid == instance_uuid, table.dev == dev,
-        table.source == source)).first()
-
-
 def tier_choice_unset(session: orm.Session, instance_uuid: str, source: str,
                       dev: str | None = None) -> None:
     """Drop a source's choice and refusal (for ``dev``, or all)."""
@@ -382,18 +360,13 @@ def tier_refusal_set(session: orm.Session, instance_uuid: str, dev: str,
         models.DiskTier.instance_uuid == instance_uuid,
         models.DiskTier.dev == dev,
         models.DiskTier.source == source))
-    row = _choice_row(session, models.TierRefusal, instance_uuid, dev,
-                      source)
-    if row is None:
-        session.add(models.TierRefusal(
-            instance_uuid=instance_uuid, dev=dev, source=source,
-            tier=tier, reason=reason, project_id=project_id,
-            created_at=models.utcnow()))
-        return True
+    row = models.find_or_add(session, models.TierRefusal,
+                             instance_uuid=instance_uuid, dev=dev,
+                             source=source)
     news = row.tier != tier
     if news:
         row.created_at = models.utcnow()
-    row.tier, row.reason, row.updated_at = tier, reason, models.utcnow()
+    row.tier, row.reason, row.project_id = tier, reason, project_id
     return news
 
 
@@ -607,8 +580,7 @@ def tier_choices_forget(session: orm.Session,
             query = query.where(
                 table.instance_uuid.not_in(list(keep or ())),
                 table.created_at < before)
-        dropped += typing.cast(sa.CursorResult[Any],
-                               session.execute(query)).rowcount
+        dropped += models.rowcount(session, query)
     return dropped
 
 

@@ -17,7 +17,6 @@ Functions of a session (see :class:`iotguard.db.api.Connection`).
 
 from collections.abc import Mapping
 from collections.abc import Sequence
-import typing
 from typing import Any
 
 from oslo_db import exception as db_exc
@@ -146,11 +145,10 @@ def merge(session: orm.Session, into: str, sources: Sequence[str], kind: str
         (s.policy for s in merged if s.policy), None)
     target.params = target.params or next(
         (s.params for s in merged if s.params), {})
-    moved = typing.cast(sa.CursorResult[Any], session.execute(
-        sa.update(models.Disk)
-        .where(models.Disk.domain_id.in_([s.id for s in merged]))
-        .values(domain_id=target.id, updated_at=models.utcnow())
-        .execution_options(synchronize_session=False))).rowcount
+    moved = models.rowcount(session, sa.update(models.Disk).where(
+        models.Disk.domain_id.in_([s.id for s in merged])).values(
+            domain_id=target.id, updated_at=models.utcnow())
+        .execution_options(synchronize_session=False))
     for source in merged:
         session.delete(source)
     target.updated_at = models.utcnow()

@@ -33,8 +33,6 @@ from sqlalchemy.orm import mapped_column
 DateTime = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql',
                                       'mariadb')
 
-_D = typing.TypeVar('_D', datetime.datetime, None)
-
 NAMING = {
     'ix': 'ix_%(column_0_label)s',
     'uq': 'uq_%(table_name)s_%(column_0_name)s',
@@ -261,10 +259,31 @@ def utcnow() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
-def aware(value: _D) -> _D:
-    """A datetime column's naive UTC as an aware UTC datetime (or None)."""
-    return None if value is None else value.replace(
-        tzinfo=datetime.timezone.utc)
+#: The tables :func:`find_or_add` serves.
+M = typing.TypeVar('M', Disk, DiskTier, TierRefusal, Agent)
+
+
+def find_or_add(session: orm.Session, model: type[M],
+                now: datetime.datetime | None = None, **keys: Any) -> M:
+    """The row of ``model`` with ``keys``, or a new one added.
+
+    ``created_at`` of a new row, or ``updated_at`` of the one found, is
+    ``now`` (default :func:`utcnow`).
+    """
+    now = now or utcnow()
+    found = session.scalars(sa.select(model).filter_by(**keys)).first()
+    if found is None:
+        found = model(created_at=now, **keys)
+        session.add(found)
+    else:
+        found.updated_at = now
+    return found
+
+
+def rowcount(session: orm.Session, statement: sa.Executable) -> int:
+    """How many rows an UPDATE or DELETE ``statement`` touched."""
+    return typing.cast(sa.CursorResult[Any],
+                       session.execute(statement)).rowcount
 
 
 def row(obj: object, fields: Iterable[str]) -> dict[str, Any]:
