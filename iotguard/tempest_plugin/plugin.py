@@ -49,7 +49,8 @@ class IotguardTempestPlugin(plugins.TempestPlugin):
 
     def get_service_clients(self) -> list[dict[str, Any]]:
         params = config.service_client_config('iotguard')
-        params.update(name='iotguard_v1', service_version='iotguard.v1',
-                      module_path='iotguard.tempest_plugin.services.v1',
-                      client_names=['IotguardClient'])
+        params.update(
+            name='iotguard_v1', service_version='iotguard.v1',
+            module_path='iotguard.tempest_plugin.services.v1.iotguard_client',
+            client_names=['IotguardClient'])
         return [params]

@@ -30,6 +30,7 @@ from iotguard.tests import base
 
 try:
     from tempest.lib import exceptions as lib_exc
+    from tempest.lib.services import clients as tempest_clients
 
     from iotguard.tempest_plugin import plugin
     from iotguard.tempest_plugin.services.v1 import iotguard_client
@@ -67,8 +68,15 @@ class TestTempestPlugin(base.TestCase):
         self.assertEqual([{
             'service': 'x', 'name': 'iotguard_v1',
             'service_version': 'iotguard.v1',
-            'module_path': 'iotguard.tempest_plugin.services.v1',
+            'module_path':
+                'iotguard.tempest_plugin.services.v1.iotguard_client',
             'client_names': ['IotguardClient']}], clients)
+        # tempest finds the client where the plugin says it is
+        factory = tempest_clients.ClientsFactory(
+            clients[0]['module_path'], clients[0]['client_names'],
+            mock.Mock(), service='resource-guarantee', region='r1')
+        self.assertIsInstance(factory.IotguardClient(),
+                              iotguard_client.IotguardClient)
 
     def test_test_dir_is_inside_top_dir(self):
         tests, top = plugin.IotguardTempestPlugin().load_tests()
