@@ -20,10 +20,6 @@ import os
 
 from iotguard.api import app
 
-
-def _config_files() -> list[str] | None:
-    files = os.environ.get('OS_IOTGUARD_CONFIG_FILES')
-    return files.split(';') if files else None
-
-
-application = app.init_application(config_files=_config_files())
+_files = os.environ.get('OS_IOTGUARD_CONFIG_FILES')
+application = app.init_application(
+    config_files=_files.split(';') if _files else None)
