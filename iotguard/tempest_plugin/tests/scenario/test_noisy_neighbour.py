@@ -126,12 +126,10 @@ class NoisyNeighbourTest(base.BaseIotguardTest):
 
     def _cap(self, uuid: str) -> float | None:
         """The smallest total_bytes_sec capping a disk of ``uuid``."""
-        caps: list[float] = [
-            d['cap']['limits'].get('total_bytes_sec')
-            for d in self._disk(uuid).values()
-            if d['cap'] and d['cap']['limits']]
-        caps = [c for c in caps if c]
-        return min(caps) if caps else None
+        caps = [d['cap']['limits'].get('total_bytes_sec')
+                for d in self._disk(uuid).values()
+                if d['cap'] and d['cap']['limits']]
+        return min((c for c in caps if c), default=None)
 
     def _written(self, uuid: str) -> tuple[str, float] | None:
         """(sampled_at, bytes/s) of the disk the user data writes."""
