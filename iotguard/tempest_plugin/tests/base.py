@@ -83,11 +83,9 @@ class BaseIotguardTest(test.BaseTestCase):
                     servers_client.delete_server, uuid)
 
     @staticmethod
-    def _known(client: iotguard_client.IotguardClient, uuid: str,
-               found: dict[str, dict[str, Any]]) -> bool:
-        """Whether iotguard knows the instance; its view into ``found``."""
+    def _known(client: iotguard_client.IotguardClient, uuid: str) -> bool:
         try:
-            found['instance'] = client.show_instance(uuid)['instance']
+            client.show_instance(uuid)
         except lib_exc.NotFound:
             return False
         return True
@@ -104,14 +102,14 @@ class BaseIotguardTest(test.BaseTestCase):
     @classmethod
     def wait_for_instance_gone(cls, uuid: str) -> None:
         """Wait until iotguard no longer knows the instance ``uuid``."""
-        cls.poll(lambda: not cls._known(cls.admin_client, uuid, {}),
+        cls.poll(lambda: not cls._known(cls.admin_client, uuid),
                  'iotguard still knows instance %s after its deletion' % uuid)
 
     @classmethod
     def wait_for_instance(cls, client: iotguard_client.IotguardClient,
                           uuid: str) -> dict[str, Any]:
         """iotguard's view of the instance, once membership has seen it."""
-        found: dict[str, dict[str, Any]] = {}
-        cls.poll(lambda: cls._known(client, uuid, found),
+        cls.poll(lambda: cls._known(client, uuid),
                  'iotguard did not learn about instance %s' % uuid)
-        return found['instance']
+        instance: dict[str, Any] = client.show_instance(uuid)['instance']
+        return instance
