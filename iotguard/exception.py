@@ -23,10 +23,8 @@ class IotguardException(Exception):
 
     def __init__(self, message: str | None = None, **kwargs: Any) -> None:
         self.kwargs = kwargs
-        if message is None:
-            message = self.msg_fmt % kwargs
-        self.message = message
-        super().__init__(message)
+        self.message = self.msg_fmt % kwargs if message is None else message
+        super().__init__(self.message)
 
 
 class Invalid(IotguardException):

@@ -108,8 +108,7 @@ def cmd_run(args: argparse.Namespace, names: list[str]) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    figures = bench.run(args.disks, args.domains)
-    for key, value in figures.items():
+    for key, value in bench.run(args.disks, args.domains).items():
         sys.stdout.write('%-16s %s\n' % (key, value))
     return 0
 
