@@ -91,10 +91,8 @@ class ListInstance(command.Lister):
 
     def take_action(self, parsed_args: argparse.Namespace) -> common.Listed:
         args = parsed_args
-        project = None
-        if args.project:
-            project = common.project_id(self, args.project,
-                                        args.project_domain)
+        project = (common.project_id(self, args.project, args.project_domain)
+                   if args.project else None)
         instances = common.client(self).instance_list(
             all_projects=args.all_projects, project_id=project)
         columns: common.Columns = LONG_COLUMNS if args.long else LIST_COLUMNS

@@ -147,8 +147,7 @@ class NoisyNeighbourTest(base.BaseIotguardTest):
                 and sample[1] <= cap * TOLERANCE)
 
     def _set_profile(self, domain: str, bytes_sec: float) -> None:
-        shown = self.admin_client.show_domain(domain)['domain']
-        old = shown.get('profile')
+        old = self.admin_client.show_domain(domain)['domain'].get('profile')
         self.admin_client.update_domain(domain, iops_4k=100000,
                                         bytes_sec=bytes_sec)
         if old:
