@@ -23,7 +23,6 @@ headers from ``--os-iotguard-noauth-user``, ``-project`` and ``-roles``.
 """
 
 import argparse
-import logging
 from typing import Any
 
 from osc_lib import clientmanager
@@ -31,8 +30,6 @@ from osc_lib import exceptions
 from osc_lib import utils
 
 from iotguard.osc import client
-
-LOG = logging.getLogger(__name__)
 
 DEFAULT_API_VERSION = '1'
 API_VERSION_OPTION = 'os_iotguard_api_version'
@@ -66,8 +63,6 @@ def make_client(instance: clientmanager.ClientManager) -> client.Client:
     """The iotguard client for osc's ClientManager ``instance``."""
     config = instance.get_configuration()
     instance.setup_auth()
-    LOG.debug('iotguard client: url override %s, auth type %s',
-              config.get('iotguard_url'), config.get('auth_type'))
     # The identity headers for a ``none`` auth type only.
     headers = {header: config['iotguard_' + key]
                for key, header in NOAUTH_HEADERS
