@@ -99,8 +99,6 @@ class Client:
             return {}
         return cast(Answer, response.json())
 
-    # -- tiers ---------------------------------------------------------------
-
     def tier_list(self) -> list[Body]:
         return self._call('GET', '/tiers')['tiers']
 
@@ -116,8 +114,6 @@ class Client:
 
     def tier_delete(self, name: str) -> None:
         self._call('DELETE', '/tiers/%s' % _quote(name))
-
-    # -- instances -----------------------------------------------------------
 
     def instance_list(self, all_projects: bool = False,
                       project_id: str | None = None) -> list[Body]:
@@ -135,8 +131,6 @@ class Client:
     def instance_unset_tier(self, uuid: str) -> None:
         self._call('DELETE', '/instances/%s/tier' % _quote(uuid))
 
-    # -- domains -------------------------------------------------------------
-
     def domain_list(self) -> list[Body]:
         return self._call('GET', '/domains')['domains']
 
@@ -147,19 +141,14 @@ class Client:
         return self._call('PATCH', '/domains/%s' % _quote(name),
                           fields)['domain']
 
-    # -- agents --------------------------------------------------------------
-
     def agent_list(self, host: str | None = None,
                    alive: bool | None = None) -> list[Body]:
         params = {'host': host,
                   'alive': None if alive is None else str(alive).lower()}
         return self._call('GET', '/agents', params=params)['agents']
 
-    # -- decisions -----------------------------------------------------------
-
     def decision_show(self, decision_id: int) -> Body:
-        return self._call('GET', '/decisions/%s'
-                          % _quote(str(decision_id)))['decision']
+        return self._call('GET', '/decisions/%d' % decision_id)['decision']
 
     def decision_list(self, **filters: Any) -> tuple[list[Body], int | None]:
         """One page: ``(decisions, marker of the next page or None)``."""
