@@ -58,9 +58,10 @@ def is_enabled(request):
 def _adapter(request):
     verify = (False if settings.OPENSTACK_SSL_NO_VERIFY
               else settings.OPENSTACK_SSL_CACERT or True)
-    auth = token_endpoint.Token(base.url_for(request, SERVICE_TYPE),
-                                request.user.token.id)
+    endpoint = base.url_for(request, SERVICE_TYPE)
+    auth = token_endpoint.Token(endpoint, request.user.token.id)
     return adapter.Adapter(session.Session(auth=auth, verify=verify),
+                           endpoint_override=endpoint,
                            user_agent='iotguard-dashboard')
 
 

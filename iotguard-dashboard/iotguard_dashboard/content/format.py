@@ -91,3 +91,8 @@ def fraction(value):
 
 def percent(value):
     return NONE if value is None else '%.1f %%' % (100 * value)
+
+
+def moment(text):
+    """An API timestamp to the second: ``2026-11-22 03:40:10``."""
+    return text[:19].replace('T', ' ') if text else NONE

@@ -12,10 +12,10 @@
 
 # Project > Compute > Disk I/O: the project's disks, their tiers, floors,
 # rates and caps, and the choice of tier. Copy this file into Horizon's
-# openstack_dashboard/local/enabled/ to enable the panel.
+# openstack_dashboard/local/enabled/ (with _89_iotguard_dashboard.py) to
+# enable the panel.
 
 PANEL = 'iotguard_disks'
 PANEL_DASHBOARD = 'project'
 PANEL_GROUP = 'compute'
 ADD_PANEL = 'iotguard_dashboard.content.project.iotguard_disks.panel.DiskIO'
-ADD_INSTALLED_APPS = ['iotguard_dashboard']

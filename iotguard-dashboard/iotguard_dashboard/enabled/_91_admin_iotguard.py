@@ -12,10 +12,10 @@
 
 # Admin > System > Disk I/O: each contention domain's capacity, committed
 # floors and utilisation, the caps in force and the latest decisions. Copy
-# this file into Horizon's openstack_dashboard/local/enabled/ to enable it.
+# this file into Horizon's openstack_dashboard/local/enabled/ (with
+# _89_iotguard_dashboard.py) to enable it.
 
 PANEL = 'iotguard'
 PANEL_DASHBOARD = 'admin'
 PANEL_GROUP = 'admin'
 ADD_PANEL = 'iotguard_dashboard.content.admin.iotguard.panel.DiskIO'
-ADD_INSTALLED_APPS = ['iotguard_dashboard']

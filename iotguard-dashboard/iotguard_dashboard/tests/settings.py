@@ -30,4 +30,5 @@ INSTALLED_APPS = list(INSTALLED_APPS)
 settings_utils.update_dashboards(
     [openstack_dashboard.enabled, iotguard_dashboard.enabled],
     HORIZON_CONFIG, INSTALLED_APPS)
+# Horizon's own applications were added once already by its settings.
 INSTALLED_APPS = list(collections.OrderedDict.fromkeys(INSTALLED_APPS))

@@ -199,8 +199,8 @@ class AdminPanelTests(CatalogMixin, helpers.BaseAdminViewTests):
         self.assertEqual([7], [d.id for d in
                                response.context['decisions_table'].data])
         for text in ('10000 IOPS, 400.0 MB/s (manual), additive',
-                     '0.500 of 0.900 allowed', '35.2 %',
-                     'no learned verdict', '2026-11-22T03:40:40Z', REASON):
+                     '0.500 of 0.900 allowed', '35.2 %', '2026-11-22 03:40:10',
+                     'no learned verdict', '2026-11-22 03:40:40', REASON):
             self.assertContains(response, text)
 
 
@@ -231,3 +231,18 @@ class APIErrorTests(helpers.TestCase):
                 iotguard.tier_list(mock.Mock())
         self.assertEqual((502, '<html>proxy</html>'),
                          (ctx.exception.code, ctx.exception.message))
+
+
+class EnabledFilesTests(helpers.TestCase):
+
+    def test_each_application_once(self):
+        # Django refuses an application installed twice: the panels'
+        # files must not each add the plugin's.
+        import iotguard_dashboard.enabled
+        from openstack_dashboard.utils import settings as settings_utils
+        apps, config = [], {}
+        settings_utils.update_dashboards([iotguard_dashboard.enabled],
+                                         config, apps)
+        self.assertEqual(['iotguard_dashboard'], apps)
+        self.assertEqual({'iotguard_disks', 'iotguard'},
+                         {c['PANEL'] for c in config['panel_customization']})

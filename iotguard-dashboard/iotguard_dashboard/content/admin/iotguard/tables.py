@@ -74,7 +74,7 @@ class CapsTable(tables.DataTable):
     tier = tables.Column(fmt.tier, verbose_name=_('Tier'))
     cap = tables.Column(fmt.cap, verbose_name=_('Cap'))
     reason = tables.Column(fmt.cap_reason, verbose_name=_('Reason'))
-    lease = tables.Column(lambda d: d['cap']['lease_expires_at'],
+    lease = tables.Column(lambda d: fmt.moment(d['cap']['lease_expires_at']),
                           verbose_name=_('Lease expires'))
 
     def get_object_id(self, datum):
@@ -86,7 +86,8 @@ class CapsTable(tables.DataTable):
 
 
 class DecisionsTable(tables.DataTable):
-    created_at = tables.Column('created_at', verbose_name=_('Time'))
+    created_at = tables.Column(lambda d: fmt.moment(d.created_at),
+                               verbose_name=_('Time'))
     domain = tables.Column('domain', verbose_name=_('Domain'))
     instance = tables.Column('instance_uuid', verbose_name=_('Instance'))
     dev = tables.Column('dev', verbose_name=_('Device'))

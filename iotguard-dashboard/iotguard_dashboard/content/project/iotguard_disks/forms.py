@@ -23,7 +23,7 @@ UNSET = ''
 
 class ChangeTier(forms.SelfHandlingForm):
     instance_uuid = forms.CharField(widget=forms.HiddenInput())
-    tier = forms.ThemableChoiceField(
+    tier = forms.ChoiceField(
         label=_('I/O tier'), required=False,
         help_text=_('Every disk of the server gets this tier. Admission '
                     'refuses a tier whose floor a domain holding one of '

@@ -1,0 +1,393 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The dashboard plugin in a real Horizon, driven by headless Chromium.
+
+A throwaway Keystone (test_osc_keystone.Keystone) holds the catalog entry
+of iotguard-api (auth_strategy = keystone, on a migrated SQLite database
+seeded with a domain, disks, a cap and its decision); Horizon 27 from
+tools/install-horizon.sh (its own virtualenv) serves the plugin from this
+checkout (iotguard-dashboard/) with Django's runserver on a free loopback
+port, its local settings generated here; Chromium (Debian's chromium and
+chromium-driver) through Selenium logs in:
+
+* as a project member: Project > Compute > Disk I/O shows the project's
+  disks (not another project's) with what the API says of them and the
+  tiers the project may choose; "Change I/O tier" to a tier that fits is
+  admitted, to one that does not is refused with admission's message, and
+  the API's database agrees; Admin > Disk I/O is not the member's;
+* as the admin: Admin > Disk I/O shows each domain's committed floors and
+  utilisation as the API reports them, the caps in force and the latest
+  decisions with their reasons.
+
+Screenshots are taken of each page; with IOTGUARD_SCREENSHOTS=<dir> (the
+docs use doc/source) they are saved as <dir>/user/dashboard-*.png and
+<dir>/admin/dashboard-*.png, otherwise in a temporary directory.
+"""
+
+import datetime
+import functools
+import os
+import socket
+import subprocess
+import time
+
+import fixtures
+import openstack
+from testtools import content
+
+from iotguard.policy import admission
+from iotguard.tests import base
+from iotguard.tests.functional import test_osc_keystone as keystone
+
+HORIZON_VENV = os.environ.get('IOTGUARD_HORIZON_VENV',
+                              '/opt/iotguard-horizon')
+CHROMEDRIVER = os.environ.get('IOTGUARD_CHROMEDRIVER',
+                              '/usr/bin/chromedriver')
+CHROMIUM = os.environ.get('IOTGUARD_CHROMIUM', '/usr/bin/chromium')
+PLUGIN = os.path.abspath(os.path.join(
+    os.path.dirname(__file__), '..', '..', '..', 'iotguard-dashboard'))
+
+DOMAIN = 'local:compute1'
+WEB = '5a0c6f3e-0d7a-4b53-9a7e-3f7f2d9b8c41'
+OTHER = '9d1f3b2c-6e4a-4f8b-8c7d-2a1b0c9d8e7f'
+REASON = ('guarantee: load 0.4000 above its fair share 0.3400, capped at '
+          '0.3400 (floor 0.2000)')
+WAIT = 60
+
+# Horizon reads its local settings as the top-level package ``local``
+# (settings.py puts its own directory last on sys.path): the ``local``
+# package of this test's directory, first on PYTHONPATH, is the one it
+# reads, and the deployment's stays untouched. The plugin's enabled/
+# files join openstack_dashboard.local.enabled as a deployment's copies
+# would.
+LOCAL_SETTINGS = '''
+from openstack_dashboard.local import enabled as _enabled
+_enabled.__path__.append(%(enabled)r)
+
+DEBUG = True
+SECRET_KEY = %(secret)r
+ALLOWED_HOSTS = ['127.0.0.1']
+OPENSTACK_KEYSTONE_URL = %(keystone)r
+OPENSTACK_ENDPOINT_TYPE = 'publicURL'
+# Sessions in files: in a local-memory cache, django-compressor's entries
+# would soon cull them.
+SESSION_ENGINE = 'django.contrib.sessions.backends.file'
+SESSION_FILE_PATH = %(work)r
+CACHES = {'default': {
+    'BACKEND': 'django.core.cache.backends.locmem.LocMemCache'}}
+STATIC_ROOT = %(static)r
+MEDIA_ROOT = %(media)r
+LOGGING = {'version': 1, 'disable_existing_loggers': False,
+           'handlers': {'console': {'class': 'logging.StreamHandler'}},
+           'root': {'handlers': ['console'], 'level': 'WARNING'}}
+'''
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+class Horizon(fixtures.Fixture):
+    """Horizon with the plugin on ``.url``, its log in ``.log``."""
+
+    def __init__(self, keystone_url):
+        super().__init__()
+        self.keystone_url = keystone_url
+
+    def _setUp(self):
+        work = self.useFixture(fixtures.TempDir()).path
+        os.makedirs(os.path.join(work, 'local'))
+        open(os.path.join(work, 'local', '__init__.py'), 'w').close()
+        with open(os.path.join(work, 'local', 'local_settings.py'),
+                  'w') as out:
+            out.write(LOCAL_SETTINGS % {
+                'enabled': os.path.join(PLUGIN, 'iotguard_dashboard',
+                                        'enabled'),
+                'secret': 'test-%d' % os.getpid(),
+                'keystone': self.keystone_url,
+                'static': os.path.join(work, 'static'),
+                'media': os.path.join(work, 'media'), 'work': work})
+        port = _free_port()
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join((work, PLUGIN)),
+                   DJANGO_SETTINGS_MODULE='openstack_dashboard.settings')
+        self.log = os.path.join(work, 'horizon.log')
+        with open(self.log, 'w') as log:
+            process = subprocess.Popen(
+                [os.path.join(HORIZON_VENV, 'bin', 'python'), '-m',
+                 'django', 'runserver', '--noreload', '127.0.0.1:%d' % port],
+                cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
+        self.addCleanup(process.wait, 10)
+        self.addCleanup(process.terminate)
+        self.url = 'http://127.0.0.1:%d' % port
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(('127.0.0.1', port), 1).close()
+                return
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError('Horizon did not start: %s'
+                                       % self.tail())
+                time.sleep(0.2)
+
+    def tail(self):
+        with open(self.log) as log:
+            return log.read()[-20000:]
+
+
+class TestHorizon(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        missing = [what for what, path in (
+            ('Horizon (tools/install-horizon.sh)',
+             os.path.join(HORIZON_VENV, 'bin', 'python')),
+            ('Keystone (tools/install-keystone.sh)',
+             os.path.join(keystone.VENV, 'bin', 'keystone-manage')),
+            ('chromium-driver', CHROMEDRIVER), ('chromium', CHROMIUM))
+            if not os.path.exists(path)]
+        try:
+            import selenium  # noqa: F401
+        except ImportError:
+            missing.append('selenium (pip)')
+        if missing:
+            self.skipTest('not installed: %s' % ', '.join(missing))
+        self.useFixture(fixtures.Timeout(240, gentle=True))
+        self.keystone = self.useFixture(keystone.Keystone())
+        # The API as TestThroughKeystone runs it (its helpers need only
+        # self.keystone, self.admin and useFixture).
+        self.api = self.useFixture(keystone.test_osc.ApiServer(
+            keystone.TestThroughKeystone._api_conf(self), noauth=False))
+        self.admin = openstack.connection.Connection(
+            region_name='RegionOne', **self.keystone.auth())
+        self.addCleanup(self.admin.close)
+        identity = self.admin.identity
+        service = identity.create_service(name='iotguard',
+                                          type='resource-guarantee')
+        identity.create_endpoint(service_id=service.id, interface='public',
+                                 url=self.api.url, region_id='RegionOne')
+        keystone.TestThroughKeystone._member(self, 'demo', 'demo')
+        self.demo = identity.find_project('demo').id
+        self._seed()
+        self.horizon = self.useFixture(Horizon(self.keystone.url))
+        self.shots = os.environ.get('IOTGUARD_SCREENSHOTS') or (
+            self.useFixture(fixtures.TempDir()).path)
+        self.browser = self._browser()
+
+    def _seed(self):
+        """A domain with room for gold but not platinum; a capped disk."""
+        db = self.api.db
+        db.domain_create(DOMAIN, 'local', iops_4k=10000.0, bytes_sec=400e6)
+        for values in (
+                {'name': 'bronze', 'description': 'batch jobs',
+                 'min_iops': 200.0},
+                {'name': 'gold', 'description': 'databases',
+                 'min_iops': 2000.0, 'min_bytes_sec': 20e6,
+                 'max_iops': 5000.0},
+                {'name': 'platinum', 'description': 'the billing database',
+                 'min_iops': 9500.0}):
+            db.tier_create(dict({'description': '', 'min_iops': 0.0,
+                                 'min_bytes_sec': 0.0, 'max_iops': 0.0,
+                                 'max_bytes_sec': 0.0, 'weight': 1.0,
+                                 'is_public': True}, **values), [])
+        db.disk_upsert(WEB, 'vda', 'compute1', DOMAIN, self.demo)
+        db.disk_upsert(WEB, 'vdb', 'compute1', DOMAIN, self.demo,
+                       volume_id='3f1e9c2b-7a4d-4e8f-b6c5-1d2e3f4a5b6c')
+        db.disk_upsert(OTHER, 'vda', 'compute1', DOMAIN, 'another-project')
+        db.instance_tier_set(OTHER, 'bronze', functools.partial(
+            admission.check, max_ratio=0.9))
+        now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+        vda = next(d for d in db.disk_list(instance_uuid=WEB)
+                   if d['dev'] == 'vda')
+        db.disk_rates_bulk_update([{
+            'id': vda['id'], 'sampled_at': now, 'read_iops': 2400.0,
+            'write_iops': 800.0, 'read_bytes_sec': 9.8e6,
+            'write_bytes_sec': 3.2e6, 'latency_ms': 4.2}])
+        limits = {'total_iops_sec': 2900, 'total_bytes_sec': 11878400}
+        decision, = db.decisions_create([{
+            'domain': DOMAIN, 'policy': 'guarantee', 'instance_uuid': WEB,
+            'dev': 'vda', 'project_id': self.demo, 'action': 'cap',
+            'old_limits': {}, 'new_limits': limits, 'reason': REASON,
+            'numbers': {'load': 0.4, 'share': 0.34, 'floor': 0.2}}])
+        db.caps_set([{'instance_uuid': WEB, 'dev': 'vda', 'limits': limits,
+                      'lease_expires_at': now + datetime.timedelta(hours=1),
+                      'decision_id': decision}])
+
+    def _browser(self):
+        from selenium import webdriver
+        from selenium.webdriver.chrome import service
+
+        options = webdriver.ChromeOptions()
+        options.binary_location = CHROMIUM
+        for argument in ('--headless=new', '--no-sandbox',
+                         '--disable-dev-shm-usage', '--disable-gpu',
+                         '--window-size=1500,1000'):
+            options.add_argument(argument)
+        browser = webdriver.Chrome(
+            options=options, service=service.Service(CHROMEDRIVER))
+        self.addCleanup(browser.quit)
+        browser.set_page_load_timeout(WAIT)
+        self.addOnException(self._on_failure)
+        return browser
+
+    def _on_failure(self, exc_info):
+        self.addDetail('api-requests', content.text_content(
+            '\n'.join(self.api.seen)))
+        self.addDetail('horizon-log', content.text_content(
+            self.horizon.tail()))
+        try:
+            self.addDetail('page', content.text_content(
+                self.browser.find_element('tag name', 'body').text[-3000:]))
+        except Exception:
+            pass
+
+    # -- browser helpers -----------------------------------------------------
+
+    def wait(self, condition):
+        from selenium.webdriver.support import ui
+        return ui.WebDriverWait(self.browser, WAIT).until(condition)
+
+    def wait_text(self, css, text):
+        from selenium.webdriver.common import by
+        from selenium.webdriver.support import expected_conditions as ec
+        self.wait(ec.text_to_be_present_in_element((by.By.CSS_SELECTOR, css),
+                                                   text))
+
+    def css(self, selector, many=False):
+        from selenium.webdriver.common import by
+        find = (self.browser.find_elements if many
+                else self.browser.find_element)
+        return find(by.By.CSS_SELECTOR, selector)
+
+    def login(self, user, path):
+        """Log ``user`` in and land on ``path``.
+
+        Straight to the panel: Horizon's default page (Project >
+        Overview) needs Nova, which this cloud has not.
+        """
+        self.browser.delete_all_cookies()
+        self.browser.get(self.horizon.url + '/auth/login/?next=' + path)
+        self.css('#id_username').send_keys(user)
+        self.css('#id_password').send_keys(keystone.PASSWORD)
+        self.css('#loginBtn').click()
+        self.wait(lambda b: '/auth/login' not in b.current_url)
+        self.assertNotIn('Invalid credentials', self.browser.page_source)
+
+    def open(self, path):
+        self.browser.get(self.horizon.url + path)
+
+    def rows(self, table):
+        """``{row id: text}`` of a Horizon table's data rows."""
+        return {row.get_attribute('data-object-id'): row.text
+                for row in self.css('#%s tbody tr[data-object-id]' % table,
+                                    many=True)}
+
+    def screenshot(self, where, name):
+        directory = os.path.join(self.shots, where)
+        os.makedirs(directory, exist_ok=True)
+        self.assertTrue(self.browser.save_screenshot(
+            os.path.join(directory, 'dashboard-%s.png' % name)))
+
+    def api_get(self, path):
+        return self.admin.session.get(self.api.url + path).json()
+
+    def tiers_of(self, uuid):
+        return {d['tier'] and d['tier'].name
+                for d in self.api.db.disk_list(instance_uuid=uuid)}
+
+    # -- the tests -----------------------------------------------------------
+
+    def test_member_sees_its_disks_and_changes_the_tier(self):
+        from selenium.webdriver.support import ui
+
+        self.login('demo', '/project/iotguard_disks/')
+        self.wait_text('#disks', 'vda')
+        rows = self.rows('disks')
+        self.assertEqual({WEB + '-vda', WEB + '-vdb'}, set(rows))
+        self.assertNotIn(OTHER, self.browser.page_source)
+        vda, vdb = rows[WEB + '-vda'], rows[WEB + '-vdb']
+        for text in (DOMAIN, '3200 IOPS, 13.0 MB/s, 4.2 ms',
+                     'total 11.9 MB/s, total 2900 IOPS', REASON):
+            self.assertIn(text, vda)
+        self.assertIn('not sampled yet', vdb)
+        tiers = self.rows('tiers')
+        self.assertEqual({'bronze', 'gold', 'platinum'}, set(tiers))
+        self.assertIn('2000 IOPS, 20.0 MB/s', tiers['gold'])
+        self.assertIn('5000 IOPS', tiers['gold'])
+
+        # Admitted: gold fits (the domain can keep both disks' floors).
+        self._choose('gold')
+        self.wait_text('.alert-success', 'now has I/O tier gold')
+        self.assertEqual({'gold'}, self.tiers_of(WEB))
+        self.wait_text('#disks', 'gold (api)')
+        self.assertIn('2000 IOPS, 20.0 MB/s',
+                      self.rows('disks')[WEB + '-vdb'])
+        self.screenshot('user', 'disks')
+
+        # Refused: platinum's floors do not fit; the form says why and
+        # nothing changed.
+        self._choose('platinum')
+        self.wait_text('.modal .alert-danger',
+                       'Tier platinum does not fit in domain %s now'
+                       % DOMAIN)
+        self.screenshot('user', 'tier-refused')
+        self.assertEqual({'gold'}, self.tiers_of(WEB))
+        self.assertIn('409 PUT /v1/instances/%s/tier' % WEB, self.api.seen)
+        self.assertIn('200 PUT /v1/instances/%s/tier' % WEB, self.api.seen)
+
+        # The form offers the project's tiers, gold now chosen.
+        select = ui.Select(self.css('.modal #id_tier'))
+        self.assertEqual(['', 'bronze', 'gold', 'platinum'],
+                         [o.get_attribute('value') for o in select.options])
+
+        # The admin panel is not the member's.
+        self.open('/admin/iotguard/')
+        self.wait_text('body', 'You are not authorized to access this page')
+        self.assertFalse(self.css('#domains', many=True))
+        self.assertFalse([r for r in self.api.seen if '/v1/domains' in r])
+
+    def _choose(self, tier):
+        from selenium.webdriver.support import ui
+
+        self.open('/project/iotguard_disks/')
+        self.wait_text('#disks', 'vda')
+        self.css('#disks tr[data-object-id="%s-vda"] '
+                 'a[id$="__action_change_tier"]' % WEB).click()
+        self.wait(lambda b: self.css('.modal #id_tier', many=True))
+        ui.Select(self.css('.modal #id_tier')).select_by_value(tier)
+        self.css('.modal [type=submit]').click()
+
+    def test_admin_sees_domains_caps_and_decisions(self):
+        self.api.db.instance_tier_set(WEB, 'gold', functools.partial(
+            admission.check, max_ratio=0.9))
+        self.login('admin', '/admin/iotguard/')
+        self.wait_text('#domains', DOMAIN)
+        domain = self.api_get('/v1/domains/%s' % DOMAIN)['domain']
+        row = self.rows('domains')[DOMAIN]
+        self.assertIn('%.3f of %.3f allowed' % (
+            domain['committed'], domain['max_commit_ratio']), row)
+        self.assertIn('%.1f %%' % (100 * domain['utilisation']), row)
+        self.assertIn('10000 IOPS, 400.0 MB/s (manual), additive', row)
+        caps = self.rows('caps')
+        self.assertEqual([WEB + '-vda'], list(caps))
+        self.assertIn(REASON, caps[WEB + '-vda'])
+        self.assertIn(self.demo, caps[WEB + '-vda'])
+        self.assertIn('gold (api)', caps[WEB + '-vda'])
+        decisions = self.api_get('/v1/decisions')['decisions']
+        self.assertEqual([str(d['id']) for d in decisions],
+                         list(self.rows('decisions')))
+        self.assertIn(REASON, self.rows('decisions')[str(
+            decisions[0]['id'])])
+        self.screenshot('admin', 'domains')
