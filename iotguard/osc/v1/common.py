@@ -45,14 +45,6 @@ def client(command: osc_command.Command) -> osc_client.Client:
     return iotguard
 
 
-def _noauth(command: osc_command.Command) -> bool:
-    return plugin.noauth(command.app.client_manager.get_configuration())
-
-
-def _sdk(command: osc_command.Command) -> connection.Connection:
-    return command.app.client_manager.sdk_connection
-
-
 def server_id(command: osc_command.Command, name_or_id: str) -> str:
     """The UUID of a Nova server given by name or ID.
 
@@ -62,13 +54,14 @@ def server_id(command: osc_command.Command, name_or_id: str) -> str:
     """
     if uuidutils.is_uuid_like(name_or_id):
         return name_or_id
-    if _noauth(command):
+    manager = command.app.client_manager
+    if plugin.noauth(manager.get_configuration()):
         raise exceptions.CommandError(
             'With --os-auth-type none there is no Nova to look server %r '
             'up in: give its UUID.' % name_or_id)
+    sdk: connection.Connection = manager.sdk_connection
     try:
-        return _sdk(command).compute.find_server(name_or_id,
-                                                 ignore_missing=False).id
+        return sdk.compute.find_server(name_or_id, ignore_missing=False).id
     except sdk_exc.NotFoundException:
         raise exceptions.CommandError(
             'No server with a name or ID of %r exists.' % name_or_id)
@@ -89,9 +82,10 @@ def project_id(command: osc_command.Command, name_or_id: str,
     ``--os-auth-type none`` (no Keystone), or when Keystone does not let
     the caller read projects, the value is taken as an ID.
     """
-    if _noauth(command):
+    manager = command.app.client_manager
+    if plugin.noauth(manager.get_configuration()):
         return name_or_id
-    identity = cast(identity_v3.Proxy, _sdk(command).identity)
+    identity = cast(identity_v3.Proxy, manager.sdk_connection.identity)
     try:
         where = {}
         if domain:
