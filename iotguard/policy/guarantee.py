@@ -51,6 +51,7 @@ that change.
 
 import dataclasses
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -61,27 +62,34 @@ from iotguard.policy import costmodel
 #: The domain's capacity in the cost model's unit.
 CAPACITY = 1.0
 
-DEFAULTS = {
-    'high_watermark': 0.9,
-    'low_watermark': 0.7,
-    'latency_threshold_ms': 1.0,
-    'latency_factor': 2.5,
-    'busy_depth': 0.8,
-    'release_factor': 1.5,
-    'headroom': 0.2,
-    'floor_margin': 0.2,
-    'at_cap_ratio': 0.9,
-    'tolerance': 0.05,
-    'min_change': 0.1,
-    'min_capacity': 0.0,
-    'congestion_ms': 0.0,
-    'congestion_factor': 8.0,
-    'congestion_release': 0.7,
-    'raise_change': 0.03,
-    'border_max': 0.94,
-    'border_step': 0.01,
-    'confirm_change': 0.2,
-}
+
+@dataclasses.dataclass(eq=False)
+class Params:
+    """The policy's parameters and their defaults (admin/policies.rst)."""
+
+    high_watermark: float = 0.9
+    low_watermark: float = 0.7
+    latency_threshold_ms: float = 1.0
+    latency_factor: float = 2.5
+    busy_depth: float = 0.8
+    release_factor: float = 1.5
+    headroom: float = 0.2
+    floor_margin: float = 0.2
+    at_cap_ratio: float = 0.9
+    tolerance: float = 0.05
+    min_change: float = 0.1
+    min_capacity: float = 0.0
+    congestion_ms: float = 0.0
+    congestion_factor: float = 8.0
+    congestion_release: float = 0.7
+    #: (never above min_change)
+    raise_change: float = 0.03
+    border_max: float = 0.94
+    border_step: float = 0.01
+    confirm_change: float = 0.2
+
+
+DEFAULTS = dataclasses.asdict(Params())
 
 #: How far, per decision, the learned uncongested service time follows
 #: observations above it (a half-life of ~700 decisions, an hour at 5 s):
@@ -120,22 +128,19 @@ SPREAD = 0.005
 
 
 def spread(at_level: base.BoolArray) -> base.FloatArray:
-    """A factor per disk: 1, but ``1 +- SPREAD`` for later ones at a level.
+    """A factor per disk: 1, within ``1 +- SPREAD`` for later ones at a level.
 
-    The first disk held at the water level (``at_level``) and every other
-    disk get 1; the second and later ones at the level get a factor in
-    ``[1 - SPREAD, 1 + SPREAD]``.
-
-    Floods with equal shares capped at the same instant get equal caps,
-    and equal leaky buckets filled alike release their requests in
-    lockstep: their bursts reach the storage together and a shallow disk
-    waits behind all of them at once (in the simulator: the synchronous
-    writer of ``aggressors`` at 0.945 of its demand with three equal caps,
-    at 0.953 or more with caps a fraction of a per cent apart). Caps that
-    far apart drift through each other's phase within a second. The k-th
-    disk at the level gets the k-th term of the golden ratio's sequence,
-    centred on the first (which keeps its share exactly), so any two are
-    far apart.
+    Only the second and later disks held at the water level (``at_level``)
+    get a factor other than 1. Floods with equal shares capped at the same
+    instant get equal caps, and equal leaky buckets filled alike release
+    their requests in lockstep: their bursts reach the storage together
+    and a shallow disk waits behind all of them at once (in the simulator:
+    the synchronous writer of ``aggressors`` at 0.945 of its demand with
+    three equal caps, at 0.953 or more with caps a fraction of a per cent
+    apart). Caps that far apart drift through each other's phase within a
+    second. The k-th disk at the level gets the k-th term of the golden
+    ratio's sequence, centred on the first (which keeps its share
+    exactly), so any two are far apart.
     """
     rank = np.cumsum(at_level) - 1.0
     golden = (rank * 0.6180339887498949 + 0.5) % 1.0
@@ -191,24 +196,39 @@ def floor_and_ceiling(snap: base.DomainSnapshot, size: base.FloatArray,
         snap.floor_iops, snap.floor_bytes_sec, size, snap.profile), ceil), ceil
 
 
-def _static_and_release(snap: base.DomainSnapshot, ceil: base.FloatArray,
-                        size: base.FloatArray, cost: base.FloatArray
-                        ) -> tuple[base.FloatArray, base.FloatArray]:
-    """The static limits' load, and the load from which a cap is released.
+class _Loads(NamedTuple):
+    """A snapshot's disks in device-seconds per second (step 1)."""
 
-    The static limits are Nova's or Cinder's (``inf``: none). A cap is
-    released at the ceiling, or the whole domain when there is none, where
-    the static limits alone keep the disk under the ceiling; never, where
-    a tier ceiling sits below the static limits.
-    """
-    point = np.minimum(ceil, CAPACITY)
-    if snap.static_iops is None or snap.static_bytes_sec is None:
-        return np.full(len(snap), np.inf), point
-    static = costmodel.limit_load(snap.static_iops, snap.static_bytes_sec,
-                                  size, cost)
-    with np.errstate(invalid='ignore'):
-        below_static = ceil < static * (1.0 - 1e-9)
-    return static, np.where(below_static, np.inf, point)
+    size: base.FloatArray    # mean I/O size (bytes)
+    cost: base.FloatArray    # of one operation at that size
+    u: base.FloatArray       # what each disk does
+    floor: base.FloatArray
+    ceil: base.FloatArray
+    cap: base.FloatArray     # the cap in force (inf: none)
+    static: base.FloatArray  # Nova's or Cinder's static limits (inf: none)
+    #: a cap raised this far is released: at the ceiling (or the whole
+    #: domain without one) where the static limits alone keep the disk
+    #: under it; never where a tier ceiling sits below the static limits
+    hold: base.FloatArray
+
+    @classmethod
+    def of(cls, snap: base.DomainSnapshot) -> '_Loads':
+        size = costmodel.mean_io_size(snap.iops, snap.bytes_sec)
+        cost = costmodel.op_cost(size, snap.profile)
+        floor, ceil = floor_and_ceiling(snap, size, cost)
+        cap = costmodel.limit_load(snap.cap_iops, snap.cap_bytes_sec, size,
+                                   cost)
+        hold = np.minimum(ceil, CAPACITY)
+        if snap.static_iops is None or snap.static_bytes_sec is None:
+            static = np.full(len(snap), np.inf)
+        else:
+            static = costmodel.limit_load(snap.static_iops,
+                                          snap.static_bytes_sec, size, cost)
+            with np.errstate(invalid='ignore'):
+                hold = np.where(ceil < static * (1.0 - 1e-9), np.inf, hold)
+        return cls(size, cost, costmodel.load(snap.iops, snap.bytes_sec,
+                                              snap.profile),
+                   floor, ceil, cap, static, hold)
 
 
 def learn_service(known: float | None, latency_ms: base.FloatArray,
@@ -235,13 +255,10 @@ def closed_loop_demand(iops: base.FloatArray, latency_ms: base.FloatArray,
                        service_ms: base.FloatArray) -> base.FloatArray:
     """Operations/s a client with one request at a time would send.
 
-    A client that keeps at most one request in flight spends ``1 / iops``
-    per operation: ``latency`` in the storage, the rest thinking (or
-    pacing). At the uncongested ``service`` time it would send ``1 /
-    (think + service)``: what it loses to the queue, whether it is a
-    closed loop that computes between synchronous writes or a paced one
-    (which the estimate over-reads while the queue lasts: once the queue
-    is short the two agree). Never below what it does now.
+    Such a client spends ``1 / iops`` per operation: ``latency`` in the
+    storage, the rest thinking (or pacing). At the uncongested ``service``
+    time it would send ``1 / (think + service)`` (a paced client is
+    over-read while the queue lasts). Never below what it does now.
     """
     with np.errstate(divide='ignore', invalid='ignore'):
         think = np.maximum(0.0, 1.0 / iops - latency_ms / 1000.0)
@@ -254,25 +271,24 @@ def closed_loop_demand(iops: base.FloatArray, latency_ms: base.FloatArray,
 
 @dataclasses.dataclass
 class Memory:
-    """What ``guarantee`` remembers of one domain between decisions.
+    """What ``guarantee`` remembers of one domain between decisions."""
 
-    ``service``: the uncongested service time per device-second of cost
-    (:func:`learn_service`); ``asked``: the load each disk did when it was
-    last uncongested (``nan``: never seen so), aligned with ``disk_ids``;
-    ``cut_over_border``: whether the domain's last cut was made above the
-    border; ``border``: the border the domain is held at
-    (:func:`adapt_border`; ``None``: ``high_watermark``, not adapted yet);
-    ``wanted``: which way the last decision wanted each disk's cap moved
-    and did not move it yet (-1 down, +1 up, 0 neither), aligned too.
-    """
-
+    #: the uncongested service time per device-second of cost
+    #: (:func:`learn_service`)
     service: float | None = None
-    #: only then are raises toward the share sent from raise_change on
+    #: whether the last cut was made above the border (only then are raises
+    #: toward the share sent from raise_change on)
     cut_over_border: bool = True
+    #: the border the domain is held at (:func:`adapt_border`; ``None``:
+    #: ``border_max``, not adapted yet)
     border: float | None = None
+    #: the disks of ``asked`` and ``wanted``, by position (:meth:`align`)
     disk_ids: tuple[str, ...] = ()
+    #: each disk's load when last uncongested (``nan``: never seen so)
     asked: base.FloatArray = dataclasses.field(
         default_factory=lambda: np.zeros(0))
+    #: which way the last decision wanted each cap moved and did not move
+    #: it yet (-1 down, +1 up, 0 neither)
     wanted: base.FloatArray = dataclasses.field(
         default_factory=lambda: np.zeros(0))
 
@@ -282,11 +298,11 @@ class Memory:
         New disks: ``asked`` ``nan``, ``wanted`` 0.
         """
         if disk_ids != self.disk_ids:
-            old = dict(zip(self.disk_ids, zip(self.asked.tolist(),
-                                              self.wanted.tolist())))
-            rows = [old.get(d, (math.nan, 0.0)) for d in disk_ids]
-            self.asked = np.array([r[0] for r in rows], dtype=np.float64)
-            self.wanted = np.array([r[1] for r in rows], dtype=np.float64)
+            old = {disk_id: i for i, disk_id in enumerate(self.disk_ids)}
+            at = [old.get(disk_id, -1) for disk_id in disk_ids]
+            # -1: the new disk's value, appended
+            self.asked = np.append(self.asked, math.nan)[at]
+            self.wanted = np.append(self.wanted, 0.0)[at]
             self.disk_ids = disk_ids
         return self.asked
 
@@ -295,19 +311,15 @@ def adapt_border(border: float, low: float, high: float, step: float,
                  held: bool, met: bool, missed: bool) -> float:
     """The border a domain is held at, after one more interval.
 
-    The border is the queue's headroom (5. in the module's docstring): it
-    follows the latency objective, as SIOC's and PARDA's windows do,
-    between ``low`` (``high_watermark``) and ``high`` (``border_max``).
-    While the domain is ``held`` at it (caps in force, a capped disk
-    running at its cap, the load within the tolerance of the border) and
-    the objective is ``met`` with room (the shallow disks' latency well
-    under their threshold, nobody waiting or starving), the border rises
-    by ``step``. When the objective is ``missed`` at or under it (the
-    caps alone fill the queue again: the border is too high for this
-    domain) it falls back to ``low`` at once, a cut from ``raise_change``
-    on, rather than probing down step by step (each step a change of
-    every cap). Otherwise it stays: in particular a miss above the border
-    is a new flood's doing, not the border's.
+    The border (step 5 of the module doc) follows the latency objective,
+    as SIOC's and PARDA's windows do, between ``low`` (``high_watermark``)
+    and ``high`` (``border_max``): up by ``step`` while the caps hold the
+    domain at it (``held``: a capped disk at its cap, the load within the
+    tolerance of the border) with the objective ``met`` with room (nobody
+    waiting or starving); back to ``low`` at once when the caps alone miss
+    it at or under the border (``missed``: one cut from ``raise_change``
+    on, not a change of every cap per step down). A miss above the border
+    is a new flood's doing, not the border's: it stays.
     """
     if missed:
         return low
@@ -322,14 +334,11 @@ def confirmed(memory: Memory, tighten: base.BoolArray,
     """The cuts and raises to send now; remembers the others' direction.
 
     A ``small`` move of a cap in force (by less than ``confirm_change``)
-    is sent only when the decision before wanted that cap moved the same
-    way: the samples of one interval wander by ten per cent and more (a
-    client thinking between its writes does 7 or 8 of them in a second),
-    and a cut on one sample then a raise on the next is churn, not
-    control. Not held back: a new cap, a large move, a release, and a cut
-    while the latency objective is missed or a floor is at stake
-    (``urgent``). What is held back is remembered in ``memory.wanted``
-    (aligned with the disks) for the next decision.
+    is sent only when the decision before wanted it moved the same way:
+    one interval's samples wander by ten per cent and more, and a cut on
+    one sample then a raise on the next is churn, not control. Never held
+    back: a new cap, a large move, a release, and a cut while the latency
+    objective is missed or a floor is at stake (``urgent``).
     """
     want = np.where(tighten, -1.0, np.where(loosen, 1.0, 0.0))
     held = small & (want != 0) & (want != memory.wanted)
@@ -341,22 +350,19 @@ def confirmed(memory: Memory, tighten: base.BoolArray,
 
 def remembered_demand(asked: base.FloatArray, closed: base.FloatArray,
                       u: base.FloatArray) -> base.FloatArray:
-    """A shallow disk's demand, from two estimates.
+    """A shallow disk's demand: the smaller of two estimates, at least ``u``.
 
-    The closed-loop estimate (at most what the disk did when uncongested).
     The closed-loop estimate over-reads a paced client (its slack looks
     like thinking); what the disk did when it was last uncongested
-    under-reads a client whose load grew since. Their smaller is kept;
-    a disk never seen uncongested is taken at what it does now. Never
-    below what it does now.
+    (``asked``) under-reads a client whose load grew since. A disk never
+    seen uncongested (``nan``) is taken at what it does now.
     """
-    known = np.isfinite(asked)
     result: base.FloatArray = np.maximum(u, np.where(
-        known, np.minimum(closed, np.where(known, asked, 0.0)), u))
+        np.isfinite(asked), np.minimum(closed, asked), u))
     return result
 
 
-class GuaranteePolicy:
+class GuaranteePolicy(Params):
     """Floors first, fair shares above them, caps only on the culprits."""
 
     name = 'guarantee'
@@ -369,26 +375,9 @@ class GuaranteePolicy:
         values = dict(DEFAULTS)
         values.update({k: float(v) for k, v in params.items()})
         _check(values)
-        self.high_watermark = values['high_watermark']
-        self.low_watermark = values['low_watermark']
-        self.latency_threshold_ms = values['latency_threshold_ms']
-        self.latency_factor = values['latency_factor']
-        self.busy_depth = values['busy_depth']
-        self.release_factor = values['release_factor']
-        self.headroom = values['headroom']
-        self.floor_margin = values['floor_margin']
-        self.at_cap_ratio = values['at_cap_ratio']
-        self.tolerance = values['tolerance']
-        self.min_change = values['min_change']
-        self.min_capacity = values['min_capacity']
-        self.congestion_ms = values['congestion_ms']
-        self.congestion_factor = values['congestion_factor']
-        self.congestion_release = values['congestion_release']
-        #: (never above min_change)
-        self.raise_change = min(values['raise_change'], self.min_change)
-        self.border_max = values['border_max']
-        self.border_step = values['border_step']
-        self.confirm_change = values['confirm_change']
+        values['raise_change'] = min(values['raise_change'],
+                                     values['min_change'])
+        super().__init__(**values)
         #: what is remembered between calls, per domain (:class:`Memory`)
         self.memory: dict[str, Memory] = {}
 
@@ -402,13 +391,8 @@ class GuaranteePolicy:
         capped = snap.capped
 
         # 1. everything in device-seconds per second
-        size = costmodel.mean_io_size(snap.iops, snap.bytes_sec)
-        cost = costmodel.op_cost(size, profile)
-        u = costmodel.load(snap.iops, snap.bytes_sec, profile)
-        floor, ceil = floor_and_ceiling(snap, size, cost)
-        static, hold = _static_and_release(snap, ceil, size, cost)
-        cap = costmodel.limit_load(snap.cap_iops, snap.cap_bytes_sec, size,
-                                   cost)
+        loads = _Loads.of(snap)
+        size, cost, u, floor, ceil, cap, static, hold = loads
         # What the disks are charged (the allocation's unit) and the
         # domain's own load (the watermarks'): equal in the additive form;
         # in the max form a mix of IOPS-bound and bandwidth-bound disks is
@@ -417,10 +401,9 @@ class GuaranteePolicy:
         domain = costmodel.domain_load(float(snap.iops.sum()),
                                        float(snap.bytes_sec.sum()), profile)
 
-        # 2. engagement, with hysteresis while caps are in force
-        # Unmet demand: slow operations *and* always one in flight (Little:
-        # outstanding = IOPS x latency); a disk that is idle between its
-        # operations gets what it asks, however slow each one is ...
+        # 2. unmet demand (slow *and* always one request in flight, Little:
+        # outstanding = IOPS x latency: a disk idle between its operations
+        # gets what it asks, however slow each one is) ...
         outstanding = snap.iops * snap.latency_ms / 1000.0
         slow_ms = np.maximum(self.latency_threshold_ms,
                              self.latency_factor * 1000.0 * cost)
@@ -430,9 +413,9 @@ class GuaranteePolicy:
         # demand the domain could serve.
         at_ceiling = fresh & (u >= self.at_cap_ratio * ceil)
         slow = queueing & (outstanding >= self.busy_depth) & ~at_ceiling
-        # ... unless it keeps at most one request in flight and loses to
-        # the queue what it would send at the domain's uncongested service
-        # time (a closed loop that thinks between synchronous writes).
+        # ... or a shallow disk losing to the queue what it would send at
+        # the uncongested service time (a closed loop thinking between
+        # synchronous writes)
         active = fresh & (snap.iops > 0) & (snap.latency_ms > 0)
         memory = self.memory.setdefault(snap.domain, Memory())
         learned = memory.service = learn_service(
@@ -450,47 +433,38 @@ class GuaranteePolicy:
         closed = np.where(shallow, remembered_demand(asked, closed_loop_demand(
             snap.iops, snap.latency_ms, service_ms) * cost, u), u)
         wants = shallow & (closed > u * (1.0 + self.tolerance))
-        # The latency objective: the shallow disks' latency against the
-        # domain's congestion threshold.
-        # (A calm domain, below the low watermark, has no queue to keep
-        # short: a slow disk there is slow for another reason.)
+        # The latency objective (below the low watermark there is no queue
+        # to keep short: a slow disk there is slow for another reason).
         pressure = float(np.max(np.where(
             shallow, snap.latency_ms / threshold_ms, 0.0))) if domain > (
-                self.low_watermark * CAPACITY) else 0.0
-        # A cap is raised on a disk that runs at it (a probe for spare
-        # capacity) only while no uncapped disk has unmet demand and the
-        # shallow disks' latency is well under the threshold: otherwise
-        # raising it would just push the neighbours back down, then be cut
-        # again. A neighbour that is slow but idle between its operations
-        # and would not send more at the uncongested service time gets
-        # what it asks and does not hold the cap.
+                self.low_watermark) else 0.0
+        # A cap a disk runs at is raised (a probe for spare capacity) only
+        # while no uncapped disk has unmet demand and the objective is met
+        # with room: otherwise the raise pushes the neighbours back down,
+        # then is cut again.
         at_cap = fresh & capped & (u >= self.at_cap_ratio * cap)
         unmet = (slow | wants) & ~capped
         congested = (bool((slow & ~capped).any())
                      or pressure > self.congestion_release)
-        # An idle disk keeps its cap as it is: it costs nothing, tells
-        # nothing (no I/O size), and protects the neighbours the moment the
-        # disk comes back (an on/off aggressor).
+        # An idle disk keeps its cap (IDLE_SHARE).
         may_raise = (capped & ~(at_cap & congested)
                      & (u >= IDLE_SHARE * cap))
         starving = (slow | wants) & (u < floor * (1.0 - self.tolerance))
         any_starving = bool(starving.any())
+        # 3. engage, with hysteresis while caps are in force
         engaged = (any_starving or pressure > 1.0
-                   or domain > self.high_watermark * CAPACITY)
+                   or domain > self.high_watermark)
         any_capped = bool(capped.any())
-        holding = any_capped and domain > self.low_watermark * CAPACITY
+        holding = any_capped and domain > self.low_watermark
 
-        # The border follows the latency objective (adapt_border): up
-        # while the caps hold the domain at it with the objective met with
-        # room, back to high_watermark when the caps alone miss it there:
-        # every deep disk capped (a new flood, still uncapped, misses it
-        # whatever the border; its first window may even read under the
-        # border, straddling its start).
-        border = memory.border or self.border_max * CAPACITY
+        # The border (adapt_border) is missed by the caps alone only with
+        # every deep disk capped: a new flood, still uncapped, misses the
+        # objective whatever the border (its first window may even read
+        # under the border, straddling its start).
+        border = memory.border or self.border_max
         deep_uncapped = bool((active & ~capped & ~shallow).any())
         border = memory.border = adapt_border(
-            border, self.high_watermark * CAPACITY,
-            self.border_max * CAPACITY, self.border_step * CAPACITY,
+            border, self.high_watermark, self.border_max, self.border_step,
             held=bool(at_cap.any()) and domain >= border * (
                 1.0 - self.tolerance),
             met=(pressure <= self.congestion_release
@@ -503,18 +477,16 @@ class GuaranteePolicy:
                        service_ratio=learned or math.nan, border=border)
         if not (engaged or holding):
             memory.wanted[:] = 0.0
-            return self._relax(snap, may_raise, u, floor, ceil, hold, cap,
-                               size, cost, numbers)
+            return self._relax(snap, loads, may_raise, numbers)
 
-        # 3. demand estimate
-        hungry = slow & ~capped
-        demand = np.maximum(np.where(hungry, u * (1.0 + self.headroom), u),
-                            closed)
+        # 4. demand estimate
+        demand = np.maximum(np.where(
+            slow & ~capped, u * (1.0 + self.headroom), u), closed)
         demand = np.where(starving, np.maximum(demand, floor * (
             1.0 + self.floor_margin)), demand)
         demand = np.minimum(np.where(at_cap, np.inf, demand), ceil)
 
-        # 4. fair shares of what the domain can serve
+        # 5. fair shares of what the domain can serve
         if profile.form == base.MAX:
             # A token bucket serves its rate at any queue depth, and its
             # one FIFO queue grows without bound as it fills: share out
@@ -523,68 +495,56 @@ class GuaranteePolicy:
         elif any_starving:
             capacity = total
         elif bool(unmet.any()):
-            capacity = max(total, self.min_capacity * CAPACITY)
+            capacity = max(total, self.min_capacity)
         else:
-            capacity = max(total, self.min_capacity * CAPACITY, border)
+            capacity = max(total, self.min_capacity, border)
         queue_cut = pressure > 1.0 and (
             (total > border and any_capped)
             or not deep_uncapped)
         if queue_cut:
-            # the shallow disks queue past the threshold although every
-            # deep queue is capped (the caps fill the array), or above the
-            # border with caps already in force (a new flood joins a
-            # domain under control; the first engagement shares out what
-            # is served): share out less. Above the border, the border
-            # (where a raise would bring the caps back: cut and raise
-            # would be two changes); at or under it, 85 % of what is
-            # served or less.
+            # The shallow disks queue past the threshold with every deep
+            # queue capped (the caps fill the array), or above the border
+            # with caps in force (a new flood joins a controlled domain):
+            # share out less. Above the border, the border (a raise would
+            # bring the caps back there); else 85 % of what is served or
+            # less.
             if total > border:
                 capacity = min(capacity, border)
             else:
                 capacity = min(capacity, total * max(0.85, pressure ** -0.5))
         share, level = allocation.fair_shares(capacity, floor, demand,
                                               snap.weight)
-        # (disks held at the water level: below their demand)
         at_level = share < demand * (1.0 - 1e-9)
         target = np.minimum(np.maximum(share * spread(at_level), floor),
                             ceil)
         numbers.update(capacity=capacity, level=level)
 
-        # 5. tighten the disks above their share; loosen gradually
+        # 6. tighten the disks above their share (not a shallow one: it
+        # adds at most one request to the queue); 7. loosen gradually.
         # A shallow disk that wants more may lose less than the tolerance
         # of a big neighbour's share: then any disk above its share gives
         # way.
         slack = 0.0 if bool(wants.any()) else self.tolerance
-        # A disk with at most one request in flight adds at most one to
-        # the queue: it is never what keeps the queue long.
-        # A cap at the disk's static limits would change nothing.
         over = fresh & ~shallow & (u > share * (1.0 + slack))
-        # A cut to the border is sent from raise_change on: the evidence
-        # is the queue itself, not a measurement that may be noise. So is
-        # a token bucket's above its border: its one queue grows without
-        # bound, whatever its disks' latency shows (a disk held by its
-        # own ceiling shows nothing), and a border close to 1 leaves
-        # less than min_change between the caps that fill it and their
-        # shares at the border.
+        # A cut to the border is sent from raise_change on: the evidence is
+        # the queue itself, not a noisy measurement. So is a token bucket's
+        # above its border: its one queue grows without bound whatever its
+        # disks' latency shows, and a border close to 1 leaves less than
+        # min_change between the caps that fill it and their shares there.
         cut_step = (self.raise_change if queue_cut or (
             profile.form == base.MAX and domain > border)
             else self.min_change)
-        # A capped disk running above its cap is not held by it yet (the
-        # sample began before the cap reached its throttle): the domain's
-        # samples still show the world before the cap, and a second cut
-        # on them would overshoot (then be raised back).
+        # A capped disk above its cap is not held by it yet (the sample
+        # began before the cap reached its throttle): a second cut on
+        # samples of the world before the cap would overshoot.
         unheld = capped & (u > cap * UNHELD)
         tighten = engaged & over & ~unheld & (
             target < np.minimum(cap, static) * (1.0 - cut_step))
-        # Under the border the raise back toward the share is sent from
-        # raise_change on: a cap cut from above the border (to what was
-        # served less the starving disks' margin, or to 85 % of it) lands
-        # a few per cent under its share at the border, and min_change
-        # would leave it there for good, the array idle under the border.
-        # Not after a cut made under the border: there a neighbour
-        # starved or queued with the array under the border, which is
-        # then no level the array can run at (the raise would be cut
-        # again, and again: churn).
+        # Under the border a raise back toward the share is sent from
+        # raise_change on after a cut made above it (which lands a few per
+        # cent under the share at the border: min_change would leave the
+        # array idle there for good); not after a cut made under it (the
+        # border is then no level the array can run at: raise, cut, churn).
         if bool(tighten.any()):
             memory.cut_over_border = domain > border
         step = (self.raise_change if domain < border
@@ -592,8 +552,7 @@ class GuaranteePolicy:
         numbers.update(raise_step=step, cut_step=cut_step,
                        queue_cut=float(queue_cut),
                        cut_over_border=float(memory.cut_over_border))
-        loosen = (may_raise & ~tighten
-                  & (target > cap * (1.0 + step)))
+        loosen = may_raise & ~tighten & (target > cap * (1.0 + step))
         new = np.where(tighten, target,
                        np.minimum(target, cap * self.release_factor))
         release = loosen & (new >= hold)
@@ -605,44 +564,38 @@ class GuaranteePolicy:
         change = tighten | loosen
         extra = dict(share=share, target=target, demand=demand, asked=asked,
                      service_ms=service_ms, threshold_ms=threshold_ms)
-        return self._decisions(snap, change, release, new, u, floor, ceil,
-                               cap, size, cost, numbers, extra, tighten,
-                               step)
+        return self._decisions(snap, loads, change, release, new, numbers,
+                               extra, tighten, step)
 
-    def _relax(self, snap: base.DomainSnapshot, may_raise: base.BoolArray,
-               u: base.FloatArray, floor: base.FloatArray,
-               ceil: base.FloatArray, hold: base.FloatArray,
-               cap: base.FloatArray, size: base.FloatArray,
-               cost: base.FloatArray,
+    def _relax(self, snap: base.DomainSnapshot, loads: _Loads,
+               may_raise: base.BoolArray,
                numbers: dict[str, float]) -> list[base.Decision]:
         """Calm domain: raise caps one step, release the loose ones.
 
         A cap already at a ceiling it must hold (the tier's, below the
         static limits) stays as it is.
         """
-        new = np.minimum(cap * self.release_factor, np.maximum(ceil, cap))
-        release = may_raise & (new >= hold)
+        cap = loads.cap
+        new = np.minimum(cap * self.release_factor,
+                         np.maximum(loads.ceil, cap))
+        release = may_raise & (new >= loads.hold)
         change = may_raise & (release | (new > cap * (1.0 + self.min_change)))
         if not change.any():
             return []
-        return self._decisions(snap, change, release, new, u, floor, ceil,
-                               cap, size, cost, numbers, {},
+        return self._decisions(snap, loads, change, release, new, numbers, {},
                                np.zeros(len(snap), dtype=bool),
                                self.min_change)
 
-    def _decisions(self, snap: base.DomainSnapshot, change: base.BoolArray,
-                   release: base.BoolArray, new: base.FloatArray,
-                   u: base.FloatArray, floor: base.FloatArray,
-                   ceil: base.FloatArray, cap: base.FloatArray,
-                   size: base.FloatArray, cost: base.FloatArray,
-                   numbers: dict[str, float],
-                   extra: dict[str, base.FloatArray],
-                   tighten: base.BoolArray,
+    def _decisions(self, snap: base.DomainSnapshot, loads: _Loads,
+                   change: base.BoolArray, release: base.BoolArray,
+                   new: base.FloatArray, numbers: dict[str, float],
+                   extra: dict[str, base.FloatArray], tighten: base.BoolArray,
                    step: float) -> list[base.Decision]:
         """Build the decisions of the disks in ``change`` (few).
 
         A raise is sent when it moves the cap by more than ``step``.
         """
+        size, cost, u, floor, ceil, cap = loads[:6]
         index = np.flatnonzero(change)
         tight = tighten[index]
         # A tightened cap is derived from the share at the disk's current
@@ -656,27 +609,21 @@ class GuaranteePolicy:
                             snap.cap_bytes_sec[index] * ratio)
         ops = np.minimum(ops, snap.ceil_iops[index])
         byts = np.minimum(byts, snap.ceil_bytes_sec[index])
-        # A cap that reaches the disk's ceiling (one it must hold: the
-        # tier's, below the static limits) is the ceiling itself, both
+        # A cap that reaches the disk's ceiling is the ceiling itself, both
         # keys: derived at one I/O size, the key that does not bind there
-        # (IOPS under a bytes ceiling) would bind at another size and be
-        # raised again every time the size dips, to no end.
+        # would bind at another and be raised again whenever the size dips.
         top = new[index] >= ceil[index] * (1.0 - 1e-9)
         ops = np.where(top, snap.ceil_iops[index], ops)
         byts = np.where(top, snap.ceil_bytes_sec[index], byts)
         # A raise is judged by what it lets the disk do at its current I/O
-        # size, both keys and the ceilings together: one that moves that
-        # by no more than min_change (a key raised while the other, held
-        # at a ceiling, binds) is no change, only an RPC, a libvirt call
-        # and an audit record.
+        # size, both keys and the ceilings together (a key raised while the
+        # other, held at a ceiling, binds is no change, only an RPC).
         effective = costmodel.limit_load(ops, byts, size[index], cost[index])
         sent = (tight | release[index]
                 | (effective > cap[index] * (1.0 + step)))
         if not sent.any():
             return []
         index, tight = index[sent], tight[sent]
-        # The audit numbers of every decision at once: the disk's, then
-        # the domain's.
         names = ('load', 'floor', 'ceiling', 'cap', 'new_cap', 'io_size',
                  'iops', 'bytes_sec', 'latency_ms') + tuple(extra)
         columns = np.column_stack([column[index] for column in (
