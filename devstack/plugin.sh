@@ -51,3 +51,23 @@ if is_service_enabled iotguard-api iotguard-controller iotguard-agent; then
         cleanup_iotguard
     fi
 fi
+
+# The Horizon panels (iotguard-dashboard/), wherever Horizon runs: its node
+# need not run an iotguard service. Installed before devstack's
+# init_horizon, whose collectstatic and compress then include them.
+if is_service_enabled horizon && [[ "${IOTGUARD_DASHBOARD:-True}" == "True" ]]; then
+    IOTGUARD_ENABLED_FILES="_89_iotguard_dashboard.py _90_project_iotguard_disks.py _91_admin_iotguard.py"
+    if [[ "$1" == "stack" && "$2" == "install" ]]; then
+        echo_summary "Installing the iotguard dashboard"
+        setup_develop $IOTGUARD_DIR/iotguard-dashboard
+    elif [[ "$1" == "stack" && "$2" == "post-config" ]]; then
+        for file in $IOTGUARD_ENABLED_FILES; do
+            cp $IOTGUARD_DIR/iotguard-dashboard/iotguard_dashboard/enabled/$file \
+                $HORIZON_DIR/openstack_dashboard/local/enabled/
+        done
+    elif [[ "$1" == "clean" ]]; then
+        for file in $IOTGUARD_ENABLED_FILES; do
+            rm -f $HORIZON_DIR/openstack_dashboard/local/enabled/$file
+        done
+    fi
+fi
