@@ -72,17 +72,22 @@ def _call(request, method, path, body=None, params=None):
         kwargs['json'] = body
     response = _adapter(request).request('/v1' + path, method, **kwargs)
     if response.status_code >= 400:
-        try:
-            error = response.json()['error']
-            raise APIError(error.get('code', response.status_code),
-                           error.get('message', response.reason),
-                           error.get('numbers'))
-        except (ValueError, KeyError, TypeError):
-            raise APIError(response.status_code,
-                           response.text.strip()[:500] or response.reason)
+        raise _error(response)
     if response.status_code == 204 or not response.content:
         return {}
     return response.json()
+
+
+def _error(response):
+    """The API's error body; a proxy's page as its text."""
+    try:
+        error = response.json()['error']
+        return APIError(error.get('code', response.status_code),
+                        error.get('message', response.reason),
+                        error.get('numbers'))
+    except (ValueError, KeyError, TypeError):
+        return APIError(response.status_code,
+                        response.text.strip()[:500] or response.reason)
 
 
 def _quote(segment):

@@ -22,6 +22,7 @@ from unittest import mock
 
 from django.urls import reverse
 from openstack_dashboard.test import helpers
+import requests
 
 from iotguard_dashboard.api import iotguard
 
@@ -204,7 +205,27 @@ class AdminPanelTests(CatalogMixin, helpers.BaseAdminViewTests):
             self.assertContains(response, text)
 
 
-class APIErrorTests(helpers.TestCase):
+class APITests(CatalogMixin, helpers.TestCase):
+
+    def test_catalog_endpoint_and_user_token(self):
+        answer = requests.Response()
+        answer.status_code, answer._content = 200, b'{"tiers": []}'
+        with mock.patch.object(requests.Session, 'request',
+                               return_value=answer) as send:
+            self.assertEqual([], iotguard.tier_list(self.request))
+        (method, url), kwargs = send.call_args
+        self.assertEqual(('GET', 'http://iotguard.example.com:9737/v1/tiers'),
+                         (method, url))
+        self.assertEqual(self.token.id, kwargs['headers']['X-Auth-Token'])
+
+    def test_plugin_does_not_import_iotguard(self):
+        # The plugin installs without iotguard: it may not import it.
+        import pathlib
+        import re
+        root = pathlib.Path(iotguard.__file__).parents[1]
+        imports = re.compile(r'^\s*(from|import) iotguard(\.| |$)', re.M)
+        self.assertEqual([], [str(p) for p in root.rglob('*.py')
+                              if imports.search(p.read_text())])
 
     def test_refusal_keeps_message_and_numbers(self):
         response = mock.Mock(status_code=409, reason='Conflict')
