@@ -13,18 +13,14 @@
 """The disk index: which disk is in which domain, on which host.
 
 One per controller process, shared by the RPC endpoint
-(:mod:`~iotguard.controller.manager`: it routes the samples by it and
-records the disks the agents report) and membership (Nova and Cinder).
-Both write a disk's placement through it alone (:meth:`DiskIndex.upsert`,
-:meth:`DiskIndex.delete`: the database, then the index), so the index
-follows every change this process makes. It is read in full once, and
-again (:meth:`DiskIndex.refresh`) only when due (:meth:`DiskIndex.due`):
-after a sample named a disk it does not know (another process may have
-recorded it), and at least every ``RELOAD_S``.
-
-The RPC endpoint gives it each host's whole listing
-(:meth:`DiskIndex.listed`): the local disks the agent no longer lists go,
-and the instances it holds on another host are told to membership.
+(:mod:`~iotguard.controller.manager`: it routes the samples by it, records
+the disks the agents report and gives it each host's listing,
+:meth:`DiskIndex.listed`) and membership. Both write a disk's placement
+through it alone (:meth:`DiskIndex.upsert`, :meth:`DiskIndex.delete`: the
+database, then the index), so it follows every change this process
+makes. It is read in full again (:meth:`DiskIndex.refresh`) when
+:meth:`DiskIndex.due`: soon after a sample named a disk it does not know
+(another process may have recorded it), and at least every ``RELOAD_S``.
 """
 
 from collections.abc import Callable
@@ -58,9 +54,9 @@ Seen = tuple[int, int]
 
 
 class DiskIndex:
-    """``(instance_uuid, dev) -> (domain, host)`` of every disk; thread-safe.
+    """``(instance_uuid, dev) -> (domain, host)``; ``version`` counts changes.
 
-    ``version`` counts its changes.
+    Thread-safe.
     """
 
     def __init__(self, db: db_api.Connection,
@@ -99,10 +95,9 @@ class DiskIndex:
             return dict(self._index)
 
     def missed(self, key: Key) -> bool:
-        """A sample named ``key``, which the index does not know.
+        """A sample named ``key``, unknown here: a reload is due soon.
 
-        A reload is then due soon (another process may have recorded it).
-        Whether it is news (logged by the caller once).
+        Whether it is news (the caller logs it once).
         """
         with self._lock:
             first = key not in self._unknown
@@ -128,7 +123,7 @@ class DiskIndex:
             self.version += 1
 
     def due(self, now: float) -> bool:
-        """Whether :meth:`refresh` should run now (see the module doc)."""
+        """Whether :meth:`refresh` should run now."""
         if self._loaded_at is None:
             return True
         age = now - self._loaded_at
@@ -140,20 +135,17 @@ class DiskIndex:
 
         A disk of the host's ``local_domain`` that ``UNLISTED_BATCHES``
         batches in a row miss while they list other disks of its instance
-        (the rescue disk layout gone after an unrescue, an ephemeral disk
-        gone with a resize) is deleted (its cap goes with it; a sample
-        naming it registers it again); a volume's disk is membership's,
-        which follows Nova and Cinder. Run by the controller that received
-        the batch: it alone sees the host's whole listing.
+        (a rescue disk after an unrescue, an ephemeral disk gone with a
+        resize) is deleted, its cap with it (a sample naming it registers
+        it again); volume disks are membership's.
 
         The instances the index places on another host are told to
         ``on_moved``, each at most every ``MOVE_CHECK_S``: Nova records an
-        evacuated instance's new host only after its last notification
-        (``rebuild.end``), and a lost notification leaves a migrated one
-        behind too, so the host's own listing is the first to know.
-
-        Looked at only when the listing or the index changed since the
-        host's last batch, or while one of its local disks is missing.
+        evacuated instance's new host only after its last notification,
+        and a lost notification leaves a migrated one behind too, so the
+        host's own listing is the first to know. Looked at only when the
+        listing or the index changed since the host's last batch, or while
+        one of its local disks is missing.
         """
         seen = (hash(tuple(keys)), self.version)
         last, missed = self._hosts.get(host, (None, {}))
@@ -202,7 +194,7 @@ class DiskIndex:
     def upsert(self, instance_uuid: str, dev: str, host: str, domain: str,
                kind: str, project_id: str,
                volume_id: str | None = None) -> None:
-        """Record a disk where it is; its domain is created when missing.
+        """Record a disk, creating its domain when missing.
 
         Raises what the database raises (the index is then unchanged).
         """

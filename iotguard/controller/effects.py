@@ -13,20 +13,17 @@
 """What a domain's round does once decided: casts, records, notifications.
 
 * **act**: per host one ``apply_caps`` cast with the new or changed caps
-  and the renewals of the caps in force (each with ``lease_expires_at =
-  now + [controller] lease_seconds``), and one ``release_caps`` cast with
-  the releases. Unchanged caps are not sent again until their renewal is
-  due (every round, see :func:`iotguard.engine.plan.renew_due`); which
-  decisions are carried out is :func:`iotguard.engine.plan.plan`'s, the
-  simulator's too.
+  and the renewals due (:func:`iotguard.engine.plan.renew_due`), each
+  leased until ``now + [controller] lease_seconds``, and one
+  ``release_caps`` cast with the releases; which decisions are carried out
+  is :func:`iotguard.engine.plan.plan`'s (the simulator's too).
 * **record**: every cap and release carried out is one row of the
-  ``decisions`` table (who: domain, policy, disk, project; why: the
-  policy's reason; the numbers it saw and computed; the limits before and
-  after), written before anything is sent; once sent, the caps in force
-  are written and ``iotguard.cap.apply`` / ``iotguard.cap.release``
-  notified. One transaction per step and domain round, not per disk; the
-  renewals and the rates for the API once per round, for all its domains
-  (:class:`Writes`, :meth:`Effects.flush`).
+  ``decisions`` table (domain, policy, disk, project, the policy's reason,
+  the numbers it saw and computed, the limits before and after), written
+  before anything is sent; once sent, the caps in force are written and
+  ``iotguard.cap.apply`` / ``iotguard.cap.release`` notified. One
+  transaction per step and domain round; the renewals and the rates for
+  the API once per round, for all its domains (:meth:`Effects.flush`).
 * **notify** ``iotguard.guarantee.violation`` when a disk starts to fall
   below its floor with unmet demand, and the loop's overcommit verdicts.
 """
@@ -146,12 +143,7 @@ def _value(number: float) -> float | None:
 
 
 class Effects:
-    """Carries out and records the rounds of the domains a controller owns.
-
-    ``db``: :class:`iotguard.db.api.Connection`; ``agent_api``:
-    :class:`iotguard.wire.rpcapi.AgentAPI`; ``notifier``:
-    :class:`~iotguard.controller.notifications.Notifier`.
-    """
+    """Carries out and records the rounds of the domains a controller owns."""
 
     def __init__(self, conf: cfg.ConfigOpts, db: db_api.Connection,
                  agent_api: rpcapi.AgentAPI,
@@ -183,8 +175,7 @@ class Effects:
             writes: Writes) -> None:
         """Plan the decisions, record the changes, cast them per host.
 
-        A host's new caps and renewals go in one ``apply_caps`` cast; the
-        leases sent are renewed in the database at the round's end.
+        The renewals sent are written to the database by :meth:`flush`.
         """
         plan = plan_mod.plan(snapshot, decisions, in_force, now,
                              self.lease_s, self.interval_s)
@@ -365,11 +356,7 @@ class Effects:
 
     def overcommit(self, domain: str, overcommitted: bool,
                    numbers: dict[str, Any]) -> None:
-        """A domain's floors start, or stop, to exceed what it can serve.
-
-        What the storage was learned to serve
-        (:func:`iotguard.policy.admission.overcommit`).
-        """
+        """A domain's floors start, or stop, to exceed its learned capacity."""
         if overcommitted:
             LOG.warning('Domain %s is overcommitted: its floors cost %.3f of '
                         'the learned capacity (max_commit_ratio %.2f; %.3f '

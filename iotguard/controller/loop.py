@@ -17,13 +17,11 @@ carried over that the DB and the sample store do not hold), so any
 controller can take over a domain at any round:
 
 * **collect**: the domain's disks, their tiers and caps in force from the
-  DB (:meth:`DomainLoop.run` reads every owned domain at once, and reads
-  the disks and tiers again only when the database says they changed; the
-  caps in force every round), the newest sample of each disk from the
-  :class:`SampleStore`'s columns. A disk with no sample, a sample without
-  rates (gap) or a stale one is flagged ``stale``: the policy may release
-  or loosen its cap, never tighten it (and the loop drops any decision
-  that would).
+  DB (every owned domain at once, :meth:`DomainLoop.run`), the newest
+  sample of each disk from the :class:`SampleStore`. A disk with no
+  sample, a sample without rates (gap) or a stale one is flagged
+  ``stale``: its cap may be released or loosened, never tightened (a
+  decision that would is dropped).
 * **decide**: the domain's policy (``domain.policy`` with its ``params``,
   else ``[controller] default_policy``) on the columnar snapshot. Not in
   the first round after a start or a takeover when every disk is still
@@ -35,7 +33,8 @@ controller can take over a domain at any round:
   is written, ``iotguard.domain.overcommitted`` /
   ``iotguard.domain.overcommit_cleared`` when the floors admitted stop /
   start again to fit in what the storage was learned to serve
-  (:func:`iotguard.policy.admission.overcommit`; report only).
+  (:func:`iotguard.policy.admission.overcommit`; report only: no tier is
+  changed, nothing refused).
 
 One domain failing (DB, policy, messaging) is logged and the others go on;
 its caps are then not renewed and lapse at their lease, back to the
@@ -88,11 +87,9 @@ def snapshot_of(domain: dict[str, Any], interval_s: float,
                 columns: base.SampleColumns) -> base.DomainSnapshot:
     """The columnar snapshot of a domain's disks and their samples.
 
-    ``disks``: the domain's :class:`iotguard.db.disks.Member` records;
-    ``in_force``: the cap in force on each (an
-    :class:`iotguard.db.caps.InForce` or None); ``columns``: their samples
-    (:meth:`SampleStore.gather`), all in the same order. A stale disk keeps
-    the rates its last sample had (0 where none), flagged ``stale``.
+    ``in_force`` (None: no cap) and ``columns``
+    (:meth:`SampleStore.gather`) in the order of ``disks``. A stale disk
+    keeps the rates its last sample had (0 where none), flagged ``stale``.
     Built by :meth:`iotguard.policy.base.DomainSnapshot.of_samples`, as
     the simulator's.
     """
@@ -121,10 +118,9 @@ def _calibrated(domain: dict[str, Any]) -> bool:
 class DomainLoop:
     """Runs the rounds of the domains a controller owns.
 
-    ``db`` is :class:`iotguard.db.api.Connection`, ``store`` the
-    :class:`~iotguard.controller.samples.SampleStore`; ``agent_api`` and
-    ``notifier`` go to its :class:`~iotguard.controller.effects.Effects`.
-    No I/O in the constructor.
+    ``agent_api`` and ``notifier`` go to its
+    :class:`~iotguard.controller.effects.Effects`. No I/O in the
+    constructor.
     """
 
     def __init__(self, conf: cfg.ConfigOpts, db: db_api.Connection,
@@ -275,10 +271,9 @@ class DomainLoop:
         """Feed the round to the domain's capacity estimator.
 
         Its state is read from the database when this controller first
-        runs the domain; state and fit are written every
-        ``LEARN_WRITE_ROUNDS`` rounds, and the floors of ``disks`` are
-        then judged against the new fit (:meth:`_judge`). A failure is
-        logged: learning never stops a round.
+        runs the domain; state and fit are written, and the floors of
+        ``disks`` judged against the fit, every ``LEARN_WRITE_ROUNDS``
+        rounds. A failure is logged: learning never stops a round.
         """
         name = domain['name']
         try:
@@ -303,14 +298,9 @@ class DomainLoop:
 
     def _judge(self, domain: dict[str, Any], disks: list[Member],
                fit: estimator.Fit | None) -> None:
-        """Report floors admitted beyond what the storage was learned to do.
+        """Report a change of the domain's overcommit verdict (module doc).
 
-        :func:`iotguard.policy.admission.overcommit` on the domain's tiers, the
-        profile in use and ``fit``; ``iotguard.domain.overcommitted`` (and
-        a warning) when the domain becomes overcommitted,
-        ``iotguard.domain.overcommit_cleared`` when it no longer is. While
-        the fit gives no verdict the last one stands. Report only: no tier
-        is changed, nothing refused.
+        While ``fit`` gives no verdict the last one stands.
         """
         name = domain['name']
         verdict = admission.overcommit(

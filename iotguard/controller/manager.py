@@ -12,43 +12,36 @@
 
 """The controller's RPC endpoint (topic ``iotguard-controller``).
 
-An agent's batch (the wire form of :class:`iotguard.wire.batch.Batch`)
-reaches one controller, which routes it: each controller keeps the
-samples of the disks in the domains it owns, so ownership moves between
-controllers without the agents knowing:
+Each controller keeps the samples of the disks in the domains it owns
+(which disk is in which domain: the
+:class:`~iotguard.controller.disk_index.DiskIndex` it shares with
+membership), so ownership moves between controllers without the agents
+knowing:
 
-* ``report_samples(host, samples)``: the controller that received the
-  batch checks it whole (:func:`iotguard.wire.batch.decode`, the one check of
-  a sample; a malformed batch is refused whole), keeps the disks of the
-  domains it owns and queues each other owner's share
-  (:meth:`iotguard.wire.batch.Batch.take`); the queue goes out as one
+* ``report_samples(host, samples)``: an agent's batch reaches one
+  controller, which checks it whole (:func:`iotguard.wire.batch.decode`;
+  a malformed batch is refused whole), keeps the disks of the domains it
+  owns and queues each other owner's share; the queue goes out as one
   ``store_samples`` cast per owner every ``FORWARD_S`` seconds, or as
-  soon as it holds ``FORWARD_DISKS`` disks. An unknown disk goes to the
-  owner of the host's ephemeral domain (``local:<host>`` unless
-  ``[membership]`` names a shared one), which may record it (below). Each
-  owner checks its shares again. Without coordination (one controller)
-  nothing is routed.
+  soon as it holds ``FORWARD_DISKS`` disks. With ``[controller]
+  register_local_disks`` on, an unknown disk goes to the owner of the
+  host's ephemeral domain, which may record it (below). The host's whole
+  listing goes to
+  :meth:`~iotguard.controller.disk_index.DiskIndex.listed`. Without
+  coordination (one controller) nothing is routed.
 * ``store_samples(batches)``: another controller's routed shares,
-  ``[(host, samples)]``, stored as below (a disk whose domain moved away
-  meanwhile is dropped); ``host`` is None for the shares of known disks
-  merged from several hosts (:func:`iotguard.wire.batch.merge`).
-* Of a checked batch, the disks of domains owned by another controller
-  and disks nobody knows are dropped (logged);
-  an unknown image-backed disk of the reporting host is recorded in the
-  host's ephemeral domain when ``[controller] register_local_disks`` is on
-  and this controller owns that domain; the rest of the batch goes to the
-  :class:`~iotguard.controller.samples.SampleStore` at once. The
-  host's whole listing goes to the disk index
-  (:meth:`~iotguard.controller.disk_index.DiskIndex.listed`), which
-  drops the local disks the agent no longer lists and follows the
-  instances reported from another host than it holds.
-
-Which disk is in which domain: the
-:class:`~iotguard.controller.disk_index.DiskIndex` the controller shares
-with membership, through which the disks are recorded and dropped here.
+  ``[(host, samples)]``, checked again; ``host`` is None for the shares
+  of known disks merged from several hosts
+  (:func:`iotguard.wire.batch.merge`).
 * ``agent_heartbeat(host, info)``: the agents table (written by the one
-  controller that owns ``agent:<host>``, not by all of them).
+  controller that owns ``agent:<host>``).
 
+Of a checked batch, the disks of domains owned by another controller (one
+that moved away meanwhile) and disks nobody knows are dropped (counted in
+``stats``; an unknown disk is logged once); an unknown image-backed disk
+of the reporting host is recorded in the host's ephemeral domain when
+``register_local_disks`` is on and this controller owns that domain. The
+rest goes to the :class:`~iotguard.controller.samples.SampleStore`.
 Nothing a message holds can stop the service: every error is logged and
 the message dropped.
 """
@@ -150,12 +143,9 @@ class ControllerManager:
         self._conf = conf
         self._clock = clock
         self._lock = threading.Lock()
-        # One batch at a time: checking and storing a batch is CPU work
-        # that holds the GIL, and the RPC server runs one thread per
-        # message ([DEFAULT] executor_thread_pool_size); batches decoded
-        # side by side only fight for the GIL (twice the CPU per batch,
-        # measured with python -m benchmarks.broker). Waiting here
-        # costs no CPU, and heartbeats keep their own threads.
+        # One batch at a time: decoding holds the GIL, and batches of
+        # the RPC server's threads decoded side by side cost twice the CPU
+        # each (python -m benchmarks.broker); heartbeats do not wait.
         self._ingest = threading.Lock()
         self.stats = {'stored': 0, 'dropped': 0, 'foreign': 0,
                       'registered': 0, 'forwarded': 0}
@@ -164,11 +154,7 @@ class ControllerManager:
 
     def report_samples(self, ctxt: dict[str, Any], host: object,
                        samples: object) -> None:
-        """One batch of one host (see :mod:`iotguard.wire.rpcapi`).
-
-        This controller alone received it: it routes the other owners'
-        shares (when coordinated), then stores its own.
-        """
+        """One host's batch: route the other owners' shares, store ours."""
         try:
             routed = self.forward is not None
             with self._ingest:
@@ -222,10 +208,7 @@ class ControllerManager:
 
     def _route_away(self, host: str, batch: batch_mod.Batch, keys: list[Key]
                     ) -> list[int]:
-        """Queue the other owners' shares of a checked batch; ours (rows).
-
-        ``keys``: the batch's disks.
-        """
+        """Queue the other owners' shares of ``batch``; the rows kept here."""
         local = (membership.ephemeral_domain(self._conf, host)[0]
                  if self.register_local else None)
         assert self.owner_of is not None    # routed: forward and owner_of
@@ -260,12 +243,10 @@ class ControllerManager:
         return mine
 
     def flush_forwards(self, force: bool = False) -> None:
-        """Send the routed shares when due (see the module doc).
+        """Send the routed shares when due (or ``force``).
 
-        An owner's shares of known disks go as one batch (each disk with
-        its own time of reading, :func:`iotguard.wire.batch.merge`), checked
-        at once there; those of disks unknown here keep their host, which
-        may record them.
+        An owner's shares of known disks go merged into one batch; those
+        of disks unknown here keep their host, which may record them.
         """
         with self._lock:
             if not self._outbox or not force and (
@@ -323,11 +304,10 @@ class ControllerManager:
 
     def add_batch(self, batch: batch_mod.Batch,
                   received_at: float | None = None) -> int:
-        """The sink of the other sources (Ceilometer, Gnocchi).
+        """The sink of Ceilometer and Gnocchi; how many disks were stored.
 
-        ``batch``: a :class:`iotguard.wire.batch.Batch` the source built. Kept
-        as an agent's, without registration: only the disks membership
-        knows, in the domains owned here, are stored. How many.
+        Only the disks the index knows, in domains owned here, are kept
+        (no registration).
         """
         with self._ingest:
             return self._keep(None, batch, received_at)
@@ -348,10 +328,7 @@ class ControllerManager:
 
     def _route(self, key: Key, host: str | None, volume_id: str | None,
                project_id: str | None, owned: dict[str, bool]) -> bool:
-        """Whether the disk ``key``'s sample is kept here (a domain owned).
-
-        ``owned``: a cache of :attr:`owns` for one batch.
-        """
+        """Whether ``key``'s sample is kept here; ``owned`` caches owns()."""
         found = self.index.get(key)
         if found is None:
             domain = self._register(host, key, volume_id, project_id)

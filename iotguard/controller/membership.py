@@ -36,15 +36,14 @@ the controller records those when an agent reports them
 (shelved offloaded, building without a host) have no disks here.
 
 The result is written through the controller's
-:class:`~iotguard.controller.disk_index.DiskIndex` (domains created when
-missing), which membership also reads as what it wrote before (there is
-no other view: a restart or another controller resumes from the
-database), resynced in full by :meth:`Membership.refresh` (the controller
-calls it every ``[membership] resync_interval``) and per instance on Nova
-and Cinder notifications (:class:`NotificationEndpoint`). After an event
-that makes Nova rebuild the domain XML (and so drop live iotune values), the
-``on_rebuilt(instance_uuid, host)`` callback lets the controller ask that
-host's agent to re-apply its caps.
+:class:`~iotguard.controller.disk_index.DiskIndex`, also membership's view
+of what it wrote before (a restart or another controller resumes from the
+database): in full by :meth:`Membership.refresh` (every ``[membership]
+resync_interval``) and per instance on Nova and Cinder notifications
+(:class:`NotificationEndpoint`). After an event that makes Nova rebuild
+the domain XML (dropping the live iotune values),
+``on_rebuilt(instance_uuid, host)`` lets the controller send that host's
+agent its caps again.
 """
 
 from collections.abc import Callable
@@ -143,14 +142,11 @@ def _dev(device: str | None) -> str | None:
 
 
 class Membership:
-    """Disk -> domain, from Nova and Cinder, written through the index.
+    """Disk -> domain, from Nova and Cinder, written through ``index``.
 
-    ``index``: the controller's disk index, written through;
     ``connection``: an openstacksdk Connection (built from
-    ``[service_credentials]`` when first needed);
-    ``on_rebuilt(instance_uuid, host)``: see the module doc;
-    ``notifier``: an :class:`~iotguard.controller.notifications.Notifier`
-    for the tiers given or refused, or None.
+    ``[service_credentials]`` when first needed); ``notifier``: tells the
+    tiers given or refused (None: nobody).
     """
 
     def __init__(self, conf: cfg.ConfigOpts, index: disk_index.DiskIndex,
@@ -269,13 +265,11 @@ class Membership:
 
         ``servers``: the instances resolved, by id; ``found``: their
         disks; ``placed``: what the index holds of them (of every instance
-        for a full resync). A disk of an instance Nova no longer lists or
-        that runs nowhere is removed, and so is one Nova and Cinder no
-        longer show, unless it is in its host's ephemeral domain: an
-        ephemeral disk recorded from its agent (``[controller]
-        register_local_disks``), which the controller drops when the agent
-        stops listing it, and which follows its instance to another host
-        here. How many disks were written and removed.
+        for a full resync). A disk Nova and Cinder no longer show is
+        removed unless it is in its host's ephemeral domain and its
+        instance runs: one an agent reported (the index drops it when the
+        agent stops listing it), which follows its instance to its new
+        host. How many disks were written and removed.
         """
         found = dict(found)
         dead = []
@@ -329,14 +323,12 @@ class Membership:
     def _sync_tiers(self, servers: list[Any], disks: list[Disk]) -> None:
         """Record the tiers flavors and volume types name, admission first.
 
-        The flavor's tier is asked for every disk of the server (it gives
-        one to those the flavor describes), a volume type's for its volume's
-        disk. A tier that does not fit in a disk's domain, that does not
-        exist or that the server's project may not use is recorded as
-        refused (the disks keep what weaker sources give them, ending with
-        the default tier), notified once, and tried again at every resync;
-        a source that no longer names a tier (resize, retype, detach) drops
-        what it asked before.
+        The flavor's tier is asked for every disk of the server, a volume
+        type's for its volume's disk. A tier that does not fit in a disk's
+        domain, does not exist or is not the project's to use is recorded
+        as refused (the disk keeps what weaker sources give it), notified
+        once, and tried again at every resync; a source that no longer
+        names a tier (resize, retype, detach) drops what it asked before.
         """
         if not servers:
             return

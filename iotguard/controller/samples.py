@@ -13,23 +13,18 @@
 """The controller's in-memory sample store: the latest sample per disk.
 
 Every source (agents' ``report_samples``, Ceilometer, Gnocchi) feeds the
-same store with a :class:`iotguard.wire.batch.Batch`, checked once by
-:func:`iotguard.wire.batch.decode` (the agents') or built by the source
-itself; each disk's ``timestamp`` is the source's own time of
-measurement (UNIX seconds). The store keeps, per disk
-``(instance_uuid, dev)``, only the newest sample, and refuses (logs and
-does not count):
+same store with a :class:`iotguard.wire.batch.Batch`
+(:meth:`SampleStore.add_batch`); each disk's ``timestamp`` is the
+source's own time of measurement (UNIX seconds). The store keeps, per
+disk ``(instance_uuid, dev)``, only the newest sample, one row of NumPy
+columns, and refuses (logs, and counts in ``rejected``):
 
 * one from the future, more than ``max_skew_s`` after its arrival;
 * one already stale on arrival (see below);
 * a duplicate, or one not newer than the sample it would replace.
 
-**Columnar.** The store holds no dict per sample: each disk has one row
-in NumPy columns (timestamp, interval, the rates, the static ceilings,
-whether it has rates), grown by doubling. Its one way in is
-:meth:`SampleStore.add_batch`. The decision loop reads a domain's rows
-at once with :meth:`SampleStore.gather`; :meth:`SampleStore.latest`
-gives one disk's row as a dict (tests, the all-in-one).
+The decision loop reads a domain's rows at once
+(:meth:`SampleStore.gather`).
 
 **Staleness.** A sample is stale when it is older than
 :data:`iotguard.wire.rates.STALE_INTERVALS` (3) intervals, the interval being
@@ -76,10 +71,9 @@ Rows = npt.NDArray[np.intp]
 
 
 class SampleStore:
-    """The newest sample of every disk, one row per ``(instance_uuid, dev)``.
+    """The newest sample of every disk, in float columns.
 
-    Columns only: floats, ``nan`` for "none" (``inf`` for a static
-    ceiling: no limit).
+    ``nan`` stands for "none" (``inf`` for a static ceiling: no limit).
     """
 
     def __init__(self, interval_s: float,
@@ -115,9 +109,7 @@ class SampleStore:
                   received_at: float | None = None) -> int:
         """Store a checked :class:`iotguard.wire.batch.Batch`; how many stored.
 
-        Refused (each logged): a sample from the future, one stale on
-        arrival, one not newer than the disk's latest (also when a disk
-        comes twice in the batch: in order, as if sent one by one).
+        A disk twice in the batch is taken in order, as if sent one by one.
         """
         now = self._clock() if received_at is None else received_at
         stamp = batch.timestamp

@@ -12,19 +12,14 @@
 
 """The controller process wired together: RPC server, partition, loop.
 
-Threads only (no eventlet): the RPC server (topic ``iotguard-controller``:
-the agents' casts and, with coordination, the samples other controllers
-route here; its ``server`` is then this controller's tooz member id) and
-the optional Ceilometer listener use oslo.messaging's ``threading``
-executor, and so does the Nova/Cinder notification listener of membership
-(when ``[service_credentials]`` is configured); with coordination a
-thread sends the samples routed from here every ``FORWARD_S``; one
-thread runs the decision rounds every ``[controller]
-decision_interval``: follow the tooz group, pick the owned domains, resync
-membership when due, reload the disk index when due (the changes written
-through it keep it current in between), poll Gnocchi when enabled, and
-run one round over the owned domains. A failing round is logged and the next
-one runs on time.
+Threads only (no eventlet): the RPC server (topic ``iotguard-controller``;
+with coordination its ``server`` is this controller's tooz member id, to
+which the other controllers route samples) and the Ceilometer and
+membership listeners use oslo.messaging's ``threading`` executor; with
+coordination a thread sends the samples routed from here every
+``FORWARD_S``; one thread runs :meth:`ControllerService.tick` every
+``[controller] decision_interval``. A failing round is logged and the
+next one runs on time.
 """
 
 from collections.abc import Callable
@@ -124,8 +119,6 @@ class ControllerService:
                           'round')
         self._start_sources()
         self._start_membership()
-        # Coordinated, the server is named by the tooz member id: other
-        # controllers route samples to it by that name (store_samples).
         self.server = rpc.get_server(
             self.transport, rpc.TOPIC_CONTROLLER,
             self.partition.member_id.decode() if routed else self.host,
@@ -203,10 +196,9 @@ class ControllerService:
                         self.conf.membership.resync_interval)
 
     def _follow_moves(self) -> None:
-        """Membership asks Nova again about instances a host reported.
+        """Resync the instances a host reported elsewhere; send their caps.
 
-        (:meth:`~iotguard.controller.disk_index.DiskIndex.listed`); their
-        caps go to the new host at once.
+        See :meth:`~iotguard.controller.disk_index.DiskIndex.listed`.
         """
         while self._moved and self.membership is not None:
             uuid = self._moved.pop()
@@ -251,7 +243,11 @@ class ControllerService:
                         self.conf.gnocchi.granularity / 2.0)
 
     def tick(self, now: float | None = None) -> None:
-        """One round over the owned domains; never raises."""
+        """One round over the owned domains; never raises.
+
+        Follows the tooz group, resyncs membership and reloads the disk
+        index when due, polls Gnocchi when enabled, then runs the loop.
+        """
         try:
             now = self._clock() if now is None else now
             domains = self.partition.my_domains(self.db.domain_list())

@@ -14,13 +14,12 @@
 
 Each source turns what it reads into rows (:class:`iotguard.wire.batch.Row`,
 one disk's sample each) and :func:`deliver` hands them to a
-``sink(batch) -> int`` callable (the controller passes its manager's
-``add_batch``, which keeps the disks it owns) as one
-:class:`iotguard.wire.batch.Batch`, checked as an agent's is: through its wire
-form and :func:`iotguard.wire.batch.decode`, the one check of a sample (a
-malformed row is logged and dropped, the others go on). Neither source
-sees the static ceilings (only the agent does): a disk of theirs has
-none.
+``sink(batch) -> int`` (the controller's
+:meth:`~iotguard.controller.manager.ControllerManager.add_batch`) as one
+:class:`iotguard.wire.batch.Batch`, checked as an agent's is by
+:func:`iotguard.wire.batch.decode` (a malformed row is logged and
+dropped, the others go on). Neither source sees the static ceilings: a
+disk of theirs has none.
 """
 
 from collections.abc import Callable
