@@ -63,8 +63,7 @@ FloatArray = npt.NDArray[np.float64]
 RATES = rates.RATE_FIELDS
 #: :class:`iotguard.wire.rates.Columns` (``Batch.rates`` hides the module).
 RateColumns = rates.Columns
-#: The static ceilings of a disk (:func:`iotguard.wire.caps.ceiling` of each
-#: kind), on the wire as integers, 0: no limit.
+#: The static ceilings of a disk, on the wire as integers, 0: no limit.
 CEILINGS = ('static_iops_sec', 'static_bytes_sec')
 #: The per-disk lists of the wire, in the order :meth:`Batch.to_wire`
 #: writes them (then ``timestamp`` when the disks' times differ).
@@ -82,11 +81,9 @@ _PATTERNS = {
 #: int64).
 MAX_CEILING = caps.LIMITS_SCHEMA['properties']['total_iops_sec']['maximum']
 
-#: Decimals :meth:`Batch.to_wire` sends of each rate (:data:`RATES`): a
-#: thousandth of an operation per second and of a millisecond, whole
-#: bytes per second. The counters move by whole operations and bytes over
-#: intervals of seconds, so the digits beyond are noise; without them a
-#: batch is about a third smaller and faster to encode and decode.
+#: Decimals :meth:`Batch.to_wire` sends of each rate: the counters move by
+#: whole operations and bytes over intervals of seconds, so the digits
+#: beyond are noise; without them a batch is about a third smaller.
 RATE_DECIMALS = {'read_iops': 3, 'write_iops': 3, 'read_bytes_sec': 0,
                  'write_bytes_sec': 0, 'read_latency_ms': 3,
                  'write_latency_ms': 3}
@@ -201,10 +198,7 @@ class Batch:
     @classmethod
     def of_pass(cls, timestamp: float, disks: Disks,
                 measured: RateColumns) -> 'Batch':
-        """An agent's pass: its disks and their rates, read at ``timestamp``.
-
-        Nothing is done per disk in Python.
-        """
+        """An agent's pass: its disks and rates, read at ``timestamp``."""
         n = len(disks)
         return cls(disks.instance_uuid, disks.dev, np.full(n, timestamp),
                    measured.interval_s, measured.gap_names(),
@@ -362,10 +356,7 @@ def _ceilings(disks: dict[str, Any], n: int) -> FloatArray:
 
 
 def decode(wire: object) -> Batch:
-    """The :class:`Batch` of a wire batch, or raise Invalid (the reason).
-
-    The one check of a sample, over all the disks of a batch at once.
-    """
+    """The :class:`Batch` of a wire batch, or raise Invalid (the reason)."""
     if (type(wire) is not dict or set(wire) != {'timestamp', 'disks'}
             or type(wire['disks']) is not dict):
         raise _invalid('(top)', 'needs {"timestamp", "disks": {...}}')

@@ -37,9 +37,7 @@ A consistent set (:func:`check_limits`):
 
 :func:`effective` combines a cap with a disk's static limits (the values
 Nova or Cinder put in the domain XML): the one rule the agent applies and
-the simulator's throttles enforce; the disk never gets more in total than
-its static ceilings allow.
-Pure module: no oslo, no libvirt.
+the simulator's throttles enforce. Pure module: no oslo, no libvirt.
 """
 
 import collections.abc
@@ -62,8 +60,8 @@ IOTUNE_KEYS = BASE_KEYS + MAX_KEYS
 #: libvirt takes unsigned long long, QEMU int64.
 _MAX_VALUE = 2 ** 63 - 1
 
-#: A JSON schema; an iotune set as given (0 or missing = no limit).
 Schema = dict[str, Any]
+#: An iotune set as given (0 or missing: no limit).
 Limits = collections.abc.Mapping[str, float]
 _UUID = ('^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-'
          '[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$')
@@ -210,9 +208,7 @@ def check_limits(limits: Limits) -> None:
 def inf_if_zero(value: float) -> float:
     """A limit as the core reads it: ``inf`` for "no limit" (0 on the wire).
 
-    The one conversion from libvirt's and the database's form (a whole
-    number, 0 or missing for none) to the core's (a float, ``inf`` for
-    none); :func:`iotguard.policy.base.wire_value` is the way back.
+    :func:`iotguard.policy.base.wire_value` is the way back.
     """
     return value if value > 0 else math.inf
 
@@ -274,24 +270,21 @@ def _mode(limits: Limits, kind: str) -> str | None:
 def effective(cap: Limits, static: Limits) -> dict[str, int]:
     """The iotune set to apply for a cap over a disk's static limits.
 
-    The one rule, used by the agent (what it sets) and by the simulator
-    (what its throttles enforce). Both are iotune dicts (0 = no limit);
-    the result has all twelve keys and is consistent. Per kind:
+    Both are iotune dicts (0: no limit); the result has all twelve keys
+    and is consistent. Per kind:
 
     * no cap: the static limits;
     * the cap and the static limits in the same form (or no static
       limit): the key-wise minimum;
     * a ``total`` cap over read/write static limits: QEMU holds one form
-      per kind (``total`` or read/write, never both), so a cap below the
-      sum of the read and write ceilings (a missing one: no ceiling) is
-      applied as ``total = min(cap, read + write)`` and the per-direction
-      values are dropped while it is in force. The cap then holds
-      exactly (the neighbours' protection, and what the policy's
-      arithmetic assumes: a ``read = write = cap`` pair would let a mixed
-      workload do twice the cap), the disk never gets more in total than
-      its ceilings allow, and one direction can pass its own ceiling only
-      while the cap is above that ceiling. A cap at or above the sum
-      leaves the static limits as they are;
+      per kind, so a cap below the sum of the read and write ceilings (a
+      missing one: no ceiling) is applied as ``total = min(cap, read +
+      write)`` without the per-direction values while it is in force. The
+      cap then holds exactly (a ``read = write = cap`` pair would let a
+      mixed workload do twice the cap), the disk never gets more in total
+      than its ceilings allow, and one direction can pass its own ceiling
+      only while the cap is above it. A cap at or above the sum leaves the
+      static limits as they are;
     * read/write caps over a ``total`` static limit:
       ``total = min(static total, read cap + write cap)``.
 
@@ -329,9 +322,8 @@ def effective(cap: Limits, static: Limits) -> dict[str, int]:
 def with_bursts(limits: Limits) -> dict[str, int]:
     """A full set where every set base key has ``*_max`` >= its value.
 
-    The libvirt test driver (and QEMU) refuse a base value above its
-    burst; a burst of 0 there means "none", which the test driver reads
-    as 0 < value. Sending ``*_max = max(*_max, value)`` is always valid.
+    The libvirt test driver compares every value with its burst, 0
+    included (QEMU reads 0 as "no burst"): this set passes both.
     """
     out = full(limits)
     for key in BASE_KEYS:

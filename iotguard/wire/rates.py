@@ -98,9 +98,7 @@ def latency_ms(times_ns: Any, reqs: Any) -> Any:
     """Mean latency per operation (ms) over an interval; 0.0 without any.
 
     ``times_ns`` and ``reqs`` are the changes of a time counter (ns spent
-    on the operations) and of its request counter, scalars or arrays: the
-    one latency formula (the agent's, the Gnocchi source's, the
-    simulator's through :class:`Table`).
+    on the operations) and of its request counter, scalars or arrays.
     """
     with np.errstate(divide='ignore', invalid='ignore'):
         return np.where(np.asarray(reqs) > 0,
@@ -234,17 +232,13 @@ class Columns:
 class Table:
     """:class:`Series` for all the disks of a host at once, in NumPy.
 
-    The same rules as :func:`compute` and :meth:`Series.update`, applied
-    to every disk of a bulk read with a few array operations instead of a
-    reading, a dict and a result object per disk: the agent's sampling
-    pass over thousands of disks is then a fixed cost. Each disk keeps a
-    slot (a row of the arrays) from its first reading until it is pruned;
-    the slots of a list of keys are looked up once and reused while the
-    same keys come in the same order, which is the steady state.
-
-    Exact as :class:`Series` while counters stay below 2**53 (the float
-    precision both divide in; beyond, Python's integer division may round
-    a latency differently in the last bit).
+    The same rules as :meth:`Series.update`, in a few array operations
+    per bulk read: the agent's pass over thousands of disks is then a
+    fixed cost. Each disk keeps a slot (a row of the arrays) from its
+    first reading until it is pruned; the slots of a list of keys are
+    reused while the same keys come in the same order (the steady state).
+    Exact as :class:`Series` while counters stay below 2**53 (beyond, a
+    latency may differ in the last bit).
     """
 
     def __init__(self, max_gap_s: float = float('inf')) -> None:
@@ -300,8 +294,7 @@ class Table:
         gap[(gap == 0) & (cur < prev).any(axis=1)] = _RESET
         gap[(gap == 0) & (interval > self.max_gap_s)] = _TOO_LONG
         interval[first] = 0.0
-        # A duplicate reading (same instant) keeps the older one; see
-        # Series.update.
+        # A duplicate reading keeps the older one (Series.update).
         kept = ~(bad & (interval == 0))
         self._at[slots[kept]] = at
         self._counters[slots[kept]] = cur[kept]

@@ -32,11 +32,6 @@ Controller API (topic ``iotguard-controller``), version history:
   controller alone, ``server`` = its tooz member id); and
   ``agent_heartbeat(host, info)``, a fanout cast. A batch of samples is
   the wire form of :class:`iotguard.wire.batch.Batch`, in both methods.
-
-The controller API was reset to 1.0 before the first release: it had
-grown to 1.2 (1.0 sent a dict per disk to every controller, 1.1 the same
-batch in columns, 1.2 routed it), and nothing deployed needed the older
-forms. The agent API never left 1.0.
 """
 
 from typing import Any
@@ -57,9 +52,8 @@ Payload = dict[str, Any]
 class AgentAPI:
     """Talks to one agent per compute host: topic iotguard-agent, server=host.
 
-    A cap is the dict of :mod:`iotguard.wire.caps` (``instance_uuid``, ``dev``,
-    ``limits``, ``lease_expires_at``, ``decision_id``); a disk in
-    ``release_caps`` is ``{"instance_uuid", "dev"}``.
+    A cap is the wire dict of :class:`iotguard.wire.caps.Cap`, a disk in
+    ``release_caps`` that of :class:`iotguard.wire.caps.Disk`.
     """
 
     def __init__(self, transport: oslo_messaging.Transport,
@@ -86,12 +80,7 @@ class AgentAPI:
 
 
 class ControllerAPI:
-    """Casts to the controllers on topic ``iotguard-controller``.
-
-    An agent's batch goes to one controller, which routes each disk to
-    its domain's owner: domain ownership can move between controllers
-    without the agents knowing.
-    """
+    """Casts to the controllers on topic ``iotguard-controller``."""
 
     def __init__(self, transport: oslo_messaging.Transport) -> None:
         self.client = rpc.get_client(transport, rpc.TOPIC_CONTROLLER,
