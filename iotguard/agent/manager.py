@@ -165,9 +165,8 @@ class AgentManager:
 
         Nothing per disk in an interval where no lease lapses, no instance
         was marked, no earlier apply failed and the listing is the last
-        one (the same disks, equal: the drivers give the same objects
-        back, so this is one identity check per disk, in C): every disk
-        is then as the last pass left it.
+        one (the drivers give the same objects back: one identity check
+        per disk, in C).
         """
         if disks is None:
             disks = self.driver.list_disks()

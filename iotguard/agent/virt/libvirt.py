@@ -24,23 +24,21 @@
   it). For a transient domain, the live ``<iotune>`` when the agent first
   saw it.
 * Caps are recognised as ours wherever the domain goes: with a cap the
-  driver records, in the domain's own live metadata (namespace
-  :data:`METADATA_NS`), per disk the static ceiling it found and the limits
-  it applied. A live migration carries the live XML, record included, to
-  the destination, where Nova defines it as the persistent domain: its
-  ``<iotune>`` is then our cap, not a ceiling. A disk whose persistent
-  ``<iotune>`` is exactly what the record says was applied gets the
-  recorded static ceiling instead, so the cap still lapses at its lease
-  and a release restores what Nova set; the recorded ceiling is also
-  written back into the persistent definition (``VIR_DOMAIN_AFFECT_CONFIG``),
-  so that no cap stays there. A rebuilt domain (hard reboot, resize,
-  rebuild...) has no record: its ``<iotune>`` is Nova's.
+  driver records in the domain's live metadata (:data:`METADATA_NS`) each
+  disk's static ceiling and the limits it applied. A live migration
+  carries that record to the destination, where Nova defines the live XML
+  as the persistent domain, whose ``<iotune>`` is then our cap. A disk
+  whose persistent ``<iotune>`` is what the record says was applied gets
+  the recorded ceiling instead (the cap still lapses at its lease, a
+  release restores what Nova set), also written back into the persistent
+  definition. A rebuilt domain (hard reboot, resize, rebuild...) has no
+  record: its ``<iotune>`` is Nova's.
 * Caps: ``setBlockIoTune(dev, params, VIR_DOMAIN_AFFECT_LIVE)`` with all
-  twelve keys, a complete and consistent set, exactly as computed (so the
-  static limits come back exactly, bursts included). The test driver checks
-  every value against its ``*_max``, 0 included; when it refuses a set for
-  that reason the driver resends it with ``*_max`` >= each value, and keeps
-  doing so on that connection URI.
+  twelve keys, exactly as computed (so the static limits come back
+  exactly, bursts included). The test driver checks every value against
+  its ``*_max``, 0 included (QEMU reads 0 as "no burst"); once it refuses
+  a set for that reason, the driver sends ``*_max`` >= each value on that
+  connection (:func:`iotguard.wire.caps.with_bursts`).
 * A lost connection (daemon restart) is reopened once per failed call;
   lifecycle and device events come through libvirt's default event loop,
   run in a daemon thread.
@@ -426,7 +424,7 @@ class LibvirtDriver(base.Driver):
 
     def _record(self, dom: Any, dev: str, static: caps.Limits,
                 limits: caps.Limits, sent: dict[str, int]) -> None:
-        """Keep iotguard's record of a cap in the domain (see above).
+        """Keep iotguard's record of a cap in the domain (the module doc).
 
         ``sent``: the iotune set exactly as libvirt got it (the test
         driver's bursts included), which is what a domain migrated with it
@@ -475,8 +473,6 @@ class LibvirtDriver(base.Driver):
             if (self._needs_bursts or '_max' not in str(e) or
                     e.get_error_code() != libvirt.VIR_ERR_INVALID_ARG):
                 raise
-            # The test driver compares every value with its *_max, 0
-            # included; QEMU takes 0 as "no burst set".
             LOG.info('libvirt at %s wants *_max >= every value (%s); '
                      'sending bursts from now on', self.uri, e)
             self._needs_bursts = True
