@@ -22,7 +22,7 @@ Event types (publisher ``iotguard-controller.<host>``):
   volume's type names did not fit (admission) or is not usable, so its
   disks got a weaker source's tier; sent once per refusal;
 * ``iotguard.tier.admitted`` (INFO): such a tier was given (at once, or
-  at a later resync once capacity freed).
+  at a later resync once capacity freed);
 * ``iotguard.domain.overcommitted`` (WARN): the floors admitted on a
   domain cost more than ``[admission] max_commit_ratio`` of what its
   storage was learned to serve (:func:`iotguard.policy.admission.overcommit`);

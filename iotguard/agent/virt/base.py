@@ -15,7 +15,7 @@
 A disk is keyed by ``(instance_uuid, dev)``: the libvirt domain UUID is the
 Nova instance UUID, ``dev`` the target dev (``vda``). Iotune dicts carry
 the twelve keys of :data:`iotguard.wire.caps.IOTUNE_KEYS` (0 = no limit);
-counter dicts the keys of :data:`iotguard.wire.rates.COUNTER_KEYS`.
+counters come as :class:`iotguard.wire.rates.Readings`.
 
 Constructors do no I/O; :meth:`Driver.start` connects.
 """
@@ -79,9 +79,8 @@ class Driver(abc.ABC):
     def get_block_stats(self) -> rates.Readings:
         """Cumulative counters of every disk, in as few calls as possible.
 
-        What the sampler reads every interval. The same keys in the same
-        order while the disks do not change, which lets the sampler reuse
-        what it worked out per disk.
+        The same keys in the same order while the disks do not change (the
+        sampler then reuses what it worked out per disk).
         """
 
     @abc.abstractmethod
