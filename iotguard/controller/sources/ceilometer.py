@@ -109,14 +109,13 @@ def _volume(meter: dict[str, Any]) -> float:
 class Assembler:
     """Meters in, per-disk samples (:class:`iotguard.wire.batch.Row`) out.
 
-    Thread-safe.
-
-    A poll of a disk is complete, and becomes a sample, when its four
-    request and byte counters are in and, for a disk whose latency meters
-    were ever seen, its two latency counters too. A meter that repeats
-    one already in the pending poll, or that is more than half a polling
-    interval away from it, starts the next poll; an incomplete poll is
-    then dropped (a missing counter would read as a reset).
+    Thread-safe. A poll of a disk is complete, and becomes a sample, when
+    its four request and byte counters are in and, for a disk whose
+    latency meters were ever seen, its two latency counters too. A meter
+    that repeats one already in the pending poll, or that is more than
+    half a polling interval away from it, starts the next poll; an
+    incomplete poll is then dropped (a missing counter would read as a
+    reset).
     """
 
     def __init__(self, polling_interval_s: float) -> None:
@@ -292,9 +291,8 @@ def get_listener(conf: cfg.ConfigOpts, transport: oslo_messaging.Transport,
                  sink: sources.Sink) -> oslo_messaging.MessageHandlingServer:
     """A (not started) listener on ``[ceilometer] exchange`` and ``topic``.
 
-    ``transport`` is a notification transport
-    (``oslo_messaging.get_notification_transport``) on the bus Ceilometer
-    publishes to. The caller starts, stops and waits for it.
+    ``transport``: a notification transport on the bus Ceilometer
+    publishes to.
     """
     endpoint = Endpoint(sink, conf.ceilometer.polling_interval)
     return oslo_messaging.get_notification_listener(

@@ -145,9 +145,7 @@ class GnocchiSource:
     def fetch(self, instance_uuids: Iterable[str] | None = None,
               start: float | None = None, stop: float | None = None
               ) -> list[batch_mod.Row]:
-        """Every complete bucket of every disk, oldest first.
-
-        A :class:`iotguard.wire.batch.Row` per disk and bucket.
+        """Every complete bucket of every disk, oldest first: one Row each.
 
         ``instance_uuids``: only these instances' disks (None: every
         ``instance_disk``); ``start``/``stop``: UNIX times. Returns ``[]``
