@@ -124,6 +124,25 @@ def tier_list(request):
     return [Record(t) for t in _call(request, 'GET', '/tiers')['tiers']]
 
 
+def tier_show(request, name):
+    return Record(_call(request, 'GET', '/tiers/%s' % _quote(name))['tier'])
+
+
+def tier_create(request, **fields):
+    """The admin's: the API checks the numbers (floors below ceilings)."""
+    return Record(_call(request, 'POST', '/tiers', fields)['tier'])
+
+
+def tier_update(request, name, **fields):
+    return Record(_call(request, 'PATCH', '/tiers/%s' % _quote(name),
+                        fields)['tier'])
+
+
+def tier_delete(request, name):
+    """Refused (409) while a disk or a tier choice uses the tier."""
+    _call(request, 'DELETE', '/tiers/%s' % _quote(name))
+
+
 def domain_list(request):
     return [Record(d) for d in _call(request, 'GET', '/domains')['domains']]
 

@@ -183,6 +183,7 @@ class PanelNeedsTheCatalogTests(helpers.TestCase):
 
 class AdminPanelTests(CatalogMixin, helpers.BaseAdminViewTests):
 
+    @mock.patch.object(iotguard, 'tier_list', return_value=records(TIERS))
     @mock.patch.object(iotguard, 'decision_list',
                        return_value=records([DECISION]))
     @mock.patch.object(iotguard, 'domain_show',
@@ -190,7 +191,7 @@ class AdminPanelTests(CatalogMixin, helpers.BaseAdminViewTests):
     @mock.patch.object(iotguard, 'domain_list', return_value=records([
         {'name': 'local:compute1', 'kind': 'local'}]))
     def test_index_shows_domains_caps_decisions(self, domains, show,
-                                                decisions):
+                                                decisions, tiers):
         response = self.client.get(ADMIN)
         self.assertEqual(200, response.status_code)
         show.assert_called_once_with(mock.ANY, 'local:compute1')
@@ -201,8 +202,67 @@ class AdminPanelTests(CatalogMixin, helpers.BaseAdminViewTests):
                                response.context['decisions_table'].data])
         for text in ('10000 IOPS, 400.0 MB/s (manual), additive',
                      '0.500 of 0.900 allowed', '35.2 %', '2026-11-22 03:40:10',
-                     'no learned verdict', '2026-11-22 03:40:40', REASON):
+                     'no learned verdict', '2026-11-22 03:40:40', REASON,
+                     'Create tier', 'reserved for billing'):
             self.assertContains(response, text)
+
+
+class AdminTierTests(CatalogMixin, helpers.BaseAdminViewTests):
+
+    CREATE = reverse('horizon:admin:iotguard:create_tier')
+    FORM = {'name': 'silver', 'description': 'web', 'min_iops': '500',
+            'min_bytes_sec': '0', 'max_iops': '1000', 'max_bytes_sec': '0',
+            'weight': '2', 'projects': ''}
+
+    @mock.patch.object(iotguard, 'tier_create',
+                       return_value=iotguard.Record(name='silver'))
+    def test_create(self, create):
+        response = self.client.post(self.CREATE,
+                                    dict(self.FORM, is_public='on'))
+        self.assertNoFormErrors(response)
+        self.assertRedirectsNoFollow(response, ADMIN)
+        create.assert_called_once_with(
+            mock.ANY, name='silver', description='web', min_iops=500.0,
+            min_bytes_sec=0.0, max_iops=1000.0, max_bytes_sec=0.0,
+            weight=2.0, is_public=True, projects=[])
+
+    @mock.patch.object(iotguard, 'tier_create', side_effect=iotguard.APIError(
+        400, 'Invalid input: min_iops 2000 is above max_iops 1000'))
+    def test_create_refused_by_the_api(self, create):
+        response = self.client.post(self.CREATE, dict(
+            self.FORM, min_iops='2000', projects='p1, p2'))
+        self.assertContains(response, 'min_iops 2000 is above max_iops')
+        self.assertEqual((False, ['p1', 'p2']), (
+            create.call_args.kwargs['is_public'],
+            create.call_args.kwargs['projects']))
+
+    @mock.patch.object(iotguard, 'tier_update',
+                       return_value=iotguard.Record(name='platinum'))
+    @mock.patch.object(iotguard, 'tier_show', return_value=iotguard.Record(
+        TIERS[1], projects=['p1']))
+    def test_update(self, show, update):
+        url = reverse('horizon:admin:iotguard:update_tier',
+                      args=['platinum'])
+        form = self.client.get(url).context['form']
+        self.assertEqual(('platinum', 9000.0, False, 'p1'), tuple(
+            form.initial[k] for k in ('name', 'min_iops', 'is_public',
+                                      'projects')))
+        response = self.client.post(url, dict(self.FORM, name='platinum',
+                                              projects='p1'))
+        self.assertRedirectsNoFollow(response, ADMIN)
+        update.assert_called_once_with(
+            mock.ANY, 'platinum', description='web', min_iops=500.0,
+            min_bytes_sec=0.0, max_iops=1000.0, max_bytes_sec=0.0,
+            weight=2.0, is_public=False, projects=['p1'])
+
+    @mock.patch.object(iotguard, 'tier_delete')
+    @mock.patch.object(iotguard, 'tier_list', return_value=records(TIERS))
+    @mock.patch.object(iotguard, 'decision_list', return_value=[])
+    @mock.patch.object(iotguard, 'domain_list', return_value=[])
+    def test_delete(self, domains, decisions, tiers, delete):
+        response = self.client.post(ADMIN, {'action': 'tiers__delete__gold'})
+        self.assertRedirectsNoFollow(response, ADMIN)
+        delete.assert_called_once_with(mock.ANY, 'gold')
 
 
 class APITests(CatalogMixin, helpers.TestCase):

@@ -27,7 +27,8 @@ chromium-driver) through Selenium logs in:
   the API's database agrees; Admin > Disk I/O is not the member's;
 * as the admin: Admin > Disk I/O shows each domain's committed floors and
   utilisation as the API reports them, the caps in force and the latest
-  decisions with their reasons.
+  decisions with their reasons; a tier the API refuses (floor above
+  ceiling) is refused in the form with its message, then created.
 
 Screenshots are taken of each page; with IOTGUARD_SCREENSHOTS=<dir> (the
 docs use doc/source) they are saved as <dir>/user/dashboard-*.png and
@@ -391,3 +392,23 @@ class TestHorizon(base.TestCase):
         self.assertIn(REASON, self.rows('decisions')[str(
             decisions[0]['id'])])
         self.screenshot('admin', 'domains')
+
+        # Tier management: the API's own check answers in the form.
+        self.css('#tiers__action_create_tier').click()
+        self.wait(lambda b: self.css('.modal #id_name', many=True))
+        for field, value in (('name', 'silver'), ('min_iops', '4000'),
+                             ('max_iops', '1000')):
+            self.css('.modal #id_' + field).clear()
+            self.css('.modal #id_' + field).send_keys(value)
+        self.css('.modal [type=submit]').click()
+        self.wait_text('.modal .alert-danger',
+                       'tier silver: min_iops is above max_iops')
+        self.screenshot('admin', 'tier-refused')
+        self.css('.modal #id_max_iops').clear()
+        self.css('.modal #id_max_iops').send_keys('5000')
+        self.css('.modal [type=submit]').click()
+        self.wait_text('.alert-success', 'Tier silver created.')
+        tier = self.api.db.tier_get('silver')
+        self.assertEqual((4000.0, 5000.0), (tier['min_iops'],
+                                            tier['max_iops']))
+        self.assertIn('4000 IOPS', self.rows('tiers')['silver'])

@@ -11,8 +11,10 @@
 # under the License.
 
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext_lazy
 from horizon import tables
 
+from iotguard_dashboard.api import iotguard
 from iotguard_dashboard.content import format as fmt
 
 
@@ -102,3 +104,66 @@ class DecisionsTable(tables.DataTable):
     class Meta:
         name = 'decisions'
         verbose_name = _('Latest decisions')
+
+
+class CreateTier(tables.LinkAction):
+    name = 'create_tier'
+    verbose_name = _('Create tier')
+    url = 'horizon:admin:iotguard:create_tier'
+    classes = ('ajax-modal',)
+    icon = 'plus'
+
+
+class UpdateTier(tables.LinkAction):
+    name = 'update_tier'
+    verbose_name = _('Edit tier')
+    url = 'horizon:admin:iotguard:update_tier'
+    classes = ('ajax-modal',)
+    icon = 'pencil'
+
+
+class DeleteTier(tables.DeleteAction):
+    help_text = _('A tier that disks or tier choices use cannot be deleted.')
+
+    @staticmethod
+    def action_present(count):
+        return ngettext_lazy('Delete Tier', 'Delete Tiers', count)
+
+    @staticmethod
+    def action_past(count):
+        return ngettext_lazy('Deleted Tier', 'Deleted Tiers', count)
+
+    def delete(self, request, obj_id):
+        iotguard.tier_delete(request, obj_id)
+
+
+def _projects(tier):
+    if tier.is_public:
+        return _('public')
+    return ', '.join(tier.get('projects') or ()) or _('private, no project')
+
+
+class TiersTable(tables.DataTable):
+    name = tables.Column('name', verbose_name=_('Tier'))
+    description = tables.Column('description', verbose_name=_('Description'))
+    floor = tables.Column(
+        lambda t: fmt.iops_and_bytes(t.min_iops, t.min_bytes_sec, _('none')),
+        verbose_name=_('Floor'))
+    ceiling = tables.Column(
+        lambda t: fmt.iops_and_bytes(t.max_iops, t.max_bytes_sec,
+                                     _('unlimited')),
+        verbose_name=_('Ceiling'))
+    weight = tables.Column('weight', verbose_name=_('Weight'))
+    projects = tables.Column(_projects, verbose_name=_('Projects'))
+
+    def get_object_id(self, datum):
+        return datum.name
+
+    def get_object_display(self, datum):
+        return datum.name
+
+    class Meta:
+        name = 'tiers'
+        verbose_name = _('Tiers')
+        table_actions = (CreateTier, DeleteTier)
+        row_actions = (UpdateTier, DeleteTier)

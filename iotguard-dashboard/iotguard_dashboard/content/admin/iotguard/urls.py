@@ -16,4 +16,8 @@ from iotguard_dashboard.content.admin.iotguard import views
 
 urlpatterns = [
     re_path(r'^$', views.IndexView.as_view(), name='index'),
+    re_path(r'^tiers/create/$', views.CreateTierView.as_view(),
+            name='create_tier'),
+    re_path(r'^tiers/(?P<name>[^/]+)/update/$',
+            views.UpdateTierView.as_view(), name='update_tier'),
 ]
