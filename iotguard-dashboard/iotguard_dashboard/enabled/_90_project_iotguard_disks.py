@@ -19,3 +19,11 @@ PANEL = 'iotguard_disks'
 PANEL_DASHBOARD = 'project'
 PANEL_GROUP = 'compute'
 ADD_PANEL = 'iotguard_dashboard.content.project.iotguard_disks.panel.DiskIO'
+# The same disks as a tab of the instance details, with Change I/O tier.
+EXTRA_TABS = {
+    'openstack_dashboard.dashboards.project.instances.tabs.'
+    'InstanceDetailTabs': (
+        (100, 'iotguard_dashboard.content.project.iotguard_disks.tabs.'
+              'DiskIOTab'),
+    ),
+}

@@ -20,6 +20,7 @@ admission refusal).
 import copy
 from unittest import mock
 
+from django import http
 from django.urls import reverse
 from openstack_dashboard.test import helpers
 import requests
@@ -172,6 +173,39 @@ class ProjectPanelTests(CatalogMixin, helpers.TestCase):
     def test_member_has_no_admin_panel(self):
         response = self.client.get(ADMIN)
         self.assertNotEqual(200, response.status_code)
+
+
+class InstanceTabTests(CatalogMixin, helpers.TestCase):
+
+    def _tab(self):
+        from openstack_dashboard.dashboards.project.instances import tabs
+        server = mock.Mock(id=UUID)
+        server.name = 'web-1'
+        # Horizon's own Interfaces tab asks Neutron.
+        mock.patch('openstack_dashboard.api.neutron.is_extension_supported',
+                   return_value=False).start()
+        # Opened as a link to the tab opens it.
+        self.request.GET = http.QueryDict(
+            'tab=instance_details__iotguard_disk_io')
+        group = tabs.InstanceDetailTabs(self.request, instance=server)
+        return group.get_tab('iotguard_disk_io')
+
+    @mock.patch.object(iotguard, 'instance_show', return_value=iotguard.Record(
+        instance_uuid=UUID, disks=[DISK, IDLE]))
+    def test_instance_details_have_a_disk_io_tab(self, show):
+        tab = self._tab()
+        self.assertEqual(['vda', 'vdb'],
+                         [d.dev for d in tab.get_disks_data()])
+        self.assertEqual('web-1', tab.get_disks_data()[0].server)
+        show.assert_called_with(mock.ANY, UUID)
+        html = tab.render()
+        for text in ('web-1', REASON, 'Change I/O tier', TIER):
+            self.assertIn(text, html)
+
+    @mock.patch.object(iotguard, 'instance_show',
+                       side_effect=iotguard.APIError(404, 'not found'))
+    def test_a_server_iotguard_has_not_seen(self, show):
+        self.assertEqual([], self._tab().get_disks_data())
 
 
 class PanelNeedsTheCatalogTests(helpers.TestCase):
