@@ -41,9 +41,10 @@ def rates(disk):
     r = disk.get('rates')
     if not r:
         return _('not sampled yet')
-    text = iops_and_bytes(r['read_iops'] + r['write_iops'],
-                          r['read_bytes_sec'] + r['write_bytes_sec'],
-                          '0 IOPS')
+    # A rate the agent did not report is null.
+    text = iops_and_bytes((r['read_iops'] or 0) + (r['write_iops'] or 0),
+                          (r['read_bytes_sec'] or 0)
+                          + (r['write_bytes_sec'] or 0), '0 IOPS')
     if r.get('latency_ms') is not None:
         text = _('%(rates)s, %(latency).1f ms') % {
             'rates': text, 'latency': r['latency_ms']}

@@ -297,6 +297,10 @@ class AdminTierTests(CatalogMixin, helpers.BaseAdminViewTests):
         response = self.client.post(ADMIN, {'action': 'tiers__delete__gold'})
         self.assertRedirectsNoFollow(response, ADMIN)
         delete.assert_called_once_with(mock.ANY, 'gold')
+        delete.side_effect = iotguard.APIError(409, 'tier gold is in use')
+        response = self.client.post(ADMIN, {'action': 'tiers__delete__gold'},
+                                    follow=True)
+        self.assertContains(response, 'tier gold is in use')
 
 
 class APITests(CatalogMixin, helpers.TestCase):
@@ -361,3 +365,15 @@ class EnabledFilesTests(helpers.TestCase):
         self.assertEqual(['iotguard_dashboard'], apps)
         self.assertEqual({'iotguard_disks', 'iotguard'},
                          {c['PANEL'] for c in config['panel_customization']})
+
+
+class FormatTests(helpers.TestCase):
+
+    def test_rates_the_agent_did_not_report(self):
+        from iotguard_dashboard.content import format as fmt
+        rates = dict.fromkeys(('write_iops', 'read_bytes_sec',
+                               'write_bytes_sec', 'latency_ms'))
+        self.assertEqual('7 IOPS', str(fmt.rates(
+            {'rates': dict(rates, read_iops=7.0)})))
+        self.assertEqual('0 IOPS', str(fmt.rates(
+            {'rates': dict(rates, read_iops=None)})))

@@ -12,6 +12,7 @@
 
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext_lazy
+from horizon import messages
 from horizon import tables
 
 from iotguard_dashboard.api import iotguard
@@ -134,7 +135,12 @@ class DeleteTier(tables.DeleteAction):
         return ngettext_lazy('Deleted Tier', 'Deleted Tiers', count)
 
     def delete(self, request, obj_id):
-        iotguard.tier_delete(request, obj_id)
+        try:
+            iotguard.tier_delete(request, obj_id)
+        except iotguard.APIError as exc:
+            # Why (a tier in use), besides Horizon's "Unable to delete".
+            messages.error(request, exc.message)
+            raise
 
 
 def _projects(tier):
