@@ -15,6 +15,6 @@ bash tools/test-setup.sh
 python3 -m pip install -q 'tox>=4.6'
 rm -f .stestr-summary
 status=0
-python3 -m tox -e py3,functional,pep8 || status=$?
+python3 -m tox -e py3,functional,pep8,dashboard || status=$?
 python3 tools/test-summary.py --total || status=1
 exit $status

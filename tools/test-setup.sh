@@ -96,6 +96,10 @@ fi
 # Keystone from PyPI in its own venv, for the OSC and tempest plugins
 # through a real catalog (iotguard/tests/functional/test_osc_keystone.py).
 "$(dirname "$0")/install-keystone.sh"
+# Horizon 27 with the dashboard plugin (iotguard-dashboard/) in its own
+# venv, and Debian's chromium and chromium-driver, for the plugin's Django
+# tests (tox -e dashboard) and iotguard/tests/functional/test_horizon.py.
+"$(dirname "$0")/install-horizon.sh"
 # A real OpenStack cloud (Keystone, Placement, Glance, Nova with
 # nova-compute on libvirt, neutron-server) in one venv, for
 # iotguard/tests/functional/test_cloud.py (iotguard/tests/fixtures/cloud.py).
