@@ -12,23 +12,9 @@
 
 """iotguard-manage: database, tiers in Nova and Cinder, domain profiles.
 
-::
-
-    iotguard-manage [--config-file FILE] db sync
-    iotguard-manage [--config-file FILE] db version
-    iotguard-manage [--config-file FILE] tier sync [--dry-run] [--os-cloud C]
-    iotguard-manage [--config-file FILE] domain calibrate NAME
-        --iops-4k N --bytes-sec N [--form F] [--create --kind K]
-    iotguard-manage [--config-file FILE] domain calibrate NAME
-        --measure PATH [--seconds S] [--depth N] [--size BYTES]
-        [--large-size BYTES] [--engine auto|fio|builtin] [--no-direct]
-        [--yes-destroy] [--create --kind K]
-    iotguard-manage [--config-file FILE] domain merge INTO SOURCE...
-        [--kind K]
-
-``--config-file`` and ``--config-dir`` go to oslo.config. ``tier sync``
-talks to Nova and Cinder as the cloud named by ``--os-cloud`` (clouds.yaml)
-or the ``OS_*`` environment, as an admin.
+Commands and flags: ``--help`` and doc/source/cli/iotguard-manage.rst.
+``tier sync`` talks to Nova and Cinder as the cloud named by ``--os-cloud``
+(clouds.yaml) or the ``OS_*`` environment, as an admin.
 """
 
 import argparse
