@@ -18,14 +18,10 @@ the first query, and returns plain dicts: no session or model object leaves
 the db package. Duplicates raise :class:`iotguard.exception.Conflict`,
 missing rows :class:`iotguard.exception.NotFound`.
 
-The queries are plain functions of a session, one module per aggregate:
-:mod:`~iotguard.db.tiers`, :mod:`~iotguard.db.domains`,
-:mod:`~iotguard.db.disks` (with the tier choices, refusals and the
-admission transaction; which tier a disk has is
-:func:`iotguard.db.tiering.resolve`'s to say), :mod:`~iotguard.db.caps`,
-:mod:`~iotguard.db.decisions` and :mod:`~iotguard.db.agents`. Each method
-of :class:`Connection` runs one of them in a reader or writer transaction
-of its own.
+The queries are plain functions of a session, one module per aggregate
+(tier choices and the admission transaction are :mod:`~iotguard.db.disks`'s);
+each method of :class:`Connection` runs one in a reader or writer
+transaction of its own.
 """
 
 from collections.abc import Callable

@@ -206,11 +206,7 @@ class Cap(Base):
 
 
 class Decision(Base):
-    """The audit trail: one row per decision, kept after the disk goes.
-
-    Names are copied, not referenced, so the trail survives the disk,
-    the instance and the domain.
-    """
+    """One decision of the audit trail: names copied, so it outlives them."""
 
     __tablename__ = 'decisions'
     __table_args__ = (
