@@ -22,11 +22,9 @@ operations in flight:
     sequential writes of ``large_size`` bytes (1 MiB), one stripe of the
     target per writer: its ``bytes_sec``;
 ``mixed``
-    both at once: writers of random 4 KiB writes paced together at
-    :data:`MIX_SHARE` of the measured ``iops_4k`` (``depth - 1`` of them;
-    with the built-in generator more where one of their writes may wait
-    long behind a large one: :func:`mixed_writers`) and one writer of
-    large sequential writes, unpaced. Where that point lands
+    both at once: random 4 KiB writes paced together at :data:`MIX_SHARE`
+    of the measured ``iops_4k`` (:func:`mixed_writers` writers) beside
+    one unpaced writer of large sequential writes. Where that point lands
     tells the form (:func:`residuals`): a disk that seeks and transfers
     serves the large writes only in the time the small ones leave it
     (``iops / iops_4k + bytes_sec / bytes_sec_capacity`` is 1: additive),
@@ -37,29 +35,20 @@ operations in flight:
     closer: the choice falls back to the form that charges more.
 
 The operations are counted as the storage sees them from here (a 1 MiB
-write is one operation, whatever the layers below split it into). The
-first :data:`RAMP_SHARE` of a phase is not counted (a token bucket's
-burst, queues filling up: fio's ``ramp_time``); the built-in generator
-then counts the operations completed after the first one past the ramp
-up to the last one within the phase, over that time, so a phase of few
-large operations is not rounded to whole operations.
+write is one operation, whatever the layers below split it into), after
+the first :data:`RAMP_SHARE` of a phase (a token bucket's burst, queues
+filling up: fio's ``ramp_time``).
 
 Two engines run the phases: fio (:func:`run_fio`, when it is installed,
-``psync`` writers as threads, its JSON output parsed by
-:func:`parse_fio`) and a built-in generator (:func:`run_builtin`: Python
-threads doing ``os.pwrite`` from page-aligned ``mmap`` buffers of random
-bytes). Both open the target with ``O_DIRECT`` (or, with ``direct=False``,
-with ``O_DSYNC``: through the page cache, each write on the storage before
-it returns).
+``psync`` writers as threads) and a built-in generator
+(:func:`run_builtin`: Python threads doing ``os.pwrite`` from page-aligned
+``mmap`` buffers of random bytes). Both open the target with ``O_DIRECT``
+(or, with ``direct=False``, ``O_DSYNC``: through the page cache, each
+write on the storage before it returns).
 
-:func:`prepare` checks the target: the writes destroy what it holds, so a
-block device or a non-empty file is refused unless ``destroy``; a path
-that does not exist is created (sparse, ``size`` bytes) and removed by
-:meth:`Target.cleanup`. Errors are :class:`iotguard.exception.
-MeasureFailed`, raised before anything is stored.
-
-No service uses this module: it prints nothing and logs nothing; the
-caller reports the figures (``progress`` and :func:`report_lines`).
+Errors are :class:`iotguard.exception.MeasureFailed`, raised before
+anything is stored. Nothing is printed or logged here: the caller reports
+the figures (``progress`` and :func:`report_lines`).
 """
 
 import collections.abc
@@ -92,9 +81,9 @@ CREATE_SIZE = 1 << 30
 #: The 4 KiB writes of the mixed phase, together, at this share of the
 #: measured ``iops_4k``: half the storage's time on an additive one.
 MIX_SHARE = 0.5
-#: The first part of each phase is not counted (a bucket's burst, queues
-#: filling), nor the write that ends it: the rate is the operations
-#: completed after it to the last one within the phase, over that time.
+#: The share of each phase not counted. The built-in generator's rate is
+#: the writes completed after the first one past it to the last one within
+#: the phase, over that time: few large writes are not rounded to whole.
 RAMP_SHARE = 0.25
 #: A paced writer that falls behind catches up at most this long.
 PACE_SLACK_S = 0.1
@@ -265,8 +254,10 @@ def prepare(path: str, size: int = CREATE_SIZE, destroy: bool = False,
             depth: int = DEPTH, large_size: int = LARGE_SIZE) -> Target:
     """Check (or create) the target; a Target, or MeasureFailed.
 
-    The whole of an existing file or device is written over; a path that
-    does not exist is created with ``size`` bytes.
+    The writes destroy what the target holds: a block device or a
+    non-empty file is refused unless ``destroy``. A path that does not
+    exist is created (sparse, ``size`` bytes), for :meth:`Target.cleanup`
+    to remove.
     """
     check_sizes(depth, large_size)
     try:
@@ -335,19 +326,16 @@ def check_sizes(depth: int, large_size: int) -> None:
 def mixed_writers(depth: int, pace: float, large_iops: float) -> int:
     """How many writers share the mixed phase's paced 4 KiB writes.
 
-    ``depth - 1``, or more when the storage serves one write at a time (a
-    disk, QEMU's FUSE export of anything): there a paced write waits for
-    the large write in service and for the small ones queued before it,
-    through a cycle of ``1 / large_iops`` (the large phase's time per
-    write) stretched by the share the small ones take, and every write
-    paced meanwhile is in flight. A writer is blocked until its write
-    returns and the slots it could not take are lost after
-    :data:`PACE_SLACK_S`: with too few writers the phase falls short of
-    its pace (a 4 MiB/s bucket over FUSE, 15 writers: 40 of 50 writes a
-    second). Twice the writes in flight through a cycle keeps it; at most
-    :data:`MAX_MIX_WRITERS`. They are paced together, so more of them
-    never write more. The built-in generator's only: see
-    :func:`fio_args`.
+    ``depth - 1``, or more where the storage serves one write at a time (a
+    disk, QEMU's FUSE export): there a paced write waits behind the large
+    write in service and the small ones queued before it, a cycle of
+    ``1 / large_iops`` stretched by the small writes' share. A writer
+    blocked that long loses the slots it missed after
+    :data:`PACE_SLACK_S`, and with too few writers the phase falls short
+    of its pace (a 4 MiB/s bucket over FUSE, 15 writers: 40 of 50 writes a
+    second). Twice the writes paced through a cycle keeps it, at most
+    :data:`MAX_MIX_WRITERS`; paced together, more never write more. The
+    built-in generator's only: see :func:`fio_args`.
     """
     cycle = 1.0 / large_iops / (1.0 - MIX_SHARE)
     return max(depth - 1, min(MAX_MIX_WRITERS,
