@@ -12,11 +12,10 @@
 
 """/v1/agents: the agents and whether each is alive (admin).
 
-An agent casts a heartbeat every interval, which the controller owning
-``agent:<host>`` writes to the agents table. An agent is alive while its
-last heartbeat is at most :data:`iotguard.wire.rates.STALE_INTERVALS` of its
-own reporting intervals old (``[agent] sample_interval`` for an agent that
-did not say its interval): past that, the samples it sent are stale too.
+An agent is alive while its last heartbeat is at most
+:data:`iotguard.wire.rates.STALE_INTERVALS` of its own reporting intervals
+old (``[agent] sample_interval`` for one that did not say): past that, the
+samples it sent are stale too.
 """
 
 import datetime

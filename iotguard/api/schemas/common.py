@@ -16,8 +16,8 @@ from iotguard.wire import caps
 
 #: Not ``.`` or ``..``: a name is a URL path segment.
 _NOT_DOTS = r'^(?!\.\.?$)'
-#: A name: letters, digits, dot, dash, underscore, colon and @ # / for
-#: domain names such as ``host@backend#pool``.
+#: A name: letters, digits, dot, dash, underscore; a domain's may also
+#: hold ``:``, ``@`` and ``#`` (``host@backend#pool``).
 NAME = {'type': 'string', 'minLength': 1, 'maxLength': 64,
         'pattern': _NOT_DOTS + r'[A-Za-z0-9._-]+$'}
 DOMAIN_NAME = {'type': 'string', 'minLength': 1, 'maxLength': 255,
@@ -32,8 +32,7 @@ RATE = {'type': 'number', 'minimum': 0, 'maximum': caps.MAX_RATE}
 UUID = {'type': 'string',
         'pattern': r'^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-'
                    r'[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'}
-#: A query string with no parameter (every endpoint but the lists that
-#: document theirs).
+#: The query string of every endpoint but the lists that take parameters.
 NO_QUERY = {'type': 'object', 'properties': {},
             'additionalProperties': False}
 #: Query parameters arrive as strings.
