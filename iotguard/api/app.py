@@ -154,8 +154,6 @@ class Dispatcher:
 
     @webob.dec.wsgify
     def __call__(self, req: webob.Request) -> webob.Response:
-        # The request line as the proxy headers left it, before anything
-        # decodes it: not UTF-8 (or a NUL, a surrogate) is a 400.
         util.check_request_line(req.environ)
         public = self.PUBLIC.get(req.path_info)
         if public is not None:
