@@ -162,11 +162,8 @@ def effective_tiers(session: orm.Session,
                     ) -> tuple[dict[tiering.Key, base.Tier], base.Tier | None]:
     """{(instance_uuid, dev or '*', source): Tier} and the default Tier.
 
-    Each a :class:`iotguard.policy.base.Tier` (:func:`tiers.record`).
-
     ``instance_uuids``: a list, or a select of them (a domain's
-    instances, read in the same query). See :func:`tiering.resolve` for
-    how they give each disk its tier.
+    instances, read in the same query).
     """
     choices: dict[tiering.Key, base.Tier] = {}
     uuids = (instance_uuids if isinstance(instance_uuids, sa.Select)
@@ -192,18 +189,29 @@ def effective_tiers(session: orm.Session,
     return choices, default
 
 
-def views(session: orm.Session, disks: Sequence[models.Disk],
-          default_tier: str | None) -> list[dict[str, Any]]:
-    """Disks as dicts: where, tier (and its source), rates, cap."""
+def list_(session: orm.Session, default_tier: str | None,
+          instance_uuid: str | None = None, domain: str | None = None,
+          project_id: str | None = None) -> list[dict[str, Any]]:
+    """Disks as dicts, filtered: where, tier (and its source), rates, cap."""
+    query = sa.select(models.Disk).order_by(
+        models.Disk.instance_uuid, models.Disk.dev)
+    if instance_uuid is not None:
+        query = query.where(models.Disk.instance_uuid == instance_uuid)
+    if domain is not None:
+        query = query.where(models.Disk.domain_id
+                            == domains.domain_row(session, domain).id)
+    if project_id is not None:
+        query = query.where(models.Disk.project_id == project_id)
+    disks = session.scalars(query).all()
     if not disks:
         return []
-    uuids = [d.instance_uuid for d in disks]
+    uuids = sorted({d.instance_uuid for d in disks})
     choices, default = effective_tiers(session, uuids, default_tier)
     refusals = {(r.instance_uuid, r.dev, r.source): {
         'tier': r.tier, 'source': r.source, 'reason': r.reason,
         'since': r.created_at} for r in session.scalars(
             sa.select(models.TierRefusal).where(
-                models.TierRefusal.instance_uuid.in_(sorted(set(uuids)))))}
+                models.TierRefusal.instance_uuid.in_(uuids)))}
     names = dict(session.execute(sa.select(
         models.Domain.id, models.Domain.name).where(models.Domain.id.in_(
             {d.domain_id for d in disks}))).tuples().all())
@@ -229,50 +237,29 @@ def views(session: orm.Session, disks: Sequence[models.Disk],
     return out
 
 
-def list_(session: orm.Session, default_tier: str | None,
-          instance_uuid: str | None = None, domain: str | None = None,
-          project_id: str | None = None) -> list[dict[str, Any]]:
-    """Disks with their tier, rates and cap, filtered."""
-    query = sa.select(models.Disk).order_by(
-        models.Disk.instance_uuid, models.Disk.dev)
-    if instance_uuid is not None:
-        query = query.where(models.Disk.instance_uuid == instance_uuid)
-    if domain is not None:
-        query = query.where(models.Disk.domain_id
-                            == domains.domain_row(session, domain).id)
-    if project_id is not None:
-        query = query.where(models.Disk.project_id == project_id)
-    return views(session, session.scalars(query).all(), default_tier)
-
-
 def instance_tier_set(session: orm.Session, default_tier: str | None,
                       instance_uuid: str, tier: str, admit: Admit,
                       project_id: str | None = None, source: str = 'api',
                       dev: str = tiering.ALL_DISKS) -> dict[str, Any]:
     """A tier choice for an instance's disks, admission first.
 
-    ``source``: ``api`` (a tenant's choice through the API, for every
-    disk), or ``flavor`` / ``volume_type`` (what the instance's flavor
-    or a volume's type names, recorded by the controller's membership;
-    ``dev`` the volume's disk for a volume type). A choice recorded
-    here replaces the source's refusal, if any.
+    ``source``: ``api`` (a tenant's, for every disk), ``flavor`` or
+    ``volume_type`` (``dev``: the volume's disk). The choice replaces the
+    source's refusal, if any.
 
-    Runs in one transaction that locks the domains involved: for each
-    domain holding a disk the choice applies to, ``admit(tier, domain,
-    others, before, after)`` is called with the domain dict and three
-    lists of Tier records (the domain's other disks, and the instance's
-    disks the choice applies to, before and after); it returns the
-    numbers to report or raises, in which case nothing is written.
-    ``project_id`` (when given) must own the instance and be allowed
-    the tier, else NotFound.
+    The domains involved are locked: for each holding a disk the choice
+    applies to, ``admit(tier, domain, others, before, after)`` gets the
+    domain dict and Tier records (the domain's other disks; the disks the
+    choice applies to, before and after) and returns the numbers to
+    report, or raises and nothing is written. ``project_id`` (when given)
+    must own the instance and be allowed the tier, else NotFound.
     """
     _check_source(source)
-    # Write-lock the instance's domains before reading anything
-    # else, with an update that changes nothing: a row lock on
-    # PostgreSQL and MySQL/MariaDB (where the snapshot of the later
-    # plain reads is then taken after the lock, under REPEATABLE
-    # READ), the database write lock on SQLite. A choice that held
-    # the lock before has committed when the reads below run.
+    # Write-lock the instance's domains before reading anything else, with
+    # an update that changes nothing: a row lock on PostgreSQL and MySQL /
+    # MariaDB (whose REPEATABLE READ snapshot is then taken after it), the
+    # database write lock on SQLite. A choice that held the lock before has
+    # committed when the reads below run.
     mine = models.Domain.id.in_(sa.select(models.Disk.domain_id).where(
         models.Disk.instance_uuid == instance_uuid))
     session.execute(
@@ -374,9 +361,7 @@ def tier_refusal_set(session: orm.Session, instance_uuid: str, dev: str,
 class Member:
     """A disk of a domain, as a round needs it (no rates, no cap).
 
-    ``tier``: the :class:`iotguard.policy.base.Tier` the disk resolves to
-    (None without one),
-    ``tier_source`` where it came from (:func:`tiering.resolve`).
+    ``tier`` and ``tier_source``: as :func:`tiering.resolve` gives them.
     """
 
     id: int
@@ -434,13 +419,11 @@ def of_domains(session: orm.Session, default_tier: str | None,
 
 
 def version(session: orm.Session) -> tuple[tuple[Any, ...], ...]:
-    """What changes whenever the disks or their tiers may have.
-
-    Whatever :func:`of_domains` says apart from the caps.
+    """What changes whenever :func:`of_domains`' answer may have.
 
     Counts, largest ids, id sums and latest times of the disks, tier
-    choices and tiers: a few aggregates, so that the controller reads
-    the disks again only when they changed.
+    choices and tiers: the controller reads the disks again only when
+    these changed.
     """
     return tuple(tuple(session.execute(sa.select(
         sa.func.count(), sa.func.max(table.id), sa.func.sum(table.id),
@@ -451,19 +434,16 @@ def version(session: orm.Session) -> tuple[tuple[Any, ...], ...]:
 def rates_update(session: orm.Session, rates: Rows) -> int:
     """Store the latest rates of many disks at once (by disk id).
 
-    Each item: ``id``, ``sampled_at`` and the rate fields of
-    ``read_iops, write_iops, read_bytes_sec, write_bytes_sec,
-    latency_ms`` (a missing field is written as NULL). One
-    transaction; returns how many disks were given (an unknown id is
-    skipped).
+    Each item: ``id``, ``sampled_at`` and any of :data:`_RATE_FIELDS` (a
+    missing one is written as NULL). Returns how many disks were given
+    (an unknown id is skipped).
 
-    A round writes tens of thousands of them: on PostgreSQL one
-    ``UPDATE ... FROM unnest(arrays)`` per ``RATES_CHUNK`` disks, on
-    MySQL / MariaDB one ``UPDATE ... JOIN JSON_TABLE(...)`` (a rate
-    that is not finite is written as NULL there: MySQL's doubles
-    cannot hold it), elsewhere (SQLite, in process) an executemany
-    of one UPDATE per disk. psycopg2 and PyMySQL run an executemany
-    UPDATE as one round trip per row.
+    A round writes tens of thousands, and psycopg2 and PyMySQL run an
+    executemany as one round trip per row: so one statement per
+    :data:`RATES_CHUNK` disks, ``UPDATE ... FROM unnest(arrays)`` on
+    PostgreSQL, ``UPDATE ... JOIN JSON_TABLE(...)`` where MySQL / MariaDB
+    have it (a rate that is not finite is written as NULL there: MySQL's
+    doubles cannot hold it), an executemany elsewhere (SQLite).
     """
     if not rates:
         return 0
@@ -547,10 +527,9 @@ def instance_tier_unset(session: orm.Session, instance_uuid: str,
                         project_id: str | None = None) -> str:
     """Drop the API's choice for every disk of an instance.
 
-    Its disks fall back to the other sources (flavor, volume type) or
-    the default tier; no admission is needed to lower floors. Returns
-    the owner's project id. NotFound when iotguard knows no disk of
-    the instance, or ``project_id`` (when given) does not own it.
+    Its disks fall back to the other sources or the default tier; no
+    admission is needed to lower floors. Returns the owner's project id;
+    NotFound as :func:`_owner`.
     """
     owner = _owner(instance_uuid, set(session.scalars(
         sa.select(models.Disk.project_id).where(
@@ -587,12 +566,11 @@ def tier_choices_forget(session: orm.Session,
 def index(session: orm.Session) -> dict[tuple[str, str], tuple[str, str]]:
     """``{(instance_uuid, dev): (domain, host)}`` of every disk.
 
-    One light query (no tiers, caps or rates) for the controller's
-    routing of incoming samples. Every controller holds it whole, so
-    it is kept small: one ``(domain, host)`` tuple per pair and one
-    string per device name, shared by the disks (with the
-    controller's map of each instance's devices, 283 bytes a disk
-    instead of 671: 100,000 disks, 50 a host).
+    One light query for the controller's routing of samples. Every
+    controller holds it whole, so the disks share one ``(domain, host)``
+    tuple per pair and one string per device name (with the controller's
+    map of devices, 283 bytes a disk instead of 671: 100,000 disks, 50 a
+    host).
     """
     rows = session.execute(sa.select(
         models.Disk.instance_uuid, models.Disk.dev,

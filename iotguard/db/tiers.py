@@ -32,10 +32,8 @@ FIELDS = ('name', 'description', 'min_iops', 'min_bytes_sec',
 
 
 def _dict(tier: models.Tier, projects: Collection[str]) -> dict[str, Any]:
-    result = models.row(tier, ('id',) + FIELDS + ('created_at',
-                                                  'updated_at'))
-    result['projects'] = sorted(projects)
-    return result
+    return dict(models.row(tier, FIELDS + ('created_at', 'updated_at')),
+                projects=sorted(projects))
 
 
 def record(tier: models.Tier) -> base.Tier:

@@ -32,16 +32,11 @@ no volume uses them; what is kept, and flavors that name a missing tier,
 are reported (:attr:`Plan.notices`), never changed. A side whose service
 is not in the catalog is skipped (:attr:`Plan.skipped`).
 
-:func:`plan` compares and returns the changes; applying them and planning
-again gives no change (idempotent). Every call goes through openstacksdk;
-:func:`sync` turns its errors into :class:`~iotguard.exception.
-TierSyncFailed`.
+Applying :func:`plan`'s changes and planning again gives none.
 """
 
-from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
-import contextlib
 import dataclasses
 import functools
 import logging
@@ -452,31 +447,18 @@ def _block_storage_plan(conn: Any, tiers: Sequence[Tier], prefix: str,
     _stale_changes(conn, {prefix + t['name'] for t in tiers}, prefix, out)
 
 
-class _NoCatalogWarning(logging.Filter):
-    """Drop openstacksdk's "catalog entry not found" warning.
-
-    The plan says it once, as a skipped side.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
+def _in_catalog(conn: Any, service_type: str) -> bool:
+    # Without openstacksdk's warning when it is missing: the plan says so.
+    def quiet(record: logging.LogRecord) -> bool:
         return not record.getMessage().startswith(
             'Keystone catalog entry not found')
 
-
-@contextlib.contextmanager
-def _quiet_catalog() -> Iterator[None]:
     logger = logging.getLogger('openstack.config')
-    quiet = _NoCatalogWarning()
     logger.addFilter(quiet)
     try:
-        yield
+        return bool(conn.has_service(service_type))
     finally:
         logger.removeFilter(quiet)
-
-
-def _in_catalog(conn: Any, service_type: str) -> bool:
-    with _quiet_catalog():
-        return bool(conn.has_service(service_type))
 
 
 def plan(conn: Any, tiers: Sequence[Tier], flavor_tiers: Mapping[str, str],

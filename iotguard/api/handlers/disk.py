@@ -37,11 +37,6 @@ def view(disk: dict[str, Any]) -> dict[str, Any]:
     if disk['sampled_at'] is not None:
         rates = {k: disk[k] for k in _RATES}
         rates['sampled_at'] = disk['sampled_at']
-    cap = disk['cap']
-    if cap is not None:
-        cap = {'limits': cap['limits'],
-               'lease_expires_at': cap['lease_expires_at'],
-               'decision_id': cap['decision_id'], 'reason': cap['reason']}
     return {
         'instance_uuid': disk['instance_uuid'], 'dev': disk['dev'],
         'host': disk['host'], 'domain': disk['domain'],
@@ -55,7 +50,7 @@ def view(disk: dict[str, Any]) -> dict[str, Any]:
                     'max_bytes_sec': (tier.max_bytes_sec
                                       if tier else 0.0)},
         'rates': rates,
-        'cap': cap,
+        'cap': disk['cap'],
     }
 
 
@@ -63,14 +58,12 @@ def load(disks: list[dict[str, Any]], profile: base.Profile,
          conf: cfg.ConfigOpts) -> float | None:
     """The domain's load at its disks' latest rates that are not stale.
 
-    :func:`iotguard.policy.costmodel.domain_load` of the summed rates.
-    The controller writes a disk's rates every ``[controller]
-    rates_write_interval`` while its samples are fresh, and stops when
-    they are stale (:data:`iotguard.wire.rates.STALE_INTERVALS` decision
-    intervals without one); the last rates of a disk that went away stay
-    stored. None (logged) if the load is not finite: rates up to
-    :data:`iotguard.wire.caps.MAX_RATE` cannot make it so, rates stored before
-    that limit could.
+    :func:`iotguard.policy.costmodel.domain_load` of the rates written
+    within ``[controller] rates_write_interval`` plus
+    :data:`iotguard.wire.rates.STALE_INTERVALS` decision intervals (the
+    controller stops writing stale rates; a gone disk's last ones stay).
+    None (logged) if it is not finite (rates stored above
+    :data:`iotguard.wire.caps.MAX_RATE`).
     """
     since = timeutils.utcnow() - datetime.timedelta(
         seconds=conf.controller.rates_write_interval

@@ -21,33 +21,27 @@ from iotguard.api.handlers import common
 from iotguard.api import schemas
 from iotguard.api.schemas import common as common_schema
 from iotguard.api import util
+from iotguard.db import tiers
 from iotguard import exception
 from iotguard.policy import base
 
-FIELDS = ('name', 'description', 'min_iops', 'min_bytes_sec', 'max_iops',
-          'max_bytes_sec', 'weight', 'is_public')
 DEFAULTS = {'description': '', 'min_iops': 0.0, 'min_bytes_sec': 0.0,
             'max_iops': 0.0, 'max_bytes_sec': 0.0, 'weight': 1.0,
             'is_public': True}
 
 
 def view(tier: dict[str, Any], show_projects: bool) -> dict[str, Any]:
-    result = {f: tier[f] for f in FIELDS}
-    result['created_at'] = tier['created_at']
-    result['updated_at'] = tier['updated_at']
-    if show_projects:
-        result['projects'] = tier['projects']
-    return result
+    return {k: v for k, v in tier.items() if show_projects or k != 'projects'}
 
 
 def _check(values: dict[str, Any]) -> None:
     """The numbers must make a Tier (floors below ceilings ...)."""
     try:
-        base.Tier(**{f: values[f] for f in FIELDS if f not in (
+        base.Tier(**{f: values[f] for f in tiers.FIELDS if f not in (
             'description', 'is_public')})
     except ValueError as exc:
         raise exception.Invalid(reason=str(exc))
-    values.update({f: float(values[f]) for f in FIELDS
+    values.update({f: float(values[f]) for f in tiers.FIELDS
                    if f.startswith(('min_', 'max_')) or f == 'weight'})
 
 
@@ -59,9 +53,9 @@ def _name(name: str) -> str:
 def list_tiers(req: webob.Request) -> webob.Response:
     common.authorize(req, 'iotguard:tier:list')
     project_id = common.visible_project(req, 'iotguard:tier:all_projects')
-    tiers = common.state(req).db.tier_list(project_id)
-    return util.json_response(
-        {'tiers': [view(t, project_id is None) for t in tiers]})
+    return util.json_response({'tiers': [
+        view(t, project_id is None)
+        for t in common.state(req).db.tier_list(project_id)]})
 
 
 def show_tier(req: webob.Request, name: str) -> webob.Response:
@@ -93,7 +87,7 @@ def update_tier(req: webob.Request, name: str) -> webob.Response:
     body = util.read_json(req, schemas.TIER_UPDATE,
                           st.conf.api.max_request_body_bytes)
     projects = body.pop('projects', None)
-    values = {f: current[f] for f in FIELDS}
+    values = {f: current[f] for f in tiers.FIELDS}
     values.update(body)
     _check(values)
     values.pop('name')
