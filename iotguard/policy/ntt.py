@@ -12,8 +12,6 @@
 
 """``ntt``: the paper's Algorithm 1, faithfully.
 
-The operator's account of it is doc/source/admin/policies.rst.
-
 Every interval (``cap_interval``, the loop period of the caller)::
 
     if sum(B) > b_border: cap the VM with the highest bandwidth b at rate * b
@@ -22,31 +20,15 @@ Every interval (``cap_interval``, the loop period of the caller)::
 
 A VM picked while it is already capped gets its cap replaced by the new
 value and its ``cap_time`` restarted. ``b_border``/``i_border`` are
-``border_ratio`` of the domain maximum.
+``border_ratio`` of the domain maximum: the domain's profile at the I/O
+size ``s`` (the ``io_size`` parameter, else the domain's current mean
+I/O size), ``ops_max = 1 / op_cost(s)`` and ``b_max = ops_max * s``.
 
-Choices the paper leaves open, made here:
-
-* **Domain maximum.** The paper measured it beforehand for its one workload
-  (64 KiB random write). Here it is the domain's capacity profile converted
-  at the I/O size of the workload: ``ops_max = 1 / (1/iops_4k + s /
-  bytes_sec)`` and ``b_max = ops_max * s``, with ``s`` the ``io_size``
-  parameter when given, otherwise the domain's current mean I/O size
-  (``sum(B) / sum(I)``). With the measured size both borders are crossed
-  together, as they were for the paper's single-size workload; with a mixed
-  workload the IOPS cap then falls on the small-I/O VM, which is the
-  paper's own weakness 3, kept on purpose.
-* **rate** defaults to 0.5. The paper does not state it. The heavy VM spends
-  most of the paper's run capped, so its average with control is about
-  ``rate`` times its average without: Table 2 gives 735 / 1600 = 0.46. 0.5 is
-  that figure rounded to the conventional multiplicative decrease (TCP's
-  AIMD halves too), and a smaller rate makes the cap on a VM that is picked
-  twice in a row (weakness 1) needlessly harsh.
-* **One lease per disk.** A disk carries one ``cap_set_at``; capping it on
-  one kind (bandwidth or IOPS) restarts the lease of a cap it already has on
-  the other kind, which is kept.
-* **Stale samples** (``stale``) are neither summed nor picked: the paper's
-  loop always had fresh data, and a policy must not act on old data. Their
-  expired caps are still released.
+A disk carries one lease (``cap_set_at``): capping it on one kind
+restarts the lease of a cap it has on the other kind, which is kept.
+Stale disks are neither summed nor picked; their expired caps are still
+released. Why these choices, where the paper leaves them open, and why
+``rate`` defaults to 0.5: doc/source/admin/policies.rst.
 """
 
 import numpy as np
