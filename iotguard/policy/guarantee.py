@@ -44,9 +44,7 @@ last uncongested, the border and the moves held back):
    sent, and small moves wait for a second decision (:func:`confirmed`).
 
 Disks whose samples are ``stale`` are never tightened (their caps may be
-raised or released). Everything is a handful of NumPy operations over the
-domain's columns; the only Python loop builds the decisions for the disks
-that change.
+raised or released).
 """
 
 import dataclasses
@@ -130,15 +128,11 @@ SPREAD = 0.005
 def spread(at_level: base.BoolArray) -> base.FloatArray:
     """A factor per disk: 1, within ``1 +- SPREAD`` for later ones at a level.
 
-    Only the second and later disks held at the water level (``at_level``)
-    get a factor other than 1. Floods with equal shares capped at the same
-    instant get equal caps, and equal leaky buckets filled alike release
-    their requests in lockstep: their bursts reach the storage together
-    and a shallow disk waits behind all of them at once (in the simulator:
-    the synchronous writer of ``aggressors`` at 0.945 of its demand with
-    three equal caps, at 0.953 or more with caps a fraction of a per cent
-    apart). Caps that far apart drift through each other's phase within a
-    second. The k-th disk at the level gets the k-th term of the golden
+    Equal caps set at one instant release their requests in lockstep:
+    the bursts reach the storage together and a shallow disk waits
+    behind all of them at once (measured: admin/policies.rst). Caps a
+    fraction of a per cent apart drift through each other's phase within
+    a second. The k-th disk at the level gets the k-th term of the golden
     ratio's sequence, centred on the first (which keeps its share
     exactly), so any two are far apart.
     """
@@ -394,9 +388,7 @@ class GuaranteePolicy(Params):
         loads = _Loads.of(snap)
         size, cost, u, floor, ceil, cap, static, hold = loads
         # What the disks are charged (the allocation's unit) and the
-        # domain's own load (the watermarks'): equal in the additive form;
-        # in the max form a mix of IOPS-bound and bandwidth-bound disks is
-        # charged more than the device's load (see costmodel).
+        # domain's own load (the watermarks'): they differ in the max form.
         total = float(u.sum())
         domain = costmodel.domain_load(float(snap.iops.sum()),
                                        float(snap.bytes_sec.sum()), profile)
@@ -505,9 +497,8 @@ class GuaranteePolicy(Params):
             # The shallow disks queue past the threshold with every deep
             # queue capped (the caps fill the array), or above the border
             # with caps in force (a new flood joins a controlled domain):
-            # share out less. Above the border, the border (a raise would
-            # bring the caps back there); else 85 % of what is served or
-            # less.
+            # share out less (above the border, the border: a raise would
+            # bring the caps back there).
             if total > border:
                 capacity = min(capacity, border)
             else:
