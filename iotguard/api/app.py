@@ -66,12 +66,7 @@ class NoAuth:
 
 
 class FaultWrapper:
-    """The one error path outside the router, before or after auth.
-
-    Whatever raises below it (proxy headers, dispatch, auth) becomes the
-    JSON error with the request id: iotguard's exceptions with their
-    code, anything else 500.
-    """
+    """The one error path outside the router, before or after auth."""
 
     def __init__(self, application: wsgi.WSGIApplication) -> None:
         self.application = application

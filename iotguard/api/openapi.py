@@ -12,11 +12,11 @@
 
 """The OpenAPI 3.1 document of the v1 API, served at ``/openapi.json``.
 
-Built from the router's table and the very JSON schemas (draft 2020-12,
-OpenAPI 3.1's dialect) the handlers check requests against, so what it
-publishes is what the API enforces: a client generator or a fuzzer reads
-the same rules. The answers' bodies are described in the API reference;
-here every error has the one documented error schema.
+:data:`OPERATIONS` lists the router's routes (a functional test holds the
+two equal) with the very JSON schemas (draft 2020-12, OpenAPI 3.1's
+dialect) the handlers check requests against, so what it publishes is
+what the API enforces. The answers' bodies are described in the API
+reference; here every error has the one documented error schema.
 """
 
 import copy

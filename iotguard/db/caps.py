@@ -35,9 +35,8 @@ from iotguard import exception
 class InForce(plan.InForce):
     """The cap in force on a disk, as a round reads it.
 
-    What :func:`iotguard.engine.plan.plan` takes (lease in UNIX seconds),
-    with the decision that set it and when it was taken (``set_at``, UNIX
-    seconds; None if unknown).
+    The planner's (lease in UNIX seconds), plus the decision that set it
+    and when (``set_at``, UNIX seconds; None if unknown).
     """
 
     decision_id: int | None
@@ -109,11 +108,9 @@ def release(session: orm.Session, disks: Collection[tuple[str, str]]
 
 def renew(session: orm.Session, disk_ids: Iterable[int],
           lease_expires_at: datetime.datetime) -> int:
-    """Extend the lease of the caps of ``disk_ids`` (disk row ids).
+    """Extend the caps' lease of ``disk_ids`` (row ids); how many it did.
 
-    One transaction for a whole round's renewals (in statements of
-    500 disks); returns how many caps were renewed (a disk without a
-    cap is skipped).
+    A disk without a cap is skipped.
     """
     ids = sorted(set(disk_ids))
     if not ids:

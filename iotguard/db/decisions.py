@@ -34,11 +34,10 @@ FIELDS = ('id', 'created_at', 'domain', 'policy', 'instance_uuid', 'dev',
 
 def create(session: orm.Session, decisions: Sequence[Mapping[str, Any]]
            ) -> list[int]:
-    """Append many decisions in one transaction; their ids, in order.
+    """Append many decisions; their ids, in order.
 
-    Each is a dict of ``domain, policy, instance_uuid, dev,
-    project_id, action, old_limits, new_limits, reason, numbers`` and
-    optionally ``created_at`` (default now).
+    Each a dict of :data:`FIELDS` but ``id``; ``created_at`` is optional
+    (default now).
     """
     if not decisions:
         return []

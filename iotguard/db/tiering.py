@@ -10,12 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Which tier a disk has: a pure function of the choices and refusals.
-
-No database here: :mod:`iotguard.db.disks` reads the choices (``{(instance
-uuid, dev or '*', source): tier}``) and refusals (same keys) and asks
-:func:`resolve` for each disk.
-"""
+"""Which tier a disk has: a pure function of the choices and refusals."""
 
 from collections.abc import Mapping
 import typing
@@ -31,6 +26,7 @@ TIER_SOURCES = ('api', 'flavor', 'volume_type')
 ALL_DISKS = '*'
 
 T = typing.TypeVar('T')
+#: The key of a choice or refusal: ``(instance_uuid, dev or '*', source)``.
 Key = tuple[str, str, str]
 
 
