@@ -125,8 +125,7 @@ class SampleColumns(NamedTuple):
 
         Reads and writes added (``nan``, no sample, counts as 0); the
         latency the mean of both directions' weighted by their rates (0.0
-        without operations). What a snapshot holds
-        (:meth:`DomainSnapshot.of_samples`) and the simulator records.
+        without operations).
         """
         r_iops = np.nan_to_num(self.read_iops)
         w_iops = np.nan_to_num(self.write_iops)
@@ -183,12 +182,10 @@ class DomainSnapshot:
                    cap_set_at: FloatArray) -> 'DomainSnapshot':
         """The snapshot of some disks, from their samples' columns.
 
-        The one builder: the controller (from its sample store), the
-        simulator (from its world's counters) and the tests' row-form
-        disks all come here. ``tiers`` and the caps in force (``inf``:
-        none) are by position, as ``samples``. A disk's rates and latency are
-        :meth:`SampleColumns.totals`; a tier ceiling (0: no limit) and
-        the static ceiling combine into the tightest one.
+        The one builder, of the controller and the simulator alike.
+        ``tiers`` and the caps in force (``inf``: none) are by position,
+        as ``samples``; a tier ceiling (0: no limit) and the static
+        ceiling combine into the tightest one.
         """
         def tier_col(field: str) -> FloatArray:
             return np.fromiter((getattr(t, field) for t in tiers),
@@ -264,10 +261,9 @@ def make_decisions(disk_ids: list[str], actions: list[str],
                    numbers: list[dict[str, float]]) -> list[Decision]:
     """:class:`Decision` records in bulk, one per position of the lists.
 
-    The same records as ``Decision(disk_ids[k], actions[k], ...)`` one by
-    one, at about half the cost: the actions are checked once for all, and
-    each record's fields are set at once, where a frozen dataclass's
-    ``__init__`` sets them one by one.
+    The same records as ``Decision(disk_ids[k], actions[k], ...)``, for
+    less: the actions are checked once, and each record's fields are set
+    at once (a frozen dataclass's ``__init__`` sets them one by one).
     """
     size = len(disk_ids)
     if not (len(actions) == len(reasons) == len(iops) == len(bytes_sec)
@@ -319,11 +315,9 @@ def audit_rows(names: tuple[str, ...], values: FloatArray,
     """:func:`audit_numbers` of every row of ``values``, at once.
 
     ``values[i, j]`` is the number ``names[j]`` of row ``i``; ``common``
-    are numbers of every row, after its own. The same dicts, keys in that
-    order, as ``audit_numbers(**row, **common)`` row by row, but the
-    numbers are read back as Python floats in one go and the keys are
-    found once per pattern of finite values (a handful), not once per
-    number.
+    are numbers of every row, after its own: the same dicts, keys in that
+    order, as ``audit_numbers(**row, **common)``, with the keys found once
+    per pattern of finite values (a handful), not once per number.
     """
     if values.ndim != 2 or values.shape[1] != len(names):
         raise ValueError('audit_rows: %d names for values of shape %r'
