@@ -99,12 +99,7 @@ def load(iops: FloatArray, bytes_sec: FloatArray,
 
 def domain_load(total_iops: float, total_bytes_sec: float,
                 profile: Profile) -> float:
-    """The load of a whole domain from its total rates.
-
-    Additive: the sum of its disks' loads. Max: the larger of its IOPS and
-    bandwidth shares, exact for a token bucket (and at most the sum of the
-    disks' loads).
-    """
+    """The load of a whole domain from its total rates (module doc)."""
     return float(_combine(total_iops / profile.iops_4k,
                           total_bytes_sec / profile.bytes_sec, profile))
 
@@ -126,10 +121,9 @@ def floor_ops(floor_iops: FloatArray, floor_bytes_sec: FloatArray,
               io_size: FloatArray) -> FloatArray:
     """Operations per second a floor promises at a given I/O size.
 
-    A tier may set ``min_iops``, ``min_bytes_sec`` or both (0 = not set).
-    The floor is kept when the disk gets either of them, so the operation
-    rate it promises is the smaller of ``min_iops`` and
-    ``min_bytes_sec / io_size``. Neither set: no floor.
+    A floor is kept when the disk gets either of ``min_iops`` and
+    ``min_bytes_sec`` (0: not set), so it promises the smaller of
+    ``min_iops`` and ``min_bytes_sec / io_size``. Neither set: no floor.
     """
     by_iops = np.where(floor_iops > 0, floor_iops, np.inf)
     by_bytes = np.where(floor_bytes_sec > 0, floor_bytes_sec / io_size,
@@ -160,15 +154,11 @@ def committed_floor_load(min_iops: float, min_bytes_sec: float,
 
     A floor with only one part set would cost without bound (IOPS of huge
     operations, bytes/s of tiny ones); it is priced as though the other
-    part were at ``FLOOR_IO_SIZE``, the size ``iops_4k`` is measured at:
-    an IOPS floor promises small operations, a bandwidth floor operations
-    of at least 4 KiB. In both forms that is the exact peak over those
-    sizes. In the max form an IOPS floor then costs ``min_iops /
-    iops_4k`` (the knee ``bytes_sec / iops_4k`` is above 4 KiB on any
-    real device), while a bandwidth floor costs ``min_bytes_sec / 4096 /
-    iops_4k``, which on a token bucket with a high knee is well above
-    what the same floor costs with large I/O (``min_bytes_sec /
-    bytes_sec``): a tier for large I/O should set both parts.
+    part were at ``FLOOR_IO_SIZE``: an IOPS floor promises small
+    operations, a bandwidth floor operations of at least 4 KiB. On a
+    token bucket whose knee is far above 4 KiB that prices a
+    bandwidth-only floor well above what it costs with large I/O: a tier
+    for large I/O should set both parts.
     """
     if min_iops <= 0 and min_bytes_sec <= 0:
         return 0.0
