@@ -69,7 +69,11 @@ class Domain:
 
 @dataclasses.dataclass(frozen=True)
 class Step:
-    """From ``at`` seconds on, the job runs ``processes`` processes."""
+    """From ``at`` seconds on, the job runs ``processes`` processes.
+
+    ``rate_kbs`` (KiB/s, whole job) is fio's ``rate`` (``None``: as fast
+    as the storage answers).
+    """
 
     at: float
     processes: int
@@ -78,15 +82,12 @@ class Step:
 
 @dataclasses.dataclass(frozen=True)
 class Job:
-    """A fio-like job: ``processes`` x ``iodepth`` requests in flight.
+    """A fio-like job (:mod:`iotguard.sim.workload`).
 
-    ``read_fraction`` of the requests are reads; ``rate_kbs`` (KiB/s, whole
-    job) is fio's ``rate`` (``None``: as fast as the storage answers).
-    ``think_ms`` is fio's ``thinktime``: a process waits that long after
-    each completion before it sends its next request (a closed-loop client
-    that computes between its synchronous writes).
-    ``steps`` change the load over time and repeat every ``period_s`` when
-    that is set.
+    Its step's ``processes`` x ``iodepth`` requests are in flight;
+    ``read_fraction`` of the requests are reads; ``think_ms`` is fio's
+    ``thinktime``. ``steps`` change the load over time and repeat every
+    ``period_s`` when that is set.
     """
 
     bs: int
