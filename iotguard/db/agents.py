@@ -10,10 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The agents' heartbeats.
-
-Functions of a session (see :class:`iotguard.db.api.Connection`).
-"""
+"""The agents' heartbeats."""
 
 import datetime
 from typing import Any

@@ -10,10 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Caps in force: set, renewed, released, expired, read for a round.
-
-Functions of a session (see :class:`iotguard.db.api.Connection`).
-"""
+"""Caps in force: set, renewed, released, expired, read for a round."""
 
 from collections.abc import Collection
 from collections.abc import Iterable

@@ -10,10 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The decisions' audit trail.
-
-Functions of a session (see :class:`iotguard.db.api.Connection`).
-"""
+"""The decisions' audit trail."""
 
 from collections.abc import Mapping
 from collections.abc import Sequence

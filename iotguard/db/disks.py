@@ -12,9 +12,7 @@
 
 """Disks, their tier choices and refusals, and the admission transaction.
 
-Functions of a session (see :class:`iotguard.db.api.Connection`). Which
-tier a disk has is :func:`iotguard.db.tiering.resolve`'s to say; this
-module reads what it needs.
+Which tier a disk has is :func:`iotguard.db.tiering.resolve`'s to say.
 """
 
 from collections.abc import Callable

@@ -10,10 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Storage domains: their profile, policy, learned fit and merges.
-
-Functions of a session (see :class:`iotguard.db.api.Connection`).
-"""
+"""Storage domains: their profile, policy, learned fit and merges."""
 
 from collections.abc import Mapping
 from collections.abc import Sequence

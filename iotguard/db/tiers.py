@@ -10,10 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Tiers and the projects that may use a private one.
-
-Functions of a session (see :class:`iotguard.db.api.Connection`).
-"""
+"""Tiers and the projects that may use a private one."""
 
 from collections.abc import Collection
 from collections.abc import Mapping

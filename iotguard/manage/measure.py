@@ -112,8 +112,6 @@ def _failed(reason: str) -> exception.MeasureFailed:
 
 @dataclasses.dataclass(frozen=True)
 class Phase:
-    """What one phase did: operations, bytes and the seconds they took."""
-
     name: str
     ops: int
     nbytes: int
@@ -234,7 +232,6 @@ class Target:
     block: bool = False
 
     def cleanup(self) -> None:
-        """Remove a file the measurement created."""
         if self.created:
             try:
                 os.unlink(self.path)
@@ -481,7 +478,6 @@ def _run_streams(fd: int, span: int, name: str,
 def run_builtin(target: Target, seconds: float = SECONDS, depth: int = DEPTH,
                 large_size: int = LARGE_SIZE, direct: bool = True,
                 progress: Progress = None) -> Result:
-    """The three phases with Python threads; a Result."""
     fd = open_target(target.path, direct)
     try:
         phases: dict[str, Phase] = {}
@@ -580,7 +576,6 @@ def parse_fio(text: str, name: str) -> Phase:
 def run_fio(target: Target, seconds: float = SECONDS, depth: int = DEPTH,
             large_size: int = LARGE_SIZE, direct: bool = True,
             progress: Progress = None, fio: str | None = None) -> Result:
-    """The three phases with fio; a Result."""
     fio = fio or fio_path()
     if not fio:
         raise _failed('fio is not installed')

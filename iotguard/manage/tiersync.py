@@ -64,8 +64,6 @@ Wanted = dict[str, str | None]
 
 @dataclasses.dataclass
 class Change:
-    """One change to make: what it is, and how to make it."""
-
     what: str
     apply: typing.Callable[[], object]
 
