@@ -32,14 +32,11 @@ were served, so at every moment the requests ``[completed, passed)`` are in
 the storage queue and ``[passed, issued)`` wait at the throttle: a request
 is served once, in order, and never lost. Within a stream, the work granted
 accumulates as ``credit`` and each ``cost`` of it completes the oldest
-request; the books balance exactly (``granted == spent + credit``, and
-``dropped`` counts the capacity left idle for want of requests).
-
-Each tick also leaves, per stream, the request-seconds its requests spent
-in the system (``read_s``, ``write_s``): a stream is served at the rate of
-the work granted to it over the tick, so the work it had spent when a
-request completed or was issued dates that event within the tick, and the
-latency the counters show does not depend on the tick's length.
+request; the books balance exactly (the storage's ``granted == spent +``
+the streams' ``credit``; ``dropped`` counts the capacity left idle for want
+of requests). Each tick also leaves, per stream, the request-seconds its
+requests spent in the system (``read_s``, ``write_s``, dated within the
+tick: :meth:`Storage._time_inside`).
 """
 
 import collections.abc
