@@ -47,14 +47,15 @@ def db_version(conf: cfg.ConfigOpts, db: Db, args: Args) -> None:
     print(migration.version(db.get_engine()) or 'None (run db sync)')
 
 
+def _connect(cloud: str | None) -> Any:
+    import openstack  # only tier sync needs the cloud
+    return openstack.connect(cloud=cloud)
+
+
 def tier_sync(conf: cfg.ConfigOpts, db: Db, args: Args) -> None:
     tiers = db.tier_list()
     try:
-        if args.connect:
-            conn = args.connect(args.os_cloud)
-        else:
-            import openstack  # only this command needs the cloud
-            conn = openstack.connect(cloud=args.os_cloud)
+        conn = args.connect(args.os_cloud)
     except tiersync.cloud_errors() as exc:
         raise exception.TierSyncFailed(
             reason='cannot connect to the cloud: %s' % exc)
@@ -207,7 +208,7 @@ def parser() -> argparse.ArgumentParser:
     sync.add_argument('--dry-run', action='store_true',
                       help='print what would change, change nothing')
     sync.add_argument('--os-cloud', help='cloud of clouds.yaml to use')
-    sync.set_defaults(func=tier_sync, connect=None)
+    sync.set_defaults(func=tier_sync, connect=_connect)
     domain = groups.add_parser('domain', help='contention domains')
     domainc = domain.add_subparsers(dest='command', required=True)
     cal = domainc.add_parser('calibrate', help="set a domain's capacity "
@@ -270,12 +271,9 @@ def main(argv: list[str] | None = None,
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
     if getattr(args, 'check', None):
         args.check(args)
-    oslo_args = []
-    for path in args.config_file:
-        oslo_args += ['--config-file', path]
-    for path in args.config_dir:
-        oslo_args += ['--config-dir', path]
-    conf = service.prepare_service(oslo_args)
+    conf = service.prepare_service(
+        [arg for path in args.config_file for arg in ('--config-file', path)]
+        + [arg for path in args.config_dir for arg in ('--config-dir', path)])
     if connect is not None:
         args.connect = connect
     db = db_api.Connection(conf)
