@@ -88,10 +88,9 @@ class FaultWrapper:
 class AuthGuard:
     """What the auth middleware answers itself, in iotguard's format.
 
-    Its refusals (401 ...) become the JSON error with the request id (and
-    keep ``WWW-Authenticate``); when it cannot authenticate at all (no
-    usable ``[keystone_authtoken]``, Keystone unreachable) the answer is
-    503 with ``Retry-After``, and the cause is logged for the operator.
+    Its refusals (401 ...) keep ``WWW-Authenticate``; when it cannot
+    authenticate at all (no usable ``[keystone_authtoken]``, Keystone
+    unreachable) the answer is 503 and the cause is logged.
     """
 
     KEEP = ('WWW-Authenticate',)
