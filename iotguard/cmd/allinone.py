@@ -234,8 +234,7 @@ class AllInOne:
         self.api: _ThreadingWSGIServer
         self._stack = contextlib.ExitStack()
         self.agents: list[agent_service.AgentService] = []
-        self.recorder = loop.Recorder(self.scenario, self.world,
-                                      options.policy, options.seed)
+        self.recorder = loop.Recorder(self.scenario, self.world)
         self.disks: list[dict[str, Any]] = []
         self._last_decision = 0
         self._reasons: dict[tuple[str, str], str] = {}

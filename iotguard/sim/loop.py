@@ -76,8 +76,6 @@ class Run:
     """
 
     scenario: scenario_mod.Scenario
-    policy: str
-    seed: int
     window_s: float
     names: list[str]
     roles: list[str]
@@ -140,9 +138,8 @@ class Recorder:
     """
 
     def __init__(self, scenario: scenario_mod.Scenario,
-                 world: world_mod.World, policy: str, seed: int) -> None:
+                 world: world_mod.World) -> None:
         self.scenario, self.world = scenario, world
-        self.policy, self.seed = policy, seed
         self.ids = world.disk_ids()
         self.vms = [world.vm(d) for d in self.ids]
         self.tiers = [scenario.tiers[vm.tier] for vm in self.vms]
@@ -219,8 +216,7 @@ class Recorder:
         floor_bytes = np.array([t.min_bytes_sec for t in self.tiers])
         floor_ops = costmodel.floor_ops(floor_iops, floor_bytes, sizes)
         return Run(
-            scenario=sc, policy=self.policy, seed=self.seed,
-            window_s=sc.interval_s,
+            scenario=sc, window_s=sc.interval_s,
             names=[vm.name for vm in self.vms],
             roles=[vm.role for vm in self.vms],
             times=np.arange(windows, dtype=np.float64) * sc.interval_s,
@@ -249,7 +245,7 @@ class _Loop:
         self.scenario = scenario
         self.policy = policy
         self.world = world_mod.World(scenario, seed)
-        self.recorder = Recorder(scenario, self.world, policy.name, seed)
+        self.recorder = Recorder(scenario, self.world)
         self.learner = learning.Learner(learning.prior(scenario.domain))
         n = len(self.recorder.ids)
         self.cap_iops = np.full(n, np.inf)

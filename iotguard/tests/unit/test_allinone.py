@@ -168,7 +168,7 @@ class RecorderTest(base.TestCase):
     def test_run_of_fewer_windows_after_an_interrupt(self):
         sc = allinone.cut(scenario_mod.load('paper-4vm'), 30)
         world = world_mod.World(sc)
-        recorder = loop.Recorder(sc, world, 'guarantee', 0)
+        recorder = loop.Recorder(sc, world)
         recorder.begin(0)
         world.step(sc.interval_s)
         recorder.end(0)

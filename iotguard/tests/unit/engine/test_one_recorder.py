@@ -129,7 +129,7 @@ class OneRecorderTest(base.TestCase):
                 conf, driver, clock=lambda: world.now,
                 store=fakes.MemoryStore())
             agents[host].periodic()
-        recorder = loop.Recorder(sc, world, 'guarantee', 0)
+        recorder = loop.Recorder(sc, world)
         windows = int(round(sc.duration_s / sc.interval_s))
         for k in range(windows):
             with lock:     # as AllInOne.window
