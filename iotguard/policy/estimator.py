@@ -24,7 +24,8 @@ without a cap of its own that always has a request in flight (Little's
 law: ``iops x latency >= BUSY_DEPTH``) and whose operations take more than
 ``SATURATION_FACTOR`` times the domain's uncongested service time, the one
 :func:`iotguard.policy.guarantee.learn_service` learns, here from the quiet
-intervals only (the cost of an operation until there is one). In a
+intervals only (a domain saturated from the start would learn its queue
+as normal; until one, the cost of an operation). In a
 saturated interval the domain served its capacity: the point lies on the
 model's ``load = 1``. In a quiet interval it served at most its capacity:
 a lower bound, which may raise the fitted capacity, never lower it.
@@ -48,8 +49,7 @@ kept. Forms within ``FORM_TOLERANCE`` of each other explain the evidence
 equally (one or two I/O-size mixes fit both exactly): then the prior
 decides, the form under which the prior's own figures explain the
 saturated points best (an operator's fio figures on a token bucket are
-right in the max form, 1.64 times too dear in the additive one); without a
-prior, ``max``.
+right in the max form only); without a prior, ``max``.
 
 **Identification.** One I/O-size mix identifies one parameter: the
 resource that binds at that size (under the prior when there is one). The
@@ -197,8 +197,7 @@ def observe_snapshot(state: State, snapshot: base.DomainSnapshot,
     ``profile`` prices the operations for the latency test (the fit in
     use, or the prior). Only the disks whose latency tells about the
     domain, not about a limit, count: fresh, with I/O, without a cap and
-    below ``AT_CEILING`` of their own ceiling (a disk at its ceiling waits
-    in its own throttle).
+    below ``AT_CEILING`` of their own ceiling.
     """
     snap = snapshot
     size = costmodel.mean_io_size(snap.iops, snap.bytes_sec)
@@ -213,8 +212,6 @@ def observe_snapshot(state: State, snapshot: base.DomainSnapshot,
                               * (state.service or 1.0))
     full = bool((usable & slow & (in_flight >= BUSY_DEPTH)).any())
     if not full:
-        # only a quiet interval tells the uncongested service time: a
-        # domain saturated from the start would learn its queue as normal
         state.service = guarantee.learn_service(state.service,
                                                 snap.latency_ms, cost, usable)
     observe(state, float(np.sum(snap.iops)), float(np.sum(snap.bytes_sec)),
