@@ -21,17 +21,14 @@ over-committed domain is always allowed). A domain without a capacity
 profile admits only tiers without floors: a floor it cannot price is a
 promise it cannot check.
 
-**Overcommitment** (:func:`overcommit`): the floors admitted were priced
-with the profile in use at the time (an operator's figures, or a fit
-shrunk by its margin). When the estimator's fit, without its margin, prices
-them above ``max_ratio`` the storage was found to serve less than was
-sold: the domain is *overcommitted*, and *beyond capacity* when they
-exceed 1.0. This is reported, never acted on: no tier changes, nothing is
-refused retroactively (new admissions already use the profile in use).
-The verdict is only given when the fit identifies what matters: both of
-its parameters identified by the evidence (every floor is priced with
-both) and a confidence of at least :data:`OVERCOMMIT_CONFIDENCE`.
-Otherwise it is None (unknown).
+**Overcommitment** (:func:`overcommit`): when the estimator's fit, without
+its margin, prices the floors admitted above ``max_ratio``, the storage
+serves less than was sold: the domain is *overcommitted*, and *beyond
+capacity* above 1.0. This is reported, never acted on: no tier changes,
+nothing is refused retroactively. The verdict is None (unknown) unless
+the evidence identified both of the fit's parameters (every floor is
+priced with both) with a confidence of at least
+:data:`OVERCOMMIT_CONFIDENCE`.
 """
 
 import collections.abc
@@ -213,7 +210,7 @@ def overcommit(tiers: Tiers,
 
     ``tiers``: those of the domain's disks; ``profile``: the one in use
     (:func:`profile_of`); ``fit``: the estimator's (:func:`learned_fit`),
-    read without its margin. Pure: the controller and the API share it.
+    read without its margin.
     """
     tiers = list(tiers)
     in_use = committed(tiers, profile) if profile is not None else None
