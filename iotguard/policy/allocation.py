@@ -12,8 +12,7 @@
 
 """Weighted max-min fair allocation with floors.
 
-Used twice: by the ``guarantee`` policy on estimated demands, and by the
-simulator's oracle on true demands. Each disk ``i`` gets::
+Each disk ``i`` gets::
 
     a_i = min(d_i, max(f_i, w_i * level))
 
@@ -72,11 +71,9 @@ def fair_shares(capacity: float, floors: FloatArray, demands: FloatArray,
 
     # g(level) = sum of shares is piecewise linear and non-decreasing,
     # with breakpoints where w*level crosses a floor (disk starts to grow)
-    # and where it crosses a demand (disk stops).
-    # Each disk's breakpoints in order (start, then stop), with the running
-    # sums of what crosses them; one scratch array carries the values to
-    # add up in turn (fewer arrays of n made at once: fewer pages the
-    # system has to hand over afresh at every decision).
+    # and where it crosses a demand (disk stops): both sorted, with the
+    # running sums of what crosses them. One scratch array carries the
+    # values to add up (fewer fresh pages of n at every decision).
     scratch = np.empty(n)
     s_sorted, s_order = _sorted(np.divide(floors, weights, out=scratch))
     s_floor = _running_sums(_gather(floors, s_order, scratch))
@@ -101,9 +98,8 @@ def fair_shares(capacity: float, floors: FloatArray, demands: FloatArray,
     # has one value, and the search below lands on its first copy.
     points = np.concatenate((s_sorted, e_sorted[np.isfinite(e_sorted)]))
     points.sort(kind='stable')
-    # The first point where g reaches the capacity: g is non-decreasing
-    # along the points, so a bisection evaluates it at ~log2(n) of them
-    # (each the same arithmetic as over all of them at once).
+    # The first point where g reaches the capacity, by bisection (g is
+    # non-decreasing along the points).
     lo, hi = 0, len(points)
     while lo < hi:
         mid = (lo + hi) // 2
