@@ -90,9 +90,9 @@ class Params:
 DEFAULTS = dataclasses.asdict(Params())
 
 #: How far, per decision, the learned uncongested service time follows
-#: observations above it (a half-life of ~700 decisions, an hour at 5 s):
-#: it falls at once to a lower observation, rises only slowly, so a long
-#: congestion does not teach the policy that congestion is normal.
+#: observations above it (:func:`learn_service`; a half-life of ~700
+#: decisions, an hour at 5 s): a long congestion must not teach the
+#: policy that congestion is normal.
 SERVICE_DRIFT = 0.001
 
 #: The closed-loop estimate asks at most this many times what a disk does
@@ -393,9 +393,8 @@ class GuaranteePolicy(Params):
         domain = costmodel.domain_load(float(snap.iops.sum()),
                                        float(snap.bytes_sec.sum()), profile)
 
-        # 2. unmet demand (slow *and* always one request in flight, Little:
-        # outstanding = IOPS x latency: a disk idle between its operations
-        # gets what it asks, however slow each one is) ...
+        # 2. unmet demand: slow *and* always a request in flight (a disk
+        # idle between its operations gets what it asks, however slow) ...
         outstanding = snap.iops * snap.latency_ms / 1000.0
         slow_ms = np.maximum(self.latency_threshold_ms,
                              self.latency_factor * 1000.0 * cost)
@@ -525,9 +524,8 @@ class GuaranteePolicy(Params):
         cut_step = (self.raise_change if queue_cut or (
             profile.form == base.MAX and domain > border)
             else self.min_change)
-        # A capped disk above its cap is not held by it yet (the sample
-        # began before the cap reached its throttle): a second cut on
-        # samples of the world before the cap would overshoot.
+        # (UNHELD) a second cut on samples of the world before the cap
+        # would overshoot.
         unheld = capped & (u > cap * UNHELD)
         tighten = engaged & over & ~unheld & (
             target < np.minimum(cap, static) * (1.0 - cut_step))
@@ -647,7 +645,6 @@ class GuaranteePolicy(Params):
                                         ceil_i)
             in zip(released.tolist(), tight.tolist(),
                    columns[:, [0, share, 4, 1, 3, 2]].tolist())]
-        # A release lifts both limits.
         ops, byts = ops[sent], byts[sent]
         ops[released] = byts[released] = np.inf
         return base.make_decisions(
