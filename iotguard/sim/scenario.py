@@ -29,7 +29,6 @@ import yaml
 from iotguard import exception
 from iotguard import policy
 from iotguard.policy import base
-from iotguard.sim import throttle
 from iotguard.wire import caps
 
 PACKAGE = 'iotguard.sim.scenarios'
@@ -337,9 +336,9 @@ def _limits(r: _Reader) -> dict[str, int]:
                    % ', '.join(caps.IOTUNE_KEYS))
         limits[key] = r.integer(key)
     try:
-        throttle.validate(limits)
-    except ValueError as e:
-        r.fail(r.path, str(e))
+        caps.check_limits(limits)
+    except exception.InvalidCap as e:
+        r.fail(r.path, e.kwargs['reason'])
     return limits
 
 

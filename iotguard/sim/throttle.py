@@ -27,6 +27,7 @@ size is ``*_max`` x 1 s of burst when a ``*_max`` is set, else a tenth of a
 second of the average rate (QEMU's default).
 """
 
+from iotguard import exception
 from iotguard.wire import caps
 
 GROUPS = caps.KINDS + tuple(kind + '_max' for kind in caps.KINDS)
@@ -35,23 +36,11 @@ DEFAULT_BUCKET_S = 0.1
 
 
 def validate(tune: dict[str, int]) -> None:
-    """Check a complete iotune state; ``ValueError`` says what is wrong."""
-    for group in caps.KINDS:
-        for direction in caps.DIRECTIONS:
-            base = '%s_%s' % (direction, group)
-            peak = base + '_max'
-            if tune[peak] and not tune[base]:
-                raise ValueError('%s cannot be set without %s' % (peak, base))
-            if tune[peak] and tune[peak] < tune[base]:
-                raise ValueError('%s (%d) cannot be below %s (%d)'
-                                 % (peak, tune[peak], base, tune[base]))
-        for group_name in (group, group + '_max'):
-            total = tune['total_' + group_name]
-            if total and (tune['read_' + group_name]
-                          or tune['write_' + group_name]):
-                raise ValueError('total_%s and read/write_%s cannot be set '
-                                 'at the same time'
-                                 % (group_name, group_name))
+    """:func:`iotguard.wire.caps.check_limits`, raising ``ValueError``."""
+    try:
+        caps.check_limits(tune)
+    except exception.InvalidCap as e:
+        raise ValueError(e.kwargs['reason']) from None
 
 
 def merge(current: dict[str, int],

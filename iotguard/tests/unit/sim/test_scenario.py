@@ -141,7 +141,8 @@ class TestInvalid(base.TestCase):
     def test_inconsistent(self):
         data = helpers.data()
         data['vms'][0]['limits'] = {'total_iops_sec': 5, 'read_iops_sec': 3}
-        self.assertInvalid('vms[0].limits', data, 'same time')
+        self.assertInvalid('vms[0].limits', data, 'total_iops_sec cannot be '
+                           'combined with read_iops_sec')
         data = helpers.data()
         data['vms'][0]['jobs'][0]['steps'] = [
             {'at': 5, 'processes': 1}, {'at': 5, 'processes': 2}]

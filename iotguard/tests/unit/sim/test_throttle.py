@@ -65,9 +65,10 @@ class TestMerge(base.TestCase):
             ({'total_iops_sec': -1}, 'must be >= 0'),
             ({'total_iops_sec': 1.5}, 'must be an integer'),
             ({'total_iops_sec': 5, 'read_iops_sec': 3}, 'same call'),
-            ({'total_bytes_sec_max': 5}, 'cannot be set without'),
+            ({'total_bytes_sec_max': 5},
+             'total_bytes_sec_max=5 needs total_bytes_sec'),
             ({'total_bytes_sec': 10, 'total_bytes_sec_max': 5},
-             'cannot be below'),
+             'total_bytes_sec_max=5 is below total_bytes_sec=10'),
         ]
         for params, message in cases:
             e = self.assertRaises(ValueError, throttle.merge,
