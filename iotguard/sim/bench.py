@@ -12,15 +12,11 @@
 
 """Decision cost: CPU time of one ``guarantee`` decision over N disks.
 
-``iotguard-sim bench --disks N [--domains M]`` prints what :func:`run`
-returns. The disks are split over ``domains`` contention domains (the
-controller decides per domain) and filled with a seeded, realistic mix:
-gold/silver/bronze tiers (floors and weights), mostly light disks, a few
-noisy 64 KiB writers (some new, some already capped at their share), and
-victims pushed below their floor with high latency, so the policy engages
-and runs its whole path (cost model, fair shares, caps) in every domain.
-Snapshots are built once, outside the timing; the clock is
-``time.process_time`` (CPU of this process), over several repetitions.
+``iotguard-sim bench`` prints what :func:`run` returns. The disks are
+split over contention domains and filled with a seeded mix (tiers, light
+disks, noisy writers new and capped, victims below their floor) that
+makes the policy run its whole path in every domain. Snapshots are built
+outside the timing; the clock is ``time.process_time``.
 """
 
 import statistics

@@ -13,12 +13,9 @@
 """The capacity estimator in the simulator: how fast it learns the truth.
 
 Every window the simulator's loop feeds the domain's snapshot to
-:mod:`iotguard.policy.estimator` (beside the policy, which keeps the
-scenario's profile: learning changes no decision) and keeps the fit. The
-prior is what an operator types today: the scenario's ``iops_4k`` and
-``bytes_sec`` as a manual profile, in the additive form (the form the
-calibration has always stored). The truth is the scenario's domain, in its
-own ``form``: the capacity at a deep queue.
+:mod:`iotguard.policy.estimator` and keeps the fit; the policy keeps the
+scenario's profile (learning changes no decision). The truth is the
+scenario's domain, in its own ``form``: the capacity at a deep queue.
 """
 
 import dataclasses
@@ -33,7 +30,7 @@ TOLERANCE = 0.10
 
 
 def prior(domain: scenario_mod.Domain) -> base.Profile:
-    """The manual profile an operator would have typed (additive)."""
+    """The scenario's figures as a typed manual profile (default form)."""
     return base.Profile(domain.iops_4k, domain.bytes_sec)
 
 
