@@ -160,9 +160,8 @@ def innocent_throttle_rate(actions: list[loop.Action], x: base.FloatArray,
                            window_s: float) -> float:
     """Share of throttles that hit a disk at or below its oracle allocation.
 
-    A throttle is a cap action that tightens the disk's limits (a raise
-    or a release is not one). It is judged on the window that ended when
-    it was decided, the one the policy saw. "At" allows the measures'
+    A throttle is :attr:`iotguard.sim.loop.Action.tightened`, judged on
+    the window the policy saw. "At" allows the measures'
     usual 5 % (throughput up to ``oracle / 0.95``): the oracle's fair
     capacity is an estimate and one window's throughput varies by a few
     per cent with the array's noise, so a disk within 5 % of its fair
@@ -186,8 +185,7 @@ def steady_changes(actions: list[loop.Action], disks: int,
     """Changes of each disk's limits in steady state (one count a disk).
 
     An action is dated by the window that ended when it was decided (the
-    one the policy saw); those in the two windows after a load change
-    are left out.
+    one the policy saw).
     """
     counts = np.zeros(disks)
     for a in actions:
@@ -219,11 +217,9 @@ def cap_changes_per_10min(actions: list[loop.Action], disks: int,
                           settle: base.BoolArray) -> float:
     """The most changes of any one disk's limits per 10 min, steady state.
 
-    Each disk's changes outside the settling windows over the run's
-    steady time, scaled to 10 minutes; the largest. Unlike the mean per
-    minute, one disk that churns is not averaged away by quiet ones. A
-    run shorter than 10 minutes of steady time extrapolates (a single
-    change then reads as more than one).
+    Unlike the mean per minute, one disk that churns is not averaged away
+    by quiet ones. A run shorter than 10 minutes of steady time
+    extrapolates (a single change then reads as more than one).
     """
     steady_s = float((~settle).sum()) * window_s
     if not disks or steady_s <= 0:
@@ -274,8 +270,7 @@ def quiet_ratio(x: base.FloatArray, demand: base.FloatArray,
                 ) -> base.FloatArray:
     """Throughput / min(demand, fair share) of the judged quiet pairs.
 
-    A quiet disk's target is its demand (its fair share is larger); the
-    pairs are judged outside the two windows after each load change.
+    A quiet disk's target is its demand (its fair share is larger).
     """
     judged = quiet(demand, alloc) & ~settle[:, None]
     result: base.FloatArray = x[judged] / demand[judged]
