@@ -12,10 +12,9 @@
 
 """``none``: no control at all (best effort, the status quo).
 
-It never caps. Because a policy is level-based, "no control" also means no
-dynamic cap stays in force: any cap found on a disk (left by another policy,
-say after the operator switched the domain to ``none``) is released. The
-static ceilings Nova or Cinder set are not caps and stay, as they always do.
+A policy is level-based, so "no control" also means no dynamic cap stays
+in force: any cap found (left by another policy) is released. The static
+ceilings Nova or Cinder set are not caps and stay.
 """
 
 import numpy as np

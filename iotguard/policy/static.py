@@ -12,12 +12,11 @@
 
 """``static``: every disk capped at its ceiling, what Nova/Cinder QoS give.
 
-The ceiling of a disk is the tighter of its tier's ``max_iops`` /
-``max_bytes_sec`` and the static limits Nova (flavor ``quota:disk_*``) or
-Cinder (front-end QoS) set at boot or attach. Disks with no ceiling at all are
-left uncapped (a dynamic cap found on them is released, since this policy
-wants none there). It never reacts to load: it is the baseline that keeps
-neighbours apart by wasting whatever capacity the ceilings strand.
+A disk's ceiling is the tighter of its tier's and its static limits.
+Disks without one are left uncapped (a dynamic cap found on them is
+released); a stale disk's cap is not tightened. It never reacts to load:
+it is the baseline that keeps neighbours apart by wasting whatever
+capacity the ceilings strand.
 """
 
 import numpy as np
