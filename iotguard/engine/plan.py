@@ -26,8 +26,6 @@ does:
 * a release is sent only when a cap is in force;
 * every cap in force that no decision changed is renewed once its lease
   ran half an interval (:func:`renew_due`).
-
-Pure: the caller passes ``now`` and the caps in force as plain data.
 """
 
 import collections.abc
@@ -104,12 +102,11 @@ def plan(snapshot: base.DomainSnapshot,
          decisions: collections.abc.Iterable[base.Decision],
          in_force: collections.abc.Sequence[InForce | None], now: float,
          lease_s: float, interval_s: float) -> Plan:
-    """The plan of one round of one domain.
+    """The plan of one round of one domain (pure: no clock, no I/O).
 
     ``in_force``: the cap in force on each disk of ``snapshot`` (same
-    order), ``None`` where there is none (or it lapsed); ``now``, the
-    lease (``lease_s``) and the decision interval (``interval_s``) tell
-    which of them are due for renewal.
+    order), ``None`` where there is none (or it lapsed); ``now``,
+    ``lease_s`` and ``interval_s`` tell which are due for renewal.
     """
     index = {disk_id: i for i, disk_id in enumerate(snapshot.disk_ids)}
     changes: list[Change] = []
