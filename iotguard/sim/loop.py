@@ -12,16 +12,13 @@
 
 """The simulator's control loop: measure -> decide -> throttle, per window.
 
-Every control interval the loop measures what an agent would (per-disk
-rates and mean latency per operation over the last interval, the cap in
-force and when it was set, the tier), builds the domain's
-:class:`~iotguard.policy.base.DomainSnapshot`, asks the policy, plans its
-decisions as the controller does (:func:`iotguard.engine.plan.plan`) and
-applies the new or changed caps to the disks' throttles as the agent
-does (:func:`iotguard.wire.caps.effective` over the scenario's static limits; a
-``release`` restores them). It records the
-series the measures and the plots are computed from, and the truth the
-oracle needs: each disk's demand and the storage's capacity.
+Every control interval the loop measures what an agent would, builds the
+domain's :class:`~iotguard.policy.base.DomainSnapshot`, asks the policy,
+plans its decisions as the controller does and applies the caps to the
+disks' throttles as the agent does (over the scenario's static limits; a
+``release`` restores them). It records the series the measures and the
+plots are computed from, and the truth the oracle needs: each disk's
+demand and the storage's capacity.
 """
 
 import collections.abc
@@ -125,16 +122,11 @@ class Recorder:
     """The series of a :class:`Run`, window by window, from a world.
 
     The one recorder of the simulator's loop and of the all-in-one:
-    :meth:`begin` before the world steps window ``k``, :meth:`end` after
-    it. Rates come from the world's counters through the agent's rate
-    code (:class:`iotguard.wire.rates.Table` over the bulk
-    :class:`~iotguard.wire.rates.Readings` a driver reads), each disk's rates
-    and latency as a snapshot holds them
-    (:meth:`iotguard.policy.base.SampleColumns.totals`), work through the
-    cost model of the domain's form (:func:`iotguard.policy.costmodel.load`).
-    The cap recorded is what the disk's throttle holds beyond its static
-    limits (its ``total_bytes_sec``). Windows are on the run's clock:
-    window ``k`` spans ``[k, k + 1)`` intervals.
+    :meth:`begin` before the world steps window ``k`` (``[k, k + 1)``
+    intervals on the run's clock), :meth:`end` after it. Rates are read
+    through the agent's rate code, as a snapshot holds them. The cap
+    recorded is what the disk's throttle holds beyond its static limits
+    (its ``total_bytes_sec``).
     """
 
     def __init__(self, scenario: scenario_mod.Scenario,
@@ -257,12 +249,9 @@ class _Loop:
               decisions: list[base.Decision], now: float) -> None:
         """Carry out the decisions as the controller does.
 
-        Through the same :func:`iotguard.engine.plan.plan`: a cap equal
-        to the one in force is not applied again (its ``cap_set_at``
-        stays), a release is applied only to a capped disk. The
-        simulator's caps have no lease (they never lapse, ``inf``), so
-        no renewal is ever due; its disks are never stale, so no cap is
-        dropped.
+        Through the same :func:`iotguard.engine.plan.plan`. The
+        simulator's caps have no lease (``inf``), so no renewal is ever
+        due; its disks are never stale, so no cap is dropped.
         """
         todo = plan_mod.plan(snapshot, decisions, self.in_force, now,
                              math.inf, self.scenario.interval_s)
