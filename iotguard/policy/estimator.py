@@ -14,69 +14,55 @@
 
 Pure: NumPy, no I/O, no clock. Each interval the caller feeds one
 observation per domain: its total operations/s and bytes/s and whether it
-was saturated (:func:`observe`; :func:`observe_snapshot` decides
+was saturated (:func:`observe`, or :func:`observe_snapshot`, which judges
 saturation from the disks' rates and latency). :func:`fit` then fits both
 forms of the cost model (:mod:`iotguard.policy.costmodel`) and keeps the
 one that explains the saturated intervals best.
 
 **Saturation** (what blk-iocost and PARDA read from latency): a disk
-without a cap of its own that always has a request in flight (Little's
-law: ``iops x latency >= BUSY_DEPTH``) and whose operations take more than
-``SATURATION_FACTOR`` times the domain's uncongested service time, the one
-:func:`iotguard.policy.guarantee.learn_service` learns, here from the quiet
-intervals only (a domain saturated from the start would learn its queue
-as normal; until one, the cost of an operation). In a
-saturated interval the domain served its capacity: the point lies on the
-model's ``load = 1``. In a quiet interval it served at most its capacity:
-a lower bound, which may raise the fitted capacity, never lower it.
+without a cap of its own that always has a request in flight (``iops x
+latency >= BUSY_DEPTH``) with operations ``SATURATION_FACTOR`` times
+slower than the domain's uncongested service time (learned as
+:func:`iotguard.policy.guarantee.learn_service` does, from the quiet
+intervals only). A saturated interval lies on the model's ``load = 1``; a
+quiet one is a lower bound, which may raise the fitted capacity, never
+lower it.
 
-**The two forms.**
+**The two forms.** ``additive``: non-negative least squares on ``a * ops +
+b * bytes = 1``, again without the points more than ``TRIM`` median
+deviations away, scaled so that the ``QUANTILE`` of the points' loads is 1
+(a partly saturated interval reads low). ``max``: the points split by I/O
+size at each boundary between the mixes seen, each side giving its
+resource (IOPS below, bytes above) as the ``QUANTILE`` of its rates; the
+split with the smallest error wins.
 
-- ``additive``: ``ops / iops_4k + bytes / bytes_sec = 1`` at every
-  saturated point: non-negative least squares on ``a * ops + b * bytes =
-  1``, once more without the points more than ``TRIM`` median deviations
-  away, then scaled so that the ``QUANTILE`` of the points' loads is 1
-  (a saturated interval that was only partly saturated reads low).
-- ``max``: every saturated point has ``ops = iops_4k`` (small I/O, below
-  the knee) or ``bytes = bytes_sec`` (large I/O). The points are split by
-  I/O size at each boundary between the mixes seen; each side gives its
-  resource as the ``QUANTILE`` of its rates; the split with the smallest
-  error wins.
+A fit's error is ``mean |load - 1|`` over the saturated points; the form
+with the smaller one is kept. Within ``FORM_TOLERANCE`` of each other
+(one or two I/O-size mixes fit both exactly) the prior decides: the form
+under which its own figures explain the points best (an operator's fio
+figures on a token bucket are right in the max form, 1.64 times too dear
+in the additive one); without a prior, ``max``.
 
-The error of a fit is the mean relative error of its loads at the
-saturated points, ``mean |load - 1|``. The form with the smaller error is
-kept. Forms within ``FORM_TOLERANCE`` of each other explain the evidence
-equally (one or two I/O-size mixes fit both exactly): then the prior
-decides, the form under which the prior's own figures explain the
-saturated points best (an operator's fio figures on a token bucket are
-right in the max form only); without a prior, ``max``.
-
-**Identification.** One I/O-size mix identifies one parameter: the
-resource that binds at that size (under the prior when there is one). The
-other is kept from the prior, never below what the domain was seen to
-serve; :attr:`Fit.identified` names what the evidence identified. Without
+**Identification.** One I/O-size mix identifies one parameter, the
+resource that binds at that size; the other is kept from the prior, never
+below what the domain was seen to serve (:attr:`Fit.identified`). Without
 a prior a single mix identifies nothing for sure.
 
 **Confidence** grows with the saturated intervals used (full at
 ``FULL_EVIDENCE``), is halved while a parameter is not identified, and
-falls to 0 as the error reaches ``ERROR_SCALE``. While it is low, use
-:meth:`Fit.margined`: the capacity shrunk by up to ``MARGIN``.
+falls to 0 as the error reaches ``ERROR_SCALE``; :meth:`Fit.margined`
+shrinks the capacity by up to ``MARGIN`` while it is low.
 
-**Bounded state.** :class:`State` is plain data (``to_dict`` /
-``from_dict``, JSON-able) holding the ``MAX_POINTS`` most recent saturated
-points and the Pareto frontier of the quiet ones (a point served with both
-fewer operations and fewer bytes than another bounds nothing).
-Observations that are not finite, negative, or more than
-``OUTLIER_FACTOR`` times the largest rate known (the prior's, or the
-largest of the accepted points'; a counter reset read as a rate) are
-rejected and counted. The largest, not a median: a workload whose
-requests grow from 4 KiB to 1 MiB moves its bytes a second up by one or
-two orders of magnitude, and its first intervals of large requests are
-not glitches.
+**Bounded state.** :class:`State` is plain JSON-able data: the
+``MAX_POINTS`` most recent saturated points and the Pareto frontier of
+the quiet ones. Observations that are not finite, negative, or more than
+``OUTLIER_FACTOR`` times the largest rate known are rejected and counted.
 """
 
+from collections.abc import Mapping
 import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 
@@ -93,7 +79,10 @@ QUANTILE = 0.75
 #: Additive fit: points further than this many median absolute deviations
 #: from the median load are left out of the second pass.
 TRIM = 3.0
-#: A rate above this many times the largest known one is a glitch.
+#: A rate above this many times the largest known one (the prior's, or the
+#: accepted points') is a glitch, a counter reset read as a rate. The
+#: largest, not a median: a workload whose requests grow from 4 KiB to
+#: 1 MiB moves its bytes a second up by orders of magnitude.
 OUTLIER_FACTOR = 20.0
 #: Two fits whose errors differ by less than this explain the evidence
 #: equally.
@@ -107,15 +96,11 @@ ERROR_SCALE = 0.25
 MARGIN = 0.2
 #: Width of one I/O-size mix, in octaves (log2 of bytes per operation).
 MIX_OCTAVES = 0.5
-#: Saturation: a disk's latency above this many times the uncongested
-#: service time (what ``guarantee`` counts as uncongested)...
+#: Saturation, as ``guarantee`` judges congestion: a latency above this
+#: many times the uncongested service time, this many requests in flight;
+#: a disk at ``AT_CEILING`` of its own ceiling waits in its own throttle.
 SATURATION_FACTOR = guarantee.UNCONGESTED
-#: ... with at least this many requests in flight (``guarantee``'s
-#: ``busy_depth``).
 BUSY_DEPTH = guarantee.DEFAULTS['busy_depth']
-
-#: A disk at this share of its own ceiling waits in its own throttle
-#: (``guarantee``'s ``at_cap_ratio``).
 AT_CEILING = guarantee.DEFAULTS['at_cap_ratio']
 
 IOPS_4K = 'iops_4k'
@@ -142,19 +127,15 @@ class State:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, object]) -> 'State':
+    def from_dict(cls, data: Mapping[str, Any]) -> 'State':
         def points(key: str) -> list[list[float]]:
-            raw = data.get(key) or []
-            assert isinstance(raw, list)
-            return [[float(o), float(b)] for o, b in raw][-MAX_POINTS:]
+            return [[float(o), float(b)]
+                    for o, b in data.get(key) or []][-MAX_POINTS:]
 
         service = data.get('service')
-        rejected = data.get('rejected') or 0
-        assert isinstance(rejected, (int, float))
         return cls(saturated=points('saturated'), quiet=points('quiet'),
-                   service=None if service is None else float(
-                       service),  # type: ignore[arg-type]
-                   rejected=int(rejected))
+                   service=None if service is None else float(service),
+                   rejected=int(data.get('rejected') or 0))
 
 
 @dataclasses.dataclass(frozen=True)
