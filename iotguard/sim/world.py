@@ -184,11 +184,7 @@ class World:
                 c['wr_bytes'] += (n - reads) * stream.size
 
     def _refill(self, index: int) -> int:
-        """Re-issue within the tick after completions (see Storage.serve).
-
-        -1: the stream refills every completion at once (no rate, no
-        throttle, nothing waiting), so the storage serves it in closed form.
-        """
+        """The ``refill`` of :meth:`storage.Storage.serve` (its doc)."""
         stream = self.storage.streams[index]
         runner = self._runners[index]
         disk = self._disk_list[stream.disk]
