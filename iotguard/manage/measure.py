@@ -478,26 +478,26 @@ def _run_streams(fd: int, span: int, name: str,
 def run_builtin(target: Target, seconds: float = SECONDS, depth: int = DEPTH,
                 large_size: int = LARGE_SIZE, direct: bool = True,
                 progress: Progress = None) -> Result:
+    phases: dict[str, Phase] = {}
+
+    def run(name: str, *streams: _Stream) -> Phase:
+        phases[name] = _run_streams(fd, target.size, name, list(streams),
+                                    seconds)
+        if progress:
+            progress(phases[name])
+        return phases[name]
+
     fd = open_target(target.path, direct)
     try:
-        phases: dict[str, Phase] = {}
-        plan = {
-            'small': [_Stream(SMALL_SIZE, depth, False)],
-            'large': [_Stream(large_size, depth, True)],
-        }
-        for name in ('small', 'large', 'mixed'):
-            if name == 'mixed':
-                pace = MIX_SHARE * phases['small'].iops
-                if not (pace > 0 and phases['large'].iops > 0):
-                    raise _failed('no operation completed in the %s phase'
-                                  % ('small' if not pace > 0 else 'large'))
-                writers = mixed_writers(depth, pace, phases['large'].iops)
-                plan[name] = [_Stream(SMALL_SIZE, writers, False, pace),
-                              _Stream(large_size, 1, True)]
-            phases[name] = _run_streams(fd, target.size, name, plan[name],
-                                        seconds)
-            if progress:
-                progress(phases[name])
+        small = run('small', _Stream(SMALL_SIZE, depth, False))
+        large = run('large', _Stream(large_size, depth, True))
+        pace = MIX_SHARE * small.iops
+        if not (pace > 0 and large.iops > 0):
+            raise _failed('no operation completed in the %s phase'
+                          % ('small' if not pace > 0 else 'large'))
+        run('mixed', _Stream(SMALL_SIZE, mixed_writers(depth, pace,
+                                                       large.iops),
+                             False, pace), _Stream(large_size, 1, True))
     finally:
         os.close(fd)
     return Result('builtin', direct, **phases)

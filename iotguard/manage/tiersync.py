@@ -287,10 +287,8 @@ def _access_changes(conn: Any, name: str, vtype: Any,
         return [Change('volume type %s: access for exactly project(s) %s'
                        % (name, ', '.join(sorted(projects)) or '(none)'),
                        follow)]
-    if vtype is None:
-        current = set()
-    else:
-        current = {a['project_id'] for a in storage.get_type_access(vtype)}
+    current = {a['project_id'] for a in (
+        storage.get_type_access(vtype) if vtype is not None else ())}
     changes = []
     for project in sorted(projects - current):
         changes.append(Change(
