@@ -25,9 +25,8 @@ combine:
   device-seconds: small random I/O is charged for its seeks, large I/O for
   its transfer.
 
-``max`` (separately provisioned IOPS and bandwidth: QEMU's throttle, Ceph
-librbd QoS, Cinder front-end QoS, cloud volumes with provisioned IOPS and
-throughput, any token bucket)::
+``max`` (separately provisioned IOPS and bandwidth: any token bucket,
+such as QEMU's throttle, Ceph librbd QoS or Cinder front-end QoS)::
 
     u = max(iops / iops_4k, bytes_sec / bytes_sec_capacity)
 
@@ -41,13 +40,11 @@ At one I/O size both forms are linear in the operation rate (the load of
 and caps are computed in ``u`` and converted back to IOPS and bytes/s at
 the disk's current mean I/O size with the same functions in both forms.
 
-The domain's load is :func:`domain_load` of its total rates. In the
-additive form that is the sum of the disks' loads. In the max form it is
-the max of the summed shares, exact for a token bucket, while each disk is
-charged at its own dominant resource: the sum of the disks' loads is then
-at least the domain's load (equal when they all bind the same resource),
-so shares and floors priced per disk are conservative for a mix of
-IOPS-bound and bandwidth-bound disks.
+The domain's load is :func:`domain_load` of its total rates: the sum of
+the disks' loads in the additive form; in the max form the max of the
+summed shares, exact for a token bucket, while each disk is charged at
+its own dominant resource, so the disks' loads add up to at least the
+domain's and shares and floors priced per disk are conservative.
 """
 
 import numpy as np

@@ -15,8 +15,7 @@
 The operator's account of it, with the reasons and measurements behind
 each rule, is doc/source/admin/policies.rst. Every interval, level-based
 (everything it needs is in the snapshot, but for a small :class:`Memory`
-per domain: the learned service time, what each disk did when it was
-last uncongested, the border and the moves held back):
+per domain):
 
 1. **Cost.** Loads, floors, ceilings and caps in device-seconds per
    second at each disk's mean I/O size (:mod:`iotguard.policy.costmodel`).
