@@ -24,7 +24,8 @@ without a cap of its own that always has a request in flight (``iops x
 latency >= BUSY_DEPTH``) with operations ``SATURATION_FACTOR`` times
 slower than the domain's uncongested service time (learned as
 :func:`iotguard.policy.guarantee.learn_service` does, from the quiet
-intervals only). A saturated interval lies on the model's ``load = 1``; a
+intervals only: a domain saturated from the start would learn its queue
+as normal). A saturated interval lies on the model's ``load = 1``; a
 quiet one is a lower bound, which may raise the fitted capacity, never
 lower it.
 
