@@ -17,14 +17,12 @@ policies' cost model charges in the domain's ``form``
 (:func:`iotguard.policy.costmodel.op_cost`); in the ``max`` form (a token
 bucket of IOPS and one of bytes) that is exact while the operations served
 together have one size, a mix of sizes is served a little less than a
-real pair of buckets would, as the policies charge it. With ``n`` requests
-outstanding the array delivers ``speed(n) = min(1, (n / sat_depth) **
-depth_exponent)`` device-seconds per second (many spindles: a deeper queue
-is served faster, up to saturation), times a small seeded noise factor. A
-disk with ``q`` outstanding requests gets ``q ** share_exponent /
-sum(q' ** share_exponent)`` of it: more parallelism, a bigger share (an
-exponent above 1 reproduces the paper's observation that a VM with ten
-times the processes takes far more than ten times the bandwidth).
+real pair of buckets would, as the policies charge it. The array serves
+:func:`speed` of its queue (many spindles: a deeper queue is served
+faster, up to saturation) times a seeded noise factor, shared by
+parallelism (:class:`~iotguard.sim.scenario.Domain`; a ``share_exponent``
+above 1 reproduces the paper's observation that a VM with ten times the
+processes takes far more than ten times the bandwidth).
 
 Each job is a :class:`Stream`: a FIFO of numbered requests. The guest has
 sent ``issued`` of them, ``passed`` went through the throttle, ``completed``
