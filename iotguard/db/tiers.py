@@ -72,21 +72,29 @@ def visible(query: sa.Select[models.Tier], project_id: str | None
                               models.Tier.id.in_(granted)))
 
 
+def _save(session: orm.Session, tier: models.Tier,
+          projects: Collection[str] | None, name: str | None
+          ) -> dict[str, Any]:
+    """Write ``tier`` and (unless None) the projects that may use it."""
+    try:
+        session.flush()
+        if projects is not None:
+            session.execute(sa.delete(models.TierProject).where(
+                models.TierProject.tier_id == tier.id))
+            session.add_all([models.TierProject(tier_id=tier.id, project_id=p)
+                             for p in set(projects)])
+            session.flush()
+    except db_exc.DBDuplicateEntry:
+        raise exception.Conflict(reason='tier %s already exists' % name)
+    return _dict(tier, _projects(session, [tier.id])[tier.id])
+
+
 def create(session: orm.Session, values: Mapping[str, Any],
            projects: Collection[str] = ()) -> dict[str, Any]:
     """Create a tier; ``projects`` may use it when it is private."""
-    try:
-        tier = models.Tier(created_at=models.utcnow(), **values)
-        session.add(tier)
-        session.flush()
-        for project_id in set(projects):
-            session.add(models.TierProject(tier_id=tier.id,
-                                           project_id=project_id))
-        session.flush()
-        return _dict(tier, projects)
-    except db_exc.DBDuplicateEntry:
-        raise exception.Conflict(
-            reason='tier %s already exists' % values.get('name'))
+    tier = models.Tier(created_at=models.utcnow(), **values)
+    session.add(tier)
+    return _save(session, tier, projects, values.get('name'))
 
 
 def get(session: orm.Session, name: str, project_id: str | None = None
@@ -109,22 +117,11 @@ def list_(session: orm.Session, project_id: str | None = None
 def update(session: orm.Session, name: str, values: Mapping[str, Any],
            projects: Collection[str] | None = None) -> dict[str, Any]:
     """Change a tier; ``projects`` (when given) replaces its list."""
-    try:
-        tier = tier_row(session, name)
-        for key, value in values.items():
-            setattr(tier, key, value)
-        tier.updated_at = models.utcnow()
-        if projects is not None:
-            session.execute(sa.delete(models.TierProject).where(
-                models.TierProject.tier_id == tier.id))
-            for project_id in set(projects):
-                session.add(models.TierProject(
-                    tier_id=tier.id, project_id=project_id))
-        session.flush()
-        return _dict(tier, _projects(session, [tier.id])[tier.id])
-    except db_exc.DBDuplicateEntry:
-        raise exception.Conflict(
-            reason='tier %s already exists' % values.get('name'))
+    tier = tier_row(session, name)
+    for key, value in values.items():
+        setattr(tier, key, value)
+    tier.updated_at = models.utcnow()
+    return _save(session, tier, projects, values.get('name'))
 
 
 def delete(session: orm.Session, default_tier: str | None, name: str) -> None:
