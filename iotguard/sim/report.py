@@ -28,8 +28,8 @@ from iotguard.sim import measures
 def result(run: loop.Run, reference: loop.Run) -> dict[str, Any]:
     """The JSON figures of one run (``reference``: the ``none`` run).
 
-    ``estimator`` only for a run that learned (the simulator's; the
-    all-in-one's controller keeps its fits in its database).
+    ``estimator`` only for a run that learned (the all-in-one's
+    controller keeps its fits in its database).
     """
     figures = {
         'vms': measures.vm_table(run),
@@ -92,10 +92,7 @@ def table(scenario: str, results: dict[str, dict[str, Any]]) -> str:
 
 
 def _estimator(results: dict[str, dict[str, Any]]) -> str:
-    """The learned capacity profile under each policy, against the truth.
-
-    Only the runs that learned (see :func:`result`).
-    """
+    """The learned profile of each run that learned, against the truth."""
     results = {name: result for name, result in results.items()
                if 'estimator' in result}
     if not results:
