@@ -31,8 +31,6 @@ does:
 import collections.abc
 import dataclasses
 
-import numpy as np
-
 from iotguard.policy import base
 
 
@@ -90,14 +88,6 @@ def renew_due(lease_expires_at: float, now: float, lease_s: float,
     return lease_expires_at - now < lease_s - interval_s / 2.0
 
 
-def _tightens_on_stale(snapshot: base.DomainSnapshot, i: int,
-                       decision: base.Decision) -> bool:
-    return bool(snapshot.stale[i]) and bool(base.tightens(
-        np.asarray(decision.iops, dtype=np.float64),
-        np.asarray(decision.bytes_sec, dtype=np.float64),
-        snapshot.cap_iops[i], snapshot.cap_bytes_sec[i]))
-
-
 def plan(snapshot: base.DomainSnapshot,
          decisions: collections.abc.Iterable[base.Decision],
          in_force: collections.abc.Sequence[InForce | None], now: float,
@@ -124,7 +114,9 @@ def plan(snapshot: base.DomainSnapshot,
             if cap is not None:
                 changes.append(Change(i, decision, None))
             continue
-        if _tightens_on_stale(snapshot, i, decision):
+        if snapshot.stale[i] and (
+                decision.iops < snapshot.cap_iops[i]
+                or decision.bytes_sec < snapshot.cap_bytes_sec[i]):
             dropped.append(decision)
             continue
         limits = {k: v for k, v in decision.limits.items() if v}

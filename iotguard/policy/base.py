@@ -343,16 +343,6 @@ def audit_rows(names: tuple[str, ...], values: FloatArray,
     return rows
 
 
-def tightens(iops: FloatArray, bytes_sec: FloatArray,
-             cap_iops: FloatArray, cap_bytes_sec: FloatArray) -> BoolArray:
-    """Whether each new cap is tighter than the one in force, on any kind.
-
-    A disk whose samples are ``stale`` must never be tightened.
-    """
-    result: BoolArray = (iops < cap_iops) | (bytes_sec < cap_bytes_sec)
-    return result
-
-
 class Policy(Protocol):
     """The decision function run per domain every interval."""
 

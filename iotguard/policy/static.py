@@ -39,8 +39,8 @@ class StaticPolicy:
                        | np.isfinite(snap.ceil_bytes_sec))
         differs = ((snap.ceil_iops != snap.cap_iops)
                    | (snap.ceil_bytes_sec != snap.cap_bytes_sec))
-        tighter = base.tightens(snap.ceil_iops, snap.ceil_bytes_sec,
-                                snap.cap_iops, snap.cap_bytes_sec)
+        tighter = ((snap.ceil_iops < snap.cap_iops)
+                   | (snap.ceil_bytes_sec < snap.cap_bytes_sec))
         to_cap = has_ceiling & differs & ~(snap.stale & tighter)
         to_release = ~has_ceiling & snap.capped
         decisions = []
