@@ -269,8 +269,7 @@ class Memory:
     #: the uncongested service time per device-second of cost
     #: (:func:`learn_service`)
     service: float | None = None
-    #: whether the last cut was made above the border (only then are raises
-    #: toward the share sent from raise_change on)
+    #: whether the last cut was made above the border (see the raise step)
     cut_over_border: bool = True
     #: the border the domain is held at (:func:`adapt_border`; ``None``:
     #: ``border_max``, not adapted yet)
@@ -307,12 +306,11 @@ def adapt_border(border: float, low: float, high: float, step: float,
     The border (step 5 of the module doc) follows the latency objective,
     as SIOC's and PARDA's windows do, between ``low`` (``high_watermark``)
     and ``high`` (``border_max``): up by ``step`` while the caps hold the
-    domain at it (``held``: a capped disk at its cap, the load within the
-    tolerance of the border) with the objective ``met`` with room (nobody
-    waiting or starving); back to ``low`` at once when the caps alone miss
-    it at or under the border (``missed``: one cut from ``raise_change``
-    on, not a change of every cap per step down). A miss above the border
-    is a new flood's doing, not the border's: it stays.
+    domain at it (``held``) with the objective ``met`` with room; back to
+    ``low`` at once when the caps alone miss it at or under the border
+    (``missed``: one cut from ``raise_change`` on, not a change of every
+    cap per step down). A miss above the border is a new flood's doing,
+    not the border's: it stays.
     """
     if missed:
         return low
