@@ -49,8 +49,7 @@ def load(name: str, **params: object) -> base.Policy:
     """Build the policy called ``name`` with its parameters.
 
     Raises ``ValueError`` naming the known policies for an unknown name,
-    and whatever the policy raises for bad parameters. Each name is looked
-    up once per process.
+    and whatever the policy raises for bad parameters.
     """
     factory = _factory(name)
     if factory is None:
