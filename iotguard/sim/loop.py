@@ -287,7 +287,6 @@ class _Loop:
         for k in range(windows):
             self.recorder.begin(k)
             self.world.step(dt)
-            # the controller's builder, from the agent's rate code's columns
             snapshot = base.DomainSnapshot.of_samples(
                 self.scenario.domain.name, self.recorder.profile, dt,
                 tuple(self.recorder.ids), self.recorder.tiers,
