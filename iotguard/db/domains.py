@@ -130,14 +130,11 @@ def merge(session: orm.Session, into: str, sources: Sequence[str], kind: str
                                created_at=models.utcnow())
         session.add(target)
         session.flush()
-    if target.iops_4k is None and target.bytes_sec is None:
-        for source in merged:
-            if source.iops_4k is not None or \
-                    source.bytes_sec is not None:
-                target.iops_4k, target.bytes_sec = (
-                    source.iops_4k, source.bytes_sec)
-                target.form = source.form
-                break
+    profiled = next((s for s in merged if s.iops_4k is not None
+                     or s.bytes_sec is not None), None)
+    if profiled and target.iops_4k is None and target.bytes_sec is None:
+        target.iops_4k, target.bytes_sec, target.form = (
+            profiled.iops_4k, profiled.bytes_sec, profiled.form)
     target.policy = target.policy or next(
         (s.policy for s in merged if s.policy), None)
     target.params = target.params or next(

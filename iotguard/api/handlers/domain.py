@@ -87,11 +87,9 @@ def show_domain(req: webob.Request, name: str) -> webob.Response:
         return util.json_response({'domain': _full_view(
             domain, st.db.disk_list(domain=name),
             st.conf)})
-    try:
-        disks = st.db.disk_list(domain=name,
-                                project_id=common.context(req).project_id)
-    except exception.NotFound:
-        disks = []
+    # An unknown domain is the same NotFound as one without its disks.
+    disks = st.db.disk_list(domain=name,
+                            project_id=common.context(req).project_id)
     if not disks:
         raise exception.NotFound(what='domain %s' % name)
     return util.json_response({'domain': {
