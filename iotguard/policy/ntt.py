@@ -95,20 +95,24 @@ class NttPolicy:
             np.asarray(size, dtype=np.float64), snap.profile))
         b_border = self.border_ratio * (ops_max * size)
         i_border = self.border_ratio * ops_max
-        seen = dict(sum_bytes_sec=bytes_sum, b_border=b_border,
-                    sum_iops=iops_sum, i_border=i_border, io_size=size,
-                    rate=self.rate, cap_time=self.cap_time)
-
         # A lease older than cap_time (or of unknown age) has run out.
         age = now - snap.cap_set_at
         expired = snap.capped & ~(age < self.cap_time - _EPSILON)
 
+        def numbers(i: int) -> dict[str, float]:
+            return base.audit_numbers(
+                bytes_sec=bw[i], iops=ops[i], lease_age_s=age[i],
+                sum_bytes_sec=bytes_sum, b_border=b_border, sum_iops=iops_sum,
+                i_border=i_border, io_size=size, rate=self.rate,
+                cap_time=self.cap_time)
+
         new_bytes: dict[int, float] = {}
         new_iops: dict[int, float] = {}
-        if len(snap) and bytes_sum > b_border:
+        # (borders > 0: no disk, no sum above them)
+        if bytes_sum > b_border:
             top = int(np.argmax(bw))
             new_bytes[top] = self.rate * float(bw[top])
-        if len(snap) and iops_sum > i_border:
+        if iops_sum > i_border:
             top = int(np.argmax(ops))
             new_iops[top] = self.rate * float(ops[top])
 
@@ -134,18 +138,10 @@ class NttPolicy:
                 snap.disk_ids[i], base.CAP,
                 'ntt: %s for %gs%s'
                 % ('; '.join(why), self.cap_time, restart),
-                iops=iops_cap, bytes_sec=bytes_cap,
-                numbers=base.audit_numbers(
-                    bytes_sec=bw[i], iops=ops[i],
-                    lease_age_s=age[i], **seen)))
-        for i in map(int, np.flatnonzero(expired)):
-            if i in picked:
-                continue
-            decisions.append(base.Decision(
-                snap.disk_ids[i], base.RELEASE,
-                'ntt: cap_time %gs elapsed since the cap was set, released '
-                'at once' % self.cap_time,
-                numbers=base.audit_numbers(
-                    bytes_sec=bw[i], iops=ops[i], lease_age_s=age[i],
-                    **seen)))
+                iops=iops_cap, bytes_sec=bytes_cap, numbers=numbers(i)))
+        decisions += [base.Decision(
+            snap.disk_ids[i], base.RELEASE,
+            'ntt: cap_time %gs elapsed since the cap was set, released at '
+            'once' % self.cap_time, numbers=numbers(i))
+            for i in map(int, np.flatnonzero(expired)) if i not in picked]
         return decisions

@@ -155,6 +155,12 @@ def time_to_restore(x: base.FloatArray, target: base.FloatArray,
     return worst
 
 
+def _seen(action: loop.Action, times: base.FloatArray,
+          window_s: float) -> int:
+    """The window that ended when ``action`` was decided (the policy saw)."""
+    return int(round((action.time - window_s - times[0]) / window_s))
+
+
 def innocent_throttle_rate(actions: list[loop.Action], x: base.FloatArray,
                            alloc: base.FloatArray, times: base.FloatArray,
                            window_s: float) -> float:
@@ -170,12 +176,9 @@ def innocent_throttle_rate(actions: list[loop.Action], x: base.FloatArray,
     caps = [a for a in actions if a.action == base.CAP and a.tightened]
     if not caps:
         return 0.0
-    innocent = 0
-    for a in caps:
-        k = int(round((a.time - window_s - times[0]) / window_s))
-        if (0 <= k < len(times)
-                and x[k, a.disk] <= alloc[k, a.disk] / KEPT + 1e-12):
-            innocent += 1
+    seen = [(_seen(a, times, window_s), a.disk) for a in caps]
+    innocent = sum(1 for k, i in seen if 0 <= k < len(times)
+                   and x[k, i] <= alloc[k, i] / KEPT + 1e-12)
     return innocent / len(caps)
 
 
@@ -184,12 +187,11 @@ def steady_changes(actions: list[loop.Action], disks: int,
                    settle: base.BoolArray) -> base.FloatArray:
     """Changes of each disk's limits in steady state (one count a disk).
 
-    An action is dated by the window that ended when it was decided (the
-    one the policy saw).
+    An action is dated by the window the policy saw (:func:`_seen`).
     """
     counts = np.zeros(disks)
     for a in actions:
-        k = int(round((a.time - window_s - times[0]) / window_s))
+        k = _seen(a, times, window_s)
         if a.changed and 0 <= k < len(times) and not settle[k]:
             counts[a.disk] += 1
     return counts

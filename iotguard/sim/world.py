@@ -188,12 +188,12 @@ class World:
         stream = self.storage.streams[index]
         runner = self._runners[index]
         disk = self._disk_list[stream.disk]
+        job = runner.job
+        step = job.state_at(self._tick_at)
         if (not disk.throttle.active and stream.waiting == 0
-                and not runner.job.think_ms
-                and runner.job.state_at(self._tick_at).rate_kbs is None
+                and not job.think_ms and step.rate_kbs is None
                 and stream.issued - stream.completed
-                == runner.job.state_at(self._tick_at).processes
-                * runner.job.iodepth):
+                == step.processes * job.iodepth):
             return -1
         before = stream.passed
         runner.issue(self._tick_at, 0.0)
