@@ -142,12 +142,10 @@ def committed_floor_load(min_iops: float, min_bytes_sec: float,
                          profile: Profile) -> float:
     """The most a floor can cost at any I/O size (for admission).
 
-    With both floors set the cost of ``min(min_iops, min_bytes_sec / s)``
-    operations peaks where the two meet, at ``s = min_bytes_sec /
-    min_iops``: ``min_iops / iops_4k + min_bytes_sec / bytes_sec``
-    (additive) or ``max(min_iops / iops_4k, min_bytes_sec / bytes_sec)``
-    (max form: below that size the floor's operations cost at most their
-    IOPS token each, above it its bytes are the promise).
+    With both parts set the cost of ``min(min_iops, min_bytes_sec / s)``
+    operations peaks where the two meet, ``s = min_bytes_sec /
+    min_iops``: ``min_iops / iops_4k`` and ``min_bytes_sec / bytes_sec``
+    combined by the profile's form.
 
     A floor with only one part set would cost without bound (IOPS of huge
     operations, bytes/s of tiny ones); it is priced as though the other
