@@ -90,7 +90,6 @@ class NttPolicy:
             size = bytes_sum / iops_sum
         else:
             size = costmodel.DEFAULT_IO_SIZE
-        # the domain's maximum operations/s at that size
         ops_max = float(1.0 / costmodel.op_cost(
             np.asarray(size, dtype=np.float64), snap.profile))
         b_border = self.border_ratio * (ops_max * size)
