@@ -167,11 +167,9 @@ def innocent_throttle_rate(actions: list[loop.Action], x: base.FloatArray,
     """Share of throttles that hit a disk at or below its oracle allocation.
 
     A throttle is :attr:`iotguard.sim.loop.Action.tightened`, judged on
-    the window the policy saw. "At" allows the measures'
-    usual 5 % (throughput up to ``oracle / 0.95``): the oracle's fair
-    capacity is an estimate and one window's throughput varies by a few
-    per cent with the array's noise, so a disk within 5 % of its fair
-    share is not a culprit.
+    the window the policy saw. "At" allows the usual 5 % (up to ``oracle
+    / 0.95``): the oracle's fair capacity is an estimate and one window
+    varies by a few per cent with the array's noise.
     """
     caps = [a for a in actions if a.action == base.CAP and a.tightened]
     if not caps:
