@@ -202,6 +202,15 @@ class _Reader:
     def name(self, key: str) -> str:
         return '%s.%s' % (self.path, key) if self.path else key
 
+    def sub(self, key: str, default: Any = ...) -> '_Reader':
+        """A reader of the mapping at ``key``."""
+        return _Reader(self.get(key, default), self.name(key), self.source)
+
+    def each(self, key: str, values: list[Any]) -> list['_Reader']:
+        """Readers of the mappings of the list at ``key`` (``values``)."""
+        return [_Reader(v, '%s[%d]' % (self.name(key), i), self.source)
+                for i, v in enumerate(values)]
+
     def get(self, key: str, default: Any = ...) -> Any:
         self.used.add(key)
         if key not in self.data:
@@ -311,8 +320,7 @@ def _job(r: _Reader) -> Job:
     if 'steps' in r.data:
         if 'processes' in r.data:
             r.fail(r.name('steps'), 'give processes or steps, not both')
-        steps = [_step(_Reader(s, '%s[%d]' % (r.name('steps'), i), r.source))
-                 for i, s in enumerate(r.items('steps'))]
+        steps = [_step(s) for s in r.each('steps', r.items('steps'))]
     else:
         steps = [Step(at=0.0, processes=r.integer('processes', 1))]
     r.used.add('processes')
@@ -350,10 +358,8 @@ def _vms(r: _Reader, tiers: dict[str, base.Tier],
     if tier not in tiers:
         r.fail(r.name('tier'), 'unknown tier %r; known: %s'
                % (tier, ', '.join(sorted(tiers))))
-    jobs = tuple(_job(_Reader(j, '%s[%d]' % (r.name('jobs'), i), r.source))
-                 for i, j in enumerate(r.get('jobs', [])))
-    limits = _limits(_Reader(r.get('limits', {}), r.name('limits'),
-                             r.source))
+    jobs = tuple(_job(j) for j in r.each('jobs', r.get('jobs', [])))
+    limits = _limits(r.sub('limits', {}))
     role = r.string('role', 'tenant')
     host = r.string('host', 'host1')
     project = r.string('project_id', 'project-' + scenario_name)
@@ -367,9 +373,8 @@ def _vms(r: _Reader, tiers: dict[str, base.Tier],
             for n in names]
 
 
-def _policies(data: Any, source: str) -> dict[str, dict[str, Any]]:
+def _policies(r: _Reader) -> dict[str, dict[str, Any]]:
     """Per-policy parameters for this scenario, checked by building each."""
-    r = _Reader(data, 'policies', source)
     result: dict[str, dict[str, Any]] = {}
     for name, params in r.data.items():
         field = r.name(str(name))
@@ -398,17 +403,17 @@ def parse(data: Any, source: str = '<data>') -> Scenario:
         r.fail('tick_s', 'must not exceed interval_s')
     if abs(interval / tick - round(interval / tick)) > 1e-6:
         r.fail('tick_s', 'must divide interval_s')
-    domain = _domain(_Reader(r.get('domain'), 'domain', source))
+    domain = _domain(r.sub('domain'))
     tiers: dict[str, base.Tier] = {}
-    for i, t in enumerate(r.items('tiers')):
-        tier = _tier(_Reader(t, 'tiers[%d]' % i, source))
+    for t in r.each('tiers', r.items('tiers')):
+        tier = _tier(t)
         if tier.name in tiers:
-            r.fail('tiers[%d].name' % i, 'duplicate tier %r' % tier.name)
+            r.fail(t.name('name'), 'duplicate tier %r' % tier.name)
         tiers[tier.name] = tier
     vms: list[Vm] = []
-    for i, v in enumerate(r.items('vms')):
-        vms.extend(_vms(_Reader(v, 'vms[%d]' % i, source), tiers, name))
-    policies = _policies(r.get('policies', {}), source)
+    for v in r.each('vms', r.items('vms')):
+        vms.extend(_vms(v, tiers, name))
+    policies = _policies(r.sub('policies', {}))
     seen: set[str] = set()
     for vm in vms:
         if vm.name in seen:
