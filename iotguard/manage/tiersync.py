@@ -488,23 +488,16 @@ def sync(conn: Any, tiers: Sequence[Tier], flavor_tiers: Mapping[str, str],
     A failed call to Nova or Cinder raises TierSyncFailed; its ``done``
     attribute lists the changes made before it.
     """
-    errors = cloud_errors()
+    done: list[str] = []
+    what = 'reading Nova and Cinder'
     try:
         todo = plan(conn, tiers, flavor_tiers, prefix)
-    except errors as exc:
-        failure = exception.TierSyncFailed(
-            reason='reading Nova and Cinder: %s' % exc)
-        failure.done = []
+        for change in [] if dry_run else todo.changes:
+            what = change.what
+            change.apply()
+            done.append(what)
+    except cloud_errors() as exc:
+        failure = exception.TierSyncFailed(reason='%s: %s' % (what, exc))
+        failure.done = done
         raise failure from exc
-    done: list[str] = []
-    if not dry_run:
-        for change in todo.changes:
-            try:
-                change.apply()
-            except errors as exc:
-                failure = exception.TierSyncFailed(
-                    reason='%s: %s' % (change.what, exc))
-                failure.done = done
-                raise failure from exc
-            done.append(change.what)
     return Report([c.what for c in todo.changes], todo.notices, todo.skipped)
