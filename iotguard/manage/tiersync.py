@@ -110,11 +110,6 @@ def flavor_limits(specs: Specs) -> dict[str, int]:
             for key in caps.IOTUNE_KEYS if FLAVOR_PREFIX + key in specs}
 
 
-def _kind_keys(kind: str) -> list[str]:
-    """Every iotune key of ``kind``, bursts included."""
-    return [key for key in caps.IOTUNE_KEYS if kind in key]
-
-
 def wanted_flavor_specs(tier: Tier, current: Specs) -> Wanted:
     """Extra specs a flavor of ``tier`` must have (None = must not).
 
@@ -129,7 +124,7 @@ def wanted_flavor_specs(tier: Tier, current: Specs) -> Wanted:
     limits = flavor_limits(current)
     wanted = {TIER_KEY: tier['name']}
     for kind, field in sorted(CEILINGS.items()):
-        values = dict.fromkeys(_kind_keys(kind))
+        values = dict.fromkeys(k for k in caps.IOTUNE_KEYS if kind in k)
         ceiling = _limit(tier[field])
         if ceiling is not None:
             if caps.form(limits, kind) == 'rw':
