@@ -129,10 +129,6 @@ def committed(tiers: Tiers, profile: base.Profile) -> float:
                 for t in tiers), 0.0)
 
 
-def _has_floor(tiers: Tiers) -> bool:
-    return any(t.min_iops > 0 or t.min_bytes_sec > 0 for t in tiers)
-
-
 def check(tier: str, domain: Row, others: Tiers, before: Tiers,
           after: Tiers, max_ratio: float) -> dict[str, Any]:
     """Admit or refuse moving some disks of ``domain`` to ``tier``.
@@ -149,10 +145,8 @@ def check(tier: str, domain: Row, others: Tiers, before: Tiers,
         'capacity': 1.0, 'max_commit_ratio': max_ratio,
         'committed_before': None, 'committed_after': None}
     profile = profile_of(domain)
-    if profile is not None:
-        numbers.update(iops_4k=profile.iops_4k, bytes_sec=profile.bytes_sec)
     if profile is None:
-        if not _has_floor(after):
+        if not any(t.min_iops > 0 or t.min_bytes_sec > 0 for t in after):
             return numbers
         raise exception.AdmissionRejected(
             'Tier %s refused on domain %s: the domain has no capacity '
@@ -160,6 +154,7 @@ def check(tier: str, domain: Row, others: Tiers, before: Tiers,
             'checked; an operator must calibrate it first.'
             % (tier, domain['name']),
             tier=tier, domain=domain['name'], numbers=numbers)
+    numbers.update(iops_4k=profile.iops_4k, bytes_sec=profile.bytes_sec)
     rest = committed(others, profile)
     numbers['committed_before'] = rest + committed(before, profile)
     numbers['committed_after'] = rest + committed(after, profile)
@@ -217,12 +212,10 @@ def overcommit(tiers: Tiers,
     learned = (committed(tiers, fit.profile)
                if fit is not None and _priced(fit.iops_4k, fit.bytes_sec)
                else None)
-    judged = identifies(fit) and learned is not None
+    judged = learned if identifies(fit) else None
     return Overcommit(
         committed=in_use, committed_learned=learned,
         max_commit_ratio=max_ratio,
         confidence=fit.confidence if fit is not None else None,
-        overcommitted=(learned > max_ratio if judged and learned is not None
-                       else None),
-        beyond_capacity=(learned > 1.0 if judged and learned is not None
-                         else None))
+        overcommitted=None if judged is None else judged > max_ratio,
+        beyond_capacity=None if judged is None else judged > 1.0)
