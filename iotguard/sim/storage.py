@@ -144,8 +144,7 @@ class Storage:
         every completion at once (no rate, no throttle), which is served in
         closed form. A stream that empties (its next request is held by its
         rate or its throttle) gives its unused credit back, and the others
-        share it: the array is work-conserving. Work nobody can use (no
-        request queued) is idle capacity, counted in ``dropped``.
+        share it: the array is work-conserving.
         """
         streams = self.streams
         total = self.outstanding()
@@ -215,7 +214,6 @@ class Storage:
                 s.tick_granted += grant
                 done[i] += self._complete(i, s, refill)
                 if not s.queued:
-                    # nothing left to serve: the credit goes back
                     self.granted -= s.credit
                     pool += s.credit
                     s.credit = 0.0
