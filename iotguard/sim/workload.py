@@ -37,12 +37,7 @@ CATCH_UP_S = 1.0
 
 def demand_ops(step: scenario_mod.Step, job: scenario_mod.Job,
                domain: scenario_mod.Domain) -> float:
-    """Operations per second the job asks for, were it alone.
-
-    A rate-limited job asks for its rate (or what it could get alone, if
-    that is less); an unlimited one for what the storage serves its
-    ``processes x iodepth`` requests when it is alone.
-    """
+    """Operations/s the job asks for: what it gets alone, at most its rate."""
     slots = step.processes * job.iodepth
     if not slots:
         return 0.0
