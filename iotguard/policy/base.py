@@ -191,9 +191,10 @@ class DomainSnapshot:
             return np.fromiter((getattr(t, field) for t in tiers),
                                np.float64, len(tiers))
 
-        def no_limit_if_zero(values: FloatArray) -> FloatArray:
-            """:func:`iotguard.wire.caps.inf_if_zero` of a column."""
-            out: FloatArray = np.where(values > 0, values, math.inf)
+        def ceiling(field: str, static: FloatArray) -> FloatArray:
+            limit = tier_col(field)
+            out: FloatArray = np.minimum(
+                np.where(limit > 0, limit, math.inf), static)
             return out
 
         s = samples
@@ -203,11 +204,8 @@ class DomainSnapshot:
             disk_ids=disk_ids, iops=ops, bytes_sec=bytes_sec,
             latency_ms=latency, floor_iops=tier_col('min_iops'),
             floor_bytes_sec=tier_col('min_bytes_sec'),
-            ceil_iops=np.minimum(no_limit_if_zero(tier_col('max_iops')),
-                                 s.static_iops),
-            ceil_bytes_sec=np.minimum(
-                no_limit_if_zero(tier_col('max_bytes_sec')),
-                s.static_bytes_sec),
+            ceil_iops=ceiling('max_iops', s.static_iops),
+            ceil_bytes_sec=ceiling('max_bytes_sec', s.static_bytes_sec),
             weight=tier_col('weight'), cap_iops=cap_iops,
             cap_bytes_sec=cap_bytes_sec, cap_set_at=cap_set_at,
             stale=s.stale.copy(), static_iops=s.static_iops,

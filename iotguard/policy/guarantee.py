@@ -62,7 +62,10 @@ CAPACITY = 1.0
 
 @dataclasses.dataclass(eq=False)
 class Params:
-    """The policy's parameters and their defaults (admin/policies.rst)."""
+    """The policy's parameters, their defaults and their ranges.
+
+    Explained in admin/policies.rst; out of range: ``ValueError``.
+    """
 
     high_watermark: float = 0.9
     low_watermark: float = 0.7
@@ -84,6 +87,41 @@ class Params:
     border_max: float = 0.94
     border_step: float = 0.01
     confirm_change: float = 0.2
+
+    def __post_init__(self) -> None:
+        p = dataclasses.asdict(self)
+        rules = [(name, bool(np.isfinite(value)), 'a finite number')
+                 for name, value in p.items()]
+        rules += [
+            ('low_watermark', 0 < p['low_watermark'] < p['high_watermark'],
+             '> 0 and below high_watermark (%r)' % p['high_watermark']),
+            ('latency_threshold_ms', p['latency_threshold_ms'] > 0, '> 0'),
+            ('latency_factor', p['latency_factor'] >= 0, '>= 0'),
+            ('busy_depth', p['busy_depth'] >= 0, '>= 0'),
+            ('release_factor', p['release_factor'] > 1, '> 1'),
+            ('headroom', p['headroom'] >= 0, '>= 0'),
+            ('floor_margin', p['floor_margin'] >= 0, '>= 0'),
+            ('at_cap_ratio', 0 < p['at_cap_ratio'] <= 1, 'in (0, 1]'),
+            ('tolerance', p['tolerance'] >= 0, '>= 0'),
+            ('min_capacity', 0 <= p['min_capacity'] <= 1, 'in [0, 1]'),
+            ('min_change', 0 <= p['min_change'] < 1, 'in [0, 1)'),
+            ('congestion_ms', p['congestion_ms'] >= 0,
+             '>= 0 (0: congestion_factor x the learned service time)'),
+            ('congestion_factor', p['congestion_factor'] > 1, '> 1'),
+            ('congestion_release', 0 < p['congestion_release'] <= 1,
+             'in (0, 1]'),
+            ('raise_change', 0 <= p['raise_change'] < 1, 'in [0, 1)'),
+            ('border_max', p['high_watermark'] <= p['border_max'] <= 1,
+             'in [high_watermark (%r), 1]' % p['high_watermark']),
+            ('border_step', 0 < p['border_step'] <= 1, 'in (0, 1]'),
+            ('confirm_change', 0 <= p['confirm_change'] < 1, 'in [0, 1)'),
+            ('release_factor', p['release_factor'] > 1 + p['min_change'],
+             'above 1 + min_change (%r)' % (1 + p['min_change']))]
+        for name, ok, rule in rules:
+            if not ok:
+                raise ValueError('guarantee: %s must be %s, not %r'
+                                 % (name, rule, p[name]))
+        self.raise_change = min(self.raise_change, self.min_change)
 
 
 DEFAULTS = dataclasses.asdict(Params())
@@ -140,40 +178,6 @@ def spread(at_level: base.BoolArray) -> base.FloatArray:
     result: base.FloatArray = np.where(
         at_level, 1.0 + SPREAD * (2.0 * golden - 1.0), 1.0)
     return result
-
-
-def _check(p: dict[str, float]) -> None:
-    rules = [(name, bool(np.isfinite(value)), 'a finite number')
-             for name, value in p.items()]
-    rules += [
-        ('low_watermark', 0 < p['low_watermark'] < p['high_watermark'],
-         '> 0 and below high_watermark (%r)' % p['high_watermark']),
-        ('latency_threshold_ms', p['latency_threshold_ms'] > 0, '> 0'),
-        ('latency_factor', p['latency_factor'] >= 0, '>= 0'),
-        ('busy_depth', p['busy_depth'] >= 0, '>= 0'),
-        ('release_factor', p['release_factor'] > 1, '> 1'),
-        ('headroom', p['headroom'] >= 0, '>= 0'),
-        ('floor_margin', p['floor_margin'] >= 0, '>= 0'),
-        ('at_cap_ratio', 0 < p['at_cap_ratio'] <= 1, 'in (0, 1]'),
-        ('tolerance', p['tolerance'] >= 0, '>= 0'),
-        ('min_capacity', 0 <= p['min_capacity'] <= 1, 'in [0, 1]'),
-        ('min_change', 0 <= p['min_change'] < 1, 'in [0, 1)'),
-        ('congestion_ms', p['congestion_ms'] >= 0,
-         '>= 0 (0: congestion_factor x the learned service time)'),
-        ('congestion_factor', p['congestion_factor'] > 1, '> 1'),
-        ('congestion_release', 0 < p['congestion_release'] <= 1,
-         'in (0, 1]'),
-        ('raise_change', 0 <= p['raise_change'] < 1, 'in [0, 1)'),
-        ('border_max', p['high_watermark'] <= p['border_max'] <= 1,
-         'in [high_watermark (%r), 1]' % p['high_watermark']),
-        ('border_step', 0 < p['border_step'] <= 1, 'in (0, 1]'),
-        ('confirm_change', 0 <= p['confirm_change'] < 1, 'in [0, 1)'),
-        ('release_factor', p['release_factor'] > 1 + p['min_change'],
-         'above 1 + min_change (%r)' % (1 + p['min_change']))]
-    for name, ok, rule in rules:
-        if not ok:
-            raise ValueError('guarantee: %s must be %s, not %r'
-                             % (name, rule, p[name]))
 
 
 def floor_and_ceiling(snap: base.DomainSnapshot, size: base.FloatArray,
@@ -363,12 +367,7 @@ class GuaranteePolicy(Params):
         if unknown:
             raise ValueError('guarantee: unknown parameter %s; known: %s'
                              % (unknown[0], ', '.join(sorted(DEFAULTS))))
-        values = dict(DEFAULTS)
-        values.update({k: float(v) for k, v in params.items()})
-        _check(values)
-        values['raise_change'] = min(values['raise_change'],
-                                     values['min_change'])
-        super().__init__(**values)
+        super().__init__(**{k: float(v) for k, v in params.items()})
         #: what is remembered between calls, per domain (:class:`Memory`)
         self.memory: dict[str, Memory] = {}
 
@@ -577,10 +576,7 @@ class GuaranteePolicy(Params):
                    new: base.FloatArray, numbers: dict[str, float],
                    extra: dict[str, base.FloatArray], tighten: base.BoolArray,
                    step: float) -> list[base.Decision]:
-        """Build the decisions of the disks in ``change`` (few).
-
-        A raise is sent when it moves the cap by more than ``step``.
-        """
+        """Build the decisions of the disks in ``change`` (few)."""
         size, cost, u, floor, ceil, cap = loads[:6]
         index = np.flatnonzero(change)
         tight = tighten[index]
@@ -601,9 +597,10 @@ class GuaranteePolicy(Params):
         top = new[index] >= ceil[index] * (1.0 - 1e-9)
         ops = np.where(top, snap.ceil_iops[index], ops)
         byts = np.where(top, snap.ceil_bytes_sec[index], byts)
-        # A raise is judged by what it lets the disk do at its current I/O
-        # size, both keys and the ceilings together (a key raised while the
-        # other, held at a ceiling, binds is no change, only an RPC).
+        # A raise is sent when what it lets the disk do at its current I/O
+        # size, both keys and the ceilings together, moves the cap by more
+        # than step (a key raised while the other, held at a ceiling,
+        # binds is no change, only an RPC).
         effective = costmodel.limit_load(ops, byts, size[index], cost[index])
         sent = (tight | release[index]
                 | (effective > cap[index] * (1.0 + step)))
