@@ -32,35 +32,12 @@ _TIER_PROPERTIES = {
                  'uniqueItems': True, 'maxItems': 1000},
 }
 
-TIER_CREATE = {
-    'type': 'object',
-    'properties': dict(_TIER_PROPERTIES, name=common.NAME),
-    'required': ['name'],
-    'additionalProperties': False,
-}
-
-TIER_UPDATE = {
-    'type': 'object',
-    'properties': _TIER_PROPERTIES,
-    'minProperties': 1,
-    'additionalProperties': False,
-}
-
-SET_TIER = {
-    'type': 'object',
-    'properties': {'tier': common.NAME},
-    'required': ['tier'],
-    'additionalProperties': False,
-}
-
-INSTANCE_QUERY = {
-    'type': 'object',
-    'properties': {
-        'all_projects': common.QUERY_BOOL,
-        'project_id': common.PROJECT_ID,
-    },
-    'additionalProperties': False,
-}
+TIER_CREATE = common.closed(dict(_TIER_PROPERTIES, name=common.NAME),
+                            required=['name'])
+TIER_UPDATE = common.closed(_TIER_PROPERTIES, minProperties=1)
+SET_TIER = common.closed({'tier': common.NAME}, required=['tier'])
+INSTANCE_QUERY = common.closed({'all_projects': common.QUERY_BOOL,
+                                'project_id': common.PROJECT_ID})
 
 _PARAM = {'type': ['number', 'string', 'boolean'], 'maxLength': 255,
           'minimum': -1e15, 'maximum': 1e15}
@@ -71,41 +48,26 @@ def _profile_value(key: str) -> dict[str, object]:
     return {'type': 'number', 'minimum': low, 'maximum': high}
 
 
-DOMAIN_UPDATE = {
-    'type': 'object',
-    'properties': {
-        'iops_4k': _profile_value('iops_4k'),
-        'bytes_sec': _profile_value('bytes_sec'),
-        'form': {'enum': list(base.FORMS)},
-        'profile_source': {'enum': list(admission.SOURCES)},
-        'policy': common.NAME,
-        'params': {'type': 'object', 'maxProperties': 64,
-                   'propertyNames': common.NAME,
-                   'additionalProperties': _PARAM},
-    },
-    'minProperties': 1,
-    'additionalProperties': False,
-}
+DOMAIN_UPDATE = common.closed({
+    'iops_4k': _profile_value('iops_4k'),
+    'bytes_sec': _profile_value('bytes_sec'),
+    'form': {'enum': list(base.FORMS)},
+    'profile_source': {'enum': list(admission.SOURCES)},
+    'policy': common.NAME,
+    'params': {'type': 'object', 'maxProperties': 64,
+               'propertyNames': common.NAME,
+               'additionalProperties': _PARAM},
+}, minProperties=1)
 
-DECISION_QUERY = {
-    'type': 'object',
-    'properties': {
-        'instance': common.UUID,
-        'domain': common.DOMAIN_NAME,
-        'since': {'type': 'string', 'maxLength': 40,
-                  'pattern': r'^[0-9]{4}-[0-9]{2}-[0-9]{2}'
-                             r'(T[0-9:.]+(Z|[+-][0-9]{2}:?[0-9]{2})?)?$'},
-        'limit': common.QUERY_INT,
-        'marker': common.QUERY_INT,
-    },
-    'additionalProperties': False,
-}
+DECISION_QUERY = common.closed({
+    'instance': common.UUID,
+    'domain': common.DOMAIN_NAME,
+    'since': {'type': 'string', 'maxLength': 40,
+              'pattern': r'^[0-9]{4}-[0-9]{2}-[0-9]{2}'
+                         r'(T[0-9:.]+(Z|[+-][0-9]{2}:?[0-9]{2})?)?$'},
+    'limit': common.QUERY_INT,
+    'marker': common.QUERY_INT,
+})
 
-AGENT_QUERY = {
-    'type': 'object',
-    'properties': {
-        'host': common.HOST,
-        'alive': common.QUERY_BOOL,
-    },
-    'additionalProperties': False,
-}
+AGENT_QUERY = common.closed({'host': common.HOST,
+                             'alive': common.QUERY_BOOL})

@@ -12,6 +12,8 @@
 
 """Schema pieces shared by the API's request schemas."""
 
+from typing import Any
+
 from iotguard.wire import caps
 
 #: Not ``.`` or ``..``: a name is a URL path segment.
@@ -32,10 +34,17 @@ RATE = {'type': 'number', 'minimum': 0, 'maximum': caps.MAX_RATE}
 UUID = {'type': 'string',
         'pattern': r'^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-'
                    r'[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'}
-#: The query string of every endpoint but the lists that take parameters.
-NO_QUERY = {'type': 'object', 'properties': {},
-            'additionalProperties': False}
 #: Query parameters arrive as strings.
 QUERY_INT = {'type': 'string', 'pattern': r'^[0-9]{1,9}$'}
 #: A boolean query parameter (``true``/``false``, any case, or 1/0, yes/no).
 QUERY_BOOL = {'type': 'string', 'pattern': r'^(?i:true|false|yes|no|1|0)$'}
+
+
+def closed(properties: dict[str, Any], **more: Any) -> dict[str, Any]:
+    """An object schema of ``properties`` (and ``more``), no others."""
+    return dict({'type': 'object', 'properties': properties,
+                 'additionalProperties': False}, **more)
+
+
+#: The query string of every endpoint but the lists that take parameters.
+NO_QUERY = closed({})
