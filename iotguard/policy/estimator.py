@@ -182,13 +182,11 @@ def observe_snapshot(state: State, snapshot: base.DomainSnapshot,
     below ``AT_CEILING`` of their own ceiling.
     """
     snap = snapshot
-    size = costmodel.mean_io_size(snap.iops, snap.bytes_sec)
-    ceiling = costmodel.limit_load(snap.ceil_iops, snap.ceil_bytes_sec, size,
-                                   costmodel.op_cost(size, snap.profile))
-    load = costmodel.load(snap.iops, snap.bytes_sec, snap.profile)
-    usable = (~snap.stale & ~snap.capped & ~(load >= AT_CEILING * ceiling)
+    loads = guarantee.Loads.of(snap)
+    usable = (~snap.stale & ~snap.capped
+              & ~(loads.u >= AT_CEILING * loads.ceil)
               & (snap.iops > 0) & (snap.latency_ms > 0))
-    cost = costmodel.op_cost(size, profile)
+    cost = costmodel.op_cost(loads.size, profile)
     in_flight = snap.iops * snap.latency_ms / 1000.0
     slow = snap.latency_ms > (SATURATION_FACTOR * 1000.0 * cost
                               * (state.service or 1.0))

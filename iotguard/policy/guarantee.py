@@ -193,7 +193,7 @@ def floor_and_ceiling(snap: base.DomainSnapshot, size: base.FloatArray,
         snap.floor_iops, snap.floor_bytes_sec, size, snap.profile), ceil), ceil
 
 
-class _Loads(NamedTuple):
+class Loads(NamedTuple):
     """A snapshot's disks in device-seconds per second (step 1)."""
 
     size: base.FloatArray    # mean I/O size (bytes)
@@ -209,7 +209,7 @@ class _Loads(NamedTuple):
     hold: base.FloatArray
 
     @classmethod
-    def of(cls, snap: base.DomainSnapshot) -> '_Loads':
+    def of(cls, snap: base.DomainSnapshot) -> 'Loads':
         size = costmodel.mean_io_size(snap.iops, snap.bytes_sec)
         cost = costmodel.op_cost(size, snap.profile)
         floor, ceil = floor_and_ceiling(snap, size, cost)
@@ -381,7 +381,7 @@ class GuaranteePolicy(Params):
         capped = snap.capped
 
         # 1. everything in device-seconds per second
-        loads = _Loads.of(snap)
+        loads = Loads.of(snap)
         size, cost, u, floor, ceil, cap, static, hold = loads
         # What the disks are charged (the allocation's unit) and the
         # domain's own load (the watermarks'): they differ in the max form.
@@ -552,7 +552,7 @@ class GuaranteePolicy(Params):
         return self._decisions(snap, loads, change, release, new, numbers,
                                extra, tighten, step)
 
-    def _relax(self, snap: base.DomainSnapshot, loads: _Loads,
+    def _relax(self, snap: base.DomainSnapshot, loads: Loads,
                may_raise: base.BoolArray,
                numbers: dict[str, float]) -> list[base.Decision]:
         """Calm domain: raise caps one step, release the loose ones.
@@ -571,7 +571,7 @@ class GuaranteePolicy(Params):
                                np.zeros(len(snap), dtype=bool),
                                self.min_change)
 
-    def _decisions(self, snap: base.DomainSnapshot, loads: _Loads,
+    def _decisions(self, snap: base.DomainSnapshot, loads: Loads,
                    change: base.BoolArray, release: base.BoolArray,
                    new: base.FloatArray, numbers: dict[str, float],
                    extra: dict[str, base.FloatArray], tighten: base.BoolArray,
