@@ -394,26 +394,25 @@ class GuaranteePolicy(Params):
         outstanding = snap.iops * snap.latency_ms / 1000.0
         slow_ms = np.maximum(self.latency_threshold_ms,
                              self.latency_factor * 1000.0 * cost)
-        queueing = fresh & (snap.latency_ms > slow_ms)
         # A disk running at its own ceiling (the static limits Nova set,
         # or its tier's) waits in its own throttle: that is no unmet
         # demand the domain could serve.
         at_ceiling = fresh & (u >= self.at_cap_ratio * ceil)
-        slow = queueing & (outstanding >= self.busy_depth) & ~at_ceiling
+        slow = (fresh & (snap.latency_ms > slow_ms) & ~at_ceiling
+                & (outstanding >= self.busy_depth))
         # ... or a shallow disk losing to the queue what it would send at
         # the uncongested service time (a closed loop thinking between
         # synchronous writes)
         active = fresh & (snap.iops > 0) & (snap.latency_ms > 0)
+        unthrottled = active & ~capped & ~at_ceiling
         memory = self.memory.setdefault(snap.domain, Memory())
         learned = memory.service = learn_service(
-            memory.service, snap.latency_ms, cost,
-            active & ~capped & ~at_ceiling)
+            memory.service, snap.latency_ms, cost, unthrottled)
         service_ms = 1000.0 * cost * (learned or 1.0)
         threshold_ms = (np.full(len(snap), self.congestion_ms)
                         if self.congestion_ms else
                         self.congestion_factor * service_ms)
-        shallow = (active & ~capped & ~at_ceiling
-                   & (outstanding <= SHALLOW_DEPTH))
+        shallow = unthrottled & (outstanding <= SHALLOW_DEPTH)
         asked = memory.align(snap.disk_ids)
         calm = shallow & (snap.latency_ms <= UNCONGESTED * service_ms)
         asked[calm] = u[calm]
