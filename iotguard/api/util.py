@@ -123,9 +123,7 @@ def error_response(code: int, message: str, request_id: str | None = None,
 def exception_response(exc: exception.IotguardException,
                        request_id: str | None) -> webob.Response:
     """The JSON error of one of iotguard's exceptions, with its headers."""
-    extra = {}
-    if 'numbers' in exc.kwargs:
-        extra['numbers'] = exc.kwargs['numbers']
+    extra = {k: v for k, v in exc.kwargs.items() if k == 'numbers'}
     return error_response(exc.code, exc.message, request_id,
                           headers=getattr(exc, 'headers', None), **extra)
 

@@ -178,13 +178,9 @@ def effective_tiers(session: orm.Session,
                 {r.tier_id for r in rows})))} if rows else {}
         for instance_uuid, dev, source, tier_id in rows:
             choices[(instance_uuid, dev, source)] = by_id[tier_id]
-    default = None
-    if default_tier:
-        tier = session.scalars(sa.select(models.Tier).where(
-            models.Tier.name == default_tier)).first()
-        if tier is not None:
-            default = tiers.record(tier)
-    return choices, default
+    tier = session.scalars(sa.select(models.Tier).where(
+        models.Tier.name == default_tier)).first() if default_tier else None
+    return choices, tiers.record(tier) if tier is not None else None
 
 
 def list_(session: orm.Session, default_tier: str | None,

@@ -93,9 +93,9 @@ def set_instance_tier(req: webob.Request, uuid: str) -> webob.Response:
         if numbers:
             raise
         raise exception.Conflict(reason=exc.for_member())
-    if not numbers:
-        result['admission'] = [{'domain': n['domain'], 'tier': n['tier']}
-                               for n in result['admission']]
+    verdicts = result['admission'] if numbers else [
+        {'domain': n['domain'], 'tier': n['tier']}
+        for n in result['admission']]
     nova = st.nova.set_tier(uuid, body['tier'])
     LOG.info('Instance %(uuid)s of project %(project)s now has tier '
              '%(tier)s (Nova metadata: %(nova)s)',
@@ -103,7 +103,7 @@ def set_instance_tier(req: webob.Request, uuid: str) -> webob.Response:
               'tier': body['tier'], 'nova': nova})
     return util.json_response({'instance': {
         'uuid': uuid, 'project_id': result['project_id'],
-        'tier': body['tier'], 'admission': result['admission'],
+        'tier': body['tier'], 'admission': verdicts,
         'nova_metadata': nova}})
 
 
