@@ -150,12 +150,8 @@ class Dispatcher:
     def __call__(self, req: webob.Request) -> webob.Response:
         util.check_request_line(req.environ)
         public = self.PUBLIC.get(req.path_info)
-        if public is not None:
-            try:
-                return util.handler_for(req, {'GET': public})(req)
-            except util.MethodNotAllowed as exc:
-                return util.exception_response(
-                    exc, req.environ.get('openstack.request_id'))
+        if public is not None:  # 405 and the others: FaultWrapper's
+            return util.handler_for(req, {'GET': public})(req)
         if req.path_info == '/healthcheck':
             return req.get_response(self.health)
         return req.get_response(self.api)
