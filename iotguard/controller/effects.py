@@ -46,7 +46,6 @@ from iotguard.db import caps as db_caps
 from iotguard.db import disks as db_disks
 from iotguard.engine import plan as plan_mod
 from iotguard.policy import base
-from iotguard.policy import costmodel
 from iotguard.policy import guarantee
 from iotguard.wire import caps
 from iotguard.wire import rpcapi
@@ -119,22 +118,19 @@ def violations(snapshot: base.DomainSnapshot, latency_ms: float
                ) -> tuple[base.BoolArray, base.FloatArray, base.FloatArray]:
     """Which disks are below their floor with unmet demand (bool array).
 
-    Fresh disks only: below ``1 - FLOOR_TOLERANCE`` of their floor
-    (:func:`iotguard.policy.guarantee.floor_and_ceiling`), operations
-    slower than ``latency_ms`` and, by Little's law, always busy (the
-    guarantee policy's default ``busy_depth``).
+    Fresh disks only: below ``1 - FLOOR_TOLERANCE`` of their floor (as
+    the guarantee policy loads it, :class:`~iotguard.policy.guarantee.Loads`),
+    operations slower than ``latency_ms`` and, by Little's law, always busy
+    (the guarantee policy's default ``busy_depth``).
     """
     snap = snapshot
-    size = costmodel.mean_io_size(snap.iops, snap.bytes_sec)
-    load = costmodel.load(snap.iops, snap.bytes_sec, snap.profile)
-    floor, _ceiling = guarantee.floor_and_ceiling(
-        snap, size, costmodel.op_cost(size, snap.profile))
+    loads = guarantee.Loads.of(snap)
     busy = (snap.iops * snap.latency_ms / 1000.0
             >= guarantee.DEFAULTS['busy_depth'])
-    result = (~snap.stale & (floor > 0)
-              & (load < floor * (1.0 - FLOOR_TOLERANCE))
+    result = (~snap.stale & (loads.floor > 0)
+              & (loads.u < loads.floor * (1.0 - FLOOR_TOLERANCE))
               & (snap.latency_ms > latency_ms) & busy)
-    return result, load, floor
+    return result, loads.u, loads.floor
 
 
 def _value(number: float) -> float | None:

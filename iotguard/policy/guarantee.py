@@ -180,19 +180,6 @@ def spread(at_level: base.BoolArray) -> base.FloatArray:
     return result
 
 
-def floor_and_ceiling(snap: base.DomainSnapshot, size: base.FloatArray,
-                      cost: base.FloatArray
-                      ) -> tuple[base.FloatArray, base.FloatArray]:
-    """Each disk's floor and ceiling as loads, at its current I/O size.
-
-    A floor above the disk's own ceiling is kept up to the ceiling.
-    """
-    ceil = costmodel.limit_load(snap.ceil_iops, snap.ceil_bytes_sec, size,
-                                cost)
-    return np.minimum(costmodel.floor_load(
-        snap.floor_iops, snap.floor_bytes_sec, size, snap.profile), ceil), ceil
-
-
 class Loads(NamedTuple):
     """A snapshot's disks in device-seconds per second (step 1)."""
 
@@ -212,7 +199,11 @@ class Loads(NamedTuple):
     def of(cls, snap: base.DomainSnapshot) -> 'Loads':
         size = costmodel.mean_io_size(snap.iops, snap.bytes_sec)
         cost = costmodel.op_cost(size, snap.profile)
-        floor, ceil = floor_and_ceiling(snap, size, cost)
+        ceil = costmodel.limit_load(snap.ceil_iops, snap.ceil_bytes_sec,
+                                    size, cost)
+        # a floor above the disk's own ceiling is kept up to the ceiling
+        floor = np.minimum(costmodel.floor_load(
+            snap.floor_iops, snap.floor_bytes_sec, size, snap.profile), ceil)
         cap = costmodel.limit_load(snap.cap_iops, snap.cap_bytes_sec, size,
                                    cost)
         hold = np.minimum(ceil, CAPACITY)
