@@ -17,6 +17,7 @@ from horizon import tables
 
 from iotguard_dashboard.api import iotguard
 from iotguard_dashboard.content import format as fmt
+from iotguard_dashboard.content import tiers
 
 
 def profile(domain):
@@ -149,21 +150,8 @@ def _projects(tier):
     return ', '.join(tier.get('projects') or ()) or _('private, no project')
 
 
-class TiersTable(tables.DataTable):
-    name = tables.Column('name', verbose_name=_('Tier'))
-    description = tables.Column('description', verbose_name=_('Description'))
-    floor = tables.Column(
-        lambda t: fmt.iops_and_bytes(t.min_iops, t.min_bytes_sec, _('none')),
-        verbose_name=_('Floor'))
-    ceiling = tables.Column(
-        lambda t: fmt.iops_and_bytes(t.max_iops, t.max_bytes_sec,
-                                     _('unlimited')),
-        verbose_name=_('Ceiling'))
-    weight = tables.Column('weight', verbose_name=_('Weight'))
+class TiersTable(tiers.TiersTable):
     projects = tables.Column(_projects, verbose_name=_('Projects'))
-
-    def get_object_id(self, datum):
-        return datum.name
 
     def get_object_display(self, datum):
         return datum.name

@@ -15,6 +15,7 @@ from django.utils.translation import gettext_lazy as _
 from horizon import tables
 
 from iotguard_dashboard.content import format as fmt
+from iotguard_dashboard.content import tiers
 
 
 class ChangeTier(tables.LinkAction):
@@ -51,21 +52,8 @@ def _public(tier):
     return _('public') if tier.is_public else _('private')
 
 
-class TiersTable(tables.DataTable):
-    name = tables.Column('name', verbose_name=_('Tier'))
-    description = tables.Column('description', verbose_name=_('Description'))
-    floor = tables.Column(
-        lambda t: fmt.iops_and_bytes(t.min_iops, t.min_bytes_sec, _('none')),
-        verbose_name=_('Guaranteed floor'))
-    ceiling = tables.Column(
-        lambda t: fmt.iops_and_bytes(t.max_iops, t.max_bytes_sec,
-                                     _('unlimited')),
-        verbose_name=_('Ceiling'))
-    weight = tables.Column('weight', verbose_name=_('Weight'))
+class TiersTable(tiers.TiersTable):
     visibility = tables.Column(_public, verbose_name=_('Visibility'))
-
-    def get_object_id(self, datum):
-        return datum.name
 
     class Meta:
         name = 'tiers'
