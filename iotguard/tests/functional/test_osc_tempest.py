@@ -34,9 +34,9 @@ from iotguard.tests.functional import test_osc
 try:
     from tempest.lib import exceptions as lib_exc
 
-    from iotguard.tempest_plugin.services import v1 as services
+    from iotguard.tempest_plugin.services.v1 import iotguard_client
 except ImportError:  # tempest is a test requirement, but may be missing
-    services = None
+    iotguard_client = None
 
 PLUGIN_DIR = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir,
                           'tempest_plugin')
@@ -94,7 +94,7 @@ class TestTempestPluginSource(base.TestCase):
             {'iotguard':
              'iotguard.tempest_plugin.plugin:IotguardTempestPlugin'},
             points)
-        if services is None:
+        if iotguard_client is None:
             self.skipTest('tempest is not installed')
         module, name = points['iotguard'].split(':')
         from tempest.test_discover import plugins
@@ -103,7 +103,7 @@ class TestTempestPluginSource(base.TestCase):
             plugins.TempestPlugin))
 
 
-@testtools.skipIf(services is None, 'tempest is not installed')
+@testtools.skipIf(iotguard_client is None, 'tempest is not installed')
 class TestTempestClient(base.TestCase):
 
     def setUp(self):
@@ -116,8 +116,9 @@ class TestTempestClient(base.TestCase):
         self.other = self._client(api.url, 'proj-b', 'member,reader')
 
     def _client(self, url, project, roles):
-        return services.IotguardClient(NoauthProvider(url, project, roles),
-                                       'resource-guarantee', 'RegionOne')
+        return iotguard_client.IotguardClient(
+            NoauthProvider(url, project, roles), 'resource-guarantee',
+            'RegionOne')
 
     def test_tiers(self):
         created = self.admin.create_tier(name='gold', min_iops=2000,
