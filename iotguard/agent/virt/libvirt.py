@@ -338,7 +338,10 @@ class LibvirtDriver(base.Driver):
                 disks.setdefault(dev, disk)
         # Where <iotune> is our cap, the recorded static ceiling: the
         # iotune is the one the record says was applied, or (a cap changed
-        # while the guest migrated) the live one persisted as it was.
+        # while the guest migrated) the live one persisted as it was. A
+        # write-back libvirt refused (the migration's job still running)
+        # leaves the domain unread, to be tried again next pass.
+        restored = True
         for dev, (static, applied) in parse_cap_record(live).items():
             capped = disks.get(dev)
             if capped is None:
@@ -352,14 +355,15 @@ class LibvirtDriver(base.Driver):
                          'static ceiling is the recorded one', uuid, dev)
                 disks[dev] = dataclasses.replace(capped, static=static)
                 if flags and static != capped.static:
-                    self._restore_static(dom, dev, static)
+                    restored &= self._restore_static(dom, dev, static)
         # Where the bulk read should have each disk: the same order as
         # the definition's disks, unless it has others (a CD-ROM).
         fields = tuple(_block_fields(i) for i in range(len(disks)))
         entry = (dom_id, disks, tuple(disk.key for disk in disks.values()),
                  fields)
-        with self._lock:
-            self._domains[uuid] = entry
+        if restored:
+            with self._lock:
+                self._domains[uuid] = entry
         return entry
 
     def list_disks(self) -> dict[base.Key, base.Disk]:
@@ -448,19 +452,20 @@ class LibvirtDriver(base.Driver):
                         'metadata: %s', dom.UUIDString(), dev, e)
 
     def _restore_static(self, dom: Any, dev: str, static: dict[str, int]
-                        ) -> None:
+                        ) -> bool:
         """Put the static ceiling back into the persistent definition."""
         try:
             self._set_iotune(dom, dev, static,
                              libvirt.VIR_DOMAIN_AFFECT_CONFIG)
         except libvirt.libvirtError as e:
             LOG.warning('Could not write the static ceiling of %s/%s back '
-                        'into its persistent definition: %s',
-                        dom.UUIDString(), dev, e)
-            return
+                        'into its persistent definition (tried again next '
+                        'pass): %s', dom.UUIDString(), dev, e)
+            return False
         LOG.info('Wrote the static ceiling of %s/%s back into its '
                  'persistent definition (it held a cap of ours)',
                  dom.UUIDString(), dev)
+        return True
 
     def _set_iotune(self, dom: Any, dev: str, limits: caps.Limits,
                     flags: int) -> dict[str, int]:

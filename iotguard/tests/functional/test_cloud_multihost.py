@@ -347,10 +347,11 @@ class MultiHostCloudTest(base.TestCase):
             dev, dest.name), _text('%.1f' % (time.monotonic() - began)))
         self.assertEqual(DOMAIN, self.iotguard.disks(server)[dev]['domain'])
         # The agent of ``dest`` writes the static back when it first reads
-        # the arrived domain (its next sampling pass).
+        # the arrived domain (its next sampling pass), or at the next ones
+        # while libvirt refuses it (the migration's job still running).
         persistent = base.wait_for(lambda: self.iotune(
             dest, server, dev, persistent=True)['total_bytes_sec'] == static,
-            2 * SAMPLE + INTERVAL, 0.2)
+            2 * SAMPLE + 4 * INTERVAL, 0.2)
         self.assertTrue(persistent, self.iotune(dest, server, dev,
                                                 persistent=True))
 

@@ -208,6 +208,37 @@ class LibvirtTestDriverTest(test_base.TestCase):
         self.keeper.defineXML(self.dom.XMLDesc(0))
         self.assertStaticWrittenBack()
 
+    def test_refused_write_back_is_tried_again(self):
+        """A write-back libvirt refuses (the migration's job) is retried."""
+        self.mgr.apply_caps({}, [self.cap(lease_in=5.0,
+                                          total_iops_sec=200)])
+        self.keeper.defineXML(self.dom.XMLDesc(0))
+        real = libvirt.virDomain.setBlockIoTune
+        refused = []
+
+        def refuse_once(dom, dev, params, flags):
+            if flags == libvirt.VIR_DOMAIN_AFFECT_CONFIG and not refused:
+                refused.append(dev)
+                raise libvirt.libvirtError('domain is being migrated')
+            return real(dom, dev, params, flags)
+
+        def persistent():
+            return lv.parse_domain_xml(self.uuid, self.dom.XMLDesc(
+                libvirt.VIR_DOMAIN_XML_INACTIVE))['vda'].static
+
+        driver = lv.LibvirtDriver(self.conf, uri=URI)
+        driver.start()
+        self.addCleanup(driver.stop)
+        with mock.patch.object(libvirt.virDomain, 'setBlockIoTune',
+                               autospec=True, side_effect=refuse_once):
+            self.assertEqual(caps.full(STATIC_VDA),
+                             driver.list_disks()[self.vda].static)
+            self.assertEqual(['vda'], refused)
+            self.assertEqual(200, persistent()['total_iops_sec'])
+            driver.list_disks()     # the next pass
+        self.assertEqual(STATIC_VDA['total_iops_sec'],
+                         persistent()['total_iops_sec'])
+
     def assertStaticWrittenBack(self):
         """A fresh agent on the migrated domain: the static is Nova's.
 
