@@ -43,7 +43,6 @@ import subprocess
 import time
 
 import fixtures
-import openstack
 from testtools import content
 
 from iotguard.policy import admission
@@ -166,21 +165,9 @@ class TestHorizon(base.TestCase):
         if missing:
             self.skipTest('not installed: %s' % ', '.join(missing))
         self.useFixture(fixtures.Timeout(240, gentle=True))
-        self.keystone = self.useFixture(keystone.Keystone())
-        # The API as TestThroughKeystone runs it (its helpers need only
-        # self.keystone, self.admin and useFixture).
-        self.api = self.useFixture(keystone.test_osc.ApiServer(
-            keystone.TestThroughKeystone._api_conf(self), noauth=False))
-        self.admin = openstack.connection.Connection(
-            region_name='RegionOne', **self.keystone.auth())
-        self.addCleanup(self.admin.close)
-        identity = self.admin.identity
-        service = identity.create_service(name='iotguard',
-                                          type='resource-guarantee')
-        identity.create_endpoint(service_id=service.id, interface='public',
-                                 url=self.api.url, region_id='RegionOne')
-        keystone.TestThroughKeystone._member(self, 'demo', 'demo')
-        self.demo = identity.find_project('demo').id
+        keystone.iotguard_in_catalog(self)
+        keystone.member(self, 'demo', 'demo')
+        self.demo = self.admin.identity.find_project('demo').id
         self._seed()
         self.horizon = self.useFixture(Horizon(self.keystone.url))
         self.shots = os.environ.get('IOTGUARD_SCREENSHOTS') or (

@@ -163,6 +163,43 @@ class Keystone(fixtures.Fixture):
                 'user_domain_id': 'default', 'project_domain_id': 'default'}
 
 
+def iotguard_in_catalog(test):
+    """A Keystone and iotguard-api in its catalog, for ``test``.
+
+    Sets ``test.keystone``, ``test.api`` (authtoken on: [api] keystone and
+    [keystone_authtoken] from a config file) and ``test.admin`` (an
+    openstacksdk connection as Keystone's admin).
+    """
+    test.keystone = test.useFixture(Keystone())
+    path = _write(test.useFixture(fixtures.TempDir()).path, 'iotguard.conf',
+                  IOTGUARD_CONF + confs.authtoken(test.keystone.url,
+                                                  PASSWORD))
+    conf = cfg.ConfigOpts()
+    iotguard_conf.register_opts(conf)
+    conf(['--config-file', path], project='iotguard',
+         default_config_files=[])
+    test.api = test.useFixture(test_osc.ApiServer(conf, noauth=False))
+    test.admin = openstack.connection.Connection(
+        region_name='RegionOne', **test.keystone.auth())
+    test.addCleanup(test.admin.close)
+    identity = test.admin.identity
+    service = identity.create_service(name='iotguard',
+                                      type='resource-guarantee')
+    identity.create_endpoint(service_id=service.id, interface='public',
+                             url=test.api.url, region_id='RegionOne')
+
+
+def member(test, project_name, user_name, domain_id='default'):
+    """A new project with a new member user; that user's auth."""
+    identity = test.admin.identity
+    project = identity.create_project(name=project_name, domain_id=domain_id)
+    user = identity.create_user(name=user_name, password=PASSWORD,
+                                domain_id=domain_id)
+    identity.assign_project_role_to_user(
+        project, user, identity.find_role('member'))
+    return test.keystone.auth(user_name, project_name)
+
+
 class TestThroughKeystone(base.TestCase):
 
     def setUp(self):
@@ -171,38 +208,10 @@ class TestThroughKeystone(base.TestCase):
             self.skipTest('no Keystone in %s (tools/install-keystone.sh)'
                           % VENV)
         self.useFixture(fixtures.Timeout(300, gentle=True))
-        self.keystone = self.useFixture(Keystone())
-        self.api = self.useFixture(test_osc.ApiServer(self._api_conf(),
-                                                      noauth=False))
-        self.admin = openstack.connection.Connection(
-            region_name='RegionOne', **self.keystone.auth())
-        self.addCleanup(self.admin.close)
-        identity = self.admin.identity
-        service = identity.create_service(name='iotguard',
-                                          type='resource-guarantee')
-        identity.create_endpoint(service_id=service.id, interface='public',
-                                 url=self.api.url, region_id='RegionOne')
-
-    def _api_conf(self):
-        """[api] keystone and [keystone_authtoken] from a config file."""
-        path = _write(self.useFixture(fixtures.TempDir()).path,
-                      'iotguard.conf', IOTGUARD_CONF + confs.authtoken(
-                          self.keystone.url, PASSWORD))
-        conf = cfg.ConfigOpts()
-        iotguard_conf.register_opts(conf)
-        conf(['--config-file', path], project='iotguard',
-             default_config_files=[])
-        return conf
+        iotguard_in_catalog(self)
 
     def _member(self, project_name, user_name, domain_id='default'):
-        identity = self.admin.identity
-        project = identity.create_project(name=project_name,
-                                          domain_id=domain_id)
-        user = identity.create_user(name=user_name, password=PASSWORD,
-                                    domain_id=domain_id)
-        identity.assign_project_role_to_user(
-            project, user, identity.find_role('member'))
-        return self.keystone.auth(user_name, project_name)
+        return member(self, project_name, user_name, domain_id)
 
     def openstack(self, auth, *args, ok=True):
         proc = run_cli(auth, self.useFixture(fixtures.TempHomeDir()).path,
