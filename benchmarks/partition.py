@@ -193,7 +193,7 @@ def _child(args, index, db_url, group, pipe):
     service.start()
     agents = bench.Agents(transport)
     service.loop.effects.agent_api = agents   # its casts, for the feed
-    names = [d['name'] for d in service.db.domain_list()]
+    names = [d.name for d in service.db.domain_list()]
     pipe.send(('ready', os.getpid(), bench.rss_mib()))
     start = pipe.recv() + index * args.interval / args.controllers
     fed, wires = None, []

@@ -78,7 +78,7 @@ def _child(args, index, db_url, exchange, group, pipe):
         conf, transport=transport, member_id='bench-%d-%s' % (index, group),
         timer=False)
     service.start()
-    names = [d['name'] for d in service.db.domain_list()]
+    names = [d.name for d in service.db.domain_list()]
     pipe.send(('ready', os.getpid(), bench.rss_mib()))
     while True:
         ask = pipe.recv()

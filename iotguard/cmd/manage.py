@@ -30,6 +30,7 @@ from iotguard.db import migration
 from iotguard import exception
 from iotguard.manage import measure
 from iotguard.manage import tiersync
+from iotguard.policy import admission
 from iotguard.policy import base
 from iotguard import service
 
@@ -82,7 +83,7 @@ def tier_sync(conf: cfg.ConfigOpts, db: Db, args: Args) -> None:
 
 
 def _store_profile(db: Db, args: Args, profile: base.Profile
-                   ) -> dict[str, Any]:
+                   ) -> admission.Domain:
     """The profile as the domain's manual one (created with --create).
 
     One write either way: a domain is never left with half a profile.
@@ -103,18 +104,18 @@ def domain_calibrate(conf: cfg.ConfigOpts, db: Db, args: Args) -> None:
         profile = base.Profile(args.iops_4k, args.bytes_sec, args.form)
     domain = _store_profile(db, args, profile)
     print('Domain %(name)s: iops_4k=%(iops_4k)g bytes_sec=%(bytes_sec)g '
-          'form=%(form)s' % domain)
+          'form=%(form)s' % vars(domain))
 
 
 def domain_merge(conf: cfg.ConfigOpts, db: Db, args: Args) -> None:
     domain, moved = db.domain_merge(args.into, args.sources, args.kind)
     print('Domain %s: %d disk(s) moved from %s, which are deleted; '
           'iops_4k=%s bytes_sec=%s form=%s' % (
-              domain['name'], moved, ', '.join(args.sources),
-              domain['iops_4k'], domain['bytes_sec'], domain['form']))
-    if domain['iops_4k'] is None and domain['bytes_sec'] is None:
+              domain.name, moved, ', '.join(args.sources),
+              domain.iops_4k, domain.bytes_sec, domain.form))
+    if domain.iops_4k is None and domain.bytes_sec is None:
         print('It has no capacity profile yet: iotguard-manage domain '
-              'calibrate %s' % domain['name'])
+              'calibrate %s' % domain.name)
 
 
 def _measure(db: Db, args: Args) -> base.Profile:

@@ -49,7 +49,6 @@ from collections.abc import Sequence
 import json
 import math
 import time
-from typing import Any
 
 import numpy as np
 from oslo_config import cfg
@@ -82,7 +81,7 @@ Member = db_disks.Member
 InForce = db_caps.InForce
 
 
-def snapshot_of(domain: dict[str, Any], interval_s: float,
+def snapshot_of(domain: admission.Domain, interval_s: float,
                 disks: Sequence[Member], in_force: Sequence[InForce | None],
                 columns: base.SampleColumns) -> base.DomainSnapshot:
     """The columnar snapshot of a domain's disks and their samples.
@@ -106,12 +105,12 @@ def snapshot_of(domain: dict[str, Any], interval_s: float,
             if cap.set_at is not None:
                 cap_set_at[i] = cap.set_at
     return base.DomainSnapshot.of_samples(
-        domain['name'], profile, interval_s,
+        domain.name, profile, interval_s,
         tuple('%s/%s' % (d.instance_uuid, d.dev) for d in disks), tiers,
         columns, cap_iops, cap_bytes_sec, cap_set_at)
 
 
-def _calibrated(domain: dict[str, Any]) -> bool:
+def _calibrated(domain: admission.Domain) -> bool:
     return admission.profile_of(domain) is not None
 
 
@@ -150,7 +149,7 @@ class DomainLoop:
 
     # -- the rounds ---------------------------------------------------------
 
-    def run(self, domains: Sequence[dict[str, Any]], now: float | None = None
+    def run(self, domains: Sequence[admission.Domain], now: float | None = None
             ) -> list[effects.RoundResult]:
         """One round of every domain in ``domains``; failures are logged.
 
@@ -164,7 +163,7 @@ class DomainLoop:
             LOG.exception('Could not drop the lapsed caps')
         views: dict[str, list[Member]] = {}
         in_force: dict[int, InForce] | None = None
-        calibrated = [d['name'] for d in domains if _calibrated(d)]
+        calibrated = [d.name for d in domains if _calibrated(d)]
         try:
             views, in_force = self._disks(calibrated, now)
         except Exception as e:
@@ -176,12 +175,12 @@ class DomainLoop:
         for domain in domains:
             try:
                 results.append(self.run_once(domain, now,
-                                             views.get(domain['name']),
+                                             views.get(domain.name),
                                              writes, in_force))
             except Exception:
                 LOG.exception('Decision round of domain %s failed; its caps '
                               'lapse unless a later round renews them',
-                              domain.get('name'))
+                              domain.name)
         self.effects.flush(writes, now)
         self.store.prune(now)
         return results
@@ -215,7 +214,7 @@ class DomainLoop:
             self._learned_rounds.pop(name, None)
             self._overcommitted.pop(name, None)
 
-    def run_once(self, domain: dict[str, Any], now: float,
+    def run_once(self, domain: admission.Domain, now: float,
                  disks: list[Member] | None = None,
                  writes: effects.Writes | None = None,
                  in_force: Mapping[int, InForce] | None = None
@@ -227,7 +226,7 @@ class DomainLoop:
         :meth:`run` gathers the round's writes (else they are written
         before this returns).
         """
-        name = domain['name']
+        name = domain.name
         result = effects.RoundResult(domain=name)
         if not _calibrated(domain):
             result.skipped = 'no capacity profile'
@@ -266,7 +265,7 @@ class DomainLoop:
         LOG.debug('Round of %s: %s', name, result)
         return result
 
-    def _learn(self, domain: dict[str, Any], snapshot: base.DomainSnapshot,
+    def _learn(self, domain: admission.Domain, snapshot: base.DomainSnapshot,
                disks: list[Member]) -> None:
         """Feed the round to the domain's capacity estimator.
 
@@ -275,7 +274,7 @@ class DomainLoop:
         ``disks`` judged against the fit, every ``LEARN_WRITE_ROUNDS``
         rounds. A failure is logged: learning never stops a round.
         """
-        name = domain['name']
+        name = domain.name
         try:
             state = self._learning.get(name)
             if state is None:
@@ -288,21 +287,20 @@ class DomainLoop:
             if self._learned_rounds[name] >= LEARN_WRITE_ROUNDS:
                 self._learned_rounds[name] = 0
                 fit = estimator.fit(state, prior)
-                self.db.domain_learned(
-                    name, fit.to_dict() if fit else None, state.to_dict())
+                self.db.domain_learned(name, fit, state.to_dict())
                 if fit is not None:
                     LOG.debug('Domain %s learned %s', name, fit)
                 self._judge(domain, disks, fit)
         except Exception:
             LOG.exception('Could not learn the capacity of domain %s', name)
 
-    def _judge(self, domain: dict[str, Any], disks: list[Member],
+    def _judge(self, domain: admission.Domain, disks: list[Member],
                fit: estimator.Fit | None) -> None:
         """Report a change of the domain's overcommit verdict (module doc).
 
         While ``fit`` gives no verdict the last one stands.
         """
-        name = domain['name']
+        name = domain.name
         verdict = admission.overcommit(
             [d.tier for d in disks if d.tier],
             admission.profile_of(domain), fit, self.max_commit_ratio)
@@ -316,7 +314,7 @@ class DomainLoop:
 
     # -- collect ------------------------------------------------------------
 
-    def collect(self, domain: dict[str, Any], now: float,
+    def collect(self, domain: admission.Domain, now: float,
                 disks: list[Member] | None = None,
                 in_force: Mapping[int, InForce] | None = None
                 ) -> tuple[list[Member], list[InForce | None],
@@ -328,9 +326,9 @@ class DomainLoop:
         restored the static limits).
         """
         if disks is None:
-            disks = self.db.domain_disks(domain['name'])
+            disks = self.db.domain_disks(domain.name)
         if in_force is None:
-            in_force = self.db.domains_caps([domain['name']])
+            in_force = self.db.domains_caps([domain.name])
         caps_ = [in_force.get(d.id) for d in disks]
         caps_ = [c if c is None or c.lease_expires_at > now else None
                  for c in caps_]
@@ -341,12 +339,12 @@ class DomainLoop:
 
     # -- decide -------------------------------------------------------------
 
-    def _policy(self, domain: dict[str, Any]) -> tuple[str, base.Policy]:
-        name = domain.get('policy') or self.default_policy
-        params = domain.get('params') or {}
+    def _policy(self, domain: admission.Domain) -> tuple[str, base.Policy]:
+        name = domain.policy or self.default_policy
+        params = domain.params
         key = (name, json.dumps(params, sort_keys=True))
-        cached = self._policies.get(domain['name'])
+        cached = self._policies.get(domain.name)
         if cached is None or cached[0] != key:
             cached = (key, self._load_policy(name, **params))
-            self._policies[domain['name']] = cached
+            self._policies[domain.name] = cached
         return name, cached[1]

@@ -30,8 +30,6 @@ Without a backend this controller owns everything: run only one.
 
 from collections.abc import Iterable
 import threading
-import typing
-from typing import Any
 from urllib import parse
 import uuid
 
@@ -43,8 +41,6 @@ from tooz import partitioner
 
 LOG = logging.getLogger(__name__)
 
-Domain = typing.TypeVar('Domain', bound=dict[str, Any] | str)
-
 
 def with_timeout(url: str, timeout: float) -> str:
     """``url`` with tooz's ``timeout`` parameter unless it has one."""
@@ -54,10 +50,6 @@ def with_timeout(url: str, timeout: float) -> str:
         return url
     query.append(('timeout', str(int(timeout))))
     return parse.urlunsplit(parts._replace(query=parse.urlencode(query)))
-
-
-def _name(domain: dict[str, Any] | str) -> str:
-    return domain['name'] if isinstance(domain, dict) else domain
 
 
 class Partition:
@@ -184,7 +176,7 @@ class Partition:
         found = self._owner(name)
         return found.decode() if found is not None else None
 
-    def my_domains(self, all_domains: Iterable[Domain]) -> list[Domain]:
-        """The domains (dicts or names) of ``all_domains`` owned here."""
+    def my_domains(self, all_domains: Iterable[str]) -> list[str]:
+        """The domains of ``all_domains`` (names) owned here."""
         self.refresh()
-        return [d for d in all_domains if self.owns(_name(d))]
+        return [d for d in all_domains if self.owns(d)]

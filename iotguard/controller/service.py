@@ -250,8 +250,9 @@ class ControllerService:
         """
         try:
             now = self._clock() if now is None else now
-            domains = self.partition.my_domains(self.db.domain_list())
-            names = {d['name'] for d in domains}
+            domains = self.db.domain_list()
+            names = set(self.partition.my_domains([d.name for d in domains]))
+            domains = [d for d in domains if d.name in names]
             if names != self.owned:
                 for name in sorted(names - self.owned):
                     LOG.info('Took over domain %s', name)

@@ -36,6 +36,7 @@ from iotguard.db import models
 from iotguard.db import tiering
 from iotguard.db import tiers
 from iotguard import exception
+from iotguard.policy import admission
 from iotguard.policy import base
 
 _RATE_FIELDS = ('read_iops', 'write_iops', 'read_bytes_sec',
@@ -48,7 +49,7 @@ RATES_CHUNK = 10000
 
 Rows = Sequence[Mapping[str, Any]]
 #: ``admit(tier, domain, others, before, after)`` of :func:`instance_tier_set`
-Admit = Callable[[str, dict[str, Any], list[base.Tier], list[base.Tier],
+Admit = Callable[[str, admission.Domain, list[base.Tier], list[base.Tier],
                   list[base.Tier]], dict[str, Any]]
 
 
@@ -304,7 +305,7 @@ def instance_tier_set(session: orm.Session, default_tier: str | None,
             else:
                 others.append(current)
         numbers.append(admit(
-            tier, models.row(domain, domains.FIELDS),
+            tier, domains.record(domain),
             [t for t in others if t], [t for t in before if t],
             [t for t in after if t]))
     tier_choice_unset(session, instance_uuid, source, dev)

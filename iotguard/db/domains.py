@@ -14,6 +14,7 @@
 
 from collections.abc import Mapping
 from collections.abc import Sequence
+import dataclasses
 from typing import Any
 
 from oslo_db import exception as db_exc
@@ -22,14 +23,25 @@ from sqlalchemy import orm
 
 from iotguard.db import models
 from iotguard import exception
+from iotguard.policy import admission
+from iotguard.policy import estimator
 
 #: The estimator's fit, as the ``learned_*`` columns of a domain.
-LEARNED_FIELDS = ('form', 'iops_4k', 'bytes_sec', 'error', 'intervals',
-                  'mixes', 'confidence', 'identified')
-FIELDS = ('name', 'kind', 'iops_4k', 'bytes_sec', 'policy', 'params',
-          'form', 'profile_source') + tuple(
-              'learned_' + f for f in LEARNED_FIELDS) + ('learned_at',)
-_VIEW = ('id',) + FIELDS + ('created_at', 'updated_at')
+LEARNED_FIELDS = tuple(f.name for f in dataclasses.fields(estimator.Fit))
+#: Columns the record takes as they are.
+FIELDS = ('name', 'kind', 'iops_4k', 'bytes_sec', 'form', 'profile_source',
+          'policy', 'params', 'learned_at', 'created_at', 'updated_at')
+
+
+def record(domain: models.Domain) -> admission.Domain:
+    """A domain row as an :class:`iotguard.policy.admission.Domain`."""
+    fit = None
+    if domain.learned_form is not None:
+        learned = {f: getattr(domain, 'learned_' + f) for f in LEARNED_FIELDS}
+        learned['identified'] = tuple(filter(None, (
+            domain.learned_identified or '').split(',')))
+        fit = estimator.Fit(**learned)
+    return admission.Domain(fit=fit, **models.row(domain, FIELDS))
 
 
 def domain_row(session: orm.Session, name: str, for_update: bool = False
@@ -46,7 +58,7 @@ def domain_row(session: orm.Session, name: str, for_update: bool = False
 def create(session: orm.Session, name: str, kind: str,
            iops_4k: float | None = None, bytes_sec: float | None = None,
            policy: str | None = None, params: dict[str, Any] | None = None,
-           form: str = 'additive') -> dict[str, Any]:
+           form: str = 'additive') -> admission.Domain:
     try:
         domain = models.Domain(
             name=name, kind=kind, iops_4k=iops_4k, bytes_sec=bytes_sec,
@@ -54,44 +66,42 @@ def create(session: orm.Session, name: str, kind: str,
             created_at=models.utcnow())
         session.add(domain)
         session.flush()
-        return models.row(domain, ('id',) + FIELDS)
+        return record(domain)
     except db_exc.DBDuplicateEntry:
         raise exception.Conflict(reason='domain %s already exists' % name)
 
 
-def get(session: orm.Session, name: str) -> dict[str, Any]:
-    return models.row(domain_row(session, name), _VIEW)
+def get(session: orm.Session, name: str) -> admission.Domain:
+    return record(domain_row(session, name))
 
 
-def list_(session: orm.Session) -> list[dict[str, Any]]:
-    return [models.row(d, _VIEW) for d in session.scalars(
+def list_(session: orm.Session) -> list[admission.Domain]:
+    return [record(d) for d in session.scalars(
         sa.select(models.Domain).order_by(models.Domain.name)).all()]
 
 
 def update(session: orm.Session, name: str, values: Mapping[str, Any]
-           ) -> dict[str, Any]:
+           ) -> admission.Domain:
     """Change a domain's profile, policy or parameters."""
     domain = domain_row(session, name)
     for key, value in values.items():
         setattr(domain, key, value)
     domain.updated_at = models.utcnow()
     session.flush()
-    return models.row(domain, _VIEW)
+    return record(domain)
 
 
 def learned(session: orm.Session, name: str,
-            fit: Mapping[str, Any] | None, state: dict[str, Any]) -> None:
-    """Write the estimator's ``state`` and its ``fit`` (a dict).
+            fit: estimator.Fit | None, state: dict[str, Any]) -> None:
+    """Write the estimator's ``state`` and its ``fit``.
 
     A ``fit`` of None leaves the last one in place.
     """
     domain = domain_row(session, name)
     if fit is not None:
         for field in LEARNED_FIELDS:
-            value = fit[field]
-            if field == 'identified':
-                value = ','.join(value)
-            setattr(domain, 'learned_' + field, value)
+            setattr(domain, 'learned_' + field, getattr(fit, field))
+        domain.learned_identified = ','.join(fit.identified)
         domain.learned_at = models.utcnow()
     domain.estimator_state = state
 
@@ -103,7 +113,7 @@ def estimator_state(session: orm.Session, name: str
 
 
 def merge(session: orm.Session, into: str, sources: Sequence[str], kind: str
-          ) -> tuple[dict[str, Any], int]:
+          ) -> tuple[admission.Domain, int]:
     """Move the disks of ``sources`` into ``into``; delete ``sources``.
 
     For storage that was several domains and is one (a Ceph cluster
@@ -146,4 +156,4 @@ def merge(session: orm.Session, into: str, sources: Sequence[str], kind: str
     for source in merged:
         session.delete(source)
     target.updated_at = models.utcnow()
-    return models.row(target, _VIEW), moved
+    return record(target), moved

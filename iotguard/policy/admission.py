@@ -33,6 +33,7 @@ priced with both) with a confidence of at least
 
 import collections.abc
 import dataclasses
+import datetime
 from typing import Any
 
 from iotguard import exception
@@ -49,15 +50,37 @@ EPSILON = 1e-12
 PROFILE_RANGES: dict[str, tuple[float, float]] = {
     'iops_4k': (1.0, 1e9), 'bytes_sec': (4096.0, 1e15)}
 
-#: A domain as the database gives it (a plain dict).
-Row = collections.abc.Mapping[str, Any]
-
-
 #: Where a domain's profile comes from: the one an operator typed
 #: (pinned), or the one the estimator learned (with its margin).
 MANUAL = 'manual'
 LEARNED = 'learned'
 SOURCES = (MANUAL, LEARNED)
+
+
+@dataclasses.dataclass(frozen=True)
+class Domain:
+    """A storage domain as the database keeps it (read-only).
+
+    ``iops_4k``, ``bytes_sec`` and ``form``: the profile an operator set
+    (:func:`manual_profile`); ``fit``: the estimator's latest, written at
+    ``learned_at``; ``profile_source``: which one decisions and admission
+    use (:func:`profile_of`); ``policy`` None: the controller's default.
+    """
+
+    name: str
+    kind: str
+    iops_4k: float | None = None
+    bytes_sec: float | None = None
+    form: str = base.ADDITIVE
+    profile_source: str = MANUAL
+    policy: str | None = None
+    params: collections.abc.Mapping[str, Any] = dataclasses.field(
+        default_factory=dict)
+    fit: estimator.Fit | None = None
+    learned_at: datetime.datetime | None = None
+    created_at: datetime.datetime | None = None
+    updated_at: datetime.datetime | None = None
+
 
 #: The least confidence of a fit (both parameters identified) whose
 #: verdict on overcommitment is given: half the evidence for full
@@ -72,36 +95,21 @@ def _priced(iops_4k: float | None, bytes_sec: float | None) -> bool:
                                          PROFILE_RANGES.values()))
 
 
-def manual_profile(domain: Row) -> base.Profile | None:
+def manual_profile(domain: Domain) -> base.Profile | None:
     """The profile an operator set, or None when it has not been set.
 
     A profile outside :data:`PROFILE_RANGES` (stored before they were
     checked) counts as none: its floors cannot be priced.
     """
-    iops_4k, bytes_sec = domain.get('iops_4k'), domain.get('bytes_sec')
+    iops_4k, bytes_sec = domain.iops_4k, domain.bytes_sec
     if not _priced(iops_4k, bytes_sec):
         return None
     assert iops_4k is not None and bytes_sec is not None
-    return base.Profile(iops_4k=iops_4k, bytes_sec=bytes_sec,
-                        form=domain.get('form') or base.ADDITIVE)
+    return base.Profile(iops_4k, bytes_sec, domain.form)
 
 
-def learned_fit(domain: Row) -> estimator.Fit | None:
-    """The estimator's latest fit of a domain (a Fit), or None."""
-    if domain.get('learned_form') is None:
-        return None
-    return estimator.Fit(
-        form=domain['learned_form'], iops_4k=domain['learned_iops_4k'],
-        bytes_sec=domain['learned_bytes_sec'],
-        error=domain['learned_error'],
-        intervals=domain['learned_intervals'],
-        mixes=domain['learned_mixes'],
-        confidence=domain['learned_confidence'],
-        identified=tuple(filter(None, (domain.get('learned_identified')
-                                       or '').split(','))))
-
-
-def profile_of(domain: Row, margined: bool = True) -> base.Profile | None:
+def profile_of(domain: Domain, margined: bool = True
+               ) -> base.Profile | None:
     """The Profile decisions and admission use, or None without one.
 
     The learned one (shrunk by its margin, :meth:`estimator.Fit.margined`,
@@ -110,12 +118,11 @@ def profile_of(domain: Row, margined: bool = True) -> base.Profile | None:
     ``profile_source`` is ``learned`` and the estimator has a fit;
     otherwise the manual one.
     """
-    if domain.get('profile_source') == LEARNED:
-        fit = learned_fit(domain)
-        if fit is not None:
-            profile = fit.margined() if margined else fit.profile
-            if _priced(profile.iops_4k, profile.bytes_sec):
-                return profile
+    fit = domain.fit
+    if domain.profile_source == LEARNED and fit is not None:
+        profile = fit.margined() if margined else fit.profile
+        if _priced(profile.iops_4k, profile.bytes_sec):
+            return profile
     return manual_profile(domain)
 
 
@@ -129,7 +136,7 @@ def committed(tiers: Tiers, profile: base.Profile) -> float:
                 for t in tiers), 0.0)
 
 
-def check(tier: str, domain: Row, others: Tiers, before: Tiers,
+def check(tier: str, domain: Domain, others: Tiers, before: Tiers,
           after: Tiers, max_ratio: float) -> dict[str, Any]:
     """Admit or refuse moving some disks of ``domain`` to ``tier``.
 
@@ -139,9 +146,8 @@ def check(tier: str, domain: Row, others: Tiers, before: Tiers,
     the same numbers when refused.
     """
     numbers: dict[str, Any] = {
-        'domain': domain['name'], 'tier': tier,
-        'iops_4k': domain.get('iops_4k'),
-        'bytes_sec': domain.get('bytes_sec'),
+        'domain': domain.name, 'tier': tier,
+        'iops_4k': domain.iops_4k, 'bytes_sec': domain.bytes_sec,
         'capacity': 1.0, 'max_commit_ratio': max_ratio,
         'committed_before': None, 'committed_after': None}
     profile = profile_of(domain)
@@ -152,8 +158,8 @@ def check(tier: str, domain: Row, others: Tiers, before: Tiers,
             'Tier %s refused on domain %s: the domain has no capacity '
             'profile (iops_4k, bytes_sec) yet, so its floors cannot be '
             'checked; an operator must calibrate it first.'
-            % (tier, domain['name']),
-            tier=tier, domain=domain['name'], numbers=numbers)
+            % (tier, domain.name),
+            tier=tier, domain=domain.name, numbers=numbers)
     numbers.update(iops_4k=profile.iops_4k, bytes_sec=profile.bytes_sec)
     rest = committed(others, profile)
     numbers['committed_before'] = rest + committed(before, profile)
@@ -162,7 +168,7 @@ def check(tier: str, domain: Row, others: Tiers, before: Tiers,
             and numbers['committed_after']
             > numbers['committed_before'] + EPSILON):
         raise exception.AdmissionRejected(
-            tier=tier, domain=domain['name'],
+            tier=tier, domain=domain.name,
             committed=numbers['committed_after'], max_ratio=max_ratio,
             numbers=numbers)
     return numbers
@@ -204,7 +210,7 @@ def overcommit(tiers: Tiers,
     """Whether floors admitted with ``profile`` exceed what ``fit`` serves.
 
     ``tiers``: those of the domain's disks; ``profile``: the one in use
-    (:func:`profile_of`); ``fit``: the estimator's (:func:`learned_fit`),
+    (:func:`profile_of`); ``fit``: the estimator's (:attr:`Domain.fit`),
     read without its margin.
     """
     tiers = list(tiers)

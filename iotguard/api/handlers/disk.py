@@ -20,7 +20,6 @@ from oslo_config import cfg
 from oslo_log import log
 from oslo_utils import timeutils
 
-from iotguard.policy import admission
 from iotguard.policy import base
 from iotguard.policy import costmodel
 from iotguard.wire import rates as rates_mod
@@ -82,41 +81,3 @@ def load(disks: list[dict[str, Any]], profile: base.Profile,
                     disks[0]['domain'])
         return None
     return total
-
-
-def _learned_view(domain: dict[str, Any]) -> dict[str, Any] | None:
-    fit = admission.learned_fit(domain)
-    if fit is None:
-        return None
-    view = fit.to_dict()
-    view['identified'] = list(fit.identified)
-    view['margined'] = profile_values(fit.margined())
-    view['learned_at'] = domain.get('learned_at')
-    return view
-
-
-def profile_values(profile: base.Profile) -> dict[str, Any]:
-    return {'iops_4k': profile.iops_4k, 'bytes_sec': profile.bytes_sec,
-            'form': profile.form}
-
-
-def profile_view(domain: dict[str, Any],
-                 full: bool = False) -> dict[str, Any] | None:
-    """The profile a domain's decisions and admission use, and its source.
-
-    ``full`` (one domain's view) adds the manual profile and the
-    estimator's fit. None when the domain has neither.
-    """
-    in_use = admission.profile_of(domain)
-    learned = _learned_view(domain)
-    if in_use is None and learned is None:
-        return None
-    view: dict[str, Any] = (
-        profile_values(in_use) if in_use else
-        {'iops_4k': None, 'bytes_sec': None, 'form': None})
-    view['source'] = domain.get('profile_source') or admission.MANUAL
-    if full:
-        manual = admission.manual_profile(domain)
-        view['manual'] = profile_values(manual) if manual else None
-        view['learned'] = learned
-    return view

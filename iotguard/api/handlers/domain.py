@@ -25,6 +25,7 @@ from iotguard.api import util
 from iotguard import exception
 from iotguard import policy
 from iotguard.policy import admission
+from iotguard.policy import base
 
 
 def _name(name: str) -> str:
@@ -32,20 +33,52 @@ def _name(name: str) -> str:
     return name
 
 
-def _full_view(domain: dict[str, Any], disks: list[dict[str, Any]],
+def _values(profile: base.Profile | None) -> dict[str, Any]:
+    return {'iops_4k': profile and profile.iops_4k,
+            'bytes_sec': profile and profile.bytes_sec,
+            'form': profile and profile.form}
+
+
+def _learned_view(domain: admission.Domain) -> dict[str, Any] | None:
+    fit = domain.fit
+    if fit is None:
+        return None
+    return dict(fit.to_dict(), identified=list(fit.identified),
+                margined=_values(fit.margined()),
+                learned_at=domain.learned_at)
+
+
+def profile_view(domain: admission.Domain,
+                 full: bool = False) -> dict[str, Any] | None:
+    """The profile a domain's decisions and admission use, and its source.
+
+    ``full`` (one domain's view) adds the manual profile and the
+    estimator's fit. None when the domain has neither.
+    """
+    in_use = admission.profile_of(domain)
+    if in_use is None and domain.fit is None:
+        return None
+    view = dict(_values(in_use), source=domain.profile_source)
+    if full:
+        manual = admission.manual_profile(domain)
+        view.update(manual=manual and _values(manual),
+                    learned=_learned_view(domain))
+    return view
+
+
+def _full_view(domain: admission.Domain, disks: list[dict[str, Any]],
                conf: cfg.ConfigOpts) -> dict[str, Any]:
     max_ratio = conf.admission.max_commit_ratio
     profile = admission.profile_of(domain)
     # None when only the margined fit is in PROFILE_RANGES.
     raw = admission.profile_of(domain, margined=False)
     tiers = [d['tier'] for d in disks if d['tier']]
-    verdict = admission.overcommit(tiers, profile,
-                                   admission.learned_fit(domain), max_ratio)
+    verdict = admission.overcommit(tiers, profile, domain.fit, max_ratio)
     return {
-        'name': domain['name'], 'kind': domain['kind'],
-        'policy': domain['policy'] or conf.controller.default_policy,
-        'params': domain['params'],
-        'profile': disk.profile_view(domain, full=True),
+        'name': domain.name, 'kind': domain.kind,
+        'policy': domain.policy or conf.controller.default_policy,
+        'params': domain.params,
+        'profile': profile_view(domain, full=True),
         'capacity': 1.0,
         'committed': verdict.committed,
         'committed_learned': verdict.committed_learned,
@@ -55,8 +88,8 @@ def _full_view(domain: dict[str, Any], disks: list[dict[str, Any]],
         'utilisation': (disk.load(disks, raw, conf)
                         if profile and raw else None),
         'disks': [disk.view(d) for d in disks],
-        'created_at': domain['created_at'],
-        'updated_at': domain['updated_at'],
+        'created_at': domain.created_at,
+        'updated_at': domain.updated_at,
     }
 
 
@@ -67,15 +100,14 @@ def list_domains(req: webob.Request) -> webob.Response:
     if common.allowed(req, 'iotguard:domain:all_projects'):
         default = st.conf.controller.default_policy
         return util.json_response({'domains': [{
-            'name': d['name'], 'kind': d['kind'],
-            'policy': d['policy'] or default,
-            'profile': disk.profile_view(d)}
+            'name': d.name, 'kind': d.kind, 'policy': d.policy or default,
+            'profile': profile_view(d)}
             for d in domains]})
     mine = {d['domain'] for d in st.db.disk_list(
         project_id=common.context(req).project_id)}
     return util.json_response({'domains': [
-        {'name': d['name'], 'kind': d['kind']} for d in domains
-        if d['name'] in mine]})
+        {'name': d.name, 'kind': d.kind} for d in domains
+        if d.name in mine]})
 
 
 def show_domain(req: webob.Request, name: str) -> webob.Response:
@@ -104,10 +136,10 @@ def update_domain(req: webob.Request, name: str) -> webob.Response:
     body = util.read_json(req, schemas.DOMAIN_UPDATE,
                           st.conf.api.max_request_body_bytes)
     if 'policy' in body or 'params' in body:
-        name_ = (body.get('policy') or current['policy']
+        name_ = (body.get('policy') or current.policy
                  or st.conf.controller.default_policy)
         try:
-            policy.load(name_, **body.get('params', current['params']))
+            policy.load(name_, **body.get('params', current.params))
         except (TypeError, ValueError) as exc:
             raise exception.Invalid(reason='policy %s: %s' % (name_, exc))
     for key in ('iops_4k', 'bytes_sec'):

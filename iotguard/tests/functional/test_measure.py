@@ -123,11 +123,12 @@ class _Calibrate(base.TestCase):
         self.assertGreaterEqual(small, 0.9 * pace, stdout)
 
     def assertProfile(self, form, iops_4k, bytes_sec, domain, stdout):
-        self.assertEqual(form, domain['form'], stdout)
+        self.assertEqual(form, domain.form, stdout)
         for field, truth in (('iops_4k', iops_4k), ('bytes_sec', bytes_sec)):
-            self.assertLessEqual(abs(domain[field] / truth - 1), TOLERANCE,
+            value = getattr(domain, field)
+            self.assertLessEqual(abs(value / truth - 1), TOLERANCE,
                                  '%s=%g against %g\n%s' % (
-                                     field, domain[field], truth, stdout))
+                                     field, value, truth, stdout))
 
 
 class _BothEngines:

@@ -73,8 +73,9 @@ class SeedTest(base.TestCase):
             'iops_4k': sc.domain.iops_4k, 'bytes_sec': sc.domain.bytes_sec,
             'policy': 'guarantee',
             'params': sc.policies.get('guarantee', {})}],
-            [{k: d[k] for k in ('name', 'kind', 'iops_4k', 'bytes_sec',
-                                'policy', 'params')} for d in domains])
+            [{k: getattr(d, k) for k in ('name', 'kind', 'iops_4k',
+                                         'bytes_sec', 'policy', 'params')}
+             for d in domains])
         tiers = db.tier_list()
         self.assertEqual(sorted(sc.tiers), [t['name'] for t in tiers])
         self.assertEqual(sc.tiers['paper'].min_bytes_sec,
@@ -96,7 +97,7 @@ class SeedTest(base.TestCase):
         sc = scenario_mod.load('paper-4vm')
         db = fakes.real_db(self)
         allinone.seed(db, sc, world_mod.World(sc), 'ntt')
-        self.assertEqual({}, db.domain_get(sc.domain.name)['params'])
+        self.assertEqual({}, db.domain_get(sc.domain.name).params)
 
 
 class LateSamplesTest(base.TestCase):

@@ -22,6 +22,7 @@ from oslo_middleware import http_proxy_to_wsgi
 import webob
 
 from iotguard.api import app
+from iotguard.policy import estimator
 from iotguard.tests import base as test_base
 from iotguard.tests import dbrows
 from iotguard.tests.fixtures import database
@@ -683,7 +684,7 @@ class APITests:
         self.assertEqual(dict(manual, source='manual', manual=manual,
                               learned=None), profile)
         self.assertIsInstance(profile['iops_4k'], float)
-        self.assertEqual('none', self.db.domain_get('ceph:new')['policy'])
+        self.assertEqual('none', self.db.domain_get('ceph:new').policy)
         # Now calibrated, the domain admits a floor.
         self.assertEqual(200, self.call(
             'PUT', '/v1/instances/%s/tier' % A2, who=MEMBER_A,
@@ -715,8 +716,7 @@ class APITests:
                                    who=ADMIN, raw=b'{"params": {"x": 1e999}}'),
                          400, 'out of range')
         domain = self.db.domain_get('local:cn1')
-        self.assertEqual((10000.0, None), (domain['iops_4k'],
-                                           domain['policy']))
+        self.assertEqual((10000.0, None), (domain.iops_4k, domain.policy))
         self.assertEqual(200, self.call('GET', '/v1/domains/local:cn1',
                                         who=ADMIN).status_code)
 
@@ -728,7 +728,8 @@ class APITests:
         fit = dict({'form': 'max', 'iops_4k': 12000.0, 'bytes_sec': 5e8,
                     'error': 0.02,
                     'identified': ['iops_4k', 'bytes_sec']}, **fields)
-        self.db.domain_learned('local:cn1', fit, {'saturated': []})
+        self.db.domain_learned('local:cn1', estimator.Fit(**dict(
+            fit, identified=tuple(fit['identified']))), {'saturated': []})
         return fit
 
     def test_learned_profile_shown_and_chosen(self):

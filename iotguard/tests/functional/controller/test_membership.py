@@ -79,7 +79,7 @@ class MembershipOverRabbitTest(rabbit.RabbitTestCase):
         self.assertEqual({(unit.VM1, 'vda'): ('local:cmp-1', 'cmp-1'),
                           (unit.VM1, 'vdb'): (unit.POOL, 'cmp-1')},
                          self.index())
-        self.assertEqual('cinder', self.db.domain_get(unit.POOL)['kind'])
+        self.assertEqual('cinder', self.db.domain_get(unit.POOL).kind)
 
         # Live migration to cmp-2 (unversioned, as Nova sends by default).
         self.conn.servers[unit.VM1].compute_host = 'cmp-2'

@@ -110,17 +110,17 @@ class DbApiTests:
         self.assertRaises(exception.Conflict, self.db.domain_create,
                           'ceph:pool1', 'ceph')
         got = self.db.domain_get('ceph:pool1')
-        self.assertIsNone(got['iops_4k'])
-        self.assertEqual({}, got['params'])
+        self.assertIsNone(got.iops_4k)
+        self.assertEqual({}, got.params)
         self.db.domain_update('ceph:pool1', {
             'iops_4k': 20000.0, 'bytes_sec': 1.5e9, 'policy': 'ntt',
             'params': {'hysteresis': 0.1}})
         got = self.db.domain_get('ceph:pool1')
         self.assertEqual((20000.0, 1.5e9, 'ntt', {'hysteresis': 0.1}),
-                         (got['iops_4k'], got['bytes_sec'], got['policy'],
-                          got['params']))
+                         (got.iops_4k, got.bytes_sec, got.policy,
+                          got.params))
         self.assertEqual(['ceph:pool1'],
-                         [d['name'] for d in self.db.domain_list()])
+                         [d.name for d in self.db.domain_list()])
         self.assertRaises(exception.NotFound, self.db.domain_get, 'nope')
         self.assertRaises(exception.NotFound, self.db.domain_update, 'nope',
                           {'policy': 'none'})
@@ -176,11 +176,11 @@ class DbApiTests:
         seen = []
 
         def admit(tier, domain, others, before, after):
-            seen.append((tier, domain['name'], domain['iops_4k'],
+            seen.append((tier, domain.name, domain.iops_4k,
                          [t.name for t in others],
                          [t.name for t in before],
                          [t.name for t in after]))
-            return {'domain': domain['name'], 'ok': True}
+            return {'domain': domain.name, 'ok': True}
 
         result = self.db.instance_tier_set(UUID_A, 'gold', admit)
         self.assertEqual([('gold', 'local:cn1', 10000.0, ['silver'], [],
@@ -414,10 +414,10 @@ class DbApiTests:
         self.assertEqual(3, moved)
         self.assertEqual(('ceph', 'ceph', 900.0, 9e6, 'max', 'ntt',
                           {'hysteresis': 0.1}),
-                         (domain['name'], domain['kind'], domain['iops_4k'],
-                          domain['bytes_sec'], domain['form'],
-                          domain['policy'], domain['params']))
-        self.assertEqual(['ceph'], [d['name'] for d in self.db.domain_list()])
+                         (domain.name, domain.kind, domain.iops_4k,
+                          domain.bytes_sec, domain.form,
+                          domain.policy, domain.params))
+        self.assertEqual(['ceph'], [d.name for d in self.db.domain_list()])
         self.assertEqual({(UUID_A, 'vda'): ('ceph', 'cn1'),
                           (UUID_A, 'vdb'): ('ceph', 'cn1'),
                           (UUID_B, 'vda'): ('ceph', 'cn2')},
@@ -428,8 +428,8 @@ class DbApiTests:
         self.db.domain_create('shared', 'ceph', iops_4k=50.0,
                               bytes_sec=5e6)
         domain, moved = self.db.domain_merge('shared', ['local:cn1'], 'ceph')
-        self.assertEqual((3, 50.0, 5e6), (moved, domain['iops_4k'],
-                                          domain['bytes_sec']))
+        self.assertEqual((3, 50.0, 5e6), (moved, domain.iops_4k,
+                                          domain.bytes_sec))
 
     def test_domain_merge_refused_writes_nothing(self):
         self._domain_with_disks()
@@ -440,7 +440,7 @@ class DbApiTests:
         self.assertRaises(exception.Invalid, self.db.domain_merge, 'ceph',
                           [], 'ceph')
         self.assertEqual(['local:cn1'],
-                         [d['name'] for d in self.db.domain_list()])
+                         [d.name for d in self.db.domain_list()])
         self.assertEqual({'local:cn1'},
                          {d for d, _ in self.db.disk_index().values()})
 

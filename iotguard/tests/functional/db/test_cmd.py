@@ -80,14 +80,14 @@ class CommandTests:
                     '--bytes-sec', '1e9')
         domain = self.db.domain_get('ceph:p1')
         self.assertEqual(('ceph', 25000.0, 1e9, 'additive'), (
-            domain['kind'], domain['iops_4k'], domain['bytes_sec'],
-            domain['form']))
+            domain.kind, domain.iops_4k, domain.bytes_sec,
+            domain.form))
         code, out, _ = self.manage('domain', 'calibrate', 'ceph:p1',
                                    '--iops-4k', '100', '--bytes-sec',
                                    '4194304', '--form', 'max')
         self.assertEqual(0, code)
         self.assertIn('form=max', out)
-        self.assertEqual('max', self.db.domain_get('ceph:p1')['form'])
+        self.assertEqual('max', self.db.domain_get('ceph:p1').form)
 
     def test_domain_merge(self):
         self.manage('db', 'sync')
@@ -103,8 +103,8 @@ class CommandTests:
                                    'c1@ceph#ceph')
         self.assertEqual(0, code)
         self.assertIn('1 disk(s) moved', out)
-        self.assertEqual(['ceph'], [d['name'] for d in self.db.domain_list()])
-        self.assertEqual(900.0, self.db.domain_get('ceph')['iops_4k'])
+        self.assertEqual(['ceph'], [d.name for d in self.db.domain_list()])
+        self.assertEqual(900.0, self.db.domain_get('ceph').iops_4k)
 
     def test_tier_sync_dry_run_then_real(self):
         self.manage('db', 'sync')

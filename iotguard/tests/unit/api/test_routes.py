@@ -24,7 +24,9 @@ import webob
 
 from iotguard.api import app
 from iotguard import exception
+from iotguard.policy import admission
 from iotguard.policy import base as base_policy
+from iotguard.policy import estimator
 from iotguard.tests import base
 
 A1 = 'aaaaaaaa-0000-4000-8000-000000000001'
@@ -276,14 +278,10 @@ class TestShowDomain(RouteTest):
         # The fit's IOPS are above PROFILE_RANGES, its margined profile
         # (80 % at confidence 0) within: admission prices floors with it,
         # the utilisation has no estimate of the device to be read against.
-        domain = {'name': 'd', 'kind': 'local', 'policy': None,
-                  'params': {}, 'profile_source': 'learned',
-                  'learned_form': 'additive', 'learned_iops_4k': 1.1e9,
-                  'learned_bytes_sec': 1e9, 'learned_error': 0.1,
-                  'learned_intervals': 10, 'learned_mixes': 2,
-                  'learned_confidence': 0.0,
-                  'learned_identified': 'iops_4k,bytes_sec',
-                  'created_at': None, 'updated_at': None}
+        domain = admission.Domain('d', 'local', profile_source='learned',
+                                  fit=estimator.Fit(
+                                      'additive', 1.1e9, 1e9, 0.1, 10, 2,
+                                      0.0, ('iops_4k', 'bytes_sec')))
         response = self.call('GET', '/v1/domains/d', ADMIN,
                              domain_get=domain, disk_list=[])
         self.assertEqual(200, response.status_code, response.text)

@@ -68,9 +68,9 @@ def real_db(test):
 
 
 def add_domain(db, name, iops_4k=300.0, bytes_sec=3.4e6, policy=None,
-               params=None, kind='local'):
-    db.domain_create(name, kind, iops_4k, bytes_sec, policy, params)
-    return db.domain_get(name)
+               params=None, kind='local', form='additive'):
+    return db.domain_create(name, kind, iops_4k, bytes_sec, policy, params,
+                            form)
 
 
 def add_disk(db, domain, host='cn1', tier_=None, instance_uuid=None,

@@ -464,7 +464,7 @@ class RunTest(LoopTestBase):
         self.loop.run([plain, tuned], T0 + 5)
         self.assertEqual([('none', {}),
                           ('guarantee', {'high_watermark': 0.8})], seen)
-        tuned['params'] = {'high_watermark': 0.95}
+        tuned = dataclasses.replace(tuned, params={'high_watermark': 0.95})
         self.loop.run([tuned], T0 + 10)
         self.assertEqual(('guarantee', {'high_watermark': 0.95}), seen[-1])
 
@@ -504,12 +504,12 @@ class RunTest(LoopTestBase):
         row = self.db.domain_get('bucket')
         self.assertEqual(loop.LEARN_WRITE_ROUNDS, len(
             self.db.domain_estimator_state('bucket')['saturated']))
-        self.assertEqual('max', row['learned_form'])
-        self.assertAlmostEqual(4194304.0, row['learned_bytes_sec'])
-        self.assertEqual('bytes_sec', row['learned_identified'])
+        self.assertEqual('max', row.fit.form)
+        self.assertAlmostEqual(4194304.0, row.fit.bytes_sec)
+        self.assertEqual(('bytes_sec',), row.fit.identified)
         # pinned to the manual profile until the admin chooses the learned
         self.assertEqual('additive', admission.profile_of(row).form)
-        row['profile_source'] = 'learned'
+        row = dataclasses.replace(row, profile_source='learned')
         self.assertEqual('max', admission.profile_of(row).form)
         # a controller taking the domain over starts from the stored state
         self.loop.forget(['bucket'])
@@ -532,8 +532,8 @@ class OvercommitTest(LoopTestBase):
         # typed twice what it serves; eight 600 KiB/s floors admitted at
         # 0.59 of it cost 1.17 of the bucket
         self.domain = fakes.add_domain(self.db, 'bucket', iops_4k=200.0,
-                                       bytes_sec=8388608.0, policy='none')
-        self.domain['form'] = 'max'
+                                       bytes_sec=8388608.0, policy='none',
+                                       form='max')
         quiet = fakes.tier('quiet', min_iops=10.0,
                            min_bytes_sec=600 * 1024.0)
         self.disks = [fakes.add_disk(self.db, 'bucket', 'cn1', quiet)

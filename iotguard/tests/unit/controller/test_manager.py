@@ -116,8 +116,8 @@ class ManagerTest(ManagerFixture):
         disk = fakes.disks(self.db)[(new.instance_uuid, 'vdb')]
         self.assertEqual(('local:cn1', 'cn1', 'proj-x'),
                          (disk['domain'], disk['host'], disk['project_id']))
-        self.assertEqual('local', self.db.domain_get('local:cn1')['kind'])
-        self.assertIsNone(self.db.domain_get('local:cn1')['iops_4k'])
+        self.assertEqual('local', self.db.domain_get('local:cn1').kind)
+        self.assertIsNone(self.db.domain_get('local:cn1').iops_4k)
         self.assertIsNotNone(self.store.latest(new.instance_uuid, 'vdb'))
         self.assertEqual(1, self.manager.stats['registered'])
         # known now: the next batch does not register it again

@@ -138,7 +138,7 @@ class TestMembership(base.TestCase):
                 for key, d in fakes.disks(self.db).items()}
 
     def domains(self):
-        return {d['name']: d['kind'] for d in self.db.domain_list()}
+        return {d.name: d.kind for d in self.db.domain_list()}
 
     def asked(self, state):
         """The tiers flavors and volume types asked, by state.

@@ -30,8 +30,7 @@ class PartitionTest(base.TestCase):
         self.assertFalse(p.coordinated)
         p.start()
         p.refresh()
-        self.assertEqual(['a', {'name': 'b'}],
-                         p.my_domains(['a', {'name': 'b'}]))
+        self.assertEqual(['a', 'b'], p.my_domains(['a', 'b']))
         p.stop()
 
     def test_coordinated_but_not_started_owns_nothing(self):

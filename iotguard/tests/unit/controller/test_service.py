@@ -36,7 +36,7 @@ class FakePartition:
 
     def my_domains(self, domains):
         self.refreshed += 1
-        return [d for d in domains if d['name'] in self.owned]
+        return [d for d in domains if d in self.owned]
 
 
 class TickTest(base.TestCase):

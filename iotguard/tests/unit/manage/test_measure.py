@@ -310,7 +310,7 @@ class TestTarget(test_base.TestCase):
 
 
 def profile_of(domain):
-    return domain['iops_4k'], domain['bytes_sec'], domain['form']
+    return domain.iops_4k, domain.bytes_sec, domain.form
 
 
 class TestCalibrateMeasure(test_base.TestCase):
@@ -394,7 +394,7 @@ class TestCalibrateMeasure(test_base.TestCase):
             'cinder:new', 'cinder', iops_4k=100.0, bytes_sec=4 << 20,
             form='additive')
         created = self.db.domain_get('cinder:new')
-        self.assertEqual('cinder', created['kind'])
+        self.assertEqual('cinder', created.kind)
         self.assertEqual((100.0, 4 << 20, 'additive'), profile_of(created))
 
     def test_failures_write_nothing(self):

@@ -20,7 +20,8 @@ from iotguard.policy import base as base_policy
 from iotguard.policy import estimator
 from iotguard.tests import base
 
-DOMAIN = {'name': 'local:cn1', 'iops_4k': 10000.0, 'bytes_sec': 400e6}
+DOMAIN = admission.Domain('local:cn1', 'local', iops_4k=10000.0,
+                          bytes_sec=400e6)
 
 
 def _tier(min_iops=0.0, min_bytes_sec=0.0):
@@ -92,7 +93,8 @@ class CheckTest(base.TestCase):
         """A profile stored before the API checked it cannot overflow."""
         for iops_4k, bytes_sec in ((1e-306, 400e6), (10000.0, 1e-300),
                                    (1e10, 400e6), (10000.0, 1e16)):
-            domain = dict(DOMAIN, iops_4k=iops_4k, bytes_sec=bytes_sec)
+            domain = dataclasses.replace(DOMAIN, iops_4k=iops_4k,
+                                         bytes_sec=bytes_sec)
             self.assertIsNone(admission.profile_of(domain))
             self.assertRaises(exception.AdmissionRejected, admission.check,
                               'gold', domain, [], [], [_tier(1e15)],
@@ -100,7 +102,7 @@ class CheckTest(base.TestCase):
         self.assertIsNotNone(admission.profile_of(DOMAIN))
 
     def test_uncalibrated_domain_refuses_floors_only(self):
-        domain = {'name': 'ceph:new', 'iops_4k': None, 'bytes_sec': None}
+        domain = admission.Domain('ceph:new', 'shared')
         numbers = admission.check('besteffort', domain, [_tier(100)], [],
                                   [_tier()], max_ratio=0.9)
         self.assertIsNone(numbers['committed_after'])
@@ -113,21 +115,17 @@ class CheckTest(base.TestCase):
 class LearnedProfileTest(base.TestCase):
     """The bed of issue 12: fio's figures typed in, the max form learned."""
 
-    BED = {'name': 'bed', 'iops_4k': 100.0, 'bytes_sec': 4194304.0,
-           'form': 'additive', 'profile_source': 'manual',
-           'learned_form': 'max', 'learned_iops_4k': 100.0,
-           'learned_bytes_sec': 4194304.0, 'learned_error': 0.01,
-           'learned_intervals': 60, 'learned_mixes': 2,
-           'learned_confidence': 1.0,
-           'learned_identified': 'iops_4k,bytes_sec'}
+    BED = admission.Domain(
+        'bed', 'local', iops_4k=100.0, bytes_sec=4194304.0,
+        fit=estimator.Fit('max', 100.0, 4194304.0, error=0.01, intervals=60,
+                          mixes=2, confidence=1.0,
+                          identified=('iops_4k', 'bytes_sec')))
     QUIET = _tier(10.0, 600 * 1024.0)
 
     def test_manual_until_the_admin_lets_it_learn(self):
         self.assertEqual(base_policy.Profile(100.0, 4194304.0),
                          admission.profile_of(self.BED))
-        fit = admission.learned_fit(self.BED)
-        self.assertEqual(('iops_4k', 'bytes_sec'), fit.identified)
-        learned = dict(self.BED, profile_source='learned')
+        learned = dataclasses.replace(self.BED, profile_source='learned')
         self.assertEqual(base_policy.MAX, admission.profile_of(learned).form)
 
     def test_three_600k_floors_admitted_with_the_learned_profile(self):
@@ -137,21 +135,22 @@ class LearnedProfileTest(base.TestCase):
         self.assertRaises(exception.AdmissionRejected, admission.check,
                           'quiet', self.BED, others, [], [self.QUIET], 0.9)
         numbers = admission.check(
-            'quiet', dict(self.BED, profile_source='learned'), others, [],
+            'quiet', dataclasses.replace(self.BED, profile_source='learned'),
+            others, [],
             [self.QUIET], 0.9)
         self.assertAlmostEqual(4 * 0.146484375, numbers['committed_after'])
 
     def test_low_confidence_is_priced_with_the_margin(self):
-        learned = dict(self.BED, profile_source='learned',
-                       learned_confidence=0.0, learned_identified='iops_4k')
+        learned = dataclasses.replace(
+            self.BED, profile_source='learned', fit=dataclasses.replace(
+                self.BED.fit, confidence=0.0, identified=('iops_4k',)))
         profile = admission.profile_of(learned)
         self.assertAlmostEqual(100.0 * (1 - estimator.MARGIN),
                                profile.iops_4k)
 
     def test_manual_form_and_no_fit(self):
-        bucket = dict(self.BED, form='max', learned_form=None,
-                      profile_source='learned')
-        self.assertIsNone(admission.learned_fit(bucket))
+        bucket = dataclasses.replace(self.BED, form='max', fit=None,
+                                     profile_source='learned')
         self.assertEqual(base_policy.MAX, admission.profile_of(bucket).form)
 
 
@@ -160,7 +159,7 @@ class OvercommitTest(base.TestCase):
 
     # typed twice what the bucket serves; the fit finds 100 / 4 MiB/s
     TYPED = base_policy.Profile(200.0, 8388608.0, base_policy.MAX)
-    FIT = admission.learned_fit(LearnedProfileTest.BED)
+    FIT = LearnedProfileTest.BED.fit
     QUIET = LearnedProfileTest.QUIET     # 0.146 of the bucket each
 
     def verdict(self, n, fit=FIT, profile=TYPED):
