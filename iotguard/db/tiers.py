@@ -14,6 +14,8 @@
 
 from collections.abc import Collection
 from collections.abc import Mapping
+import dataclasses
+import datetime
 from typing import Any
 
 from oslo_db import exception as db_exc
@@ -28,9 +30,23 @@ FIELDS = ('name', 'description', 'min_iops', 'min_bytes_sec',
           'max_iops', 'max_bytes_sec', 'weight', 'is_public')
 
 
-def _dict(tier: models.Tier, projects: Collection[str]) -> dict[str, Any]:
-    return dict(models.row(tier, FIELDS + ('created_at', 'updated_at')),
-                projects=sorted(projects))
+@dataclasses.dataclass(frozen=True)
+class Tier(base.Tier):
+    """A tier as the database keeps it: the core's and what tenants see.
+
+    ``projects``: those that may use it when it is private.
+    """
+
+    description: str = ''
+    is_public: bool = True
+    projects: tuple[str, ...] = ()
+    created_at: datetime.datetime | None = None
+    updated_at: datetime.datetime | None = None
+
+
+def _view(tier: models.Tier, projects: Collection[str]) -> Tier:
+    return Tier(projects=tuple(sorted(projects)), **models.row(
+        tier, FIELDS + ('created_at', 'updated_at')))
 
 
 def record(tier: models.Tier) -> base.Tier:
@@ -74,7 +90,7 @@ def visible(query: sa.Select[models.Tier], project_id: str | None
 
 def _save(session: orm.Session, tier: models.Tier,
           projects: Collection[str] | None, name: str | None
-          ) -> dict[str, Any]:
+          ) -> Tier:
     """Write ``tier`` and (unless None) the projects that may use it."""
     try:
         session.flush()
@@ -86,11 +102,11 @@ def _save(session: orm.Session, tier: models.Tier,
             session.flush()
     except db_exc.DBDuplicateEntry:
         raise exception.Conflict(reason='tier %s already exists' % name)
-    return _dict(tier, _projects(session, [tier.id])[tier.id])
+    return _view(tier, _projects(session, [tier.id])[tier.id])
 
 
 def create(session: orm.Session, values: Mapping[str, Any],
-           projects: Collection[str] = ()) -> dict[str, Any]:
+           projects: Collection[str] = ()) -> Tier:
     """Create a tier; ``projects`` may use it when it is private."""
     tier = models.Tier(created_at=models.utcnow(), **values)
     session.add(tier)
@@ -98,24 +114,24 @@ def create(session: orm.Session, values: Mapping[str, Any],
 
 
 def get(session: orm.Session, name: str, project_id: str | None = None
-        ) -> dict[str, Any]:
+        ) -> Tier:
     """One tier; a project only gets the tiers it may use."""
     tier = tier_row(session, name, project_id)
-    return _dict(tier, _projects(session, [tier.id])[tier.id])
+    return _view(tier, _projects(session, [tier.id])[tier.id])
 
 
 def list_(session: orm.Session, project_id: str | None = None
-          ) -> list[dict[str, Any]]:
+          ) -> list[Tier]:
     """Every tier (``project_id=None``) or those a project may use."""
     tiers = session.scalars(visible(
         sa.select(models.Tier), project_id).order_by(
             models.Tier.name)).all()
     projects = _projects(session, [t.id for t in tiers])
-    return [_dict(t, projects[t.id]) for t in tiers]
+    return [_view(t, projects[t.id]) for t in tiers]
 
 
 def update(session: orm.Session, name: str, values: Mapping[str, Any],
-           projects: Collection[str] | None = None) -> dict[str, Any]:
+           projects: Collection[str] | None = None) -> Tier:
     """Change a tier; ``projects`` (when given) replaces its list."""
     tier = tier_row(session, name)
     for key, value in values.items():

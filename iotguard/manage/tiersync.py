@@ -45,6 +45,7 @@ from typing import Any
 
 from keystoneauth1 import exceptions as ksa_exceptions
 
+from iotguard.db.tiers import Tier
 from iotguard import exception
 from iotguard.wire import caps
 
@@ -57,7 +58,6 @@ BACK_END_KEYS = ('minIOPS', 'maxIOPS')
 #: Lists every volume type or flavor, public and private (admin).
 ALL = 'None'
 
-Tier = Mapping[str, Any]
 Specs = Mapping[str, str]
 Wanted = dict[str, str | None]
 
@@ -122,10 +122,10 @@ def wanted_flavor_specs(tier: Tier, current: Specs) -> Wanted:
     tier ceiling. A kind without ceiling has none of its keys.
     """
     limits = flavor_limits(current)
-    wanted = {TIER_KEY: tier['name']}
+    wanted: Wanted = {TIER_KEY: tier.name}
     for kind, field in sorted(CEILINGS.items()):
         values = dict.fromkeys(k for k in caps.IOTUNE_KEYS if kind in k)
-        ceiling = _limit(tier[field])
+        ceiling = _limit(getattr(tier, field))
         if ceiling is not None:
             if caps.form(limits, kind) == 'rw':
                 half = str(max(1, int(ceiling) // 2))
@@ -144,9 +144,9 @@ def wanted_qos_specs(tier: Tier) -> Wanted:
     """
     wanted = dict.fromkeys(caps.IOTUNE_KEYS)
     for kind, field in CEILINGS.items():
-        wanted['total_' + kind] = _limit(tier[field])
-    wanted.update(minIOPS=_limit(tier['min_iops']),
-                  maxIOPS=_limit(tier['max_iops']))
+        wanted['total_' + kind] = _limit(getattr(tier, field))
+    wanted.update(minIOPS=_limit(tier.min_iops),
+                  maxIOPS=_limit(tier.max_iops))
     return wanted
 
 
@@ -299,23 +299,23 @@ def _access_changes(conn: Any, name: str, vtype: Any,
 
 def _type_changes(conn: Any, name: str, tier: Tier) -> list[Change]:
     storage = conn.block_storage
-    is_public = bool(tier.get('is_public', True))
+    is_public = tier.is_public
     vtype = storage.find_type(name, ignore_missing=True)
     changes = []
     if vtype is None:
         changes.append(Change(
             'volume type %s: create, %s, %s=%s' % (
                 name, 'public' if is_public else 'private', TIER_KEY,
-                tier['name']),
+                tier.name),
             lambda: storage.create_type(
-                name=name, description='iotguard tier %s' % tier['name'],
-                is_public=is_public, extra_specs={TIER_KEY: tier['name']})))
+                name=name, description='iotguard tier %s' % tier.name,
+                is_public=is_public, extra_specs={TIER_KEY: tier.name})))
     else:
-        if (vtype.extra_specs or {}).get(TIER_KEY) != tier['name']:
+        if (vtype.extra_specs or {}).get(TIER_KEY) != tier.name:
             changes.append(Change(
-                'volume type %s: set %s=%s' % (name, TIER_KEY, tier['name']),
+                'volume type %s: set %s=%s' % (name, TIER_KEY, tier.name),
                 lambda: storage.update_type_extra_specs(
-                    vtype, **{TIER_KEY: tier['name']})))
+                    vtype, **{TIER_KEY: tier.name})))
         if bool(vtype.is_public) != is_public:
             changes.append(Change(
                 'volume type %s: make %s' % (
@@ -323,7 +323,7 @@ def _type_changes(conn: Any, name: str, tier: Tier) -> list[Change]:
                 lambda: _set_public(storage, name, is_public)))
     if not is_public:
         changes += _access_changes(conn, name, vtype,
-                                   set(tier.get('projects') or ()))
+                                   set(tier.projects))
     return changes
 
 
@@ -430,12 +430,12 @@ def _stale_changes(conn: Any, names: set[str], prefix: str,
 
 def _block_storage_plan(conn: Any, tiers: Sequence[Tier], prefix: str,
                         out: Plan) -> None:
-    for tier in sorted(tiers, key=lambda t: t['name']):
-        name = prefix + tier['name']
+    for tier in sorted(tiers, key=lambda t: t.name):
+        name = prefix + tier.name
         out.changes += _qos_changes(conn, name, tier)
         out.changes += _type_changes(conn, name, tier)
         out.changes += _association_changes(conn, name)
-    _stale_changes(conn, {prefix + t['name'] for t in tiers}, prefix, out)
+    _stale_changes(conn, {prefix + t.name for t in tiers}, prefix, out)
 
 
 def _in_catalog(conn: Any, service_type: str) -> bool:
@@ -455,7 +455,7 @@ def _in_catalog(conn: Any, service_type: str) -> bool:
 def plan(conn: Any, tiers: Sequence[Tier], flavor_tiers: Mapping[str, str],
          prefix: str) -> Plan:
     """Every change that would bring Nova and Cinder in step (a Plan)."""
-    by_name = {t['name']: t for t in tiers}
+    by_name = {t.name: t for t in tiers}
     out = Plan()
     if _in_catalog(conn, 'compute'):
         _compute_plan(conn, by_name, flavor_tiers, out)

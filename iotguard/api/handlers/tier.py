@@ -12,6 +12,7 @@
 
 """/v1/tiers: read by every project, changed by the admin."""
 
+import dataclasses
 from typing import Any
 import urllib.parse
 
@@ -30,8 +31,11 @@ DEFAULTS = {'description': '', 'min_iops': 0.0, 'min_bytes_sec': 0.0,
             'is_public': True}
 
 
-def view(tier: dict[str, Any], show_projects: bool) -> dict[str, Any]:
-    return {k: v for k, v in tier.items() if show_projects or k != 'projects'}
+def view(tier: tiers.Tier, show_projects: bool) -> dict[str, Any]:
+    shown = dataclasses.asdict(tier)
+    if not show_projects:
+        del shown['projects']
+    return shown
 
 
 def _check(values: dict[str, Any]) -> None:
@@ -76,7 +80,7 @@ def create_tier(req: webob.Request) -> webob.Response:
     tier = st.db.tier_create(values, projects)
     response = util.json_response({'tier': view(tier, True)}, status=201)
     response.location = '%s/v1/tiers/%s' % (
-        req.application_url, urllib.parse.quote(tier['name'], safe=''))
+        req.application_url, urllib.parse.quote(tier.name, safe=''))
     return response
 
 
@@ -87,7 +91,7 @@ def update_tier(req: webob.Request, name: str) -> webob.Response:
     body = util.read_json(req, schemas.TIER_UPDATE,
                           st.conf.api.max_request_body_bytes)
     projects = body.pop('projects', None)
-    values = {f: current[f] for f in tiers.FIELDS}
+    values = {f: getattr(current, f) for f in tiers.FIELDS}
     values.update(body)
     _check(values)
     values.pop('name')

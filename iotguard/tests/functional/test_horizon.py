@@ -396,6 +396,5 @@ class TestHorizon(base.TestCase):
         self.css('.modal [type=submit]').click()
         self.wait_text('.alert-success', 'Tier silver created.')
         tier = self.api.db.tier_get('silver')
-        self.assertEqual((4000.0, 5000.0), (tier['min_iops'],
-                                            tier['max_iops']))
+        self.assertEqual((4000.0, 5000.0), (tier.min_iops, tier.max_iops))
         self.assertIn('4000 IOPS', self.rows('tiers')['silver'])

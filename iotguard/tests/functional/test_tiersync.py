@@ -16,12 +16,14 @@ Everything is read back from those APIs; a second sync changes nothing.
 """
 
 import contextlib
+import dataclasses
 import io
 import os
 
 import fixtures
 
 from iotguard.cmd import manage
+from iotguard.db import tiers
 from iotguard.manage import tiersync
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
@@ -29,14 +31,12 @@ from iotguard.tests.fixtures import openstack as os_fixtures
 from iotguard.tests.fixtures import ports
 from iotguard.wire import caps
 
-GOLD = {'name': 'gold', 'min_iops': 2000.0, 'min_bytes_sec': 0.0,
-        'max_iops': 5000.0, 'max_bytes_sec': 200e6}
-BRONZE = {'name': 'bronze', 'min_iops': 100.0, 'min_bytes_sec': 0.0,
-          'max_iops': 0.0, 'max_bytes_sec': 0.0}
+GOLD = tiers.Tier('gold', min_iops=2000.0, max_iops=5000.0,
+                  max_bytes_sec=200e6)
+BRONZE = tiers.Tier('bronze', min_iops=100.0)
 P1, P2, P3 = ('1' * 32, '2' * 32, '3' * 32)
-SILVER = {'name': 'silver', 'min_iops': 500.0, 'min_bytes_sec': 0.0,
-          'max_iops': 3000.0, 'max_bytes_sec': 0.0, 'is_public': False,
-          'projects': [P1, P2]}
+SILVER = tiers.Tier('silver', min_iops=500.0, max_iops=3000.0,
+                    is_public=False, projects=(P1, P2))
 
 
 class TierSyncTest(base.TestCase):
@@ -104,7 +104,7 @@ class TierSyncTest(base.TestCase):
 
     def test_changed_tier_is_followed(self):
         self.sync([GOLD])
-        lower = dict(GOLD, max_iops=0.0, min_iops=1500.0)
+        lower = dataclasses.replace(GOLD, max_iops=0.0, min_iops=1500.0)
         self.assertEqual(3, len(self.sync([lower])))
         flavor, _, qos, _ = self.read_back()
         self.assertNotIn('quota:disk_total_iops_sec', flavor)
@@ -145,15 +145,15 @@ class TierSyncTest(base.TestCase):
         self.assertEqual(['iotguard-silver'], associations['iotguard-silver'])
         self.assertEqual([], self.sync([GOLD, SILVER]))
 
-        moved = dict(SILVER, projects=[P2, P3])
+        moved = dataclasses.replace(SILVER, projects=(P2, P3))
         self.assertEqual(2, len(self.sync([GOLD, moved])))
         self.assertEqual([P2, P3], self.access('iotguard-silver'))
 
-        public = dict(moved, is_public=True, projects=[])
+        public = dataclasses.replace(moved, is_public=True, projects=())
         self.sync([GOLD, public])
         _, types, _, _ = self.read_back()
         self.assertTrue(types['iotguard-silver'].is_public)
-        back = dict(SILVER, projects=[P1])
+        back = dataclasses.replace(SILVER, projects=(P1,))
         self.sync([GOLD, back])
         _, types, _, _ = self.read_back()
         self.assertFalse(types['iotguard-silver'].is_public)

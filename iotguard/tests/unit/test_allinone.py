@@ -77,9 +77,9 @@ class SeedTest(base.TestCase):
                                          'bytes_sec', 'policy', 'params')}
              for d in domains])
         tiers = db.tier_list()
-        self.assertEqual(sorted(sc.tiers), [t['name'] for t in tiers])
+        self.assertEqual(sorted(sc.tiers), [t.name for t in tiers])
         self.assertEqual(sc.tiers['paper'].min_bytes_sec,
-                         db.tier_get('paper')['min_bytes_sec'])
+                         db.tier_get('paper').min_bytes_sec)
         stored = db.disk_list()
         self.assertEqual(len(sc.vms), len(stored))
         self.assertEqual(

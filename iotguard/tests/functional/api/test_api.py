@@ -184,7 +184,7 @@ class APITests:
                                    content_type='application/json; '
                                                 'charset=latin-1'),
                          415, 'latin-1')
-        self.assertEqual(2.0, self.db.tier_get('bronze')['weight'])
+        self.assertEqual(2.0, self.db.tier_get('bronze').weight)
 
     def test_bytes_that_are_not_text_are_json_400(self):
         """Before auth or after: the JSON error with its request id."""
@@ -291,7 +291,7 @@ class APITests:
                                        body={'weight': 9}), 403)
             self.assertError(self.call('DELETE', '/v1/tiers/bronze',
                                        who=who), 403)
-        self.assertEqual(4.0, self.db.tier_get('gold')['weight'])
+        self.assertEqual(4.0, self.db.tier_get('gold').weight)
         self.assertEqual(3, len(self.db.tier_list()))
 
     def test_tier_conflicts(self):
@@ -301,7 +301,7 @@ class APITests:
         error = self.assertError(self.call('DELETE', '/v1/tiers/gold',
                                            who=ADMIN), 409, 'in use')
         self.assertNotIn('numbers', error)
-        self.assertEqual('gold', self.db.tier_get('gold')['name'])
+        self.assertEqual('gold', self.db.tier_get('gold').name)
 
     def test_tier_bad_bodies(self):
         cases = [
@@ -348,8 +348,8 @@ class APITests:
                                    who=MEMBER_A, raw=br'{"tier": "gold\n"}'),
                          400, 'tier')
         self.assertEqual(['bronze', 'gold', 'private-b'],
-                         [t['name'] for t in self.db.tier_list()])
-        self.assertEqual('', self.db.tier_get('gold')['description'])
+                         [t.name for t in self.db.tier_list()])
+        self.assertEqual('', self.db.tier_get('gold').description)
         self.assertEqual([None, None], [
             d['tier'] for d in self.db.disk_list(instance_uuid=A1)])
         for name, code in (('.', 400), ('..', 400), ('x.', 201),

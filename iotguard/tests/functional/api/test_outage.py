@@ -160,7 +160,7 @@ class Outage:
     def assertTiers(self, names):
         """The tiers in the database, read directly, not through the proxy."""
         self.assertEqual(sorted(names),
-                         sorted(t['name'] for t in self.db.tier_list()))
+                         sorted(t.name for t in self.db.tier_list()))
 
     def test_cut_mid_run_then_back(self):
         self.assertServed('before')

@@ -195,7 +195,7 @@ class Races:
             self.assertTrue(statuses['delete'] == 204 or chosen, results)
             self.assertFalse(statuses['delete'] == 204 and chosen, results)
             self.assertEqual(statuses['delete'] != 204, name in [
-                t['name'] for t in self.db.tier_list()])
+                t.name for t in self.db.tier_list()])
             for uuid in self.CHOOSERS:
                 tier = self.db.disk_list(instance_uuid=uuid)[0]['tier']
                 self.assertEqual(uuid in chosen,

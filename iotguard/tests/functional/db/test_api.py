@@ -43,14 +43,14 @@ class DbApiTests:
     def test_tier_crud(self):
         made = self.db.tier_create(database.tier_values(
             'gold', min_iops=500.0, max_bytes_sec=1e9))
-        self.assertEqual('gold', made['name'])
+        self.assertEqual('gold', made.name)
         got = self.db.tier_get('gold')
-        self.assertEqual(500.0, got['min_iops'])
-        self.assertEqual(1e9, got['max_bytes_sec'])
-        self.assertIsNotNone(got['created_at'])
+        self.assertEqual(500.0, got.min_iops)
+        self.assertEqual(1e9, got.max_bytes_sec)
+        self.assertIsNotNone(got.created_at)
         updated = self.db.tier_update('gold', {'weight': 3.0})
-        self.assertEqual(3.0, updated['weight'])
-        self.assertIsNotNone(updated['updated_at'])
+        self.assertEqual(3.0, updated.weight)
+        self.assertIsNotNone(updated.updated_at)
         self.db.tier_delete('gold')
         self.assertRaises(exception.NotFound, self.db.tier_get, 'gold')
         self.assertRaises(exception.NotFound, self.db.tier_delete, 'gold')
@@ -65,38 +65,38 @@ class DbApiTests:
         self.assertRaises(exception.Conflict, self.db.tier_update,
                           'silver', {'name': 'gold'})
         self.assertEqual(['gold', 'silver'],
-                         [t['name'] for t in self.db.tier_list()])
+                         [t.name for t in self.db.tier_list()])
 
     def test_private_tier_visibility(self):
         self.db.tier_create(database.tier_values('public'))
         self.db.tier_create(database.tier_values('private', is_public=False),
                             projects=['proj-a'])
         self.assertEqual(['private', 'public'],
-                         [t['name'] for t in self.db.tier_list()])
+                         [t.name for t in self.db.tier_list()])
         self.assertEqual(['private', 'public'],
-                         [t['name'] for t in self.db.tier_list('proj-a')])
+                         [t.name for t in self.db.tier_list('proj-a')])
         self.assertEqual(['public'],
-                         [t['name'] for t in self.db.tier_list('proj-b')])
+                         [t.name for t in self.db.tier_list('proj-b')])
         self.assertRaises(exception.NotFound, self.db.tier_get, 'private',
                           'proj-b')
-        self.assertEqual(['proj-a'],
-                         self.db.tier_get('private', 'proj-a')['projects'])
+        self.assertEqual(('proj-a',),
+                         self.db.tier_get('private', 'proj-a').projects)
         self.db.tier_update('private', {}, projects=['proj-b'])
         self.assertEqual(['private', 'public'],
-                         [t['name'] for t in self.db.tier_list('proj-b')])
+                         [t.name for t in self.db.tier_list('proj-b')])
         self.assertEqual(['public'],
-                         [t['name'] for t in self.db.tier_list('proj-a')])
+                         [t.name for t in self.db.tier_list('proj-a')])
         # Deleting the tier deletes its project list (ON DELETE CASCADE).
         self.db.tier_delete('private')
         self.db.tier_create(database.tier_values('private', is_public=False))
-        self.assertEqual([], self.db.tier_get('private')['projects'])
+        self.assertEqual((), self.db.tier_get('private').projects)
 
     def test_tier_in_use_cannot_be_deleted(self):
         self._domain_with_disks()
         self.db.tier_create(database.tier_values('gold'))
         self.db.disk_tier_set(UUID_A, '*', 'gold', 'flavor', 'proj-a')
         self.assertRaises(exception.Conflict, self.db.tier_delete, 'gold')
-        self.assertEqual('gold', self.db.tier_get('gold')['name'])
+        self.assertEqual('gold', self.db.tier_get('gold').name)
 
     def test_default_tier_cannot_be_deleted(self):
         self.flags(group='tiers', default_tier='bronze')

@@ -12,23 +12,23 @@
 
 """tier sync over an in-memory fake of the openstacksdk calls it makes."""
 
+import dataclasses
 import types
 import uuid
 
 from openstack import exceptions as sdk_exceptions
 
+from iotguard.db import tiers
 from iotguard import exception
 from iotguard.manage import tiersync
 from iotguard.tests import base
 from iotguard.wire import caps
 
-GOLD = {'name': 'gold', 'min_iops': 2000.0, 'min_bytes_sec': 0.0,
-        'max_iops': 5000.0, 'max_bytes_sec': 200e6}
-BRONZE = {'name': 'bronze', 'min_iops': 100.0, 'min_bytes_sec': 0.0,
-          'max_iops': 0.0, 'max_bytes_sec': 0.0}
-SILVER = {'name': 'silver', 'min_iops': 500.0, 'min_bytes_sec': 0.0,
-          'max_iops': 1001.0, 'max_bytes_sec': 0.0, 'is_public': False,
-          'projects': ['p1', 'p2']}
+GOLD = tiers.Tier('gold', min_iops=2000.0, max_iops=5000.0,
+                  max_bytes_sec=200e6)
+BRONZE = tiers.Tier('bronze', min_iops=100.0)
+SILVER = tiers.Tier('silver', min_iops=500.0, max_iops=1001.0,
+                    is_public=False, projects=('p1', 'p2'))
 
 
 def _obj(**kw):
@@ -244,7 +244,7 @@ class TierSyncTest(base.TestCase):
 
     def test_changed_tier_updates_and_removes_keys(self):
         self.sync()
-        lower = dict(GOLD, max_iops=0.0, min_iops=1500.0)
+        lower = dataclasses.replace(GOLD, max_iops=0.0, min_iops=1500.0)
         changes = self.sync(tiers=(lower, BRONZE))
         self.assertEqual(3, len(changes), changes)
         flavor = self.cloud.flavors['m1.gold'].extra_specs
@@ -352,7 +352,7 @@ class TierSyncTest(base.TestCase):
 
     def test_access_follows_the_tier_projects(self):
         self.sync(tiers=(SILVER,))
-        changed = dict(SILVER, projects=['p2', 'p3'])
+        changed = dataclasses.replace(SILVER, projects=('p2', 'p3'))
         changes = self.sync(tiers=(changed,))
         self.assertEqual(
             ['volume type iotguard-silver: grant access to project p3',
@@ -365,13 +365,13 @@ class TierSyncTest(base.TestCase):
     def test_tier_made_public_then_private_again(self):
         self.sync(tiers=(SILVER,))
         vtype = self.cloud.types['iotguard-silver']
-        public = dict(SILVER, is_public=True, projects=[])
+        public = dataclasses.replace(SILVER, is_public=True, projects=())
         self.assertEqual(['volume type iotguard-silver: make public'],
                          self.sync(tiers=(public,)))
         self.assertTrue(vtype.is_public)
         self.assertEqual([], self.sync(tiers=(public,)))
         # Cinder still holds p1 and p2: only p2 and p4 may keep it.
-        private = dict(SILVER, projects=['p2', 'p4'])
+        private = dataclasses.replace(SILVER, projects=('p2', 'p4'))
         changes = self.sync(tiers=(private,), dry_run=True)
         self.assertEqual(
             ['volume type iotguard-silver: make private',
