@@ -10,14 +10,19 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Tell Nova about a tier choice: instance metadata ``iotguard:tier``.
+"""Tell Nova and Cinder what changed: a tier choice, the tiers themselves.
 
-:meth:`Metadata.set_tier` and :meth:`Metadata.unset_tier` answer what
-happened (``synced``, ``disabled`` or ``failed``) and never raise:
-iotguard's own record of the choice is already committed and is what the
-controller uses.
+A tier choice becomes the instance metadata ``iotguard:tier``; a tier
+created, changed or deleted brings the flavors and volume types in step
+(:func:`iotguard.manage.tiersync.sync`, as ``iotguard-manage tier sync``).
+
+:meth:`Metadata.set_tier`, :meth:`Metadata.unset_tier` and
+:meth:`Metadata.sync_tiers` answer what happened (``synced``, ``disabled``
+or ``failed``) and never raise: iotguard's own record is already committed
+and is what the controller uses.
 """
 
+from collections.abc import Sequence
 import typing
 
 from openstack.compute.v2 import _proxy as compute_proxy
@@ -27,6 +32,8 @@ from oslo_config import cfg
 from oslo_log import log
 
 from iotguard import clients
+from iotguard.db import tiers as db_tiers
+from iotguard.manage import tiersync
 
 LOG = log.getLogger(__name__)
 
@@ -48,16 +55,35 @@ class Metadata:
               call: typing.Callable[[compute_proxy.Proxy], object]) -> str:
         if not self.conf.api.nova_metadata_sync:
             return 'disabled'
+        return self._call('%s on instance %s in Nova' % (what, instance_uuid),
+                          lambda conn: call(conn.compute))
+
+    def _call(self, what: str,
+              call: typing.Callable[[connection.Connection], object]) -> str:
         try:
             if self._conn is None:
                 self._conn = clients.get_connection(self.conf)
-            call(self._conn.compute)
+            call(self._conn)
         except Exception as exc:
-            LOG.warning('Could not %(what)s on instance %(uuid)s in Nova: '
-                        '%(exc)s', {'what': what, 'uuid': instance_uuid,
-                                    'exc': exc})
+            LOG.warning('Could not %(what)s: %(exc)s',
+                        {'what': what, 'exc': exc})
             return 'failed'
         return 'synced'
+
+    def sync_tiers(self, tiers: Sequence[db_tiers.Tier]) -> str:
+        """Flavors and volume types in step with ``tiers`` (every tier).
+
+        ``disabled`` when ``[api] tier_sync`` is off or
+        ``[service_credentials]`` names no ``auth_type``.
+        """
+        if not (self.conf.api.tier_sync
+                and self.conf[clients.GROUP].auth_type):
+            return 'disabled'
+        tiers_conf = self.conf.tiers
+        return self._call('bring Nova and Cinder in step with the tiers',
+                          lambda conn: tiersync.sync(
+                              conn, tiers, tiers_conf.flavor_tiers,
+                              tiers_conf.volume_type_prefix))
 
     def set_tier(self, instance_uuid: str, tier: str) -> str:
         return self._sync(

@@ -33,6 +33,15 @@ OPTS: list[cfg.Opt] = [
                      'credentials) so Nova and iotguard agree. Disable it '
                      'only where no Nova is reachable (tests, '
                      'simulations).'),
+    cfg.BoolOpt('tier_sync',
+                default=True,
+                help='After a tier is created, changed or deleted through '
+                     'the API, bring Nova flavors and Cinder volume types '
+                     'in step with every tier, as iotguard-manage tier '
+                     'sync does, with the [service_credentials] '
+                     'credentials (not attempted when they name no '
+                     'auth_type). A failure is logged and answered as '
+                     'cloud_sync failed; the tier change stands.'),
     cfg.IntOpt('max_request_body_bytes',
                default=65536, min=1024,
                help='Largest request body accepted; larger ones get 413.'),

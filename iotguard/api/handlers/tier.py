@@ -49,6 +49,11 @@ def _check(values: dict[str, Any]) -> None:
                    if f.startswith(('min_', 'max_')) or f == 'weight'})
 
 
+def _synced(st: common.State) -> str:
+    """Nova's flavors and Cinder's volume types in step with the tiers."""
+    return st.nova.sync_tiers(st.db.tier_list())
+
+
 def _name(name: str) -> str:
     util.validate(name, common_schema.NAME, 'tier name')
     return name
@@ -78,7 +83,8 @@ def create_tier(req: webob.Request) -> webob.Response:
     values = dict(DEFAULTS, **body)
     _check(values)
     tier = st.db.tier_create(values, projects)
-    response = util.json_response({'tier': view(tier, True)}, status=201)
+    response = util.json_response({'tier': view(tier, True),
+                                   'cloud_sync': _synced(st)}, status=201)
     response.location = '%s/v1/tiers/%s' % (
         req.application_url, urllib.parse.quote(tier.name, safe=''))
     return response
@@ -96,10 +102,13 @@ def update_tier(req: webob.Request, name: str) -> webob.Response:
     _check(values)
     values.pop('name')
     tier = st.db.tier_update(name, values, projects)
-    return util.json_response({'tier': view(tier, True)})
+    return util.json_response({'tier': view(tier, True),
+                               'cloud_sync': _synced(st)})
 
 
 def delete_tier(req: webob.Request, name: str) -> webob.Response:
     common.authorize(req, 'iotguard:tier:delete')
-    common.state(req).db.tier_delete(_name(name))
+    st = common.state(req)
+    st.db.tier_delete(_name(name))
+    _synced(st)    # a failure is logged: the answer has no body
     return util.json_response(None, status=204)

@@ -18,10 +18,13 @@ Everything is read back from those APIs; a second sync changes nothing.
 import contextlib
 import dataclasses
 import io
+import json
 import os
 
 import fixtures
+import webob
 
+from iotguard.api import app
 from iotguard.cmd import manage
 from iotguard.db import tiers
 from iotguard.manage import tiersync
@@ -243,3 +246,98 @@ class TierSyncCommandTest(base.TestCase):
         self.assertEqual(1, code)
         self.assertTrue(err.startswith('Error: tier sync failed: '), err)
         self.assertNotIn('Traceback', err + out)
+
+
+class ApiTierSyncTest(base.TestCase):
+    """A tier changed through iotguard's API reaches Nova and Cinder.
+
+    Real parts: nova-api and cinder-api (the tests' own, on SQLite),
+    iotguard's API application on SQLite. The connection is the tests'
+    admin one (the services run without Keystone), in place of the one
+    ``[service_credentials]`` would make.
+    """
+
+    def setUp(self):
+        super().setUp()
+        for service in ('nova', 'cinder'):
+            why = os_fixtures.unavailable(service)
+            if why:
+                self.skipTest(why)
+        self.useFixture(fixtures.Timeout(600, gentle=True))
+        self.nova = self.useFixture(os_fixtures.NovaAPI())
+        self.cinder = self.useFixture(os_fixtures.CinderAPI())
+        self.conn = os_fixtures.connect(self.nova, self.cinder)
+        self.flavor = os_fixtures.flavor(self.nova, 'm1.db')
+        self.flags(group='api', auth_strategy='noauth')
+        self.flags(group='tiers', flavor_tiers={'m1.db': 'gold'})
+        self.flags(group='service_credentials', auth_type='password')
+        self.db = self.useFixture(database.Database('sqlite', self.conf)).db
+        self.app = app.deploy(self.conf, db=self.db)
+        self.reach = self.conn
+        self.useFixture(fixtures.MockPatch(
+            'iotguard.clients.get_connection',
+            side_effect=lambda conf: self.reach))
+
+    def call(self, method, path, body=None, api=None):
+        req = webob.Request.blank(path, method=method)
+        req.headers.update({'X-User-Id': 'admin', 'X-Project-Id': 'admin',
+                            'X-Roles': 'admin,member,reader'})
+        if body is not None:
+            req.body = json.dumps(body).encode()
+            req.content_type = 'application/json'
+        return req.get_response(api or self.app)
+
+    def specs(self):
+        return self.conn.compute.fetch_flavor_extra_specs(
+            self.flavor['id']).extra_specs
+
+    def qos(self, name):
+        storage = self.conn.block_storage
+        spec = storage.find_qos_spec(name, ignore_missing=True)
+        return spec and storage.get_qos_spec(spec).specs
+
+    def test_create_change_delete_reach_nova_and_cinder(self):
+        response = self.call('POST', '/v1/tiers', {
+            'name': 'gold', 'min_iops': 1000, 'max_iops': 5000})
+        self.assertEqual(201, response.status_code, response.text)
+        self.assertEqual('synced', response.json['cloud_sync'])
+        self.assertEqual(('gold', '5000'), (
+            self.specs()['iotguard:tier'],
+            self.specs()['quota:disk_total_iops_sec']))
+        self.assertEqual('5000', self.qos('iotguard-gold')['total_iops_sec'])
+
+        response = self.call('PATCH', '/v1/tiers/gold', {'max_iops': 6000})
+        self.assertEqual('synced', response.json['cloud_sync'])
+        self.assertEqual('6000', self.specs()['quota:disk_total_iops_sec'])
+        self.assertEqual('6000', self.qos('iotguard-gold')['total_iops_sec'])
+
+        # Cinder unreachable (an API process that reaches a closed port):
+        # the tier is created all the same, the answer says the sync
+        # failed, the next change catches up.
+        closed = type('Gone', (), {'endpoint': 'http://127.0.0.1:%d/v3/'
+                                   % ports.free_port()})()
+        self.reach = os_fixtures.connect(self.nova, closed)
+        response = self.call('POST', '/v1/tiers', {'name': 'silver'},
+                             api=app.deploy(self.conf, db=self.db))
+        self.assertEqual(201, response.status_code, response.text)
+        self.assertEqual('failed', response.json['cloud_sync'])
+        self.assertEqual(200, self.call('GET', '/v1/tiers/silver').status_code)
+        self.assertIsNone(self.conn.block_storage.find_type(
+            'iotguard-silver', ignore_missing=True))
+        response = self.call('PATCH', '/v1/tiers/silver', {'weight': 2.0})
+        self.assertEqual('synced', response.json['cloud_sync'])
+        self.assertIsNotNone(self.conn.block_storage.find_type(
+            'iotguard-silver', ignore_missing=True))
+
+        self.assertEqual(204, self.call('DELETE',
+                                        '/v1/tiers/silver').status_code)
+        self.assertIsNone(self.conn.block_storage.find_type(
+            'iotguard-silver', ignore_missing=True))
+        self.assertIsNone(self.qos('iotguard-silver'))
+
+    def test_disabled_without_credentials(self):
+        self.flags(group='service_credentials', auth_type=None)
+        response = self.call('POST', '/v1/tiers', {'name': 'gold',
+                                                   'max_iops': 5000})
+        self.assertEqual('disabled', response.json['cloud_sync'])
+        self.assertNotIn('iotguard:tier', self.specs())
