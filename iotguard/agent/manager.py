@@ -72,6 +72,8 @@ class AgentManager:
         self._store = store or StateFile(conf.agent.state_file)
         self._lock = threading.RLock()
         self._caps: dict[base.Key, caps_mod.Cap] = {}  # all twelve keys
+        #: leases that lapsed (their caps released here), since start
+        self.lapsed = 0
         self._applied: dict[base.Key, dict[str, int]] = {}  # iotune live
         self._disks: dict[base.Key, base.Disk] = {}  # last listing
         self._dirty: set[str] = set()  # instance uuids to re-read, re-apply
@@ -183,6 +185,7 @@ class AgentManager:
             dirty, self._dirty = self._dirty, set()
             expired = [k for k, c in self._caps.items()
                        if c.lease_expires_at <= now]
+            self.lapsed += len(expired)
             for key in expired:
                 cap = self._caps.pop(key)
                 LOG.info('Lease of cap %s on %s/%s lapsed at %.0f; '

@@ -24,6 +24,7 @@ runs.
 import collections.abc
 import threading
 import time
+from wsgiref import simple_server
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -33,6 +34,7 @@ from iotguard.agent import manager as manager_mod
 from iotguard.agent import sampler as sampler_mod
 from iotguard.agent import virt
 from iotguard.agent.virt import base
+from iotguard import metrics
 from iotguard import service
 from iotguard.wire import batch as batch_mod
 from iotguard.wire import rpc
@@ -65,6 +67,8 @@ class AgentService:
         self._reporter: threading.Thread | None = None
         self._outbox: batch_mod.Batch | None = None  # newest, not yet sent
         self._outbox_ready = threading.Condition()
+        self.passes = metrics.Passes()
+        self.metrics_server: simple_server.WSGIServer | None = None
 
     def start(self) -> None:
         if self.transport is None:
@@ -79,6 +83,9 @@ class AgentService:
         self.server = rpc.get_server(self.transport, rpc.TOPIC_AGENT,
                                      self.host, [self.manager])
         self.server.start()
+        self.metrics_server = metrics.serve(
+            self.conf.prometheus.host, self.conf.prometheus.agent_port,
+            self.collect_metrics)
         if self._timer:
             self._reporter = threading.Thread(target=self._report,
                                               name='iotguard-agent-report',
@@ -99,13 +106,16 @@ class AgentService:
         blocks while the broker is away must not hold the next interval's
         lease expiry back. Without it (an owner drives), it is sent here.
         """
+        started = time.monotonic()
         try:
             disks = self.driver.list_disks()
             self.manager.periodic(disks)
             batch = self.sampler.collect(disks)
         except Exception:
             LOG.exception('Agent interval failed; retrying next interval')
+            self.passes.failed += 1
             return
+        self.passes.add(time.monotonic() - started, len(disks))
         if self._reporter is None:
             self.sampler.report(batch)
             return
@@ -141,6 +151,13 @@ class AgentService:
             # thread is a daemon.
             self._reporter.join(timeout=5)
         self.driver.stop()
+        if self.metrics_server is not None:
+            self.metrics_server.shutdown()
+
+    def collect_metrics(self) -> list[metrics.Family]:
+        """What Prometheus reads from this agent (:mod:`metrics`)."""
+        return self.passes.collect(self.manager.caps_count(),
+                                   self.manager.lapsed)
 
     def wait(self) -> None:
         self._stop.wait()

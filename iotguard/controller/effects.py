@@ -75,6 +75,12 @@ class RoundResult:
     dropped: int = 0
     casts: int = 0
     violations: int = 0
+    #: fresh disks with a floor, and the domain's load (of its capacity)
+    floored: int = 0
+    load: float | None = None
+    #: the overcommit verdict, on the rounds that judge it (loop._judge)
+    committed: float | None = None
+    overcommitted: bool | None = None
     skipped: str | None = None
 
 
@@ -327,6 +333,9 @@ class Effects:
         """Notify the guarantees that start to be violated now."""
         violated, load, floor = violations(snapshot,
                                            self.violation_latency_ms)
+        fresh = ~snapshot.stale
+        result.floored = int((fresh & (floor > 0)).sum())
+        result.load = float(np.nansum(load[fresh]))
         before = self._violating.get(name, set())
         now_violating = set()
         for i in np.flatnonzero(violated):

@@ -252,7 +252,7 @@ class DomainLoop:
         else:
             decisions = policy.decide(snapshot, now) if disks else []
             if disks:
-                self._learn(domain, snapshot, disks)
+                self._learn(domain, snapshot, disks, result)
         result.decisions = len(decisions)
         alone = writes is None
         writes = writes or effects.Writes()
@@ -266,7 +266,7 @@ class DomainLoop:
         return result
 
     def _learn(self, domain: admission.Domain, snapshot: base.DomainSnapshot,
-               disks: list[Member]) -> None:
+               disks: list[Member], result: effects.RoundResult) -> None:
         """Feed the round to the domain's capacity estimator.
 
         Its state is read from the database when this controller first
@@ -290,20 +290,24 @@ class DomainLoop:
                 self.db.domain_learned(name, fit, state.to_dict())
                 if fit is not None:
                     LOG.debug('Domain %s learned %s', name, fit)
-                self._judge(domain, disks, fit)
+                self._judge(domain, disks, fit, result)
         except Exception:
             LOG.exception('Could not learn the capacity of domain %s', name)
 
     def _judge(self, domain: admission.Domain, disks: list[Member],
-               fit: estimator.Fit | None) -> None:
+               fit: estimator.Fit | None, result: effects.RoundResult
+               ) -> None:
         """Report a change of the domain's overcommit verdict (module doc).
 
-        While ``fit`` gives no verdict the last one stands.
+        While ``fit`` gives no verdict the last one stands. The verdict
+        goes into ``result`` too.
         """
         name = domain.name
         verdict = admission.overcommit(
             [d.tier for d in disks if d.tier],
             admission.profile_of(domain), fit, self.max_commit_ratio)
+        result.committed = verdict.committed
+        result.overcommitted = verdict.overcommitted
         if verdict.overcommitted is None:
             return
         was = self._overcommitted.get(name, False)

@@ -27,6 +27,7 @@ import functools
 import threading
 import time
 import typing
+from wsgiref import simple_server
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -41,6 +42,7 @@ from iotguard.controller import partition as partition_mod
 from iotguard.controller import samples as samples_mod
 from iotguard.controller.sources import gnocchi as gnocchi_mod
 from iotguard.db import api as db_api
+from iotguard import metrics
 from iotguard import service
 from iotguard.wire import rpc
 from iotguard.wire import rpcapi
@@ -86,6 +88,8 @@ class ControllerService:
         self._moved: set[str] = set()   # instances a host reported elsewhere
         self.owned: set[str] = set()
         self.last_results: list[effects.RoundResult] = []
+        self.rounds = metrics.Rounds(self.interval_s)
+        self.metrics_server: simple_server.WSGIServer | None = None
         self._gnocchi_due = 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -125,6 +129,9 @@ class ControllerService:
             [self.manager])
         self.server.start(
             override_pool_size=conf.controller.rpc_thread_pool_size)
+        self.metrics_server = metrics.serve(
+            conf.prometheus.host, conf.prometheus.controller_port,
+            self.collect_metrics)
         if self._timer:
             self._thread = threading.Thread(target=self._run,
                                             name='iotguard-controller-loop',
@@ -248,6 +255,8 @@ class ControllerService:
         Follows the tooz group, resyncs membership and reloads the disk
         index when due, polls Gnocchi when enabled, then runs the loop.
         """
+        started = time.monotonic()
+        self.last_results = []
         try:
             now = self._clock() if now is None else now
             domains = self.db.domain_list()
@@ -260,6 +269,7 @@ class ControllerService:
                     LOG.info('Handed over domain %s', name)
                 LOG.info('Now owning %d domains', len(names))
                 self.loop.forget(self.owned - names)
+                self.rounds.forget(names)
                 self.owned = names
             self._refresh_membership(now)
             self._follow_moves()
@@ -269,6 +279,11 @@ class ControllerService:
             self.last_results = self.loop.run(domains, now)
         except Exception:
             LOG.exception('Decision round failed; retrying next interval')
+        self.rounds.add(self.last_results, time.monotonic() - started)
+
+    def collect_metrics(self) -> list[metrics.Family]:
+        """What Prometheus reads from this controller (:mod:`metrics`)."""
+        return self.rounds.collect(self.manager.stats, self.store.rejected)
 
     def _run(self) -> None:
         service.run_every(self.interval_s, self._stop, self.tick)
@@ -285,6 +300,8 @@ class ControllerService:
         if self._flusher is not None:
             self._flusher.join(timeout=5)
         self.partition.stop()
+        if self.metrics_server is not None:
+            self.metrics_server.shutdown()
 
     def wait(self) -> None:
         self._stop.wait()

@@ -29,6 +29,7 @@ The agent and the API never crash. Each test has its own database,
 exchange, tooz group, notification topic and host names.
 """
 
+import collections
 import json
 import os
 import re
@@ -45,6 +46,7 @@ from oslo_messaging import conffixture
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
 from iotguard.tests.fixtures import ports
+from iotguard.tests.fixtures import prometheus
 from iotguard.tests.fixtures import rabbit
 from iotguard.tests.functional.controller import test_loop_rabbit as tlr
 from iotguard.tests.functional.controller import test_partition
@@ -86,6 +88,9 @@ dev_server_port = %(port)s
 [oslo_messaging_notifications]
 driver = messagingv2
 topics = %(topic)s
+[prometheus]
+controller_port = %(metrics_port)s
+agent_port = %(metrics_port)s
 '''
 
 MAIN = {
@@ -101,7 +106,8 @@ class EndToEndTest(base.TestCase):
         super().setUp()
         for why in (rabbit.unreachable(),
                     test_partition._redis_unreachable(),
-                    database.unavailable('postgresql')):
+                    database.unavailable('postgresql'),
+                    prometheus.unavailable()):
             if why:
                 self.skipTest(why)
         self.useFixture(fixtures.Timeout(120, gentle=True))
@@ -121,6 +127,7 @@ class EndToEndTest(base.TestCase):
         self.disks = tlr.seed_membership(self.db, self.domain, self.host,
                                          scenario_file)
         self.port = ports.free_port()
+        self.metrics_ports = collections.defaultdict(list)
         self.settings = {
             'rabbit': rabbit.URL, 'exchange': 'iotguard-e2e-' + run,
             'db': self.conf.database.connection,
@@ -147,8 +154,10 @@ class EndToEndTest(base.TestCase):
     def spawn(self, kind, host):
         config = os.path.join(self.dir, '%s.conf' % host)
         log = os.path.join(self.dir, '%s.log' % host)
+        self.metrics_ports[kind].append(ports.free_port())
         with open(config, 'w') as f:
-            f.write(CONFIG % dict(self.settings, host=host, log=log))
+            f.write(CONFIG % dict(self.settings, host=host, log=log,
+                                  metrics_port=self.metrics_ports[kind][-1]))
         proc = subprocess.Popen(
             [sys.executable, '-c', MAIN[kind], '--config-file', config],
             stdout=subprocess.DEVNULL, stderr=open(log + '.err', 'w'),
@@ -209,6 +218,9 @@ class EndToEndTest(base.TestCase):
         agent, _ = self.spawn('agent', self.host)
         ctl = {name: self.spawn('controller', '%s-%s' % (name, self.run_id))
                for name in ('ctl-a', 'ctl-b')}
+        prom = self.useFixture(prometheus.Prometheus({
+            'iotguard-%s' % kind: ['127.0.0.1:%d' % p for p in ports_]
+            for kind, ports_ in self.metrics_ports.items()}))
 
         # 1. the noisy neighbour is capped, the floors come back
         self.assertTrue(base.wait_for(
@@ -229,6 +241,17 @@ class EndToEndTest(base.TestCase):
             self.assertEqual(self.disks['noisy'][0], row['instance_uuid'])
             self.assertIn('guarantee:', row['reason'])
             self.assertIn('load', row['numbers'])
+        # ... as Prometheus saw it, scraping the agent and the controllers
+        domain = '{domain="%s"}' % self.domain
+        self.assertTrue(base.wait_for(lambda: prom.query(
+            'iotguard_agent_caps == 1'), 5), prom.query('iotguard_agent_caps'))
+        for expr in ('sum(iotguard_domain_cap_changes_total%s) >= 1',
+                     'max(iotguard_domain_floor_checked_seconds_total%s) > 0',
+                     'max(iotguard_domain_disks%s) == 3',
+                     'sum(iotguard_controller_domains) == 1'):
+            self.assertTrue(base.wait_for(
+                lambda: prom.query(expr % domain if '%s' in expr else expr),
+                5), expr)
 
         # 2. kill the owner: the other takes the domain over in time and
         #    the cap stays in force throughout
@@ -269,6 +292,12 @@ class EndToEndTest(base.TestCase):
         self.assertTrue(lapsed, 'the cap did not lapse')
         disk = self.noisy_cap()
         self.assertEqual(disk['static'] or None, disk['applied'] or None)
+        # Prometheus saw the lease lapse and fires the shipped alert
+        self.assertTrue(base.wait_for(lambda: prom.query(
+            'ALERTS{alertname="IotguardLeasesLapsing",alertstate="firing"}'),
+            5), prom.query('iotguard_agent_leases_lapsed_total'))
+        self.assertEqual({0.0}, set(prom.query(
+            'up{job="iotguard-controller"}').values()))
 
         # nothing else crashed
         self.assertIsNone(agent.poll())
