@@ -274,3 +274,16 @@ def check_uuid(value: str) -> str:
     if not _regex(common.UUID['pattern']).search(value):
         _reject('instance %r is not a UUID' % value[:64])
     return value.lower()
+
+
+def utc_time(text: str, what: str) -> datetime.datetime:
+    """An ISO 8601 time of a query as a naive UTC datetime (400 if not)."""
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+        if moment.tzinfo is not None:
+            moment = moment.astimezone(datetime.timezone.utc).replace(
+                tzinfo=None)
+    except (ValueError, OverflowError) as exc:
+        # An offset at the calendar's edges is out of range in UTC.
+        raise exception.Invalid(reason='%s: %s' % (what, exc))
+    return moment

@@ -12,7 +12,6 @@
 
 """/v1/decisions: the audit trail, newest first, paginated; one by id."""
 
-import datetime
 from typing import Any
 import urllib.parse
 
@@ -25,18 +24,6 @@ from iotguard.api import util
 from iotguard import exception
 
 DEFAULT_LIMIT = 100
-
-
-def _since(text: str) -> datetime.datetime:
-    try:
-        moment = datetime.datetime.fromisoformat(text)
-        if moment.tzinfo is not None:
-            moment = moment.astimezone(datetime.timezone.utc).replace(
-                tzinfo=None)
-    except (ValueError, OverflowError) as exc:
-        # An offset at the calendar's edges is out of range in UTC.
-        raise exception.Invalid(reason='since: %s' % exc)
-    return moment
 
 
 def list_decisions(req: webob.Request) -> webob.Response:
@@ -52,7 +39,8 @@ def list_decisions(req: webob.Request) -> webob.Response:
         instance_uuid=(query['instance'].lower()
                        if 'instance' in query else None),
         domain=query.get('domain'),
-        since=_since(query['since']) if 'since' in query else None,
+        since=(util.utc_time(query['since'], 'since') if 'since' in query
+               else None),
         project_id=common.visible_project(
             req, 'iotguard:decision:all_projects'))
     body: dict[str, Any] = {'decisions': decisions}
