@@ -14,12 +14,14 @@
 
 import contextlib
 import io
+import json
 
 import fixtures
 
 from iotguard.cmd import manage
 from iotguard.cmd import status
 from iotguard.db import migration
+from iotguard.tests.fixtures import database
 from iotguard.tests.functional.db import backends
 from iotguard.tests.unit.manage import test_tiersync
 
@@ -36,6 +38,7 @@ class CommandTests:
             with open(self._conf_file, 'w') as conf_file:
                 conf_file.write('[database]\nconnection = %s\n'
                                 '[tiers]\nflavor_tiers = m1.gold:gold\n'
+                                '[DEFAULT]\ntransport_url = fake:/\n'
                                 % self.database.url)
         return self._conf_file
 
@@ -53,17 +56,62 @@ class CommandTests:
         code, out, _ = self.manage('db', 'version')
         self.assertEqual((0, 'None (run db sync)'),
                          (code, out.splitlines()[-1]))
-        code, out, _ = self.run_cmd(status.main, '--config-file',
-                                    self.conf_file, 'upgrade', 'check')
-        self.assertEqual(2, code)
-        self.assertIn('db sync', out)
+        # before the sync, as deployment tools run it: warnings only
+        code, checks = self.status()
+        self.assertEqual(1, code)
+        self.assertEqual(status.Code.WARNING, checks['Database schema'][0])
+        self.assertIn('db sync', checks['Database schema'][1])
         self.assertEqual(0, self.manage('db', 'sync')[0])
         self.assertEqual(migration.head(), migration.version(self.engine))
         code, out, _ = self.manage('db', 'version')
         self.assertEqual(migration.head(), out.splitlines()[-1])
+        self.assertEqual((status.Code.SUCCESS, None),
+                         self.status()[1]['Database schema'])
+
+    def status(self, more=''):
+        """Exit status and ``{check: (result, details)}``.
+
+        ``more``: config text read after the config file.
+        """
+        path = self.useFixture(fixtures.TempDir()).path + '/more.conf'
+        with open(path, 'w') as conf_file:
+            conf_file.write(more)
+        overrides = ['--config-file', path]
         code, out, _ = self.run_cmd(status.main, '--config-file',
-                                    self.conf_file, 'upgrade', 'check')
-        self.assertEqual(0, code, out)
+                                    self.conf_file, *overrides, 'upgrade',
+                                    'check', '--json')
+        return code, {c['check']: (c['result'], c['details'])
+                      for c in json.loads(out)['checks']}
+
+    def test_status_default_tier(self):
+        tier = '[tiers]\ndefault_tier = silver\n'
+        self.assertEqual(status.Code.WARNING,
+                         self.status(tier)[1]['Default tier'][0])
+        self.manage('db', 'sync')
+        code, checks = self.status(tier)
+        self.assertEqual(2, code)
+        self.assertEqual(status.Code.FAILURE, checks['Default tier'][0])
+        self.assertIn('silver, which is not a tier', checks['Default tier'][1])
+        self.db.tier_create(database.tier_values('silver'))
+        self.assertEqual((status.Code.SUCCESS, None),
+                         self.status(tier)[1]['Default tier'])
+
+    def test_status_agents(self):
+        self.manage('db', 'sync')
+        self.assertEqual(status.Code.WARNING, self.status()[1]['Agents'][0])
+        ours = status.version.version_info.semantic_version()
+        self.db.agent_heartbeat('cn1', 'LibvirtDriver', interval_s=5.0,
+                                version=ours.release_string())
+        self.assertEqual((status.Code.SUCCESS, None),
+                         self.status()[1]['Agents'])
+        self.db.agent_heartbeat('cn2', 'LibvirtDriver', interval_s=5.0,
+                                version='0.0.0')
+        self.useFixture(fixtures.MockPatch('iotguard.cmd.status.OLDEST_AGENT',
+                                           ours.release_string()))
+        code, checks = self.status()
+        self.assertEqual((2, status.Code.FAILURE),
+                         (code, checks['Agents'][0]))
+        self.assertIn('Agent(s) on cn2 are older', checks['Agents'][1])
 
     def test_domain_calibrate(self):
         self.manage('db', 'sync')
