@@ -62,8 +62,8 @@ def _semver(text: str | None) -> pbr_version.SemanticVersion | None:
 
 
 def _why(exc: Exception) -> str:
-    """The driver's own words of a database error (no SQL statement)."""
-    return str(getattr(exc, 'orig', None) or exc)
+    """A database error's first line (the driver's words, not the SQL)."""
+    return (str(exc).splitlines() or [''])[0]
 
 
 def _broker_urls(url: oslo_messaging.TransportURL) -> list[str]:
@@ -177,8 +177,11 @@ class Checks(upgradecheck.UpgradeCommands):
         ``<topic>.info`` on its first notification (passive declares,
         nothing is created).
         """
-        transport = oslo_messaging.get_notification_transport(self.conf)
-        transport.cleanup()
+        try:
+            oslo_messaging.get_notification_transport(self.conf).cleanup()
+        except oslo_messaging.MessagingException as exc:
+            return Result(Code.FAILURE, 'The notifications transport cannot '
+                          'be used: %s' % exc)
         url = oslo_messaging.TransportURL.parse(
             self.conf, self.conf.oslo_messaging_notifications.transport_url)
         if url.transport not in ('rabbit', 'kombu'):

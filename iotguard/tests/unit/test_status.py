@@ -99,6 +99,12 @@ class ChecksTest(base.TestCase):
         self.assertEqual((Code.SUCCESS, 'Not checked on the fake transport.'),
                          (result.code, result.details))
 
+    def test_notifications_transport_unusable_is_a_failure(self):
+        self.transport('bogus://x/')
+        result = self.checks._check_notifications()
+        self.assertEqual(Code.FAILURE, result.code)
+        self.assertIn('driver "bogus"', result.details)
+
     def test_notifications_broker_unreachable_is_a_warning(self):
         self.transport('rabbit://guest:guest@127.0.0.1:1/')
         result = self.checks._check_notifications()
