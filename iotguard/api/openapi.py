@@ -109,6 +109,12 @@ OPERATIONS = {
         'DELETE': Operation('Drop the chosen tier of an instance.',
                             ok=204, params=_INSTANCE, errors=(404, 409)),
     },
+    '/v1/instances/{uuid}/disks/{dev}/record': {
+        'GET': Operation('A disk\'s record by the minute: its floor kept, '
+                         'its caps and why.',
+                         params=dict(_INSTANCE, dev=common.NAME),
+                         query=schemas.RECORD_QUERY, errors=(404,)),
+    },
     '/v1/domains': {
         'GET': Operation('List the storage domains (admin).'),
     },

@@ -26,6 +26,7 @@ from iotguard.api.handlers import common
 from iotguard.api.handlers import decision
 from iotguard.api.handlers import domain
 from iotguard.api.handlers import instance
+from iotguard.api.handlers import record
 from iotguard.api.handlers import root
 from iotguard.api.handlers import tier
 from iotguard.api.schemas import common as common_schema
@@ -47,6 +48,7 @@ ROUTES: dict[str, dict[str, util.Handler]] = {
     '/v1/instances/{uuid}': {'GET': instance.show_instance},
     '/v1/instances/{uuid}/tier': {'PUT': instance.set_instance_tier,
                                   'DELETE': instance.unset_instance_tier},
+    '/v1/instances/{uuid}/disks/{dev}/record': {'GET': record.show_record},
     '/v1/domains': {'GET': domain.list_domains},
     '/v1/domains/{name}': {'GET': domain.show_domain,
                            'PATCH': domain.update_domain},
@@ -66,7 +68,7 @@ _TABLE = [(_compile(t), methods) for t, methods in ROUTES.items()]
 #: The handlers that take query parameters (and check them); any query
 #: parameter on the others is a 400.
 _READS_QUERY = {decision.list_decisions, instance.list_instances,
-                agent.list_agents}
+                agent.list_agents, record.show_record}
 #: What the databases say when a lock wait ends without the lock.
 _LOCK_MESSAGES = ('database is locked', 'lock timeout',
                   'Lock wait timeout exceeded')

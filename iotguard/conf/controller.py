@@ -69,6 +69,14 @@ OPTS: list[cfg.Opt] = [
                       'them (one transaction per round for all its '
                       'domains; on PostgreSQL and MySQL 8.0.4+ / MariaDB '
                       '10.6+ one statement per 10,000 disks). 0: never.'),
+    cfg.IntOpt('record_retention',
+               default=24, min=1,
+               help='Hours each disk\'s record (per minute: the seconds its '
+                    'floor was due and kept, capped, its mean rates and '
+                    'the reason of its cap; GET /v1/instances/{uuid}/'
+                    'disks/{dev}/record) is kept; one row of about 100 '
+                    'bytes per disk with a floor or a cap per minute, '
+                    '1,440 rows per such disk and day.'),
     cfg.FloatOpt('violation_latency_ms',
                  default=20.0, min=0.0,
                  help='A disk below its floor whose mean latency per '

@@ -41,6 +41,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from iotguard.controller import notifications
+from iotguard.controller import record as record_mod
 from iotguard.db import api as db_api
 from iotguard.db import caps as db_caps
 from iotguard.db import disks as db_disks
@@ -54,6 +55,8 @@ LOG = logging.getLogger(__name__)
 
 #: A disk below (1 - this) x its floor is below its floor.
 FLOOR_TOLERANCE = 0.05
+#: How often the records' minutes past the retention are deleted.
+PURGE_EVERY_S = 3600.0
 
 Member = db_disks.Member
 InForce = db_caps.InForce
@@ -164,6 +167,9 @@ class Effects:
         # by domain name:
         self._violating: dict[str, set[str]] = {}   # disk ids
         self._rates_slot: dict[str, int] = {}   # rates_write_interval slot
+        self.recorder = record_mod.Recorder(self.interval_s)
+        self.record_keep_s = conf.controller.record_retention * 3600.0
+        self._purged_at = 0.0
 
     def forget(self, name: str) -> None:
         self._violating.pop(name, None)
@@ -174,10 +180,13 @@ class Effects:
     def act(self, name: str, policy_name: str, disks: list[Member],
             in_force: list[InForce | None], snapshot: base.DomainSnapshot,
             decisions: list[base.Decision], now: float, result: RoundResult,
-            writes: Writes) -> None:
+            writes: Writes) -> tuple[base.BoolArray, dict[int, str]]:
         """Plan the decisions, record the changes, cast them per host.
 
         The renewals sent are written to the database by :meth:`flush`.
+        Returns which disks are capped after the round and, for the caps
+        set or changed, the reason their tenant reads
+        (:mod:`iotguard.controller.record`).
         """
         plan = plan_mod.plan(snapshot, decisions, in_force, now,
                              self.lease_s, self.interval_s)
@@ -190,6 +199,14 @@ class Effects:
                         decision.reason, decision.disk_id)
         result.dropped += len(plan.dropped)
         olds = [c.limits if c else {} for c in in_force]
+        capped = np.array([c is not None for c in in_force], dtype=bool)
+        reasons = {}
+        for c in plan.changes:
+            capped[c.disk] = c.limits is not None
+            if c.limits is not None:
+                reasons[c.disk] = record_mod.cap_reason(
+                    olds[c.disk], c.limits, snapshot.iops[c.disk],
+                    snapshot.bytes_sec[c.disk])
         ids = self.db.decisions_create([{
             'domain': name, 'policy': policy_name,
             'instance_uuid': disks[c.disk].instance_uuid,
@@ -273,6 +290,7 @@ class Effects:
             writes.renewed.extend(renewed)
             writes.renewing.append(result)
             result.renewed = len(renewed)
+        return capped, reasons
 
     @staticmethod
     def _payload(domain: str, policy: str, record: Record) -> dict[str, Any]:
@@ -324,15 +342,32 @@ class Effects:
             except Exception:
                 LOG.exception('Could not write the rates of %d disks',
                               len(writes.rates))
+        minutes = self.recorder.closed(now)
+        try:
+            if minutes:
+                self.db.disk_minutes_add(minutes)
+            if now - self._purged_at >= PURGE_EVERY_S:
+                self._purged_at = now
+                self.db.disk_minutes_purge(to_datetime(
+                    now - self.record_keep_s))
+        except Exception:
+            LOG.exception('Could not write %d minutes of the disks\' '
+                          'records', len(minutes))
 
     # -- notify -------------------------------------------------------------
 
     def violations(self, name: str, disks: list[Member],
                    snapshot: base.DomainSnapshot, now: float,
-                   result: RoundResult) -> None:
-        """Notify the guarantees that start to be violated now."""
+                   result: RoundResult,
+                   capped: tuple[base.BoolArray, dict[int, str]]) -> None:
+        """Notify the guarantees that start to be violated now.
+
+        ``capped``: what :meth:`act` returned; with the violations it
+        goes into the disks' records.
+        """
         violated, load, floor = violations(snapshot,
                                            self.violation_latency_ms)
+        self.recorder.add(disks, snapshot, violated, floor, *capped, now)
         fresh = ~snapshot.stale
         result.floored = int((fresh & (floor > 0)).sum())
         result.load = float(np.nansum(load[fresh]))

@@ -256,9 +256,9 @@ class DomainLoop:
         result.decisions = len(decisions)
         alone = writes is None
         writes = writes or effects.Writes()
-        self.effects.act(name, policy_name, disks, caps_, snapshot,
-                         decisions, now, result, writes)
-        self.effects.violations(name, disks, snapshot, now, result)
+        capped = self.effects.act(name, policy_name, disks, caps_, snapshot,
+                                  decisions, now, result, writes)
+        self.effects.violations(name, disks, snapshot, now, result, capped)
         self.effects.write_rates(name, disks, snapshot, columns, now, writes)
         if alone:
             self.effects.flush(writes, now)

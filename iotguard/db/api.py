@@ -40,6 +40,7 @@ from iotguard.db import caps
 from iotguard.db import decisions
 from iotguard.db import disks
 from iotguard.db import domains
+from iotguard.db import records
 from iotguard.db import tiers
 
 #: enginefacade options that oslo.db's [database] group has but
@@ -133,6 +134,10 @@ class Connection:
     caps_release = _in('writer', caps.release)
     caps_renew = _in('writer', caps.renew)
     domains_caps = _in('reader', caps.of_domains)
+
+    disk_minutes_add = _in('writer', records.add)
+    disk_minutes = _in('reader', records.list_)
+    disk_minutes_purge = _in('writer', records.purge)
 
     decisions_create = _in('writer', decisions.create)
     decision_list = _in('reader', decisions.list_)

@@ -189,6 +189,28 @@ class Disk(Base):
     created_at, updated_at = _timestamps()
 
 
+class DiskMinute(Base):
+    """One minute of a disk's record: its floor kept, its cap and why.
+
+    Seconds are those the controller saw fresh samples of; rates are their
+    means. Written for the disks with a floor or a cap in that minute.
+    """
+
+    __tablename__ = 'disk_minutes'
+
+    disk_id: Mapped[int] = mapped_column(
+        sa.ForeignKey('disks.id', ondelete='CASCADE'), primary_key=True)
+    minute: Mapped[datetime.datetime] = mapped_column(
+        DateTime, primary_key=True, index=True)
+    seconds: Mapped[float] = mapped_column(sa.Double)
+    floor_due_s: Mapped[float] = mapped_column(sa.Double)
+    floor_kept_s: Mapped[float] = mapped_column(sa.Double)
+    capped_s: Mapped[float] = mapped_column(sa.Double)
+    iops: Mapped[float] = mapped_column(sa.Double)
+    bytes_sec: Mapped[float] = mapped_column(sa.Double)
+    cap_reason: Mapped[str | None] = mapped_column(sa.String(255))
+
+
 class Cap(Base):
     """The dynamic cap in force on one disk, with its lease."""
 

@@ -18,6 +18,7 @@ The service writes caps, decisions and rates in batches
 go through the same batched calls.
 """
 
+from iotguard.db import records
 from iotguard import exception
 
 
@@ -49,3 +50,17 @@ def disk_update_rates(db, instance_uuid, dev, sampled_at, **rates):
                                  % (dev, instance_uuid))
     db.disk_rates_bulk_update([dict(rates, id=found[0]['id'],
                                     sampled_at=sampled_at)])
+
+
+def minute_add(db, instance_uuid, dev, minute, seconds=60.0,
+               floor_due_s=60.0, floor_kept_s=60.0, capped_s=0.0,
+               iops=0.0, bytes_sec=0.0, cap_reason=None):
+    """Store one minute of one disk's record."""
+    found = [d for d in db.disk_list(instance_uuid=instance_uuid)
+             if d['dev'] == dev]
+    if not found:
+        raise exception.NotFound(what='disk %s of instance %s'
+                                 % (dev, instance_uuid))
+    db.disk_minutes_add([records.Minute(
+        found[0]['id'], minute, seconds, floor_due_s, floor_kept_s,
+        capped_s, iops, bytes_sec, cap_reason)])

@@ -62,12 +62,12 @@ DOMAIN_UPDATE = common.closed({
 DECISION_QUERY = common.closed({
     'instance': common.UUID,
     'domain': common.DOMAIN_NAME,
-    'since': {'type': 'string', 'maxLength': 40,
-              'pattern': r'^[0-9]{4}-[0-9]{2}-[0-9]{2}'
-                         r'(T[0-9:.]+(Z|[+-][0-9]{2}:?[0-9]{2})?)?$'},
+    'since': common.QUERY_TIME,
     'limit': common.QUERY_INT,
     'marker': common.QUERY_INT,
 })
+RECORD_QUERY = common.closed({'since': common.QUERY_TIME,
+                              'until': common.QUERY_TIME})
 
 AGENT_QUERY = common.closed({'host': common.HOST,
                              'alive': common.QUERY_BOOL})

@@ -34,6 +34,10 @@ RATE = {'type': 'number', 'minimum': 0, 'maximum': caps.MAX_RATE}
 UUID = {'type': 'string',
         'pattern': r'^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-'
                    r'[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'}
+#: A time in a query: ISO 8601, UTC unless it has an offset.
+QUERY_TIME = {'type': 'string', 'maxLength': 40,
+              'pattern': r'^[0-9]{4}-[0-9]{2}-[0-9]{2}'
+                         r'(T[0-9:.]+(Z|[+-][0-9]{2}:?[0-9]{2})?)?$'}
 #: Query parameters arrive as strings.
 QUERY_INT = {'type': 'string', 'pattern': r'^[0-9]{1,9}$'}
 #: A boolean query parameter (``true``/``false``, any case, or 1/0, yes/no).

@@ -413,6 +413,57 @@ class APITests:
         response = self.call('GET', '/v1/instances/%s' % A1, who=ADMIN)
         self.assertEqual(2, len(response.json['instance']['disks']))
 
+    def test_disk_record(self):
+        minute = datetime.timedelta(minutes=1)
+        dbrows.minute_add(self.db, A1, 'vda', T0, floor_kept_s=45.0,
+                          capped_s=30.0, iops=400.0,
+                          cap_reason='capped at 300 IOPS: its own numbers')
+        dbrows.minute_add(self.db, A1, 'vda', T0 + minute)
+        dbrows.minute_add(self.db, B1, 'vda', T0, floor_kept_s=1.0)
+        path = '/v1/instances/%s/disks/vda/record' % A1
+        window = '?since=2026-11-22T03:00:00Z&until=2026-11-22T04:00:00Z'
+        response = self.call('GET', path + window, who=READER_A)
+        self.assertEqual(200, response.status_code, response.text)
+        record = response.json['record']
+        self.assertEqual((120.0, 105 / 120, 30.0), (
+            record['floor_due_s'], record['floor_kept_ratio'],
+            record['capped_s']))
+        self.assertEqual([0.75, 1.0], [m['floor_kept_ratio']
+                                       for m in record['minutes']])
+        self.assertEqual('capped at 300 IOPS: its own numbers',
+                         record['minutes'][0]['cap_reason'])
+        # never where the disk lives nor another disk's numbers
+        for leak in ('cn1', 'local:cn1', 'proj-b', 'disk_id', 'domain'):
+            self.assertNotIn(leak, response.text)
+        # the last hour by default: T0 is just out of it, T0 + 1 min in
+        self.at(T0 + datetime.timedelta(hours=1, seconds=30))
+        self.assertEqual(['2026-11-22T03:01:00Z'], [
+            m['minute'] for m in self.call('GET', path, who=READER_A)
+            .json['record']['minutes']])
+        # another project's disk, an unknown disk: 404; the admin sees any
+        self.assertError(self.call('GET', path + window, who=MEMBER_B), 404)
+        self.assertError(self.call(
+            'GET', '/v1/instances/%s/disks/vdz/record' % A1, who=READER_A),
+            404)
+        self.assertEqual(1, len(self.call(
+            'GET', '/v1/instances/%s/disks/vda/record%s' % (B1, window),
+            who=ADMIN).json['record']['minutes']))
+        self.assertError(self.call('GET', path, who=NOROLE_A), 403)
+        # bad windows and parameters: 400, saying why
+        for query, part in (
+                ('?since=2026-11-22T04:00:00Z&until=2026-11-22T03:00:00Z',
+                 'before until'),
+                ('?since=2026-11-20T00:00:00Z&until=2026-11-22T03:00:00Z',
+                 'at most 24 hours'),
+                ('?since=yesterday', 'since'),
+                ('?since=2026-13-40T00:00:00', 'since'),
+                ('?limit=3', 'limit')):
+            self.assertError(self.call('GET', path + query, who=READER_A),
+                             400, part)
+        self.assertError(self.call(
+            'GET', '/v1/instances/%s/disks/%s/record' % (A1, 'x' * 70),
+            who=READER_A), 400, 'dev')
+
     def test_instance_bad_and_unknown_uuid(self):
         for bad in ('not-a-uuid', 'aaaaaaaa00004000800000000000000z',
                     'x' * 300):

@@ -96,6 +96,8 @@ class Call:
 TIER_PATH = '/v1/tiers/gold'
 INSTANCE_TIER = '/v1/instances/%s/tier' % INSTANCE
 DOMAIN_PATH = '/v1/domains/' + DOMAIN
+RECORD_PATH = ('/v1/instances/%s/disks/vda/record?since=2026-11-22T03:40:00Z'
+               '&until=2026-11-22T03:42:00Z' % INSTANCE)
 
 CALLS = (
     Call('GET', '/', '/', None, 200,
@@ -123,6 +125,8 @@ CALLS = (
          'errors/admission-refused-response.json'),
     Call('GET', '/v1/instances/{uuid}', '/v1/instances/' + INSTANCE, MEMBER,
          200, response='instances/instance-show-response.json'),
+    Call('GET', '/v1/instances/{uuid}/disks/{dev}/record', RECORD_PATH,
+         MEMBER, 200, response='instances/disk-record-response.json'),
     Call('GET', '/v1/instances', '/v1/instances', MEMBER, 200,
          response='instances/instances-list-response.json'),
     Call('GET', '/v1/domains', '/v1/domains', ADMIN, 200,
@@ -244,6 +248,18 @@ class SamplesMatchTheAPI:
         dbrows.cap_set(db, INSTANCE, 'vda', limits,
                        SAMPLED_AT + datetime.timedelta(seconds=35),
                        self.decision_id)
+        # Two minutes of vda's record: its floor kept, then capped.
+        for minute, kept, capped, iops, reason in (
+                (0, 60.0, 0.0, 2100.0, None),
+                (1, 55.0, 35.0, 3150.0,
+                 'capped at 2900 IOPS and 11.9 MB/s: its storage was '
+                 'contended and it was doing 3200 IOPS and 13.0 MB/s, more '
+                 'than its fair share')):
+            dbrows.minute_add(
+                db, INSTANCE, 'vda', datetime.datetime(2026, 11, 22, 3,
+                                                       40 + minute),
+                floor_kept_s=kept, capped_s=capped, iops=iops,
+                bytes_sec=iops * 4096, cap_reason=reason)
         # Heard of now, so alive.
         db.agent_heartbeat('compute1', 'libvirt', version='1.0.0',
                            interval_s=5.0, disks=2, caps=1)

@@ -40,6 +40,42 @@ class DbApiTests:
                             volume_id=UUID_B)
         self.db.disk_upsert(UUID_B, 'vda', 'cn1', 'local:cn1', 'proj-b')
 
+    def test_disk_record_by_the_minute(self):
+        self._domain_with_disks()
+        t0 = datetime.datetime(2026, 11, 28, 6, 0)
+        minute = datetime.timedelta(minutes=1)
+        for k in range(3):
+            dbrows.minute_add(self.db, UUID_A, 'vda', t0 + k * minute,
+                              floor_kept_s=50.0 + k, iops=100.0 * (k + 1))
+        got = self.db.disk_minutes(UUID_A, 'vda', t0 + minute, t0 + 3 * minute)
+        self.assertEqual([(t0 + minute, 51.0, 200.0),
+                          (t0 + 2 * minute, 52.0, 300.0)],
+                         [(m.minute, m.floor_kept_s, m.iops) for m in got])
+        # a second controller's share of a minute (a takeover) adds up
+        dbrows.minute_add(self.db, UUID_A, 'vda', t0, seconds=20.0,
+                          floor_due_s=20.0, floor_kept_s=20.0, capped_s=10.0,
+                          iops=500.0, cap_reason='capped at 400 IOPS')
+        first = self.db.disk_minutes(UUID_A, 'vda', t0, t0 + minute)[0]
+        self.assertEqual((80.0, 80.0, 70.0, 10.0, 200.0,
+                          'capped at 400 IOPS'),
+                         (first.seconds, first.floor_due_s,
+                          first.floor_kept_s, first.capped_s, first.iops,
+                          first.cap_reason))
+        # another project's disk is not found, nor an unknown one
+        self.assertRaises(exception.NotFound, self.db.disk_minutes, UUID_A,
+                          'vda', t0, t0 + minute, project_id='proj-b')
+        self.assertRaises(exception.NotFound, self.db.disk_minutes, UUID_A,
+                          'vdz', t0, t0 + minute)
+        self.assertEqual(1, len(self.db.disk_minutes(
+            UUID_A, 'vda', t0, t0 + minute, project_id='proj-a')))
+        # past the retention: purged; the disk gone: its record too
+        self.assertEqual(2, self.db.disk_minutes_purge(t0 + 2 * minute))
+        self.assertEqual([t0 + 2 * minute], [m.minute for m in self.db.
+                                             disk_minutes(UUID_A, 'vda', t0,
+                                                          t0 + 9 * minute)])
+        self.db.disk_delete(UUID_A, 'vda')
+        self.assertEqual(0, self.db.disk_minutes_purge(t0 + 9 * minute))
+
     def test_tier_crud(self):
         made = self.db.tier_create(database.tier_values(
             'gold', min_iops=500.0, max_bytes_sec=1e9))

@@ -11,6 +11,7 @@
 # under the License.
 
 import dataclasses
+import datetime
 import logging
 import math
 
@@ -490,6 +491,36 @@ class RunTest(LoopTestBase):
         self.assertIn('load', row['numbers'])
         self.assertLess(self.cap_of(heavy)['limits']['total_bytes_sec'],
                         32 * KIB64)
+
+    def test_the_round_goes_into_the_disks_records(self):
+        domain = fakes.add_domain(self.db, 'paper', iops_4k=300.0,
+                                  bytes_sec=3.4e6, policy='guarantee')
+        tier = fakes.tier('paper', min_bytes_sec=614400.0)
+        heavy = fakes.add_disk(self.db, 'paper', 'cn1', tier)
+        light = fakes.add_disk(self.db, 'paper', 'cn2', tier)
+        self.feed(heavy, iops=32.0, bytes_sec=32 * KIB64, latency_ms=300.0)
+        self.feed(light, iops=4.0, bytes_sec=4 * KIB64, latency_ms=300.0)
+        self.loop.run_once(domain, T0)
+        self.assertIsNotNone(self.cap_of(heavy))
+        start = datetime.datetime.utcfromtimestamp(T0 // 60 * 60)
+        end = start + datetime.timedelta(minutes=1)
+
+        def minutes(disk):
+            return self.db.disk_minutes(disk['instance_uuid'], disk['dev'],
+                                        start, end)
+        self.assertEqual([], minutes(heavy))     # the minute is not over
+        self.loop.effects.flush(effects.Writes(), T0 + 60)
+        heavy_m, = minutes(heavy)
+        light_m, = minutes(light)
+        self.assertEqual((5.0, 5.0, 5.0), (
+            heavy_m.seconds, heavy_m.floor_due_s, heavy_m.capped_s))
+        self.assertTrue(heavy_m.cap_reason.startswith('capped at '),
+                        heavy_m.cap_reason)
+        self.assertIn('doing 32 IOPS and 2.1 MB/s', heavy_m.cap_reason)
+        # below its floor, asking for more, slow: not kept
+        self.assertEqual((5.0, 0.0, 0.0, None), (
+            light_m.floor_due_s, light_m.floor_kept_s, light_m.capped_s,
+            light_m.cap_reason))
 
     def test_capacity_learned_and_used_once_chosen(self):
         # a token bucket of 100 IOPS and 4 MiB/s whose profile was typed
