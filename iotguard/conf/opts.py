@@ -23,13 +23,15 @@ from iotguard.conf import coordination
 from iotguard.conf import default
 from iotguard.conf import gnocchi
 from iotguard.conf import membership
+from iotguard.conf import placement
 from iotguard.conf import prometheus
 from iotguard.conf import service_credentials
 from iotguard.conf import tiers
 
 
 _MODULES = (default, agent, controller, coordination, api, admission, tiers,
-            ceilometer, gnocchi, membership, service_credentials, prometheus)
+            ceilometer, gnocchi, membership, placement, service_credentials,
+            prometheus)
 
 
 def list_opts() -> list[tuple[str | None, list[cfg.Opt]]]:
