@@ -43,6 +43,7 @@ class Answer(TypedDict, total=False):
     decision: Body
     decisions: list[Body]
     links: list[Body]
+    record: Body
 
 
 class APIError(exceptions.CommandError):
@@ -123,6 +124,11 @@ class Client:
 
     def instance_show(self, uuid: str) -> Body:
         return self._call('GET', '/instances/%s' % _quote(uuid))['instance']
+
+    def disk_record(self, uuid: str, dev: str, **window: Any) -> Body:
+        """A disk's record; ``window``: ``since``, ``until`` (or None)."""
+        return self._call('GET', '/instances/%s/disks/%s/record' % (
+            _quote(uuid), _quote(dev)), params=window)['record']
 
     def instance_set_tier(self, uuid: str, tier: str) -> Body:
         return self._call('PUT', '/instances/%s/tier' % _quote(uuid),

@@ -19,6 +19,7 @@ python-openstackclient's ``openstack`` executable in a subprocess with
 a noauth all-in-one would, and their ``-f json`` output is checked.
 """
 
+import datetime
 import json
 import os
 import shutil
@@ -37,6 +38,7 @@ from iotguard.tests.fixtures import database
 
 ADMIN = ('admin-user', 'admin-proj', 'admin,member,reader')
 MEMBER = ('user-a', 'proj-a', 'member,reader')
+OTHER = ('user-b', 'proj-b', 'member,reader')
 
 
 class _Handler(simple_server.WSGIRequestHandler):
@@ -213,6 +215,21 @@ class TestOpenstackCLI(base.TestCase):
         # A tier in use cannot be deleted.
         _, err = self.cli('tier', 'delete', 'gold', ok=False)
         self.assertIn('in use', err)
+
+        # A disk's record: the minutes of the window, and its summary.
+        minute = datetime.datetime(2026, 11, 28, 6, 0)
+        dbrows.minute_add(self.db, instance, 'vda', minute,
+                          floor_kept_s=45.0, capped_s=30.0, iops=400.0,
+                          cap_reason='capped at 300 IOPS: its own numbers')
+        window = ('--since', '2026-11-28T05:30:00Z', '--until',
+                  '2026-11-28T06:30:00Z')
+        out, _ = self.cli('disk', 'record', instance, 'vda', *window,
+                          who=MEMBER)
+        self.assertIn('Floor kept 75.0 % of 60 s due; capped 30 s', out)
+        self.assertIn('capped at 300 IOPS: its own numbers', out)
+        _, err = self.cli('disk', 'record', instance, 'vda', *window,
+                          who=OTHER, ok=False)
+        self.assertIn('404', err)
 
         # Domains: the admin's figures and settings, a project's view.
         self.cli('domain', 'set', 'local:compute1', '--iops-4k', '20000',
