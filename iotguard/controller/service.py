@@ -39,6 +39,7 @@ from iotguard.controller import manager as manager_mod
 from iotguard.controller import membership as membership_mod
 from iotguard.controller import notifications
 from iotguard.controller import partition as partition_mod
+from iotguard.controller import placement
 from iotguard.controller import samples as samples_mod
 from iotguard.controller.sources import gnocchi as gnocchi_mod
 from iotguard.db import api as db_api
@@ -84,6 +85,8 @@ class ControllerService:
         self.membership: membership_mod.Membership | None = None
         self.notifier: notifications.Notifier | None = None
         self.membership_listener: Server | None = None
+        self.placement = (placement.Report(conf, self.db)
+                          if conf.placement.enabled else None)
         self._membership_due = 0.0
         self._moved: set[str] = set()   # instances a host reported elsewhere
         self.owned: set[str] = set()
@@ -272,6 +275,8 @@ class ControllerService:
                 self.rounds.forget(names)
                 self.owned = names
             self._refresh_membership(now)
+            if self.placement is not None:
+                self.placement.sync_due(domains, now)
             self._follow_moves()
             if self.manager.index.due(now):
                 self.manager.index.refresh()
