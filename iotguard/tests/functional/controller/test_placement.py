@@ -73,6 +73,10 @@ class PlacementSyncTest(base.TestCase):
         node = str(uuid.uuid4())
         self.placement.call('POST', '/resource_providers',
                             {'uuid': node, 'name': host})
+        self.placement.call(
+            'PUT', '/resource_providers/%s/inventories' % node,
+            {'inventories': {'VCPU': {'total': 8}},
+             'resource_provider_generation': 0})
         return node
 
     def disk(self, vm, host, domain, tier=None):
@@ -108,7 +112,7 @@ class PlacementSyncTest(base.TestCase):
             'PUT', '/resource_providers/%s/aggregates' % self.nodes[
                 self.host_a],
             {'aggregates': [nova_aggregate],
-             'resource_provider_generation': 0})
+             'resource_provider_generation': 1})
 
         synced = self.sync()
 
@@ -217,3 +221,30 @@ class PlacementSyncTest(base.TestCase):
         self.assertIn(str(uuid.uuid5(placement.NAMESPACE,
                                      'aggregate:' + self.ceph)),
                       self.aggregates(new_node))
+
+    def test_placement_finds_the_floors_a_flavor_would_ask_for(self):
+        self.sync()
+        local, shared = self.uuid(self.local), self.uuid(self.ceph)
+        node_a, node_b = self.nodes[self.host_a], self.nodes[self.host_b]
+        ours = {local, shared, node_a, node_b}
+
+        def candidates(units):
+            found = self.get('/allocation_candidates?resources=VCPU:1,%s:%d'
+                             % (RC, units))['allocation_requests']
+            return sorted(
+                sorted((rp, rc) for rp, a in r['allocations'].items()
+                       for rc in a['resources'])
+                for r in found if set(r['allocations']) <= ours)
+
+        def expected(*pairs):
+            return sorted(sorted([(node, 'VCPU'), (floor, RC)])
+                          for node, floor in pairs)
+
+        # What the scheduler gets for a flavor with VCPU and a floor: host
+        # a with its own domain or the shared one, host b the shared one.
+        self.assertEqual(expected((node_a, local), (node_a, shared),
+                                  (node_b, shared)), candidates(323))
+        # Beyond the local domain's 9000 units only the shared one has room.
+        self.assertEqual(expected((node_a, shared), (node_b, shared)),
+                         candidates(9001))
+        self.assertEqual([], candidates(27466))
