@@ -37,11 +37,11 @@ import sqlalchemy as sa
 
 from iotguard import clients
 from iotguard import conf as iotguard_conf
+from iotguard.db import agents as db_agents
 from iotguard.db import api as db_api
 from iotguard.db import migration
 from iotguard import exception
 from iotguard import version
-from iotguard.wire import rates
 
 Code = upgradecheck.Code
 Result = upgradecheck.Result
@@ -228,9 +228,8 @@ class Checks(upgradecheck.UpgradeCommands):
             return Result(Code.WARNING, 'Cannot read the agents (run '
                           '"iotguard-manage db sync" first): %s' % _why(exc))
         now = timeutils.utcnow()
-        alive = [a for a in agents if timeutils.delta_seconds(
-            a['last_heartbeat'], now) <= rates.STALE_INTERVALS * (
-                a['interval_s'] or self.conf.agent.sample_interval)]
+        alive = [a for a in agents if db_agents.alive(
+            a, now, self.conf.agent.sample_interval)]
         if not alive:
             return Result(Code.WARNING, 'No agent reported recently (%d '
                           'known): nothing is measured or capped.'

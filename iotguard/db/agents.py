@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from iotguard.db import models
+from iotguard.wire import rates
 
 FIELDS = ('host', 'driver', 'version', 'last_heartbeat', 'interval_s',
           'disks', 'caps', 'created_at')
@@ -34,6 +35,18 @@ def heartbeat(session: orm.Session, host: str, driver: str,
     agent.driver, agent.last_heartbeat = driver, now
     agent.version, agent.interval_s = version, interval_s
     agent.disks, agent.caps = disks, caps
+
+
+def alive(agent: dict[str, Any], now: datetime.datetime,
+          default_interval_s: float) -> bool:
+    """Whether an agent of :func:`list_` was heard of recently enough.
+
+    Its last heartbeat at most ``STALE_INTERVALS`` of its sampling
+    intervals (``default_interval_s`` when it did not say) before ``now``.
+    """
+    interval = agent['interval_s'] or default_interval_s
+    return bool((now - agent['last_heartbeat']).total_seconds()
+                <= rates.STALE_INTERVALS * interval)
 
 
 def list_(session: orm.Session, host: str | None = None

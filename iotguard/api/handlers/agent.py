@@ -28,14 +28,12 @@ import webob
 from iotguard.api.handlers import common
 from iotguard.api import schemas
 from iotguard.api import util
-from iotguard.wire import rates
+from iotguard.db import agents
 
 
 def _view(agent: dict[str, Any], now: datetime.datetime,
           default_interval_s: float) -> dict[str, Any]:
-    interval = agent['interval_s'] or default_interval_s
-    age = timeutils.delta_seconds(agent['last_heartbeat'], now)
-    return dict(agent, alive=age <= rates.STALE_INTERVALS * interval)
+    return dict(agent, alive=agents.alive(agent, now, default_interval_s))
 
 
 def list_agents(req: webob.Request) -> webob.Response:
