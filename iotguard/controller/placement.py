@@ -201,11 +201,6 @@ class Report:
                             provider.domain, e)
         return done
 
-    def _get(self, path: str) -> Any:
-        """The JSON at ``path``, None when it is not found."""
-        resp = self._api.get(path)
-        return None if resp.status_code == 404 else _check(resp).json()
-
     def _node(self, host: str) -> str | None:
         """The uuid of ``host``'s compute node provider, logged if none."""
         found = _check(self._api.get('/resource_providers',
@@ -243,7 +238,7 @@ class Report:
             parent = self._node(p.parent)
             if parent is None:
                 return False
-        if self._get(path) is None:
+        if self._api.get(path).status_code == 404:
             _check(self._api.post('/resource_providers', json={
                 'uuid': p.uuid, 'name': p.name,
                 'parent_provider_uuid': parent}))
