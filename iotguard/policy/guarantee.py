@@ -52,6 +52,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from iotguard import policy
 from iotguard.policy import allocation
 from iotguard.policy import base
 from iotguard.policy import costmodel
@@ -62,68 +63,98 @@ CAPACITY = 1.0
 
 @dataclasses.dataclass(eq=False)
 class Params:
-    """The policy's parameters, their defaults and their ranges.
+    """The policy's parameters: default, bounds and meaning of each.
 
-    Explained in admin/policies.rst; out of range: ``ValueError``.
+    The docs' table (admin/policies.rst) and the API's schema are made
+    from them (:func:`iotguard.policy.param`).
     """
 
-    high_watermark: float = 0.9
-    low_watermark: float = 0.7
-    latency_threshold_ms: float = 1.0
-    latency_factor: float = 2.5
-    busy_depth: float = 0.8
-    release_factor: float = 1.5
-    headroom: float = 0.2
-    floor_margin: float = 0.2
-    at_cap_ratio: float = 0.9
-    tolerance: float = 0.05
-    min_change: float = 0.1
-    min_capacity: float = 0.0
-    congestion_ms: float = 0.0
-    congestion_factor: float = 8.0
-    congestion_release: float = 0.7
-    #: (never above min_change)
-    raise_change: float = 0.03
-    border_max: float = 0.94
-    border_step: float = 0.01
-    confirm_change: float = 0.2
+    high_watermark: float = policy.param(
+        0.9, '(0, 1]', 'Domain load (fraction of the profile\'s capacity) '
+        'above which the policy engages; the lowest border (the capacity '
+        'shared out while nobody starves, a token bucket\'s capacity), the '
+        'one it falls back to when the caps alone miss the latency '
+        'objective.')
+    low_watermark: float = policy.param(
+        0.7, '(0, 1)', 'While caps are in force, the load below which it '
+        'disengages and releases them step by step (below '
+        '``high_watermark``).')
+    latency_threshold_ms: float = policy.param(
+        1.0, '(0, inf)', 'An operation is slow when it takes more than '
+        '``latency_factor`` times its cost and more than this many '
+        'milliseconds.')
+    latency_factor: float = policy.param(
+        2.5, '[0, inf)', 'An operation is slow when it takes more than this '
+        'many times its cost on the domain.')
+    busy_depth: float = policy.param(
+        0.8, '[0, inf)', 'Operations in flight (IOPS x latency) from which a '
+        'slow disk counts as waiting for more.')
+    release_factor: float = policy.param(
+        1.5, '(1, inf)', 'Most a cap grows per interval (above '
+        '``1 + min_change``).')
+    headroom: float = policy.param(
+        0.2, '[0, inf)', 'An uncapped disk with unmet demand is assumed to '
+        'want this much more than it gets.')
+    floor_margin: float = policy.param(
+        0.2, '[0, inf)', 'A starving disk is assumed to want its floor plus '
+        'this margin.')
+    at_cap_ratio: float = policy.param(
+        0.9, '(0, 1]', 'A capped disk running at this fraction of its cap '
+        'wants more.')
+    tolerance: float = policy.param(
+        0.05, '[0, inf)', 'Slack on "above its share" and "below its floor" '
+        '(measurement noise).')
+    min_change: float = policy.param(
+        0.1, '[0, 1)', 'Relative change below which a cap is left alone.')
+    min_capacity: float = policy.param(
+        0.0, '[0, 1]', 'Fraction of the profile\'s capacity assumed to be '
+        'served while disks above their floor queue and none starves (0: '
+        'what is served now).')
+    congestion_ms: float = policy.param(
+        0.0, '[0, inf)', 'The domain\'s congestion threshold in ms, like '
+        'SIOC\'s (0: ``congestion_factor`` x the learned uncongested '
+        'service time of each disk\'s operations).')
+    congestion_factor: float = policy.param(
+        8.0, '(1, inf)', 'The derived threshold, in multiples of the learned '
+        'service time.')
+    congestion_release: float = policy.param(
+        0.7, '(0, 1]', 'Fraction of the threshold under which a cap at its '
+        'limit may be raised; between it and the threshold caps hold '
+        'still.')
+    raise_change: float = policy.param(
+        0.03, '[0, 1)', '``min_change`` but for a raise toward the share '
+        'while the domain\'s load is under the border (after a cut made '
+        'above it), and for a cut for the latency objective (never more '
+        'than ``min_change``).')
+    border_max: float = policy.param(
+        0.94, '(0, 1]', 'The highest border, and the one a domain starts '
+        'from (at least ``high_watermark``; ``high_watermark``: a fixed '
+        'border).')
+    border_step: float = policy.param(
+        0.01, '(0, 1]', 'How much the border rises per interval while the '
+        'domain is held at it and the latency objective is met with room.')
+    confirm_change: float = policy.param(
+        0.2, '[0, 1)', 'A move of a cap in force smaller than this '
+        '(relative) is sent only when the decision before wanted it too, '
+        'unless it is a cut while the latency objective is missed or a '
+        'floor is at stake (0: every move at once).')
 
     def __post_init__(self) -> None:
-        p = dataclasses.asdict(self)
-        rules = [(name, bool(np.isfinite(value)), 'a finite number')
-                 for name, value in p.items()]
-        rules += [
-            ('low_watermark', 0 < p['low_watermark'] < p['high_watermark'],
-             '> 0 and below high_watermark (%r)' % p['high_watermark']),
-            ('latency_threshold_ms', p['latency_threshold_ms'] > 0, '> 0'),
-            ('latency_factor', p['latency_factor'] >= 0, '>= 0'),
-            ('busy_depth', p['busy_depth'] >= 0, '>= 0'),
-            ('release_factor', p['release_factor'] > 1, '> 1'),
-            ('headroom', p['headroom'] >= 0, '>= 0'),
-            ('floor_margin', p['floor_margin'] >= 0, '>= 0'),
-            ('at_cap_ratio', 0 < p['at_cap_ratio'] <= 1, 'in (0, 1]'),
-            ('tolerance', p['tolerance'] >= 0, '>= 0'),
-            ('min_capacity', 0 <= p['min_capacity'] <= 1, 'in [0, 1]'),
-            ('min_change', 0 <= p['min_change'] < 1, 'in [0, 1)'),
-            ('congestion_ms', p['congestion_ms'] >= 0,
-             '>= 0 (0: congestion_factor x the learned service time)'),
-            ('congestion_factor', p['congestion_factor'] > 1, '> 1'),
-            ('congestion_release', 0 < p['congestion_release'] <= 1,
-             'in (0, 1]'),
-            ('raise_change', 0 <= p['raise_change'] < 1, 'in [0, 1)'),
-            ('border_max', p['high_watermark'] <= p['border_max'] <= 1,
-             'in [high_watermark (%r), 1]' % p['high_watermark']),
-            ('border_step', 0 < p['border_step'] <= 1, 'in (0, 1]'),
-            ('confirm_change', 0 <= p['confirm_change'] < 1, 'in [0, 1)'),
-            ('release_factor', p['release_factor'] > 1 + p['min_change'],
-             'above 1 + min_change (%r)' % (1 + p['min_change']))]
-        for name, ok, rule in rules:
+        # the bounds are checked by GuaranteePolicy; the rules across them
+        for name, ok, rule in (
+                ('low_watermark', self.low_watermark < self.high_watermark,
+                 'below high_watermark (%r)' % self.high_watermark),
+                ('border_max', self.border_max >= self.high_watermark,
+                 'at least high_watermark (%r)' % self.high_watermark),
+                ('release_factor', self.release_factor > 1 + self.min_change,
+                 'above 1 + min_change (%r)' % (1 + self.min_change))):
             if not ok:
                 raise ValueError('guarantee: %s must be %s, not %r'
-                                 % (name, rule, p[name]))
+                                 % (name, rule, getattr(self, name)))
         self.raise_change = min(self.raise_change, self.min_change)
 
 
+PARAMS = policy.declared(Params)
 DEFAULTS = dataclasses.asdict(Params())
 
 #: How far, per decision, the learned uncongested service time follows
@@ -352,13 +383,10 @@ class GuaranteePolicy(Params):
     """Floors first, fair shares above them, caps only on the culprits."""
 
     name = 'guarantee'
+    PARAMS = PARAMS
 
-    def __init__(self, **params: float) -> None:
-        unknown = sorted(set(params) - set(DEFAULTS))
-        if unknown:
-            raise ValueError('guarantee: unknown parameter %s; known: %s'
-                             % (unknown[0], ', '.join(sorted(DEFAULTS))))
-        super().__init__(**{k: float(v) for k, v in params.items()})
+    def __init__(self, **params: object) -> None:
+        super().__init__(**policy.check_params(self.name, PARAMS, params))
         #: what is remembered between calls, per domain (:class:`Memory`)
         self.memory: dict[str, Memory] = {}
 

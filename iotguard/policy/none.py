@@ -19,6 +19,7 @@ ceilings Nova or Cinder set are not caps and stay.
 
 import numpy as np
 
+from iotguard import policy
 from iotguard.policy import base
 
 
@@ -26,9 +27,10 @@ class NoPolicy:
     """Never caps; releases whatever cap is in force."""
 
     name = 'none'
+    PARAMS: tuple[policy.Param, ...] = ()
 
     def __init__(self, **params: object) -> None:
-        base.reject_params(self.name, params)
+        policy.check_params(self.name, self.PARAMS, params)
 
     def decide(self, snapshot: base.DomainSnapshot,
                now: float) -> list[base.Decision]:

@@ -31,8 +31,11 @@ released. Why these choices, where the paper leaves them open, and why
 ``rate`` defaults to 0.5: doc/source/admin/policies.rst.
 """
 
+import dataclasses
+
 import numpy as np
 
+from iotguard import policy
 from iotguard.policy import base
 from iotguard.policy import costmodel
 
@@ -40,42 +43,43 @@ from iotguard.policy import costmodel
 _EPSILON = 1e-6
 
 
-def _check(name: str, value: float, low: float, high: float = np.inf,
-           low_open: bool = True, high_open: bool = True) -> float:
-    value = float(value)
-    too_low = value <= low if low_open else value < low
-    too_high = value >= high if high_open else value > high
-    if not np.isfinite(value) or too_low or too_high:
-        raise ValueError('ntt: %s must be in %s%g, %g%s, not %r'
-                         % (name, '(' if low_open else '[', low, high,
-                            ')' if high_open else ']', value))
-    return value
+@dataclasses.dataclass(eq=False)
+class Params:
+    """Algorithm 1's parameters (:func:`iotguard.policy.param`)."""
 
+    border_ratio: float = policy.param(
+        0.9, '(0, 1]', 'Fraction of the domain maximum above which the '
+        'domain is "full".')
+    rate: float = policy.param(
+        0.5, '(0, 1)', 'A capped VM is held at ``rate`` times what it did.')
+    cap_time: float = policy.param(
+        60.0, '(0, inf)', 'Seconds a cap lasts; must be greater than '
+        '``cap_interval``, otherwise heavy VMs take turns and fairness is '
+        'lost (the paper\'s own condition).')
+    cap_interval: float = policy.param(
+        5.0, '(0, inf)', 'The loop period the algorithm is run at (the '
+        'controller\'s ``decision_interval``).')
+    io_size: float | None = policy.param(
+        None, '(0, inf)', 'I/O size in bytes at which the domain maximum is '
+        'computed (none: the domain\'s current mean I/O size).')
 
-class NttPolicy:
-    """The paper's cap-the-top-VM loop (Algorithm 1)."""
-
-    name = 'ntt'
-
-    def __init__(self, border_ratio: float = 0.9, rate: float = 0.5,
-                 cap_time: float = 60.0, cap_interval: float = 5.0,
-                 io_size: float | None = None, **unknown: object) -> None:
-        if unknown:
-            raise ValueError('ntt: unknown parameter %s; known: border_ratio, '
-                             'rate, cap_time, cap_interval, io_size'
-                             % sorted(unknown)[0])
-        self.border_ratio = _check('border_ratio', border_ratio, 0.0, 1.0,
-                                   high_open=False)
-        self.rate = _check('rate', rate, 0.0, 1.0)
-        self.cap_interval = _check('cap_interval', cap_interval, 0.0)
-        self.cap_time = _check('cap_time', cap_time, 0.0)
+    def __post_init__(self) -> None:
         if self.cap_time <= self.cap_interval:
             raise ValueError(
                 'ntt: cap_time (%g) must be greater than cap_interval (%g), '
                 'otherwise heavy VMs take turns and fairness is lost'
                 % (self.cap_time, self.cap_interval))
-        self.io_size = (None if io_size is None
-                        else _check('io_size', io_size, 0.0))
+
+
+class NttPolicy(Params):
+    """The paper's cap-the-top-VM loop (Algorithm 1)."""
+
+    name = 'ntt'
+    PARAMS = policy.declared(Params)
+
+    def __init__(self, **params: object) -> None:
+        super().__init__(**policy.check_params(self.name, self.PARAMS,
+                                               params))
 
     def decide(self, snapshot: base.DomainSnapshot,
                now: float) -> list[base.Decision]:

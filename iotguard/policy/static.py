@@ -21,6 +21,7 @@ capacity the ceilings strand.
 
 import numpy as np
 
+from iotguard import policy
 from iotguard.policy import base
 
 
@@ -28,9 +29,10 @@ class StaticPolicy:
     """Cap each disk at its (tier or static) ceiling, nothing else."""
 
     name = 'static'
+    PARAMS: tuple[policy.Param, ...] = ()
 
     def __init__(self, **params: object) -> None:
-        base.reject_params(self.name, params)
+        policy.check_params(self.name, self.PARAMS, params)
 
     def decide(self, snapshot: base.DomainSnapshot,
                now: float) -> list[base.Decision]:

@@ -17,6 +17,7 @@ Every query value is a string. The schemas forbid unknown properties;
 """
 
 from iotguard.api.schemas import common
+from iotguard import policy
 from iotguard.policy import admission
 from iotguard.policy import base
 
@@ -43,6 +44,15 @@ _PARAM = {'type': ['number', 'string', 'boolean'], 'maxLength': 255,
           'minimum': -1e15, 'maximum': 1e15}
 
 
+def _policy_params(name: str) -> dict[str, object] | None:
+    """A body naming policy ``name`` gives it the parameters it declares."""
+    params = policy.params_of(name)
+    return None if params is None else {
+        'if': {'required': ['policy'],
+               'properties': {'policy': {'const': name}}},
+        'then': {'properties': {'params': policy.params_schema(params)}}}
+
+
 def _profile_value(key: str) -> dict[str, object]:
     low, high = admission.PROFILE_RANGES[key]
     return {'type': 'number', 'minimum': low, 'maximum': high}
@@ -57,7 +67,8 @@ DOMAIN_UPDATE = common.closed({
     'params': {'type': 'object', 'maxProperties': 64,
                'propertyNames': common.NAME,
                'additionalProperties': _PARAM},
-}, minProperties=1)
+}, minProperties=1, allOf=[
+    rule for rule in map(_policy_params, policy.names()) if rule])
 
 DECISION_QUERY = common.closed({
     'instance': common.UUID,
