@@ -212,13 +212,6 @@ class DomainSnapshot:
             static_bytes_sec=s.static_bytes_sec)
 
 
-def reject_params(policy: str, params: dict[str, object]) -> None:
-    """For a policy that takes no parameter: name the first one given."""
-    if params:
-        raise ValueError('%s: unknown parameter %s; it takes none'
-                         % (policy, sorted(params)[0]))
-
-
 def wire_value(value: float) -> int:
     """A limit as libvirt wants it: a whole number, 0 for "no limit"."""
     if not math.isfinite(value):
