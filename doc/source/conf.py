@@ -12,7 +12,14 @@
 
 """Sphinx configuration of iotguard's documentation."""
 
+import os
+import sys
+
+# our own extensions: the policies' parameter tables
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '_exts'))
+
 extensions = [
+    'iotguard_params',
     'openstackdocstheme',
     'oslo_config.sphinxext',
     'oslo_config.sphinxconfiggen',
