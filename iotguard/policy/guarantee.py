@@ -379,6 +379,147 @@ def remembered_demand(asked: base.FloatArray, closed: base.FloatArray,
     return result
 
 
+class Unmet(NamedTuple):
+    """Who waits for more than it gets, and how pressed the queue is (2)."""
+
+    #: slow and always a request in flight
+    slow: base.BoolArray
+    active: base.BoolArray
+    #: one request at a time, no throttle wait in its latency
+    shallow: base.BoolArray
+    #: a shallow disk losing to the queue what it would send
+    wants: base.BoolArray
+    #: a shallow disk's demand (:func:`remembered_demand`), else its load
+    closed: base.FloatArray
+    #: uncapped and waiting (slow or wants)
+    unmet: base.BoolArray
+    starving: base.BoolArray
+    at_cap: base.BoolArray
+    may_raise: base.BoolArray
+    #: the shallow disks' latency over the congestion threshold
+    pressure: float
+    #: the learned service time (:func:`learn_service`) and each disk's
+    #: load when last uncongested, for the :class:`Memory`
+    service: float | None
+    asked: base.FloatArray
+    service_ms: base.FloatArray
+    threshold_ms: base.FloatArray
+
+
+def unmet_demand(snap: base.DomainSnapshot, loads: Loads, p: Params,
+                 domain: float, service: float | None,
+                 asked: base.FloatArray) -> Unmet:
+    """Step 2: unmet demand, from the loads and what the memory holds."""
+    fresh, capped = ~snap.stale, snap.capped
+    u, cost = loads.u, loads.cost
+    # slow *and* always a request in flight (a disk idle between its
+    # operations gets what it asks, however slow) ...
+    outstanding = snap.iops * snap.latency_ms / 1000.0
+    slow_ms = np.maximum(p.latency_threshold_ms,
+                         p.latency_factor * 1000.0 * cost)
+    # A disk running at its own ceiling (the static limits Nova set, or
+    # its tier's) waits in its own throttle: that is no unmet demand the
+    # domain could serve.
+    at_ceiling = fresh & (u >= p.at_cap_ratio * loads.ceil)
+    slow = (fresh & (snap.latency_ms > slow_ms) & ~at_ceiling
+            & (outstanding >= p.busy_depth))
+    # ... or a shallow disk losing to the queue what it would send at the
+    # uncongested service time (a closed loop thinking between
+    # synchronous writes)
+    active = fresh & (snap.iops > 0) & (snap.latency_ms > 0)
+    unthrottled = active & ~capped & ~at_ceiling
+    learned = learn_service(service, snap.latency_ms, cost, unthrottled)
+    service_ms = 1000.0 * cost * (learned or 1.0)
+    threshold_ms = (np.full(len(snap), p.congestion_ms)
+                    if p.congestion_ms else
+                    p.congestion_factor * service_ms)
+    shallow = unthrottled & (outstanding <= SHALLOW_DEPTH)
+    calm = shallow & (snap.latency_ms <= UNCONGESTED * service_ms)
+    asked = np.where(calm, u, asked)
+    closed = np.where(shallow, remembered_demand(asked, closed_loop_demand(
+        snap.iops, snap.latency_ms, service_ms) * cost, u), u)
+    wants = shallow & (closed > u * (1.0 + p.tolerance))
+    # The latency objective (below the low watermark there is no queue
+    # to keep short: a slow disk there is slow for another reason).
+    pressure = float(np.max(np.where(
+        shallow, snap.latency_ms / threshold_ms, 0.0))) if domain > (
+            p.low_watermark) else 0.0
+    # A cap a disk runs at is raised (a probe for spare capacity) only
+    # while no uncapped disk has unmet demand and the objective is met
+    # with room: otherwise the raise pushes the neighbours back down,
+    # then is cut again.
+    at_cap = fresh & capped & (u >= p.at_cap_ratio * loads.cap)
+    congested = (bool((slow & ~capped).any())
+                 or pressure > p.congestion_release)
+    # An idle disk keeps its cap (IDLE_SHARE).
+    may_raise = capped & ~(at_cap & congested) & (u >= IDLE_SHARE * loads.cap)
+    starving = (slow | wants) & (u < loads.floor * (1.0 - p.tolerance))
+    return Unmet(slow, active, shallow, wants, closed,
+                 (slow | wants) & ~capped, starving, at_cap, may_raise,
+                 pressure, learned, asked, service_ms, threshold_ms)
+
+
+def estimate_demand(snap: base.DomainSnapshot, loads: Loads, unmet: Unmet,
+                    p: Params) -> base.FloatArray:
+    """Step 4: what each disk would use, never above its ceiling."""
+    u = loads.u
+    demand = np.maximum(np.where(unmet.slow & ~snap.capped,
+                                 u * (1.0 + p.headroom), u), unmet.closed)
+    demand = np.where(unmet.starving, np.maximum(demand, loads.floor * (
+        1.0 + p.floor_margin)), demand)
+    result: base.FloatArray = np.minimum(
+        np.where(unmet.at_cap, np.inf, demand), loads.ceil)
+    return result
+
+
+class Allocation(NamedTuple):
+    """What the domain shares out and each disk's part of it (step 5)."""
+
+    capacity: float
+    #: the latency objective missed: less shared out than is served
+    queue_cut: bool
+    share: base.FloatArray
+    level: float
+    #: the share, spread apart, within floor and ceiling
+    target: base.FloatArray
+
+
+def allocate(snap: base.DomainSnapshot, loads: Loads, unmet: Unmet,
+             p: Params, demand: base.FloatArray, total: float, border: float,
+             deep_uncapped: bool) -> Allocation:
+    """Step 5: fair shares of what the domain can serve."""
+    if snap.profile.form == base.MAX:
+        # A token bucket serves its rate at any queue depth, and its one
+        # FIFO queue grows without bound as it fills: share out the
+        # border, whatever it serves now.
+        capacity = border
+    elif bool(unmet.starving.any()):
+        capacity = total
+    elif bool(unmet.unmet.any()):
+        capacity = max(total, p.min_capacity)
+    else:
+        capacity = max(total, p.min_capacity, border)
+    queue_cut = unmet.pressure > 1.0 and (
+        (total > border and bool(snap.capped.any())) or not deep_uncapped)
+    if queue_cut:
+        # The shallow disks queue past the threshold with every deep queue
+        # capped (the caps fill the array), or above the border with caps
+        # in force (a new flood joins a controlled domain): share out less
+        # (above the border, the border: a raise would bring the caps back
+        # there).
+        if total > border:
+            capacity = min(capacity, border)
+        else:
+            capacity = min(capacity,
+                           total * max(0.85, unmet.pressure ** -0.5))
+    share, level = allocation.fair_shares(capacity, loads.floor, demand,
+                                          snap.weight)
+    at_level = share < demand * (1.0 - 1e-9)
+    target = np.minimum(np.maximum(share * spread(at_level), loads.floor),
+                        loads.ceil)
+    return Allocation(capacity, queue_cut, share, level, target)
+
+
 class GuaranteePolicy(Params):
     """Floors first, fair shares above them, caps only on the culprits."""
 
@@ -401,61 +542,20 @@ class GuaranteePolicy(Params):
 
         # 1. everything in device-seconds per second
         loads = Loads.of(snap)
-        size, cost, u, floor, ceil, cap, static, hold = loads
+        u, cap, static, hold = loads.u, loads.cap, loads.static, loads.hold
         # What the disks are charged (the allocation's unit) and the
         # domain's own load (the watermarks'): they differ in the max form.
         total = float(u.sum())
         domain = costmodel.domain_load(float(snap.iops.sum()),
                                        float(snap.bytes_sec.sum()), profile)
 
-        # 2. unmet demand: slow *and* always a request in flight (a disk
-        # idle between its operations gets what it asks, however slow) ...
-        outstanding = snap.iops * snap.latency_ms / 1000.0
-        slow_ms = np.maximum(self.latency_threshold_ms,
-                             self.latency_factor * 1000.0 * cost)
-        # A disk running at its own ceiling (the static limits Nova set,
-        # or its tier's) waits in its own throttle: that is no unmet
-        # demand the domain could serve.
-        at_ceiling = fresh & (u >= self.at_cap_ratio * ceil)
-        slow = (fresh & (snap.latency_ms > slow_ms) & ~at_ceiling
-                & (outstanding >= self.busy_depth))
-        # ... or a shallow disk losing to the queue what it would send at
-        # the uncongested service time (a closed loop thinking between
-        # synchronous writes)
-        active = fresh & (snap.iops > 0) & (snap.latency_ms > 0)
-        unthrottled = active & ~capped & ~at_ceiling
+        # 2. unmet demand
         memory = self.memory.setdefault(snap.domain, Memory())
-        learned = memory.service = learn_service(
-            memory.service, snap.latency_ms, cost, unthrottled)
-        service_ms = 1000.0 * cost * (learned or 1.0)
-        threshold_ms = (np.full(len(snap), self.congestion_ms)
-                        if self.congestion_ms else
-                        self.congestion_factor * service_ms)
-        shallow = unthrottled & (outstanding <= SHALLOW_DEPTH)
-        asked = memory.align(snap.disk_ids)
-        calm = shallow & (snap.latency_ms <= UNCONGESTED * service_ms)
-        asked[calm] = u[calm]
-        closed = np.where(shallow, remembered_demand(asked, closed_loop_demand(
-            snap.iops, snap.latency_ms, service_ms) * cost, u), u)
-        wants = shallow & (closed > u * (1.0 + self.tolerance))
-        # The latency objective (below the low watermark there is no queue
-        # to keep short: a slow disk there is slow for another reason).
-        pressure = float(np.max(np.where(
-            shallow, snap.latency_ms / threshold_ms, 0.0))) if domain > (
-                self.low_watermark) else 0.0
-        # A cap a disk runs at is raised (a probe for spare capacity) only
-        # while no uncapped disk has unmet demand and the objective is met
-        # with room: otherwise the raise pushes the neighbours back down,
-        # then is cut again.
-        at_cap = fresh & capped & (u >= self.at_cap_ratio * cap)
-        unmet = (slow | wants) & ~capped
-        congested = (bool((slow & ~capped).any())
-                     or pressure > self.congestion_release)
-        # An idle disk keeps its cap (IDLE_SHARE).
-        may_raise = (capped & ~(at_cap & congested)
-                     & (u >= IDLE_SHARE * cap))
-        starving = (slow | wants) & (u < floor * (1.0 - self.tolerance))
-        any_starving = bool(starving.any())
+        need = unmet_demand(snap, loads, self, domain, memory.service,
+                            memory.align(snap.disk_ids))
+        memory.service, memory.asked = need.service, need.asked
+        shallow, at_cap, pressure = need.shallow, need.at_cap, need.pressure
+        any_starving = bool(need.starving.any())
         # 3. engage, with hysteresis while caps are in force
         engaged = (any_starving or pressure > 1.0
                    or domain > self.high_watermark)
@@ -467,60 +567,27 @@ class GuaranteePolicy(Params):
         # objective whatever the border (its first window may even read
         # under the border, straddling its start).
         border = memory.border or self.border_max
-        deep_uncapped = bool((active & ~capped & ~shallow).any())
+        deep_uncapped = bool((need.active & ~capped & ~shallow).any())
         border = memory.border = adapt_border(
             border, self.high_watermark, self.border_max, self.border_step,
             held=bool(at_cap.any()) and domain >= border * (
                 1.0 - self.tolerance),
             met=(pressure <= self.congestion_release
-                 and not bool(unmet.any()) and not any_starving),
+                 and not bool(need.unmet.any()) and not any_starving),
             missed=(any_capped and not deep_uncapped and domain <= border
                     and (pressure > 1.0 or any_starving)))
         numbers = dict(domain_load=domain, charged=total,
-                       starving=float(starving.sum()),
-                       waiting=float(unmet.sum()), pressure=pressure,
-                       service_ratio=learned or math.nan, border=border)
+                       starving=float(need.starving.sum()),
+                       waiting=float(need.unmet.sum()), pressure=pressure,
+                       service_ratio=need.service or math.nan, border=border)
         if not (engaged or holding):
             memory.wanted[:] = 0.0
-            return self._relax(snap, loads, may_raise, numbers)
+            return self._relax(snap, loads, need.may_raise, numbers)
 
-        # 4. demand estimate
-        demand = np.maximum(np.where(
-            slow & ~capped, u * (1.0 + self.headroom), u), closed)
-        demand = np.where(starving, np.maximum(demand, floor * (
-            1.0 + self.floor_margin)), demand)
-        demand = np.minimum(np.where(at_cap, np.inf, demand), ceil)
-
-        # 5. fair shares of what the domain can serve
-        if profile.form == base.MAX:
-            # A token bucket serves its rate at any queue depth, and its
-            # one FIFO queue grows without bound as it fills: share out
-            # the border, whatever it serves now.
-            capacity = border
-        elif any_starving:
-            capacity = total
-        elif bool(unmet.any()):
-            capacity = max(total, self.min_capacity)
-        else:
-            capacity = max(total, self.min_capacity, border)
-        queue_cut = pressure > 1.0 and (
-            (total > border and any_capped)
-            or not deep_uncapped)
-        if queue_cut:
-            # The shallow disks queue past the threshold with every deep
-            # queue capped (the caps fill the array), or above the border
-            # with caps in force (a new flood joins a controlled domain):
-            # share out less (above the border, the border: a raise would
-            # bring the caps back there).
-            if total > border:
-                capacity = min(capacity, border)
-            else:
-                capacity = min(capacity, total * max(0.85, pressure ** -0.5))
-        share, level = allocation.fair_shares(capacity, floor, demand,
-                                              snap.weight)
-        at_level = share < demand * (1.0 - 1e-9)
-        target = np.minimum(np.maximum(share * spread(at_level), floor),
-                            ceil)
+        # 4. demand estimate; 5. fair shares of what the domain can serve
+        demand = estimate_demand(snap, loads, need, self)
+        capacity, queue_cut, share, level, target = allocate(
+            snap, loads, need, self, demand, total, border, deep_uncapped)
         numbers.update(capacity=capacity, level=level)
 
         # 6. tighten the disks above their share (not a shallow one: it
@@ -528,7 +595,7 @@ class GuaranteePolicy(Params):
         # A shallow disk that wants more may lose less than the tolerance
         # of a big neighbour's share: then any disk above its share gives
         # way.
-        slack = 0.0 if bool(wants.any()) else self.tolerance
+        slack = 0.0 if bool(need.wants.any()) else self.tolerance
         over = fresh & ~shallow & (u > share * (1.0 + slack))
         # A cut to the border is sent from raise_change on: the evidence is
         # the queue itself, not a noisy measurement. So is a token bucket's
@@ -555,7 +622,7 @@ class GuaranteePolicy(Params):
         numbers.update(raise_step=step, cut_step=cut_step,
                        queue_cut=float(queue_cut),
                        cut_over_border=float(memory.cut_over_border))
-        loosen = may_raise & ~tighten & (target > cap * (1.0 + step))
+        loosen = need.may_raise & ~tighten & (target > cap * (1.0 + step))
         new = np.where(tighten, target,
                        np.minimum(target, cap * self.release_factor))
         release = loosen & (new >= hold)
@@ -565,8 +632,9 @@ class GuaranteePolicy(Params):
                                     urgent=pressure > 1.0 or any_starving)
         loosen |= release
         change = tighten | loosen
-        extra = dict(share=share, target=target, demand=demand, asked=asked,
-                     service_ms=service_ms, threshold_ms=threshold_ms)
+        extra = dict(share=share, target=target, demand=demand,
+                     asked=need.asked, service_ms=need.service_ms,
+                     threshold_ms=need.threshold_ms)
         return self._decisions(snap, loads, change, release, new, numbers,
                                extra, tighten, step)
 
