@@ -15,28 +15,29 @@
 The operator's account of it, with the reasons and measurements behind
 each rule, is doc/source/admin/policies.rst. Every interval, level-based
 (everything it needs is in the snapshot, but for a small :class:`Memory`
-per domain):
+per domain), in pure stages :meth:`GuaranteePolicy.decide` chains:
 
-1. **Cost.** Loads, floors, ceilings and caps in device-seconds per
-   second at each disk's mean I/O size (:mod:`iotguard.policy.costmodel`).
-2. **Unmet demand.** A deep disk is slow and always has a request in
-   flight (Little's law); a shallow one (one request at a time) wants what
-   it would send at the learned uncongested service time
-   (:func:`closed_loop_demand`, bounded by :func:`remembered_demand`). A
-   disk at its own ceiling has none. *Starving*: unmet demand below the
-   floor. The latency objective's ``pressure``: the shallow disks'
-   latency over the congestion threshold.
+1. **Cost** (:meth:`Loads.of`). Loads, floors, ceilings and caps in
+   device-seconds per second at each disk's mean I/O size
+   (:mod:`iotguard.policy.costmodel`).
+2. **Unmet demand** (:func:`unmet_demand`). A deep disk is slow and
+   always has a request in flight (Little's law); a shallow one (one
+   request at a time) wants what it would send at the learned uncongested
+   service time (:func:`closed_loop_demand`, bounded by
+   :func:`remembered_demand`). A disk at its own ceiling has none.
+   *Starving*: unmet demand below the floor. The latency objective's
+   ``pressure``: the shallow disks' latency over the congestion threshold.
 3. **Engage** above ``high_watermark``, on a starving disk or a pressure
    above 1; stay engaged down to ``low_watermark`` while caps are in force.
-4. **Estimate demand**, never above the ceiling.
-5. **Allocate** by weighted max-min fairness
+4. **Estimate demand** (:func:`estimate_demand`), never above the ceiling.
+5. **Allocate** (:func:`allocate`) by weighted max-min fairness
    (:func:`iotguard.policy.allocation.fair_shares`) over what the domain
    serves, at least ``min_capacity`` or the *border* (a token bucket: the
    border); cut when the pressure is above 1 with every deep disk capped.
    The border follows the latency objective (:func:`adapt_border`).
-6. **Cap** only the deep disks above their share, at it (:func:`spread`
-   apart), within floor and ceiling, as both ``total_iops_sec`` and
-   ``total_bytes_sec`` at the disk's I/O size.
+6. **Cap** (:func:`moves`) only the deep disks above their share, at it
+   (:func:`spread` apart), within floor and ceiling, as both
+   ``total_iops_sec`` and ``total_bytes_sec`` at the disk's I/O size.
 7. **Release gradually**: at most ``release_factor`` per interval, not
    while neighbours wait, not on an idle disk; changes under
    ``min_change`` (``raise_change`` in the cases that need it) are not
@@ -520,6 +521,66 @@ def allocate(snap: base.DomainSnapshot, loads: Loads, unmet: Unmet,
     return Allocation(capacity, queue_cut, share, level, target)
 
 
+class Moves(NamedTuple):
+    """The caps to move (steps 6 and 7), before :func:`confirmed`."""
+
+    tighten: base.BoolArray
+    #: raises and releases
+    loosen: base.BoolArray
+    release: base.BoolArray
+    new: base.FloatArray
+    #: moves of a cap in force by less than ``confirm_change``
+    small: base.BoolArray
+    cut_step: float
+    #: a raise's
+    step: float
+    #: whether the last cut was made above the border (:class:`Memory`)
+    cut_over_border: bool
+
+
+def moves(snap: base.DomainSnapshot, loads: Loads, need: Unmet, p: Params,
+          shares: Allocation, domain: float, border: float, engaged: bool,
+          cut_over_border: bool) -> Moves:
+    """Steps 6 and 7: which caps to cut, raise or release, and to what."""
+    u, cap, share, target = loads.u, loads.cap, shares.share, shares.target
+    # 6. tighten the disks above their share (not a shallow one: it
+    # adds at most one request to the queue); 7. loosen gradually.
+    # A shallow disk that wants more may lose less than the tolerance
+    # of a big neighbour's share: then any disk above its share gives
+    # way.
+    slack = 0.0 if bool(need.wants.any()) else p.tolerance
+    over = ~snap.stale & ~need.shallow & (u > share * (1.0 + slack))
+    # A cut to the border is sent from raise_change on: the evidence is
+    # the queue itself, not a noisy measurement. So is a token bucket's
+    # above its border: its one queue grows without bound whatever its
+    # disks' latency shows, and a border close to 1 leaves less than
+    # min_change between the caps that fill it and their shares there.
+    cut_step = (p.raise_change if shares.queue_cut or (
+        snap.profile.form == base.MAX and domain > border)
+        else p.min_change)
+    # (UNHELD) a second cut on samples of the world before the cap
+    # would overshoot.
+    unheld = snap.capped & (u > cap * UNHELD)
+    tighten = engaged & over & ~unheld & (
+        target < np.minimum(cap, loads.static) * (1.0 - cut_step))
+    # Under the border a raise back toward the share is sent from
+    # raise_change on after a cut made above it (which lands a few per
+    # cent under the share at the border: min_change would leave the
+    # array idle there for good); not after a cut made under it (the
+    # border is then no level the array can run at: raise, cut, churn).
+    if bool(tighten.any()):
+        cut_over_border = domain > border
+    step = (p.raise_change if domain < border
+            and cut_over_border else p.min_change)
+    loosen = need.may_raise & ~tighten & (target > cap * (1.0 + step))
+    new = np.where(tighten, target, np.minimum(target, cap * p.release_factor))
+    release = loosen & (new >= loads.hold)
+    with np.errstate(invalid='ignore', divide='ignore'):
+        small = snap.capped & (np.abs(new / cap - 1.0) < p.confirm_change)
+    return Moves(tighten, loosen, release, new, small, cut_step, step,
+                 cut_over_border)
+
+
 class GuaranteePolicy(Params):
     """Floors first, fair shares above them, caps only on the culprits."""
 
@@ -537,15 +598,13 @@ class GuaranteePolicy(Params):
         if not len(snap):
             return []
         profile = snap.profile
-        fresh = ~snap.stale
         capped = snap.capped
 
         # 1. everything in device-seconds per second
         loads = Loads.of(snap)
-        u, cap, static, hold = loads.u, loads.cap, loads.static, loads.hold
         # What the disks are charged (the allocation's unit) and the
         # domain's own load (the watermarks'): they differ in the max form.
-        total = float(u.sum())
+        total = float(loads.u.sum())
         domain = costmodel.domain_load(float(snap.iops.sum()),
                                        float(snap.bytes_sec.sum()), profile)
 
@@ -586,57 +645,26 @@ class GuaranteePolicy(Params):
 
         # 4. demand estimate; 5. fair shares of what the domain can serve
         demand = estimate_demand(snap, loads, need, self)
-        capacity, queue_cut, share, level, target = allocate(
-            snap, loads, need, self, demand, total, border, deep_uncapped)
-        numbers.update(capacity=capacity, level=level)
+        shares = allocate(snap, loads, need, self, demand, total, border,
+                          deep_uncapped)
+        numbers.update(capacity=shares.capacity, level=shares.level)
 
-        # 6. tighten the disks above their share (not a shallow one: it
-        # adds at most one request to the queue); 7. loosen gradually.
-        # A shallow disk that wants more may lose less than the tolerance
-        # of a big neighbour's share: then any disk above its share gives
-        # way.
-        slack = 0.0 if bool(need.wants.any()) else self.tolerance
-        over = fresh & ~shallow & (u > share * (1.0 + slack))
-        # A cut to the border is sent from raise_change on: the evidence is
-        # the queue itself, not a noisy measurement. So is a token bucket's
-        # above its border: its one queue grows without bound whatever its
-        # disks' latency shows, and a border close to 1 leaves less than
-        # min_change between the caps that fill it and their shares there.
-        cut_step = (self.raise_change if queue_cut or (
-            profile.form == base.MAX and domain > border)
-            else self.min_change)
-        # (UNHELD) a second cut on samples of the world before the cap
-        # would overshoot.
-        unheld = capped & (u > cap * UNHELD)
-        tighten = engaged & over & ~unheld & (
-            target < np.minimum(cap, static) * (1.0 - cut_step))
-        # Under the border a raise back toward the share is sent from
-        # raise_change on after a cut made above it (which lands a few per
-        # cent under the share at the border: min_change would leave the
-        # array idle there for good); not after a cut made under it (the
-        # border is then no level the array can run at: raise, cut, churn).
-        if bool(tighten.any()):
-            memory.cut_over_border = domain > border
-        step = (self.raise_change if domain < border
-                and memory.cut_over_border else self.min_change)
-        numbers.update(raise_step=step, cut_step=cut_step,
-                       queue_cut=float(queue_cut),
-                       cut_over_border=float(memory.cut_over_border))
-        loosen = need.may_raise & ~tighten & (target > cap * (1.0 + step))
-        new = np.where(tighten, target,
-                       np.minimum(target, cap * self.release_factor))
-        release = loosen & (new >= hold)
-        with np.errstate(invalid='ignore', divide='ignore'):
-            small = capped & (np.abs(new / cap - 1.0) < self.confirm_change)
-        tighten, loosen = confirmed(memory, tighten, loosen & ~release, small,
-                                    urgent=pressure > 1.0 or any_starving)
-        loosen |= release
-        change = tighten | loosen
-        extra = dict(share=share, target=target, demand=demand,
+        # 6. tighten the disks above their share; 7. loosen gradually
+        move = moves(snap, loads, need, self, shares, domain, border,
+                     engaged, memory.cut_over_border)
+        memory.cut_over_border = move.cut_over_border
+        numbers.update(raise_step=move.step, cut_step=move.cut_step,
+                       queue_cut=float(shares.queue_cut),
+                       cut_over_border=float(move.cut_over_border))
+        tighten, loosen = confirmed(
+            memory, move.tighten, move.loosen & ~move.release, move.small,
+            urgent=pressure > 1.0 or any_starving)
+        extra = dict(share=shares.share, target=shares.target, demand=demand,
                      asked=need.asked, service_ms=need.service_ms,
                      threshold_ms=need.threshold_ms)
-        return self._decisions(snap, loads, change, release, new, numbers,
-                               extra, tighten, step)
+        return self._decisions(snap, loads, tighten | loosen | move.release,
+                               move.release, move.new, numbers, extra,
+                               tighten, move.step)
 
     def _relax(self, snap: base.DomainSnapshot, loads: Loads,
                may_raise: base.BoolArray,

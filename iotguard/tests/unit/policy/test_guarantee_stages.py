@@ -139,3 +139,59 @@ class AllocateTest(test_base.TestCase):
         self.assertAlmostEqual(0.8, float(result.share.sum()))
         self.assertTrue((result.target >= self.loads.floor).all())
         self.assertTrue((result.target <= self.loads.ceil).all())
+
+
+class MovesTest(test_base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.snap = domain()
+        self.loads = guarantee.Loads.of(self.snap)
+        u = self.loads.u
+        need = guarantee.unmet_demand(self.snap, self.loads, P, 0.95, None,
+                                      np.full(4, math.nan))
+        # the capped disk may be raised here
+        self.need = need._replace(may_raise=np.array([0, 0, 0, 1], bool))
+        share = np.array([0.3, 0.3, u[2], 0.3])
+        self.shares = guarantee.Allocation(0.8, False, share, 0.3, share)
+
+    def moves(self, loads=None, shares=None, domain=0.95, engaged=True,
+              cut_over_border=True):
+        return guarantee.moves(self.snap, loads or self.loads, self.need, P,
+                               shares or self.shares, domain, 0.9, engaged,
+                               cut_over_border)
+
+    def test_the_deep_disk_above_its_share_is_cut(self):
+        move = self.moves()
+        # not the shallow one above its share, nor those under it
+        self.assertEqual([True, False, False, False], move.tighten.tolist())
+        self.assertEqual(0.3, move.new[0])
+        self.assertFalse(self.moves(engaged=False).tighten.any())
+
+    def test_raised_by_release_factor_at_most_and_released_at_hold(self):
+        move = self.moves()
+        cap = self.loads.cap[3]
+        self.assertEqual([False, False, False, True], move.loosen.tolist())
+        self.assertAlmostEqual(cap * P.release_factor, move.new[3])
+        self.assertFalse(move.release.any() or move.small.any())
+        held = self.moves(loads=self.loads._replace(hold=np.full(4, 0.15)))
+        self.assertEqual([False, False, False, True], held.release.tolist())
+        # a move under confirm_change waits for a second decision
+        near = self.shares.target.copy()
+        near[3] = cap * 1.13
+        small = self.moves(shares=self.shares._replace(target=near))
+        self.assertTrue(small.loosen[3] and small.small[3])
+
+    def test_the_raise_step_follows_the_side_of_the_last_cut(self):
+        above = self.moves(domain=0.95, cut_over_border=False)
+        self.assertTrue(above.cut_over_border)
+        self.assertEqual(P.min_change, above.step)    # above the border
+        under = self.moves(domain=0.85)               # a cut under it
+        self.assertFalse(under.cut_over_border)
+        self.assertEqual(P.min_change, under.step)
+        no_cut = self.moves(domain=0.85, engaged=False)
+        self.assertTrue(no_cut.cut_over_border)       # kept
+        self.assertEqual(P.raise_change, no_cut.step)
+        self.assertEqual(P.min_change, no_cut.cut_step)
+        queue = self.moves(shares=self.shares._replace(queue_cut=True))
+        self.assertEqual(P.raise_change, queue.cut_step)
