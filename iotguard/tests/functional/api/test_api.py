@@ -754,7 +754,7 @@ class APITests:
                 ({'policy': 'ntt', 'params': {'cap_time': 1e300}}, 400,
                  'cap_time'),
                 ({'policy': 'magic'}, 400, 'magic'),
-                ({'policy': 'none', 'params': {'bogus': 1}}, 400, 'none'),
+                ({'policy': 'none', 'params': {'bogus': 1}}, 400, 'bogus'),
                 ({'kind': 'ceph'}, 400, 'kind'),
                 ({}, 400, None)):
             self.assertError(self.call('PATCH', '/v1/domains/local:cn1',
