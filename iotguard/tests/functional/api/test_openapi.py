@@ -19,6 +19,7 @@ operation and mode, 25 by default); the long run is
 
 import os
 
+import fixtures
 import schemathesis
 import webob
 
@@ -80,6 +81,9 @@ class Fuzz:
     """
 
     def test_schemathesis(self):
+        # Every operation on a real database: longer than the suite's
+        # 60 s per test on a busy machine (MariaDB's is the slowest).
+        self.useFixture(fixtures.Timeout(240, gentle=True))
         test_api.seed(self.db)
         result = schemafuzz.fuzz(self.app, self.db.get_engine(),
                                  test_api.EXISTING, EXAMPLES, seed=0)

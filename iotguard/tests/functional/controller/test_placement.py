@@ -46,7 +46,10 @@ class PlacementSyncTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.log = self.useFixture(fixtures.FakeLogger(level=logging.INFO))
+        # On the module's own logger: what other tests in the same worker
+        # did to the root logger's handlers does not matter.
+        self.log = self.useFixture(fixtures.FakeLogger(
+            name=placement.LOG.logger.name, level=logging.INFO))
         self.db = self.useFixture(database.Database('sqlite',
                                                     conf=self.conf)).db
         self.flags(group='placement', enabled=True)
