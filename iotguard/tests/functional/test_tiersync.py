@@ -42,19 +42,28 @@ SILVER = tiers.Tier('silver', min_iops=500.0, max_iops=3000.0,
                     is_public=False, projects=(P1, P2))
 
 
+def with_nova_and_cinder(test):
+    """The real nova-api and cinder-api for ``test``.
+
+    With an admin connection to them (``test.conn``) and a flavor
+    ``m1.db`` (``test.flavor``).
+    """
+    for service in ('nova', 'cinder'):
+        why = os_fixtures.unavailable(service)
+        if why:
+            test.skipTest(why)
+    test.useFixture(fixtures.Timeout(600, gentle=True))
+    test.nova = test.useFixture(os_fixtures.NovaAPI())
+    test.cinder = test.useFixture(os_fixtures.CinderAPI())
+    test.conn = os_fixtures.connect(test.nova, test.cinder)
+    test.flavor = os_fixtures.flavor(test.nova, 'm1.db')
+
+
 class TierSyncTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        for service in ('nova', 'cinder'):
-            why = os_fixtures.unavailable(service)
-            if why:
-                self.skipTest(why)
-        self.useFixture(fixtures.Timeout(600, gentle=True))
-        self.nova = self.useFixture(os_fixtures.NovaAPI())
-        self.cinder = self.useFixture(os_fixtures.CinderAPI())
-        self.conn = os_fixtures.connect(self.nova, self.cinder)
-        self.flavor = os_fixtures.flavor(self.nova, 'm1.db')
+        with_nova_and_cinder(self)
 
     def report(self, tiers, dry_run=False, flavors=None):
         return tiersync.sync(self.conn, tiers, flavors or {'m1.db': 'gold'},
@@ -259,15 +268,7 @@ class ApiTierSyncTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        for service in ('nova', 'cinder'):
-            why = os_fixtures.unavailable(service)
-            if why:
-                self.skipTest(why)
-        self.useFixture(fixtures.Timeout(600, gentle=True))
-        self.nova = self.useFixture(os_fixtures.NovaAPI())
-        self.cinder = self.useFixture(os_fixtures.CinderAPI())
-        self.conn = os_fixtures.connect(self.nova, self.cinder)
-        self.flavor = os_fixtures.flavor(self.nova, 'm1.db')
+        with_nova_and_cinder(self)
         self.flags(group='api', auth_strategy='noauth')
         self.flags(group='tiers', flavor_tiers={'m1.db': 'gold'})
         self.flags(group='service_credentials', auth_type='password')
