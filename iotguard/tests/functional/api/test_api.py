@@ -22,6 +22,7 @@ from oslo_middleware import http_proxy_to_wsgi
 import webob
 
 from iotguard.api import app
+from iotguard.api.handlers import disk as disk_view
 from iotguard.policy import estimator
 from iotguard.tests import base as test_base
 from iotguard.tests import dbrows
@@ -381,8 +382,18 @@ class APITests:
         self.assertEqual((A1, 'proj-a'), (instance['uuid'],
                                           instance['project_id']))
         vda, vdb = instance['disks']
-        self.assertEqual(('vda', 'local:cn1', 'cn1'),
-                         (vda['dev'], vda['domain'], vda['host']))
+        # where the disk lives is the admin's: the reader gets an opaque id
+        self.assertEqual(('vda', disk_view.domain_id('proj-a', 'local:cn1')),
+                         (vda['dev'], vda['domain_id']))
+        for path in ('/v1/instances', '/v1/instances/' + A1,
+                     '/v1/decisions'):
+            text = self.call('GET', path, who=READER_A).text
+            for leak in ('cn1', '"host"', '"domain"'):
+                self.assertNotIn(leak, text, path)
+        admin = self.call('GET', '/v1/instances/%s' % A1,
+                          who=ADMIN).json['instance']['disks'][0]
+        self.assertEqual(('local:cn1', 'cn1'),
+                         (admin['domain'], admin['host']))
         self.assertEqual(VOL, vdb['volume_id'])
         self.assertEqual(300.0, vda['rates']['read_iops'])
         self.assertEqual(2.5, vda['rates']['latency_ms'])
