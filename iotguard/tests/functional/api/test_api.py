@@ -598,9 +598,9 @@ class APITests:
         instance = response.json['instance']
         self.assertEqual('synced', instance['nova_metadata'])
         # A member sees the verdict, not the domain's numbers (they add up
-        # other projects' floors).
-        self.assertEqual([{'domain': 'local:cn1', 'tier': 'gold'}],
-                         instance['admission'])
+        # other projects' floors) nor its name, only its opaque id.
+        self.assertEqual([{'domain_id': disk_view.domain_id(
+            'proj-a', 'local:cn1'), 'tier': 'gold'}], instance['admission'])
         self.assertEqual([(A1, 'gold')], self.nova_calls)
         disks = self.call('GET', '/v1/instances/%s' % A1,
                           who=READER_A).json['instance']['disks']
@@ -619,7 +619,9 @@ class APITests:
         self.nova_calls.clear()
         response = self.call('PUT', '/v1/instances/%s/tier' % A3,
                              who=MEMBER_A, body={'tier': 'gold'})
-        error = self.assertError(response, 409, 'local:cn1')
+        error = self.assertError(response, 409, disk_view.domain_id(
+            'proj-a', 'local:cn1'))
+        self.assertNotIn('cn1', error['message'])
         self.assertNotIn('numbers', error)
         self.assertNotIn('0.', error['message'])
         error = self.assertError(
