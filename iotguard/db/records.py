@@ -52,12 +52,18 @@ def add(session: orm.Session, minutes: Sequence[Minute]) -> None:
 
     Disks deleted meanwhile are skipped.
     """
+    ids = {m.disk_id for m in minutes}
     known = set(session.scalars(sa.select(models.Disk.id).where(
-        models.Disk.id.in_({m.disk_id for m in minutes}))))
+        models.Disk.id.in_(ids))))
+    # the rows already there, in one read (not one per minute)
+    stored = {(r.disk_id, r.minute): r for r in session.scalars(
+        sa.select(models.DiskMinute).where(
+            models.DiskMinute.disk_id.in_(ids),
+            models.DiskMinute.minute.in_({m.minute for m in minutes})))}
     for m in minutes:
         if m.disk_id not in known:
             continue
-        row = session.get(models.DiskMinute, (m.disk_id, m.minute))
+        row = stored.get((m.disk_id, m.minute))
         if row is None:
             session.add(models.DiskMinute(**dataclasses.asdict(m)))
             continue
