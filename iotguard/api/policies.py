@@ -86,6 +86,13 @@ RULES = [
           "Drop the tier chosen through the API for an instance's disks: "
           "they fall back to their flavor's, volume type's or the default "
           "tier.", 'DELETE', '/v1/instances/{uuid}/tier'),
+    _rule('iotguard:disk:topology', 'rule:admin',
+          "See where a disk is: its compute host and its contention "
+          "domain's real name (a local host or a storage back end). Others "
+          "see only an opaque per-project domain_id, as Nova's hostId.",
+          'GET', '/v1/instances/{uuid}', ('GET', '/v1/instances'),
+          ('PUT', '/v1/instances/{uuid}/tier'),
+          ('GET', '/v1/decisions'), ('GET', '/v1/decisions/{decision_id}')),
     _rule('iotguard:domain:list', 'rule:admin_or_reader',
           'List contention domains (a project: those holding its disks).',
           'GET', '/v1/domains'),

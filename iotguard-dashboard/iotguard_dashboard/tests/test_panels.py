@@ -35,7 +35,8 @@ CAP = {'limits': {'total_iops_sec': 2900, 'total_bytes_sec': 11878400},
        'reason': REASON}
 DISK = {
     'instance_uuid': UUID, 'dev': 'vda', 'host': 'compute1',
-    'domain': 'local:compute1', 'volume_id': None,
+    'domain': 'local:compute1', 'domain_id': 'b090e761d0742bfa',
+    'volume_id': None,
     'project_id': 'c5f2a1e8d7b64c3a9e0f1b2d3c4a5e6f', 'tier': 'gold',
     'tier_source': 'api', 'tier_refused': None,
     'floor': {'min_iops': 2000.0, 'min_bytes_sec': 20000000.0},
@@ -120,8 +121,10 @@ class ProjectPanelTests(CatalogMixin, helpers.TestCase):
                      '2000 IOPS, 20.0 MB/s', '3200 IOPS, 13.0 MB/s, 4.2 ms',
                      'not sampled yet', 'total 11.9 MB/s, total 2900 IOPS',
                      REASON, 'Change I/O tier', 'reserved for billing',
-                     'private', 'unlimited'):
+                     'private', 'unlimited', 'b090e761d0742bfa'):
             self.assertContains(response, text)
+        # The domain's real name is the admin's (iotguard:disk:topology).
+        self.assertNotContains(response, 'local:compute1')
 
     def test_no_nova_shows_uuids(self):
         self.service_catalog[:] = [s for s in self.service_catalog

@@ -66,6 +66,11 @@ def authorize(req: webob.Request, rule: str,
         raise exception.Forbidden(action=rule)
 
 
+def topology(req: webob.Request) -> bool:
+    """Whether the caller may see disks' hosts and domains' real names."""
+    return allowed(req, 'iotguard:disk:topology')
+
+
 def visible_project(req: webob.Request, all_projects: str) -> str | None:
     """None (every project) if the caller passes ``all_projects``."""
     if allowed(req, all_projects):

@@ -18,6 +18,7 @@ import urllib.parse
 import webob
 
 from iotguard.api.handlers import common
+from iotguard.api.handlers import disk
 from iotguard.api import schemas
 from iotguard.api.schemas import common as common_schema
 from iotguard.api import util
@@ -43,7 +44,9 @@ def list_decisions(req: webob.Request) -> webob.Response:
                else None),
         project_id=common.visible_project(
             req, 'iotguard:decision:all_projects'))
-    body: dict[str, Any] = {'decisions': decisions}
+    topology = common.topology(req)
+    body: dict[str, Any] = {'decisions': [disk.placed(d, topology)
+                                          for d in decisions]}
     if len(decisions) == limit:
         following = dict(query, marker=str(decisions[-1]['id']))
         body['links'] = [{'rel': 'next', 'href': '%s?%s' % (
@@ -57,4 +60,5 @@ def show_decision(req: webob.Request, decision_id: str) -> webob.Response:
     decision = common.state(req).db.decision_get(
         int(decision_id), project_id=common.visible_project(
             req, 'iotguard:decision:all_projects'))
-    return util.json_response({'decision': decision})
+    return util.json_response({'decision': disk.placed(
+        decision, common.topology(req))})

@@ -13,6 +13,7 @@
 """How the API shows one disk (instance and domain views share it)."""
 
 import datetime
+import hashlib
 import math
 from typing import Any
 
@@ -30,13 +31,42 @@ _RATES = ('read_iops', 'write_iops', 'read_bytes_sec', 'write_bytes_sec',
           'latency_ms')
 
 
-def view(disk: dict[str, Any]) -> dict[str, Any]:
+def domain_id(project_id: str, domain: str) -> str:
+    """The domain as a project sees it: opaque, the same for its disks.
+
+    As Nova's ``hostId``: sha224 of the project and the domain's name, so
+    a project can tell whether two of its disks share a domain without
+    learning the host or the storage back end (another project gets
+    other ids for the same domain).
+    """
+    return hashlib.sha224((project_id + domain).encode()).hexdigest()
+
+
+def placed(item: dict[str, Any], topology: bool,
+           project_id: str | None = None) -> dict[str, Any]:
+    """``item`` (a disk, a decision) with its ``domain_id`` added.
+
+    ``project_id``: the project it is shown to, if ``item`` has none.
+
+    Its ``host`` and ``domain`` are dropped unless ``topology``: the
+    caller passes ``iotguard:disk:topology`` (the admin by default).
+    """
+    item['domain_id'] = domain_id(project_id or item['project_id'],
+                                  item['domain'])
+    if not topology:
+        item.pop('host', None)
+        item.pop('domain')
+    return item
+
+
+def view(disk: dict[str, Any], topology: bool = True) -> dict[str, Any]:
+    """One disk, placed (:func:`placed`) as ``topology`` says."""
     tier = disk['tier']
     rates = None
     if disk['sampled_at'] is not None:
         rates = {k: disk[k] for k in _RATES}
         rates['sampled_at'] = disk['sampled_at']
-    return {
+    return placed({
         'instance_uuid': disk['instance_uuid'], 'dev': disk['dev'],
         'host': disk['host'], 'domain': disk['domain'],
         'volume_id': disk['volume_id'], 'project_id': disk['project_id'],
@@ -50,7 +80,7 @@ def view(disk: dict[str, Any]) -> dict[str, Any]:
                                       if tier else 0.0)},
         'rates': rates,
         'cap': disk['cap'],
-    }
+    }, topology)
 
 
 def load(disks: list[dict[str, Any]], profile: base.Profile,

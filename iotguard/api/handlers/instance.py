@@ -34,10 +34,12 @@ def _owner_filter(req: webob.Request) -> str | None:
     return common.visible_project(req, 'iotguard:instance:all_projects')
 
 
-def _view(uuid: str, disks: list[dict[str, Any]]) -> dict[str, Any]:
+def _view(req: webob.Request, uuid: str,
+          disks: list[dict[str, Any]]) -> dict[str, Any]:
     """An instance: its project and its disks (sorted by dev)."""
+    topology = common.topology(req)
     return {'uuid': uuid, 'project_id': disks[0]['project_id'],
-            'disks': [disk.view(d) for d in disks]}
+            'disks': [disk.view(d, topology) for d in disks]}
 
 
 def _listed_project(req: webob.Request, query: dict[str, str]) -> str | None:
@@ -61,7 +63,7 @@ def list_instances(req: webob.Request) -> webob.Response:
     disks = common.state(req).db.disk_list(
         project_id=_listed_project(req, query))
     return util.json_response({'instances': [
-        _view(uuid, list(group)) for uuid, group in itertools.groupby(
+        _view(req, uuid, list(group)) for uuid, group in itertools.groupby(
             disks, key=lambda d: d['instance_uuid'])]})
 
 
@@ -72,7 +74,7 @@ def show_instance(req: webob.Request, uuid: str) -> webob.Response:
     if not disks:
         raise exception.NotFound(what='instance %s' % uuid)
     common.authorize(req, 'iotguard:instance:show', disks[0]['project_id'])
-    return util.json_response({'instance': _view(uuid, disks)})
+    return util.json_response({'instance': _view(req, uuid, disks)})
 
 
 def set_instance_tier(req: webob.Request, uuid: str) -> webob.Response:
@@ -86,16 +88,23 @@ def set_instance_tier(req: webob.Request, uuid: str) -> webob.Response:
     # The numbers behind a verdict add up every project's floors in the
     # domain: an admin's to see, not a member's.
     numbers = common.allowed(req, 'iotguard:domain:all_projects')
+    topology = common.topology(req)
     try:
         result = st.db.instance_tier_set(uuid, body['tier'], admit,
                                          project_id=_owner_filter(req))
     except exception.AdmissionRejected as exc:
         if numbers:
             raise
-        raise exception.Conflict(reason=exc.for_member())
-    verdicts = result['admission'] if numbers else [
-        {'domain': n['domain'], 'tier': n['tier']}
-        for n in result['admission']]
+        reason = exc.for_member()
+        if not topology:
+            # The refusal names the domain as the member sees it.
+            domain = exc.kwargs['domain']
+            reason = reason.replace(domain, disk.domain_id(
+                common.context(req).project_id or '', domain))
+        raise exception.Conflict(reason=reason)
+    verdicts = [disk.placed(dict(n) if numbers else {
+        'domain': n['domain'], 'tier': n['tier']}, topology,
+        result['project_id']) for n in result['admission']]
     nova = st.nova.set_tier(uuid, body['tier'])
     LOG.info('Instance %(uuid)s of project %(project)s now has tier '
              '%(tier)s (Nova metadata: %(nova)s)',

@@ -18,7 +18,9 @@ from osc_lib.command import command
 
 from iotguard.osc.v1 import common
 
+# A tenant gets domain_id, the admin also the domain's name.
 COLUMNS = (('id', 'ID'), ('created_at', 'Time'), ('domain', 'Domain'),
+           ('domain_id', 'Domain ID'),
            ('instance_uuid', 'Instance'), ('dev', 'Dev'),
            ('action', 'Action'), ('new_limits', 'New Limits'),
            ('reason', 'Reason'))
@@ -61,8 +63,8 @@ class ListDecision(command.Lister):
         while args.limit is None and marker is not None:  # every page
             page, marker = client.decision_list(marker=marker, **filters)
             decisions.extend(page)
-        return common.table(decisions,
-                            LONG_COLUMNS if args.long else COLUMNS)
+        return common.listing(decisions,
+                              LONG_COLUMNS if args.long else COLUMNS)
 
 
 class ShowDecision(command.ShowOne):

@@ -29,7 +29,8 @@ LOG = logging.getLogger(__name__)
 LIST_COLUMNS = (('instance_uuid', 'Instance'), ('dev', 'Disk'),
                 ('tier', 'Tier'), ('tier_source', 'Source'),
                 ('floor', 'Floor'), ('cap', 'Cap'))
-LONG_COLUMNS = LIST_COLUMNS + (('domain', 'Domain'), ('host', 'Host'),
+LONG_COLUMNS = LIST_COLUMNS + (('domain_id', 'Domain ID'),
+                               ('domain', 'Domain'), ('host', 'Host'),
                                ('ceiling', 'Ceiling'),
                                ('reason', 'Cap Reason'))
 PROJECT_COLUMN = ('project_id', 'Project')
@@ -59,7 +60,8 @@ class DisksColumn(common.LinesColumn):
         if refused:
             text += '; %s refused (from %s): %s' % (
                 refused['tier'], refused['source'], refused['reason'])
-        text += '; domain %s' % disk['domain']
+        # The domain's name for the admin, its opaque id for a tenant.
+        text += '; domain %s' % disk.get('domain', disk['domain_id'])
         cap = disk.get('cap')
         if cap:
             text += '; cap %s until %s, decision %s: %s' % (
@@ -98,8 +100,8 @@ class ListInstance(command.Lister):
         columns: common.Columns = LONG_COLUMNS if args.long else LIST_COLUMNS
         if args.all_projects or project:
             columns = columns[:1] + (PROJECT_COLUMN,) + columns[1:]
-        return common.table((disk_row(d) for i in instances
-                             for d in i['disks']), columns)
+        return common.listing([disk_row(d) for i in instances
+                               for d in i['disks']], columns)
 
 
 class ShowInstance(command.ShowOne):

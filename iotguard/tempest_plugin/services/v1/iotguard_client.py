@@ -56,6 +56,9 @@ class IotguardClient(rest_client.RestClient):
     def delete_tier(self, name: str) -> dict[str, Any]:
         return self._call('DELETE', 'tiers/' + _quote(name), 204)
 
+    def list_instances(self) -> dict[str, Any]:
+        return self._call('GET', 'instances')
+
     def show_instance(self, uuid: str) -> dict[str, Any]:
         return self._call('GET', 'instances/' + _quote(uuid))
 

@@ -49,7 +49,10 @@ class InstanceTierTest(base.BaseIotguardTest):
                          self.instance['project_id'])
         self.assertTrue(self.instance['disks'])
         for disk in self.instance['disks']:
-            self.assertTrue(disk['domain'])
+            # Topology is the admin's (iotguard:disk:topology).
+            self.assertTrue(disk['domain_id'])
+            self.assertNotIn('host', disk)
+            self.assertNotIn('domain', disk)
             self.assertIn(disk['tier_source'],
                           (None, 'api', 'flavor', 'volume_type',
                            'default'))
@@ -89,7 +92,8 @@ class InstanceTierTest(base.BaseIotguardTest):
                           self.weight_only['name'])
         self.assertEqual([], self.alt_client.list_decisions(
             instance=uuid)['decisions'])
-        domain = self.instance['disks'][0]['domain']
+        domain = self.admin_client.show_instance(uuid)['instance'][
+            'disks'][0]['domain']
         mine = [d['name'] for d in self.client.list_domains()['domains']]
         self.assertIn(domain, mine)
         seen = self.client.show_domain(domain)['domain']
@@ -100,10 +104,57 @@ class InstanceTierTest(base.BaseIotguardTest):
     @decorators.idempotent_id('3e4f5a6b-7c8d-4e9f-a0b1-2c3d4e5f6a00')
     @utils.services('compute')
     def test_admin_sees_domain_figures(self) -> None:
-        domain = self.instance['disks'][0]['domain']
+        disk = self.admin_client.show_instance(self.server['id'])[
+            'instance']['disks'][0]
+        self.assertTrue(disk['host'])
+        domain = disk['domain']
         shown = self.admin_client.show_domain(domain)['domain']
         self.assertEqual(1.0, shown['capacity'])
         self.assertIn(self.server['id'],
                       [d['instance_uuid'] for d in shown['disks']])
         page = self.admin_client.list_decisions(limit=1)
         self.assertLessEqual(len(page['decisions']), 1)
+
+
+class ReaderSeesNoTopologyTest(base.BaseIotguardTest):
+    """A project reader: its disks' opaque domain_id, no host, no domain."""
+
+    # The project_* personas share one project: the member makes the
+    # server, the reader looks at it.
+    credentials = ['project_member', 'project_reader', 'alt', 'admin']
+
+    @classmethod
+    def skip_checks(cls) -> None:
+        super().skip_checks()
+        if not CONF.service_available.nova:
+            raise cls.skipException('Nova is not available')
+
+    @classmethod
+    def setup_clients(cls) -> None:
+        cls.os_primary = cls.os_project_member
+        super().setup_clients()
+        cls.reader = cls.os_project_reader.iotguard_v1.IotguardClient()
+
+    @classmethod
+    def resource_setup(cls) -> None:
+        super().resource_setup()
+        cls.server = cls.create_server(cls.os_project_member)
+        cls.instance = cls.wait_for_instance(cls.reader, cls.server['id'])
+
+    @decorators.idempotent_id('7c1e5a9d-3b2f-4e60-8a4d-2f9b6c0e1d37')
+    @utils.services('compute')
+    def test_reader_sees_opaque_domain_id_only(self) -> None:
+        admin = self.admin_client.show_instance(self.server['id'])[
+            'instance']['disks']
+        listed = [d for i in self.reader.list_instances()['instances']
+                  for d in i['disks'] if i['uuid'] == self.server['id']]
+        for disks in (self.instance['disks'], listed):
+            self.assertEqual([d['domain_id'] for d in admin],
+                             [d['domain_id'] for d in disks])
+            for disk, real in zip(disks, admin):
+                self.assertNotIn('host', disk)
+                self.assertNotIn('domain', disk)
+                self.assertNotIn(real['host'], str(disk))
+                self.assertNotIn(real['domain'], str(disk))
+        self.assertRaises(lib_exc.Forbidden, self.reader.set_instance_tier,
+                          self.server['id'], 'any')

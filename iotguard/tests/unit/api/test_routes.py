@@ -23,6 +23,7 @@ from oslo_utils import timeutils
 import webob
 
 from iotguard.api import app
+from iotguard.api.handlers import disk as disk_view
 from iotguard import exception
 from iotguard.policy import admission
 from iotguard.policy import base as base_policy
@@ -74,12 +75,15 @@ class RouteTest(base.TestCase):
             'iotguard.clients.get_connection',
             return_value=types.SimpleNamespace(compute=compute)))
 
-    def call(self, method, path, who, **answers):
+    def call(self, method, path, who, body=None, **answers):
         self.db = RecordingDB(**answers)
         application = app.deploy(self.conf, db=self.db)
         project, roles = who
         req = webob.Request.blank(path, method=method, headers={
             'X-User-Id': 'u', 'X-Project-Id': project, 'X-Roles': roles})
+        if body is not None:
+            req.json_body = body
+            req.content_type = 'application/json'
         return req.get_response(application)
 
     def assertError(self, response, code, part):
@@ -134,6 +138,69 @@ class TestListInstances(RouteTest):
                 ('?marker=3', ADMIN, 400, 'marker')):
             self.assertError(self.call('GET', '/v1/instances' + query, who,
                                        disk_list=[]), code, part)
+
+
+class TestTopologyHidden(RouteTest):
+    """Hosts and domains' real names: the admin's; others get domain_id."""
+
+    SECRETS = ('cn1', 'local:')
+
+    def assertHidden(self, response):
+        self.assertEqual(200, response.status_code, response.text)
+        for secret in self.SECRETS:
+            self.assertNotIn(secret, response.text)
+
+    def test_disks(self):
+        for path in ('/v1/instances', '/v1/instances/' + A1):
+            response = self.call('GET', path, MEMBER,
+                                 disk_list=[disk(A1, 'vda')])
+            self.assertHidden(response)
+            self.assertIn(disk_view.domain_id('proj-a', 'local:cn1'),
+                          response.text)
+            response = self.call('GET', path, ADMIN,
+                                 disk_list=[disk(A1, 'vda')])
+            self.assertIn('"host": "cn1", "domain": "local:cn1"',
+                          response.text)
+
+    def test_opaque_id_per_project(self):
+        one = disk_view.domain_id('proj-a', 'local:cn1')
+        self.assertEqual((56, one), (len(one), disk_view.domain_id(
+            'proj-a', 'local:cn1')))
+        self.assertNotEqual(one, disk_view.domain_id('proj-b', 'local:cn1'))
+        self.assertNotEqual(one, disk_view.domain_id('proj-a', 'local:cn2'))
+
+    def test_decisions(self):
+        def decision():
+            return {'id': 7, 'domain': 'local:cn1', 'project_id': 'proj-a'}
+        self.assertHidden(self.call('GET', '/v1/decisions/7', READER,
+                                    decision_get=decision()))
+        self.assertHidden(self.call('GET', '/v1/decisions', READER,
+                                    decision_list=[decision()]))
+        response = self.call('GET', '/v1/decisions/7', ADMIN,
+                             decision_get=decision())
+        self.assertEqual('local:cn1', response.json['decision']['domain'])
+
+    def test_tier_verdicts_and_refusals(self):
+        verdict = {'project_id': 'proj-a', 'admission': [
+            {'domain': 'local:cn1', 'tier': 'gold', 'committed_after': .5}]}
+        response = self.call('PUT', '/v1/instances/%s/tier' % A1, MEMBER,
+                             {'tier': 'gold'}, instance_tier_set=verdict)
+        self.assertHidden(response)
+        self.assertEqual([{'tier': 'gold', 'domain_id': disk_view.domain_id(
+            'proj-a', 'local:cn1')}], response.json['instance']['admission'])
+        for refusal in (
+                exception.AdmissionRejected(tier='gold', domain='local:cn1',
+                                            committed=1.2, max_ratio=.9),
+                exception.AdmissionRejected(
+                    'Tier gold refused on domain local:cn1: no profile',
+                    tier='gold', domain='local:cn1')):
+            response = self.call('PUT', '/v1/instances/%s/tier' % A1,
+                                 MEMBER, {'tier': 'gold'},
+                                 instance_tier_set=refusal)
+            self.assertEqual(409, response.status_code, response.text)
+            self.assertNotIn('cn1', response.text)
+            self.assertIn(disk_view.domain_id('proj-a', 'local:cn1'),
+                          response.text)
 
 
 NOW = datetime.datetime(2026, 11, 25, 12, 0, 0)
@@ -243,13 +310,14 @@ class TestUnsetInstanceTier(RouteTest):
 
 class TestShowDecision(RouteTest):
 
-    DECISION = {'id': 7, 'reason': 'fair share', 'project_id': 'proj-a'}
+    DECISION = {'id': 7, 'reason': 'fair share', 'project_id': 'proj-a',
+                'domain': 'd'}
 
     def test_scoped_to_the_callers_project(self):
         for who, project in ((READER, 'proj-a'), (ADMIN, None)):
             response = self.call('GET', '/v1/decisions/7', who,
-                                 decision_get=self.DECISION)
-            self.assertEqual({'decision': self.DECISION}, response.json)
+                                 decision_get=dict(self.DECISION))
+            self.assertEqual(7, response.json['decision']['id'])
             self.assertEqual([('decision_get', (7,),
                                {'project_id': project})], self.db.calls)
 

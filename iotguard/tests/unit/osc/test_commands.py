@@ -35,8 +35,8 @@ TIER = {'name': 'gold', 'description': 'db', 'min_iops': 2000.0,
         'created_at': '2026-11-22T03:48:10Z', 'updated_at': None}
 UUID = '8c4b1e2a-5d6f-4a7b-9c8d-0e1f2a3b4c5d'
 DISK = {'instance_uuid': UUID, 'dev': 'vda', 'host': 'c1',
-        'domain': 'local:c1', 'volume_id': None, 'project_id': 'p1',
-        'tier': 'gold', 'tier_source': 'api',
+        'domain': 'local:c1', 'domain_id': 'ab12', 'volume_id': None,
+        'project_id': 'p1', 'tier': 'gold', 'tier_source': 'api',
         'floor': {'min_iops': 2000.0, 'min_bytes_sec': 0.0},
         'ceiling': {'max_iops': 5000.0, 'max_bytes_sec': 0.0},
         'rates': None,
@@ -327,6 +327,19 @@ class TestInstance(CommandTestCase):
             '2026-11-22T03:40:40Z, decision 2: fair share\n'
             'vdb: no tier; domain local:c1',
             self.one(answer, human)['Disks'])
+
+    def test_a_tenant_sees_no_host_nor_domain_name(self):
+        tenant = {k: v for k, v in DISK.items() if k not in ('host',
+                                                             'domain')}
+        shown = dict(self.INSTANCE, disks=[tenant])
+        _, answer = self.run_command(instance.ShowInstance, [UUID],
+                                     instance_show=[shown])
+        self.assertIn('; domain ab12;', self.one(answer, human)['Disks'])
+        _, answer = self.run_command(instance.ListInstance, ['--long'],
+                                     instance_list=[[shown]])
+        self.assertIn('Domain ID', answer[0])
+        self.assertNotIn('Host', answer[0])
+        self.assertNotIn('Domain', answer[0])
 
     def test_show_refused_tier_is_visible(self):
         refused = dict(DISK, cap=None, tier_refused={

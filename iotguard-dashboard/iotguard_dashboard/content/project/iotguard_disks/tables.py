@@ -32,7 +32,8 @@ class ChangeTier(tables.LinkAction):
 class DisksTable(tables.DataTable):
     server = tables.Column('server', verbose_name=_('Server'))
     dev = tables.Column('dev', verbose_name=_('Device'))
-    domain = tables.Column('domain', verbose_name=_('Domain'))
+    # A project sees an opaque id (the name is the admin's, issue 26).
+    domain = tables.Column('domain_id', verbose_name=_('Domain'))
     tier = tables.Column(fmt.tier, verbose_name=_('Tier'))
     floor = tables.Column(fmt.floor, verbose_name=_('Floor'))
     rates = tables.Column(fmt.rates, verbose_name=_('Current rate'))
