@@ -106,6 +106,13 @@ def instance_show(request, uuid):
                         '/instances/%s' % _quote(uuid))['instance'])
 
 
+def disk_record(request, uuid, dev, since=None, until=None):
+    """The disk's record by the minute (by default of the last hour)."""
+    return Record(_call(request, 'GET', '/instances/%s/disks/%s/record' % (
+        _quote(uuid), _quote(dev)), params={'since': since, 'until': until})
+        ['record'])
+
+
 def instance_set_tier(request, uuid, tier):
     """Choose ``tier`` for every disk of the instance (admission decides).
 

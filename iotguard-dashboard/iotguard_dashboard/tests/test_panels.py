@@ -95,7 +95,8 @@ class CatalogMixin:
                 for interface in ('public', 'internal', 'admin')]})
 
 
-class ProjectPanelTests(CatalogMixin, helpers.TestCase):
+class StubbedAPIMixin(CatalogMixin):
+    """The project's disks, tiers and server web-1 stubbed."""
 
     def setUp(self):
         super().setUp()
@@ -109,6 +110,9 @@ class ProjectPanelTests(CatalogMixin, helpers.TestCase):
         server.name = 'web-1'
         mock.patch('openstack_dashboard.api.nova.server_list',
                    return_value=([server], False)).start()
+
+
+class ProjectPanelTests(StubbedAPIMixin, helpers.TestCase):
 
     def test_index_shows_disks_and_tiers(self):
         response = self.client.get(INDEX)

@@ -10,10 +10,13 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import urllib.parse
+
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 from horizon import tables
 
+from iotguard_dashboard.api import iotguard
 from iotguard_dashboard.content import format as fmt
 from iotguard_dashboard.content import tiers
 
@@ -29,9 +32,33 @@ class ChangeTier(tables.LinkAction):
         return reverse(self.url, args=[datum.instance_uuid])
 
 
+class ChangeServerTier(ChangeTier):
+    """Change I/O tier on a row of Horizon's instances table.
+
+    The row is a Nova server; iotguard_dashboard.customization adds the
+    action to that table; the form goes back to that page once done.
+    """
+
+    name = 'iotguard_change_tier'
+
+    def allowed(self, request, server=None):
+        return iotguard.is_enabled(request)
+
+    def get_link_url(self, server):
+        return '%s?%s' % (reverse(self.url, args=[server.id]),
+                          urllib.parse.urlencode(
+                              {'next': self.table.get_full_url()}))
+
+
+def _disk_url(disk):
+    """The disk's page: its last hour charted."""
+    return reverse('horizon:project:iotguard_disks:disk',
+                   args=[disk.instance_uuid, disk.dev])
+
+
 class DisksTable(tables.DataTable):
     server = tables.Column('server', verbose_name=_('Server'))
-    dev = tables.Column('dev', verbose_name=_('Device'))
+    dev = tables.Column('dev', verbose_name=_('Device'), link=_disk_url)
     # A project sees an opaque id (the name is the admin's, issue 26).
     domain = tables.Column('domain_id', verbose_name=_('Domain'))
     tier = tables.Column(fmt.tier, verbose_name=_('Tier'))

@@ -18,4 +18,6 @@ urlpatterns = [
     re_path(r'^$', views.IndexView.as_view(), name='index'),
     re_path(r'^(?P<instance_uuid>[^/]+)/tier/$', views.TierView.as_view(),
             name='tier'),
+    re_path(r'^(?P<instance_uuid>[^/]+)/disks/(?P<dev>[^/]+)/$',
+            views.DiskView.as_view(), name='disk'),
 ]

@@ -11,16 +11,22 @@
 # under the License.
 
 import logging
+import urllib.parse
 
 from django.urls import reverse
 from django.urls import reverse_lazy
+from django.utils import http as http_utils
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from horizon import exceptions
 from horizon import forms as horizon_forms
 from horizon import tables as horizon_tables
+from horizon import views as horizon_views
 from openstack_dashboard import api as os_api
 
 from iotguard_dashboard.api import iotguard
+from iotguard_dashboard.content import chart
+from iotguard_dashboard.content import format as fmt
 from iotguard_dashboard.content.project.iotguard_disks import forms
 from iotguard_dashboard.content.project.iotguard_disks import tables
 
@@ -90,10 +96,73 @@ class TierView(horizon_forms.ModalFormView):
         return {'instance_uuid': uuid,
                 'tier': chosen.pop() if len(chosen) == 1 else ''}
 
+    def _next(self):
+        """Where the form was opened from, if on this site, or None.
+
+        Horizon's instances page, for one.
+        """
+        url = self.request.GET.get('next')
+        if url and http_utils.url_has_allowed_host_and_scheme(
+                url, {self.request.get_host()},
+                self.request.is_secure()):
+            return url
+        return None
+
+    def get_success_url(self):
+        return self._next() or super().get_success_url()
+
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         context['submit_url'] = reverse(
             'horizon:project:iotguard_disks:tier',
             args=[self.kwargs['instance_uuid']])
+        if self._next():
+            context['submit_url'] += '?' + urllib.parse.urlencode(
+                {'next': self._next()})
         context['instance_uuid'] = self.kwargs['instance_uuid']
+        return context
+
+
+class DiskView(horizon_views.HorizonTemplateView):
+    """One disk: what the API says of it now and its last hour charted."""
+
+    template_name = 'iotguard_dashboard/project/disk.html'
+    page_title = _('Disk {{ dev }} of {{ server }}')
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        uuid, dev = self.kwargs['instance_uuid'], self.kwargs['dev']
+        index = reverse('horizon:project:iotguard_disks:index')
+        try:
+            disk = next(d for d in iotguard.instance_show(
+                self.request, uuid)['disks'] if d['dev'] == dev)
+        except Exception:
+            exceptions.handle(self.request, _(
+                'Unable to show disk %(dev)s of %(uuid)s from iotguard.')
+                % {'dev': dev, 'uuid': uuid}, redirect=index)
+        try:
+            record = iotguard.disk_record(self.request, uuid, dev)
+        except Exception:
+            exceptions.handle(self.request, _(
+                'Unable to read the record of disk %s from iotguard.') % dev)
+            record = None
+        context.update(
+            dev=dev, server=_server_names(self.request).get(uuid, uuid),
+            tier=fmt.tier(disk), floor=fmt.floor(disk),
+            rates=fmt.rates(disk), cap=fmt.cap(disk),
+            reason=fmt.cap_reason(disk), record=record)
+        if record:
+            context.update(
+                kept=(fmt.percent(record['floor_kept_ratio'])
+                      if record['floor_due_s'] else _('no floor due')),
+                capped=_('%d s') % record['capped_s'],
+                since=chart.clock(record['since']),
+                until=chart.clock(record['until']),
+                zone=timezone.get_current_timezone_name(),
+                charts=chart.charts(record, disk),
+                spells=chart.spells(record))
+        context.update(
+            tier_url=reverse('horizon:project:iotguard_disks:tier',
+                             args=[uuid]),
+            custom_breadcrumb=[(_('Disks'), index)])
         return context
