@@ -19,6 +19,7 @@ import webob
 
 from iotguard.api.handlers import common
 from iotguard.api.handlers import disk
+from iotguard.api.handlers import domain as domain_handler
 from iotguard.api import schemas
 from iotguard.api.schemas import common as common_schema
 from iotguard.api import util
@@ -35,11 +36,16 @@ def list_decisions(req: webob.Request) -> webob.Response:
                 st.conf.api.max_limit)
     if limit < 1:
         raise exception.Invalid(reason='limit must be at least 1')
+    domain = query.get('domain')
+    if domain is not None:
+        domain = domain_handler.resolve(req, domain)
+        if domain is None:
+            return util.json_response({'decisions': []})
     decisions = st.db.decision_list(
         limit, marker=int(query['marker']) if 'marker' in query else None,
         instance_uuid=(query['instance'].lower()
                        if 'instance' in query else None),
-        domain=query.get('domain'),
+        domain=domain,
         since=(util.utc_time(query['since'], 'since') if 'since' in query
                else None),
         project_id=common.visible_project(

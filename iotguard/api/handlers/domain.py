@@ -103,11 +103,41 @@ def list_domains(req: webob.Request) -> webob.Response:
             'name': d.name, 'kind': d.kind, 'policy': d.policy or default,
             'profile': profile_view(d)}
             for d in domains]})
-    mine = {d['domain'] for d in st.db.disk_list(
-        project_id=common.context(req).project_id)}
+    project_id = common.context(req).project_id
+    mine = {d['domain'] for d in st.db.disk_list(project_id=project_id)}
+    topology = common.topology(req)
     return util.json_response({'domains': [
-        {'name': d.name, 'kind': d.kind} for d in domains
-        if d.name in mine]})
+        _member_view(d, project_id, topology)
+        for d in domains if d.name in mine]})
+
+
+def _member_view(domain: admission.Domain, project_id: str,
+                 topology: bool) -> dict[str, Any]:
+    """A domain as a project sees it: its opaque ``domain_id`` and kind.
+
+    Its name too for a caller with ``iotguard:disk:topology``.
+    """
+    view = {'domain_id': disk.domain_id(project_id, domain.name),
+            'kind': domain.kind}
+    if topology:
+        view['name'] = domain.name
+    return view
+
+
+def resolve(req: webob.Request, name: str) -> str | None:
+    """The real name of the domain ``name`` names for the caller.
+
+    A caller without ``iotguard:disk:topology`` names a domain by the
+    ``domain_id`` it was shown (:func:`disk.domain_id`), never by its real
+    name: None when ``name`` is no such id.
+    """
+    if common.topology(req):
+        return name
+    project_id = common.context(req).project_id
+    for domain in common.state(req).db.domain_list():
+        if disk.domain_id(project_id, domain.name) == name:
+            return domain.name
+    return None
 
 
 def show_domain(req: webob.Request, name: str) -> webob.Response:
@@ -119,13 +149,18 @@ def show_domain(req: webob.Request, name: str) -> webob.Response:
         return util.json_response({'domain': _full_view(
             domain, st.db.disk_list(domain=name),
             st.conf)})
-    # An unknown domain is the same NotFound as one without its disks.
-    disks = st.db.disk_list(domain=name,
-                            project_id=common.context(req).project_id)
+    # An unknown domain is the same NotFound as one without the caller's
+    # disks, and one named by a name the caller may not see is unknown.
+    project_id = common.context(req).project_id
+    real = resolve(req, name)
+    disks = real and st.db.disk_list(domain=real, project_id=project_id)
     if not disks:
         raise exception.NotFound(what='domain %s' % name)
-    return util.json_response({'domain': {
-        'name': name, 'disks': [disk.view(d) for d in disks]}})
+    topology = common.topology(req)
+    return util.json_response({'domain': dict(
+        _member_view(st.db.domain_get(disks[0]['domain']), project_id,
+                     topology),
+        disks=[disk.view(d, topology) for d in disks])})
 
 
 def update_domain(req: webob.Request, name: str) -> webob.Response:

@@ -21,9 +21,10 @@ from osc_lib import exceptions
 from iotguard.osc import client as osc_client
 from iotguard.osc.v1 import common
 
-LIST_COLUMNS = (('name', 'Name'), ('kind', 'Kind'), ('policy', 'Policy'),
-                ('profile', 'Profile'))
-SHOW_COLUMNS = (('name', 'Name'), ('kind', 'Kind'), ('policy', 'Policy'),
+LIST_COLUMNS = (('name', 'Name'), ('domain_id', 'Domain ID'),
+                ('kind', 'Kind'), ('policy', 'Policy'), ('profile', 'Profile'))
+SHOW_COLUMNS = (('name', 'Name'), ('domain_id', 'Domain ID'),
+                ('kind', 'Kind'), ('policy', 'Policy'),
                 ('params', 'Params'), ('profile', 'Profile'),
                 ('capacity', 'Capacity'), ('committed', 'Committed'),
                 ('committed_learned', 'Committed Learned'),
@@ -67,7 +68,9 @@ class ShowDomain(command.ShowOne):
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
-        parser.add_argument('name', metavar='<name>', help='Domain name')
+        parser.add_argument(
+            'name', metavar='<name>',
+            help='Domain name (a project: the Domain ID its disks show)')
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> common.Shown:
@@ -80,7 +83,9 @@ class SetDomain(command.Command):
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
-        parser.add_argument('name', metavar='<name>', help='Domain name')
+        parser.add_argument(
+            'name', metavar='<name>',
+            help='Domain name (a project: the Domain ID its disks show)')
         parser.add_argument('--iops-4k', metavar='<iops>', type=float,
                             help='Capacity: 4 KiB operations per second')
         parser.add_argument('--bytes-sec', metavar='<bytes>', type=float,

@@ -32,6 +32,7 @@ from wsgiref import simple_server
 import fixtures
 
 from iotguard.api import app
+from iotguard.api.handlers import disk as disk_view
 from iotguard.tests import base
 from iotguard.tests import dbrows
 from iotguard.tests.fixtures import database
@@ -174,7 +175,9 @@ class TestOpenstackCLI(base.TestCase):
         _, err = self.cli('instance', 'set', '--tier', 'huge', instance,
                           who=MEMBER, ok=False)
         self.assertIn('409', err)
-        self.assertIn('does not fit in domain local:compute1', err)
+        # (the member knows the domain by its opaque id only)
+        mine = disk_view.domain_id('proj-a', 'local:compute1')
+        self.assertIn('does not fit in domain %s' % mine, err)
         self.assertNotIn('committed_after', err)
         _, err = self.cli('instance', 'set', '--tier', 'huge', instance,
                           ok=False)
@@ -188,7 +191,7 @@ class TestOpenstackCLI(base.TestCase):
                           for d in shown['Disks']])
         table, _ = self.cli('instance', 'show', instance, who=MEMBER)
         self.assertIn('vda: gold (api), floor min_bytes_sec=0, '
-                      'min_iops=2500; domain local:compute1', table)
+                      'min_iops=2500; domain %s' % mine, table)
         # Without Keystone and Nova, a server is given by its UUID.
         _, err = self.cli('instance', 'show', 'web-1', who=MEMBER,
                           ok=False)
@@ -244,8 +247,11 @@ class TestOpenstackCLI(base.TestCase):
         self.assertEqual([instance, other], sorted(
             d['instance_uuid'] for d in domain['Disks']))
         self.assertGreater(domain['Committed'], 0)
-        self.assertEqual([{'Name': 'local:compute1', 'Kind': 'local'}],
+        self.assertEqual([{'Domain ID': mine, 'Kind': 'local'}],
                          self.json('domain', 'list', who=MEMBER))
+        self.assertEqual([instance], [
+            d['instance_uuid'] for d in self.json(
+                'domain', 'show', mine, who=MEMBER)['Disks']])
         _, err = self.cli('domain', 'set', 'local:compute1', '--param',
                           'bogus=1', ok=False)
         self.assertIn('400', err)

@@ -27,6 +27,7 @@ import uuid
 
 import testtools
 
+from iotguard.api.handlers import disk as disk_view
 from iotguard.tests import base
 from iotguard.tests import dbrows
 from iotguard.tests.functional import test_osc
@@ -169,11 +170,14 @@ class TestTempestClient(base.TestCase):
         self.assertRaises(lib_exc.NotFound, self.other.set_instance_tier,
                           instance, 'gold')
 
-        self.assertEqual(['local:c1'], [
-            d['name'] for d in self.member.list_domains()['domains']])
+        mine = disk_view.domain_id('proj-a', 'local:c1')
+        self.assertEqual([mine], [
+            d['domain_id'] for d in self.member.list_domains()['domains']])
+        self.assertEqual(['vda'], [d['dev'] for d in self.member.show_domain(
+            mine)['domain']['disks']])
         self.assertEqual([], self.other.list_domains()['domains'])
-        self.assertRaises(lib_exc.NotFound, self.other.show_domain,
-                          'local:c1')
+        for name in ('local:c1', mine):
+            self.assertRaises(lib_exc.NotFound, self.other.show_domain, name)
         shown = self.admin.update_domain('local:c1', iops_4k=20000.0)
         self.assertEqual(20000.0, shown['domain']['profile']['iops_4k'])
         self.assertIn('committed', self.admin.show_domain('local:c1')[

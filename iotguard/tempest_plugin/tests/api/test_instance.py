@@ -92,14 +92,19 @@ class InstanceTierTest(base.BaseIotguardTest):
                           self.weight_only['name'])
         self.assertEqual([], self.alt_client.list_decisions(
             instance=uuid)['decisions'])
-        domain = self.admin_client.show_instance(uuid)['instance'][
-            'disks'][0]['domain']
-        mine = [d['name'] for d in self.client.list_domains()['domains']]
-        self.assertIn(domain, mine)
-        seen = self.client.show_domain(domain)['domain']
+        disk = self.admin_client.show_instance(uuid)['instance']['disks'][0]
+        # The project knows the domain by its opaque id only.
+        mine = self.client.list_domains()['domains']
+        self.assertIn(disk['domain_id'], [d['domain_id'] for d in mine])
+        self.assertNotIn(disk['domain'], str(mine))
+        seen = self.client.show_domain(disk['domain_id'])['domain']
         self.assertEqual({self.os_primary.credentials.project_id},
                          {d['project_id'] for d in seen['disks']})
         self.assertNotIn('committed', seen)
+        self.assertRaises(lib_exc.NotFound, self.client.show_domain,
+                          disk['domain'])
+        self.assertRaises(lib_exc.NotFound, self.alt_client.show_domain,
+                          disk['domain_id'])
 
     @decorators.idempotent_id('3e4f5a6b-7c8d-4e9f-a0b1-2c3d4e5f6a00')
     @utils.services('compute')

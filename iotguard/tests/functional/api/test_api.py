@@ -725,15 +725,25 @@ class APITests:
     def test_domains_for_a_project(self):
         domains = self.call('GET', '/v1/domains',
                             who=MEMBER_B).json['domains']
-        self.assertEqual([{'name': 'local:cn1', 'kind': 'local'}], domains)
-        response = self.call('GET', '/v1/domains/local:cn1', who=MEMBER_B)
+        # The domain by its opaque id, as the project's disks show it.
+        b_cn1 = disk_view.domain_id('proj-b', 'local:cn1')
+        self.assertEqual([{'domain_id': b_cn1, 'kind': 'local'}], domains)
+        self.assertNotEqual(b_cn1, disk_view.domain_id('proj-a', 'local:cn1'))
+        response = self.call('GET', '/v1/domains/' + b_cn1, who=MEMBER_B)
+        self.assertEqual(200, response.status_code, response.text)
         domain = response.json['domain']
         self.assertEqual([B1], [d['instance_uuid'] for d in domain['disks']])
-        for secret in ('committed', 'utilisation', 'profile', 'params'):
+        self.assertEqual({b_cn1}, {d['domain_id'] for d in domain['disks']})
+        for secret in ('name', 'committed', 'utilisation', 'profile',
+                       'params'):
             self.assertNotIn(secret, domain)
         self.assertNotIn(A1, response.text)
-        response = self.call('GET', '/v1/domains/ceph:new', who=MEMBER_B)
-        self.assertError(response, 404)
+        self.assertNotIn('cn1', response.text.replace(b_cn1, ''))
+        # Its real name, or another project's id for it, names nothing.
+        for name in ('local:cn1', disk_view.domain_id('proj-a', 'local:cn1'),
+                     'ceph:new', disk_view.domain_id('proj-b', 'ceph:new')):
+            self.assertError(self.call('GET', '/v1/domains/' + name,
+                                       who=MEMBER_B), 404)
         self.assertError(self.call('GET', '/v1/domains/nope',
                                    who=MEMBER_B), 404)
         self.assertError(self.call('GET', '/v1/domains', who=NOROLE_A), 403)
@@ -889,8 +899,8 @@ class APITests:
         self.assertIsNone(domain['overcommitted'])
         self.assertIsNone(domain['beyond_capacity'])
         # a project never sees it
-        domain = self.call('GET', '/v1/domains/local:cn1',
-                           who=MEMBER_A).json['domain']
+        domain = self.call('GET', '/v1/domains/' + disk_view.domain_id(
+            'proj-a', 'local:cn1'), who=MEMBER_A).json['domain']
         for secret in ('committed_learned', 'overcommitted'):
             self.assertNotIn(secret, domain)
 
@@ -933,6 +943,16 @@ class APITests:
         self.assertError(self.call(
             'GET', '/v1/decisions?marker=%d' % self.decisions[6],
             who=READER_A), 404)
+        # A project filters by the domain_id it was shown, never by the
+        # real name.
+        response = self.call('GET', '/v1/decisions?domain=%s' % (
+            disk_view.domain_id('proj-a', 'local:cn1')), who=READER_A)
+        self.assertEqual(self.decisions[:5][::-1],
+                         [d['id'] for d in response.json['decisions']])
+        for name in ('local:cn1', disk_view.domain_id('proj-b', 'local:cn1')):
+            response = self.call('GET', '/v1/decisions?domain=' + name,
+                                 who=READER_A)
+            self.assertEqual([], response.json['decisions'])
         self.assertError(self.call('GET', '/v1/decisions', who=NOROLE_A),
                          403)
 

@@ -37,6 +37,7 @@ import testtools
 import yaml
 
 import iotguard
+from iotguard.api.handlers import disk
 from iotguard.api import router
 from iotguard.tests import dbrows
 from iotguard.tests.fixtures import database
@@ -96,6 +97,8 @@ class Call:
 TIER_PATH = '/v1/tiers/gold'
 INSTANCE_TIER = '/v1/instances/%s/tier' % INSTANCE
 DOMAIN_PATH = '/v1/domains/' + DOMAIN
+#: The domain as the sample's project names it (its disks' domain_id).
+MEMBER_DOMAIN_PATH = '/v1/domains/' + disk.domain_id(PROJECT, DOMAIN)
 RECORD_PATH = ('/v1/instances/%s/disks/vda/record?since=2026-11-22T03:40:00Z'
                '&until=2026-11-22T03:42:00Z' % INSTANCE)
 
@@ -135,7 +138,7 @@ CALLS = (
          response='domains/domains-list-project-response.json'),
     Call('GET', '/v1/domains/{name}', DOMAIN_PATH, ADMIN, 200,
          response='domains/domain-show-response.json'),
-    Call('GET', '/v1/domains/{name}', DOMAIN_PATH, MEMBER, 200,
+    Call('GET', '/v1/domains/{name}', MEMBER_DOMAIN_PATH, MEMBER, 200,
          response='domains/domain-show-project-response.json'),
     Call('PATCH', '/v1/domains/{name}', DOMAIN_PATH, ADMIN, 200,
          'domains/domain-update-request.json',

@@ -423,8 +423,8 @@ class TestDomain(CommandTestCase):
              'profile': {'iops_4k': 1e4, 'bytes_sec': 4e8}}]])
         self.assertEqual(('Name', 'Kind', 'Policy', 'Profile'), answer[0])
         _, answer = self.run_command(domain.ListDomain, [], domain_list=[[
-            {'name': 'local:c1', 'kind': 'local'}]])
-        self.assertEqual([{'Name': 'local:c1', 'Kind': 'local'}],
+            {'domain_id': 'ab12', 'kind': 'local'}]])
+        self.assertEqual([{'Domain ID': 'ab12', 'Kind': 'local'}],
                          self.rows(answer))
 
     def test_show_summarises_disks(self):
