@@ -32,6 +32,7 @@ from oslo_config import cfg
 from oslo_log import log
 
 from iotguard import clients
+from iotguard.controller import placement
 from iotguard.db import tiers as db_tiers
 from iotguard.manage import tiersync
 
@@ -83,7 +84,8 @@ class Metadata:
         return self._call('bring Nova and Cinder in step with the tiers',
                           lambda conn: tiersync.sync(
                               conn, tiers, tiers_conf.flavor_tiers,
-                              tiers_conf.volume_type_prefix))
+                              tiers_conf.volume_type_prefix,
+                              floor=placement.flavor_request(self.conf)))
 
     def set_tier(self, instance_uuid: str, tier: str) -> str:
         return self._sync(

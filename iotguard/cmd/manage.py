@@ -25,6 +25,7 @@ from typing import Any
 
 from oslo_config import cfg
 
+from iotguard.controller import placement
 from iotguard.db import api as db_api
 from iotguard.db import migration
 from iotguard import exception
@@ -64,7 +65,8 @@ def tier_sync(conf: cfg.ConfigOpts, db: Db, args: Args) -> None:
     try:
         report = tiersync.sync(conn, tiers, conf.tiers.flavor_tiers,
                                conf.tiers.volume_type_prefix,
-                               dry_run=args.dry_run)
+                               dry_run=args.dry_run,
+                               floor=placement.flavor_request(conf))
     except exception.TierSyncFailed as exc:
         done = getattr(exc, 'done', [])
         for change in done:

@@ -23,7 +23,10 @@ OPTS: list[cfg.Opt] = [
                      'Placement as inventory of a resource provider, at '
                      'every ``[membership] resync_interval``, with the '
                      '``[service_credentials]`` (which need Placement\'s '
-                     'admin or service role).'),
+                     'admin or service role); and have tier sync (the '
+                     'command and the API\'s) write each tier\'s floor '
+                     'into its flavors as ``resources:<resource_class>='
+                     '<units>``, removed again when this is off.'),
     cfg.StrOpt('resource_class',
                default='CUSTOM_IOTGUARD_FLOOR',
                regex=r'^CUSTOM_[A-Z0-9_]+$',

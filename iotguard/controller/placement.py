@@ -20,7 +20,9 @@ on a reference device of one operation per second and ``[placement]
 unit_bytes_sec`` (:func:`reference`); a domain offers :func:`capacity`
 units, ``max_commit_ratio`` of the most reference devices its profile
 holds. A floor then takes at least as large a share of any domain in
-Placement as in admission (both forms): Placement never admits more.
+Placement as in admission (both forms): Placement never admits more. A
+tier's flavors ask for its units (:func:`flavor_request`, written by tier
+sync).
 
 **Providers** (:func:`wanted`, pure): a host-local domain
 (``local:<host>``) is a child of the compute node's provider (found by the
@@ -49,6 +51,7 @@ from iotguard import clients
 from iotguard.controller import membership
 from iotguard.db import api as db_api
 from iotguard.db import disks as disks_db
+from iotguard.manage import tiersync
 from iotguard.policy import admission
 from iotguard.policy import base
 from iotguard.policy import costmodel
@@ -72,6 +75,17 @@ def units(tier: base.Tier, ref: base.Profile) -> int:
     """A tier's floor in units, rounded up (a flavor's amount)."""
     return math.ceil(costmodel.committed_floor_load(
         tier.min_iops, tier.min_bytes_sec, ref) - admission.EPSILON)
+
+
+def flavor_request(conf: cfg.ConfigOpts) -> tiersync.FloorRequest:
+    """The ``resources:`` key tier sync writes (:func:`units` of a tier).
+
+    Without units when ``[placement] enabled`` is off: the key goes.
+    """
+    ref = reference(conf.placement.unit_bytes_sec)
+    return tiersync.FloorRequest(
+        conf.placement.resource_class,
+        (lambda tier: units(tier, ref)) if conf.placement.enabled else None)
 
 
 def capacity(profile: base.Profile, ref: base.Profile,

@@ -25,7 +25,9 @@ in step"):
 and every flavor of ``[tiers] flavor_tiers`` gets ``iotguard:tier`` and the
 tier ceilings as ``quota:disk_*`` extra specs in the flavor's own form
 (:func:`wanted_flavor_specs`), never one libvirt refuses
-(:func:`iotguard.wire.caps.check_limits`).
+(:func:`iotguard.wire.caps.check_limits`), and, given a
+:class:`FloorRequest`, the tier's floor as ``resources:<class>=<units>``
+(Nova's scheduler asks Placement for it; doc/source/admin/scheduler.rst).
 
 Volume types and QoS specs of tiers that no longer exist are deleted when
 no volume uses them; what is kept, and flavors that name a missing tier,
@@ -60,6 +62,27 @@ ALL = 'None'
 
 Specs = Mapping[str, str]
 Wanted = dict[str, str | None]
+#: A flavor extra spec Nova turns into a Placement request.
+RESOURCES_PREFIX = 'resources:'
+
+
+@dataclasses.dataclass(frozen=True)
+class FloorRequest:
+    """What the tiers' flavors ask Placement for.
+
+    ``units`` prices a tier's floor
+    (:func:`iotguard.controller.placement.flavor_request`); None when the
+    floors are not in Placement: the flavors must not ask for them.
+    """
+
+    resource_class: str
+    units: typing.Callable[[Tier], int] | None = None
+
+    def wanted(self, tier: Tier) -> Wanted:
+        """``resources:<class>``: the tier's units, None without a floor."""
+        amount = self.units(tier) if self.units is not None else 0
+        return {RESOURCES_PREFIX + self.resource_class:
+                str(amount) if amount > 0 else None}
 
 
 @dataclasses.dataclass
@@ -110,7 +133,8 @@ def flavor_limits(specs: Specs) -> dict[str, int]:
             for key in caps.IOTUNE_KEYS if FLAVOR_PREFIX + key in specs}
 
 
-def wanted_flavor_specs(tier: Tier, current: Specs) -> Wanted:
+def wanted_flavor_specs(tier: Tier, current: Specs,
+                        floor: FloorRequest | None = None) -> Wanted:
     """Extra specs a flavor of ``tier`` must have (None = must not).
 
     Per kind (IOPS, bytes/s) the flavor keeps its form: when it has read or
@@ -119,7 +143,9 @@ def wanted_flavor_specs(tier: Tier, current: Specs) -> Wanted:
     stay within the tier ceiling as a ``total`` key would; otherwise it is
     the ``quota:disk_total_*`` key. The keys of the other form and the burst
     (``*_max``) keys of that kind go: a burst would lift the disk above the
-    tier ceiling. A kind without ceiling has none of its keys.
+    tier ceiling. A kind without ceiling has none of its keys. With
+    ``floor``, its ``resources:`` key too (:meth:`FloorRequest.wanted`);
+    without, that key is not looked at.
     """
     limits = flavor_limits(current)
     wanted: Wanted = {TIER_KEY: tier.name}
@@ -133,6 +159,8 @@ def wanted_flavor_specs(tier: Tier, current: Specs) -> Wanted:
             else:
                 values['total_' + kind] = ceiling
         wanted.update((FLAVOR_PREFIX + k, v) for k, v in values.items())
+    if floor is not None:
+        wanted.update(floor.wanted(tier))
     return wanted
 
 
@@ -170,10 +198,12 @@ def _check(what: str, result: caps.Limits) -> None:
                                        'libvirt: %s' % (what, exc.message))
 
 
-def _flavor_changes(conn: Any, flavor: Any, tier: Tier) -> list[Change]:
+def _flavor_changes(conn: Any, flavor: Any, tier: Tier,
+                    floor: FloorRequest | None) -> list[Change]:
     compute = conn.compute
     current = compute.fetch_flavor_extra_specs(flavor).extra_specs or {}
-    to_set, to_delete = _diff(current, wanted_flavor_specs(tier, current))
+    to_set, to_delete = _diff(current,
+                              wanted_flavor_specs(tier, current, floor))
     result = dict(current, **to_set)
     for key in to_delete:
         del result[key]
@@ -192,7 +222,8 @@ def _flavor_changes(conn: Any, flavor: Any, tier: Tier) -> list[Change]:
 
 
 def _compute_plan(conn: Any, by_name: Mapping[str, Tier],
-                  flavor_tiers: Mapping[str, str], out: Plan) -> None:
+                  flavor_tiers: Mapping[str, str],
+                  floor: FloorRequest | None, out: Plan) -> None:
     compute = conn.compute
     named = set()
     for flavor_name, tier_name in sorted(flavor_tiers.items()):
@@ -207,7 +238,8 @@ def _compute_plan(conn: Any, by_name: Mapping[str, Tier],
                 'flavor %s: [tiers] flavor_tiers names tier %s, which does '
                 'not exist; flavor left unchanged' % (flavor_name, tier_name))
         else:
-            out.changes += _flavor_changes(conn, flavor, by_name[tier_name])
+            out.changes += _flavor_changes(conn, flavor, by_name[tier_name],
+                                           floor)
     for flavor in sorted(compute.flavors(is_public=ALL),
                          key=lambda f: f.name):
         if flavor.name in named:
@@ -453,12 +485,12 @@ def _in_catalog(conn: Any, service_type: str) -> bool:
 
 
 def plan(conn: Any, tiers: Sequence[Tier], flavor_tiers: Mapping[str, str],
-         prefix: str) -> Plan:
+         prefix: str, floor: FloorRequest | None = None) -> Plan:
     """Every change that would bring Nova and Cinder in step (a Plan)."""
     by_name = {t.name: t for t in tiers}
     out = Plan()
     if _in_catalog(conn, 'compute'):
-        _compute_plan(conn, by_name, flavor_tiers, out)
+        _compute_plan(conn, by_name, flavor_tiers, floor, out)
     else:
         out.skipped.append('Nova (compute) is not in the service catalog: '
                            'flavors not synced')
@@ -477,8 +509,12 @@ def cloud_errors() -> tuple[type[Exception], ...]:
 
 
 def sync(conn: Any, tiers: Sequence[Tier], flavor_tiers: Mapping[str, str],
-         prefix: str, dry_run: bool = False) -> Report:
+         prefix: str, dry_run: bool = False,
+         floor: FloorRequest | None = None) -> Report:
     """Plan and (unless ``dry_run``) apply; returns a :class:`Report`.
+
+    ``floor``: the flavors' ``resources:`` key (:class:`FloorRequest`);
+    None leaves that key as it is.
 
     A failed call to Nova or Cinder raises TierSyncFailed; its ``done``
     attribute lists the changes made before it.
@@ -486,7 +522,7 @@ def sync(conn: Any, tiers: Sequence[Tier], flavor_tiers: Mapping[str, str],
     done: list[str] = []
     what = 'reading Nova and Cinder'
     try:
-        todo = plan(conn, tiers, flavor_tiers, prefix)
+        todo = plan(conn, tiers, flavor_tiers, prefix, floor)
         for change in [] if dry_run else todo.changes:
             what = change.what
             change.apply()

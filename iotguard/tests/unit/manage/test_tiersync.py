@@ -18,6 +18,7 @@ import uuid
 
 from openstack import exceptions as sdk_exceptions
 
+from iotguard.controller import placement
 from iotguard.db import tiers
 from iotguard import exception
 from iotguard.manage import tiersync
@@ -505,6 +506,63 @@ class TierSyncTest(base.TestCase):
              'quota:disk_total_iops_sec=5000',
              'QoS spec iotguard-bronze: create, consumer both, '
              'minIOPS=100'], exc.done)
+
+
+class FloorRequestTest(base.TestCase):
+    """The flavors' ``resources:`` key, priced as Placement's inventory."""
+
+    KEY = 'resources:CUSTOM_IOTGUARD_FLOOR'
+
+    def request(self, enabled=True, **opts):
+        self.flags(group='placement', enabled=enabled, **opts)
+        return placement.flavor_request(self.conf)
+
+    def test_enabled_the_tiers_units(self):
+        specs = tiersync.wanted_flavor_specs(GOLD, {}, self.request())
+        # 2000 IOPS priced with 4 KiB operations: 2000 + 2000 * 4096 / 65536
+        self.assertEqual('2125', specs[self.KEY])
+        self.assertEqual(str(placement.units(GOLD, placement.reference(
+            65536.0))), specs[self.KEY])
+        wider = self.request(unit_bytes_sec=4096.0,
+                             resource_class='CUSTOM_DISK_FLOOR')
+        self.assertEqual({'resources:CUSTOM_DISK_FLOOR': '4000'},
+                         wider.wanted(GOLD))
+
+    def test_no_floor_or_disabled_the_key_goes(self):
+        ceiling_only = tiers.Tier('cap', max_iops=100.0)
+        self.assertIsNone(tiersync.wanted_flavor_specs(
+            ceiling_only, {}, self.request())[self.KEY])
+        specs = tiersync.wanted_flavor_specs(
+            GOLD, {self.KEY: '2125'}, self.request(enabled=False))
+        self.assertIn(self.KEY, specs)
+        self.assertIsNone(specs[self.KEY])
+        # Without a request the key is not iotguard's business.
+        self.assertNotIn(self.KEY, tiersync.wanted_flavor_specs(GOLD, {}))
+
+    def sync(self, request, tiers=(GOLD, BRONZE)):
+        return tiersync.sync(self.cloud, list(tiers), {'m1.gold': 'gold'},
+                             'iotguard-', floor=request).changes
+
+    def test_sync_sets_follows_and_removes_the_key(self):
+        self.cloud = FakeCloud(services=('compute',))
+        flavor = self.cloud.flavors['m1.gold'].extra_specs
+        self.assertEqual(
+            ['flavor m1.gold: set iotguard:tier=gold, '
+             'quota:disk_total_bytes_sec=200000000, '
+             'quota:disk_total_iops_sec=5000, %s=2125' % self.KEY],
+            self.sync(self.request()))
+        self.assertEqual('2125', flavor[self.KEY])
+        self.assertEqual([], self.sync(self.request()))
+
+        lower = dataclasses.replace(GOLD, min_iops=1000.0)
+        self.assertEqual(['flavor m1.gold: set %s=1063' % self.KEY],
+                         self.sync(self.request(), tiers=(lower,)))
+        self.assertEqual('1063', flavor[self.KEY])
+
+        self.assertEqual(['flavor m1.gold: unset %s' % self.KEY],
+                         self.sync(self.request(enabled=False)))
+        self.assertNotIn(self.KEY, flavor)
+        self.assertEqual([], self.sync(self.request(enabled=False)))
 
 
 class CapsFormTest(base.TestCase):
