@@ -30,7 +30,14 @@ Event types (publisher ``iotguard-controller.<host>``):
   ``committed_learned`` (the fit, no margin), ``max_commit_ratio``,
   ``confidence`` and ``beyond_capacity`` (above 1.0); report only;
 * ``iotguard.domain.overcommit_cleared`` (INFO): such a domain no longer
-  is (same payload).
+  is (same payload);
+* ``iotguard.placement.usage_differs`` (WARN): Placement's usage of a
+  domain's floor inventory differs from the floors iotguard committed
+  there (:mod:`iotguard.controller.placement`), at two resyncs in a row;
+  with ``domain``, ``provider``, ``resource_class``, ``total``,
+  ``placement_used`` and ``committed`` (units); sent once until
+* ``iotguard.placement.usage_matches`` (INFO): they are equal again (same
+  payload).
 
 Where they go is oslo.messaging's ``[oslo_messaging_notifications]``
 (``driver = messagingv2``, ``topics``, ``transport_url``); with no driver
@@ -53,6 +60,8 @@ TIER_ADMITTED = 'iotguard.tier.admitted'
 TIER_REFUSED = 'iotguard.tier.refused'
 DOMAIN_OVERCOMMITTED = 'iotguard.domain.overcommitted'
 DOMAIN_OVERCOMMIT_CLEARED = 'iotguard.domain.overcommit_cleared'
+PLACEMENT_USAGE_DIFFERS = 'iotguard.placement.usage_differs'
+PLACEMENT_USAGE_MATCHES = 'iotguard.placement.usage_matches'
 
 
 def publisher_id(service: str, host: str) -> str:
@@ -97,3 +106,9 @@ class Notifier:
 
     def domain_overcommit_cleared(self, payload: dict[str, Any]) -> None:
         self._send('info', DOMAIN_OVERCOMMIT_CLEARED, payload)
+
+    def placement_usage_differs(self, payload: dict[str, Any]) -> None:
+        self._send('warn', PLACEMENT_USAGE_DIFFERS, payload)
+
+    def placement_usage_matches(self, payload: dict[str, Any]) -> None:
+        self._send('info', PLACEMENT_USAGE_MATCHES, payload)

@@ -30,8 +30,12 @@ host's name); any other domain is a provider with
 ``MISC_SHARES_VIA_AGGREGATE`` in an aggregate with the compute nodes of
 the hosts its disks are on. Ids are uuid5 of the domain's name, so every
 controller finds the same ones. :class:`Report` writes them through
-keystoneauth, retrying generation conflicts, and logs where Placement's
-usage differs from the floors iotguard committed.
+keystoneauth, retrying generation conflicts, and compares Placement's
+usage with the floors iotguard committed: each domain's numbers are
+served to Prometheus (:meth:`Report.collect`); a difference is logged at
+every sync and notified (``iotguard.placement.usage_differs``) once it is
+seen at :data:`DIFFERING_SYNCS` syncs in a row, so that a server Nova
+placed and membership has not recorded yet is not reported.
 """
 
 import collections.abc
@@ -49,9 +53,11 @@ import requests
 
 from iotguard import clients
 from iotguard.controller import membership
+from iotguard.controller import notifications
 from iotguard.db import api as db_api
 from iotguard.db import disks as disks_db
 from iotguard.manage import tiersync
+from iotguard import metrics
 from iotguard.policy import admission
 from iotguard.policy import base
 from iotguard.policy import costmodel
@@ -64,6 +70,8 @@ SHARES = 'MISC_SHARES_VIA_AGGREGATE'
 NAMESPACE = uuid.UUID('0b3c6f55-5c1e-4d8a-9e53-1f0c2b7a6d41')
 #: Tries of a write that meets a concurrent update of the provider.
 RETRIES = 3
+#: Syncs in a row that must see a domain's usage differ to notify it.
+DIFFERING_SYNCS = 2
 
 
 def reference(unit_bytes_sec: float) -> base.Profile:
@@ -151,6 +159,15 @@ def wanted(domains: collections.abc.Iterable[admission.Domain],
     return out
 
 
+@dataclasses.dataclass(frozen=True)
+class Usage:
+    """A provider at its last sync: inventory, Placement's usage, ours."""
+
+    total: int
+    used: int
+    committed: int
+
+
 class PlacementError(Exception):
     pass
 
@@ -172,8 +189,13 @@ class Report:
     """Keeps the owned domains' providers in Placement (module doc)."""
 
     def __init__(self, conf: cfg.ConfigOpts, db: db_api.Connection,
-                 session: ks_session.Session | None = None) -> None:
+                 session: ks_session.Session | None = None,
+                 notifier: notifications.Notifier | None = None) -> None:
         self._db = db
+        self.notifier = notifier
+        #: Domain -> its provider's :class:`Usage` at the last sync.
+        self.usage: dict[str, Usage] = {}
+        self._differing: dict[str, int] = {}   # syncs in a row
         self._rc: str = conf.placement.resource_class
         self._ref = reference(conf.placement.unit_bytes_sec)
         self._ratio: float = conf.admission.max_commit_ratio
@@ -200,10 +222,12 @@ class Report:
         """Write the providers of ``domains``; those written are returned.
 
         A provider that fails (its compute node missing, Placement
-        refusing) is logged and tried again at the next sync.
+        refusing) is logged and tried again at the next sync; until then
+        its domain has no :attr:`usage`.
         """
         members = self._db.domains_disks([d.name for d in domains])
         _check(self._api.put('/resource_classes/' + self._rc))
+        self.usage = {}
         done = []
         for provider in wanted(domains, members, self._ref, self._ratio):
             try:
@@ -213,7 +237,45 @@ class Report:
                 LOG.warning('Placement provider of domain %s not synced '
                             '(%s); tried again at the next resync',
                             provider.domain, e)
+        names = {d.name for d in domains}
+        self._differing = {d: n for d, n in self._differing.items()
+                           if d in names}
         return done
+
+    def collect(self) -> list[metrics.Family]:
+        """The domains' units at the last sync, for Prometheus."""
+        def per(field: str) -> dict[str, float]:
+            return {d: getattr(u, field) for d, u in self.usage.items()}
+
+        return [
+            metrics.gauge('iotguard_placement_floor_units',
+                          "The domain's floor inventory in Placement.",
+                          per('total')),
+            metrics.gauge('iotguard_placement_floor_used_units',
+                          "Placement's usage of the domain's floor "
+                          'inventory.', per('used')),
+            metrics.gauge('iotguard_placement_floor_committed_units',
+                          'The units of the floors iotguard committed in '
+                          'the domain.', per('committed')),
+        ]
+
+    def _compare(self, p: Provider, used: int) -> None:
+        """Keep, log and (module doc) notify Placement's usage vs ours."""
+        self.usage[p.domain] = Usage(p.total, used, p.committed)
+        before = self._differing.pop(p.domain, 0)
+        payload = {'domain': p.domain, 'provider': p.uuid,
+                   'resource_class': self._rc, 'total': p.total,
+                   'placement_used': used, 'committed': p.committed}
+        if used == p.committed:
+            if before >= DIFFERING_SYNCS and self.notifier is not None:
+                self.notifier.placement_usage_matches(payload)
+            return
+        LOG.warning('Domain %s: Placement counts %d %s used on provider '
+                    '%s, iotguard committed floors of %d', p.domain,
+                    used, self._rc, p.uuid, p.committed)
+        self._differing[p.domain] = before + 1
+        if before + 1 == DIFFERING_SYNCS and self.notifier is not None:
+            self.notifier.placement_usage_differs(payload)
 
     def _node(self, host: str) -> str | None:
         """The uuid of ``host``'s compute node provider, logged if none."""
@@ -276,8 +338,5 @@ class Report:
             else dict(i, **{self._rc: inventory})))
         used = _check(self._api.get(path + '/usages')).json()['usages'].get(
             self._rc, 0)
-        if used != p.committed:
-            LOG.warning('Domain %s: Placement counts %d %s used on provider '
-                        '%s, iotguard committed floors of %d', p.domain,
-                        used, self._rc, p.uuid, p.committed)
+        self._compare(p, used)
         return True

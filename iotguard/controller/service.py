@@ -107,6 +107,8 @@ class ControllerService:
                 oslo_messaging.get_notification_transport(conf))
         self.notifier = notifications.Notifier(
             conf, self.notification_transport)
+        if self.placement is not None:
+            self.placement.notifier = self.notifier
         self.partition.start()
         routed = self.partition.coordinated
         controllers = rpcapi.ControllerAPI(self.transport)
@@ -288,7 +290,8 @@ class ControllerService:
 
     def collect_metrics(self) -> list[metrics.Family]:
         """What Prometheus reads from this controller (:mod:`metrics`)."""
-        return self.rounds.collect(self.manager.stats, self.store.rejected)
+        return self.rounds.collect(self.manager.stats, self.store.rejected) + (
+            self.placement.collect() if self.placement is not None else [])
 
     def _run(self) -> None:
         service.run_every(self.interval_s, self._stop, self.tick)

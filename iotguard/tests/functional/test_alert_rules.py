@@ -37,7 +37,7 @@ class AlertRulesTest(base.TestCase):
         return done.stdout
 
     def test_rules_are_valid(self):
-        self.assertIn('SUCCESS: 6 rules found',
+        self.assertIn('SUCCESS: 7 rules found',
                       self.promtool('check', 'rules',
                                     'iotguard-alerts.yaml'))
 

@@ -40,12 +40,16 @@ class NotifierTest(base.TestCase):
         self.notifier.guarantee_violation({'instance_uuid': 'v'})
         self.notifier.domain_overcommitted({'domain': 'd'})
         self.notifier.domain_overcommit_cleared({'domain': 'd'})
+        self.notifier.placement_usage_differs({'domain': 'd'})
+        self.notifier.placement_usage_matches({'domain': 'd'})
         sent = _impl_test.NOTIFICATIONS
         self.assertEqual(
             [('iotguard.cap.apply', 'INFO'), ('iotguard.cap.release', 'INFO'),
              ('iotguard.guarantee.violation', 'WARN'),
              ('iotguard.domain.overcommitted', 'WARN'),
-             ('iotguard.domain.overcommit_cleared', 'INFO')],
+             ('iotguard.domain.overcommit_cleared', 'INFO'),
+             ('iotguard.placement.usage_differs', 'WARN'),
+             ('iotguard.placement.usage_matches', 'INFO')],
             [(n[1]['event_type'], n[2]) for n in sent])
         self.assertEqual({'iotguard-controller.ctl1'},
                          {n[1]['publisher_id'] for n in sent})

@@ -159,6 +159,56 @@ class UpdateTest(base.TestCase):
         self.assertFalse(self.api.put.called)
 
 
+class CompareTest(base.TestCase):
+    """Placement's usage vs the committed floors: gauges, notifications."""
+
+    def setUp(self):
+        super().setUp()
+        self.notifier = mock.Mock()
+        self.report = placement.Report(self.conf, db=None,
+                                       session=mock.Mock(),
+                                       notifier=self.notifier)
+        self.provider = placement.Provider('ceph', 900, 323)
+
+    def compare(self, *used):
+        for u in used:
+            self.report._compare(self.provider, u)
+
+    def sent(self):
+        return [(c[0], c.args[0]['placement_used'])
+                for c in self.notifier.method_calls]
+
+    def test_a_difference_seen_twice_is_notified_once(self):
+        self.compare(0)
+        self.assertEqual([], self.sent())     # Nova may be ahead of us
+        self.compare(0, 100, 0)
+        self.assertEqual([('placement_usage_differs', 0)], self.sent())
+        self.assertEqual(
+            {'domain': 'ceph', 'provider': self.provider.uuid,
+             'resource_class': 'CUSTOM_IOTGUARD_FLOOR', 'total': 900,
+             'placement_used': 0, 'committed': 323},
+            self.notifier.placement_usage_differs.call_args.args[0])
+        self.compare(323, 323)
+        self.assertEqual([('placement_usage_differs', 0),
+                          ('placement_usage_matches', 323)], self.sent())
+
+    def test_a_passing_difference_is_not_notified(self):
+        self.compare(0, 323, 646, 323, 323)
+        self.assertEqual([], self.sent())
+
+    def test_gauges_per_domain(self):
+        self.compare(100)
+        self.report._compare(placement.Provider('local:cn1', 50, 0), 0)
+        families = {f.name: {s.labels['domain']: s.value for s in f.samples}
+                    for f in self.report.collect()}
+        self.assertEqual({
+            'iotguard_placement_floor_units': {'ceph': 900, 'local:cn1': 50},
+            'iotguard_placement_floor_used_units': {'ceph': 100,
+                                                    'local:cn1': 0},
+            'iotguard_placement_floor_committed_units': {
+                'ceph': 323, 'local:cn1': 0}}, families)
+
+
 class ControllerTest(base.TestCase):
     """The controller syncs its own domains, at most every resync."""
 
@@ -179,6 +229,21 @@ class ControllerTest(base.TestCase):
                 svc.tick(now)
         self.assertEqual([['a'], ['a']], [[d.name for d in c.args[0]]
                                           for c in sync.call_args_list])
+
+    def test_notifier_and_metrics_wired(self):
+        self.flags(group='placement', enabled=True)
+        svc = service.ControllerService(
+            self.conf, transport=mock.Mock(),
+            notification_transport=mock.Mock(),
+            db=fakes.real_db(self), timer=False)
+        with mock.patch.object(service.rpc, 'get_server'), \
+                mock.patch.object(service.notifications, 'Notifier'), \
+                mock.patch.object(svc.partition, 'start'):
+            svc.start()
+        self.assertIs(svc.notifier, svc.placement.notifier)
+        svc.placement.usage = {'a': placement.Usage(9, 1, 2)}
+        self.assertIn('iotguard_placement_floor_used_units',
+                      [f.name for f in svc.collect_metrics()])
 
     def test_off_by_default(self):
         svc = service.ControllerService(self.conf, db=mock.Mock())
