@@ -25,13 +25,14 @@ from iotguard.conf import gnocchi
 from iotguard.conf import membership
 from iotguard.conf import placement
 from iotguard.conf import prometheus
+from iotguard.conf import prometheus_source
 from iotguard.conf import service_credentials
 from iotguard.conf import tiers
 
 
 _MODULES = (default, agent, controller, coordination, api, admission, tiers,
-            ceilometer, gnocchi, membership, placement, service_credentials,
-            prometheus)
+            ceilometer, gnocchi, prometheus_source, membership, placement,
+            service_credentials, prometheus)
 
 
 def list_opts() -> list[tuple[str | None, list[cfg.Opt]]]:

@@ -42,6 +42,7 @@ from iotguard.controller import partition as partition_mod
 from iotguard.controller import placement
 from iotguard.controller import samples as samples_mod
 from iotguard.controller.sources import gnocchi as gnocchi_mod
+from iotguard.controller.sources import prometheus as prometheus_mod
 from iotguard.db import api as db_api
 from iotguard import metrics
 from iotguard import service
@@ -82,6 +83,7 @@ class ControllerService:
         self.server: Server | None = None
         self.listener: Server | None = None
         self.gnocchi: gnocchi_mod.GnocchiSource | None = None
+        self.prometheus: prometheus_mod.PrometheusSource | None = None
         self.membership: membership_mod.Membership | None = None
         self.notifier: notifications.Notifier | None = None
         self.membership_listener: Server | None = None
@@ -93,7 +95,7 @@ class ControllerService:
         self.last_results: list[effects.RoundResult] = []
         self.rounds = metrics.Rounds(self.interval_s)
         self.metrics_server: simple_server.WSGIServer | None = None
-        self._gnocchi_due = 0.0
+        self._due: dict[str, float] = {}   # next poll of a read source
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._flusher: threading.Thread | None = None
@@ -173,6 +175,10 @@ class ControllerService:
                      conf.ceilometer.topic)
         if conf.gnocchi.enabled:
             self.gnocchi = gnocchi_mod.GnocchiSource(conf)
+        if conf.prometheus_source.enabled:
+            self.prometheus = prometheus_mod.PrometheusSource(conf)
+            LOG.info('Reading Ceilometer\'s disk meters from Prometheus at '
+                     '%s', conf.prometheus_source.url)
 
     def _start_membership(self) -> None:
         """Nova and Cinder membership, when iotguard may talk to them.
@@ -244,21 +250,32 @@ class ControllerService:
             LOG.info('Sent the %d cap(s) of rebuilt instance %s to %s again',
                      len(caps), instance_uuid, host)
 
-    def _poll_gnocchi(self, now: float) -> None:
-        if self.gnocchi is None or now < self._gnocchi_due:
+    def _poll(self, name: str, source: typing.Any, every_s: float,
+              now: float) -> None:
+        """Poll a source that is read, not listened to, when it is due."""
+        if source is None or now < self._due.get(name, 0.0):
             return
-        self._gnocchi_due = now + self.conf.gnocchi.granularity / 2.0
+        self._due[name] = now + every_s
         try:
-            self.gnocchi.poll(self.manager.add_batch)
+            source.poll(self.manager.add_batch)
         except Exception as e:
-            LOG.warning('Gnocchi poll failed (%s); next poll in %.0f s', e,
-                        self.conf.gnocchi.granularity / 2.0)
+            LOG.warning('%s poll failed (%s); next poll in %.0f s', name, e,
+                        every_s)
+
+    def _poll_gnocchi(self, now: float) -> None:
+        self._poll('Gnocchi', self.gnocchi,
+                   self.conf.gnocchi.granularity / 2.0, now)
+
+    def _poll_prometheus(self, now: float) -> None:
+        self._poll('Prometheus', self.prometheus,
+                   self.conf.prometheus_source.query_interval, now)
 
     def tick(self, now: float | None = None) -> None:
         """One round over the owned domains; never raises.
 
         Follows the tooz group, resyncs membership and reloads the disk
-        index when due, polls Gnocchi when enabled, then runs the loop.
+        index when due, polls Gnocchi and Prometheus when enabled, then
+        runs the loop.
         """
         started = time.monotonic()
         self.last_results = []
@@ -283,6 +300,7 @@ class ControllerService:
             if self.manager.index.due(now):
                 self.manager.index.refresh()
             self._poll_gnocchi(now)
+            self._poll_prometheus(now)
             self.last_results = self.loop.run(domains, now)
         except Exception:
             LOG.exception('Decision round failed; retrying next interval')

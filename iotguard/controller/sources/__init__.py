@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Metric sources other than the agents: Ceilometer and Gnocchi.
+"""Metric sources other than the agents: Ceilometer, Gnocchi, Prometheus.
 
 Each source turns what it reads into rows (:class:`iotguard.wire.batch.Row`,
 one disk's sample each) and :func:`deliver` hands them to a
@@ -18,7 +18,7 @@ one disk's sample each) and :func:`deliver` hands them to a
 :meth:`~iotguard.controller.manager.ControllerManager.add_batch`) as one
 :class:`iotguard.wire.batch.Batch`, checked as an agent's is by
 :func:`iotguard.wire.batch.decode` (a malformed row is logged and
-dropped, the others go on). Neither source sees the static ceilings: a
+dropped, the others go on). No source sees the static ceilings: a
 disk of theirs has none.
 """
 
@@ -31,6 +31,7 @@ from oslo_utils import timeutils
 
 from iotguard import exception
 from iotguard.wire import batch as batch_mod
+from iotguard.wire import rates
 
 LOG = logging.getLogger(__name__)
 
@@ -53,6 +54,25 @@ def unix_time(when: object) -> float:
     if when.tzinfo is None:
         when = when.replace(tzinfo=datetime.timezone.utc)
     return when.timestamp()
+
+
+def row(disk: tuple[str, str], at: float, result: rates.Rates | rates.Gap,
+        latency: bool, project_id: str | None) -> batch_mod.Row:
+    """The sample of ``disk`` at ``at`` from two readings' ``result``.
+
+    ``latency``: both readings carried both latency counters; without,
+    the latencies are none (a missing counter reads as 0 and would give
+    the whole since-boot total).
+    """
+    uuid, dev = disk
+    if isinstance(result, rates.Gap):
+        return batch_mod.Row(uuid, dev, at, result.interval_s,
+                             gap=result.reason, project_id=project_id)
+    values: dict[str, float | None] = {**result.as_dict()}
+    if not latency:
+        values.update(read_latency_ms=None, write_latency_ms=None)
+    return batch_mod.Row(uuid, dev, at, result.interval_s, rates=values,
+                         project_id=project_id)
 
 
 def _checked(rows: Sequence[batch_mod.Row]) -> batch_mod.Batch:

@@ -209,19 +209,10 @@ class Assembler:
         result = self._series.update(key, rates.Reading(pending.at,
                                                         pending.counters))
         self._last[key] = (pending.at, have)
-        uuid, dev = key
-        if isinstance(result, rates.Gap):
-            return [batch_mod.Row(uuid, dev, pending.at, result.interval_s,
-                                  gap=result.reason,
-                                  project_id=pending.project_id)]
-        values: dict[str, float | None] = {**result.as_dict()}
-        if not (LATENCY <= have and last is not None and
-                LATENCY <= last[1]):
-            # Latency needs both readings to carry it: a missing counter
-            # reads as 0 and would give the whole since-boot total.
-            values.update(read_latency_ms=None, write_latency_ms=None)
-        return [batch_mod.Row(uuid, dev, pending.at, result.interval_s,
-                              rates=values, project_id=pending.project_id)]
+        latency = (LATENCY <= have and last is not None and
+                   LATENCY <= last[1])
+        return [sources.row(key, pending.at, result, latency,
+                            pending.project_id)]
 
     def forget_older_than(self, when: float) -> int:
         """Drop the state of disks not heard of since ``when``.
