@@ -94,6 +94,9 @@ class Writes:
     renewed: list[int] = dataclasses.field(default_factory=list)  # disk ids
     renewing: list[RoundResult] = dataclasses.field(default_factory=list)
     rates: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    #: what the domains' policies remember, by domain (written by the loop)
+    policy_states: dict[str, dict[str, Any]] = dataclasses.field(
+        default_factory=dict)
 
 
 def to_datetime(timestamp: float) -> datetime.datetime:

@@ -23,9 +23,15 @@ controller can take over a domain at any round:
   ``stale``: its cap may be released or loosened, never tightened (a
   decision that would is dropped).
 * **decide**: the domain's policy (``domain.policy`` with its ``params``,
-  else ``[controller] default_policy``) on the columnar snapshot. Not in
-  the first round after a start or a takeover when every disk is still
-  stale (no sample heard yet): that round only renews the caps in force.
+  else ``[controller] default_policy``) on the columnar snapshot and the
+  state it returned the round before. That state is the domain's, in the
+  database (``policy_state``, with the name of the policy that wrote it):
+  written at the end of every round where it changed, all the round's
+  domains in one statement, and read at a domain's first decision on this
+  controller (after a start or a takeover) and after a change of its
+  policy's parameters (the policy keeps what still applies). Not in the
+  first round after a start or a takeover when every disk is still stale
+  (no sample heard yet): that round only renews the caps in force.
 * **act and record**: the caps cast to the agents, the audit trail, the
   caps in force, the rates for the API and the notifications
   (:mod:`~iotguard.controller.effects`).
@@ -49,6 +55,7 @@ from collections.abc import Sequence
 import json
 import math
 import time
+from typing import Any
 
 import numpy as np
 from oslo_config import cfg
@@ -140,6 +147,10 @@ class DomainLoop:
                            dict[str, list[Member]]] | None = None
         # by domain name:
         self._policies: dict[str, tuple[tuple[str, str], base.Policy]] = {}
+        # what each policy returned last (absent: read it from the DB) ...
+        self._states: dict[str, base.PolicyState | None] = {}
+        # ... and what the DB holds of it, as last read or written here
+        self._stored: dict[str, dict[str, Any] | None] = {}
         self._uncalibrated: set[str] = set()
         self._seen: dict[str, float] = {}       # first round here
         self._learning: dict[str, estimator.State] = {}
@@ -181,9 +192,23 @@ class DomainLoop:
                 LOG.exception('Decision round of domain %s failed; its caps '
                               'lapse unless a later round renews them',
                               domain.name)
-        self.effects.flush(writes, now)
+        self._flush(writes, now)
         self.store.prune(now)
         return results
+
+    def _flush(self, writes: effects.Writes, now: float) -> None:
+        """Write a round's writes, the policies' states among them."""
+        self.effects.flush(writes, now)
+        if not writes.policy_states:
+            return
+        try:
+            self.db.domain_policy_states_update(writes.policy_states)
+        except Exception:
+            LOG.exception('Could not write the policy state of %d domains; '
+                          'written again next round', len(
+                              writes.policy_states))
+            for name in writes.policy_states:
+                self._stored.pop(name, None)
 
     def _disks(self, names: list[str], now: float
                ) -> tuple[dict[str, list[Member]], dict[int, InForce]]:
@@ -208,6 +233,8 @@ class DomainLoop:
         """Drop per-domain state of domains no longer owned."""
         for name in names:
             self._policies.pop(name, None)
+            self._states.pop(name, None)
+            self._stored.pop(name, None)
             self.effects.forget(name)
             self._seen.pop(name, None)
             self._learning.pop(name, None)
@@ -242,6 +269,8 @@ class DomainLoop:
                                                        in_force)
         result.disks, result.stale = len(disks), int(snapshot.stale.sum())
         first_seen = self._seen.setdefault(name, now)
+        alone = writes is None
+        writes = writes or effects.Writes()
         if disks and snapshot.stale.all() and \
                 now - first_seen < self.interval_s:
             # Just started or taken over: this controller has heard no
@@ -250,20 +279,47 @@ class DomainLoop:
             decisions: list[base.Decision] = []
             result.skipped = 'warming up'
         else:
-            decisions = policy.decide(snapshot, now) if disks else []
+            decisions = self._decide(name, policy_name, policy, snapshot,
+                                     now, writes) if disks else []
             if disks:
                 self._learn(domain, snapshot, disks, result)
         result.decisions = len(decisions)
-        alone = writes is None
-        writes = writes or effects.Writes()
         capped = self.effects.act(name, policy_name, disks, caps_, snapshot,
                                   decisions, now, result, writes)
         self.effects.violations(name, disks, snapshot, now, result, capped)
         self.effects.write_rates(name, disks, snapshot, columns, now, writes)
         if alone:
-            self.effects.flush(writes, now)
+            self._flush(writes, now)
         LOG.debug('Round of %s: %s', name, result)
         return result
+
+    def _decide(self, name: str, policy_name: str, policy: base.Policy,
+                snapshot: base.DomainSnapshot, now: float,
+                writes: effects.Writes) -> list[base.Decision]:
+        """The policy's decisions, from the domain's state and on to it.
+
+        The state is read from the database at the domain's first
+        decision here (that of another policy is not this one's); the one
+        the policy returns goes into ``writes`` when it changed.
+        """
+        if name not in self._states:
+            stored = self._stored[name] = self.db.domain_policy_state(name)
+            try:
+                self._states[name] = policy.restore(
+                    stored['state'] if stored and stored.get('policy')
+                    == policy_name else None)
+            except (KeyError, TypeError, ValueError) as e:
+                LOG.warning('Domain %s: the stored state of policy %s is '
+                            'unreadable (%r); starting from none', name,
+                            policy_name, e)
+                self._states[name] = policy.restore(None)
+        decisions, state = policy.decide(snapshot, self._states[name], now)
+        self._states[name] = state
+        stored = {'policy': policy_name,
+                  'state': None if state is None else state.to_dict()}
+        if stored != self._stored.get(name):
+            self._stored[name] = writes.policy_states[name] = stored
+        return decisions
 
     def _learn(self, domain: admission.Domain, snapshot: base.DomainSnapshot,
                disks: list[Member], result: effects.RoundResult) -> None:
@@ -351,4 +407,6 @@ class DomainLoop:
         if cached is None or cached[0] != key:
             cached = (key, self._load_policy(name, **params))
             self._policies[domain.name] = cached
+            # the new policy goes on from the stored state
+            self._states.pop(domain.name, None)
         return name, cached[1]

@@ -107,6 +107,8 @@ class Connection:
     domain_update = _in('writer', domains.update)
     domain_learned = _in('writer', domains.learned)
     domain_estimator_state = _in('reader', domains.estimator_state)
+    domain_policy_state = _in('reader', domains.policy_state)
+    domain_policy_states_update = _in('writer', domains.policy_states_update)
     domain_merge = _in('writer', domains.merge)
 
     disk_upsert = _in('writer', disks.upsert)

@@ -112,6 +112,32 @@ def estimator_state(session: orm.Session, name: str
     return domain_row(session, name).estimator_state
 
 
+def policy_state(session: orm.Session, name: str) -> dict[str, Any] | None:
+    """What the domain's policy remembers (a dict, None if nothing)."""
+    row = session.execute(sa.select(models.Domain.policy_state).where(
+        models.Domain.name == name)).first()
+    if row is None:
+        raise exception.NotFound(what='domain %s' % name)
+    return row[0] or None
+
+
+def policy_states_update(session: orm.Session,
+                         states: Mapping[str, dict[str, Any]]) -> None:
+    """Write what the policies of many domains remember, by name.
+
+    One statement (an executemany) for all of them; an unknown name is
+    skipped.
+    """
+    if not states:
+        return
+    table = models.Base.metadata.tables['domains']
+    session.execute(
+        table.update().where(table.c.name == sa.bindparam('b_name'))
+        .values(policy_state=sa.bindparam('b_state')),
+        [{'b_name': name, 'b_state': state}
+         for name, state in states.items()])
+
+
 def merge(session: orm.Session, into: str, sources: Sequence[str], kind: str
           ) -> tuple[admission.Domain, int]:
     """Move the disks of ``sources`` into ``into``; delete ``sources``.

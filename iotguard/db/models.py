@@ -159,6 +159,11 @@ class Domain(Base):
     #: the estimator's state (iotguard.policy.estimator.State)
     estimator_state: Mapped[dict[str, Any] | None] = mapped_column(
         db_types.JsonEncodedDict)
+    #: what the domain's policy remembers between decisions (``policy``
+    #: and its ``state``, iotguard.controller.loop), written every round:
+    #: read only on its own (deferred), up to some MiB on MySQL
+    policy_state: Mapped[dict[str, Any] | None] = mapped_column(
+        db_types.JsonEncodedDict(mysql_as_long=True), deferred=True)
 
 
 class Disk(Base):

@@ -12,9 +12,14 @@
 
 """What a decision policy sees and what it answers.
 
-A policy is pure: ``decide(snapshot, now) -> list[Decision]``. It reads no
-clock, does no I/O and imports nothing from oslo, the DB, RPC or libvirt, so
-the controller, the simulator and the tests run the very same code.
+A policy is pure: ``decide(snapshot, state, now) -> (decisions, state)``.
+It reads no clock, does no I/O and imports nothing from oslo, the DB, RPC
+or libvirt, so the controller, the simulator and the tests run the very
+same code. What it remembers of a domain between decisions is the
+``state`` it returns (``None`` for a policy that remembers nothing), given
+back at the domain's next decision; the state's ``to_dict()`` is JSON and
+the policy's ``restore`` reads it back, so any controller (or the same one
+after a restart, or with new parameters) goes on from it.
 
 The snapshot is columnar (one NumPy array per quantity, one element per disk)
 so that a decision over 100,000 disks stays a handful of vector operations.
@@ -23,9 +28,11 @@ convention), see :func:`Decision.limits`.
 """
 
 import collections.abc
+from collections.abc import Mapping
 import dataclasses
 import math
 import operator
+from typing import Any
 from typing import NamedTuple
 from typing import Protocol
 from typing import Sequence
@@ -334,10 +341,38 @@ def audit_rows(names: tuple[str, ...], values: FloatArray,
     return rows
 
 
+class PolicyState(Protocol):
+    """What a policy remembers of a domain between decisions."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The state as JSON (what the policy's ``restore`` reads back)."""
+        ...
+
+
 class Policy(Protocol):
     """The decision function run per domain every interval."""
 
     name: str
 
-    def decide(self, snapshot: DomainSnapshot, now: float) -> list[Decision]:
+    def decide(self, snapshot: DomainSnapshot, state: Any, now: float
+               ) -> tuple[list[Decision], PolicyState | None]:
+        """The decisions, and the state to give the domain's next call.
+
+        ``state``: what the call before returned (``None`` at first).
+        """
         ...
+
+    def restore(self, data: Mapping[str, Any] | None
+                ) -> PolicyState | None:
+        """The state of some ``to_dict()``, for this policy's parameters.
+
+        ``None`` (nothing stored) gives the state a first call takes.
+        """
+        ...
+
+
+class Stateless:
+    """A policy that remembers nothing: its state is always ``None``."""
+
+    def restore(self, data: Mapping[str, Any] | None) -> None:
+        return None

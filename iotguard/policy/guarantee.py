@@ -47,8 +47,10 @@ Disks whose samples are ``stale`` are never tightened (their caps may be
 raised or released).
 """
 
+from collections.abc import Mapping
 import dataclasses
 import math
+from typing import Any
 from typing import NamedTuple
 
 import numpy as np
@@ -289,9 +291,15 @@ def closed_loop_demand(iops: base.FloatArray, latency_ms: base.FloatArray,
     return result
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Memory:
-    """What ``guarantee`` remembers of one domain between decisions."""
+    """What ``guarantee`` remembers of one domain between decisions.
+
+    The state :meth:`GuaranteePolicy.decide` takes and returns (never
+    changed in place); :meth:`to_dict` and :meth:`from_dict` keep it as
+    JSON (the controller stores it with the domain, so that whichever
+    controller decides the domain next goes on from it).
+    """
 
     #: the uncongested service time per device-second of cost
     #: (:func:`learn_service`)
@@ -311,19 +319,49 @@ class Memory:
     wanted: base.FloatArray = dataclasses.field(
         default_factory=lambda: np.zeros(0))
 
-    def align(self, disk_ids: tuple[str, ...]) -> base.FloatArray:
-        """``asked`` (and ``wanted``) in the order of ``disk_ids``.
+    def align(self, disk_ids: tuple[str, ...]
+              ) -> tuple[base.FloatArray, base.FloatArray]:
+        """``asked`` and ``wanted`` in the order of ``disk_ids``.
 
         New disks: ``asked`` ``nan``, ``wanted`` 0.
         """
-        if disk_ids != self.disk_ids:
-            old = {disk_id: i for i, disk_id in enumerate(self.disk_ids)}
-            at = [old.get(disk_id, -1) for disk_id in disk_ids]
-            # -1: the new disk's value, appended
-            self.asked = np.append(self.asked, math.nan)[at]
-            self.wanted = np.append(self.wanted, 0.0)[at]
-            self.disk_ids = disk_ids
-        return self.asked
+        if disk_ids == self.disk_ids:
+            return self.asked, self.wanted
+        old = {disk_id: i for i, disk_id in enumerate(self.disk_ids)}
+        at = [old.get(disk_id, -1) for disk_id in disk_ids]
+        # -1: the new disk's value, appended
+        return (np.append(self.asked, math.nan)[at],
+                np.append(self.wanted, 0.0)[at])
+
+    def to_dict(self) -> dict[str, Any]:
+        """The memory as JSON can hold it (``nan`` as ``null``).
+
+        Floats go as Python writes them (``repr``): read back, they are
+        the same numbers to the last bit.
+        """
+        return {'service': self.service,
+                'cut_over_border': self.cut_over_border,
+                'border': self.border, 'disk_ids': list(self.disk_ids),
+                'asked': [None if math.isnan(value) else value
+                          for value in self.asked.tolist()],
+                'wanted': [int(value) for value in self.wanted.tolist()]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> 'Memory':
+        """What :meth:`to_dict` gave; ``ValueError`` when it is not that."""
+        disk_ids = tuple(data['disk_ids'])
+        asked = np.array([math.nan if value is None else value
+                          for value in data['asked']], dtype=np.float64)
+        wanted = np.array(data['wanted'], dtype=np.float64)
+        if not len(disk_ids) == len(asked) == len(wanted):
+            raise ValueError('guarantee memory: %d disks, %d asked, %d '
+                             'wanted' % (len(disk_ids), len(asked),
+                                         len(wanted)))
+        service, border = data['service'], data['border']
+        return cls(None if service is None else float(service),
+                   bool(data['cut_over_border']),
+                   None if border is None else float(border),
+                   disk_ids, asked, wanted)
 
 
 def adapt_border(border: float, low: float, high: float, step: float,
@@ -346,24 +384,25 @@ def adapt_border(border: float, low: float, high: float, step: float,
     return border
 
 
-def confirmed(memory: Memory, tighten: base.BoolArray,
+def confirmed(wanted: base.FloatArray, tighten: base.BoolArray,
               loosen: base.BoolArray, small: base.BoolArray,
-              urgent: bool) -> tuple[base.BoolArray, base.BoolArray]:
-    """The cuts and raises to send now; remembers the others' direction.
+              urgent: bool
+              ) -> tuple[base.BoolArray, base.BoolArray, base.FloatArray]:
+    """The cuts and raises to send now, and the others' direction.
 
     A ``small`` move of a cap in force (by less than ``confirm_change``)
-    is sent only when the decision before wanted it moved the same way:
-    one interval's samples wander by ten per cent and more, and a cut on
-    one sample then a raise on the next is churn, not control. Never held
-    back: a new cap, a large move, a release, and a cut while the latency
-    objective is missed or a floor is at stake (``urgent``).
+    is sent only when the decision before wanted it moved the same way
+    (``wanted``, :class:`Memory`): one interval's samples wander by ten
+    per cent and more, and a cut on one sample then a raise on the next
+    is churn, not control. Never held back: a new cap, a large move, a
+    release, and a cut while the latency objective is missed or a floor
+    is at stake (``urgent``). The third array is the next ``wanted``.
     """
     want = np.where(tighten, -1.0, np.where(loosen, 1.0, 0.0))
-    held = small & (want != 0) & (want != memory.wanted)
+    held = small & (want != 0) & (want != wanted)
     if urgent:
         held &= ~tighten
-    memory.wanted = np.where(held, want, 0.0)
-    return tighten & ~held, loosen & ~held
+    return tighten & ~held, loosen & ~held, np.where(held, want, 0.0)
 
 
 def remembered_demand(asked: base.FloatArray, closed: base.FloatArray,
@@ -589,14 +628,27 @@ class GuaranteePolicy(Params):
 
     def __init__(self, **params: object) -> None:
         super().__init__(**policy.check_params(self.name, PARAMS, params))
-        #: what is remembered between calls, per domain (:class:`Memory`)
-        self.memory: dict[str, Memory] = {}
 
-    def decide(self, snapshot: base.DomainSnapshot,
-               now: float) -> list[base.Decision]:
+    def restore(self, data: Mapping[str, Any] | None) -> Memory | None:
+        """The :class:`Memory` of ``data`` (:meth:`Memory.to_dict`).
+
+        Written with other parameters, it keeps all it holds but a border
+        outside this policy's bounds, brought within them.
+        """
+        if data is None:
+            return None
+        memory = Memory.from_dict(data)
+        if memory.border is None:
+            return memory
+        return dataclasses.replace(memory, border=min(
+            max(memory.border, self.high_watermark), self.border_max))
+
+    def decide(self, snapshot: base.DomainSnapshot, state: Memory | None,
+               now: float) -> tuple[list[base.Decision], Memory | None]:
         snap = snapshot
         if not len(snap):
-            return []
+            return [], state
+        memory = state or Memory()
         profile = snap.profile
         capped = snap.capped
 
@@ -609,10 +661,8 @@ class GuaranteePolicy(Params):
                                        float(snap.bytes_sec.sum()), profile)
 
         # 2. unmet demand
-        memory = self.memory.setdefault(snap.domain, Memory())
-        need = unmet_demand(snap, loads, self, domain, memory.service,
-                            memory.align(snap.disk_ids))
-        memory.service, memory.asked = need.service, need.asked
+        asked, wanted = memory.align(snap.disk_ids)
+        need = unmet_demand(snap, loads, self, domain, memory.service, asked)
         shallow, at_cap, pressure = need.shallow, need.at_cap, need.pressure
         any_starving = bool(need.starving.any())
         # 3. engage, with hysteresis while caps are in force
@@ -627,7 +677,7 @@ class GuaranteePolicy(Params):
         # under the border, straddling its start).
         border = memory.border or self.border_max
         deep_uncapped = bool((need.active & ~capped & ~shallow).any())
-        border = memory.border = adapt_border(
+        border = adapt_border(
             border, self.high_watermark, self.border_max, self.border_step,
             held=bool(at_cap.any()) and domain >= border * (
                 1.0 - self.tolerance),
@@ -640,8 +690,9 @@ class GuaranteePolicy(Params):
                        waiting=float(need.unmet.sum()), pressure=pressure,
                        service_ratio=need.service or math.nan, border=border)
         if not (engaged or holding):
-            memory.wanted[:] = 0.0
-            return self._relax(snap, loads, need.may_raise, numbers)
+            return (self._relax(snap, loads, need.may_raise, numbers),
+                    Memory(need.service, memory.cut_over_border, border,
+                           snap.disk_ids, need.asked, np.zeros(len(snap))))
 
         # 4. demand estimate; 5. fair shares of what the domain can serve
         demand = estimate_demand(snap, loads, need, self)
@@ -652,19 +703,20 @@ class GuaranteePolicy(Params):
         # 6. tighten the disks above their share; 7. loosen gradually
         move = moves(snap, loads, need, self, shares, domain, border,
                      engaged, memory.cut_over_border)
-        memory.cut_over_border = move.cut_over_border
         numbers.update(raise_step=move.step, cut_step=move.cut_step,
                        queue_cut=float(shares.queue_cut),
                        cut_over_border=float(move.cut_over_border))
-        tighten, loosen = confirmed(
-            memory, move.tighten, move.loosen & ~move.release, move.small,
+        tighten, loosen, wanted = confirmed(
+            wanted, move.tighten, move.loosen & ~move.release, move.small,
             urgent=pressure > 1.0 or any_starving)
         extra = dict(share=shares.share, target=shares.target, demand=demand,
                      asked=need.asked, service_ms=need.service_ms,
                      threshold_ms=need.threshold_ms)
-        return self._decisions(snap, loads, tighten | loosen | move.release,
-                               move.release, move.new, numbers, extra,
-                               tighten, move.step)
+        return (self._decisions(snap, loads, tighten | loosen | move.release,
+                                move.release, move.new, numbers, extra,
+                                tighten, move.step),
+                Memory(need.service, move.cut_over_border, border,
+                       snap.disk_ids, need.asked, wanted))
 
     def _relax(self, snap: base.DomainSnapshot, loads: Loads,
                may_raise: base.BoolArray,

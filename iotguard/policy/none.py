@@ -23,7 +23,7 @@ from iotguard import policy
 from iotguard.policy import base
 
 
-class NoPolicy:
+class NoPolicy(base.Stateless):
     """Never caps; releases whatever cap is in force."""
 
     name = 'none'
@@ -32,8 +32,8 @@ class NoPolicy:
     def __init__(self, **params: object) -> None:
         policy.check_params(self.name, self.PARAMS, params)
 
-    def decide(self, snapshot: base.DomainSnapshot,
-               now: float) -> list[base.Decision]:
+    def decide(self, snapshot: base.DomainSnapshot, state: None,
+               now: float) -> tuple[list[base.Decision], None]:
         snap = snapshot
         return [
             base.Decision(
@@ -43,4 +43,4 @@ class NoPolicy:
                     iops=snap.iops[i], bytes_sec=snap.bytes_sec[i],
                     cap_iops=snap.cap_iops[i],
                     cap_bytes_sec=snap.cap_bytes_sec[i]))
-            for i in np.flatnonzero(snap.capped)]
+            for i in np.flatnonzero(snap.capped)], None

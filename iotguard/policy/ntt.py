@@ -71,7 +71,7 @@ class Params:
                 % (self.cap_time, self.cap_interval))
 
 
-class NttPolicy(Params):
+class NttPolicy(base.Stateless, Params):
     """The paper's cap-the-top-VM loop (Algorithm 1)."""
 
     name = 'ntt'
@@ -81,8 +81,8 @@ class NttPolicy(Params):
         super().__init__(**policy.check_params(self.name, self.PARAMS,
                                                params))
 
-    def decide(self, snapshot: base.DomainSnapshot,
-               now: float) -> list[base.Decision]:
+    def decide(self, snapshot: base.DomainSnapshot, state: None,
+               now: float) -> tuple[list[base.Decision], None]:
         snap = snapshot
         fresh = ~snap.stale
         bw = np.where(fresh, snap.bytes_sec, 0.0)
@@ -147,4 +147,4 @@ class NttPolicy(Params):
             'ntt: cap_time %gs elapsed since the cap was set, released at '
             'once' % self.cap_time, numbers=numbers(i))
             for i in map(int, np.flatnonzero(expired)) if i not in picked]
-        return decisions
+        return decisions, None

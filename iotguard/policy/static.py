@@ -25,7 +25,7 @@ from iotguard import policy
 from iotguard.policy import base
 
 
-class StaticPolicy:
+class StaticPolicy(base.Stateless):
     """Cap each disk at its (tier or static) ceiling, nothing else."""
 
     name = 'static'
@@ -34,8 +34,8 @@ class StaticPolicy:
     def __init__(self, **params: object) -> None:
         policy.check_params(self.name, self.PARAMS, params)
 
-    def decide(self, snapshot: base.DomainSnapshot,
-               now: float) -> list[base.Decision]:
+    def decide(self, snapshot: base.DomainSnapshot, state: None,
+               now: float) -> tuple[list[base.Decision], None]:
         snap = snapshot
         has_ceiling = (np.isfinite(snap.ceil_iops)
                        | np.isfinite(snap.ceil_bytes_sec))
@@ -65,4 +65,4 @@ class StaticPolicy:
                     iops=float(snap.ceil_iops[i]),
                     bytes_sec=float(snap.ceil_bytes_sec[i]),
                     numbers=numbers))
-        return decisions
+        return decisions, None

@@ -236,6 +236,7 @@ class _Loop:
                  seed: int) -> None:
         self.scenario = scenario
         self.policy = policy
+        self.state: object = None      # the policy's, between decisions
         self.world = world_mod.World(scenario, seed)
         self.recorder = Recorder(scenario, self.world)
         self.learner = learning.Learner(learning.prior(scenario.domain))
@@ -294,7 +295,9 @@ class _Loop:
                 self.cap_bytes.copy(), self.cap_set_at.copy())
             now = self.world.now
             self.learner.observe(snapshot)
-            self.apply(snapshot, self.policy.decide(snapshot, now), now)
+            decisions, self.state = self.policy.decide(snapshot, self.state,
+                                                       now)
+            self.apply(snapshot, decisions, now)
             if progress is not None:
                 progress((k + 1) / windows)
         return self.recorder.run(windows, self.learner.fits)

@@ -17,6 +17,8 @@ import functools
 import threading
 import time
 
+import sqlalchemy as sa
+
 from iotguard.db import api as db_api
 from iotguard import exception
 from iotguard.policy import admission
@@ -39,6 +41,36 @@ class DbApiTests:
         self.db.disk_upsert(UUID_A, 'vdb', 'cn1', 'local:cn1', 'proj-a',
                             volume_id=UUID_B)
         self.db.disk_upsert(UUID_B, 'vda', 'cn1', 'local:cn1', 'proj-b')
+
+    def test_policy_states_written_at_once_and_read_back_exactly(self):
+        for name in ('p1', 'p2', 'p3'):
+            self.db.domain_create(name, 'ceph')
+        self.assertIsNone(self.db.domain_policy_state('p1'))
+        # a domain of 3,000 disks: more than MySQL's TEXT holds
+        big = {'policy': 'guarantee', 'state': {
+            'service': 0.1 + 0.2, 'border': None,
+            'disk_ids': ['%036d/vda' % i for i in range(3000)],
+            'asked': [1.0 / (i + 3) if i % 7 else None
+                      for i in range(3000)],
+            'wanted': [i % 3 - 1 for i in range(3000)]}}
+        statements = []
+        sa.event.listen(self.engine, 'before_cursor_execute',
+                        lambda *args: statements.append(args[2]))
+        self.db.domain_policy_states_update({
+            'p1': big, 'p2': {'policy': 'none', 'state': None},
+            'gone': big})
+        self.assertEqual(1, len([s for s in statements
+                                 if s.lstrip().upper().startswith('UPDATE')]))
+        self.assertEqual(big, self.db.domain_policy_state('p1'))
+        self.assertEqual({'policy': 'none', 'state': None},
+                         self.db.domain_policy_state('p2'))
+        self.assertIsNone(self.db.domain_policy_state('p3'))
+        self.assertRaises(exception.NotFound, self.db.domain_policy_state,
+                          'gone')
+        # listing the domains leaves the states alone (deferred)
+        statements.clear()
+        self.assertEqual(3, len(self.db.domain_list()))
+        self.assertNotIn('policy_state', ' '.join(statements))
 
     def test_disk_record_by_the_minute(self):
         self._domain_with_disks()

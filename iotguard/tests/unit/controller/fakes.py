@@ -161,8 +161,22 @@ class FakeNotifier:
         self.sent.append(('iotguard.domain.overcommit_cleared', payload))
 
 
+class Counted:
+    """A policy state: how many decisions came before."""
+
+    def __init__(self, count):
+        self.count = count
+
+    def to_dict(self):
+        return {'count': self.count}
+
+
 class ScriptedPolicy:
-    """A policy that answers what the test tells it, and records."""
+    """A policy that answers what the test tells it, and records.
+
+    Its state (:class:`Counted`) counts its decisions; ``states`` holds
+    the one each call was given.
+    """
 
     name = 'scripted'
 
@@ -170,7 +184,12 @@ class ScriptedPolicy:
         self.params = params
         self.answer = []
         self.seen = []
+        self.states = []
 
-    def decide(self, snapshot, now):
+    def restore(self, data):
+        return Counted(data['count']) if data else None
+
+    def decide(self, snapshot, state, now):
         self.seen.append((snapshot, now))
-        return list(self.answer)
+        self.states.append(state and state.count)
+        return list(self.answer), Counted((state and state.count or 0) + 1)

@@ -14,6 +14,7 @@ import dataclasses
 import datetime
 import logging
 import math
+from unittest import mock
 
 import fixtures
 
@@ -549,6 +550,109 @@ class RunTest(LoopTestBase):
         self.loop.run_once(domain, T0 + 100)
         self.assertEqual(loop.LEARN_WRITE_ROUNDS + 1, len(
             self.loop._learning['bucket'].saturated))
+
+
+class PolicyStateTest(LoopTestBase):
+    """The policies' states kept with their domains in the database."""
+
+    def setUp(self):
+        super().setUp()
+        self.state_writes = fakes.spy(self, self.db,
+                                      'domain_policy_states_update')
+        self.state_reads = fakes.spy(self, self.db, 'domain_policy_state')
+        self.domains = [fakes.add_domain(self.db, name, policy='scripted')
+                        for name in ('d1', 'd2')]
+        self.disks = [fakes.add_disk(self.db, name) for name in ('d1', 'd2')]
+        self.fresh(T0 - 1)
+
+    def fresh(self, at):
+        for disk in self.disks:
+            self.feed(disk, at=at)
+
+    def stored(self, name):
+        return self.db.domain_policy_state(name)
+
+    def restart(self):
+        self.loop = loop.DomainLoop(self.conf, self.db, self.store,
+                                    self.agents, self.notifier,
+                                    clock=lambda: T0,
+                                    load_policy=lambda name, **p: (
+                                        self.scripted))
+
+    def test_written_every_round_at_once_and_read_back_after_a_restart(self):
+        for k in range(3):
+            self.loop.run(self.domains, T0 + 5 * k)
+        # one write per round, of both domains; read once each
+        self.assertEqual([{'d1', 'd2'}] * 3, [
+            set(c.args[0]) for c in self.state_writes.call_args_list])
+        self.assertEqual(2, self.state_reads.call_count)
+        self.assertEqual([None, None, 1, 1, 2, 2], self.scripted.states)
+        self.assertEqual({'policy': 'scripted', 'state': {'count': 3}},
+                         self.stored('d1'))
+        # a restart (or a takeover) goes on from what is stored
+        self.restart()
+        self.fresh(T0 + 14)
+        self.loop.run(self.domains, T0 + 15)
+        self.assertEqual([3, 3], self.scripted.states[-2:])
+        self.assertEqual({'count': 4}, self.stored('d2')['state'])
+
+    def test_unchanged_state_is_not_written_again(self):
+        static = fakes.add_domain(self.db, 'quiet', policy='static')
+        self.feed(fakes.add_disk(self.db, 'quiet'))
+        self.loop.run([static], T0)
+        self.loop.run([static], T0 + 5)
+        self.assertEqual([{'quiet': {'policy': 'static', 'state': None}}],
+                         [c.args[0] for c in
+                          self.state_writes.call_args_list])
+
+    def test_read_again_after_a_change_of_params_or_ownership(self):
+        d1 = self.domains[0]
+        self.loop.run([d1], T0)
+        self.loop.run([d1], T0 + 5)
+        self.assertEqual(1, self.state_reads.call_count)
+        # another controller decided it meanwhile
+        self.db.domain_policy_states_update(
+            {'d1': {'policy': 'scripted', 'state': {'count': 40}}})
+        self.loop.run([dataclasses.replace(d1, params={'x': 1})], T0 + 10)
+        self.assertEqual(40, self.scripted.states[-1])
+        self.loop.forget(['d1'])
+        self.db.domain_policy_states_update(
+            {'d1': {'policy': 'scripted', 'state': {'count': 50}}})
+        self.fresh(T0 + 14)
+        self.loop.run([d1], T0 + 15)
+        self.assertEqual(50, self.scripted.states[-1])
+        self.assertEqual(3, self.state_reads.call_count)
+
+    def test_another_policys_or_an_unreadable_state_is_not_used(self):
+        d1, d2 = self.domains
+        self.db.domain_policy_states_update({
+            'd1': {'policy': 'guarantee', 'state': {'count': 7}},
+            'd2': {'policy': 'scripted', 'state': {'counted': 7}}})
+        logs = self.useFixture(fixtures.FakeLogger(level=logging.WARNING))
+        self.loop.run(self.domains, T0)
+        self.assertEqual([None, None], self.scripted.states)
+        self.assertIn('Domain d2: the stored state of policy scripted is '
+                      'unreadable', logs.output)
+        self.assertNotIn('d1', logs.output)
+        self.assertEqual({'policy': 'scripted', 'state': {'count': 1}},
+                         self.stored('d1'))
+
+    def test_a_failed_write_is_logged_and_written_next_round(self):
+        # (static: its state, none, does not change from round to round)
+        static = fakes.add_domain(self.db, 'quiet', policy='static')
+        self.feed(fakes.add_disk(self.db, 'quiet'))
+        self.state_writes.side_effect = [RuntimeError('db gone'),
+                                         mock.DEFAULT, mock.DEFAULT]
+        logs = self.useFixture(fixtures.FakeLogger(level=logging.WARNING))
+        self.loop.run([static], T0)
+        self.assertIn('Could not write the policy state of 1 domains',
+                      logs.output)
+        self.assertIsNone(self.stored('quiet'))
+        self.loop.run([static], T0 + 5)
+        self.loop.run([static], T0 + 10)
+        self.assertEqual(2, self.state_writes.call_count)
+        self.assertEqual({'policy': 'static', 'state': None},
+                         self.stored('quiet'))
 
 
 class OvercommitTest(LoopTestBase):

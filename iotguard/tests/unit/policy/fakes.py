@@ -87,3 +87,23 @@ def by_disk(decisions):
     result = {d.disk_id: d for d in decisions}
     assert len(result) == len(decisions), decisions
     return result
+
+
+class Remembering:
+    """A policy given back, per domain, the state its last call returned.
+
+    As the controller and the simulator call it; ``states`` by domain.
+    Other attributes are the policy's.
+    """
+
+    def __init__(self, policy):
+        self.policy = policy
+        self.states = {}
+
+    def decide(self, snapshot, now):
+        decisions, self.states[snapshot.domain] = self.policy.decide(
+            snapshot, self.states.get(snapshot.domain), now)
+        return decisions
+
+    def __getattr__(self, name):
+        return getattr(self.policy, name)

@@ -10,6 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import dataclasses
 import functools
 import math
 
@@ -36,6 +37,11 @@ SLOW, FAST = 200.0, 5.0                         # latency, ms
 FIXED = dict(border_max=0.9)
 
 
+def remembering(**params):
+    """A ``guarantee`` policy given back its state at every call."""
+    return fakes.Remembering(guarantee.GuaranteePolicy(**params))
+
+
 def capped(name, ops, cap_ops, **kw):
     """A 64 KiB disk capped at ``cap_ops`` (IOPS and bytes/s)."""
     return fakes.disk(name, ops=ops, cap_iops=cap_ops,
@@ -47,7 +53,7 @@ class TestGuaranteePolicy(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.policy = guarantee.GuaranteePolicy()
+        self.policy = remembering()
 
     def decide(self, *disks, policy=None):
         return fakes.by_disk((policy or self.policy).decide(
@@ -99,12 +105,12 @@ class TestGuaranteePolicy(test_base.TestCase):
         self.assertAlmostEqual(0.605, cap.numbers['share'])
         self.assertAlmostEqual(0.605 / C64, cap.iops)
         # below what is served, min_capacity changes nothing
-        low = guarantee.GuaranteePolicy(min_capacity=0.9)
+        low = remembering(min_capacity=0.9)
         self.assertAlmostEqual(0.605, self.decide(
             *disks, policy=low)['a'].numbers['share'])
         # with min_capacity 0.99 a's share is 0.66: a is at it, no cap
         self.assertEqual({}, self.decide(
-            *disks, policy=guarantee.GuaranteePolicy(min_capacity=0.99)))
+            *disks, policy=remembering(min_capacity=0.99)))
 
     def test_min_capacity_ignored_while_a_disk_starves(self):
         # as in the noisy-neighbour case: the capacity is what is served
@@ -112,7 +118,7 @@ class TestGuaranteePolicy(test_base.TestCase):
             fakes.disk('a', ops=70, latency_ms=SLOW),
             fakes.disk('b', ops=10, tier=SILVER, latency_ms=SLOW),
             fakes.disk('c', ops=10, tier=SILVER, latency_ms=SLOW),
-            policy=guarantee.GuaranteePolicy(min_capacity=1.0))
+            policy=remembering(min_capacity=1.0))
         self.assertAlmostEqual(0.99, decisions['a'].numbers['capacity'])
         self.assertAlmostEqual(0.462, decisions['a'].numbers['share'])
 
@@ -241,7 +247,7 @@ class TestGuaranteePolicy(test_base.TestCase):
         # the x1.5 limit of 60).
         decisions = self.decide(capped('a', 40, 40),
                                 fakes.disk('b', ops=30),
-                                policy=guarantee.GuaranteePolicy(**FIXED))
+                                policy=remembering(**FIXED))
         self.assertAlmostEqual(0.57 / C64, decisions['a'].iops)
         # Far below its share, a rises at most x1.5 per interval.
         decisions = self.decide(capped('a', 20, 20),
@@ -254,7 +260,7 @@ class TestGuaranteePolicy(test_base.TestCase):
         # is 5.6 % above its cap: under min_change (10 %), over
         # raise_change (3 %): raised, so the array is used to the border
         # (a small move: once a second decision wants it too).
-        fixed = guarantee.GuaranteePolicy(**FIXED)
+        fixed = remembering(**FIXED)
         self.assertEqual({}, self.decide(capped('a', 50, 50),
                                          fakes.disk('b', ops=29),
                                          policy=fixed))
@@ -271,10 +277,10 @@ class TestGuaranteePolicy(test_base.TestCase):
         # nor with raise_change at min_change (the former rule)
         self.assertEqual({}, self.decide(
             capped('a', 50, 50), fakes.disk('b', ops=29),
-            policy=guarantee.GuaranteePolicy(raise_change=0.1, **FIXED)))
+            policy=remembering(raise_change=0.1, **FIXED)))
         # nor after a cut made under the border (U = 0.88: b and c
         # starved there): the border is no level this array runs at
-        policy = guarantee.GuaranteePolicy(**FIXED)
+        policy = remembering(**FIXED)
         cut = self.decide(fakes.disk('a', ops=60, latency_ms=SLOW),
                           fakes.disk('b', ops=10, tier=SILVER,
                                      latency_ms=SLOW),
@@ -324,10 +330,9 @@ class TestGuaranteePolicy(test_base.TestCase):
                  fakes.disk('b', ops=18, tier=SILVER, latency_ms=SLOW),
                  fakes.disk('c', ops=18, tier=SILVER, latency_ms=SLOW)]
         self.assertEqual({}, self.decide(
-            *disks, policy=guarantee.GuaranteePolicy(headroom=0,
-                                                     floor_margin=0)))
-        exact = guarantee.GuaranteePolicy(min_change=0, headroom=0,
-                                          floor_margin=0, tolerance=0)
+            *disks, policy=remembering(headroom=0, floor_margin=0)))
+        exact = remembering(min_change=0, headroom=0, floor_margin=0,
+                            tolerance=0)
         decisions = self.decide(*disks, policy=exact)
         self.assertAlmostEqual(48.0, decisions['a'].iops)
 
@@ -367,7 +372,7 @@ class TestGuaranteePolicy(test_base.TestCase):
         self.assertEqual({}, self.decide(*disks))
         # The paper's algorithm caps it on IOPS (its weakness 3).
         decisions = fakes.by_disk(ntt.NttPolicy().decide(
-            fakes.snapshot(*disks), 100.0))
+            fakes.snapshot(*disks), None, 100.0)[0])
         self.assertAlmostEqual(150.0, decisions['small'].iops)
 
     def test_large_io_aggressor_that_starves_neighbours_capped(self):
@@ -412,7 +417,7 @@ class TestGuaranteePolicy(test_base.TestCase):
         self.assertAlmostEqual(0.9525 - 0.39, decisions['a'].numbers['share'])
         # at latency_factor 4 (6.5 ms) b is not slow: every demand fits.
         self.assertEqual({}, self.decide(
-            *disks, policy=guarantee.GuaranteePolicy(latency_factor=4)))
+            *disks, policy=remembering(latency_factor=4)))
 
     def test_at_cap_not_raised_while_neighbours_queue(self):
         # Calm (U = 0.44), a runs at its cap: raised only if b does not
@@ -481,7 +486,7 @@ class TestGuaranteePolicy(test_base.TestCase):
         # less) at its I/O size of the moment than the one in force, by
         # more than min_change: none is a change only on the wire.
         tier = base.Tier('ceil', max_bytes_sec=40 * 64 * KIB)
-        policy = guarantee.GuaranteePolicy()
+        policy = remembering()
         cap_iops, cap_bytes, sent = 8.0, 8 * 64 * KIB, 0
         for step, size in enumerate([64, 128, 16, 64, 256, 32, 64, 128,
                                      16, 64, 8, 64] * 2):
@@ -607,7 +612,7 @@ class TestThinkingClients(test_base.TestCase):
             None, np.array([0.1, 3.0]), cost, usable))
 
     def test_thinking_client_behind_the_queue_gets_the_flood_capped(self):
-        policy = guarantee.GuaranteePolicy()
+        policy = remembering()
         # uncongested first: the writer at 1.625 ms, 50 IOPS (0.08)
         self.assertEqual([], policy.decide(fakes.snapshot(
             self.sync_writer(1.625), self.flood(ops=60, latency_ms=20.0)),
@@ -629,13 +634,13 @@ class TestThinkingClients(test_base.TestCase):
         self.assertAlmostEqual(d.numbers['capacity'] - 50 * C4,
                                d.numbers['share'], places=4)
         # a fresh policy has not seen it uncongested: no estimate, no cap
-        self.assertEqual([], guarantee.GuaranteePolicy().decide(snap, 5.0))
+        self.assertEqual([], remembering().decide(snap, 5.0))
 
     def test_paced_client_is_not_over_read(self):
         # A paced client (fio rate) that did 20 IOPS uncongested and still
         # does 20 at 10 ms: its slack looks like thinking, but it never did
         # more than 20: nothing wanted, nothing capped.
-        policy = guarantee.GuaranteePolicy()
+        policy = remembering()
         paced = functools.partial(fakes.disk, 'paced', ops=20,
                                   size=4 * KIB, tier=SILVER)
         policy.decide(fakes.snapshot(paced(latency_ms=1.625),
@@ -649,7 +654,7 @@ class TestThinkingClients(test_base.TestCase):
         # U = 0.96, every deep queue capped, yet the writer waits 20 ms,
         # 12 times its service time, above the threshold (8 x 1.625 ms):
         # the capacity shared out shrinks and both caps are cut.
-        policy = guarantee.GuaranteePolicy()
+        policy = remembering()
         policy.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
         disks = [capped('f1', 40, 40, latency_ms=SLOW),
                  capped('f2', 40, 40, latency_ms=SLOW),
@@ -669,7 +674,7 @@ class TestThinkingClients(test_base.TestCase):
             self.assertAlmostEqual(8 * 1000 * C64 * ratio,
                                    d.numbers['threshold_ms'])
         # with a looser threshold (congestion_ms 25) nothing changes
-        loose = guarantee.GuaranteePolicy(congestion_ms=25)
+        loose = remembering(congestion_ms=25)
         loose.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
         self.assertEqual([], loose.decide(fakes.snapshot(*disks), 5.0))
 
@@ -677,7 +682,7 @@ class TestThinkingClients(test_base.TestCase):
         # The same two capped floods at 45 IOPS (0.495 each, U = 1.02),
         # the writer at 20 ms: above the border the capacity shared out is
         # the border (0.9), not 85 % of what is served (0.867).
-        policy = guarantee.GuaranteePolicy(**FIXED)
+        policy = remembering(**FIXED)
         policy.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
         decisions = fakes.by_disk(policy.decide(fakes.snapshot(
             capped('f1', 45, 45, latency_ms=SLOW),
@@ -696,7 +701,7 @@ class TestThinkingClients(test_base.TestCase):
         # U = 1.032 > 0.9. What is served would be shared out while a
         # disk waits; with caps in force, above the border, the border
         # is: the new flood is capped at once under it.
-        policy = guarantee.GuaranteePolicy(**FIXED)
+        policy = remembering(**FIXED)
         policy.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
         decisions = fakes.by_disk(policy.decide(fakes.snapshot(
             capped('old', 10, 10, latency_ms=SLOW), self.flood(),
@@ -708,7 +713,7 @@ class TestThinkingClients(test_base.TestCase):
         self.assertLess(d.numbers['new_cap'], 0.9 - 0.11)
         # the first engagement (no cap in force yet) shares out what is
         # served, as before
-        policy = guarantee.GuaranteePolicy(**FIXED)
+        policy = remembering(**FIXED)
         policy.decide(fakes.snapshot(self.sync_writer(1.625)), 0.0)
         decisions = fakes.by_disk(policy.decide(fakes.snapshot(
             self.flood(), self.sync_writer(20.0)), 5.0))
@@ -722,7 +727,7 @@ class TestThinkingClients(test_base.TestCase):
         # IOPS (0.242) at low latency; a paced 4 KiB client does 20 IOPS
         # (0.0325) whatever its latency (it wants nothing more).
         # U = 0.7145: above the low watermark, caps held.
-        policy = guarantee.GuaranteePolicy(**FIXED)
+        policy = remembering(**FIXED)
         paced = functools.partial(fakes.disk, 'paced', ops=20,
                                   size=4 * KIB, tier=SILVER)
         b = fakes.disk('b', ops=22, latency_ms=FAST)
@@ -739,14 +744,14 @@ class TestThinkingClients(test_base.TestCase):
 
     def test_shallow_disk_never_capped(self):
         # A disk with one request at a time adds at most one to the queue.
-        policy = guarantee.GuaranteePolicy()
+        policy = remembering()
         decisions = policy.decide(fakes.snapshot(
             fakes.disk('one', ops=80, latency_ms=12.0),
             fakes.disk('b', ops=12, tier=SILVER, latency_ms=SLOW)), 0.0)
         self.assertEqual([], decisions)
 
     def test_nearly_idle_capped_disk_keeps_its_cap(self):
-        policy = guarantee.GuaranteePolicy()
+        policy = remembering()
         self.assertEqual([], policy.decide(fakes.snapshot(
             capped('a', 2, 30), fakes.disk('b', ops=10)), 0.0))
         self.assertEqual(['a'], [d.disk_id for d in policy.decide(
@@ -781,7 +786,7 @@ class TestGuaranteeProperties(test_base.TestCase):
             disks.append(fakes.disk('d%d' % n, ops=r['ops'], size=r['size'],
                                     tier=tier, latency_ms=r['latency_ms'],
                                     stale=r['stale'], **kw))
-        policy = guarantee.GuaranteePolicy(min_capacity=min_capacity)
+        policy = remembering(min_capacity=min_capacity)
         decisions = fakes.by_disk(policy.decide(fakes.snapshot(*disks),
                                                 100.0))
         for n, r in enumerate(rows):
@@ -814,7 +819,7 @@ class TestGuaranteeMaxForm(test_base.TestCase):
         # 50 x 4 KiB and 32 x 64 KiB: the bucket is at 0.82 of its IOPS,
         # 0.55 of its bandwidth (domain load 0.82 < 0.9), while each disk
         # is charged 0.5 at its dominant resource (1.0 in all)
-        pol = guarantee.GuaranteePolicy()
+        pol = remembering()
         snap = fakes.snapshot(
             fakes.disk('a', ops=50, size=4 * KIB, latency_ms=1.0),
             fakes.disk('b', ops=32, size=64 * KIB, latency_ms=1.0),
@@ -823,7 +828,7 @@ class TestGuaranteeMaxForm(test_base.TestCase):
 
     def test_saturated_bucket_reads_one(self):
         # 64 KiB at 4 MiB/s: the additive form would read 1.64
-        pol = guarantee.GuaranteePolicy()
+        pol = remembering()
         snap = fakes.snapshot(
             fakes.disk('a', ops=48, size=64 * KIB, latency_ms=SLOW),
             fakes.disk('b', ops=16, size=64 * KIB, tier=SILVER,
@@ -851,7 +856,7 @@ class TestGuaranteeMaxForm(test_base.TestCase):
             profile=self.BUCKET)
         for params, border, cap in (({}, 0.94, 0.7525),
                                     (FIXED, 0.9, 0.7125)):
-            pol = guarantee.GuaranteePolicy(**params)
+            pol = remembering(**params)
             self.assertEqual([], pol.decide(snap, 100.0))
             decisions = fakes.by_disk(pol.decide(snap, 105.0))
             self.assertEqual(['n'], list(decisions))
@@ -868,7 +873,7 @@ class TestGuaranteeMaxForm(test_base.TestCase):
         # second: n's share 4.6 % above its cap): a cut then a raise, each
         # smaller than confirm_change, is noise. Nothing is sent while
         # they alternate; the cut goes once two decisions in a row want it.
-        pol = guarantee.GuaranteePolicy()
+        pol = remembering()
         n = capped('n', 52, 52, latency_ms=SLOW)
 
         def q(ops, latency_ms):
@@ -886,7 +891,7 @@ class TestGuaranteeMaxForm(test_base.TestCase):
         self.assertAlmostEqual(0.7525, decisions['n'].numbers['new_cap'])
         # with confirm_change 0, every move is sent at once (the rule
         # before): the first cut, then the raise back
-        pol = guarantee.GuaranteePolicy(confirm_change=0.0)
+        pol = remembering(confirm_change=0.0)
         self.assertEqual(['n'], [d.disk_id for d in pol.decide(full, 100.0)])
         self.assertEqual(['n'], [d.disk_id for d in pol.decide(
             fakes.snapshot(q(4, 1.0), capped('n', 48.16, 48.16,
@@ -895,38 +900,45 @@ class TestGuaranteeMaxForm(test_base.TestCase):
 
     def test_confirmed_moves(self):
         # a: a small cut, b: a small raise, c: nothing, d: a large cut
-        memory = guarantee.Memory()
-        memory.align(('a', 'b', 'c', 'd'))
+        wanted = np.zeros(4)
         tighten = np.array([True, False, False, True])
         loosen = np.array([False, True, False, False])
         small = np.array([True, True, True, False])
 
         def confirmed(tighten, loosen, urgent=False):
-            cut, lift = guarantee.confirmed(memory, tighten, loosen, small,
-                                            urgent)
+            nonlocal wanted
+            cut, lift, wanted = guarantee.confirmed(wanted, tighten, loosen,
+                                                    small, urgent)
             return cut.tolist(), lift.tolist()
 
         self.assertEqual(([False, False, False, True], [False] * 4),
                          confirmed(tighten, loosen))
-        self.assertEqual([-1.0, 1.0, 0.0, 0.0], memory.wanted.tolist())
+        self.assertEqual([-1.0, 1.0, 0.0, 0.0], wanted.tolist())
         # wanted again: sent, nothing left pending
         self.assertEqual(([True, False, False, True],
                           [False, True, False, False]),
                          confirmed(tighten, loosen))
-        self.assertEqual([0.0] * 4, memory.wanted.tolist())
+        self.assertEqual([0.0] * 4, wanted.tolist())
         # a turn of direction starts over
         confirmed(tighten, loosen)
         self.assertEqual(([False] * 4, [False] * 4),
                          confirmed(loosen, tighten & small))
-        self.assertEqual([1.0, -1.0, 0.0, 0.0], memory.wanted.tolist())
+        self.assertEqual([1.0, -1.0, 0.0, 0.0], wanted.tolist())
         # a cut while the latency objective is missed (or a floor at
         # stake) is not held back; a raise still is
-        memory.wanted[:] = 0.0
+        wanted = np.zeros(4)
         self.assertEqual(([True, False, False, True], [False] * 4),
                          confirmed(tighten, loosen, urgent=True))
         # the order of the disks may change between decisions
-        memory.align(('d', 'b', 'a'))
-        self.assertEqual([0.0, 1.0, 0.0], memory.wanted.tolist())
+        memory = guarantee.Memory(disk_ids=('a', 'b', 'c', 'd'),
+                                  asked=np.array([1.0, math.nan, 3.0, 4.0]),
+                                  wanted=wanted)
+        asked, wanted = memory.align(('d', 'b', 'e', 'a'))
+        self.assertEqual([0.0, 1.0, 0.0, 0.0], wanted.tolist())
+        np.testing.assert_array_equal([4.0, math.nan, math.nan, 1.0], asked)
+        # (not in place: the memory is as it was)
+        self.assertEqual(('a', 'b', 'c', 'd'), memory.disk_ids)
+        self.assertEqual([0.0, 1.0, 0.0, 0.0], memory.wanted.tolist())
 
     # A quiet 64 KiB client that thinks 234.375 ms between its writes:
     # alone (16 ms, about one op's cost) it writes 4 a second, 0.0625 of
@@ -944,8 +956,10 @@ class TestGuaranteeMaxForm(test_base.TestCase):
             profile=self.BUCKET), now))
 
     def test_border_follows_the_latency_objective(self):
-        pol = guarantee.GuaranteePolicy()
-        memory = pol.memory.setdefault('pool', guarantee.Memory())
+        pol = remembering()
+
+        def held_at():
+            return pol.states['pool'].border
         # q alone: the service time is learned (threshold 8 x ~16 ms)
         self.assertEqual([], pol.decide(fakes.snapshot(
             self.thinker(16.0), profile=self.BUCKET), 0.0))
@@ -953,12 +967,12 @@ class TestGuaranteeMaxForm(test_base.TestCase):
         # held at the border with room; the border starts at border_max
         # (0.94) and stays there: n's share 0.8775 is within raise_change
         self.assertEqual({}, self.held(pol, 55, 16.0, 5.0))
-        self.assertEqual(0.94, memory.border)
+        self.assertEqual(0.94, held_at())
         # q waits 400 ms (pressure ~3) with the bucket under the border:
         # the caps alone miss the objective there, the border falls back
         # to high_watermark and n is cut (the reason names the border)
         d = self.held(pol, 55, 400.0, 10.0)['n']
-        self.assertEqual(0.9, memory.border)
+        self.assertEqual(0.9, held_at())
         self.assertEqual(0.9, d.numbers['border'])
         self.assertEqual(1.0, d.numbers['queue_cut'])
         self.assertIn('(border 0.9000)', d.reason)
@@ -971,7 +985,7 @@ class TestGuaranteeMaxForm(test_base.TestCase):
                                  (25.0, 52, 0.93), (27.0, 52, 0.93),
                                  (28.0, 55, 0.94), (30.0, 55, 0.94)):
             self.held(pol, ops, 16.0, now)
-            self.assertAlmostEqual(border, memory.border)
+            self.assertAlmostEqual(border, held_at())
         # a new flood, m, still uncapped (6 x 64 KiB at 400 ms: 2.4 in
         # flight), q at 400 ms, the bucket read at 0.90 (its first window
         # straddles its start): a miss, but not the caps' alone: kept
@@ -979,27 +993,28 @@ class TestGuaranteeMaxForm(test_base.TestCase):
             self.thinker(400.0), capped('n', 50, 50, latency_ms=SLOW),
             fakes.disk('m', ops=6, latency_ms=400.0),
             profile=self.BUCKET), 32.0)
-        self.assertEqual(0.94, memory.border)
+        self.assertEqual(0.94, held_at())
         # not held (n far under its cap... at 40 IOPS the bucket is at
         # 0.69): the border stays whatever q shows
-        memory.border = 0.91
+        pol.states['pool'] = dataclasses.replace(pol.states['pool'],
+                                                 border=0.91)
         self.held(pol, 40, 16.0, 35.0)
-        self.assertAlmostEqual(0.91, memory.border)
+        self.assertAlmostEqual(0.91, held_at())
         # a miss above the border is a new flood's doing, not the
         # border's: n at 62 IOPS (0.97), q at 400 ms: the border stays
         d = self.held(pol, 62, 400.0, 40.0)['n']
-        self.assertAlmostEqual(0.91, memory.border)
+        self.assertAlmostEqual(0.91, held_at())
         self.assertAlmostEqual(0.91, d.numbers['border'])
 
     def test_border_fixed_at_high_watermark(self):
         # border_max = high_watermark: the border of before, whatever
         # the latency objective shows
-        pol = guarantee.GuaranteePolicy(**FIXED)
+        pol = remembering(**FIXED)
         pol.decide(fakes.snapshot(self.thinker(16.0), profile=self.BUCKET),
                    0.0)
         for now in (5.0, 10.0, 15.0):
             self.held(pol, 52, 16.0, now)
-            self.assertEqual(0.9, pol.memory['pool'].border)
+            self.assertEqual(0.9, pol.states['pool'].border)
 
     def test_adapt_border(self):
         adapt = functools.partial(guarantee.adapt_border, low=0.9,

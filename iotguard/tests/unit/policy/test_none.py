@@ -21,7 +21,7 @@ class TestNoPolicy(test_base.TestCase):
     def test_never_caps_a_busy_domain(self):
         snap = fakes.snapshot(fakes.disk('a', ops=500),
                               fakes.disk('b', ops=80, latency_ms=900))
-        self.assertEqual([], none.NoPolicy().decide(snap, 100.0))
+        self.assertEqual([], none.NoPolicy().decide(snap, None, 100.0)[0])
 
     def test_releases_every_cap_in_force(self):
         snap = fakes.snapshot(
@@ -29,7 +29,8 @@ class TestNoPolicy(test_base.TestCase):
             fakes.disk('b', ops=10),
             fakes.disk('c', ops=10, cap_bytes_sec=1e6, cap_set_at=0.0,
                        stale=True))
-        decisions = fakes.by_disk(none.NoPolicy().decide(snap, 100.0))
+        decisions = fakes.by_disk(none.NoPolicy().decide(snap, None,
+                                                         100.0)[0])
         self.assertEqual(['a', 'c'], sorted(decisions))
         for decision in decisions.values():
             self.assertEqual(base.RELEASE, decision.action)

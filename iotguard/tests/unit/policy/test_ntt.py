@@ -39,14 +39,14 @@ class TestNttPolicy(test_base.TestCase):
         snap = fakes.snapshot(fakes.disk('a', ops=50),
                               fakes.disk('b', ops=31))
         self.assertLess(81, BORDER_OPS)
-        self.assertEqual([], self.policy.decide(snap, 0.0))
+        self.assertEqual([], self.policy.decide(snap, None, 0.0)[0])
 
     def test_above_border_highest_disk_capped_at_rate_times_b(self):
         snap = fakes.snapshot(fakes.disk('a', ops=20),
                               fakes.disk('heavy', ops=50),
                               fakes.disk('c', ops=12.5))
         self.assertGreater(82.5, BORDER_OPS)
-        decisions = fakes.by_disk(self.policy.decide(snap, 0.0))
+        decisions = fakes.by_disk(self.policy.decide(snap, None, 0.0)[0])
         self.assertEqual(['heavy'], list(decisions))
         cap = decisions['heavy']
         self.assertEqual(base.CAP, cap.action)
@@ -66,7 +66,7 @@ class TestNttPolicy(test_base.TestCase):
         snap = fakes.snapshot(fakes.disk('small', ops=100, size=4 * KIB),
                               fakes.disk('big', ops=85, size=64 * KIB),
                               fakes.disk('mid', ops=10, size=16 * KIB))
-        decisions = fakes.by_disk(policy.decide(snap, 0.0))
+        decisions = fakes.by_disk(policy.decide(snap, None, 0.0)[0])
         self.assertEqual(['big', 'small'], sorted(decisions))
         self.assertEqual(0.4 * 85 * 64 * KIB, decisions['big'].bytes_sec)
         self.assertEqual(math.inf, decisions['big'].iops)
@@ -79,7 +79,7 @@ class TestNttPolicy(test_base.TestCase):
         # twice the bandwidth border.
         snap = fakes.snapshot(fakes.disk('a', ops=50, size=128 * KIB),
                               fakes.disk('b', ops=30, size=128 * KIB))
-        decisions = fakes.by_disk(policy.decide(snap, 0.0))
+        decisions = fakes.by_disk(policy.decide(snap, None, 0.0)[0])
         self.assertEqual(['a'], list(decisions))
         self.assertEqual(math.inf, decisions['a'].iops)
         self.assertEqual(0.5 * 50 * 128 * KIB, decisions['a'].bytes_sec)
@@ -89,7 +89,7 @@ class TestNttPolicy(test_base.TestCase):
             fakes.disk('heavy', ops=60, cap_iops=60,
                        cap_bytes_sec=60 * 64 * KIB, cap_set_at=30.0),
             fakes.disk('b', ops=30))
-        decisions = fakes.by_disk(self.policy.decide(snap, 40.0))
+        decisions = fakes.by_disk(self.policy.decide(snap, None, 40.0)[0])
         cap = decisions['heavy']
         self.assertEqual(base.CAP, cap.action)
         self.assertEqual(30.0, cap.iops)
@@ -102,7 +102,7 @@ class TestNttPolicy(test_base.TestCase):
             fakes.disk('heavy', ops=60, cap_iops=30,
                        cap_bytes_sec=30 * 64 * KIB, cap_set_at=30.0),
             fakes.disk('b', ops=30))
-        decisions = fakes.by_disk(self.policy.decide(snap, 40.0))
+        decisions = fakes.by_disk(self.policy.decide(snap, None, 40.0)[0])
         self.assertEqual(30.0, decisions['heavy'].iops)
         self.assertEqual(30 * 64 * KIB, decisions['heavy'].bytes_sec)
 
@@ -111,17 +111,17 @@ class TestNttPolicy(test_base.TestCase):
                             cap_bytes_sec=20 * 64 * KIB, cap_set_at=100.0),
                  fakes.disk('b', ops=10)]
         snap = fakes.snapshot(*disks)
-        self.assertEqual([], self.policy.decide(snap, 159.0))
-        decisions = fakes.by_disk(self.policy.decide(snap, 160.0))
+        self.assertEqual([], self.policy.decide(snap, None, 159.0)[0])
+        decisions = fakes.by_disk(self.policy.decide(snap, None, 160.0)[0])
         self.assertEqual(base.RELEASE, decisions['was_heavy'].action)
         self.assertEqual(['was_heavy'], list(decisions))
         decisions = fakes.by_disk(ntt.NttPolicy(cap_time=10.0).decide(
-            snap, 110.0))
+            snap, None, 110.0)[0])
         self.assertEqual(base.RELEASE, decisions['was_heavy'].action)
 
     def test_cap_of_unknown_age_is_released(self):
         snap = fakes.snapshot(fakes.disk('a', ops=1, cap_iops=5))
-        decisions = fakes.by_disk(self.policy.decide(snap, 0.0))
+        decisions = fakes.by_disk(self.policy.decide(snap, None, 0.0)[0])
         self.assertEqual(base.RELEASE, decisions['a'].action)
 
     def test_expired_other_kind_dropped_when_picked(self):
@@ -130,9 +130,9 @@ class TestNttPolicy(test_base.TestCase):
             fakes.disk('a', ops=50, size=128 * KIB, cap_iops=70,
                        cap_set_at=0.0),
             fakes.disk('b', ops=30, size=128 * KIB))
-        cap = fakes.by_disk(policy.decide(snap, 60.0))['a']
+        cap = fakes.by_disk(policy.decide(snap, None, 60.0)[0])['a']
         self.assertEqual(math.inf, cap.iops)
-        cap = fakes.by_disk(policy.decide(snap, 30.0))['a']
+        cap = fakes.by_disk(policy.decide(snap, None, 30.0)[0])['a']
         self.assertEqual(70.0, cap.iops)
         self.assertEqual(0.5 * 50 * 128 * KIB, cap.bytes_sec)
 
@@ -140,16 +140,17 @@ class TestNttPolicy(test_base.TestCase):
         snap = fakes.snapshot(fakes.disk('stale', ops=70, stale=True),
                               fakes.disk('b', ops=50),
                               fakes.disk('c', ops=35))
-        decisions = fakes.by_disk(self.policy.decide(snap, 0.0))
+        decisions = fakes.by_disk(self.policy.decide(snap, None, 0.0)[0])
         self.assertEqual(['b'], list(decisions))
         self.assertEqual(85 * 64 * KIB, decisions['b'].numbers[
             'sum_bytes_sec'])
         snap = fakes.snapshot(fakes.disk('stale', ops=90, stale=True),
                               fakes.disk('b', ops=50))
-        self.assertEqual([], self.policy.decide(snap, 0.0))
+        self.assertEqual([], self.policy.decide(snap, None, 0.0)[0])
 
     def test_empty_domain(self):
-        self.assertEqual([], self.policy.decide(fakes.snapshot(), 0.0))
+        self.assertEqual(([], None),
+                         self.policy.decide(fakes.snapshot(), None, 0.0))
 
     def test_cap_time_must_exceed_cap_interval(self):
         for cap_time, cap_interval in ((5, 5), (4, 5), (60, 61)):

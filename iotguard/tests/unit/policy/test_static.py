@@ -22,7 +22,7 @@ class TestStaticPolicy(test_base.TestCase):
 
     def decide(self, *disks):
         return fakes.by_disk(static.StaticPolicy().decide(
-            fakes.snapshot(*disks), 10.0))
+            fakes.snapshot(*disks), None, 10.0)[0])
 
     def test_caps_at_the_tier_ceiling(self):
         decisions = self.decide(fakes.disk('a', ops=5, tier=GOLD))

@@ -33,7 +33,7 @@ class TestBench(test_base.TestCase):
         snap = bench.snapshot(2000, np.random.default_rng(0))
         self.assertEqual(2000, len(snap))
         self.assertTrue(snap.capped.any())
-        decisions = guarantee.GuaranteePolicy().decide(snap, 100.0)
+        decisions, _ = guarantee.GuaranteePolicy().decide(snap, None, 100.0)
         # the noisy writers get caps, most disks get nothing
         self.assertGreater(len(decisions), 0)
         self.assertLess(len(decisions), 0.2 * len(snap))

@@ -26,15 +26,16 @@ class Recorder:
         self.cap_bytes = cap_bytes
         self.seen = []
 
-    def decide(self, snapshot, now):
+    def decide(self, snapshot, state, now):
         self.seen.append((now, snapshot))
         disk = snapshot.disk_ids[0]
         if now == 10.0:
             return [policy_base.Decision(disk, policy_base.CAP, 'test',
-                                         bytes_sec=self.cap_bytes)]
+                                         bytes_sec=self.cap_bytes)], None
         if now == 20.0:
-            return [policy_base.Decision(disk, policy_base.RELEASE, 'test')]
-        return []
+            return [policy_base.Decision(disk, policy_base.RELEASE,
+                                         'test')], None
+        return [], None
 
 
 class Stepper:
@@ -42,12 +43,12 @@ class Stepper:
 
     name = 'stepper'
 
-    def decide(self, snapshot, now):
+    def decide(self, snapshot, state, now):
         caps = {10.0: 131072.0, 15.0: 65536.0, 20.0: 262144.0}
         if now not in caps:
-            return []
+            return [], None
         return [policy_base.Decision(snapshot.disk_ids[0], policy_base.CAP,
-                                     'test', bytes_sec=caps[now])]
+                                     'test', bytes_sec=caps[now])], None
 
 
 class Repeater(Recorder):
@@ -55,14 +56,14 @@ class Repeater(Recorder):
 
     name = 'repeater'
 
-    def decide(self, snapshot, now):
+    def decide(self, snapshot, state, now):
         self.seen.append((now, snapshot))
         if now < 10.0:
-            return []
+            return [], None
         return [policy_base.Decision(snapshot.disk_ids[0], policy_base.CAP,
                                      'test', bytes_sec=self.cap_bytes),
                 policy_base.Decision(snapshot.disk_ids[1],
-                                     policy_base.RELEASE, 'test')]
+                                     policy_base.RELEASE, 'test')], None
 
 
 class TestLoop(base.TestCase):

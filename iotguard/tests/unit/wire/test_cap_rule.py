@@ -84,9 +84,9 @@ class CapOnce:
     def __init__(self, iops, bytes_sec):
         self.iops, self.bytes_sec = iops, bytes_sec
 
-    def decide(self, snapshot, now):
+    def decide(self, snapshot, state, now):
         return [policy_base.Decision(snapshot.disk_ids[0], policy_base.CAP,
-                                     'test', self.iops, self.bytes_sec)]
+                                     'test', self.iops, self.bytes_sec)], None
 
 
 class CapRuleTest(base.TestCase):

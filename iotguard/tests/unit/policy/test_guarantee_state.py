@@ -1,0 +1,164 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``guarantee``'s memory as JSON, and decisions across a takeover."""
+
+import json
+import math
+
+import numpy as np
+
+from iotguard.policy import base
+from iotguard.policy import guarantee
+from iotguard.sim import loop
+from iotguard.sim import scenario as scenario_mod
+from iotguard.tests import base as test_base
+from iotguard.tests.unit.policy import fakes
+
+
+def through_json(policy, state):
+    """``state`` as another controller reads it back from the database."""
+    if state is None:
+        return policy.restore(None)
+    return policy.restore(json.loads(json.dumps(state.to_dict())))
+
+
+class Recording:
+    """``guarantee`` over a simulated run, recording what it decides.
+
+    ``handover``: each decision by a new policy object, from the state
+    the one before returned written as JSON and read back (a takeover
+    at every step). ``states``: the states returned.
+    """
+
+    name = 'guarantee'
+
+    def __init__(self, handover):
+        self.handover = handover
+        self.policy = guarantee.GuaranteePolicy()
+        self.decisions = []
+        self.states = []
+
+    def decide(self, snapshot, state, now):
+        if self.handover:
+            self.policy = guarantee.GuaranteePolicy()
+            state = through_json(self.policy, state)
+        decisions, state = self.policy.decide(snapshot, state, now)
+        self.decisions.append(decisions)
+        self.states.append(state)
+        return decisions, state
+
+
+class TestMemory(test_base.TestCase):
+
+    def memory(self):
+        # 0.1 + 0.2 and 1 / 3: floats JSON must not round
+        return guarantee.Memory(
+            service=0.1 + 0.2, cut_over_border=False, border=0.92 + 1e-17,
+            disk_ids=('a', 'b', 'c'),
+            asked=np.array([1.0 / 3.0, math.nan, 5e-324]),
+            wanted=np.array([-1.0, 0.0, 1.0]))
+
+    def assertSame(self, expected, got):
+        self.assertEqual(
+            (expected.service, expected.cut_over_border, expected.border,
+             expected.disk_ids),
+            (got.service, got.cut_over_border, got.border, got.disk_ids))
+        # bit for bit, nan where nan
+        self.assertEqual(expected.asked.tobytes(), got.asked.tobytes())
+        self.assertEqual(expected.wanted.tobytes(), got.wanted.tobytes())
+
+    def test_round_trip_through_json_is_exact(self):
+        memory = self.memory()
+        data = json.loads(json.dumps(memory.to_dict(), allow_nan=False))
+        self.assertIsNone(data['asked'][1])     # nan: null
+        self.assertSame(memory, guarantee.Memory.from_dict(data))
+        self.assertSame(memory, guarantee.GuaranteePolicy().restore(data))
+        # the memory of a fresh domain, and none at all
+        fresh = guarantee.Memory()
+        self.assertSame(fresh, guarantee.Memory.from_dict(
+            json.loads(json.dumps(fresh.to_dict()))))
+        self.assertIsNone(guarantee.GuaranteePolicy().restore(None))
+
+    def test_read_back_then_the_disks_change(self):
+        memory = guarantee.Memory.from_dict(
+            json.loads(json.dumps(self.memory().to_dict())))
+        asked, wanted = memory.align(('c', 'new', 'a'))
+        np.testing.assert_array_equal([5e-324, math.nan, 1.0 / 3.0], asked)
+        self.assertEqual([1.0, 0.0, -1.0], wanted.tolist())
+
+    def test_not_a_memory(self):
+        data = self.memory().to_dict()
+        data['wanted'] = [0]
+        self.assertRaises(ValueError, guarantee.Memory.from_dict, data)
+        self.assertRaises(KeyError, guarantee.Memory.from_dict, {})
+
+    def test_new_params_keep_what_still_applies(self):
+        data = self.memory().to_dict()
+        for params, border in (({}, data['border']),
+                               ({'border_max': 0.9}, 0.9),
+                               ({'high_watermark': 0.93}, 0.93)):
+            restored = guarantee.GuaranteePolicy(**params).restore(data)
+            self.assertEqual(border, restored.border, params)
+            self.assertSame(guarantee.Memory.from_dict(dict(
+                data, border=border)), restored)
+        # not adapted yet: still border_max, whichever it is
+        data['border'] = None
+        self.assertIsNone(guarantee.GuaranteePolicy(
+            border_max=0.9).restore(data).border)
+
+    def test_decide_neither_changes_nor_keeps_the_state(self):
+        policy = guarantee.GuaranteePolicy()
+        snap = fakes.snapshot(
+            fakes.disk('a', ops=60, latency_ms=200.0),
+            fakes.disk('b', ops=30, latency_ms=200.0,
+                       tier=base.Tier('s', min_iops=40)))
+        decisions, state = policy.decide(snap, None, 100.0)
+        self.assertTrue(decisions)
+        before = json.dumps(state.to_dict())
+        again, after = policy.decide(snap, state, 105.0)
+        self.assertEqual(before, json.dumps(state.to_dict()))
+        self.assertIsNot(state, after)
+        # the same call, the same answer: nothing kept in the policy
+        self.assertEqual(again, policy.decide(snap, state, 105.0)[0])
+        self.assertEqual(([], state), policy.decide(fakes.snapshot(), state,
+                                                    110.0))
+
+
+class TestTakeoverAtEveryStep(test_base.TestCase):
+    """A simulated run decides the same with a takeover at every step."""
+
+    def runs(self, name):
+        scenario = scenario_mod.load(name)
+        kept = Recording(handover=False)
+        loop.run(scenario, kept, seed=0)
+        taken_over = Recording(handover=True)
+        loop.run(scenario, taken_over, seed=0)
+        self.assertEqual(len(kept.decisions), len(taken_over.decisions))
+        for step, (expected, got) in enumerate(zip(kept.decisions,
+                                                   taken_over.decisions)):
+            self.assertEqual(expected, got, 'step %d' % step)
+        self.assertGreater(sum(map(len, kept.decisions)), 5)
+        return kept.states
+
+    def test_on_off(self):
+        # the decisions wait for confirmation (wanted), disks are seen
+        # uncongested (asked) and not (nan)
+        states = self.runs('on-off')
+        self.assertTrue(any(s.wanted.any() for s in states))
+        self.assertTrue(any(np.isnan(s.asked).any()
+                            and np.isfinite(s.asked).any() for s in states))
+
+    def test_io_size(self):
+        # the border moves
+        states = self.runs('io-size')
+        self.assertGreater(len({s.border for s in states}), 1)
