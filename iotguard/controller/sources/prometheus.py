@@ -224,8 +224,13 @@ class PrometheusSource:
         rows = self.latest()
         fresh = [row for row in rows if row.timestamp > self._delivered.get(
             (row.instance_uuid, row.dev), -math.inf)]
-        self._delivered = {(row.instance_uuid, row.dev): row.timestamp
-                           for row in rows}
+        # A round that failed or missed a disk forgets nothing; a sample
+        # older than the window cannot come again.
+        oldest = self._clock() - self.window_s
+        self._delivered = {key: at for key, at in self._delivered.items()
+                           if at >= oldest}
+        self._delivered.update(((row.instance_uuid, row.dev), row.timestamp)
+                               for row in fresh)
         return sources.deliver(sink, fresh)
 
     def _read(self, now: float) -> tuple[

@@ -112,9 +112,10 @@ class PrometheusSourceTest(base.TestCase):
                 got.append(dict(disk, interval_s=interval))
             return store.add_batch(batch)
 
-        # Prometheus sees the exporter as Ceilometer's, labels and all.
+        # Prometheus sees the exporter as Ceilometer's, labels and all
+        # (its first scrape comes with its first target sync, within 5 s).
         series = base.wait_for(lambda: self.prom.query(
-            'ceilometer_disk_device_read_bytes'), 5)
+            'ceilometer_disk_device_read_bytes'), 20)
         self.assertEqual({self.busy + '-vda', self.idle + '-vdb'},
                          {dict(labels)['resource'] for labels in series})
         labels = dict(next(iter(series)))

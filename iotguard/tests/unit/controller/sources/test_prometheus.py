@@ -340,10 +340,20 @@ class TestPrometheusSource(base.TestCase):
         self.now += 5     # same newest poll: nothing new
         self.assertEqual(0, source.poll(sink))
         self.assertEqual(1, len(got))
+        source._session.error = requests.ConnectionError('refused')
+        self.assertEqual(0, source.poll(sink))    # a failed round ...
+        source._session.error = None
+        self.assertEqual(0, source.poll(sink))    # ... forgets nothing
+        self.assertEqual(1, len(got))
         self.now = NOW + P    # the next poll
         source._session.disks = [Disk(scraped=(T0, self.now))]
         self.assertEqual(1, source.poll(sink))
         self.assertEqual(T0 + 11 * P + PHASE, got[-1].timestamp[0])
+        self.assertEqual([(UUID, 'vda')], list(source._delivered))
+        self.now += 4 * P     # gone for longer than the window: forgotten
+        source._session.disks = []
+        source.poll(sink)
+        self.assertEqual({}, source._delivered)
 
     def test_url_required(self):
         self.flags(group='prometheus_source', url=None)
