@@ -336,15 +336,20 @@ class Memory:
     def to_dict(self) -> dict[str, Any]:
         """The memory as JSON can hold it (``nan`` as ``null``).
 
-        Floats go as Python writes them (``repr``): read back, they are
-        the same numbers to the last bit.
+        Only the disks it remembers something of: one never seen
+        uncongested with no move pending is what :meth:`align` makes of a
+        disk it does not know (most disks of a large domain; their ids
+        would be most of the text). Floats go as Python writes them
+        (``repr``): read back, they are the same numbers to the last bit.
         """
+        kept = np.flatnonzero(~np.isnan(self.asked) | (self.wanted != 0))
         return {'service': self.service,
                 'cut_over_border': self.cut_over_border,
-                'border': self.border, 'disk_ids': list(self.disk_ids),
+                'border': self.border,
+                'disk_ids': [self.disk_ids[i] for i in kept.tolist()],
                 'asked': [None if math.isnan(value) else value
-                          for value in self.asked.tolist()],
-                'wanted': [int(value) for value in self.wanted.tolist()]}
+                          for value in self.asked[kept].tolist()],
+                'wanted': [int(value) for value in self.wanted[kept].tolist()]}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> 'Memory':
