@@ -517,8 +517,10 @@ class NotificationEndpoint:
                 self.membership.forget_instance(uuid)
                 continue
             disks = self.membership.refresh_instance(uuid)
-            LOG.debug('%s: instance %s has %d disk(s)', event_type, uuid,
-                      len(disks))
+            # Info: lifecycle events are rare, and operators see that
+            # membership follows them (not only the resync).
+            LOG.info('%s: instance %s re-read, %d disk(s)', event_type,
+                     uuid, len(disks))
             if service == 'nova' and NOVA_EVENTS[action]:
                 self.membership.rebuilt(uuid)
 
