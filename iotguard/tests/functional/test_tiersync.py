@@ -38,6 +38,7 @@ GOLD = tiers.Tier('gold', min_iops=2000.0, max_iops=5000.0,
                   max_bytes_sec=200e6)
 BRONZE = tiers.Tier('bronze', min_iops=100.0)
 P1, P2, P3 = ('1' * 32, '2' * 32, '3' * 32)
+FLOOR = 'resources:CUSTOM_IOTGUARD_FLOOR'
 SILVER = tiers.Tier('silver', min_iops=500.0, max_iops=3000.0,
                     is_public=False, projects=(P1, P2))
 
@@ -214,12 +215,14 @@ class TierSyncCommandTest(base.TestCase):
         self.nova = self.useFixture(os_fixtures.NovaAPI())
         self.flavor = os_fixtures.flavor(self.nova, 'm1.db')
         db = self.useFixture(database.Database('sqlite', self.conf)).db
-        db.tier_create(database.tier_values('gold', max_iops=5000.0))
+        db.tier_create(database.tier_values('gold', max_iops=5000.0,
+                                            min_iops=1000.0))
         path = self.useFixture(fixtures.TempDir()).path
         self.conf_file = os.path.join(path, 'iotguard.conf')
         with open(self.conf_file, 'w') as conf_file:
             conf_file.write('[database]\nconnection = %s\n'
                             '[tiers]\nflavor_tiers = m1.db:gold\n'
+                            '[placement]\nenabled = true\n'
                             % self.conf.database.connection)
 
     def manage(self, conn, *argv):
@@ -239,13 +242,18 @@ class TierSyncCommandTest(base.TestCase):
                       out)
         self.assertNotIn('block-storage', out.replace(
             'Skipped: Cinder (block-storage)', ''))
+        # The floor as Placement prices it: 1000 + 1000 * 4096 / 65536
         self.assertIn('Would change: flavor m1.db: set iotguard:tier=gold, '
-                      'quota:disk_total_iops_sec=5000', out)
+                      'quota:disk_total_iops_sec=5000, '
+                      'resources:CUSTOM_IOTGUARD_FLOOR=1063\n', out)
         code, out, err = self.manage(conn)
         self.assertEqual((0, ''), (code, err))
         self.assertEqual('1 change(s) made.', out.splitlines()[-1])
-        self.assertEqual('gold', conn.compute.fetch_flavor_extra_specs(
-            self.flavor['id']).extra_specs['iotguard:tier'])
+        # Nova took the key (it validates extra specs it knows).
+        specs = conn.compute.fetch_flavor_extra_specs(
+            self.flavor['id']).extra_specs
+        self.assertEqual(('gold', '1063'), (
+            specs['iotguard:tier'], specs['resources:CUSTOM_IOTGUARD_FLOOR']))
 
     def test_unreachable_cinder_is_an_error_without_traceback(self):
         closed = type('Gone', (), {'endpoint': 'http://127.0.0.1:%d/v3/'
@@ -272,6 +280,7 @@ class ApiTierSyncTest(base.TestCase):
         self.flags(group='api', auth_strategy='noauth')
         self.flags(group='tiers', flavor_tiers={'m1.db': 'gold'})
         self.flags(group='service_credentials', auth_type='password')
+        self.flags(group='placement', enabled=True)
         self.db = self.useFixture(database.Database('sqlite', self.conf)).db
         self.app = app.deploy(self.conf, db=self.db)
         self.reach = self.conn
@@ -316,9 +325,18 @@ class ApiTierSyncTest(base.TestCase):
             self.specs()['quota:disk_total_iops_sec']))
         self.assertEqual('5000', self.qos('iotguard-gold')['total_iops_sec'])
 
-        response = self.call('PATCH', '/v1/tiers/gold', {'max_iops': 6000})
+        self.assertEqual('1063', self.specs()[FLOOR])   # 1000 + 1000 / 16
+
+        response = self.call('PATCH', '/v1/tiers/gold', {'max_iops': 6000,
+                                                         'min_iops': 2000})
         self.assertEqual('synced', response.json['cloud_sync'])
         self.assertEqual('6000', self.specs()['quota:disk_total_iops_sec'])
+        self.assertEqual('2125', self.specs()[FLOOR])
+        # Placement disabled: the next sync takes the request away.
+        self.flags(group='placement', enabled=False)
+        response = self.call('PATCH', '/v1/tiers/gold', {'weight': 2.0})
+        self.assertEqual('synced', response.json['cloud_sync'])
+        self.assertNotIn(FLOOR, self.specs())
         self.assertEqual('6000', self.qos('iotguard-gold')['total_iops_sec'])
 
         # Cinder unreachable (an API process that reaches a closed port):
