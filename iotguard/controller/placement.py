@@ -28,7 +28,10 @@ sync).
 (``local:<host>``) is a child of the compute node's provider (found by the
 host's name); any other domain is a provider with
 ``MISC_SHARES_VIA_AGGREGATE`` in an aggregate with the compute nodes of
-the hosts its disks are on. Ids are uuid5 of the domain's name, so every
+the hosts its disks are on, and of the hosts whose image-backed disks go
+there (``[membership] ephemeral_domains``; every compute node, by Nova's
+``COMPUTE_NODE`` trait, for ``ephemeral_domain``): a host gets floors
+there before its first disk does. Ids are uuid5 of the domain's name, so every
 controller finds the same ones. :class:`Report` writes them through
 keystoneauth, retrying generation conflicts, and compares Placement's
 usage with the floors iotguard committed: each domain's numbers are
@@ -66,6 +69,8 @@ LOG = logging.getLogger(__name__)
 
 MICROVERSION = '1.39'
 SHARES = 'MISC_SHARES_VIA_AGGREGATE'
+#: The trait nova-compute gives its compute node providers.
+COMPUTE_NODE = 'COMPUTE_NODE'
 #: The namespace of the providers' and aggregates' uuid5 ids.
 NAMESPACE = uuid.UUID('0b3c6f55-5c1e-4d8a-9e53-1f0c2b7a6d41')
 #: Tries of a write that meets a concurrent update of the provider.
@@ -108,8 +113,9 @@ class Provider:
     """The provider of one domain as iotguard wants it.
 
     ``parent``: the host whose compute node it is a child of (host-local
-    domain); ``hosts``: those whose compute nodes share it (any other);
-    ``committed``: the units of its disks' floors.
+    domain); ``hosts``: those whose compute nodes share it (any other),
+    every compute node too with ``every_node``; ``committed``: the units
+    of its disks' floors.
     """
 
     domain: str
@@ -117,6 +123,7 @@ class Provider:
     committed: int
     parent: str | None = None
     hosts: tuple[str, ...] = ()
+    every_node: bool = False
 
     @property
     def uuid(self) -> str:
@@ -134,11 +141,17 @@ class Provider:
 
 def wanted(domains: collections.abc.Iterable[admission.Domain],
            members: collections.abc.Mapping[str, list[disks_db.Member]],
-           ref: base.Profile, max_ratio: float) -> list[Provider]:
+           ref: base.Profile, max_ratio: float,
+           ephemeral: cfg.ConfigOpts.GroupAttr | None = None
+           ) -> list[Provider]:
     """The providers of ``domains`` whose disks are ``members``.
 
-    A domain without a profile, or too small for one unit, has none.
+    ``ephemeral``: the ``[membership]`` options naming the hosts'
+    image-backed disks' domains. A domain without a profile, or too small
+    for one unit, has none.
     """
+    by_host = dict(ephemeral.ephemeral_domains) if ephemeral else {}
+    everywhere = ephemeral.ephemeral_domain if ephemeral else None
     out = []
     for domain in domains:
         profile = admission.profile_of(domain)
@@ -154,8 +167,11 @@ def wanted(domains: collections.abc.Iterable[admission.Domain],
             host = domain.name[len(membership.LOCAL_PREFIX):]
             out.append(Provider(domain.name, total, committed, parent=host))
         else:
+            hosts = {d.host for d in disks} | {
+                h for h, name in by_host.items() if name == domain.name}
             out.append(Provider(domain.name, total, committed,
-                                hosts=tuple(sorted({d.host for d in disks}))))
+                                hosts=tuple(sorted(hosts)),
+                                every_node=domain.name == everywhere))
     return out
 
 
@@ -199,6 +215,7 @@ class Report:
         self._rc: str = conf.placement.resource_class
         self._ref = reference(conf.placement.unit_bytes_sec)
         self._ratio: float = conf.admission.max_commit_ratio
+        self._ephemeral = conf.membership
         self._interval: float = conf.membership.resync_interval
         self._due = 0.0
         self._api = adapter.Adapter(
@@ -229,7 +246,8 @@ class Report:
         _check(self._api.put('/resource_classes/' + self._rc))
         self.usage = {}
         done = []
-        for provider in wanted(domains, members, self._ref, self._ratio):
+        for provider in wanted(domains, members, self._ref, self._ratio,
+                               self._ephemeral):
             try:
                 if self._provider(provider):
                     done.append(provider)
@@ -323,7 +341,12 @@ class Report:
         if p.parent is None:
             self._update(path + '/traits', 'traits',
                          lambda t: None if SHARES in t else t + [SHARES])
-            for node in [self._node(h) for h in p.hosts] + [p.uuid]:
+            nodes = [self._node(h) for h in p.hosts] + [p.uuid]
+            if p.every_node:
+                nodes += [n['uuid'] for n in _check(self._api.get(
+                    '/resource_providers', params={'required': COMPUTE_NODE})
+                ).json()['resource_providers']]
+            for node in dict.fromkeys(nodes):
                 if node is not None:
                     self._update(
                         '/resource_providers/%s/aggregates' % node,

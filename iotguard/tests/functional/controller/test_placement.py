@@ -23,7 +23,10 @@ from unittest import mock
 import uuid
 
 import fixtures
+import oslo_messaging
+from oslo_messaging.notify import _impl_test
 
+from iotguard.controller import notifications
 from iotguard.controller import placement
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
@@ -183,6 +186,82 @@ class PlacementSyncTest(base.TestCase):
         self.assertEqual(generations, {
             n: self.get('/resource_providers/' + n)['generation']
             for n in generations})
+
+    def test_hosts_of_the_ephemeral_domain_share_it_before_a_disk(self):
+        # Every host's image-backed disks go to the Ceph domain: a new
+        # compute node (Nova gives it COMPUTE_NODE) shares it at once.
+        self.flags(group='membership', ephemeral_domain=self.ceph)
+        node_c = self.compute_node('cmp-c-' + self.host_a)
+        self.placement.call(
+            'PUT', '/resource_providers/%s/traits' % node_c,
+            {'traits': [placement.COMPUTE_NODE],
+             'resource_provider_generation': 1})
+        self.sync()
+        aggregate = str(uuid.uuid5(placement.NAMESPACE,
+                                   'aggregate:' + self.ceph))
+        self.assertEqual([aggregate], self.aggregates(node_c))
+        found = self.get('/allocation_candidates?resources=VCPU:1,%s:323'
+                         % RC)['allocation_requests']
+        self.assertIn({node_c, self.uuid(self.ceph)},
+                      [set(r['allocations']) for r in found])
+
+    def notifier(self):
+        """iotguard's Notifier on oslo.messaging's in-memory test driver."""
+        transport = oslo_messaging.get_notification_transport(
+            self.conf, url='fake://')
+        self.addCleanup(transport.cleanup)
+        self.flags(group='oslo_messaging_notifications', driver=['test'])
+        self.addCleanup(_impl_test.reset)
+        _impl_test.reset()
+        return notifications.Notifier(self.conf, transport)
+
+    def sent(self):
+        """(event type, domain, Placement's usage, committed) sent."""
+        return [(m['event_type'], m['payload']['domain'],
+                 m['payload']['placement_used'], m['payload']['committed'])
+                for _, m, _, _ in _impl_test.NOTIFICATIONS]
+
+    def gauges(self):
+        return {f.name: {s.labels['domain']: s.value for s in f.samples}
+                for f in self.report.collect()}
+
+    def test_usage_difference_gauged_and_notified(self):
+        self.report.notifier = self.notifier()
+        self.sync()
+        # One sync may see a server Nova placed that membership has not
+        # recorded yet: gauged, logged, not notified.
+        self.assertEqual([], self.sent())
+        self.assertEqual({
+            'iotguard_placement_floor_units': {self.local: 9000,
+                                               self.ceph: 27465},
+            'iotguard_placement_floor_used_units': {self.local: 0,
+                                                    self.ceph: 0},
+            'iotguard_placement_floor_committed_units': {
+                self.local: 323, self.ceph: 323}}, self.gauges())
+
+        self.sync()
+        differs = notifications.PLACEMENT_USAGE_DIFFERS
+        self.assertEqual(sorted([(differs, self.local, 0, 323),
+                                 (differs, self.ceph, 0, 323)]),
+                         sorted(self.sent()))
+        _, message, priority, _ = _impl_test.NOTIFICATIONS[0]
+        self.assertEqual('WARN', priority)
+        self.assertEqual('iotguard-controller.' + self.conf.host,
+                         message['publisher_id'])
+
+        # Nova allocates the local floor (as a flavor asking for it
+        # does): equal again, said once.
+        self.placement.call('PUT', '/allocations/' + str(uuid.uuid4()), {
+            'allocations': {self.uuid(self.local): {'resources': {RC: 323}}},
+            'project_id': 'p1', 'user_id': 'u1', 'consumer_generation': None,
+            'consumer_type': 'INSTANCE'})
+        _impl_test.reset()
+        self.sync()
+        self.sync()
+        self.assertEqual([(notifications.PLACEMENT_USAGE_MATCHES,
+                           self.local, 323, 323)], self.sent())
+        self.assertEqual({self.local: 323, self.ceph: 0},
+                         self.gauges()['iotguard_placement_floor_used_units'])
 
     def test_profile_change_updates_the_inventory(self):
         self.sync()

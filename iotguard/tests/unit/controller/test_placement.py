@@ -95,6 +95,20 @@ class WantedTest(base.TestCase):
             placement.Provider('new', 13732, 0)],
             placement.wanted(domains, members, REF, 0.9))
 
+    def test_hosts_whose_image_disks_go_to_a_shared_domain(self):
+        self.flags(group='membership', ephemeral_domain='ceph',
+                   ephemeral_domains={'cn3': 'other', 'cn4': 'ceph'})
+        domains = [admission.Domain(name, 'ceph', iops_4k=2e4, bytes_sec=1e9)
+                   for name in ('ceph', 'other', 'volumes')]
+        members = {'ceph': [member('ceph', 'cn2')]}
+        self.assertEqual([
+            placement.Provider('ceph', 13732, 0, hosts=('cn2', 'cn4'),
+                               every_node=True),
+            placement.Provider('other', 13732, 0, hosts=('cn3',)),
+            placement.Provider('volumes', 13732, 0)],
+            placement.wanted(domains, members, REF, 0.9,
+                             self.conf.membership))
+
     def test_names_and_ids(self):
         local = placement.Provider('local:cn1', 1, 0, parent='cn1')
         shared = placement.Provider('ceph', 1, 0)
