@@ -167,8 +167,11 @@ class NoisyNeighbourTest(base.BaseIotguardTest):
         noisy = self._boot('noisy', NOISY, group['id'])
         for server in (quiet, noisy):
             self.wait_for_instance(self.client, server['id'])
-        domain = self._disk(noisy['id'])['vdb']['domain']
-        self.assertEqual(domain, self._disk(quiet['id'])['vdb']['domain'])
+        # The project sees one opaque domain for both; the admin its name.
+        self.assertEqual(self._disk(noisy['id'])['vdb']['domain_id'],
+                         self._disk(quiet['id'])['vdb']['domain_id'])
+        domain = {d['dev']: d for d in self.admin_client.show_instance(
+            noisy['id'])['instance']['disks']}['vdb']['domain']
         # Admission needs the profile before a floor can be chosen.
         self._set_profile(domain, CONF.iotguard.scenario_profile_bytes_sec)
         self.client.set_instance_tier(quiet['id'], self.floor_tier['name'])
