@@ -35,6 +35,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import unittest
 
 import fixtures
 import openstack
@@ -43,6 +44,7 @@ from oslo_config import cfg
 from iotguard import conf as iotguard_conf
 from iotguard.tests import base
 from iotguard.tests.fixtures import confs
+from iotguard.tests.fixtures import openstack as os_fixtures
 from iotguard.tests.functional import test_osc
 
 VENV = os.environ.get('IOTGUARD_KEYSTONE_VENV', '/opt/iotguard-keystone')
@@ -163,14 +165,65 @@ class Keystone(fixtures.Fixture):
                 'user_domain_id': 'default', 'project_domain_id': 'default'}
 
 
-def iotguard_in_catalog(test):
+def identity_kinds(identity):
+    """:class:`os_fixtures.Kept`'s kinds of what tests make in Keystone.
+
+    ``identity``: an admin connection's identity proxy.
+    """
+    def delete_domain(domain_id):
+        identity.update_domain(domain_id, is_enabled=False)
+        identity.delete_domain(domain_id)
+
+    return [('endpoint', identity.endpoints, identity.delete_endpoint),
+            ('service', identity.services, identity.delete_service),
+            ('user', identity.users, identity.delete_user),
+            ('project', identity.projects, identity.delete_project),
+            ('role', identity.roles, identity.delete_role),
+            ('domain', identity.domains, delete_domain)]
+
+
+class SharedKeystone(base.TestCase):
+    """One Keystone for the class's tests (``cls.keystone``).
+
+    Its set-up (db_sync, fernet keys, bootstrap) takes half a minute.
+    Every test starts from what it held after the bootstrap: what a test
+    made in it (users, projects, domains, roles, catalog entries) is
+    deleted after it, and checked gone.
+    """
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        if not os.path.exists(os.path.join(VENV, 'bin', 'keystone-manage')):
+            raise unittest.SkipTest(
+                'no Keystone in %s (tools/install-keystone.sh)' % VENV)
+        try:
+            with fixtures.Timeout(300, gentle=True):
+                cls.keystone = cls.class_fixture(Keystone())
+                admin = openstack.connection.Connection(
+                    region_name='RegionOne', **cls.keystone.auth())
+                cls.addClassCleanup(admin.close)
+                cls.kept = os_fixtures.Kept(identity_kinds(admin.identity))
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.Timeout(300, gentle=True))
+        self.addCleanup(self.kept.take_back)
+
+
+def iotguard_in_catalog(test, keystone=None):
     """A Keystone and iotguard-api in its catalog, for ``test``.
 
-    Sets ``test.keystone``, ``test.api`` (authtoken on: [api] keystone and
-    [keystone_authtoken] from a config file) and ``test.admin`` (an
-    openstacksdk connection as Keystone's admin).
+    The Keystone is ``keystone`` (left as the test found it:
+    :class:`SharedKeystone`), or a new one. Sets ``test.keystone``,
+    ``test.api`` (authtoken on: [api] keystone and [keystone_authtoken]
+    from a config file) and ``test.admin`` (an openstacksdk connection as
+    Keystone's admin).
     """
-    test.keystone = test.useFixture(Keystone())
+    test.keystone = keystone or test.useFixture(Keystone())
     path = _write(test.useFixture(fixtures.TempDir()).path, 'iotguard.conf',
                   IOTGUARD_CONF + confs.authtoken(test.keystone.url,
                                                   PASSWORD))
@@ -200,15 +253,11 @@ def member(test, project_name, user_name, domain_id='default'):
     return test.keystone.auth(user_name, project_name)
 
 
-class TestThroughKeystone(base.TestCase):
+class TestThroughKeystone(SharedKeystone):
 
     def setUp(self):
         super().setUp()
-        if not os.path.exists(os.path.join(VENV, 'bin', 'keystone-manage')):
-            self.skipTest('no Keystone in %s (tools/install-keystone.sh)'
-                          % VENV)
-        self.useFixture(fixtures.Timeout(300, gentle=True))
-        iotguard_in_catalog(self)
+        iotguard_in_catalog(self, self.keystone)
 
     def _member(self, project_name, user_name, domain_id='default'):
         return member(self, project_name, user_name, domain_id)
