@@ -21,25 +21,33 @@ Nova loads ``iotguard.nova.extra_specs`` through its
 """
 
 import json
+import unittest
 import urllib.error
 import urllib.request
-
-import fixtures
 
 from iotguard.tests import base
 from iotguard.tests.fixtures import openstack as os_fixtures
 
 
 class NovaValidatesTierTest(base.TestCase):
+    """One nova-api for the class (it takes half a minute to start).
+
+    Each test sets the extra specs of a flavor of its own and reads back
+    only that flavor's answers: what another test set cannot reach them.
+    """
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        why = os_fixtures.unavailable('nova')
+        if why:
+            raise unittest.SkipTest(why)
+        cls.nova = cls.class_fixture(os_fixtures.NovaAPI())
 
     def setUp(self):
         super().setUp()
-        why = os_fixtures.unavailable('nova')
-        if why:
-            self.skipTest(why)
-        self.useFixture(fixtures.Timeout(300, gentle=True))
-        self.nova = self.useFixture(os_fixtures.NovaAPI())
-        self.flavor = os_fixtures.flavor(self.nova, 'iotg.validated')
+        self.flavor = os_fixtures.flavor(
+            self.nova, 'iotg.validated.' + self._testMethodName)
 
     def set_specs(self, specs, microversion='2.86'):
         """(status, body) of setting the flavor's extra ``specs``."""
