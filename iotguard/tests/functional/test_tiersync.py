@@ -20,6 +20,7 @@ import dataclasses
 import io
 import json
 import os
+import unittest
 
 import fixtures
 import webob
@@ -43,28 +44,66 @@ SILVER = tiers.Tier('silver', min_iops=500.0, max_iops=3000.0,
                     is_public=False, projects=(P1, P2))
 
 
-def with_nova_and_cinder(test):
-    """The real nova-api and cinder-api for ``test``.
+def nova_and_cinder(conn, cinder=True):
+    """:class:`os_fixtures.Kept`'s kinds of what a test makes in them."""
+    compute, kinds = conn.compute, []
+    if cinder:
+        storage = conn.block_storage
+        kinds = [
+            # without a host (no cinder-volume here): deleted at once
+            ('volume', lambda: storage.volumes(all_projects=True),
+             storage.delete_volume),
+            ('volume type', lambda: storage.types(is_public=tiersync.ALL),
+             storage.delete_type),
+            ('QoS spec', storage.qos_specs,
+             lambda qos: storage.delete_qos_spec(qos, force=True))]
+    return kinds + [('flavor', lambda: compute.flavors(
+        is_public=tiersync.ALL), compute.delete_flavor)]
 
-    With an admin connection to them (``test.conn``) and a flavor
-    ``m1.db`` (``test.flavor``).
+
+class _WithNovaAndCinder(base.TestCase):
+    """The real nova-api (and cinder-api) for the class's tests.
+
+    They take half a minute to start: one of each for the class. Every
+    test starts from what they held then, with a flavor ``m1.db``
+    (``self.flavor``) and an admin connection (``self.conn``): what it
+    made in them is deleted after it, and checked gone.
     """
-    for service in ('nova', 'cinder'):
-        why = os_fixtures.unavailable(service)
-        if why:
-            test.skipTest(why)
-    test.useFixture(fixtures.Timeout(600, gentle=True))
-    test.nova = test.useFixture(os_fixtures.NovaAPI())
-    test.cinder = test.useFixture(os_fixtures.CinderAPI())
-    test.conn = os_fixtures.connect(test.nova, test.cinder)
-    test.flavor = os_fixtures.flavor(test.nova, 'm1.db')
 
+    with_cinder = True
 
-class TierSyncTest(base.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        for service in ('nova', 'cinder')[:1 + cls.with_cinder]:
+            why = os_fixtures.unavailable(service)
+            if why:
+                raise unittest.SkipTest(why)
+        try:
+            cls.nova = cls.class_fixture(os_fixtures.NovaAPI())
+            if cls.with_cinder:
+                cls.cinder = cls.class_fixture(os_fixtures.CinderAPI())
+            cls.kept = os_fixtures.Kept(nova_and_cinder(
+                cls.admin(), cls.with_cinder))
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def admin(cls):
+        if cls.with_cinder:
+            return os_fixtures.connect(cls.nova, cls.cinder)
+        return os_fixtures.connect_catalog(nova=cls.nova)
 
     def setUp(self):
         super().setUp()
-        with_nova_and_cinder(self)
+        self.useFixture(fixtures.Timeout(300, gentle=True))
+        self.addCleanup(self.kept.take_back)
+        self.conn = self.admin()
+        self.flavor = os_fixtures.flavor(self.nova, 'm1.db')
+
+
+class TierSyncTest(_WithNovaAndCinder):
 
     def report(self, tiers, dry_run=False, flavors=None):
         return tiersync.sync(self.conn, tiers, flavors or {'m1.db': 'gold'},
@@ -203,17 +242,13 @@ class TierSyncTest(base.TestCase):
         self.assertEqual([], self.sync([GOLD]))
 
 
-class TierSyncCommandTest(base.TestCase):
+class TierSyncCommandTest(_WithNovaAndCinder):
     """iotguard-manage tier sync where the catalog lacks a service."""
+
+    with_cinder = False
 
     def setUp(self):
         super().setUp()
-        why = os_fixtures.unavailable('nova')
-        if why:
-            self.skipTest(why)
-        self.useFixture(fixtures.Timeout(600, gentle=True))
-        self.nova = self.useFixture(os_fixtures.NovaAPI())
-        self.flavor = os_fixtures.flavor(self.nova, 'm1.db')
         db = self.useFixture(database.Database('sqlite', self.conf)).db
         db.tier_create(database.tier_values('gold', max_iops=5000.0,
                                             min_iops=1000.0))
@@ -265,7 +300,7 @@ class TierSyncCommandTest(base.TestCase):
         self.assertNotIn('Traceback', err + out)
 
 
-class ApiTierSyncTest(base.TestCase):
+class ApiTierSyncTest(_WithNovaAndCinder):
     """A tier changed through iotguard's API reaches Nova and Cinder.
 
     Real parts: nova-api and cinder-api (the tests' own, on SQLite),
@@ -276,7 +311,6 @@ class ApiTierSyncTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        with_nova_and_cinder(self)
         self.flags(group='api', auth_strategy='noauth')
         self.flags(group='tiers', flavor_tiers={'m1.db': 'gold'})
         self.flags(group='service_credentials', auth_type='password')
