@@ -103,7 +103,7 @@ def list_domains(req: webob.Request) -> webob.Response:
             'name': d.name, 'kind': d.kind, 'policy': d.policy or default,
             'profile': profile_view(d)}
             for d in domains]})
-    project_id = common.context(req).project_id
+    project_id = common.context(req).project_id or ''
     mine = {d['domain'] for d in st.db.disk_list(project_id=project_id)}
     topology = common.topology(req)
     return util.json_response({'domains': [
@@ -133,7 +133,7 @@ def resolve(req: webob.Request, name: str) -> str | None:
     """
     if common.topology(req):
         return name
-    project_id = common.context(req).project_id
+    project_id = common.context(req).project_id or ''
     for domain in common.state(req).db.domain_list():
         if disk.domain_id(project_id, domain.name) == name:
             return domain.name
@@ -151,7 +151,7 @@ def show_domain(req: webob.Request, name: str) -> webob.Response:
             st.conf)})
     # An unknown domain is the same NotFound as one without the caller's
     # disks, and one named by a name the caller may not see is unknown.
-    project_id = common.context(req).project_id
+    project_id = common.context(req).project_id or ''
     real = resolve(req, name)
     disks = real and st.db.disk_list(domain=real, project_id=project_id)
     if not disks:
