@@ -68,6 +68,7 @@ CEILING = 2 * MIB           # mh-bronze's ceiling
 INTERVAL, LEASE, SAMPLE = 2.0, 8.0, 1.0
 WINDOW = 5.0
 DOMAIN = 'ceph:cluster'
+RESOURCE_CLASS = 'CUSTOM_IOTGUARD_FLOOR'
 #: The noisy guest: four writers of 64 KiB blocks side by side, as fast as
 #: the storage lets them (the quiet one has one, and pauses).
 NOISY = '''for i in 1 2 3 4; do
@@ -98,7 +99,15 @@ volume_domains = ceph:%(domain)s
 backend_url = %(redis)s
 group_name = %(group)s
 member_timeout = 2
+[placement]
+enabled = true
+unit_bytes_sec = %(unit)s
+[tiers]
+flavor_tiers = mh-floor:mh-silver
 '''
+#: One floor unit: the domain's own bytes/s per operation (see
+#: test_floors_fill_the_domain).
+UNIT = CAPACITY['bytes_sec'] / CAPACITY['iops']
 
 
 class MultiHostCloudTest(base.TestCase):
@@ -134,7 +143,7 @@ class MultiHostCloudTest(base.TestCase):
         db = cls.class_fixture(database.Database('mysql'))
         cls.iotguard = cls.class_fixture(deployment.Deployment(
             cloud, db.url, INTERVAL, LEASE, SAMPLE, extra=EXTRA % {
-                'domain': DOMAIN, 'redis': REDIS,
+                'domain': DOMAIN, 'redis': REDIS, 'unit': UNIT,
                 'group': 'iotguard-mh-' + uuid.uuid4().hex[:8]}))
         # The operator calibrates the cluster's domain with what it serves.
         proc = cls.iotguard.manage(
@@ -149,6 +158,9 @@ class MultiHostCloudTest(base.TestCase):
         for host in cloud.hosts:
             cls.iotguard.spawn('agent-' + host.name, 'agent', host.name,
                                popen=host.popen)
+        # Its floor is written by the API's tier sync ([tiers]
+        # flavor_tiers) when the tiers are created.
+        cls.floor_flavor = cloud.flavor('mh-floor')
         for name, body in (('mh-silver', {'min_bytes_sec': FLOOR}),
                            ('mh-bronze', {'max_bytes_sec': CEILING})):
             resp = cls.iotguard.request('POST', '/v1/tiers',
@@ -317,6 +329,68 @@ class MultiHostCloudTest(base.TestCase):
                          (server.status, server.compute_host))
         self.assertRunsOn(self.host2, server)
         self.assertCapFollows(server, self.host2)
+
+    def placement(self, path):
+        return self.cloud.conn.placement.get(
+            path, microversion='1.39').json()
+
+    def floor_provider(self):
+        """The domain's provider once it has its floor inventory."""
+        found = self.placement('/resource_providers?name=iotguard:'
+                               + DOMAIN)['resource_providers']
+        if not found:
+            return None
+        inventories = self.placement('/resource_providers/%s/inventories'
+                                     % found[0]['uuid'])['inventories']
+        return found[0]['uuid'] if RESOURCE_CLASS in inventories else None
+
+    def test_floors_fill_the_domain(self):
+        """The domain holds one mh-silver floor: the next one fits nowhere.
+
+        The controllers put the Ceph domain in Placement (a sharing
+        provider of both hosts, with ``UNIT``: 360 units), the API's tier
+        sync gave the mh-floor flavor mh-silver's 267; Nova's scheduler
+        places the first server and refuses the second on either host.
+        """
+        provider = base.wait_for(self.floor_provider, 90, 1.0)
+        self.assertTrue(provider, 'the domain never reached Placement')
+        specs = self.cloud.conn.compute.fetch_flavor_extra_specs(
+            self.floor_flavor).extra_specs
+        units = int(specs['resources:' + RESOURCE_CLASS])
+        total = self.placement('/resource_providers/%s/inventories'
+                               % provider)['inventories'][RESOURCE_CLASS][
+                                   'total']
+        self.assertEqual((267, 360), (units, total))
+        aggregates = self.placement('/resource_providers/%s/aggregates'
+                                    % provider)['aggregates']
+        for host in self.cloud.hosts:
+            node = self.placement('/resource_providers?name='
+                                  + host.name)['resource_providers'][0]
+            self.assertEqual(aggregates, [a for a in self.placement(
+                '/resource_providers/%s/aggregates' % node['uuid'])[
+                    'aggregates'] if a in aggregates])
+
+        first = self.cloud.boot('floor-1', self.floor_flavor)
+        self.addCleanup(self._delete, first)
+        self.assertEqual('ACTIVE', first.status)
+        self.assertEqual({RESOURCE_CLASS: units}, self.placement(
+            '/resource_providers/%s/usages' % provider)['usages'])
+        # iotguard gave the flavor's tier, admitted: its committed floors
+        # are the units Placement counts.
+        self.assertTrue(base.wait_for(lambda: (
+            (self.iotguard.disks(first) or {}).get('vda') or {}).get(
+                'tier') == 'mh-silver', 60, 0.5), self.iotguard.disks(first))
+
+        compute = self.cloud.conn.compute
+        second = compute.create_server(
+            name='floor-2', flavor_id=self.floor_flavor.id,
+            image_id=self.cloud.images['disk'], networks='none')
+        self.addCleanup(self._delete, second)
+        second = self.cloud.settle(second, lambda s: s.status != 'BUILD')
+        self.assertEqual('ERROR', second.status)
+        self.assertIn('No valid host', second.fault['message'])
+        self.assertEqual({RESOURCE_CLASS: units}, self.placement(
+            '/resource_providers/%s/usages' % provider)['usages'])
 
     # -- iotguard across the hosts ------------------------------------
     def assertCapped(self, host, server, timeout=60, dev='vda'):
