@@ -163,6 +163,5 @@ class DiskView(horizon_views.HorizonTemplateView):
                 spells=chart.spells(record))
         context.update(
             tier_url=reverse('horizon:project:iotguard_disks:tier',
-                             args=[uuid]),
-            custom_breadcrumb=[(_('Disks'), index)])
+                             args=[uuid]))
         return context
