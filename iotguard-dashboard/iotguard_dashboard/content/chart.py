@@ -125,19 +125,20 @@ class _Axis:
     def times(self):
         # from the next quarter of the user's clock
         first = -(timezone.localtime(self.start).minute % -TIME_STEP)
-        return [Tick(LEFT + i * self.slot,
+        return [Tick(round(LEFT + i * self.slot, 2),
                      _clock(self.start + i * MINUTE))
                 for i in range(first, self.count + 1, TIME_STEP)]
 
     def bar(self, kind, title, minute, value, top):
         # a minute at zero still shows, as a sliver
-        height = max(1.5, HEIGHT * min(value, top) / top)
-        return Mark(kind, title, TOP + HEIGHT - height, self.x(minute),
-                    max(1.0, self.slot - 1), height)
+        height = round(max(1.5, HEIGHT * min(value, top) / top), 2)
+        return Mark(kind, title, round(TOP + HEIGHT - height, 2),
+                    round(self.x(minute), 2),
+                    round(max(1.0, self.slot - 1), 2), height)
 
 
 def _y(value, top):
-    return TOP + HEIGHT * (1 - value / top)
+    return round(TOP + HEIGHT * (1 - value / top), 2)
 
 
 def _iops(value):
