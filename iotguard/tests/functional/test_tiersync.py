@@ -44,62 +44,65 @@ SILVER = tiers.Tier('silver', min_iops=500.0, max_iops=3000.0,
                     is_public=False, projects=(P1, P2))
 
 
-def nova_and_cinder(conn, cinder=True):
+def nova_and_cinder(conn):
     """:class:`os_fixtures.Kept`'s kinds of what a test makes in them."""
-    compute, kinds = conn.compute, []
-    if cinder:
-        storage = conn.block_storage
-        kinds = [
-            # without a host (no cinder-volume here): deleted at once
-            ('volume', lambda: storage.volumes(all_projects=True),
-             storage.delete_volume),
-            ('volume type', lambda: storage.types(is_public=tiersync.ALL),
-             storage.delete_type),
-            ('QoS spec', storage.qos_specs,
-             lambda qos: storage.delete_qos_spec(qos, force=True))]
-    return kinds + [('flavor', lambda: compute.flavors(
-        is_public=tiersync.ALL), compute.delete_flavor)]
+    compute, storage = conn.compute, conn.block_storage
+    return [
+        # without a host (no cinder-volume here): deleted at once
+        ('volume', lambda: storage.volumes(all_projects=True),
+         storage.delete_volume),
+        ('volume type', lambda: storage.types(is_public=tiersync.ALL),
+         storage.delete_type),
+        ('QoS spec', storage.qos_specs,
+         lambda qos: storage.delete_qos_spec(qos, force=True)),
+        ('flavor', lambda: compute.flavors(is_public=tiersync.ALL),
+         compute.delete_flavor)]
+
+
+class NovaAndCinder(fixtures.Fixture):
+    """The real nova-api and cinder-api, ``.nova`` and ``.cinder``.
+
+    With ``.kept``, what they held once started.
+    """
+
+    def _setUp(self):
+        self.nova = self.useFixture(os_fixtures.NovaAPI())
+        self.cinder = self.useFixture(os_fixtures.CinderAPI())
+        self.kept = os_fixtures.Kept(nova_and_cinder(
+            os_fixtures.connect(self.nova, self.cinder)))
+
+
+#: One of each for all the tests here: each takes half a minute to start.
+SERVICES = NovaAndCinder()
+
+
+def setUpModule():
+    for service in ('nova', 'cinder'):
+        why = os_fixtures.unavailable(service)
+        if why:
+            raise unittest.SkipTest(why)
+    SERVICES.setUp()
+
+
+def tearDownModule():
+    SERVICES.cleanUp()
 
 
 class _WithNovaAndCinder(base.TestCase):
-    """The real nova-api (and cinder-api) for the class's tests.
+    """A test on the module's nova-api and cinder-api (:data:`SERVICES`).
 
-    They take half a minute to start: one of each for the class. Every
-    test starts from what they held then, with a flavor ``m1.db``
-    (``self.flavor``) and an admin connection (``self.conn``): what it
-    made in them is deleted after it, and checked gone.
+    Every test starts from what they held once started, with a flavor
+    ``m1.db`` (``self.flavor``) and an admin connection to them
+    (``self.conn``): what it made in them is deleted after it, and checked
+    gone.
     """
-
-    with_cinder = True
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        for service in ('nova', 'cinder')[:1 + cls.with_cinder]:
-            why = os_fixtures.unavailable(service)
-            if why:
-                raise unittest.SkipTest(why)
-        try:
-            cls.nova = cls.class_fixture(os_fixtures.NovaAPI())
-            if cls.with_cinder:
-                cls.cinder = cls.class_fixture(os_fixtures.CinderAPI())
-            cls.kept = os_fixtures.Kept(nova_and_cinder(
-                cls.admin(), cls.with_cinder))
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def admin(cls):
-        if cls.with_cinder:
-            return os_fixtures.connect(cls.nova, cls.cinder)
-        return os_fixtures.connect_catalog(nova=cls.nova)
 
     def setUp(self):
         super().setUp()
         self.useFixture(fixtures.Timeout(300, gentle=True))
-        self.addCleanup(self.kept.take_back)
-        self.conn = self.admin()
+        self.nova, self.cinder = SERVICES.nova, SERVICES.cinder
+        self.addCleanup(SERVICES.kept.take_back)
+        self.conn = os_fixtures.connect(self.nova, self.cinder)
         self.flavor = os_fixtures.flavor(self.nova, 'm1.db')
 
 
@@ -244,8 +247,6 @@ class TierSyncTest(_WithNovaAndCinder):
 
 class TierSyncCommandTest(_WithNovaAndCinder):
     """iotguard-manage tier sync where the catalog lacks a service."""
-
-    with_cinder = False
 
     def setUp(self):
         super().setUp()
