@@ -22,7 +22,7 @@ from iotguard.tempest_plugin.tests import base
 CONF = config.CONF
 
 
-class InstanceTierTest(base.BaseIotguardTest):
+class NovaTest(base.BaseIotguardTest):
     """Needs Nova: iotguard learns the server's disks from its events."""
 
     @classmethod
@@ -30,6 +30,10 @@ class InstanceTierTest(base.BaseIotguardTest):
         super().skip_checks()
         if not CONF.service_available.nova:
             raise cls.skipException('Nova is not available')
+
+
+class InstanceTierTest(NovaTest):
+    """A project's tier choices on its server's disks."""
 
     @classmethod
     def resource_setup(cls) -> None:
@@ -121,18 +125,12 @@ class InstanceTierTest(base.BaseIotguardTest):
         self.assertLessEqual(len(page['decisions']), 1)
 
 
-class ReaderSeesNoTopologyTest(base.BaseIotguardTest):
+class ReaderSeesNoTopologyTest(NovaTest):
     """A project reader: its disks' opaque domain_id, no host, no domain."""
 
     # The project_* personas share one project: the member makes the
     # server, the reader looks at it.
     credentials = ['project_member', 'project_reader', 'alt', 'admin']
-
-    @classmethod
-    def skip_checks(cls) -> None:
-        super().skip_checks()
-        if not CONF.service_available.nova:
-            raise cls.skipException('Nova is not available')
 
     @classmethod
     def setup_clients(cls) -> None:
