@@ -27,6 +27,11 @@ hypervisor on a noisy-neighbour scenario in real time. The test:
 
 The agent and the API never crash. Each test has its own database,
 exchange, tooz group, notification topic and host names.
+
+A real Prometheus scrapes the controllers and the agent throughout; the
+test queries it (instant and range queries). With IOTGUARD_SCREENSHOTS=<dir>
+(the docs use doc/source) it draws what Prometheus saw of the run into
+<dir>/admin/prometheus-noisy-neighbour.png (the admin guide's picture).
 """
 
 import collections
@@ -48,6 +53,7 @@ from iotguard.tests.fixtures import database
 from iotguard.tests.fixtures import ports
 from iotguard.tests.fixtures import prometheus
 from iotguard.tests.fixtures import rabbit
+from iotguard.tests.functional.controller import promgraph
 from iotguard.tests.functional.controller import test_loop_rabbit as tlr
 from iotguard.tests.functional.controller import test_partition
 from iotguard.wire import batch as batch_mod
@@ -58,6 +64,11 @@ INTERVAL_S = 2.0
 MEMBER_TIMEOUT = 1
 LEASE_S = 6.0
 SAMPLE_S = 0.5
+#: For the picture only: the noisy neighbour starts later (Prometheus
+#: sees the quiet domain first) and the cap is held before the failover
+#: (the floors' rates settle); seconds.
+PICTURE_NOISY_AT = 12.0
+PICTURE_HOLD_S = 12.0
 
 CONFIG = '''
 [DEFAULT]
@@ -112,6 +123,7 @@ class EndToEndTest(base.TestCase):
                 self.skipTest(why)
         self.useFixture(fixtures.Timeout(120, gentle=True))
         self.run_id = run = uuid.uuid4().hex[:10]
+        self.shots = os.environ.get('IOTGUARD_SCREENSHOTS')
         # IOTGUARD_E2E_DIR keeps the configs and logs of the processes.
         self.dir = (os.environ.get('IOTGUARD_E2E_DIR')
                     or self.useFixture(fixtures.TempDir()).path)
@@ -123,7 +135,8 @@ class EndToEndTest(base.TestCase):
         with open(scenario_file, 'w') as f:
             f.write(tlr.SCENARIO % {'name': 'e2e-' + run,
                                     'domain': self.domain,
-                                    'host': self.host, 'noisy_at': 4.0})
+                                    'host': self.host, 'noisy_at':
+                                    PICTURE_NOISY_AT if self.shots else 4.0})
         self.disks = tlr.seed_membership(self.db, self.domain, self.host,
                                          scenario_file)
         self.port = ports.free_port()
@@ -215,7 +228,9 @@ class EndToEndTest(base.TestCase):
 
     def test_cap_failover_and_lapse(self):
         api, _ = self.spawn('api', 'api-' + self.run_id)
+        started = time.time()
         agent, _ = self.spawn('agent', self.host)
+        events = {}
         ctl = {name: self.spawn('controller', '%s-%s' % (name, self.run_id))
                for name in ('ctl-a', 'ctl-b')}
         prom = self.useFixture(prometheus.Prometheus({
@@ -226,6 +241,7 @@ class EndToEndTest(base.TestCase):
         self.assertTrue(base.wait_for(
             lambda: (self.rate('v1') or tlr.FLOOR) < 0.9 * tlr.FLOOR, 30),
             'the noisy neighbour never hurt v1')
+        events['noisy starts (v1 hurt)'] = time.time()
         self.assertTrue(base.wait_for(
             lambda: self.noisy_cap() and self.noisy_cap()['cap'], 3 *
             INTERVAL_S, step=0.25), 'the noisy neighbour was never capped')
@@ -241,6 +257,8 @@ class EndToEndTest(base.TestCase):
             self.assertEqual(self.disks['noisy'][0], row['instance_uuid'])
             self.assertIn('guarantee:', row['reason'])
             self.assertIn('load', row['numbers'])
+        if self.shots:
+            time.sleep(PICTURE_HOLD_S)
         # ... as Prometheus saw it, scraping the agent and the controllers
         domain = '{domain="%s"}' % self.domain
         self.assertTrue(base.wait_for(lambda: prom.query(
@@ -264,6 +282,7 @@ class EndToEndTest(base.TestCase):
         other = [n for n in ctl if n != owner][0]
         self.kill(ctl[owner][0])
         killed = time.monotonic()
+        events['owner killed'] = time.time()
         leases = []
         while time.monotonic() - killed < 2 * INTERVAL_S + 0.5:
             disk = self.noisy_cap()
@@ -285,6 +304,7 @@ class EndToEndTest(base.TestCase):
         # 3. no controller left: the cap lapses at its lease
         self.kill(ctl[other][0])
         gone = time.monotonic()
+        events['last controller killed'] = time.time()
         lapsed = base.wait_for(
             lambda: self.noisy_cap()['cap'] is None, LEASE_S + 2,
             step=0.25)
@@ -298,6 +318,18 @@ class EndToEndTest(base.TestCase):
             5), prom.query('iotguard_agent_leases_lapsed_total'))
         self.assertEqual({0.0}, set(prom.query(
             'up{job="iotguard-controller"}').values()))
+        self.assertEqual({(): 0.0}, prom.query('sum(iotguard_agent_caps)'))
+        # the whole run, through the range query API
+        points = promgraph.series(prom.url, self.domain, started, time.time())
+        for curve, xy in points.items():
+            self.assertTrue(xy, 'no points of %s %s' % curve)
+        caps = next(xy for (_panel, label), xy in points.items()
+                    if label == 'in force')
+        self.assertEqual((1.0, 0.0), (max(v for _t, v in caps), caps[-1][1]))
+        if self.shots:
+            os.makedirs(os.path.join(self.shots, 'admin'), exist_ok=True)
+            promgraph.draw(points, events, started, os.path.join(
+                self.shots, 'admin', 'prometheus-noisy-neighbour.png'))
 
         # nothing else crashed
         self.assertIsNone(agent.poll())
