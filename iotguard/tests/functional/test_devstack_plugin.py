@@ -40,7 +40,6 @@ import fixtures
 import openstack
 import requests
 
-from iotguard.tests import base
 from iotguard.tests.fixtures import database
 from iotguard.tests.fixtures import ports
 from iotguard.tests.functional import test_osc_keystone
@@ -120,31 +119,37 @@ def _ini(path):
     return parser
 
 
-class DevstackPluginTest(base.TestCase):
-    """plugin.sh through every phase, with its API under Debian's uWSGI."""
+class DevstackPluginTest(test_osc_keystone.SharedKeystone):
+    """plugin.sh through every phase, with its API under Debian's uWSGI.
+
+    One Keystone for the tests, as devstack's lib/keystone leaves it for
+    the plugins: what a test's stack made in it is deleted after it.
+    """
 
     @classmethod
     def setUpClass(cls):
-        super().setUpClass()
         why = _unavailable()
         if why:
             raise unittest.SkipTest(why)
-        # devstack's global venv, made before any plugin runs, with the
-        # database driver stack.sh installs (install_database_python).
-        cls.shared = fixtures.TempDir()
-        cls.shared.setUp()
-        cls.addClassCleanup(cls.shared.cleanUp)
-        cls.venv = os.path.join(cls.shared.path, 'venv')
-        subprocess.run([SYSTEM_PYTHON, '-m', 'venv', '--system-site-packages',
-                        cls.venv], check=True, timeout=120)
-        subprocess.run([os.path.join(cls.venv, 'bin', 'pip'), 'install', '-q',
-                        'PyMySQL'], check=True, timeout=300,
-                       capture_output=True)
+        super().setUpClass()
+        try:
+            # devstack's global venv, made before any plugin runs, with the
+            # database driver stack.sh installs (install_database_python).
+            cls.venv = os.path.join(
+                cls.class_fixture(fixtures.TempDir()).path, 'venv')
+            subprocess.run([SYSTEM_PYTHON, '-m', 'venv',
+                            '--system-site-packages', cls.venv],
+                           check=True, timeout=120)
+            subprocess.run([os.path.join(cls.venv, 'bin', 'pip'), 'install',
+                            '-q', 'PyMySQL'], check=True, timeout=300,
+                           capture_output=True)
+        except BaseException:
+            cls.tearDownClass()
+            raise
 
     def setUp(self):
         super().setUp()
         self.useFixture(fixtures.Timeout(420, gentle=True))
-        self.keystone = self.useFixture(test_osc_keystone.Keystone())
         self.admin = openstack.connection.Connection(
             region_name='RegionOne', **self.keystone.auth())
         self.addCleanup(self.admin.close)
@@ -270,12 +275,13 @@ class DevstackPluginTest(base.TestCase):
         with open(path) as f:
             return int(f.read())
 
-    def log(self, service):
+    def log(self, service, tail=4000):
+        """The last ``tail`` characters of ``service``'s log (None: all)."""
         path = os.path.join(self.values['LOGDIR'], service + '.log')
         if not os.path.exists(path):
             return '(no log)'
         with open(path, errors='replace') as f:
-            return f.read()[-4000:]
+            return f.read()[-tail:] if tail else f.read()
 
     def _kill_leftovers(self):
         """After a failure: every process group the harness started."""
@@ -378,7 +384,9 @@ class DevstackPluginTest(base.TestCase):
             self.assertEqual(
                 '%s --procname-prefix iotguard-api --ini %s --venv %s'
                 % (UWSGI, uwsgi_ini, self.venv), f.read().strip())
-        log = self.log('iotguard-api')
+        # uWSGI's first lines: the requests since may push them out of
+        # the last 4000 characters.
+        log = self.log('iotguard-api', tail=None)
         self.assertIn('detected binary path: /usr/bin/uwsgi-core', log)
         self.assertIn('PEP 405 virtualenv detected: %s' % self.venv, log)
 
