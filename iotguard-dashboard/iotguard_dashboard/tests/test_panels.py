@@ -35,7 +35,8 @@ CAP = {'limits': {'total_iops_sec': 2900, 'total_bytes_sec': 11878400},
        'reason': REASON}
 DISK = {
     'instance_uuid': UUID, 'dev': 'vda', 'host': 'compute1',
-    'domain': 'local:compute1', 'domain_id': 'b090e761d0742bfa',
+    'domain': 'local:compute1',
+    'domain_id': 'b090e761d0742bfa7c3e5f2a9d8b1c4e6f0a3d5b7c9e1f2a4b6d8c0e',
     'volume_id': None,
     'project_id': 'c5f2a1e8d7b64c3a9e0f1b2d3c4a5e6f', 'tier': 'gold',
     'tier_source': 'api', 'tier_refused': None,
@@ -125,8 +126,13 @@ class ProjectPanelTests(StubbedAPIMixin, helpers.TestCase):
                      '2000 IOPS, 20.0 MB/s', '3200 IOPS, 13.0 MB/s, 4.2 ms',
                      'not sampled yet', 'total 11.9 MB/s, total 2900 IOPS',
                      REASON, 'Change I/O tier', 'reserved for billing',
-                     'private', 'unlimited', 'b090e761d0742bfa'):
+                     'private', 'unlimited'):
             self.assertContains(response, text)
+        # Its domain: the id's first 8 digits, the whole id in the tooltip
+        # (56 digits would widen the table).
+        self.assertContains(response, 'title="%s"' % DISK['domain_id'],
+                            count=2)
+        self.assertContains(response, 'b090e761\u2026', count=2)
         # The domain's real name is the admin's (iotguard:disk:topology).
         self.assertNotContains(response, 'local:compute1')
 
