@@ -54,20 +54,28 @@ fi
 
 # The Horizon panels (iotguard-dashboard/), wherever Horizon runs: its node
 # need not run an iotguard service. Installed before devstack's
-# init_horizon, whose collectstatic and compress then include them.
+# init_horizon, whose collectstatic and compress then include them. Its
+# settings snippet (local_settings.d/) names the plugin's customization
+# module: "Change I/O tier" in the Instances table.
 if is_service_enabled horizon && [[ "${IOTGUARD_DASHBOARD:-True}" == "True" ]]; then
     IOTGUARD_ENABLED_FILES="_89_iotguard_dashboard.py _90_project_iotguard_disks.py _91_admin_iotguard.py"
+    IOTGUARD_SETTINGS_SNIPPET=_90_iotguard_dashboard.py
+    IOTGUARD_HORIZON_LOCAL=$HORIZON_DIR/openstack_dashboard/local
     if [[ "$1" == "stack" && "$2" == "install" ]]; then
         echo_summary "Installing the iotguard dashboard"
         setup_develop $IOTGUARD_DIR/iotguard-dashboard
     elif [[ "$1" == "stack" && "$2" == "post-config" ]]; then
         for file in $IOTGUARD_ENABLED_FILES; do
             cp $IOTGUARD_DIR/iotguard-dashboard/iotguard_dashboard/enabled/$file \
-                $HORIZON_DIR/openstack_dashboard/local/enabled/
+                $IOTGUARD_HORIZON_LOCAL/enabled/
         done
+        mkdir -p $IOTGUARD_HORIZON_LOCAL/local_settings.d
+        cp $IOTGUARD_DIR/iotguard-dashboard/iotguard_dashboard/local_settings.d/$IOTGUARD_SETTINGS_SNIPPET \
+            $IOTGUARD_HORIZON_LOCAL/local_settings.d/
     elif [[ "$1" == "clean" ]]; then
         for file in $IOTGUARD_ENABLED_FILES; do
-            rm -f $HORIZON_DIR/openstack_dashboard/local/enabled/$file
+            rm -f $IOTGUARD_HORIZON_LOCAL/enabled/$file
         done
+        rm -f $IOTGUARD_HORIZON_LOCAL/local_settings.d/$IOTGUARD_SETTINGS_SNIPPET
     fi
 fi

@@ -486,3 +486,43 @@ class DevstackPluginTest(test_osc_keystone.SharedKeystone):
                          self.catalog_url())
         self.phase('clean')
         self.assertFalse(os.path.exists(conf_dir))
+
+    def test_horizon_node_gets_the_panels(self):
+        """Where Horizon runs: the panels enabled, the Instances action set.
+
+        ``stack post-config`` copies the three ``enabled/`` files and the
+        settings snippet naming the customization module into Horizon's
+        ``local/``; ``clean`` removes them. ``stack install`` (pip of the
+        plugin, which pulls Horizon) is not run here: test_horizon serves
+        the plugin, the snippet included, in a real Horizon.
+        """
+        horizon = os.path.join(self.work, 'horizon')
+        local = os.path.join(horizon, 'openstack_dashboard', 'local')
+        os.makedirs(os.path.join(local, 'enabled'))
+        self.localrc(['horizon'], HORIZON_DIR=horizon)
+        self.phase('stack', 'post-config')
+        plugin = os.path.join(TOP, 'iotguard-dashboard', 'iotguard_dashboard')
+        copied = {}
+        for kind in ('enabled', 'local_settings.d'):
+            for name in os.listdir(os.path.join(local, kind)):
+                with open(os.path.join(local, kind, name)) as f, open(
+                        os.path.join(plugin, kind, name)) as shipped:
+                    self.assertEqual(shipped.read(), f.read(), name)
+                copied[name] = f.name
+        self.assertEqual(['_89_iotguard_dashboard.py',
+                          '_90_iotguard_dashboard.py',
+                          '_90_project_iotguard_disks.py',
+                          '_91_admin_iotguard.py'], sorted(copied))
+        # The snippet as Horizon's settings run it: it names the module,
+        # and leaves a deployment's own one alone.
+        with open(copied['_90_iotguard_dashboard.py']) as f:
+            snippet = f.read()
+        for config, module in (({}, 'iotguard_dashboard.customization'),
+                               ({'customization_module': 'site.custom'},
+                                'site.custom')):
+            exec(snippet, {'HORIZON_CONFIG': config})
+            self.assertEqual(module, config['customization_module'])
+        self.phase('clean')
+        self.assertEqual([], os.listdir(os.path.join(local, 'enabled')))
+        self.assertEqual([], os.listdir(os.path.join(local,
+                                                     'local_settings.d')))
