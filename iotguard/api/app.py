@@ -33,6 +33,7 @@ import webob.dec
 
 from iotguard.api.handlers import common
 from iotguard.api.handlers import root
+from iotguard.api import limits
 from iotguard.api import nova
 from iotguard.api import rbac
 from iotguard.api import router
@@ -160,6 +161,8 @@ class Dispatcher:
 def deploy(conf: cfg.ConfigOpts, db: db_api.Connection | None = None
            ) -> request_id.RequestId:
     """Build the application for ``conf`` (no I/O until a request)."""
+    if conf.admission.unified_limits:
+        limits.configure(conf)
     state = common.State(
         conf=conf, db=db if db is not None else db_api.Connection(conf),
         enforcer=rbac.make_enforcer(conf), nova=nova.Metadata(conf))

@@ -23,4 +23,17 @@ OPTS: list[cfg.Opt] = [
                       'cost-weighted floors committed in the disk\'s '
                       'domain stay within this fraction of the domain\'s '
                       'capacity (1.0 device-second per second).'),
+    cfg.BoolOpt('unified_limits',
+                default=False,
+                help='Also refuse a tier choice through the API that would '
+                     'take its project beyond its Keystone unified limit '
+                     'of committed floor units (``iotguard_floor_units_'
+                     'local`` for host-local domains, ``iotguard_floor_'
+                     'units_shared`` for the others; units as ``[placement]'
+                     ' unit_bytes_sec`` prices them), read through '
+                     'oslo.limit as the ``[oslo_limit]`` section of the '
+                     'same configuration files says (the endpoint whose '
+                     'service and region the limits are registered for, '
+                     'and credentials allowed to read limits). A resource '
+                     'without a registered limit counts as a limit of 0.'),
 ]

@@ -22,6 +22,7 @@ import webob
 
 from iotguard.api.handlers import common
 from iotguard.api.handlers import disk
+from iotguard.api import limits
 from iotguard.api import schemas
 from iotguard.api import util
 from iotguard import exception
@@ -89,6 +90,9 @@ def set_instance_tier(req: webob.Request, uuid: str) -> webob.Response:
     # domain: an admin's to see, not a member's.
     numbers = common.allowed(req, 'iotguard:domain:all_projects')
     topology = common.topology(req)
+    if st.conf.admission.unified_limits:
+        limits.enforce(st.conf, st.db, uuid, body['tier'],
+                       _owner_filter(req))
     try:
         result = st.db.instance_tier_set(uuid, body['tier'], admit,
                                          project_id=_owner_filter(req))

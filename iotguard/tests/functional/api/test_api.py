@@ -18,11 +18,15 @@ import logging
 import fixtures
 from keystoneauth1 import loading as ks_loading
 from keystonemiddleware import auth_token
+from oslo_config import cfg
+from oslo_config import fixture as config_fixture
+from oslo_limit import fixture as limit_fixture
 from oslo_middleware import http_proxy_to_wsgi
 import webob
 
 from iotguard.api import app
 from iotguard.api.handlers import disk as disk_view
+from iotguard.api import limits
 from iotguard.policy import estimator
 from iotguard.tests import base as test_base
 from iotguard.tests import dbrows
@@ -644,6 +648,43 @@ class APITests:
                                    who=MEMBER_A, body={'tier': 'gold'}),
                          409, 'calibrate')
         self.assertIsNone(self.db.disk_list(instance_uuid=A2)[0]['tier'])
+
+    def test_set_tier_within_unified_limits(self):
+        """Keystone's limits of floor units (oslo.limit's fixture)."""
+        self.flags(group='admission', unified_limits=True)
+        global_conf = self.useFixture(config_fixture.Config(cfg.CONF))
+        global_conf.config(group='oslo_limit', endpoint_id='iotguard')
+        # A floor unit is 1 IOPS or 64 KiB/s: gold's 2000 IOPS of 4 KiB
+        # are 2125 units, bronze's 100 are 107 (106.25 rounded up).
+        self.useFixture(limit_fixture.LimitFixture(
+            {limits.LOCAL: 4250, limits.SHARED: 0},
+            {'proj-b': {limits.LOCAL: 0}}))
+        self.app = self.deploy(self.db)
+
+        def choose(uuid, tier, who=MEMBER_A):
+            return self.call('PUT', '/v1/instances/%s/tier' % uuid,
+                             who=who, body={'tier': tier})
+
+        # A1's two disks: 4250 units, the registered limit's all.
+        self.assertEqual(200, choose(A1, 'gold').status_code)
+        for who in (MEMBER_A, ADMIN):
+            self.assertError(
+                choose(A3, 'bronze', who), 409,
+                'iotguard_floor_units_local: limit 4250, committed 4250, '
+                'this choice 214 more')
+        self.assertEqual([None, None], [
+            d['tier'] for d in self.db.disk_list(instance_uuid=A3)])
+        self.assertEqual([(A1, 'gold')], self.nova_calls)
+        # Any shared domain's floors: none allowed.
+        self.assertError(choose(A2, 'bronze'), 409,
+                         'iotguard_floor_units_shared: limit 0')
+        # proj-b's own limit of 0 does not refuse what raises nothing.
+        self.assertEqual(200, choose(B1, 'gold', MEMBER_B).status_code)
+        # Lower first, then A3 fits: 214 + 214 units.
+        self.assertEqual(200, choose(A1, 'bronze').status_code)
+        self.assertEqual(200, choose(A3, 'bronze').status_code)
+        self.assertEqual(['bronze', 'bronze'], [
+            d['tier'].name for d in self.db.disk_list(instance_uuid=A3)])
 
     def test_set_tier_isolation_and_roles(self):
         response = self.call('PUT', '/v1/instances/%s/tier' % A1,
