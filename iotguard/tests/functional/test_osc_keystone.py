@@ -41,9 +41,11 @@ import fixtures
 import openstack
 from oslo_config import cfg
 
+from iotguard.api import limits
 from iotguard import conf as iotguard_conf
 from iotguard.tests import base
 from iotguard.tests.fixtures import confs
+from iotguard.tests.fixtures import database
 from iotguard.tests.fixtures import openstack as os_fixtures
 from iotguard.tests.functional import test_osc
 
@@ -214,6 +216,21 @@ class SharedKeystone(base.TestCase):
         self.addCleanup(self.kept.take_back)
 
 
+def api_conf(test, extra=''):
+    """iotguard-api's options behind ``test.keystone``, from a file.
+
+    ``extra``: more of the file (sections of its own).
+    """
+    path = _write(test.useFixture(fixtures.TempDir()).path, 'iotguard.conf',
+                  IOTGUARD_CONF + confs.authtoken(test.keystone.url,
+                                                  PASSWORD) + extra)
+    conf = cfg.ConfigOpts()
+    iotguard_conf.register_opts(conf)
+    conf(['--config-file', path], project='iotguard',
+         default_config_files=[])
+    return conf
+
+
 def iotguard_in_catalog(test, keystone=None):
     """A Keystone and iotguard-api in its catalog, for ``test``.
 
@@ -224,14 +241,8 @@ def iotguard_in_catalog(test, keystone=None):
     Keystone's admin).
     """
     test.keystone = keystone or test.useFixture(Keystone())
-    path = _write(test.useFixture(fixtures.TempDir()).path, 'iotguard.conf',
-                  IOTGUARD_CONF + confs.authtoken(test.keystone.url,
-                                                  PASSWORD))
-    conf = cfg.ConfigOpts()
-    iotguard_conf.register_opts(conf)
-    conf(['--config-file', path], project='iotguard',
-         default_config_files=[])
-    test.api = test.useFixture(test_osc.ApiServer(conf, noauth=False))
+    test.api = test.useFixture(test_osc.ApiServer(api_conf(test),
+                                                  noauth=False))
     test.admin = openstack.connection.Connection(
         region_name='RegionOne', **test.keystone.auth())
     test.addCleanup(test.admin.close)
@@ -339,6 +350,72 @@ class TestThroughKeystone(SharedKeystone):
         self.assertIn('give its UUID', err)
         self.assertIn('204 DELETE /v1/instances/%s/tier' % server,
                       self.api.seen)
+
+    def test_unified_limits_of_floors(self):
+        """A member's choice beyond the project's limit in Keystone: 409.
+
+        A second iotguard-api, with [admission] unified_limits and
+        [oslo_limit] naming the catalog's iotguard endpoint, over its own
+        database; the limits are registered for that service and region.
+        """
+        identity = self.admin.identity
+        service = identity.find_service('iotguard')
+        endpoint = next(identity.endpoints(service_id=service.id))
+        demo = self._member('demo', 'demo')
+        project = identity.find_project('demo').id
+        registered = identity.create_registered_limit(
+            service_id=service.id, region_id='RegionOne',
+            resource_name=limits.LOCAL, default_limit=0)
+        self.addCleanup(identity.delete_registered_limit, registered)
+        # gold is 2125 units, bronze 107: room for gold and bronze.
+        own = identity.create_limit(
+            service_id=service.id, region_id='RegionOne',
+            project_id=project, resource_name=limits.LOCAL,
+            resource_limit=2232)
+        self.addCleanup(identity.delete_limit, own)
+        # oslo.limit keeps one Keystone connection per process.
+        self.useFixture(fixtures.MonkeyPatch(
+            'oslo_limit.limit._SDK_CONNECTION', None))
+        self.addCleanup(cfg.CONF.reset)
+        api = self.useFixture(test_osc.ApiServer(api_conf(
+            self, confs.section('admission', unified_limits='True')
+            + confs.password_auth('oslo_limit', self.keystone.url, PASSWORD,
+                                  endpoint_id=endpoint.id)), noauth=False))
+        db = api.db
+        db.tier_create(database.tier_values('gold', min_iops=2000.0))
+        db.tier_create(database.tier_values('bronze', min_iops=100.0))
+        db.domain_create('local:c1', 'local', iops_4k=100000.0,
+                         bytes_sec=4e9)
+        db.domain_create('ceph', 'ceph', iops_4k=100000.0, bytes_sec=4e9)
+        x, y, z = ('5a0c6f3e-0d7a-4b53-9a7e-3f7f2d9b8c4%d' % i
+                   for i in range(3))
+        for uuid, domain in ((x, 'local:c1'), (y, 'local:c1'), (z, 'ceph')):
+            db.disk_upsert(uuid, 'vda', 'c1', domain, project)
+        connection = openstack.connection.Connection(
+            region_name='RegionOne', **demo)
+        self.addCleanup(connection.close)
+        session = connection.session
+
+        def choose(uuid, tier):
+            return session.put('%s/v1/instances/%s/tier' % (api.url, uuid),
+                               json={'tier': tier}, raise_exc=False)
+
+        self.assertEqual(200, choose(x, 'gold').status_code)
+        refused = choose(y, 'gold')
+        self.assertEqual(409, refused.status_code)
+        self.assertIn('iotguard_floor_units_local: limit 2232, committed '
+                      '2125, this choice 2125 more',
+                      refused.json()['error']['message'])
+        self.assertIsNone(db.disk_list(instance_uuid=y)[0]['tier'])
+        self.assertEqual(200, choose(y, 'bronze').status_code)
+        # No limit registered for the shared domains' floors: none.
+        refused = choose(z, 'bronze')
+        self.assertEqual(409, refused.status_code)
+        self.assertIn('iotguard_floor_units_shared: limit 0',
+                      refused.json()['error']['message'])
+        self.assertEqual(['gold', 'bronze', None], [
+            d['tier'] and d['tier'].name for d in db.disk_list(
+                project_id=project)])
 
     def test_tempest_tier_tests_pass(self):
         work = self.useFixture(fixtures.TempDir()).path
