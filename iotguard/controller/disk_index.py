@@ -193,14 +193,16 @@ class DiskIndex:
 
     def upsert(self, instance_uuid: str, dev: str, host: str, domain: str,
                kind: str, project_id: str,
-               volume_id: str | None = None) -> None:
+               volume_id: str | None = None,
+               size_gib: int | None = None) -> None:
         """Record a disk, creating its domain when missing.
 
-        Raises what the database raises (the index is then unchanged).
+        ``size_gib``: a new disk's size. Raises what the database raises
+        (the index is then unchanged).
         """
         self._ensure_domain(domain, kind)
         self.db.disk_upsert(instance_uuid, dev, host, domain, project_id,
-                            volume_id=volume_id)
+                            volume_id=volume_id, size_gib=size_gib)
         key = (instance_uuid, dev)
         with self._lock:
             self.version += 1

@@ -25,6 +25,12 @@ Resolved with openstacksdk from Nova and Cinder:
   volume's ``os-vol-host-attr:host`` (``host@backend#pool``); a
   boot-from-volume root disk is a volume disk.
 
+A disk's size (GiB) prices its tier's limits per GiB
+(:meth:`iotguard.policy.base.Tier.at`): a volume's is Cinder's, an
+image-backed root disk's its flavor's ``disk``. A disk that grows (a volume
+extended, Cinder's ``volume.resize.end``) is admitted again at its new
+size (:meth:`Membership._sync_sizes`).
+
 Naming one domain for Nova's ephemeral disks and Cinder's volumes on the
 same storage makes them one capacity: a floor is admitted against it
 once, and a noisy disk of either kind is decided with the disks of the
@@ -117,6 +123,8 @@ class Disk:
     volume_id: str | None = None
     #: The volume's type (id, or name where Cinder does not say the id).
     volume_type: str | None = None
+    #: GiB: the volume's, or the root disk's in its flavor (None: unknown)
+    size_gib: int | None = None
 
 
 def flavor_tier(server: Any) -> str | None:
@@ -128,13 +136,16 @@ def flavor_tier(server: Any) -> str | None:
     it in Nova directly, and only a choice admitted through iotguard's API
     counts.
     """
+    tier = (_flavor(server, 'extra_specs') or {}).get(tiersync.TIER_KEY)
+    return tier or None
+
+
+def _flavor(server: Any, field: str) -> Any:
+    """A field of a server's embedded flavor (a dict or a resource)."""
     flavor = server.flavor
     if isinstance(flavor, dict):
-        specs = flavor.get('extra_specs')
-    else:
-        specs = getattr(flavor, 'extra_specs', None)
-    tier = (specs or {}).get(tiersync.TIER_KEY)
-    return tier or None
+        return flavor.get(field)
+    return getattr(flavor, field, None)
 
 
 def _dev(device: str | None) -> str | None:
@@ -191,11 +202,13 @@ class Membership:
                 out[dev] = Disk(server.id, dev, host, domain, kind,
                                 server.project_id, volume.id,
                                 getattr(volume, 'volume_type_id', None)
-                                or volume.volume_type)
+                                or volume.volume_type,
+                                volume.size or None)
         if root not in out:
             domain, kind = ephemeral_domain(self._conf, host)
             out[root] = Disk(server.id, root, host, domain, kind,
-                             server.project_id)
+                             server.project_id,
+                             size_gib=_flavor(server, 'disk') or None)
         return list(out.values())
 
     def refresh(self) -> dict[str, int]:
@@ -216,6 +229,7 @@ class Membership:
         live = {server.id: server for server in servers}
         written, removed = self._persist(live, found, self.index.copy())
         self._forget_choices(keep=live, before=listed_at)
+        self._sync_sizes(list(found.values()))
         self._sync_tiers([s for s in servers if s.compute_host],
                          list(found.values()))
         return {'disks': len(found), 'written': written, 'removed': removed}
@@ -249,6 +263,7 @@ class Membership:
         self._persist({instance_uuid: server}, disks,
                       self.index.of_instance(instance_uuid))
         if disks:
+            self._sync_sizes(list(disks.values()))
             self._sync_tiers([server], list(disks.values()))
         return list(disks.values())
 
@@ -292,12 +307,67 @@ class Membership:
             try:
                 self.index.upsert(disk.instance_uuid, disk.dev, disk.host,
                                   disk.domain, disk.kind, disk.project_id,
-                                  disk.volume_id)
+                                  disk.volume_id, disk.size_gib)
                 written += 1
             except Exception as e:
                 LOG.warning('Could not record disk %s/%s in %s: %s',
                             key[0], key[1], disk.domain, e)
         return written, len(self.index.delete(sorted(dead)))
+
+    def _admit(self) -> Any:
+        return functools.partial(
+            admission.check,
+            max_ratio=self._conf.admission.max_commit_ratio)
+
+    def _sync_sizes(self, disks: list[Disk]) -> None:
+        """Record the disks' new sizes, their floors admitted again.
+
+        A size whose larger floor (a tier per GiB) does not fit in the
+        disk's domain is refused: the disk keeps the size, and floor, it
+        was admitted at; the refusal is recorded on the disk, notified
+        once, and tried again at every resync.
+        """
+        try:
+            known = self.db.disk_sizes(sorted({d.instance_uuid
+                                               for d in disks}))
+        except Exception as e:
+            LOG.warning('Could not read the disks\' sizes: %s', e)
+            return
+        for disk in disks:
+            key = (disk.instance_uuid, disk.dev)
+            if disk.size_gib is None or key not in known \
+                    or known[key] == disk.size_gib:
+                continue
+            try:
+                self.db.disk_size_set(disk.instance_uuid, disk.dev,
+                                      disk.size_gib, self._admit())
+            except exception.AdmissionRejected as e:
+                self._size_refused(disk, known[key], e)
+                continue
+            except Exception as e:
+                LOG.warning('Could not record the size of disk %s of '
+                            'instance %s: %s', disk.dev,
+                            disk.instance_uuid, e)
+                continue
+            LOG.info('Disk %s of instance %s is now %d GiB (was %s)',
+                     disk.dev, disk.instance_uuid, disk.size_gib,
+                     known[key])
+
+    def _size_refused(self, disk: Disk, admitted: int | None,
+                      e: exception.AdmissionRejected) -> None:
+        reason = e.for_member()
+        if not self.db.disk_size_refusal_set(
+                disk.instance_uuid, disk.dev, disk.size_gib, reason):
+            return
+        LOG.warning('Disk %s of instance %s grew to %d GiB: its floor at '
+                    'that size not given, it keeps the floor of %s GiB: %s',
+                    disk.dev, disk.instance_uuid, disk.size_gib, admitted, e)
+        if self.notifier is not None:
+            self.notifier.disk_size_refused({
+                'instance_uuid': disk.instance_uuid, 'dev': disk.dev,
+                'tier': e.kwargs.get('tier'), 'size_gib': disk.size_gib,
+                'admitted_gib': admitted, 'project_id': disk.project_id,
+                'reason': reason})
 
     def _volume_type_tiers(self, disks: Iterable[Disk]
                            ) -> dict[str, str | None]:
@@ -370,12 +440,9 @@ class Membership:
             return
         if had == (tier, 'admitted'):
             return
-        admit = functools.partial(
-            admission.check,
-            max_ratio=self._conf.admission.max_commit_ratio)
         try:
-            self.db.instance_tier_set(uuid, tier, admit, source=source,
-                                      dev=dev)
+            self.db.instance_tier_set(uuid, tier, self._admit(),
+                                      source=source, dev=dev)
         except (exception.AdmissionRejected, exception.NotFound) as e:
             # What the project sees (no other project's numbers); the
             # operator's log has them.
@@ -447,7 +514,7 @@ NOVA_EVENTS = {
 }
 #: Cinder events: the instances they name are resynced.
 CINDER_EVENTS = ('volume.attach', 'volume.detach', 'volume.retype',
-                 'volume.migrate', 'volume.delete')
+                 'volume.migrate', 'volume.delete', 'volume.resize')
 
 
 def _event(event_type: str) -> tuple[str, str] | None:

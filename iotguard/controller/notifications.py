@@ -23,6 +23,11 @@ Event types (publisher ``iotguard-controller.<host>``):
   disks got a weaker source's tier; sent once per refusal;
 * ``iotguard.tier.admitted`` (INFO): such a tier was given (at once, or
   at a later resync once capacity freed);
+* ``iotguard.disk.size_refused`` (WARN): a disk grew (a volume extended)
+  and its tier's floor per GiB at the new size did not fit (admission):
+  the disk keeps the floor of the size it was admitted at, tried again at
+  every resync; with ``instance_uuid``, ``dev``, ``tier``, ``size_gib``
+  (refused), ``admitted_gib`` and ``reason``; sent once per size;
 * ``iotguard.domain.overcommitted`` (WARN): the floors admitted on a
   domain cost more than ``[admission] max_commit_ratio`` of what its
   storage was learned to serve (:func:`iotguard.policy.admission.overcommit`);
@@ -58,6 +63,7 @@ CAP_RELEASE = 'iotguard.cap.release'
 GUARANTEE_VIOLATION = 'iotguard.guarantee.violation'
 TIER_ADMITTED = 'iotguard.tier.admitted'
 TIER_REFUSED = 'iotguard.tier.refused'
+DISK_SIZE_REFUSED = 'iotguard.disk.size_refused'
 DOMAIN_OVERCOMMITTED = 'iotguard.domain.overcommitted'
 DOMAIN_OVERCOMMIT_CLEARED = 'iotguard.domain.overcommit_cleared'
 PLACEMENT_USAGE_DIFFERS = 'iotguard.placement.usage_differs'
@@ -100,6 +106,9 @@ class Notifier:
 
     def tier_refused(self, payload: dict[str, Any]) -> None:
         self._send('warn', TIER_REFUSED, payload)
+
+    def disk_size_refused(self, payload: dict[str, Any]) -> None:
+        self._send('warn', DISK_SIZE_REFUSED, payload)
 
     def domain_overcommitted(self, payload: dict[str, Any]) -> None:
         self._send('warn', DOMAIN_OVERCOMMITTED, payload)

@@ -113,6 +113,9 @@ class Connection:
 
     disk_upsert = _in('writer', disks.upsert)
     disk_delete = _in('writer', disks.delete)
+    disk_size_set = _tiered('writer', disks.size_set)
+    disk_size_refusal_set = _in('writer', disks.size_refusal_set)
+    disk_sizes = _in('reader', disks.sizes)
     disk_list = _tiered('reader', disks.list_)
     disk_tier_set = _in('writer', disks.tier_set)
     instance_tier_set = _tiered('writer', disks.instance_tier_set)

@@ -124,13 +124,20 @@ def _owner(instance_uuid: str, owners: set[str],
 
 
 def upsert(session: orm.Session, instance_uuid: str, dev: str, host: str,
-           domain: str, project_id: str, volume_id: str | None = None) -> None:
-    """Record where a disk lives (membership)."""
+           domain: str, project_id: str, volume_id: str | None = None,
+           size_gib: int | None = None) -> None:
+    """Record where a disk lives (membership).
+
+    ``size_gib`` is that of a new disk: a known disk changes size through
+    :func:`size_set` (admission).
+    """
     domain_id = domains.domain_row(session, domain).id
     disk = models.find_or_add(session, models.Disk,
                               instance_uuid=instance_uuid, dev=dev)
     disk.host, disk.domain_id = host, domain_id
     disk.project_id, disk.volume_id = project_id, volume_id
+    if disk.id is None:
+        disk.size_gib = size_gib
 
 
 def delete(session: orm.Session, instance_uuid: str, dev: str) -> None:
@@ -153,6 +160,18 @@ def tier_set(session: orm.Session, instance_uuid: str, dev: str, tier: str,
                              instance_uuid=instance_uuid, dev=dev,
                              source=source)
     row.tier_id, row.project_id = tier_id, project_id
+
+
+def _tier_of(choices: Mapping[tiering.Key, base.Tier],
+             default: base.Tier | None, disk: Any,
+             refusals: Mapping[tiering.Key, Any] | None = None
+             ) -> tuple[base.Tier | None, str | None, Any]:
+    """:func:`tiering.resolve`'s, the tier priced at the disk's size.
+
+    ``disk`` has ``size_gib`` too (:meth:`iotguard.policy.base.Tier.at`).
+    """
+    tier, source, refused = tiering.resolve(choices, default, disk, refusals)
+    return (tier.at(disk.size_gib) if tier else None), source, refused
 
 
 def effective_tiers(session: orm.Session,
@@ -220,16 +239,54 @@ def list_(session: orm.Session, default_tier: str | None,
                 .where(models.Cap.disk_id.in_([d.id for d in disks])))}
     out = []
     for disk in disks:
-        tier, source, refused = tiering.resolve(choices, default, disk,
-                                                refusals)
+        tier, source, refused = _tier_of(choices, default, disk, refusals)
         view = models.row(disk, ('id', 'instance_uuid', 'dev', 'host',
-                                 'volume_id', 'project_id', 'sampled_at')
+                                 'volume_id', 'project_id', 'sampled_at',
+                                 'size_gib', 'size_refused')
                           + _RATE_FIELDS)
-        view.update(domain=names[disk.domain_id], tier=tier,
+        view.update(size_refused=disk.size_refused or None,
+                    domain=names[disk.domain_id], tier=tier,
                     tier_source=source, tier_refused=refused,
                     cap=caps.get(disk.id))
         out.append(view)
     return out
+
+
+def _lock_domains(session: orm.Session, disks: sa.ColumnElement[bool]
+                  ) -> dict[int, models.Domain]:
+    """Write-lock the domains of the ``disks`` (a condition); by id.
+
+    With an update that changes nothing, before reading anything else: a
+    row lock on PostgreSQL and MySQL / MariaDB (whose REPEATABLE READ
+    snapshot is then taken after it), the database write lock on SQLite. A
+    choice that held the lock before has committed when the reads run.
+    """
+    mine = models.Domain.id.in_(sa.select(models.Disk.domain_id).where(
+        disks))
+    session.execute(
+        sa.update(models.Domain).where(mine).values(
+            updated_at=models.Domain.updated_at)
+        .execution_options(synchronize_session=False))
+    return {d.id: d for d in session.scalars(
+        sa.select(models.Domain).where(mine))}
+
+
+def _members(session: orm.Session, domain_id: int, default_tier: str | None
+             ) -> tuple[Sequence[Any], dict[tiering.Key, base.Tier],
+                        base.Tier | None]:
+    """A domain's disks, their tier choices and the default tier.
+
+    Plain rows (what :func:`_tier_of` reads), not ORM objects: a domain
+    may hold thousands of disks.
+    """
+    members = session.execute(sa.select(
+        models.Disk.instance_uuid, models.Disk.dev, models.Disk.volume_id,
+        models.Disk.size_gib).where(
+            models.Disk.domain_id == domain_id)).all()
+    choices, default = effective_tiers(
+        session, sa.select(models.Disk.instance_uuid).where(
+            models.Disk.domain_id == domain_id), default_tier)
+    return members, choices, default
 
 
 def instance_tier_set(session: orm.Session, default_tier: str | None,
@@ -250,19 +307,7 @@ def instance_tier_set(session: orm.Session, default_tier: str | None,
     must own the instance and be allowed the tier, else NotFound.
     """
     _check_source(source)
-    # Write-lock the instance's domains before reading anything else, with
-    # an update that changes nothing: a row lock on PostgreSQL and MySQL /
-    # MariaDB (whose REPEATABLE READ snapshot is then taken after it), the
-    # database write lock on SQLite. A choice that held the lock before has
-    # committed when the reads below run.
-    mine = models.Domain.id.in_(sa.select(models.Disk.domain_id).where(
-        models.Disk.instance_uuid == instance_uuid))
-    session.execute(
-        sa.update(models.Domain).where(mine).values(
-            updated_at=models.Domain.updated_at)
-        .execution_options(synchronize_session=False))
-    locked = {d.id: d for d in session.scalars(
-        sa.select(models.Domain).where(mine))}
+    locked = _lock_domains(session, models.Disk.instance_uuid == instance_uuid)
     disks = session.scalars(sa.select(models.Disk).where(
         models.Disk.instance_uuid == instance_uuid).order_by(
             models.Disk.dev)).all()
@@ -284,24 +329,16 @@ def instance_tier_set(session: orm.Session, default_tier: str | None,
             raise exception.Conflict(
                 reason='a disk of instance %s moved to another '
                        'domain meanwhile; try again' % instance_uuid)
-        # Plain rows (what tiering.resolve reads), not ORM objects: a
-        # domain may hold thousands of disks.
-        members = session.execute(sa.select(
-            models.Disk.instance_uuid, models.Disk.dev,
-            models.Disk.volume_id).where(
-                models.Disk.domain_id == domain_id)).all()
-        choices, default = effective_tiers(
-            session, sa.select(models.Disk.instance_uuid).where(
-                models.Disk.domain_id == domain_id), default_tier)
+        members, choices, default = _members(session, domain_id,
+                                             default_tier)
         changed = dict(choices)
         changed[(instance_uuid, dev, source)] = new_tier
         others, before, after = [], [], []
         for member in members:
-            current = tiering.resolve(choices, default, member)[0]
+            current = _tier_of(choices, default, member)[0]
             if concerned(member):
                 before.append(current)
-                after.append(
-                    tiering.resolve(changed, default, member)[0])
+                after.append(_tier_of(changed, default, member)[0])
             else:
                 others.append(current)
         numbers.append(admit(
@@ -315,6 +352,59 @@ def instance_tier_set(session: orm.Session, default_tier: str | None,
         created_at=models.utcnow()))
     return {'instance_uuid': instance_uuid, 'tier': tier,
             'project_id': owner, 'admission': numbers}
+
+
+def size_set(session: orm.Session, default_tier: str | None,
+             instance_uuid: str, dev: str, size_gib: int, admit: Admit
+             ) -> dict[str, Any] | None:
+    """A disk's new size, its tier admitted again when that moves a floor.
+
+    The disk's domain is locked as for :func:`instance_tier_set`;
+    ``admit`` gets the disk's tier priced at the size before and after.
+    Returns its numbers (None when no floor moved), or raises and nothing
+    is written. Written, the size drops the disk's size refusal.
+    """
+    where = sa.and_(models.Disk.instance_uuid == instance_uuid,
+                    models.Disk.dev == dev)
+    locked = _lock_domains(session, where)
+    disk = session.scalars(sa.select(models.Disk).where(where)).first()
+    if disk is None or disk.domain_id not in locked:
+        raise exception.NotFound(
+            what='disk %s of instance %s' % (dev, instance_uuid))
+    members, choices, default = _members(session, disk.domain_id,
+                                         default_tier)
+    tier = tiering.resolve(choices, default, disk)[0]
+    numbers = None
+    if tier is not None and tier.at(disk.size_gib) != tier.at(size_gib):
+        others = [_tier_of(choices, default, m)[0] for m in members
+                  if (m.instance_uuid, m.dev) != (instance_uuid, dev)]
+        numbers = admit(tier.name, domains.record(locked[disk.domain_id]),
+                        [t for t in others if t], [tier.at(disk.size_gib)],
+                        [tier.at(size_gib)])
+    disk.size_gib, disk.size_refused = size_gib, None
+    disk.updated_at = models.utcnow()    # the controller reads it again
+    return numbers
+
+
+def size_refusal_set(session: orm.Session, instance_uuid: str, dev: str,
+                     size_gib: int, reason: str) -> bool:
+    """Record that admission refused a disk's larger size.
+
+    The disk keeps the size its floor was admitted at. True when this is
+    news (no refusal of that size was recorded), to notify once.
+    """
+    disk = session.scalars(sa.select(models.Disk).where(
+        models.Disk.instance_uuid == instance_uuid,
+        models.Disk.dev == dev)).first()
+    if disk is None:
+        raise exception.NotFound(
+            what='disk %s of instance %s' % (dev, instance_uuid))
+    refused = disk.size_refused or {}
+    if refused.get('size_gib') == size_gib:
+        return False
+    disk.size_refused = {'size_gib': size_gib, 'reason': reason[:255],
+                         'since': models.utcnow().isoformat()}
+    return True
 
 
 def tier_choice_unset(session: orm.Session, instance_uuid: str, source: str,
@@ -391,7 +481,8 @@ def of_domains(session: orm.Session, default_tier: str | None,
             set(names) - set(ids.values()))[0])
     rows = session.execute(
         sa.select(disk.id, disk.instance_uuid, disk.dev, disk.host,
-                  disk.project_id, disk.volume_id, disk.domain_id)
+                  disk.project_id, disk.volume_id, disk.domain_id,
+                  disk.size_gib)
         .where(disk.domain_id.in_(list(ids)))
         .order_by(disk.instance_uuid, disk.dev)).all()
     choices, default = effective_tiers(
@@ -403,9 +494,10 @@ def of_domains(session: orm.Session, default_tier: str | None,
     for r in rows:
         # Most disks have no choice of their own: the default tier.
         if r.instance_uuid in chosen:
-            tier, source, _refused = tiering.resolve(choices, default, r)
+            tier, source, _refused = _tier_of(choices, default, r)
         else:
-            tier, source = default, default_source
+            tier = default.at(r.size_gib) if default else None
+            source = default_source
         name = ids[r.domain_id]
         out[name].append(Member(
             r.id, r.instance_uuid, r.dev, r.host, r.project_id, r.volume_id,
@@ -491,6 +583,14 @@ def bulk_insert(session: orm.Session, disks: Rows) -> int:
         return len(rows)
     except db_exc.DBDuplicateEntry:
         raise exception.Conflict(reason='a disk exists already')
+
+
+def sizes(session: orm.Session, instance_uuids: Iterable[str]
+          ) -> dict[tuple[str, str], int | None]:
+    """``{(instance_uuid, dev): size_gib}`` of the instances' disks."""
+    return {(u, d): size for u, d, size in session.execute(sa.select(
+        models.Disk.instance_uuid, models.Disk.dev, models.Disk.size_gib
+    ).where(models.Disk.instance_uuid.in_(list(instance_uuids))))}
 
 
 def tier_requests(session: orm.Session, source: str,

@@ -65,6 +65,15 @@ class Tier(Base):
     weight: Mapped[float] = mapped_column(sa.Double, default=1.0)
     is_public: Mapped[bool] = mapped_column(default=True)
     created_at, updated_at = _timestamps()
+    #: limits per GiB of the disk (iotguard.policy.base.PER_GB)
+    min_iops_per_gb: Mapped[float] = mapped_column(
+        sa.Double, default=0.0, server_default='0')
+    min_bytes_sec_per_gb: Mapped[float] = mapped_column(
+        sa.Double, default=0.0, server_default='0')
+    max_iops_per_gb: Mapped[float] = mapped_column(
+        sa.Double, default=0.0, server_default='0')
+    max_bytes_sec_per_gb: Mapped[float] = mapped_column(
+        sa.Double, default=0.0, server_default='0')
 
 
 class TierProject(Base):
@@ -192,6 +201,11 @@ class Disk(Base):
     latency_ms: Mapped[float | None] = mapped_column(sa.Double)
     sampled_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
     created_at, updated_at = _timestamps()
+    #: the size (GiB) its tier is priced at (admitted), None: unknown
+    size_gib: Mapped[int | None] = mapped_column()
+    #: a larger size admission refused: ``size_gib``, ``reason``, ``since``
+    size_refused: Mapped[dict[str, Any] | None] = mapped_column(
+        db_types.JsonEncodedDict)
 
 
 class DiskMinute(Base):

@@ -27,7 +27,9 @@ from iotguard import exception
 from iotguard.policy import base
 
 FIELDS = ('name', 'description', 'min_iops', 'min_bytes_sec',
-          'max_iops', 'max_bytes_sec', 'weight', 'is_public')
+          'max_iops', 'max_bytes_sec', 'weight', 'is_public', *base.PER_GB)
+#: The fields of the core's Tier.
+_CORE = tuple(f.name for f in dataclasses.fields(base.Tier))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,8 +53,7 @@ def _view(tier: models.Tier, projects: Collection[str]) -> Tier:
 
 def record(tier: models.Tier) -> base.Tier:
     """A tier row as the core's :class:`iotguard.policy.base.Tier`."""
-    return base.Tier(tier.name, tier.min_iops, tier.min_bytes_sec,
-                     tier.max_iops, tier.max_bytes_sec, tier.weight)
+    return base.Tier(**models.row(tier, _CORE))
 
 
 def tier_row(session: orm.Session, name: str,

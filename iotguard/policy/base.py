@@ -49,9 +49,22 @@ RELEASE = 'release'
 ACTIONS = (CAP, RELEASE)
 
 
+#: A tier's limits per GiB of the disk and the fixed limit each prices
+#: (:meth:`Tier.at`), as Cinder's capacity-based QoS spells them
+#: (``total_iops_sec_per_gb``).
+PER_GB = {'min_iops_per_gb': 'min_iops',
+          'min_bytes_sec_per_gb': 'min_bytes_sec',
+          'max_iops_per_gb': 'max_iops',
+          'max_bytes_sec_per_gb': 'max_bytes_sec'}
+
+
 @dataclasses.dataclass(frozen=True)
 class Tier:
-    """A guarantee a tenant can choose; 0 means "not set" for every limit."""
+    """A guarantee a tenant can choose; 0 means "not set" for every limit.
+
+    With limits per GiB (:data:`PER_GB`) a disk's floors and ceilings
+    depend on its size: :meth:`at` gives the fixed tier of one disk.
+    """
 
     name: str
     min_iops: float = 0.0
@@ -59,10 +72,39 @@ class Tier:
     max_iops: float = 0.0
     max_bytes_sec: float = 0.0
     weight: float = 1.0
+    min_iops_per_gb: float = 0.0
+    min_bytes_sec_per_gb: float = 0.0
+    max_iops_per_gb: float = 0.0
+    max_bytes_sec_per_gb: float = 0.0
+
+    def at(self, size_gib: float | None) -> 'Tier':
+        """This tier for a disk of ``size_gib`` GiB, limits all fixed.
+
+        Per kind (IOPS, bytes/s), as Cinder prices ``*_per_gb`` keys: the
+        floor is ``max(min, min_per_gb x size)``, at most ``max`` when
+        set; the ceiling ``max_per_gb x size``, at most ``max``, never
+        below the floor. A size unknown (None, or 0 GiB) counts as 1 GiB,
+        the least a volume has: its floor is about the tier's minimum.
+        """
+        if not any(getattr(self, f) for f in PER_GB):
+            return self
+        size = max(1.0, float(size_gib or 0))
+        fixed: dict[str, float] = {}
+        for kind in ('iops', 'bytes_sec'):
+            low, high = 'min_' + kind, 'max_' + kind
+            most = getattr(self, high) or math.inf
+            floor = min(most, max(getattr(self, low), size * getattr(
+                self, low + '_per_gb')))
+            ceiling = getattr(self, high + '_per_gb') * size
+            fixed[low] = floor
+            fixed[high] = (max(floor, min(ceiling, most)) if ceiling
+                           else getattr(self, high))
+        return dataclasses.replace(self, **fixed,
+                                   **dict.fromkeys(PER_GB, 0.0))
 
     def __post_init__(self) -> None:
         for field in ('min_iops', 'min_bytes_sec', 'max_iops',
-                      'max_bytes_sec'):
+                      'max_bytes_sec', *PER_GB):
             value = getattr(self, field)
             if not math.isfinite(value) or value < 0:
                 raise ValueError('tier %s: %s must be a finite number >= 0, '
@@ -71,7 +113,9 @@ class Tier:
             raise ValueError('tier %s: weight must be > 0, not %r'
                              % (self.name, self.weight))
         for low, high in (('min_iops', 'max_iops'),
-                          ('min_bytes_sec', 'max_bytes_sec')):
+                          ('min_bytes_sec', 'max_bytes_sec'),
+                          ('min_iops_per_gb', 'max_iops_per_gb'),
+                          ('min_bytes_sec_per_gb', 'max_bytes_sec_per_gb')):
             if getattr(self, high) and getattr(self, low) > getattr(self,
                                                                     high):
                 raise ValueError('tier %s: %s is above %s'

@@ -73,6 +73,8 @@ def view(disk: dict[str, Any], topology: bool = True) -> dict[str, Any]:
         'tier': tier.name if tier else None,
         'tier_source': disk['tier_source'],
         'tier_refused': disk.get('tier_refused'),
+        'size_gib': disk.get('size_gib'),
+        'size_refused': disk.get('size_refused'),
         'floor': {'min_iops': tier.min_iops if tier else 0.0,
                   'min_bytes_sec': tier.min_bytes_sec if tier else 0.0},
         'ceiling': {'max_iops': tier.max_iops if tier else 0.0,

@@ -28,7 +28,7 @@ from iotguard.policy import base
 
 DEFAULTS = {'description': '', 'min_iops': 0.0, 'min_bytes_sec': 0.0,
             'max_iops': 0.0, 'max_bytes_sec': 0.0, 'weight': 1.0,
-            'is_public': True}
+            'is_public': True, **dict.fromkeys(base.PER_GB, 0.0)}
 
 
 def view(tier: tiers.Tier, show_projects: bool) -> dict[str, Any]:

@@ -27,6 +27,7 @@ _TIER_PROPERTIES = {
     'min_bytes_sec': common.RATE,
     'max_iops': common.RATE,
     'max_bytes_sec': common.RATE,
+    **dict.fromkeys(base.PER_GB, common.RATE),
     'weight': {'type': 'number', 'exclusiveMinimum': 0, 'maximum': 1e6},
     'is_public': {'type': 'boolean'},
     'projects': {'type': 'array', 'items': common.PROJECT_ID,

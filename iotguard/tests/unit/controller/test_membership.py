@@ -34,19 +34,20 @@ def domain_of(membership, instance_uuid, dev):
 
 
 def server(uuid, host, volumes=(), root='/dev/vda', project='p1',
-           flavor_specs=None, metadata=None):
+           flavor_specs=None, metadata=None, disk_gib=20):
     return types.SimpleNamespace(
         id=uuid, compute_host=host, root_device_name=root,
         project_id=project,
-        flavor={'original_name': 'm1', 'extra_specs': flavor_specs or {}},
+        flavor={'original_name': 'm1', 'extra_specs': flavor_specs or {},
+                'disk': disk_gib},
         metadata=metadata or {},
         attached_volumes=[{'id': v, 'delete_on_termination': False}
                           for v in volumes])
 
 
-def volume(uuid, pool, attachments=(), volume_type='standard'):
+def volume(uuid, pool, attachments=(), volume_type='standard', size=10):
     return types.SimpleNamespace(
-        id=uuid, host=pool, volume_type=volume_type,
+        id=uuid, host=pool, volume_type=volume_type, size=size,
         attachments=[{'server_id': s, 'device': d, 'volume_id': uuid}
                      for s, d in attachments])
 
@@ -104,6 +105,9 @@ class FakeNotifier:
 
     def tier_refused(self, payload):
         self.sent.append(('refused', payload))
+
+    def disk_size_refused(self, payload):
+        self.sent.append(('size_refused', payload))
 
 
 class TestMembership(base.TestCase):
@@ -433,6 +437,63 @@ class TestMembership(base.TestCase):
         self.conn.servers[VM1] = server(VM1, 'cmp-1')
         m.refresh()
         self.assertEqual({}, self.asked('admitted'))
+
+    def floor(self, uuid, dev):
+        """The disk's floor (IOPS) and size as the database prices them."""
+        disk, = [d for d in self.db.disk_list(instance_uuid=uuid)
+                 if d['dev'] == dev]
+        return (disk['tier'] and disk['tier'].min_iops, disk['size_gib'],
+                disk['size_refused'])
+
+    def test_an_extended_volume_is_admitted_again_at_its_size(self):
+        # 10 IOPS per GiB on a pool of 1000 IOPS (4 KiB), 0.9 of it
+        # admissible.
+        fakes.add_domain(self.db, POOL, iops_4k=1000.0, bytes_sec=4e8,
+                         kind='cinder')
+        self.db.tier_create(fakes.tier('per-gib', min_iops=20.0,
+                                       min_iops_per_gb=10.0))
+        self.conn.types = {'standard': {}, 'iotguard-per-gib':
+                           {'iotguard:tier': 'per-gib'}}
+        self.conn.volumes[VOL1] = volume(VOL1, POOL, [(VM1, '/dev/vdb')],
+                                         volume_type='iotguard-per-gib')
+        notifier = FakeNotifier()
+        m = self.membership(notifier=notifier)
+        m.refresh()
+        self.assertEqual((100.0, 10, None), self.floor(VM1, 'vdb'))
+        # The root disk has its flavor's size (no tier: no floor).
+        self.assertEqual(20, self.floor(VM1, 'vda')[1])
+        # Extended to 60 GiB (Cinder's volume.resize.end): 600 IOPS fit.
+        self.conn.volumes[VOL1] = volume(VOL1, POOL, [(VM1, '/dev/vdb')],
+                                         volume_type='iotguard-per-gib',
+                                         size=60)
+        endpoint = membership.NotificationEndpoint(m)
+        endpoint.info({}, 'volume.cinder-1', 'volume.resize.end',
+                      {'volume_id': VOL1, 'size': 60, 'volume_attachment': [
+                          {'instance_uuid': VM1, 'volume_id': VOL1}]}, {})
+        self.assertEqual((600.0, 60, None), self.floor(VM1, 'vdb'))
+        # To 100 GiB: 1000 IOPS would be all of the pool. Refused: the
+        # disk keeps its 60 GiB floor, says why, notified once.
+        self.conn.volumes[VOL1] = volume(VOL1, POOL, [(VM1, '/dev/vdb')],
+                                         volume_type='iotguard-per-gib',
+                                         size=100)
+        with self.assertLogs('iotguard.controller.membership',
+                             'WARNING') as logs:
+            m.refresh_instance(VM1)
+            m.refresh()
+        self.assertEqual(1, len(logs.output))
+        floor, size, refused = self.floor(VM1, 'vdb')
+        self.assertEqual((600.0, 60), (floor, size))
+        self.assertEqual(100, refused['size_gib'])
+        self.assertIn('per-gib', refused['reason'])
+        self.assertEqual([('size_refused', {
+            'instance_uuid': VM1, 'dev': 'vdb', 'tier': 'per-gib',
+            'size_gib': 100, 'admitted_gib': 60, 'project_id': 'p1',
+            'reason': refused['reason']})],
+            [sent for sent in notifier.sent if sent[0] == 'size_refused'])
+        # Room made: the next resync admits the size.
+        self.db.domain_update(POOL, {'iops_4k': 3000.0})
+        m.refresh()
+        self.assertEqual((1000.0, 100, None), self.floor(VM1, 'vdb'))
 
     def test_volume_type_tier_per_volume_disk(self):
         self.conn.types = {'standard': {}, 'iotguard-gold':

@@ -146,3 +146,59 @@ class TestMakeDecisions(test_base.TestCase):
     def test_unequal_lengths(self):
         self.assertRaises(ValueError, base.make_decisions, ['d', 'e'],
                           [base.CAP], ['r'], [1.0], [1.0], [{}])
+
+
+def cinder_priced(per_gb, per_gb_min, most, size):
+    """Cinder's capacity-based QoS value of one key.
+
+    Its volume manager's arithmetic (``_parse_connection_options``),
+    ``most`` None: no ``_max`` key.
+    """
+    value = max(per_gb_min, per_gb * size)
+    return value if most is None else min(value, most)
+
+
+class TestTierPerGiB(test_base.TestCase):
+
+    def test_a_fixed_tier_is_the_same_at_any_size(self):
+        gold = base.Tier('gold', min_iops=100.0, max_iops=500.0)
+        for size in (None, 0, 1, 10 ** 6):
+            self.assertIs(gold, gold.at(size))
+
+    def test_floors_as_cinder_prices_its_per_gb_keys(self):
+        # gp2-like: 3 IOPS and 0.25 MiB/s per GiB, at least 100 IOPS,
+        # at most 16000 IOPS.
+        tier = base.Tier('gp', min_iops=100.0, max_iops=16000.0,
+                         min_iops_per_gb=3.0, min_bytes_sec_per_gb=262144.0)
+        for size in (1, 20, 33, 34, 1000, 5333, 5334, 16384):
+            at = tier.at(size)
+            self.assertEqual(cinder_priced(3.0, 100.0, 16000.0, size),
+                             at.min_iops, size)
+            self.assertEqual(cinder_priced(262144.0, 0.0, None, size),
+                             at.min_bytes_sec, size)
+            # The ceilings stay: no per-GiB ones.
+            self.assertEqual((16000.0, 0.0), (at.max_iops, at.max_bytes_sec))
+            self.assertEqual(0.0, at.min_iops_per_gb)
+        self.assertEqual(100.0, tier.at(None).min_iops)
+
+    def test_ceilings_per_gib_never_below_the_floor(self):
+        tier = base.Tier('t', min_iops=50.0, max_iops=1000.0,
+                         min_iops_per_gb=2.0, max_iops_per_gb=5.0,
+                         max_bytes_sec_per_gb=1e6)
+        self.assertEqual((50.0, 50.0), (tier.at(5).min_iops,
+                                        tier.at(5).max_iops))
+        self.assertEqual((200.0, 500.0), (tier.at(100).min_iops,
+                                          tier.at(100).max_iops))
+        self.assertEqual((1000.0, 1000.0), (tier.at(10 ** 4).min_iops,
+                                            tier.at(10 ** 4).max_iops))
+        self.assertEqual(3e6, tier.at(3).max_bytes_sec)
+        # An unknown size prices as 1 GiB (the least a volume has).
+        self.assertEqual(tier.at(1), tier.at(None))
+        self.assertEqual(tier.at(1), tier.at(0))
+
+    def test_bad_values_refused(self):
+        for bad in ({'min_iops_per_gb': -1.0},
+                    {'max_bytes_sec_per_gb': math.inf},
+                    {'min_iops_per_gb': math.nan},
+                    {'min_iops_per_gb': 5.0, 'max_iops_per_gb': 4.0}):
+            self.assertRaises(ValueError, base.Tier, 't', **bad)
