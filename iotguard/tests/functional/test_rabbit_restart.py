@@ -12,8 +12,9 @@
 
 """The agent and the controller survive a RabbitMQ restart mid-run.
 
-A private RabbitMQ node (its own name, ports, data and log directories
-under a temporary directory; never the machine's shared node on 5672) is
+A private RabbitMQ node (``rabbit.RabbitNode``: its own name, ports, data
+and log directories under a temporary directory; never the machine's
+shared node on 5672) is
 started for the test. The agent (simulated driver, real time) and the
 controller run over it as in the controller's RabbitMQ test: the noisy
 neighbour gets capped. Then the broker is stopped for longer than a lease
@@ -25,10 +26,7 @@ when no private node starts within 30 s.
 """
 
 import os
-import shutil
-import socket
 import subprocess
-import tempfile
 import time
 import uuid
 
@@ -38,75 +36,11 @@ from iotguard.agent import service as agent_service
 from iotguard.controller import service as controller_service
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
-from iotguard.tests.fixtures import ports
+from iotguard.tests.fixtures import rabbit
 from iotguard.tests.functional.controller import test_loop_rabbit as lr
 from iotguard.wire import rpc
 
-START_TIMEOUT_S = 30
 DOWN_S = lr.LEASE_S + 1.0
-
-
-def _listening(port):
-    try:
-        socket.create_connection(('127.0.0.1', port), timeout=1).close()
-        return True
-    except OSError:
-        return False
-
-
-class RabbitNode(fixtures.Fixture):
-    """A private RabbitMQ node on free loopback ports; ``.url``."""
-
-    def _setUp(self):
-        if not shutil.which('rabbitmq-server') or not shutil.which(
-                'rabbitmqctl'):
-            raise RuntimeError('rabbitmq-server is not installed')
-        self.dir = tempfile.mkdtemp(prefix='iotg-rmq-')
-        self.addCleanup(shutil.rmtree, self.dir, True)
-        os.chmod(self.dir, 0o755)
-        self.port, dist = ports.free_port(), ports.free_port()
-        self.node = 'iotg-%s@localhost' % uuid.uuid4().hex[:8]
-        config = os.path.join(self.dir, 'rabbitmq.conf')
-        plugins = os.path.join(self.dir, 'enabled_plugins')
-        with open(config, 'w') as f:
-            f.write('listeners.tcp.local = 127.0.0.1:%d\n' % self.port)
-        with open(plugins, 'w') as f:
-            f.write('[].\n')
-        for sub in ('mnesia', 'log'):
-            os.mkdir(os.path.join(self.dir, sub))
-        if os.geteuid() == 0:
-            # rabbitmq-server switches to the rabbitmq user by itself.
-            subprocess.run(['chown', '-R', 'rabbitmq:rabbitmq', self.dir],
-                           check=True)
-        self.env = dict(
-            os.environ, RABBITMQ_NODENAME=self.node,
-            RABBITMQ_DIST_PORT=str(dist), RABBITMQ_CONFIG_FILE=config,
-            RABBITMQ_ENABLED_PLUGINS_FILE=plugins,
-            RABBITMQ_MNESIA_BASE=os.path.join(self.dir, 'mnesia'),
-            RABBITMQ_LOG_BASE=os.path.join(self.dir, 'log'))
-        self.url = 'rabbit://guest:guest@127.0.0.1:%d/' % self.port
-        self.addCleanup(self.stop)
-        self.start()
-
-    def start(self):
-        subprocess.run(['rabbitmq-server', '-detached'], env=self.env,
-                       check=True, capture_output=True, timeout=30)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if _listening(self.port):
-                return
-            time.sleep(0.2)
-        raise RuntimeError('private RabbitMQ node %s did not listen on %d '
-                           'within %d s (logs in %s)' % (
-                               self.node, self.port, START_TIMEOUT_S,
-                               os.path.join(self.dir, 'log')))
-
-    def stop(self):
-        subprocess.run(['rabbitmqctl', '-n', self.node, 'stop'],
-                       env=self.env, capture_output=True, timeout=60)
-        deadline = time.monotonic() + 30
-        while _listening(self.port) and time.monotonic() < deadline:
-            time.sleep(0.2)
 
 
 class RabbitRestartTest(base.TestCase):
@@ -114,7 +48,7 @@ class RabbitRestartTest(base.TestCase):
     def setUp(self):
         super().setUp()
         try:
-            self.broker = self.useFixture(RabbitNode())
+            self.broker = self.useFixture(rabbit.RabbitNode())
         except (RuntimeError, OSError, subprocess.SubprocessError) as e:
             self.skipTest('no private RabbitMQ node: %s' % e)
         run = uuid.uuid4().hex[:10]
