@@ -17,7 +17,9 @@ disk (:mod:`iotguard.wire.rates`), one ``report_samples`` cast of the host's
 :class:`iotguard.wire.batch.Batch`, and one ``agent_heartbeat``. A counter
 that went backwards (reboot, re-attach) is reported as a gap and also
 marks the instance for a re-check of its cap, since the domain was
-likely rebuilt.
+likely rebuilt. With ``[agent] urgent_samples`` the batch marks the disks
+whose demand rose since the last pass (:func:`iotguard.wire.rates.rising`)
+so that the controller may act on them before its next round.
 """
 
 import collections.abc
@@ -63,6 +65,10 @@ class Sampler:
                             dict[base.Key, base.Disk],
                             npt.NDArray[np.intp] | None] = (
             [], batch_mod.Disks.of([]), {}, None)
+        self.urgent: bool = conf.agent.urgent_samples
+        # the last pass's read keys and rates, for rates.rising
+        self._before: tuple[list[base.Key], npt.NDArray[np.float64]] = (
+            [], np.zeros((len(rates.RATE_FIELDS), 0)))
         self._started_at = wall_clock()
         self._outage_since: float | None = None  # first failed report
 
@@ -80,7 +86,15 @@ class Sampler:
         self.table.prune(readings.keys)
         for i in np.flatnonzero(measured.gap == _RESET).tolist():
             self.manager.mark_dirty(listed.keys[i][0], 'counter reset')
-        return batch_mod.Batch.of_pass(timestamp, self._layout[1], measured)
+        urgent = None
+        if self.urgent:
+            # The same disks as the last pass (the steady state): compared
+            # row by row; after a change of the listing, from the next one.
+            if listed.keys == self._before[0]:
+                urgent = rates.rising(self._before[1], measured.rates)
+            self._before = (listed.keys, measured.rates)
+        return batch_mod.Batch.of_pass(timestamp, self._layout[1], measured,
+                                       urgent)
 
     def _listed(self, readings: rates.Readings,
                 disks: dict[base.Key, base.Disk]) -> rates.Readings:

@@ -36,6 +36,18 @@ OPTS: list[cfg.Opt] = [
                       'report_samples batch to the controllers; leases and '
                       're-applies after lifecycle events are checked at '
                       'the same pace.'),
+    cfg.BoolOpt('urgent_samples',
+                default=False,
+                help='Mark a disk urgent in the batch when its demand rose '
+                     'since the last sample (idle to busy, or its latency '
+                     'per operation doubled): the controller that owns its '
+                     'domain then decides the domain at once when the disk '
+                     'is short of its floor, instead of at the next round '
+                     '(``[controller] urgent_interval``). With '
+                     '``sample_interval = 1`` a floor is reclaimed within '
+                     'about a second. Needs controllers of controller RPC '
+                     'API 1.1 (this release): an older one refuses a '
+                     'batch that marks a disk urgent.'),
     cfg.StrOpt('state_file',
                default='/var/lib/iotguard/agent-caps.json',
                help='Where the agent keeps the caps it applied (one small '

@@ -22,6 +22,16 @@ OPTS: list[cfg.Opt] = [
                  help='Seconds between two decision rounds of a domain. '
                       'A sample older than three intervals is stale and '
                       'never acted on.'),
+    cfg.FloatOpt('urgent_interval',
+                 default=1.0, min=0.0,
+                 help='When an agent marks a disk urgent (``[agent] '
+                      'urgent_samples``) and that disk holds a floor it '
+                      'does not get, its domain is decided at once rather '
+                      'than at the next round: at most once per this many '
+                      'seconds per domain (a later urgent sample waits for '
+                      'the rest), never while a round runs. 0: urgent '
+                      'samples are stored like any other and wait for the '
+                      'round.'),
     cfg.StrOpt('default_policy',
                default='guarantee',
                choices=[('none', 'never cap (best effort)'),
@@ -72,11 +82,12 @@ OPTS: list[cfg.Opt] = [
     cfg.IntOpt('record_retention',
                default=24, min=1,
                help='Hours each disk\'s record (per minute: the seconds its '
-                    'floor was due and kept, capped, its mean rates and '
-                    'the reason of its cap; GET /v1/instances/{uuid}/'
-                    'disks/{dev}/record) is kept; one row of about 100 '
-                    'bytes per disk with a floor or a cap per minute, '
-                    '1,440 rows per such disk and day.'),
+                    'floor was due and kept, capped, its mean rates, its '
+                    'floor, its tightest cap and the reason of its cap; '
+                    'GET /v1/instances/{uuid}/disks/{dev}/record) is '
+                    'kept; one row per disk with a floor or a cap per '
+                    'minute, 1,440 rows per such disk and day, about '
+                    '280 kB with their indexes on PostgreSQL.'),
     cfg.FloatOpt('violation_latency_ms',
                  default=20.0, min=0.0,
                  help='A disk below its floor whose mean latency per '

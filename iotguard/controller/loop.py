@@ -42,6 +42,11 @@ controller can take over a domain at any round:
   (:func:`iotguard.policy.admission.overcommit`; report only: no tier is
   changed, nothing refused).
 
+Between rounds, a domain is decided at once when a disk an agent marked
+urgent (its demand rose) holds a floor it does not get
+(:meth:`DomainLoop.urgent`): the same collect -> decide -> act -> record,
+at most once per ``[controller] urgent_interval`` per domain.
+
 One domain failing (DB, policy, messaging) is logged and the others go on;
 its caps are then not renewed and lapse at their lease, back to the
 static limits.
@@ -71,6 +76,7 @@ from iotguard import policy as policy_mod
 from iotguard.policy import admission
 from iotguard.policy import base
 from iotguard.policy import estimator
+from iotguard.policy import guarantee
 from iotguard.wire import caps
 from iotguard.wire import rpcapi
 
@@ -85,6 +91,7 @@ _NO_TIER = base.Tier(name='')
 LEARN_WRITE_ROUNDS = 12
 
 Member = db_disks.Member
+Key = tuple[str, str]
 InForce = db_caps.InForce
 
 
@@ -136,6 +143,7 @@ class DomainLoop:
                  load_policy: Callable[..., base.Policy] = policy_mod.load
                  ) -> None:
         self.interval_s: float = conf.controller.decision_interval
+        self.urgent_s: float = conf.controller.urgent_interval
         self.default_policy = conf.controller.default_policy
         self.db = db
         self.store = store
@@ -151,11 +159,15 @@ class DomainLoop:
         self._states: dict[str, base.PolicyState | None] = {}
         # ... and what the DB holds of it, as last read or written here
         self._stored: dict[str, dict[str, Any] | None] = {}
+        # ... and the state object that is the serialised form of: a
+        # policy that returns the state it was given changed nothing
+        self._synced: dict[str, object] = {}
         self._uncalibrated: set[str] = set()
         self._seen: dict[str, float] = {}       # first round here
         self._learning: dict[str, estimator.State] = {}
         self._learned_rounds: collections.Counter[str] = collections.Counter()
         self._overcommitted: dict[str, bool] = {}   # last verdict given
+        self._urgent_at: dict[str, float] = {}   # last urgent decision
         self.max_commit_ratio: float = conf.admission.max_commit_ratio
 
     # -- the rounds ---------------------------------------------------------
@@ -209,6 +221,7 @@ class DomainLoop:
                               writes.policy_states))
             for name in writes.policy_states:
                 self._stored.pop(name, None)
+                self._synced.pop(name, None)
 
     def _disks(self, names: list[str], now: float
                ) -> tuple[dict[str, list[Member]], dict[int, InForce]]:
@@ -235,11 +248,55 @@ class DomainLoop:
             self._policies.pop(name, None)
             self._states.pop(name, None)
             self._stored.pop(name, None)
+            self._synced.pop(name, None)
             self.effects.forget(name)
             self._seen.pop(name, None)
             self._learning.pop(name, None)
             self._learned_rounds.pop(name, None)
             self._overcommitted.pop(name, None)
+            self._urgent_at.pop(name, None)
+
+    def urgent_due(self, name: str, now: float) -> float:
+        """When the domain may have its next urgent decision (<= now: now).
+
+        ``inf`` when urgent decisions are off (``urgent_interval`` 0).
+        """
+        if self.urgent_s <= 0:
+            return math.inf
+        return self._urgent_at.get(name, -math.inf) + self.urgent_s
+
+    def urgent(self, domain: admission.Domain, keys: Iterable[Key],
+               now: float) -> effects.RoundResult | None:
+        """Decide ``domain`` now if one of ``keys`` is short of its floor.
+
+        ``keys``: disks an agent marked urgent. None when nothing was
+        decided: not due yet (:meth:`urgent_due`), never decided here yet
+        (the first round reads the domain's state), uncalibrated, or no
+        disk of ``keys`` holds a floor it does not reach
+        (:func:`iotguard.policy.guarantee.short`). Else the round of the
+        domain alone (collect -> decide -> act -> record, written before
+        this returns). The caller never runs it beside a round.
+        """
+        name = domain.name
+        if (self.urgent_due(name, now) > now or name not in self._states
+                or not _calibrated(domain)):
+            return None
+        views = self._views[3] if self._views is not None else {}
+        disks = views.get(name)
+        if disks is None:
+            disks = self.db.domain_disks(name)
+        wanted = set(keys)
+        marked = [d for d in disks if (d.instance_uuid, d.dev) in wanted]
+        if not marked:
+            return None
+        columns = self.store.gather(
+            [(d.instance_uuid, d.dev) for d in marked], now)
+        if not guarantee.short(snapshot_of(
+                domain, self.interval_s, marked, [None] * len(marked),
+                columns)).any():
+            return None
+        self._urgent_at[name] = now
+        return self.run_once(domain, now, disks)
 
     def run_once(self, domain: admission.Domain, now: float,
                  disks: list[Member] | None = None,
@@ -303,6 +360,7 @@ class DomainLoop:
         the policy returns goes into ``writes`` when it changed.
         """
         if name not in self._states:
+            self._synced.pop(name, None)
             stored = self._stored[name] = self.db.domain_policy_state(name)
             try:
                 self._states[name] = policy.restore(
@@ -315,10 +373,16 @@ class DomainLoop:
                 self._states[name] = policy.restore(None)
         decisions, state = policy.decide(snapshot, self._states[name], now)
         self._states[name] = state
+        if name in self._synced and self._synced[name] is state:
+            # The state last serialised here, given back unchanged (a
+            # policy returns the state it was given when nothing in it
+            # moved): nothing to serialise or compare.
+            return decisions
         stored = {'policy': policy_name,
                   'state': None if state is None else state.to_dict()}
         if stored != self._stored.get(name):
             self._stored[name] = writes.policy_states[name] = stored
+        self._synced[name] = state
         return decisions
 
     def _learn(self, domain: admission.Domain, snapshot: base.DomainSnapshot,

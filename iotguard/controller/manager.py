@@ -43,7 +43,9 @@ of the reporting host is recorded in the host's ephemeral domain when
 ``register_local_disks`` is on and this controller owns that domain. The
 rest goes to the :class:`~iotguard.controller.samples.SampleStore`.
 Nothing a message holds can stop the service: every error is logged and
-the message dropped.
+the message dropped. The disks a stored batch marks urgent (RPC API 1.1)
+go, by domain, to ``on_urgent`` (the service decides those domains at
+once, :meth:`iotguard.controller.service.ControllerService.urgent`).
 """
 
 from collections.abc import Callable
@@ -122,13 +124,16 @@ class ControllerManager:
                  clock: Callable[[], float] = time.time,
                  owner_of: Callable[[str], str | None] | None = None,
                  forward: Callable[[str, list[Share]], None] | None = None,
-                 index: disk_index.DiskIndex | None = None) -> None:
+                 index: disk_index.DiskIndex | None = None,
+                 on_urgent: Callable[[dict[str, list[Key]]], None] | None = (
+                     None)) -> None:
         """The endpoint; ``owner_of`` and ``forward`` route batches.
 
         ``owner_of(domain)``: the member id owning it (None: unknown);
         ``forward(server, batches)``: casts ``store_samples`` there. Both
         None: nothing is routed (one controller). ``index``: the disk
         index shared with membership (None: one of its own).
+        ``on_urgent({domain: [key]})``: the urgent disks of a stored batch.
         """
         self.db = db
         self.index = index or disk_index.DiskIndex(db, clock)
@@ -136,6 +141,7 @@ class ControllerManager:
         self.owns = owns
         self.owner_of = owner_of
         self.forward = forward
+        self.on_urgent = on_urgent
         self._outbox: dict[str, list[Share]] = {}   # server -> to forward
         self._outbox_disks = 0
         self._outbox_since = 0.0
@@ -324,6 +330,15 @@ class ControllerManager:
         stored = self.store.add_batch(batch, received) if keep else 0
         self._count('stored', stored)
         self._count('dropped', len(keep) - stored)
+        if stored and self.on_urgent is not None and batch.urgent_rows():
+            keys = batch.keys()
+            urgent: dict[str, list[Key]] = {}
+            for i in batch.urgent_rows():
+                found = self.index.get(keys[i])
+                if found is not None:
+                    urgent.setdefault(found[0], []).append(keys[i])
+            if urgent:
+                self.on_urgent(urgent)
         return stored
 
     def _route(self, key: Key, host: str | None, volume_id: str | None,

@@ -19,11 +19,14 @@ membership listeners use oslo.messaging's ``threading`` executor; with
 coordination a thread sends the samples routed from here every
 ``FORWARD_S``; one thread runs :meth:`ControllerService.tick` every
 ``[controller] decision_interval``. A failing round is logged and the
-next one runs on time.
+next one runs on time. With ``[controller] urgent_interval`` above 0, one
+more thread decides at once the domains whose disks the agents marked
+urgent (:meth:`ControllerService.urgent`), never beside a round.
 """
 
 from collections.abc import Callable
 import functools
+import math
 import threading
 import time
 import typing
@@ -45,6 +48,7 @@ from iotguard.controller.sources import gnocchi as gnocchi_mod
 from iotguard.controller.sources import prometheus as prometheus_mod
 from iotguard.db import api as db_api
 from iotguard import metrics
+from iotguard.policy import admission
 from iotguard import service
 from iotguard.wire import rpc
 from iotguard.wire import rpcapi
@@ -99,6 +103,13 @@ class ControllerService:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._flusher: threading.Thread | None = None
+        # One decision at a time: a round, or one domain's urgent one.
+        self._deciding = threading.Lock()
+        self._domains: dict[str, admission.Domain] = {}  # owned, last round
+        # urgent disks by domain, waiting for the urgent thread
+        self._urgent: dict[str, set[manager_mod.Key]] = {}
+        self._urgent_ready = threading.Condition()
+        self._urgent_thread: threading.Thread | None = None
 
     def start(self) -> None:
         conf = self.conf
@@ -119,7 +130,9 @@ class ControllerService:
             clock=self._clock,
             owner_of=self.partition.owner_of if routed else None,
             forward=(functools.partial(controllers.store_samples, {})
-                     if routed else None))
+                     if routed else None),
+            on_urgent=(self.urgent if self._timer
+                       and conf.controller.urgent_interval > 0 else None))
         self.loop = loop_mod.DomainLoop(
             conf, self.db, self.store, rpcapi.AgentAPI(self.transport),
             self.notifier, clock=self._clock)
@@ -144,6 +157,11 @@ class ControllerService:
                                             name='iotguard-controller-loop',
                                             daemon=True)
             self._thread.start()
+        if self.manager.on_urgent is not None:
+            self._urgent_thread = threading.Thread(
+                target=self._run_urgent, name='iotguard-controller-urgent',
+                daemon=True)
+            self._urgent_thread.start()
         if routed:
             self._flusher = threading.Thread(
                 target=self._flush_forwards, name='iotguard-controller-route',
@@ -301,10 +319,58 @@ class ControllerService:
                 self.manager.index.refresh()
             self._poll_gnocchi(now)
             self._poll_prometheus(now)
-            self.last_results = self.loop.run(domains, now)
+            self._domains = {d.name: d for d in domains}
+            with self._deciding:
+                self.last_results = self.loop.run(domains, now)
         except Exception:
             LOG.exception('Decision round failed; retrying next interval')
         self.rounds.add(self.last_results, time.monotonic() - started)
+
+    def urgent(self, disks: dict[str, list[manager_mod.Key]]) -> None:
+        """Urgent disks by domain (an RPC thread): decided soon, not here."""
+        with self._urgent_ready:
+            for name, keys in disks.items():
+                self._urgent.setdefault(name, set()).update(keys)
+            self._urgent_ready.notify()
+
+    def _run_urgent(self) -> None:
+        """Decide the domains of urgent disks as soon as each is due.
+
+        A domain not due yet (``[controller] urgent_interval``) keeps its
+        urgent disks until it is; one owned by no round of this
+        controller, or none of whose urgent disks is short of its floor,
+        drops them (:meth:`~iotguard.controller.loop.DomainLoop.urgent`).
+        """
+        while not self._stop.is_set():
+            with self._urgent_ready:
+                wait = None
+                while not self._stop.is_set():
+                    now = self._clock()
+                    due = {name: self.loop.urgent_due(name, now)
+                           for name in self._urgent}
+                    ready = [n for n, at in due.items() if at <= now]
+                    if ready:
+                        break
+                    wait = min(due.values(), default=math.inf) - now
+                    self._urgent_ready.wait(None if math.isinf(wait)
+                                            else wait)
+                else:
+                    return
+                todo = {name: self._urgent.pop(name) for name in ready}
+            with self._deciding:
+                for name, keys in todo.items():
+                    domain = self._domains.get(name)
+                    if domain is None:
+                        continue
+                    try:
+                        result = self.loop.urgent(domain, keys,
+                                                  self._clock())
+                    except Exception:
+                        LOG.exception('Urgent decision of domain %s failed; '
+                                      'the next round decides it', name)
+                        continue
+                    if result is not None:
+                        LOG.debug('Urgent decision of %s: %s', name, result)
 
     def collect_metrics(self) -> list[metrics.Family]:
         """What Prometheus reads from this controller (:mod:`metrics`)."""
@@ -316,6 +382,8 @@ class ControllerService:
 
     def stop(self) -> None:
         self._stop.set()
+        with self._urgent_ready:
+            self._urgent_ready.notify()
         for server in (self.server, self.listener,
                        self.membership_listener):
             if server is not None:
@@ -325,6 +393,8 @@ class ControllerService:
             self._thread.join(timeout=60)
         if self._flusher is not None:
             self._flusher.join(timeout=5)
+        if self._urgent_thread is not None:
+            self._urgent_thread.join(timeout=60)
         self.partition.stop()
         if self.metrics_server is not None:
             self.metrics_server.shutdown()

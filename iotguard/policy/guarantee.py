@@ -64,6 +64,23 @@ from iotguard.policy import costmodel
 CAPACITY = 1.0
 
 
+def short(snapshot: base.DomainSnapshot) -> base.BoolArray:
+    """The disks that hold a floor and reach none of its figures.
+
+    A fresh sample under every floor its tier sets (IOPS, bytes/s; 0 is
+    none): what makes a disk whose demand rose worth a decision of its
+    domain before the round, whatever the domain's policy (the
+    controller's :meth:`~iotguard.controller.loop.DomainLoop.urgent` and
+    the simulator's fast path).
+    """
+    s = snapshot
+    iops, size = s.floor_iops > 0, s.floor_bytes_sec > 0
+    reached = (iops & (s.iops >= s.floor_iops)) | (
+        size & (s.bytes_sec >= s.floor_bytes_sec))
+    out: base.BoolArray = (iops | size) & ~reached & ~s.stale
+    return out
+
+
 @dataclasses.dataclass(eq=False)
 class Params:
     """The policy's parameters: default, bounds and meaning of each.
@@ -332,6 +349,21 @@ class Memory:
         # -1: the new disk's value, appended
         return (np.append(self.asked, math.nan)[at],
                 np.append(self.wanted, 0.0)[at])
+
+    def unless_changed(self, new: 'Memory') -> 'Memory':
+        """``self`` when ``new`` holds the same, else ``new``.
+
+        The controller serialises and stores a domain's memory only when
+        :meth:`~iotguard.policy.base.Policy.decide` returns another object
+        than it gave (:meth:`iotguard.controller.loop.DomainLoop._decide`).
+        """
+        same = (self.service == new.service
+                and self.cut_over_border == new.cut_over_border
+                and self.border == new.border
+                and self.disk_ids == new.disk_ids
+                and np.array_equal(self.asked, new.asked, equal_nan=True)
+                and np.array_equal(self.wanted, new.wanted))
+        return self if same else new
 
     def to_dict(self) -> dict[str, Any]:
         """The memory as JSON can hold it (``nan`` as ``null``).
@@ -696,8 +728,9 @@ class GuaranteePolicy(Params):
                        service_ratio=need.service or math.nan, border=border)
         if not (engaged or holding):
             return (self._relax(snap, loads, need.may_raise, numbers),
-                    Memory(need.service, memory.cut_over_border, border,
-                           snap.disk_ids, need.asked, np.zeros(len(snap))))
+                    memory.unless_changed(Memory(
+                        need.service, memory.cut_over_border, border,
+                        snap.disk_ids, need.asked, np.zeros(len(snap)))))
 
         # 4. demand estimate; 5. fair shares of what the domain can serve
         demand = estimate_demand(snap, loads, need, self)
@@ -720,8 +753,9 @@ class GuaranteePolicy(Params):
         return (self._decisions(snap, loads, tighten | loosen | move.release,
                                 move.release, move.new, numbers, extra,
                                 tighten, move.step),
-                Memory(need.service, move.cut_over_border, border,
-                       snap.disk_ids, need.asked, wanted))
+                memory.unless_changed(Memory(
+                    need.service, move.cut_over_border, border,
+                    snap.disk_ids, need.asked, wanted)))
 
     def _relax(self, snap: base.DomainSnapshot, loads: Loads,
                may_raise: base.BoolArray,

@@ -29,9 +29,15 @@ field, by position (:meth:`Batch.to_wire`)::
         "read_iops": [12.5, ...],    # ... every rate of RATES (null: none)
         "static_iops_sec": [500, ...],   # the static ceilings, 0: none
         "static_bytes_sec": [0, ...],
-        "timestamp": [...]}}         # only when the disks' times differ
+        "timestamp": [...],          # only when the disks' times differ
+        "urgent": [3, ...]}}         # only when some disk's demand rose
 
-Every list has one entry per disk. :func:`decode` is the one check of a
+Every list has one entry per disk but ``urgent``: the positions, in
+increasing order, of the disks whose demand rose since the host's last
+pass (:func:`iotguard.wire.rates.rising`; controller RPC API 1.1), on
+which the controller may decide their domain at once.
+
+:func:`decode` is the one check of a
 sample: it checks a whole batch at once (lengths, types, patterns, finite
 numbers in range) and returns a :class:`Batch` of NumPy columns; a batch
 with one bad value is refused whole. :meth:`Batch.to_wire` and
@@ -72,6 +78,8 @@ WIRE_LISTS = STRINGS + ('interval_s',) + RATES + CEILINGS
 #: A list of each disk's own time of reading, in a batch merged from
 #: several hosts' (:func:`merge`); else the batch's ``timestamp``.
 STAMPS = 'timestamp'
+#: The positions of the urgent disks (RPC API 1.1), when there are some.
+URGENT = 'urgent'
 
 _PATTERNS = {
     'instance_uuid': caps.DISK_SCHEMA['properties']['instance_uuid'][
@@ -177,6 +185,8 @@ class Batch:
     #: The batch's time of reading (the wire's ``timestamp``): the
     #: newest of :attr:`timestamp` in a merged batch.
     read_at: float = math.nan
+    #: Which disks are urgent (:data:`URGENT`); None: none.
+    urgent: npt.NDArray[np.bool_] | None = None
 
     def __len__(self) -> int:
         return len(self.instance_uuid)
@@ -193,17 +203,25 @@ class Batch:
             pick(self.instance_uuid), pick(self.dev), self.timestamp[index],
             self.interval_s[index], pick(self.gap), self.rates[:, index],
             self.static[:, index], pick(self.volume_id),
-            pick(self.project_id), self.read_at)
+            pick(self.project_id), self.read_at,
+            None if self.urgent is None else self.urgent[index])
+
+    def urgent_rows(self) -> list[int]:
+        """The positions of the urgent disks."""
+        return ([] if self.urgent is None
+                else np.flatnonzero(self.urgent).tolist())
 
     @classmethod
     def of_pass(cls, timestamp: float, disks: Disks,
-                measured: RateColumns) -> 'Batch':
+                measured: RateColumns,
+                urgent: npt.NDArray[np.bool_] | None = None) -> 'Batch':
         """An agent's pass: its disks and rates, read at ``timestamp``."""
         n = len(disks)
         return cls(disks.instance_uuid, disks.dev, np.full(n, timestamp),
                    measured.interval_s, measured.gap_names(),
                    measured.rates, disks.static, disks.volume_id,
-                   disks.project_id, timestamp)
+                   disks.project_id, timestamp,
+                   urgent if urgent is not None and urgent.any() else None)
 
     @classmethod
     def of_rows(cls, rows: collections.abc.Sequence[Row]) -> 'Batch':
@@ -243,6 +261,8 @@ class Batch:
                 np.int64).tolist()
         if len(self) and bool((self.timestamp != self.read_at).any()):
             out[STAMPS] = self.timestamp.tolist()
+        if self.urgent_rows():
+            out[URGENT] = self.urgent_rows()
         return {'timestamp': self.read_at, 'disks': out}
 
 
@@ -269,12 +289,16 @@ def merge(batches: collections.abc.Sequence[Batch]) -> Batch:
             getattr(b, name) for b in batches], axis=-1)
         return out
 
+    urgent = (np.concatenate([np.zeros(0, dtype=bool)] + [
+        np.zeros(len(b), dtype=bool) if b.urgent is None else b.urgent
+        for b in batches]) if any(b.urgent is not None for b in batches)
+        else None)
     return Batch(
         joined('instance_uuid'), joined('dev'), stacked('timestamp'),
         stacked('interval_s'), joined('gap'), stacked('rates', len(RATES)),
         stacked('static', len(CEILINGS)), joined('volume_id'),
         joined('project_id'),
-        max((b.read_at for b in batches), default=math.nan))
+        max((b.read_at for b in batches), default=math.nan), urgent)
 
 
 # -- decoding ---------------------------------------------------------------
@@ -364,7 +388,7 @@ def decode(wire: object) -> Batch:
     if type(stamp) not in (int, float) or not math.isfinite(stamp):
         raise _invalid('timestamp', 'not a finite number')
     disks = wire['disks']
-    unknown = set(disks) - set(WIRE_LISTS + (STAMPS,))
+    unknown = set(disks) - set(WIRE_LISTS + (STAMPS, URGENT))
     if unknown:
         raise _invalid('disks', 'unknown fields: %s' % ', '.join(
             sorted(map(str, unknown))))
@@ -385,4 +409,20 @@ def decode(wire: object) -> Batch:
     return Batch(
         strings['instance_uuid'], strings['dev'], stamps, interval,
         strings['gap'], measured, _ceilings(disks, n),
-        strings['volume_id'], strings['project_id'], float(stamp))
+        strings['volume_id'], strings['project_id'], float(stamp),
+        _urgent(disks, n))
+
+
+def _urgent(disks: dict[str, Any], n: int) -> npt.NDArray[np.bool_] | None:
+    """The urgent disks of :data:`URGENT` (positions), or None."""
+    if disks.get(URGENT) is None:
+        return None
+    rows = _list(disks, URGENT, None)
+    _typed(URGENT, rows, {int}, 'an integer', False)
+    if rows and not (0 <= rows[0] and rows[-1] < n and all(
+            a < b for a, b in zip(rows, rows[1:]))):
+        raise _invalid(URGENT, 'not increasing positions within [0, %d)'
+                       % n)
+    out = np.zeros(n, dtype=bool)
+    out[rows] = True
+    return out

@@ -316,3 +316,43 @@ class Table:
         for key in [k for k in self._slot if k not in kept]:
             self._free.append(self._slot.pop(key))
         self._keys = None
+
+
+#: A disk below this many operations per second is idle (:func:`rising`).
+IDLE_IOPS = 1.0
+#: A disk's demand rose when its latency per operation grew this many
+#: times over one interval, and by at least ``RISE_MS`` (:func:`rising`).
+RISE_RATIO = 2.0
+RISE_MS = 1.0
+
+
+def rising(before: npt.NDArray[np.float64], now: npt.NDArray[np.float64]
+           ) -> npt.NDArray[np.bool_]:
+    """Which disks' demand rose between two passes: the urgent ones.
+
+    ``before`` and ``now`` are two consecutive passes' :attr:`Columns.rates`
+    of the same disks, by position. A disk rose when it went from idle to
+    busy (under :data:`IDLE_IOPS` then at or above), or when its mean
+    latency per operation grew :data:`RISE_RATIO` times and by at least
+    :data:`RISE_MS` (its queue filled: a neighbour started, or it asks
+    for more than it gets). A gap on either side is never a rise. The
+    agent does not know the floors: the controller decides whether an
+    urgent disk is short of one (:func:`iotguard.policy.base.short`).
+    """
+    def ops_latency(r: npt.NDArray[np.float64]
+                    ) -> tuple[npt.NDArray[np.float64],
+                               npt.NDArray[np.float64]]:
+        ops = r[0] + r[1]
+        with np.errstate(divide='ignore', invalid='ignore'):
+            lat = np.where(ops > 0, (r[0] * r[4] + r[1] * r[5]) / ops, 0.0)
+        return ops, lat
+
+    ops0, lat0 = ops_latency(before)
+    ops1, lat1 = ops_latency(now)
+    with np.errstate(invalid='ignore'):
+        woke = (ops0 < IDLE_IOPS) & (ops1 >= IDLE_IOPS)
+        slower = (ops0 >= IDLE_IOPS) & (lat1 >= RISE_RATIO * lat0) & (
+            lat1 - lat0 >= RISE_MS)
+    out: npt.NDArray[np.bool_] = (woke | slower) & ~np.isnan(
+        before).any(axis=0) & ~np.isnan(now).any(axis=0)
+    return out

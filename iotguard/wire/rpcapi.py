@@ -32,6 +32,9 @@ Controller API (topic ``iotguard-controller``), version history:
   controller alone, ``server`` = its tooz member id); and
   ``agent_heartbeat(host, info)``, a fanout cast. A batch of samples is
   the wire form of :class:`iotguard.wire.batch.Batch`, in both methods.
+* 1.1 - A batch may mark some disks ``urgent`` (their demand rose): the
+  owner of their domain may decide it at once. An agent sends such a
+  batch as 1.1 (an older controller refuses it), any other as 1.0.
 """
 
 from typing import Any
@@ -42,7 +45,7 @@ from iotguard.wire import batch as batch_mod
 from iotguard.wire import rpc
 
 AGENT_RPC_API_VERSION = '1.0'
-CONTROLLER_RPC_API_VERSION = '1.0'
+CONTROLLER_RPC_API_VERSION = '1.1'
 
 #: An RPC request context (a plain dict) and a payload (plain dicts).
 Context = dict[str, Any]
@@ -89,8 +92,9 @@ class ControllerAPI:
     def report_samples(self, ctxt: Context, host: str,
                        samples: batch_mod.Batch) -> None:
         """One batch per host per interval, to one controller (routed)."""
-        self.client.prepare().cast(ctxt, 'report_samples', host=host,
-                                   samples=samples.to_wire())
+        version = '1.1' if samples.urgent is not None else '1.0'
+        self.client.prepare(version=version).cast(
+            ctxt, 'report_samples', host=host, samples=samples.to_wire())
 
     def store_samples(self, ctxt: Context, server: str,
                       batches: list[tuple[str | None, batch_mod.Batch]]
@@ -101,7 +105,9 @@ class ControllerAPI:
         ``server`` owns (controller to controller); ``host`` is None for
         the known disks of several hosts in one batch.
         """
-        self.client.prepare(server=server).cast(
+        version = '1.1' if any(b.urgent is not None
+                               for _host, b in batches) else '1.0'
+        self.client.prepare(server=server, version=version).cast(
             ctxt, 'store_samples', batches=[
                 (host, batch.to_wire()) for host, batch in batches])
 

@@ -107,6 +107,49 @@ class SamplerTest(test_base.TestCase):
         self.assertEqual('vol-1', second['vdb']['volume_id'])
         self.assertEqual(math.inf, second['vdb']['static_iops'])
 
+    def urgent_passes(self, a_reqs, a_times_ms):
+        """Three passes 1 s apart; A's writes and latency per pass."""
+        self.set_counters(B)
+        marked = []
+        reqs, times = getattr(self, 'a_counters', (0, 0))
+        for n, ms in zip(a_reqs, a_times_ms):
+            reqs, times = reqs + n, times + n * ms * 10 ** 6
+            self.a_counters = (reqs, times)
+            self.set_counters(A, wr_reqs=reqs, wr_bytes=reqs * 4096,
+                              wr_times=times)
+            batch = self.sampler.run_once()
+            marked.append([batch.dev[i] for i in batch.urgent_rows()])
+            self.advance(1.0)
+        return marked
+
+    def test_urgent_disks_idle_to_busy_or_queue_filling(self):
+        self.flags(urgent_samples=True, group='agent')
+        self.sampler = sampler.Sampler(self.conf, self.driver, self.mgr,
+                                       self.api, clock=self.clock,
+                                       wall_clock=self.wall)
+        # woke: idle one second, 50 writes the next
+        self.assertEqual([[], [], ['vda']],
+                         self.urgent_passes([0, 0, 50], [0, 0, 2]))
+        # its latency per write went from 2 to 9 ms: its queue filled
+        self.assertEqual([[], [], ['vda']],
+                         self.urgent_passes([50, 50, 40], [2, 2, 9]))
+        # steady, or slower by less than the ratio: not urgent
+        self.assertEqual([[], [], []],
+                         self.urgent_passes([50, 50, 50], [2, 3, 5]))
+        # what the controller reads: the positions, decoded
+        reqs, times = self.a_counters
+        self.set_counters(A, wr_reqs=reqs + 50,
+                          wr_bytes=(reqs + 50) * 4096,
+                          wr_times=times + 50 * 100 * 10 ** 6)
+        sent = self.sampler.run_once()
+        self.assertEqual([0], batch_mod.decode(sent.to_wire()).urgent_rows())
+
+    def test_no_urgent_disk_unless_asked(self):
+        self.assertEqual([[], [], []],
+                         self.urgent_passes([0, 0, 50], [0, 0, 2]))
+        self.assertNotIn('urgent', self.api.batches[-1][1].to_wire()[
+            'disks'])
+
     def test_one_batch_and_heartbeat_per_pass_all_valid(self):
         self.set_counters(A)
         self.set_counters(B)

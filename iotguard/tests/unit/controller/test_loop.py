@@ -655,6 +655,75 @@ class PolicyStateTest(LoopTestBase):
                          self.stored('quiet'))
 
 
+class UrgentTest(LoopTestBase):
+    """A domain decided at once for an urgent disk short of its floor."""
+
+    def setUp(self):
+        super().setUp()
+        self.flags(urgent_interval=1.0, group='controller')
+        self.loop = loop.DomainLoop(
+            self.conf, self.db, self.store, self.agents, self.notifier,
+            clock=lambda: T0, load_policy=lambda name, **p: self.scripted)
+        self.domain = fakes.add_domain(self.db, 'pool', policy='scripted')
+        self.floor = fakes.add_disk(self.db, 'pool', 'cn1', fakes.tier(
+            'gold', min_iops=100.0))
+        self.free = fakes.add_disk(self.db, 'pool', 'cn1')
+        self.keys = [(d['instance_uuid'], d['dev'])
+                     for d in (self.floor, self.free)]
+
+    def urgent(self, at, iops, keys=None):
+        """The floor-holder's sample at ``at``; an urgent call just after."""
+        self.feed(self.floor, at=at, iops=iops)
+        self.feed(self.free, at=at)
+        return self.loop.urgent(self.domain, keys or self.keys[:1],
+                                at + 0.01)
+
+    def test_short_of_its_floor_decides_now_at_most_once_a_second(self):
+        # nothing before the domain's first round here (its state is read
+        # at the round)
+        self.assertIsNone(self.urgent(T0 - 1, 10.0))
+        self.loop.run([self.domain], T0)
+        self.assertEqual(1, len(self.scripted.seen))
+        result = self.urgent(T0 + 1, 10.0)
+        self.assertEqual(('pool', 2, 0), (result.domain, result.disks,
+                                          result.stale))
+        self.assertEqual(2, len(self.scripted.seen))
+        snapshot, now = self.scripted.seen[-1]
+        self.assertEqual((T0 + 1.01, 10.0), (now, snapshot.iops[0]))
+        # the state goes on from the round's
+        self.assertEqual([None, 1], self.scripted.states)
+        # not again within urgent_interval, then again
+        self.assertIsNone(self.urgent(T0 + 1.5, 10.0))
+        self.assertEqual(T0 + 2.01, self.loop.urgent_due('pool', T0 + 1.5))
+        self.assertIsNotNone(self.urgent(T0 + 2.5, 10.0))
+        self.assertEqual(3, len(self.scripted.seen))
+
+    def test_not_for_a_floor_reached_or_a_disk_without_one(self):
+        self.feed(self.floor)
+        self.loop.run([self.domain], T0)
+        self.assertEqual(1, len(self.scripted.seen))
+        self.assertIsNone(self.urgent(T0 + 1, 100.0))
+        self.assertIsNone(self.urgent(T0 + 2.5, 10.0, keys=self.keys[1:]))
+        self.assertIsNone(self.loop.urgent(self.domain, [('unknown', 'vda')],
+                                           T0 + 4))
+        self.assertEqual(1, len(self.scripted.seen))
+        # a stale sample is not short: nothing is known of it
+        self.assertIsNone(self.loop.urgent(self.domain, self.keys[:1],
+                                           T0 + 60))
+
+    def test_off_with_urgent_interval_0(self):
+        self.flags(urgent_interval=0.0, group='controller')
+        self.loop = loop.DomainLoop(
+            self.conf, self.db, self.store, self.agents, self.notifier,
+            clock=lambda: T0, load_policy=lambda name, **p: self.scripted)
+        self.feed(self.floor)
+        self.loop.run([self.domain], T0)
+        self.assertEqual(1, len(self.scripted.seen))
+        self.assertEqual(math.inf, self.loop.urgent_due('pool', T0))
+        self.assertIsNone(self.urgent(T0 + 1, 10.0))
+        self.assertEqual(1, len(self.scripted.seen))
+
+
 class OvercommitTest(LoopTestBase):
     """Floors admitted on a profile the fit later finds too optimistic."""
 

@@ -77,6 +77,23 @@ class ManagerTest(ManagerFixture):
         self.assertEqual(1, self.manager.stats['foreign'])
         self.assertEqual(1, self.manager.stats['stored'])
 
+    def test_urgent_disks_of_owned_domains_go_to_on_urgent(self):
+        seen = []
+        self.manager.on_urgent = seen.append
+        other = fakes.add_disk(self.db, 'mine', 'cn1')
+        self.manager.index.refresh()
+        wire = self.batch(*[self.sample(d)
+                            for d in (self.mine, self.theirs, other)])
+        self.manager.report_samples({}, 'cn1', wire)
+        self.assertEqual([], seen)      # none marked
+        wire = self.batch(*[self.sample(d, timestamp=T0 - 0.2)
+                            for d in (self.mine, self.theirs, other)])
+        wire['disks']['urgent'] = [0, 1]
+        self.manager.report_samples({}, 'cn1', wire)
+        # theirs is not kept here: its owner hears of it
+        self.assertEqual([{'mine': [(self.mine['instance_uuid'], 'vda')]}],
+                         seen)
+
     def test_ownership_change_is_followed(self):
         self.owned.add('theirs')
         self.manager.report_samples({}, 'cn1', self.batch(

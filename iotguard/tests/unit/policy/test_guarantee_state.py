@@ -120,7 +120,7 @@ class TestMemory(test_base.TestCase):
         self.assertIsNone(guarantee.GuaranteePolicy(
             border_max=0.9).restore(data).border)
 
-    def test_decide_neither_changes_nor_keeps_the_state(self):
+    def test_decide_never_changes_the_state_and_keeps_it_when_same(self):
         policy = guarantee.GuaranteePolicy()
         snap = fakes.snapshot(
             fakes.disk('a', ops=60, latency_ms=200.0),
@@ -131,7 +131,15 @@ class TestMemory(test_base.TestCase):
         before = json.dumps(state.to_dict())
         again, after = policy.decide(snap, state, 105.0)
         self.assertEqual(before, json.dumps(state.to_dict()))
-        self.assertIsNot(state, after)
+        # nothing moved: the same object back (the controller then does
+        # not serialise it again)
+        self.assertIs(state, after)
+        calm = fakes.snapshot(fakes.disk('a', ops=1, latency_ms=1.0),
+                              fakes.disk('b', ops=1, latency_ms=1.0))
+        _decisions, moved = policy.decide(calm, state, 110.0)
+        self.assertIsNot(state, moved)
+        self.assertNotEqual(before, json.dumps(moved.to_dict()))
+        self.assertEqual(before, json.dumps(state.to_dict()))
         # the same call, the same answer: nothing kept in the policy
         self.assertEqual(again, policy.decide(snap, state, 105.0)[0])
         self.assertEqual(([], state), policy.decide(fakes.snapshot(), state,

@@ -247,6 +247,39 @@ def _valid(name, value):
     return value is None or _number(value) and 0 <= value <= caps.MAX_RATE
 
 
+class UrgentTest(base.TestCase):
+    """The disks a batch marks urgent: positions on the wire (API 1.1)."""
+
+    def urgent(self, *positions):
+        marked = np.zeros(3, dtype=bool)
+        marked[list(positions)] = True
+        return batch.Batch.of_pass(1000.0, batch.Disks.of([
+            (UUIDS[i], 'vda', None, 'p1', {}) for i in range(3)]),
+            rates.Columns(np.full(3, 1.0), np.zeros(3, np.int8),
+                          np.ones((len(batch.RATES), 3))), marked)
+
+    def test_positions_through_the_wire_take_and_merge(self):
+        sent = self.urgent(0, 2)
+        self.assertEqual([0, 2], sent.to_wire()['disks']['urgent'])
+        got = batch.decode(sent.to_wire())
+        self.assertEqual([0, 2], got.urgent_rows())
+        self.assertEqual([1], got.take(np.array([1, 2])).urgent_rows())
+        self.assertEqual([], got.take(np.array([1])).urgent_rows())
+        plain = batch.decode(wire())
+        self.assertIsNone(plain.urgent)
+        self.assertEqual([3, 5], batch.merge([plain, got]).urgent_rows())
+        self.assertIsNone(batch.merge([plain, plain]).urgent)
+        # none urgent: nothing on the wire, an older controller reads it
+        self.assertIsNone(self.urgent().urgent)
+        self.assertNotIn('urgent', self.urgent().to_wire()['disks'])
+
+    def test_bad_positions_refuse_the_batch(self):
+        for bad in ([3], [-1], [1, 1], [2, 0], [True], [0.0], 1, ['0']):
+            w = self.urgent(0).to_wire()
+            w['disks']['urgent'] = bad
+            self.assertRaises(exception.Invalid, batch.decode, w)
+
+
 class RouteTest(base.TestCase):
     """What a routing controller cuts and sends on."""
 

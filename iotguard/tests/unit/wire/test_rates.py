@@ -207,3 +207,32 @@ class TableTest(testtools.TestCase):
         self.assertEqual(dict(dict.fromkeys(rates.COUNTER_KEYS, 0),
                               rd_reqs=3), back['a'])
         self.assertEqual(dict.fromkeys(rates.COUNTER_KEYS, big), back['b'])
+
+
+class RisingTest(testtools.TestCase):
+    """Which disks' demand rose between two passes (the urgent ones)."""
+
+    @staticmethod
+    def rates_of(*disks):
+        """``(read_iops, write_iops, latency_ms)`` a disk -> Columns.rates."""
+        return np.array([[r, w, r * 4096, w * 4096, ms, ms]
+                         for r, w, ms in disks], dtype=np.float64).T
+
+    def test_woke_or_queue_filled(self):
+        before = self.rates_of((0, 0, 0), (0.5, 0, 1), (50, 0, 2),
+                               (0, 50, 2), (50, 50, 0.2), (0, 0, 0),
+                               (50, 0, 2))
+        now = self.rates_of((0, 5, 3), (0, 0.5, 1), (40, 0, 4.5),
+                            (0, 50, 3.9), (50, 50, 1.1), (0, 0, 0),
+                            (0, 0, 0))
+        # woke; idle still; latency x2.25; x1.95; +0.9 ms only; idle;
+        # went idle
+        self.assertEqual([True, False, True, False, False, False, False],
+                         rates.rising(before, now).tolist())
+
+    def test_a_gap_is_never_a_rise(self):
+        before = self.rates_of((0, 0, 0), (50, 0, 2))
+        now = self.rates_of((0, 50, 2), (50, 0, 20))
+        before[0, 0] = np.nan
+        now[5, 1] = np.nan
+        self.assertEqual([False, False], rates.rising(before, now).tolist())

@@ -12,7 +12,10 @@
 
 """The RPC clients: bounded retries, what they cast where."""
 
+import dataclasses
 from unittest import mock
+
+import numpy as np
 
 from iotguard.tests import base
 from iotguard.wire import batch as batch_mod
@@ -68,22 +71,37 @@ class ControllerAPITest(base.TestCase):
         return kw, args[1], cast_kw
 
     def test_report_samples_casts_the_wire_form_to_one_controller(self):
-        self.assertEqual('1.0', rpcapi.CONTROLLER_RPC_API_VERSION)
+        self.assertEqual('1.1', rpcapi.CONTROLLER_RPC_API_VERSION)
         kw, method, cast_kw = self.sent(self.api.report_samples, 'cn1',
                                         self.batch)
-        self.assertEqual(({}, 'report_samples'), (kw, method))
+        # a batch that marks no disk urgent is 1.0 (older controllers)
+        self.assertEqual(({'version': '1.0'}, 'report_samples'),
+                         (kw, method))
         self.assertEqual({'host', 'samples'}, set(cast_kw))
         self.assertEqual('cn1', cast_kw['host'])
         self.assertEqual(self.batch.to_wire(), cast_kw['samples'])
         self.assertEqual(self.batch.keys(),
                          batch_mod.decode(cast_kw['samples']).keys())
 
+    def test_a_batch_marking_a_disk_urgent_is_sent_as_1_1(self):
+        urgent = dataclasses.replace(self.batch, urgent=np.ones(1, bool))
+        kw, method, cast_kw = self.sent(self.api.report_samples, 'cn1',
+                                        urgent)
+        self.assertEqual(({'version': '1.1'}, 'report_samples'),
+                         (kw, method))
+        self.assertEqual([0], cast_kw['samples']['disks']['urgent'])
+        self.assertEqual([0], batch_mod.decode(
+            cast_kw['samples']).urgent_rows())
+        kw, _method, _kw = self.sent(self.api.store_samples, 'member-2',
+                                     [(None, self.batch), ('cn1', urgent)])
+        self.assertEqual('1.1', kw['version'])
+
     def test_store_samples_casts_the_shares_to_their_owner(self):
         kw, method, cast_kw = self.sent(self.api.store_samples, 'member-2',
                                         [(None, self.batch),
                                          ('cn1', self.batch)])
-        self.assertEqual(({'server': 'member-2'}, 'store_samples'),
-                         (kw, method))
+        self.assertEqual(({'server': 'member-2', 'version': '1.0'},
+                          'store_samples'), (kw, method))
         self.assertEqual([(None, self.batch.to_wire()),
                           ('cn1', self.batch.to_wire())],
                          cast_kw['batches'])
