@@ -44,12 +44,14 @@ import fixtures
 from oslo_config import cfg
 import oslo_messaging
 
+from iotguard.api.handlers import disk as disk_handler
 from iotguard.tests import base
 from iotguard.tests.fixtures import ceph as ceph_fixture
 from iotguard.tests.fixtures import cloud as cloud_fixture
 from iotguard.tests.fixtures import confs
 from iotguard.tests.fixtures import database
 from iotguard.tests.fixtures import deployment
+from iotguard.tests.fixtures import horizon as horizon_fixture
 from iotguard.tests.functional import test_osc_keystone
 from iotguard.wire import rpc
 
@@ -139,7 +141,7 @@ class TierEvents:
                 if p.get('instance_uuid') == server.id]
 
 
-class CloudTest(base.TestCase):
+class CloudTest(horizon_fixture.Browsing, base.TestCase):
 
     @classmethod
     def setUpClass(cls):
@@ -648,6 +650,80 @@ class CloudTest(base.TestCase):
                           log.read())
         self.assertEqual(FLOOR, self.disks(noisy)['vdb']['floor'][
             'min_bytes_sec'])
+
+    def test_horizon_instances_change_io_tier(self):
+        """Horizon's Instances table: "Change I/O tier" on a Nova server.
+
+        Horizon 27 with the plugin and its customization module, on the
+        cloud's Keystone; a project member's server booted through
+        nova-api; the member, in headless Chromium, opens Project >
+        Compute > Instances, the server's row actions, and changes its
+        tier: admitted (the API then has it), and refused with
+        admission's message (nothing changed).
+        """
+        why = horizon_fixture.unavailable()
+        if why:
+            self.skipTest(why)
+        identity = self.cloud.conn.identity
+        project = identity.create_project(name='horizon-demo',
+                                          domain_id='default')
+        self.addCleanup(identity.delete_project, project)
+        user = identity.create_user(name='horizon-demo', domain_id='default',
+                                    password=cloud_fixture.PASSWORD)
+        self.addCleanup(identity.delete_user, user)
+        identity.assign_project_role_to_user(project, user,
+                                             identity.find_role('member'))
+        member = self.cloud.connection(username='horizon-demo',
+                                       project_name='horizon-demo')
+        flavor = self.cloud.flavor('horizon-flavor', {
+            'quota:disk_total_bytes_sec': str(STATIC)})
+        server = member.compute.create_server(
+            name='horizon-server', flavor_id=flavor.id,
+            image_id=self.cloud.images['disk'], networks='none',
+            metadata={'iotg_bs': '64k', 'iotg_count': '1',
+                      'iotg_pause': '1'})
+        self.addCleanup(self.cloud.conn.compute.delete_server, server)
+        self.start_browsing(self.cloud.auth_url, cloud_fixture.PASSWORD)
+        member.compute.wait_for_server(server, wait=180)
+        self.assertTrue(wait_for(lambda: self.disks(server), 60))
+        # A floor the host's local storage keeps, and one it cannot.
+        self.api('PATCH', '/v1/domains/%s' % DOMAIN,
+                 {'iops_4k': 100000, 'bytes_sec': PROFILE_BYTES_SEC})
+        for name, floor in (('horizon-silver', MIB),
+                            ('horizon-platinum', PROFILE_BYTES_SEC)):
+            self.api('POST', '/v1/tiers', {'name': name,
+                                           'min_bytes_sec': floor},
+                     ok=(201,))
+
+        def change_tier(tier):
+            from selenium.webdriver.support import ui
+
+            self.open('/project/instances/')
+            row = 'tr[data-object-id="%s"]' % server.id
+            self.wait_text(row, 'horizon-server')
+            self.css(row + ' .dropdown-toggle').click()
+            action = self.css(row + ' a[id$="__action_iotguard_change_tier"]')
+            self.wait(lambda b: action.is_displayed())
+            if tier == 'horizon-silver':
+                self.screenshot('user', 'instances-action')
+            action.click()
+            self.wait(lambda b: self.css('.modal #id_tier', many=True))
+            ui.Select(self.css('.modal #id_tier')).select_by_value(tier)
+            self.css('.modal [type=submit]').click()
+
+        self.login('horizon-demo', '/project/instances/')
+        change_tier('horizon-silver')
+        self.wait_text('.alert-success', 'Server %s now has I/O tier '
+                       'horizon-silver' % server.id)
+        self.assertIn('/project/instances/', self.browser.current_url)
+        self.assertEqual(('horizon-silver', 'api'), (
+            self.disks(server)['vda']['tier'],
+            self.disks(server)['vda']['tier_source']))
+        change_tier('horizon-platinum')
+        self.wait_text('.modal .alert-danger',
+                       'Tier horizon-platinum does not fit in domain %s now'
+                       % disk_handler.domain_id(project.id, DOMAIN))
+        self.assertEqual('horizon-silver', self.disks(server)['vda']['tier'])
 
     def test_openstack_cli_by_server_name(self):
         """``openstack iotguard`` through Keystone, servers by Nova name.

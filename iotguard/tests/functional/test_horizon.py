@@ -14,11 +14,9 @@
 
 A throwaway Keystone (test_osc_keystone.Keystone) holds the catalog entry
 of iotguard-api (auth_strategy = keystone, on a migrated SQLite database
-seeded with a domain, disks, a cap and its decision); Horizon 27 from
-tools/install-horizon.sh (its own virtualenv) serves the plugin from this
-checkout (iotguard-dashboard/) with Django's runserver on a free loopback
-port, its local settings generated here; Chromium (Debian's chromium and
-chromium-driver) through Selenium logs in:
+seeded with a domain, disks, a cap and its decision); Horizon 27 serves
+the plugin from this checkout and Chromium through Selenium logs in
+(iotguard.tests.fixtures.horizon):
 
 * as a project member: Project > Compute > Disk I/O shows the project's
   disks (not another project's) with what the API says of them and the
@@ -34,9 +32,12 @@ chromium-driver) through Selenium logs in:
   decisions with their reasons; a tier the API refuses (floor above
   ceiling) is refused in the form with its message, then created.
 
-Horizon loads the plugin's customization module (HORIZON_CONFIG
-``customization_module``, "Change I/O tier" in the instances table) as
-the install guide has it: a module that failed would fail every page.
+Horizon loads the plugin's customization module ("Change I/O tier" in
+the instances table) through the plugin's settings snippet, as the
+install guide and the devstack plugin have it: a module that failed
+would fail every page.
+This Keystone has no Nova: the instances table's action is used on real
+servers by test_cloud's test_horizon_instances_change_io_tier.
 
 Screenshots are taken of each page; with IOTGUARD_SCREENSHOTS=<dir> (the
 docs use doc/source) they are saved as <dir>/user/dashboard-*.png and
@@ -45,10 +46,6 @@ docs use doc/source) they are saved as <dir>/user/dashboard-*.png and
 
 import datetime
 import functools
-import os
-import socket
-import subprocess
-import time
 
 import fixtures
 from testtools import content
@@ -57,22 +54,14 @@ from iotguard.api.handlers import disk
 from iotguard.db import records
 from iotguard.policy import admission
 from iotguard.tests import base
+from iotguard.tests.fixtures import horizon
 from iotguard.tests.functional import test_osc_keystone as keystone
-
-HORIZON_VENV = os.environ.get('IOTGUARD_HORIZON_VENV',
-                              '/opt/iotguard-horizon')
-CHROMEDRIVER = os.environ.get('IOTGUARD_CHROMEDRIVER',
-                              '/usr/bin/chromedriver')
-CHROMIUM = os.environ.get('IOTGUARD_CHROMIUM', '/usr/bin/chromium')
-PLUGIN = os.path.abspath(os.path.join(
-    os.path.dirname(__file__), '..', '..', '..', 'iotguard-dashboard'))
 
 DOMAIN = 'local:compute1'
 WEB = '5a0c6f3e-0d7a-4b53-9a7e-3f7f2d9b8c41'
 OTHER = '9d1f3b2c-6e4a-4f8b-8c7d-2a1b0c9d8e7f'
 REASON = ('guarantee: load 0.4000 above its fair share 0.3400, capped at '
           '0.3400 (floor 0.2000)')
-WAIT = 60
 #: web-1's vda's record, by minutes ago: capped for a quarter of an hour
 #: (at 2900 IOPS, from 3200), its floor partly missed before the cap came.
 RECORDED = range(49, 1, -1)
@@ -82,109 +71,14 @@ CAP_REASON = ('capped at 2900 IOPS and 11.9 MB/s: its storage was contended '
               'and it was doing 3200 IOPS and 13.1 MB/s, more than its fair '
               'share')
 
-# Horizon reads its local settings as the top-level package ``local``
-# (settings.py puts its own directory last on sys.path): the ``local``
-# package of this test's directory, first on PYTHONPATH, is the one it
-# reads, and the deployment's stays untouched. The plugin's enabled/
-# files join openstack_dashboard.local.enabled as a deployment's copies
-# would.
-LOCAL_SETTINGS = '''
-from openstack_dashboard.local import enabled as _enabled
-_enabled.__path__.append(%(enabled)r)
 
-DEBUG = True
-SECRET_KEY = %(secret)r
-ALLOWED_HOSTS = ['127.0.0.1']
-OPENSTACK_KEYSTONE_URL = %(keystone)r
-OPENSTACK_ENDPOINT_TYPE = 'publicURL'
-# Sessions in files: in a local-memory cache, django-compressor's entries
-# would soon cull them.
-SESSION_ENGINE = 'django.contrib.sessions.backends.file'
-SESSION_FILE_PATH = %(work)r
-# "Change I/O tier" in the instances table, as the install guide has it.
-from openstack_dashboard.settings import HORIZON_CONFIG
-HORIZON_CONFIG['customization_module'] = 'iotguard_dashboard.customization'
-CACHES = {'default': {
-    'BACKEND': 'django.core.cache.backends.locmem.LocMemCache'}}
-STATIC_ROOT = %(static)r
-MEDIA_ROOT = %(media)r
-LOGGING = {'version': 1, 'disable_existing_loggers': False,
-           'handlers': {'console': {'class': 'logging.StreamHandler'}},
-           'root': {'handlers': ['console'], 'level': 'WARNING'}}
-'''
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
-class Horizon(fixtures.Fixture):
-    """Horizon with the plugin on ``.url``, its log in ``.log``."""
-
-    def __init__(self, keystone_url):
-        super().__init__()
-        self.keystone_url = keystone_url
-
-    def _setUp(self):
-        work = self.useFixture(fixtures.TempDir()).path
-        os.makedirs(os.path.join(work, 'local'))
-        open(os.path.join(work, 'local', '__init__.py'), 'w').close()
-        with open(os.path.join(work, 'local', 'local_settings.py'),
-                  'w') as out:
-            out.write(LOCAL_SETTINGS % {
-                'enabled': os.path.join(PLUGIN, 'iotguard_dashboard',
-                                        'enabled'),
-                'secret': 'test-%d' % os.getpid(),
-                'keystone': self.keystone_url,
-                'static': os.path.join(work, 'static'),
-                'media': os.path.join(work, 'media'), 'work': work})
-        port = _free_port()
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join((work, PLUGIN)),
-                   DJANGO_SETTINGS_MODULE='openstack_dashboard.settings')
-        self.log = os.path.join(work, 'horizon.log')
-        with open(self.log, 'w') as log:
-            process = subprocess.Popen(
-                [os.path.join(HORIZON_VENV, 'bin', 'python'), '-m',
-                 'django', 'runserver', '--noreload', '127.0.0.1:%d' % port],
-                cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
-        self.addCleanup(process.wait, 10)
-        self.addCleanup(process.terminate)
-        self.url = 'http://127.0.0.1:%d' % port
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(('127.0.0.1', port), 1).close()
-                return
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError('Horizon did not start: %s'
-                                       % self.tail())
-                time.sleep(0.2)
-
-    def tail(self):
-        with open(self.log) as log:
-            return log.read()[-20000:]
-
-
-class TestHorizon(base.TestCase):
+class TestHorizon(horizon.Browsing, base.TestCase):
 
     def setUp(self):
         super().setUp()
-        missing = [what for what, path in (
-            ('Horizon (tools/install-horizon.sh)',
-             os.path.join(HORIZON_VENV, 'bin', 'python')),
-            ('Keystone (tools/install-keystone.sh)',
-             os.path.join(keystone.VENV, 'bin', 'keystone-manage')),
-            ('chromium-driver', CHROMEDRIVER), ('chromium', CHROMIUM))
-            if not os.path.exists(path)]
-        try:
-            import selenium  # noqa: F401
-        except ImportError:
-            missing.append('selenium (pip)')
-        if missing:
-            self.skipTest('not installed: %s' % ', '.join(missing))
+        why = horizon.unavailable()
+        if why:
+            self.skipTest(why)
         self.useFixture(fixtures.Timeout(240, gentle=True))
         keystone.iotguard_in_catalog(self)
         # The seeded rates stay fresh (three decision intervals) for the
@@ -194,10 +88,8 @@ class TestHorizon(base.TestCase):
         keystone.member(self, 'demo', 'demo')
         self.demo = self.admin.identity.find_project('demo').id
         self._seed()
-        self.horizon = self.useFixture(Horizon(self.keystone.url))
-        self.shots = os.environ.get('IOTGUARD_SCREENSHOTS') or (
-            self.useFixture(fixtures.TempDir()).path)
-        self.browser = self._browser()
+        self.start_browsing(self.keystone.url, keystone.PASSWORD)
+        self.addOnException(self._on_failure)
 
     def _seed(self):
         """A domain with room for gold but not platinum; a capped disk."""
@@ -246,80 +138,11 @@ class TestHorizon(base.TestCase):
             (2900.0 if ago in CAPPED else 3200.0) * 4096,
             CAP_REASON if ago in CAPPED else None) for ago in RECORDED])
 
-    def _browser(self):
-        from selenium import webdriver
-        from selenium.webdriver.chrome import service
-
-        options = webdriver.ChromeOptions()
-        options.binary_location = CHROMIUM
-        for argument in ('--headless=new', '--no-sandbox',
-                         '--disable-dev-shm-usage', '--disable-gpu',
-                         '--window-size=1500,1000'):
-            options.add_argument(argument)
-        browser = webdriver.Chrome(
-            options=options, service=service.Service(CHROMEDRIVER))
-        self.addCleanup(browser.quit)
-        browser.set_page_load_timeout(WAIT)
-        self.addOnException(self._on_failure)
-        return browser
-
     def _on_failure(self, exc_info):
         self.addDetail('api-requests', content.text_content(
             '\n'.join(self.api.seen)))
-        self.addDetail('horizon-log', content.text_content(
-            self.horizon.tail()))
-        try:
-            self.addDetail('page', content.text_content(
-                self.browser.find_element('tag name', 'body').text[-3000:]))
-        except Exception:
-            pass
 
-    # -- browser helpers -----------------------------------------------------
-
-    def wait(self, condition):
-        from selenium.webdriver.support import ui
-        return ui.WebDriverWait(self.browser, WAIT).until(condition)
-
-    def wait_text(self, css, text):
-        from selenium.webdriver.common import by
-        from selenium.webdriver.support import expected_conditions as ec
-        self.wait(ec.text_to_be_present_in_element((by.By.CSS_SELECTOR, css),
-                                                   text))
-
-    def css(self, selector, many=False):
-        from selenium.webdriver.common import by
-        find = (self.browser.find_elements if many
-                else self.browser.find_element)
-        return find(by.By.CSS_SELECTOR, selector)
-
-    def login(self, user, path):
-        """Log ``user`` in and land on ``path``.
-
-        Straight to the panel: Horizon's default page (Project >
-        Overview) needs Nova, which this cloud has not.
-        """
-        self.browser.delete_all_cookies()
-        self.browser.get(self.horizon.url + '/auth/login/?next=' + path)
-        self.css('#id_username').send_keys(user)
-        self.css('#id_password').send_keys(keystone.PASSWORD)
-        self.css('#loginBtn').click()
-        self.wait(lambda b: '/auth/login' not in b.current_url)
-        self.assertNotIn('Invalid credentials', self.browser.page_source)
-
-    def open(self, path):
-        self.browser.get(self.horizon.url + path)
-
-    def rows(self, table):
-        """``{row id: text}`` of a Horizon table's data rows."""
-        return {row.get_attribute('data-object-id'): row.text
-                for row in self.css('#%s tbody tr[data-object-id]' % table,
-                                    many=True)}
-
-    def screenshot(self, where, name):
-        directory = os.path.join(self.shots, where)
-        os.makedirs(directory, exist_ok=True)
-        self.assertTrue(self.browser.save_screenshot(
-            os.path.join(directory, 'dashboard-%s.png' % name)))
+    # -- helpers -------------------------------------------------------------
 
     def api_get(self, path):
         return self.admin.session.get(self.api.url + path).json()
@@ -343,9 +166,13 @@ class TestHorizon(base.TestCase):
         # (iotguard:disk:topology is the admin's).
         seen_as = disk.domain_id(self.demo, DOMAIN)
         self.assertNotIn(DOMAIN, self.browser.page_source)
-        for text in (seen_as, '3200 IOPS, 13.0 MB/s, 4.2 ms',
+        for text in (seen_as[:8] + '\u2026', '3200 IOPS, 13.0 MB/s, 4.2 ms',
                      'total 11.9 MB/s, total 2900 IOPS', REASON):
             self.assertIn(text, vda)
+        # shortened, whole in its tooltip
+        self.assertEqual(seen_as, self.css(
+            '#disks tr[data-object-id="%s-vda"] td[title]' % WEB
+        ).get_attribute('title'))
         self.assertIn('not sampled yet', vdb)
         tiers = self.rows('tiers')
         self.assertEqual({'bronze', 'gold', 'platinum'}, set(tiers))
@@ -408,6 +235,7 @@ class TestHorizon(base.TestCase):
         self.assertEqual(len(MISSED), len(bars('kept', 'missed')))
         self.assertIn('capped 60 s: ' + CAP_REASON, bars(
             'iops', 'capped')[0].get_attribute('textContent'))
+
         # gold's floor and the cap in force, as lines on the rates
         self.assertIn('floor now: 2000 IOPS', self.css(
             '#chart-iops line.floor').get_attribute('textContent'))
