@@ -83,7 +83,8 @@ def enforce(conf: cfg.ConfigOpts, db: db_api.Connection, instance_uuid: str,
         return
     owner = disks[0]['project_id']
     ref = placement.reference(conf.placement.unit_bytes_sec)
-    chosen = usage([dict(d, tier=db.tier_get(tier, owner)) for d in disks],
+    new = db.tier_get(tier, owner)
+    chosen = usage([dict(d, tier=new.at(d['size_gib'])) for d in disks],
                    ref)
     raised = chosen - usage(disks, ref)    # keeps the positive ones
     deltas = dict(raised)

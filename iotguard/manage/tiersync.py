@@ -19,12 +19,14 @@ in step"):
   ``iotguard:tier = T``, public or, for a private tier, private with
   access for exactly the tier's projects, associated with
 * a QoS spec ``<prefix>T`` (consumer ``both``): the ceilings as the
-  front-end keys ``total_iops_sec`` / ``total_bytes_sec`` and the floor and
-  ceiling as the back-end keys ``minIOPS`` / ``maxIOPS``;
+  front-end keys ``total_iops_sec`` / ``total_bytes_sec`` (a ceiling per
+  GiB as Cinder's capacity-based keys, :func:`wanted_qos_specs`) and the
+  floor and ceiling as the back-end keys ``minIOPS`` / ``maxIOPS``;
 
 and every flavor of ``[tiers] flavor_tiers`` gets ``iotguard:tier`` and the
 tier ceilings as ``quota:disk_*`` extra specs in the flavor's own form
-(:func:`wanted_flavor_specs`), never one libvirt refuses
+(:func:`wanted_flavor_specs`; a tier per GiB priced at the flavor's root
+disk size), never one libvirt refuses
 (:func:`iotguard.wire.caps.check_limits`), and, given a
 :class:`FloorRequest`, the tier's floor as ``resources:<class>=<units>``
 (Nova's scheduler asks Placement for it; doc/source/admin/scheduler.rst).
@@ -42,6 +44,7 @@ from collections.abc import Sequence
 import dataclasses
 import functools
 import logging
+import math
 import typing
 from typing import Any
 
@@ -55,6 +58,9 @@ TIER_KEY = 'iotguard:tier'
 FLAVOR_PREFIX = 'quota:disk_'
 #: iotune kind -> the tier field that is its ceiling.
 CEILINGS = {'iops_sec': 'max_iops', 'bytes_sec': 'max_bytes_sec'}
+#: Cinder's capacity-based QoS keys sync writes (or removes).
+PER_GB_KEYS = tuple('total_%s%s' % (kind, suffix) for kind in CEILINGS
+                    for suffix in ('_per_gb', '_per_gb_min'))
 #: Keys sync writes into a QoS spec besides the front-end iotune keys.
 BACK_END_KEYS = ('minIOPS', 'maxIOPS')
 #: Lists every volume type or flavor, public and private (admin).
@@ -168,11 +174,23 @@ def wanted_qos_specs(tier: Tier) -> Wanted:
     """QoS keys of a tier's QoS spec (None = must not be there).
 
     The spec is iotguard's: of the front-end iotune keys it has the
-    ``total_*`` ceilings only, never a read/write key next to them.
+    ``total_*`` ceilings only, never a read/write key next to them. A
+    ceiling per GiB is Cinder's ``total_*_per_gb`` (a whole number,
+    rounded up), with the tier's floor minimum as ``total_*_per_gb_min``
+    and its ``max_*`` as ``total_*_max``: what Cinder's volume manager
+    makes of them at a volume's size is the tier's ceiling there
+    (:meth:`iotguard.policy.base.Tier.at`).
     """
-    wanted = dict.fromkeys(caps.IOTUNE_KEYS)
+    wanted = dict.fromkeys(caps.IOTUNE_KEYS + PER_GB_KEYS)
     for kind, field in CEILINGS.items():
-        wanted['total_' + kind] = _limit(getattr(tier, field))
+        key, per_gb = 'total_' + kind, getattr(tier, field + '_per_gb')
+        if per_gb:
+            wanted[key + '_per_gb'] = str(math.ceil(per_gb))
+            wanted[key + '_per_gb_min'] = _limit(
+                getattr(tier, 'min' + field[3:]))
+            wanted[key + '_max'] = _limit(getattr(tier, field))
+        else:
+            wanted[key] = _limit(getattr(tier, field))
     wanted.update(minIOPS=_limit(tier.min_iops),
                   maxIOPS=_limit(tier.max_iops))
     return wanted
@@ -202,8 +220,8 @@ def _flavor_changes(conn: Any, flavor: Any, tier: Tier,
                     floor: FloorRequest | None) -> list[Change]:
     compute = conn.compute
     current = compute.fetch_flavor_extra_specs(flavor).extra_specs or {}
-    to_set, to_delete = _diff(current,
-                              wanted_flavor_specs(tier, current, floor))
+    to_set, to_delete = _diff(current, wanted_flavor_specs(
+        tier.at(flavor.disk), current, floor))
     result = dict(current, **to_set)
     for key in to_delete:
         del result[key]
@@ -271,10 +289,12 @@ def _qos_changes(conn: Any, name: str, tier: Tier) -> list[Change]:
             'QoS spec %s: consumer %s -> both' % (name, qos.consumer),
             lambda: storage.update_qos_spec(qos, consumer='both')))
     to_set, to_delete = _diff(qos.specs, wanted)
-    result = dict(qos.specs or {}, **to_set)
-    _check('QoS spec %s' % name, {k: _number(v) for k, v in result.items()
-                                  if k in caps.IOTUNE_KEYS and
-                                  k not in to_delete})
+    result = {k: v for k, v in dict(qos.specs or {}, **to_set).items()
+              if k not in to_delete}
+    # Cinder takes a per-GiB key's _max as its cap, not libvirt's burst.
+    _check('QoS spec %s' % name, {
+        k: _number(v) for k, v in result.items() if k in caps.IOTUNE_KEYS
+        and k.removesuffix('_max') + '_per_gb' not in result})
     if to_set:
         changes.append(Change(
             'QoS spec %s: set %s' % (name, _show(to_set)),

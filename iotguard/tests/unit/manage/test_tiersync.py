@@ -169,7 +169,7 @@ class FakeCloud:
     """Nova and Cinder in memory; ``services`` is the catalog."""
 
     def __init__(self, services=('compute', 'block-storage')):
-        self.flavors = {'m1.gold': _obj(name='m1.gold', extra_specs={
+        self.flavors = {'m1.gold': _obj(name='m1.gold', disk=20, extra_specs={
             'hw:cpu_policy': 'dedicated'})}
         self.types, self.qos, self.assoc, self.writes = {}, {}, {}, 0
         self.access, self.volumes, self.services = {}, [], services
@@ -190,7 +190,7 @@ class FakeCloud:
         self.writes += 1
 
     def flavor(self, name, **specs):
-        self.flavors[name] = _obj(name=name, extra_specs=specs)
+        self.flavors[name] = _obj(name=name, disk=20, extra_specs=specs)
         return self.flavors[name].extra_specs
 
 
@@ -506,6 +506,66 @@ class TierSyncTest(base.TestCase):
              'quota:disk_total_iops_sec=5000',
              'QoS spec iotguard-bronze: create, consumer both, '
              'minIOPS=100'], exc.done)
+
+
+class PerGiBTest(base.TestCase):
+    """A tier per GiB: Cinder's capacity-based keys, flavors priced."""
+
+    # gp2-like floors; a ceiling of 10 IOPS and 1 MiB/s per GiB, at most
+    # 16000 IOPS.
+    GP = tiers.Tier('gp', min_iops=100.0, min_iops_per_gb=3.0,
+                    max_iops=16000.0, max_iops_per_gb=10.0,
+                    max_bytes_sec_per_gb=1048576.5)
+
+    def test_qos_spec_per_gb_keys_price_as_the_tier(self):
+        cloud = FakeCloud()
+        tiersync.sync(cloud, [self.GP], {'m1.gold': 'gp'}, 'iotguard-')
+        specs = cloud.qos['iotguard-gp'].specs
+        self.assertEqual({'total_iops_sec_per_gb': '10',
+                          'total_iops_sec_per_gb_min': '100',
+                          'total_iops_sec_max': '16000',
+                          'total_bytes_sec_per_gb': '1048577',
+                          'minIOPS': '100', 'maxIOPS': '16000'}, specs)
+        # What Cinder's volume manager makes of them at a volume's size
+        # is the tier's ceiling there.
+        for size in (1, 5, 10, 999, 1600, 1601, 10000):
+            at = self.GP.at(size)
+            iops = min(max(int(specs['total_iops_sec_per_gb_min']),
+                           int(specs['total_iops_sec_per_gb']) * size),
+                       int(specs['total_iops_sec_max']))
+            self.assertEqual(at.max_iops, iops, size)
+            self.assertLessEqual(
+                at.max_bytes_sec,
+                int(specs['total_bytes_sec_per_gb']) * size)
+        # The flavor has the ceilings at its 20 GiB root disk.
+        flavor = cloud.flavors['m1.gold'].extra_specs
+        self.assertEqual(('200', '20971530'), (
+            flavor['quota:disk_total_iops_sec'],
+            flavor['quota:disk_total_bytes_sec']))
+        # Fixed again: the per-GiB keys go.
+        self.assertEqual([], tiersync.sync(cloud, [self.GP], {'m1.gold': 'gp'},
+                                           'iotguard-').changes)
+        fixed = dataclasses.replace(self.GP, max_iops_per_gb=0.0,
+                                    max_bytes_sec_per_gb=0.0)
+        tiersync.sync(cloud, [fixed], {'m1.gold': 'gp'}, 'iotguard-')
+        self.assertEqual({'total_iops_sec': '16000', 'minIOPS': '100',
+                          'maxIOPS': '16000'},
+                         cloud.qos['iotguard-gp'].specs)
+
+    def test_flavor_floor_request_at_its_root_disk(self):
+        self.flags(group='placement', enabled=True)
+        cloud = FakeCloud(services=('compute',))
+        tiersync.sync(cloud, [self.GP], {'m1.gold': 'gp'}, 'iotguard-',
+                      floor=placement.flavor_request(self.conf))
+        # 20 GiB x 3 IOPS is below the minimum: 100 IOPS, priced with
+        # 4 KiB operations: 100 + 100 * 4096 / 65536, rounded up.
+        self.assertEqual('107', cloud.flavors['m1.gold'].extra_specs[
+            'resources:CUSTOM_IOTGUARD_FLOOR'])
+        cloud.flavors['m1.gold'].disk = 200
+        tiersync.sync(cloud, [self.GP], {'m1.gold': 'gp'}, 'iotguard-',
+                      floor=placement.flavor_request(self.conf))
+        self.assertEqual('638', cloud.flavors['m1.gold'].extra_specs[
+            'resources:CUSTOM_IOTGUARD_FLOOR'])
 
 
 class FloorRequestTest(base.TestCase):
