@@ -62,6 +62,8 @@ Member = db_disks.Member
 InForce = db_caps.InForce
 #: A decision carried out: ``(disk, decision, decision id, old limits)``.
 Record = tuple[Member, base.Decision, int, Mapping[str, int]]
+#: What a round left: each disk's cap (None: none), the new caps' reasons.
+Capped = tuple[list[caps.Limits | None], dict[int, str]]
 
 
 @dataclasses.dataclass
@@ -183,12 +185,12 @@ class Effects:
     def act(self, name: str, policy_name: str, disks: list[Member],
             in_force: list[InForce | None], snapshot: base.DomainSnapshot,
             decisions: list[base.Decision], now: float, result: RoundResult,
-            writes: Writes) -> tuple[base.BoolArray, dict[int, str]]:
+            writes: Writes) -> Capped:
         """Plan the decisions, record the changes, cast them per host.
 
         The renewals sent are written to the database by :meth:`flush`.
-        Returns which disks are capped after the round and, for the caps
-        set or changed, the reason their tenant reads
+        Returns each disk's cap after the round (None: uncapped) and, for
+        the caps set or changed, the reason their tenant reads
         (:mod:`iotguard.controller.record`).
         """
         plan = plan_mod.plan(snapshot, decisions, in_force, now,
@@ -202,10 +204,11 @@ class Effects:
                         decision.reason, decision.disk_id)
         result.dropped += len(plan.dropped)
         olds = [c.limits if c else {} for c in in_force]
-        capped = np.array([c is not None for c in in_force], dtype=bool)
+        after: list[caps.Limits | None] = [
+            c.limits if c else None for c in in_force]
         reasons = {}
         for c in plan.changes:
-            capped[c.disk] = c.limits is not None
+            after[c.disk] = c.limits
             if c.limits is not None:
                 reasons[c.disk] = record_mod.cap_reason(
                     olds[c.disk], c.limits, snapshot.iops[c.disk],
@@ -293,7 +296,7 @@ class Effects:
             writes.renewed.extend(renewed)
             writes.renewing.append(result)
             result.renewed = len(renewed)
-        return capped, reasons
+        return after, reasons
 
     @staticmethod
     def _payload(domain: str, policy: str, record: Record) -> dict[str, Any]:
@@ -361,8 +364,7 @@ class Effects:
 
     def violations(self, name: str, disks: list[Member],
                    snapshot: base.DomainSnapshot, now: float,
-                   result: RoundResult,
-                   capped: tuple[base.BoolArray, dict[int, str]]) -> None:
+                   result: RoundResult, capped: Capped) -> None:
         """Notify the guarantees that start to be violated now.
 
         ``capped``: what :meth:`act` returned; with the violations it

@@ -14,7 +14,8 @@
 
 Per round and disk with fresh samples and a floor or a cap: the round's
 seconds, those its floor was due and kept (not a violation: delivered,
-or its demand met), those it was capped, its rates, and the reason of a
+or its demand met), those it was capped, its rates, the floor in force
+(the last round's), the tightest cap of the minute, and the reason of a
 cap set or changed, in plain words with this disk's own numbers only
 (never the domain's or another disk's). A minute is handed on for
 writing once it is over (:meth:`Recorder.closed`).
@@ -43,6 +44,15 @@ class _Open:
     ops: float = 0.0      # operations and bytes over the seconds
     byts: float = 0.0
     reason: str | None = None
+    floor_iops: float = 0.0    # 0: no floor of that kind
+    floor_bytes_sec: float = 0.0
+    cap_iops: float = math.inf   # inf: no cap of that kind
+    cap_bytes_sec: float = math.inf
+
+
+def _some(value: float) -> float | None:
+    """A floor or cap as the record stores it (None: none)."""
+    return float(value) if 0 < value < math.inf else None
 
 
 def _limits(limits: dict[str, int]) -> str:
@@ -76,11 +86,16 @@ class Recorder:
 
     def add(self, disks: list[db_disks.Member],
             snapshot: base.DomainSnapshot, violated: base.BoolArray,
-            floor: base.FloatArray, capped: base.BoolArray,
+            floor: base.FloatArray, limits: list[caps.Limits | None],
             reasons: dict[int, str], now: float) -> None:
-        """One round of a domain; ``reasons`` by the disk's index."""
+        """One round of a domain.
+
+        ``limits``: each disk's cap after the round (None: uncapped);
+        ``reasons`` by the disk's index.
+        """
         minute = int(now // MINUTE_S) * MINUTE_S
         s = self.interval_s
+        capped = np.array([c is not None for c in limits], dtype=bool)
         if self._why:
             for i in np.flatnonzero(~capped).tolist():
                 self._why.pop(disks[i].id, None)
@@ -99,6 +114,12 @@ class Recorder:
                 m.reason = self._why.get(disk_id)
             m.ops += float(snapshot.iops[i]) * s
             m.byts += float(snapshot.bytes_sec[i]) * s
+            m.floor_iops = float(snapshot.floor_iops[i])
+            m.floor_bytes_sec = float(snapshot.floor_bytes_sec[i])
+            m.cap_iops = min(m.cap_iops,
+                             caps.limit(limits[i], 'total_iops_sec'))
+            m.cap_bytes_sec = min(m.cap_bytes_sec,
+                                  caps.limit(limits[i], 'total_bytes_sec'))
 
     def closed(self, now: float) -> list[records.Minute]:
         """The minutes over by ``now``, taken out."""
@@ -110,5 +131,7 @@ class Recorder:
                 disk_id, datetime.datetime.fromtimestamp(
                     minute, datetime.timezone.utc).replace(tzinfo=None),
                 m.seconds, m.due, m.kept, m.capped, m.ops / m.seconds,
-                m.byts / m.seconds, m.reason and m.reason[:255]))
+                m.byts / m.seconds, m.reason and m.reason[:255],
+                _some(m.floor_iops), _some(m.floor_bytes_sec),
+                _some(m.cap_iops), _some(m.cap_bytes_sec)))
         return out

@@ -212,7 +212,9 @@ class DiskMinute(Base):
     """One minute of a disk's record: its floor kept, its cap and why.
 
     Seconds are those the controller saw fresh samples of; rates are their
-    means. Written for the disks with a floor or a cap in that minute.
+    means; the floor is the one in force in the minute's last round, the
+    cap the minute's tightest, in IOPS and bytes/s (null: none of that
+    kind). Written for the disks with a floor or a cap in that minute.
     """
 
     __tablename__ = 'disk_minutes'
@@ -228,6 +230,10 @@ class DiskMinute(Base):
     iops: Mapped[float] = mapped_column(sa.Double)
     bytes_sec: Mapped[float] = mapped_column(sa.Double)
     cap_reason: Mapped[str | None] = mapped_column(sa.String(255))
+    floor_iops: Mapped[float | None] = mapped_column(sa.Double)
+    floor_bytes_sec: Mapped[float | None] = mapped_column(sa.Double)
+    cap_iops: Mapped[float | None] = mapped_column(sa.Double)
+    cap_bytes_sec: Mapped[float | None] = mapped_column(sa.Double)
 
 
 class Cap(Base):

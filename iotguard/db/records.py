@@ -30,7 +30,8 @@ class Minute:
     ``seconds`` with fresh samples, of them ``floor_due_s`` with a floor,
     ``floor_kept_s`` where it was kept (delivered, or the demand met) and
     ``capped_s`` under a cap; the mean rates of those seconds; the reason
-    of the cap in plain words.
+    of the cap in plain words; the floor in force (the minute's last) and
+    the tightest cap of the minute, in IOPS and bytes/s (None: none).
     """
 
     disk_id: int
@@ -42,9 +43,18 @@ class Minute:
     iops: float
     bytes_sec: float
     cap_reason: str | None
+    floor_iops: float | None = None
+    floor_bytes_sec: float | None = None
+    cap_iops: float | None = None
+    cap_bytes_sec: float | None = None
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(Minute))
+
+
+def _tightest(a: float | None, b: float | None) -> float | None:
+    """The tighter of two caps (None: none)."""
+    return b if a is None else a if b is None else min(a, b)
 
 
 def add(session: orm.Session, minutes: Sequence[Minute]) -> None:
@@ -75,6 +85,9 @@ def add(session: orm.Session, minutes: Sequence[Minute]) -> None:
         for field in ('seconds', 'floor_due_s', 'floor_kept_s', 'capped_s'):
             setattr(row, field, getattr(row, field) + getattr(m, field))
         row.cap_reason = m.cap_reason or row.cap_reason
+        row.floor_iops, row.floor_bytes_sec = m.floor_iops, m.floor_bytes_sec
+        row.cap_iops = _tightest(row.cap_iops, m.cap_iops)
+        row.cap_bytes_sec = _tightest(row.cap_bytes_sec, m.cap_bytes_sec)
 
 
 def list_(session: orm.Session, instance_uuid: str, dev: str,

@@ -54,8 +54,8 @@ def disk_update_rates(db, instance_uuid, dev, sampled_at, **rates):
 
 def minute_add(db, instance_uuid, dev, minute, seconds=60.0,
                floor_due_s=60.0, floor_kept_s=60.0, capped_s=0.0,
-               iops=0.0, bytes_sec=0.0, cap_reason=None):
-    """Store one minute of one disk's record."""
+               iops=0.0, bytes_sec=0.0, cap_reason=None, **limits):
+    """Store one minute of one disk's record (``limits``: its floor, cap)."""
     found = [d for d in db.disk_list(instance_uuid=instance_uuid)
              if d['dev'] == dev]
     if not found:
@@ -63,4 +63,4 @@ def minute_add(db, instance_uuid, dev, minute, seconds=60.0,
                                  % (dev, instance_uuid))
     db.disk_minutes_add([records.Minute(
         found[0]['id'], minute, seconds, floor_due_s, floor_kept_s,
-        capped_s, iops, bytes_sec, cap_reason)])
+        capped_s, iops, bytes_sec, cap_reason, **limits)])

@@ -21,11 +21,13 @@ from iotguard.osc.v1 import common
 
 COLUMNS = (('minute', 'Minute'), ('floor_kept_ratio', 'Floor Kept'),
            ('capped_s', 'Capped (s)'), ('iops', 'IOPS'),
-           ('bytes_sec', 'Bytes/s'), ('cap_reason', 'Why Capped'))
+           ('bytes_sec', 'Bytes/s'), ('floor_iops', 'Floor IOPS'),
+           ('floor_bytes_sec', 'Floor Bytes/s'), ('cap_iops', 'Cap IOPS'),
+           ('cap_bytes_sec', 'Cap Bytes/s'), ('cap_reason', 'Why Capped'))
 
 
 class ShowDiskRecord(command.Lister):
-    """A disk's record: its floor kept and its caps, by the minute.
+    """A disk's record: its floor kept, its floor and caps, by the minute.
 
     The summary of the window (the share of seconds the floor was kept,
     the seconds capped) is logged before the table.

@@ -223,13 +223,22 @@ class TestOpenstackCLI(base.TestCase):
         minute = datetime.datetime(2026, 11, 28, 6, 0)
         dbrows.minute_add(self.db, instance, 'vda', minute,
                           floor_kept_s=45.0, capped_s=30.0, iops=400.0,
-                          cap_reason='capped at 300 IOPS: its own numbers')
+                          cap_reason='capped at 300 IOPS: its own numbers',
+                          floor_iops=100.0, cap_iops=300.0)
         window = ('--since', '2026-11-28T05:30:00Z', '--until',
                   '2026-11-28T06:30:00Z')
         out, _ = self.cli('disk', 'record', instance, 'vda', *window,
                           who=MEMBER)
         self.assertIn('Floor kept 75.0 % of 60 s due; capped 30 s', out)
         self.assertIn('capped at 300 IOPS: its own numbers', out)
+        out, _ = self.cli('disk', 'record', instance, 'vda', *window, '-f',
+                          'csv', *(x for column in ('Floor IOPS',
+                                                    'Floor Bytes/s',
+                                                    'Cap IOPS', 'Cap Bytes/s')
+                                   for x in ('-c', column)), who=MEMBER)
+        self.assertEqual(['"Floor IOPS","Floor Bytes/s","Cap IOPS",'
+                          '"Cap Bytes/s"', '100.0,"",300.0,""'],
+                         out.splitlines()[-2:])
         _, err = self.cli('disk', 'record', instance, 'vda', *window,
                           who=OTHER, ok=False)
         self.assertIn('404', err)

@@ -432,7 +432,8 @@ class APITests:
         minute = datetime.timedelta(minutes=1)
         dbrows.minute_add(self.db, A1, 'vda', T0, floor_kept_s=45.0,
                           capped_s=30.0, iops=400.0,
-                          cap_reason='capped at 300 IOPS: its own numbers')
+                          cap_reason='capped at 300 IOPS: its own numbers',
+                          floor_iops=100.0, cap_iops=300.0)
         dbrows.minute_add(self.db, A1, 'vda', T0 + minute)
         dbrows.minute_add(self.db, B1, 'vda', T0, floor_kept_s=1.0)
         path = '/v1/instances/%s/disks/vda/record' % A1
@@ -447,6 +448,9 @@ class APITests:
                                        for m in record['minutes']])
         self.assertEqual('capped at 300 IOPS: its own numbers',
                          record['minutes'][0]['cap_reason'])
+        self.assertEqual([(100.0, None, 300.0, None), (None,) * 4], [
+            (m['floor_iops'], m['floor_bytes_sec'], m['cap_iops'],
+             m['cap_bytes_sec']) for m in record['minutes']])
         # never where the disk lives nor another disk's numbers
         for leak in ('cn1', 'local:cn1', 'proj-b', 'disk_id', 'domain'):
             self.assertNotIn(leak, response.text)

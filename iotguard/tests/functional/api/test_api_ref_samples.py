@@ -230,9 +230,9 @@ class SamplesMatchTheAPI:
             min_iops=9000.0, max_iops=12000.0, weight=8.0,
             is_public=False), projects=[PROJECT])
         db.domain_create(DOMAIN, 'local', iops_4k=10000.0, bytes_sec=400e6)
-        for dev, volume in (('vda', None), ('vdb', VOLUME)):
+        for dev, volume, size in (('vda', None, 20), ('vdb', VOLUME, 100)):
             db.disk_upsert(INSTANCE, dev, 'compute1', DOMAIN, PROJECT,
-                           volume_id=volume)
+                           volume_id=volume, size_gib=size)
         dbrows.disk_update_rates(
             db, INSTANCE, 'vda', SAMPLED_AT, read_iops=2400.0,
             write_iops=800.0, read_bytes_sec=9.8e6, write_bytes_sec=3.2e6,
@@ -252,17 +252,19 @@ class SamplesMatchTheAPI:
                        SAMPLED_AT + datetime.timedelta(seconds=35),
                        self.decision_id)
         # Two minutes of vda's record: its floor kept, then capped.
-        for minute, kept, capped, iops, reason in (
-                (0, 60.0, 0.0, 2100.0, None),
+        for minute, kept, capped, iops, reason, cap in (
+                (0, 60.0, 0.0, 2100.0, None, {}),
                 (1, 55.0, 35.0, 3150.0,
                  'capped at 2900 IOPS and 11.9 MB/s: its storage was '
                  'contended and it was doing 3200 IOPS and 13.0 MB/s, more '
-                 'than its fair share')):
+                 'than its fair share', limits)):
             dbrows.minute_add(
                 db, INSTANCE, 'vda', datetime.datetime(2026, 11, 22, 3,
                                                        40 + minute),
                 floor_kept_s=kept, capped_s=capped, iops=iops,
-                bytes_sec=iops * 4096, cap_reason=reason)
+                bytes_sec=iops * 4096, cap_reason=reason, floor_iops=2000.0,
+                cap_iops=cap.get('total_iops_sec'),
+                cap_bytes_sec=cap.get('total_bytes_sec'))
         # Heard of now, so alive.
         db.agent_heartbeat('compute1', 'libvirt', version='1.0.0',
                            interval_s=5.0, disks=2, caps=1)

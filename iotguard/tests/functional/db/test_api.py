@@ -78,21 +78,31 @@ class DbApiTests:
         minute = datetime.timedelta(minutes=1)
         for k in range(3):
             dbrows.minute_add(self.db, UUID_A, 'vda', t0 + k * minute,
-                              floor_kept_s=50.0 + k, iops=100.0 * (k + 1))
+                              floor_kept_s=50.0 + k, iops=100.0 * (k + 1),
+                              floor_iops=100.0, floor_bytes_sec=4e6,
+                              cap_iops=None if k else 900.0,
+                              cap_bytes_sec=None if k else 3.5e7)
         got = self.db.disk_minutes(UUID_A, 'vda', t0 + minute, t0 + 3 * minute)
-        self.assertEqual([(t0 + minute, 51.0, 200.0),
-                          (t0 + 2 * minute, 52.0, 300.0)],
-                         [(m.minute, m.floor_kept_s, m.iops) for m in got])
-        # a second controller's share of a minute (a takeover) adds up
+        self.assertEqual([(t0 + minute, 51.0, 200.0, 100.0, 4e6, None, None),
+                          (t0 + 2 * minute, 52.0, 300.0, 100.0, 4e6, None,
+                           None)],
+                         [(m.minute, m.floor_kept_s, m.iops, m.floor_iops,
+                           m.floor_bytes_sec, m.cap_iops, m.cap_bytes_sec)
+                          for m in got])
+        # a second controller's share of a minute (a takeover) adds up,
+        # its floor the later, the tighter cap of each kind kept
         dbrows.minute_add(self.db, UUID_A, 'vda', t0, seconds=20.0,
                           floor_due_s=20.0, floor_kept_s=20.0, capped_s=10.0,
-                          iops=500.0, cap_reason='capped at 400 IOPS')
+                          iops=500.0, cap_reason='capped at 400 IOPS',
+                          floor_iops=150.0, cap_iops=400.0)
         first = self.db.disk_minutes(UUID_A, 'vda', t0, t0 + minute)[0]
         self.assertEqual((80.0, 80.0, 70.0, 10.0, 200.0,
-                          'capped at 400 IOPS'),
+                          'capped at 400 IOPS', 150.0, None, 400.0, 3.5e7),
                          (first.seconds, first.floor_due_s,
                           first.floor_kept_s, first.capped_s, first.iops,
-                          first.cap_reason))
+                          first.cap_reason, first.floor_iops,
+                          first.floor_bytes_sec, first.cap_iops,
+                          first.cap_bytes_sec))
         # another project's disk is not found, nor an unknown one
         self.assertRaises(exception.NotFound, self.db.disk_minutes, UUID_A,
                           'vda', t0, t0 + minute, project_id='proj-b')

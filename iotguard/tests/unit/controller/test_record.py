@@ -23,6 +23,7 @@ from iotguard.tests import base
 from iotguard.tests.unit.policy import fakes
 
 GOLD = base_policy.Tier('gold', min_iops=100.0)
+CAP = {'total_iops_sec': 300}
 T0 = 1_700_000_040.0      # a minute's start
 
 
@@ -42,10 +43,10 @@ class RecorderTest(base.TestCase):
                                               stale=True))
         self.floor = np.array([0.1, 0.0, 0.0, 0.1])
 
-    def round(self, now, violated=(False,) * 4, capped=(False, True) + (
-            False,) * 2, reasons=None):
+    def round(self, now, violated=(False,) * 4, capped=(None, CAP) + (
+            None,) * 2, reasons=None):
         self.recorder.add(members(1, 2, 3, 4), self.snap,
-                          np.array(violated), self.floor, np.array(capped),
+                          np.array(violated), self.floor, list(capped),
                           reasons or {}, now)
 
     def test_a_minute_closes_with_its_seconds(self):
@@ -65,12 +66,31 @@ class RecorderTest(base.TestCase):
                          (b.seconds, b.floor_due_s, b.floor_kept_s,
                           b.capped_s, b.cap_reason))
         self.assertEqual(400.0, b.iops)
+        # the floor in force (IOPS only: no bytes floor), the cap
+        self.assertEqual((100.0, None, None, None),
+                         (a.floor_iops, a.floor_bytes_sec, a.cap_iops,
+                          a.cap_bytes_sec))
+        self.assertEqual((None, None, 300.0, None),
+                         (b.floor_iops, b.floor_bytes_sec, b.cap_iops,
+                          b.cap_bytes_sec))
         self.assertEqual([], self.recorder.closed(T0 + 120))
+
+    def test_a_minute_keeps_its_tightest_cap(self):
+        eased = {'total_iops_sec': 600, 'total_bytes_sec': 8000000}
+        self.round(T0, capped=(None, eased, None, None))
+        self.round(T0 + 5)
+        self.round(T0 + 10, capped=(None, eased, None, None))
+        self.round(T0 + 60, capped=(None, eased, None, None))
+        got = sorted((m.minute, m.cap_iops, m.cap_bytes_sec)
+                     for m in self.recorder.closed(T0 + 120)
+                     if m.disk_id == 2)
+        self.assertEqual([[300.0, 8e6], [600.0, 8e6]],
+                         [limits for _minute, *limits in got])
 
     def test_the_reason_stays_while_capped_and_goes_with_the_cap(self):
         self.round(T0, reasons={1: 'capped at 300 IOPS: why'})
         self.round(T0 + 60)
-        self.round(T0 + 120, capped=(False,) * 4)
+        self.round(T0 + 120, capped=(None,) * 4)
         self.round(T0 + 180)
         # uncapped at T0 + 120 (no floor either: no minute), capped
         # again at T0 + 180 without a reason heard: none, not the old one
