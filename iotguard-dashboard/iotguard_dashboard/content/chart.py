@@ -14,10 +14,11 @@
 
 No JavaScript and nothing fetched from elsewhere (Horizon often runs
 where there is no internet): one bar per minute of the record (its mean
-rate, or the fraction of its floor kept) and, on the rates, the disk's
-floor and cap in force now as lines. A bar's title, which browsers show
-as its tooltip, has the minute's numbers. Times are in the user's time
-zone (Horizon's setting).
+rate, or the fraction of its floor kept) and, on the rates, the floor and
+the cap in force each minute as step lines (from an API whose record has
+no such fields: the disk's floor and cap in force now, as lines across).
+A bar's or a step's title, which browsers show as its tooltip, has its
+numbers. Times are in the user's time zone (Horizon's setting).
 """
 
 import dataclasses
@@ -57,6 +58,22 @@ class Mark:
 
 
 @dataclasses.dataclass(frozen=True)
+class Step:
+    """Minutes in a row with the same floor (or cap), as an SVG path.
+
+    Level across them, rising or falling from the minutes just before.
+    """
+
+    kind: str
+    title: str
+    path: str
+
+    @property
+    def colour(self):
+        return COLOURS[self.kind]
+
+
+@dataclasses.dataclass(frozen=True)
 class Tick:
     at: float
     label: str
@@ -71,6 +88,7 @@ class Chart:
     scale: list      # ticks up the left side
     times: list      # ticks along the bottom
     legend: list     # (kind, text)
+    steps: list = dataclasses.field(default_factory=list)
 
     left, top, width, height = LEFT, TOP, WIDTH, HEIGHT
     right, bottom = LEFT + WIDTH, TOP + HEIGHT
@@ -145,7 +163,8 @@ def _iops(value):
     return fmt.iops_and_bytes(value, 0, '0 IOPS')
 
 
-#: The rate charts: the record's field, the floor's and the cap's, how a
+#: The rate charts: the record's field (the minute's floor and cap are
+#: floor_<field> and cap_<field>), the disk's floor's and cap's, how a
 #: value reads, the title.
 RATES = (
     ('iops', 'min_iops', 'total_iops_sec', _iops, _('Rate (IOPS)')),
@@ -153,11 +172,59 @@ RATES = (
      _('Rate (MB/s)')))
 
 
+#: The step lines' tooltips.
+STEP_TITLES = {'floor': _('%(start)s to %(end)s: floor %(value)s'),
+               'cap': _('%(start)s to %(end)s: cap in force %(value)s')}
+
+
+def _steps(axis, minutes, kind, field, top, say):
+    """The floor or cap (``kind``) each minute had, as steps.
+
+    A minute without one (None) breaks the line, as does a minute missing
+    from the record.
+    """
+    runs = []     # [first minute, last minute, value]
+    for m in minutes:
+        value = m[field]
+        if value is None:
+            continue
+        run = runs[-1] if runs else None
+        if (run and run[2] == value
+                and _time(run[1]) + MINUTE == _time(m['minute'])):
+            run[1] = m['minute']
+        else:
+            runs.append([m['minute'], m['minute'], value])
+    steps, before = [], None    # the run before: its end and its y
+    for first, last, value in runs:
+        x0 = round(axis.x(first), 2)
+        x1 = round(axis.x(last) + axis.slot, 2)
+        y = _y(min(value, top), top)
+        path = ('M %s %s V %s' % (x0, before[1], y)
+                if before and before[0] == x0 else 'M %s %s' % (x0, y))
+        steps.append(Step(kind, str(STEP_TITLES[kind] % {
+            'start': clock(first), 'end': _clock(_time(last) + MINUTE),
+            'value': say(value)}), '%s H %s' % (path, x1)))
+        before = (x1, y)
+    return steps
+
+
 def _rates(axis, record, disk, key, floor_key, cap_key, say, title):
-    floor = disk['floor'][floor_key] or 0.0
-    cap = ((disk.get('cap') or {}).get('limits') or {}).get(cap_key) or 0.0
     minutes = record['minutes']
-    top = _top(max([m[key] for m in minutes] + [floor, cap]))
+    legend = [('rate', _('mean rate of the minute')),
+              ('capped', _('a minute under a cap'))]
+    lines, steps = [], []
+    # The floor and the cap in force each minute, where the API records
+    # them; otherwise those of now.
+    by_minute = bool(minutes) and 'floor_' + key in minutes[0]
+    if by_minute:
+        limits = [m[kind + '_' + key] or 0.0 for m in minutes
+                  for kind in ('floor', 'cap')]
+    else:
+        floor = disk['floor'][floor_key] or 0.0
+        cap = ((disk.get('cap') or {}).get('limits') or {}).get(
+            cap_key) or 0.0
+        limits = [floor, cap]
+    top = _top(max([m[key] for m in minutes] + limits))
     bars = []
     for m in minutes:
         text = _('%(time)s: %(rate)s') % {'time': clock(m['minute']),
@@ -168,20 +235,26 @@ def _rates(axis, record, disk, key, floor_key, cap_key, say, title):
                 'reason': m['cap_reason'] or fmt.NONE}
         bars.append(axis.bar('capped' if m['capped_s'] else 'rate',
                              str(text), m['minute'], m[key], top))
-    lines = []
-    legend = [('rate', _('mean rate of the minute')),
-              ('capped', _('a minute under a cap'))]
-    for kind, value, text in (
-            ('floor', floor, _('floor now: %s')),
-            ('cap', cap, _('cap in force now: %s'))):
-        if value:
-            text = str(text % say(value))
-            lines.append(Mark(kind, text, _y(value, top)))
-            legend.append((kind, text))
+    if by_minute:
+        for kind, text in (('floor', _('floor in force, by the minute')),
+                           ('cap', _('cap in force, by the minute'))):
+            kind_steps = _steps(axis, minutes, kind, kind + '_' + key, top,
+                                say)
+            if kind_steps:
+                steps += kind_steps
+                legend.append((kind + ' step', text))   # a solid swatch
+    else:
+        for kind, value, text in (
+                ('floor', floor, _('floor now: %s')),
+                ('cap', cap, _('cap in force now: %s'))):
+            if value:
+                text = str(text % say(value))
+                lines.append(Mark(kind, text, _y(value, top)))
+                legend.append((kind, text))
     return Chart(key, title, bars, lines,
                  [Tick(_y(v, top), str(say(v)) if v else '0')
                   for v in (0, top / 2, top)],
-                 axis.times(), legend)
+                 axis.times(), legend, steps)
 
 
 def _kept(axis, record):

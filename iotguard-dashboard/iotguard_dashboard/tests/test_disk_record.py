@@ -57,6 +57,8 @@ DISK_URL = reverse('horizon:project:iotguard_disks:disk',
 class ChartTests(helpers.TestCase):
 
     def test_bars_lines_and_scale(self):
+        # RECORD's minutes have no floor nor cap of their own (an API
+        # without them): the disk's of now, as lines.
         iops, mb, kept = chart.charts(RECORD, data.DISK)
         self.assertEqual(['iops', 'bytes_sec', 'kept'],
                          [c.slug for c in (iops, mb, kept)])
@@ -88,6 +90,47 @@ class ChartTests(helpers.TestCase):
                          [b.kind for b in kept.bars])
         self.assertEqual('03:41: floor kept 55 of 60 s (91.7 %)',
                          kept.bars[1].title)
+
+    def test_floor_and_cap_by_the_minute(self):
+        # An API that records each minute's floor and cap: step lines of
+        # what was in force then, not lines of now.
+        record = copy.deepcopy(RECORD)
+        for m, floor, cap in zip(record['minutes'],
+                                 (2000.0, 2000.0, 3000.0, 3000.0),
+                                 (None, 2900.0, 2900.0, None)):
+            m.update(floor_iops=floor, floor_bytes_sec=None, cap_iops=cap,
+                     cap_bytes_sec=None)
+        iops, mb, _kept = chart.charts(record, data.DISK)
+        self.assertEqual(([], []), (iops.lines, mb.lines))
+
+        def x(minute):
+            return round(chart.LEFT + minute * chart.WIDTH / 60, 2)
+
+        def y(iops):    # the scale's top: 3150 IOPS rounds up to 5000
+            return round(chart.TOP + chart.HEIGHT * (1 - iops / 5000), 2)
+
+        self.assertEqual([
+            # 2000 for two minutes, up to 3000 at 03:42; 03:43 is missing
+            ('floor', '03:40 to 03:42: floor 2000 IOPS',
+             'M %s %s H %s' % (x(40), y(2000), x(42))),
+            ('floor', '03:42 to 03:43: floor 3000 IOPS',
+             'M %s %s V %s H %s' % (x(42), y(2000), y(3000), x(43))),
+            ('floor', '03:44 to 03:45: floor 3000 IOPS',
+             'M %s %s H %s' % (x(44), y(3000), x(45))),
+            ('cap', '03:41 to 03:43: cap in force 2900 IOPS',
+             'M %s %s H %s' % (x(41), y(2900), x(43)))],
+            [(s.kind, s.title, s.path) for s in iops.steps])
+        self.assertEqual([('floor step', 'floor in force, by the minute'),
+                          ('cap step', 'cap in force, by the minute')],
+                         [(k, str(t)) for k, t in iops.legend[2:]])
+        # No floor nor cap in bytes/s those minutes: none drawn, not the
+        # disk's of now either.
+        self.assertEqual(([], 2), (mb.steps, len(mb.legend)))
+        svg = loader.render_to_string(
+            'iotguard_dashboard/project/_chart.html', {'chart': iops})
+        self.assertEqual(3, svg.count('<path class="step floor" d="M '))
+        self.assertIn('<title>03:41 to 03:43: cap in force 2900 IOPS</title>',
+                      svg)
 
     def test_a_disk_without_floor_nor_cap_has_no_lines(self):
         disk = dict(data.IDLE, floor={'min_iops': 0.0, 'min_bytes_sec': 0.0})
