@@ -31,6 +31,7 @@ from iotguard.api.handlers import root
 from iotguard.api.handlers import tier
 from iotguard.api.schemas import common as common_schema
 from iotguard.api import util
+from iotguard.db import api as db_api
 from iotguard import exception
 
 LOG = log.getLogger(__name__)
@@ -89,10 +90,9 @@ def _database_error(exc: Exception,
         return util.error_response(
             409, 'A concurrent request was changing the same records; '
                  'nothing was written. Try again.', request_id)
-    if isinstance(exc, (db_exc.DBConnectionError, sa_exc.OperationalError)):
-        # oslo.db translates errors on open connections; the first
-        # connect of an engine can fail with SQLAlchemy's own error.
-        LOG.error('Request %s: database unreachable: %s', request_id, exc)
+    away = db_api.unreachable(exc)
+    if away is not None:
+        LOG.error('Request %s: database unreachable: %s', request_id, away)
         return util.retry_later(
             'The database is unreachable; try again later.', request_id)
     return _internal_error(request_id)

@@ -202,8 +202,13 @@ class ControllerManager:
             self.db.agent_heartbeat(host[:255],
                                     str(info.get('driver', 'unknown'))[:64],
                                     **heartbeat_report(info))
-        except Exception:
-            LOG.exception('agent_heartbeat of %.255r failed', host)
+        except Exception as exc:
+            away = db_api.unreachable(exc)
+            if away is None:
+                LOG.exception('agent_heartbeat of %.255r failed', host)
+            else:
+                LOG.error('agent_heartbeat of %.255r failed: database '
+                          'unreachable (%s)', host, away)
 
     # -- internals ----------------------------------------------------------
 

@@ -322,8 +322,14 @@ class ControllerService:
             self._domains = {d.name: d for d in domains}
             with self._deciding:
                 self.last_results = self.loop.run(domains, now)
-        except Exception:
-            LOG.exception('Decision round failed; retrying next interval')
+        except Exception as exc:
+            away = db_api.unreachable(exc)
+            if away is None:
+                LOG.exception('Decision round failed; retrying next '
+                              'interval')
+            else:
+                LOG.error('Decision round failed: database unreachable '
+                          '(%s); retrying next interval', away)
         self.rounds.add(self.last_results, time.monotonic() - started)
 
     def urgent(self, disks: dict[str, list[manager_mod.Key]]) -> None:

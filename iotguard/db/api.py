@@ -31,6 +31,7 @@ import typing
 from typing import Concatenate
 
 from oslo_config import cfg
+from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 import sqlalchemy as sa
 from sqlalchemy import orm
@@ -150,3 +151,16 @@ class Connection:
 
     agent_heartbeat = _in('writer', agents.heartbeat)
     agent_list = _in('reader', agents.list_)
+
+
+def unreachable(exc: BaseException) -> str | None:
+    """What ``exc`` says in one line if the database is away, else None.
+
+    oslo.db translates the errors of open connections
+    (``DBConnectionError``); an engine's first connect fails with
+    SQLAlchemy's own ``OperationalError``. Either is an outage, not a bug:
+    a service says so in one line, without a traceback.
+    """
+    if isinstance(exc, (db_exc.DBConnectionError, sa.exc.OperationalError)):
+        return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return None

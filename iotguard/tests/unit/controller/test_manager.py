@@ -13,6 +13,7 @@
 import math
 
 import fixtures
+from oslo_db import exception as db_exc
 
 from iotguard.controller import disk_index
 from iotguard.controller import manager
@@ -331,6 +332,17 @@ class ManagerTest(ManagerFixture):
             raise RuntimeError('db down')
         self.db.agent_heartbeat = broken
         self.manager.agent_heartbeat({}, 'cn1', {'driver': 'x'})
+
+    def test_heartbeat_in_a_database_outage_is_one_line(self):
+        log = self.useFixture(fixtures.FakeLogger())
+
+        def broken(*args, **kw):
+            raise db_exc.DBConnectionError(Exception(
+                'connection refused\n\tIs the server running?'))
+        self.db.agent_heartbeat = broken
+        self.manager.agent_heartbeat({}, 'cn1', {'driver': 'x'})
+        self.assertEqual("agent_heartbeat of 'cn1' failed: database "
+                         "unreachable (connection refused)\n", log.output)
 
     def test_refresh_forgets_moved_disks(self):
         fakes.add_domain(self.db, 'x')     # moved by another process

@@ -15,6 +15,9 @@
 import time
 from unittest import mock
 
+import fixtures
+import sqlalchemy as sa
+
 from iotguard.controller import effects
 from iotguard.controller import loop
 from iotguard.controller import manager
@@ -95,6 +98,29 @@ class TickTest(base.TestCase):
         self.db.domain_list = broken
         self.svc.tick(T0)
         self.assertEqual([], self.svc.last_results)
+
+    def test_a_database_outage_is_one_line_per_round(self):
+        # what psycopg2 says through SQLAlchemy while PostgreSQL is down;
+        # a bug (any other error) keeps its traceback
+        log = self.useFixture(fixtures.FakeLogger())
+        outage = sa.exc.OperationalError(
+            'SELECT 1', {}, Exception(
+                'connection to server at "127.0.0.1", port 5432 failed: '
+                'Connection refused\n\tIs the server running on that '
+                'host?'))
+        for error in (outage, RuntimeError('a bug')):
+            def broken():
+                raise error
+            self.db.domain_list = broken
+            self.svc.tick(T0)
+        lines = log.output.splitlines()
+        self.assertIn('Decision round failed: database unreachable (',
+                      lines[0])
+        self.assertIn('Connection refused', lines[0])
+        self.assertEqual('Decision round failed; retrying next interval',
+                         lines[1])
+        self.assertIn('Traceback', lines[2])
+        self.assertEqual(1, log.output.count('Traceback'))
 
 
 class SourcesWiringTest(base.TestCase):
