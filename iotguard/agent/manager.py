@@ -293,13 +293,21 @@ class StateFile:
             return
         data = {'%s/%s' % key: cap.to_wire() for key, cap in held.items()}
         directory = os.path.dirname(os.path.abspath(self.path))
+        written = None
         try:
             os.makedirs(directory, exist_ok=True)
             with tempfile.NamedTemporaryFile('w', dir=directory,
                                              delete=False) as f:
+                written = f.name
                 json.dump(data, f)
-            os.replace(f.name, self.path)
+            os.replace(written, self.path)
         except OSError as e:
+            if written is not None:
+                # a full disk: no temporary file left behind each time
+                try:
+                    os.unlink(written)
+                except OSError:
+                    pass
             LOG.warning('Cannot write %s: %s; after a restart the caps '
                         'will not be provable', self.path, e)
 

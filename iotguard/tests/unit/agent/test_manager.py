@@ -11,6 +11,7 @@
 # under the License.
 
 import json
+import os
 from unittest import mock
 
 import fixtures
@@ -280,6 +281,18 @@ class RecoverTest(ManagerTestCase):
 
 
 class StateTest(ManagerTestCase):
+
+    def test_a_failed_save_leaves_no_temporary_file(self):
+        # a full disk: the write fails, the state file stays as it was
+        path = self.useFixture(fixtures.TempDir()).path
+        store = manager.StateFile(path + '/state.json')
+        store.save({})
+        full = OSError(28, 'No space left on device')
+        with mock.patch.object(manager.json, 'dump', side_effect=full):
+            for _ in range(3):
+                store.save({A: caps.Cap.from_wire(cap(total_iops_sec=200))})
+        self.assertEqual(['state.json'], os.listdir(path))
+        self.assertEqual({}, store.load())
 
     def test_get_state(self):
         self.mgr.apply_caps({}, [cap(total_iops_sec=200)])
