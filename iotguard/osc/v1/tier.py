@@ -27,7 +27,11 @@ COLUMNS = (('name', 'Name'), ('min_iops', 'Min IOPS'),
            ('min_bytes_sec', 'Min Bytes/s'), ('max_iops', 'Max IOPS'),
            ('max_bytes_sec', 'Max Bytes/s'), ('weight', 'Weight'),
            ('is_public', 'Public'))
-LONG_COLUMNS = COLUMNS + (('description', 'Description'),
+LONG_COLUMNS = COLUMNS + (('min_iops_per_gb', 'Min IOPS/GiB'),
+                          ('min_bytes_sec_per_gb', 'Min Bytes/s/GiB'),
+                          ('max_iops_per_gb', 'Max IOPS/GiB'),
+                          ('max_bytes_sec_per_gb', 'Max Bytes/s/GiB'),
+                          ('description', 'Description'),
                           ('projects', 'Projects'))
 SHOW_COLUMNS = LONG_COLUMNS + (('created_at', 'Created At'),
                                ('updated_at', 'Updated At'))
@@ -35,6 +39,16 @@ NUMBERS = (('min_iops', 'Floor: I/O operations per second'),
            ('min_bytes_sec', 'Floor: bytes per second'),
            ('max_iops', 'Ceiling: I/O operations per second (0: none)'),
            ('max_bytes_sec', 'Ceiling: bytes per second (0: none)'),
+           ('min_iops_per_gb', 'Floor per GiB of the disk: I/O operations '
+            'per second (0: none); a disk gets the larger of it times its '
+            'size and --min-iops, at most --max-iops'),
+           ('min_bytes_sec_per_gb', 'Floor per GiB of the disk: bytes per '
+            'second (0: none), as --min-iops-per-gb'),
+           ('max_iops_per_gb', 'Ceiling per GiB of the disk: I/O '
+            'operations per second (0: none), at most --max-iops, never '
+            'below the floor'),
+           ('max_bytes_sec_per_gb', 'Ceiling per GiB of the disk: bytes '
+            'per second (0: none), as --max-iops-per-gb'),
            ('weight', 'Share of the spare capacity, relative (> 0)'))
 
 
@@ -54,12 +68,16 @@ def _add_tier_options(parser: argparse.ArgumentParser) -> None:
 #: What ``tier unset`` sends: the values of a tier created without them.
 UNSET: dict[str, str | float] = {
     'description': '', 'min_iops': 0.0, 'min_bytes_sec': 0.0,
-    'max_iops': 0.0, 'max_bytes_sec': 0.0, 'weight': 1.0}
+    'max_iops': 0.0, 'max_bytes_sec': 0.0, 'weight': 1.0,
+    'min_iops_per_gb': 0.0, 'min_bytes_sec_per_gb': 0.0,
+    'max_iops_per_gb': 0.0, 'max_bytes_sec_per_gb': 0.0}
 #: Flags of ``tier unset`` that stand for several fields.
-UNSET_GROUPS = (('floor', ('min_iops', 'min_bytes_sec'),
-                 'Both floors (no guaranteed rate)'),
-                ('ceiling', ('max_iops', 'max_bytes_sec'),
-                 'Both ceilings (no limit)'))
+UNSET_GROUPS = (('floor', ('min_iops', 'min_bytes_sec', 'min_iops_per_gb',
+                           'min_bytes_sec_per_gb'),
+                 'Every floor, per GiB too (no guaranteed rate)'),
+                ('ceiling', ('max_iops', 'max_bytes_sec', 'max_iops_per_gb',
+                             'max_bytes_sec_per_gb'),
+                 'Every ceiling, per GiB too (no limit)'))
 
 
 def _projects(command: command.Command, args: argparse.Namespace) -> list[str]:

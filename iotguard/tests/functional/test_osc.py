@@ -118,6 +118,22 @@ class TestOpenstackCLI(base.TestCase):
     def json(self, *args, who=ADMIN):
         return json.loads(self.cli(*(args + ('-f', 'json')), who=who)[0])
 
+    def test_tier_per_gib(self):
+        created = self.json('tier', 'create', 'gp', '--min-iops', '100',
+                            '--min-iops-per-gb', '3', '--max-iops', '16000',
+                            '--max-bytes-sec-per-gb', '1048576')
+        self.assertEqual((100.0, 3.0, 16000.0, 1048576.0), (
+            created['Min IOPS'], created['Min IOPS/GiB'],
+            created['Max IOPS'], created['Max Bytes/s/GiB']))
+        _, err = self.cli('tier', 'set', 'gp', '--min-iops-per-gb', '-1',
+                          ok=False)
+        self.assertIn('min_iops_per_gb', err)
+        self.cli('tier', 'unset', 'gp', '--ceiling')
+        shown = self.json('tier', 'show', 'gp')
+        self.assertEqual((3.0, 0.0, 0.0), (
+            shown['Min IOPS/GiB'], shown['Max IOPS'],
+            shown['Max Bytes/s/GiB']))
+
     def test_tiers_instances_and_decisions(self):
         # Tier CRUD as the admin.
         created = self.json('tier', 'create', 'gold', '--min-iops', '2000',

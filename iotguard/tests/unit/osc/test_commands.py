@@ -231,11 +231,26 @@ class TestTier(CommandTestCase):
         self.assertIsNone(answer)
         self.assertEqual([('tier_update', ('gold',), {
             'min_iops': 0.0, 'min_bytes_sec': 0.0, 'max_iops': 0.0,
+            'min_iops_per_gb': 0.0, 'min_bytes_sec_per_gb': 0.0,
             'weight': 1.0, 'description': ''})], fake.calls)
         fake, _ = self.run_command(tier.UnsetTier, ['gold', '--ceiling'],
                                    tier_update=[TIER])
-        self.assertEqual({'max_iops': 0.0, 'max_bytes_sec': 0.0},
-                         fake.calls[0][2])
+        self.assertEqual({'max_iops': 0.0, 'max_bytes_sec': 0.0,
+                          'max_iops_per_gb': 0.0,
+                          'max_bytes_sec_per_gb': 0.0}, fake.calls[0][2])
+        fake, _ = self.run_command(tier.UnsetTier,
+                                   ['gold', '--min-iops-per-gb'],
+                                   tier_update=[TIER])
+        self.assertEqual({'min_iops_per_gb': 0.0}, fake.calls[0][2])
+
+    def test_create_per_gib(self):
+        fake, _ = self.run_command(
+            tier.CreateTier, ['gp', '--min-iops', '100', '--min-iops-per-gb',
+                              '3', '--max-bytes-sec-per-gb', '1048576'],
+            tier_create=[TIER])
+        self.assertEqual((('gp',), {
+            'min_iops': 100.0, 'min_iops_per_gb': 3.0,
+            'max_bytes_sec_per_gb': 1048576.0}), fake.calls[0][1:])
 
     def test_unset_projects(self):
         sdk = FakeSDK(projects={'demo': 'p1', 'p3': 'p3'})
