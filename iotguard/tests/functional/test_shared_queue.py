@@ -42,14 +42,9 @@ in windows of ``WINDOW_S``, independently of what iotguard measures.
   admission then admits a floor the typed profile refuses.
 """
 
-import json
 import os
 import statistics
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 import uuid
 
 import fixtures
@@ -57,10 +52,8 @@ from testtools import content
 
 from iotguard.tests import base
 from iotguard.tests.fixtures import database
-from iotguard.tests.fixtures import ports
 from iotguard.tests.fixtures import rabbit
 from iotguard.tests.fixtures import sharedqueue
-from iotguard.tests.functional.controller import test_e2e
 
 IOPS, BYTES_SEC = 100, 4 << 20
 WINDOW_S = 5.0
@@ -115,33 +108,6 @@ LEARN_TIMEOUT_S = 180
 #: Windows after the noisy guest starts that are not judged (two
 #: decision intervals and the agent's sampling lag).
 SETTLE = 2
-
-CONFIG = '''
-[DEFAULT]
-host = %(host)s
-transport_url = %(rabbit)s
-control_exchange = %(exchange)s
-log_file = %(dir)s/%(kind)s.log
-[database]
-connection = %(db)s
-[controller]
-decision_interval = 2.0
-lease_seconds = 10.0
-register_local_disks = true
-# the API's rates (and the domain's utilisation) a second old at most
-rates_write_interval = 1.0
-[agent]
-virt_driver = libvirt
-libvirt_uri = qemu:///system
-sample_interval = 1.0
-state_file = %(dir)s/agent-state.json
-[api]
-auth_strategy = noauth
-nova_metadata_sync = false
-dev_server_port = %(port)s
-[oslo_messaging_notifications]
-driver = noop
-'''
 
 
 class SharedQueueTest(base.TestCase):
@@ -388,26 +354,10 @@ class SharedQueueTest(base.TestCase):
 
     def _start_iotguard(self):
         db = self.useFixture(database.Database('postgresql'))
-        self.host = 'sq-' + self.run_id
-        self.port = ports.free_port()
-        settings = {'host': self.host, 'rabbit': rabbit.URL,
-                    'exchange': 'iotguard-sq-' + self.run_id,
-                    'dir': self.dir, 'db': db.url, 'port': self.port}
-        self.procs = {}
-        for kind in ('api', 'controller', 'agent'):
-            path = os.path.join(self.dir, kind + '.conf')
-            with open(path, 'w') as f:
-                f.write(CONFIG % dict(settings, kind=kind))
-            err = open(os.path.join(self.dir, kind + '.err'), 'ab')
-            self.procs[kind] = subprocess.Popen(
-                [sys.executable, '-c', test_e2e.MAIN[kind],
-                 '--config-file', path],
-                stdout=subprocess.DEVNULL, stderr=err,
-                start_new_session=True)
-            err.close()
-            self.addCleanup(test_e2e.EndToEndTest._reap, self.procs[kind])
         self.addOnException(self._attach_logs)
-        self._wait(self._api_up, 60, 'iotguard-api answering')
+        self.services = self.useFixture(sharedqueue.Services(
+            self.dir, rabbit.URL, db.url, 'sq-' + self.run_id))
+        self.host, self.procs = self.services.host, self.services.procs
 
     def _attach_logs(self, exc_info):
         for kind in ('api', 'controller', 'agent'):
@@ -420,17 +370,7 @@ class SharedQueueTest(base.TestCase):
 
     def call(self, method, path, who, body=None):
         """(status, decoded body) of one API call."""
-        req = urllib.request.Request(
-            'http://127.0.0.1:%d%s' % (self.port, path), method=method,
-            data=json.dumps(body).encode() if body is not None else None,
-            headers=dict(who, **{'X-User-Id': 'user',
-                                 'Content-Type': 'application/json'}))
-        try:
-            with urllib.request.urlopen(req, timeout=30) as resp:
-                status, text = resp.status, resp.read()
-        except urllib.error.HTTPError as exc:
-            status, text = exc.code, exc.read()
-        return status, json.loads(text) if text else None
+        return self.services.call(method, path, who, body)[:2]
 
     def api(self, method, path, who, body=None):
         """The body of an API call that must succeed."""
@@ -439,13 +379,6 @@ class SharedQueueTest(base.TestCase):
             self.fail('%s %s -> %s %s' % (method, path, status,
                                           str(answer)[:2000]))
         return answer
-
-    def _api_up(self):
-        try:
-            self.api('GET', '/v1', self.ADMIN)
-            return True
-        except OSError:
-            return False
 
     def _instances(self):
         return self.api('GET', '/v1/instances?all_projects=true',

@@ -1,0 +1,585 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Faults injected into iotguard on the shared-queue bed, measured.
+
+    flock /tmp/bed.lock python -m benchmarks.faults \\
+        --fault controller-kill --fault agent-kill --runs 3
+
+The bed (:mod:`iotguard.tests.fixtures.sharedqueue`) with its own
+RabbitMQ node and PostgreSQL cluster (never the machine's shared ones):
+two quiet guests on a tier, a noisy guest capped by iotguard (api,
+controller and agent as processes). Then, for each run of each fault, one
+episode: ``--at`` seconds of the steady state, the fault for its
+``--duration``, healed, ``--after`` seconds more. What the agent applied
+is read from libvirt (the noisy guest's ``<iotune>``) and its state file
+(the cap's lease) every ``POLL_S``; the guests' writes from libvirt's
+block statistics, as the bed's tests read them. Per episode
+(:class:`Result`): the longest time a cap stayed in force past its lease,
+the time from the heal to the quiet guests' demand kept again, their
+worst 1 s and 5 s windows during the fault and after the heal, the
+decisions written (those the agent applied read back through the API:
+none lost, none listed twice), the error lines of each service's log,
+and the services that were not running at the end (a restart by hand
+needed). The episodes run one after the other on one bed.
+"""
+
+import argparse
+import dataclasses
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+import fixtures
+import numpy as np
+
+from iotguard.sim import measures
+from iotguard.tests.fixtures import database
+from iotguard.tests.fixtures import deployment
+from iotguard.tests.fixtures import rabbit
+from iotguard.tests.fixtures import sharedqueue
+from iotguard.tests.functional import test_shared_queue as sq
+
+#: How often what the agent applied and the guests wrote are read.
+POLL_S = 0.5
+#: iotguard's decision interval and lease on the bed (sharedqueue.CONFIG).
+INTERVAL_S = 2.0
+LEASE_S = 10.0
+ADMIN = {'X-Project-Id': 'admin-proj', 'X-Roles': 'admin,member,reader'}
+MEMBER_A = {'X-Project-Id': 'proj-a', 'X-Roles': 'member,reader'}
+
+
+@dataclasses.dataclass
+class Fault:
+    """How to break one part of the bed and heal it.
+
+    ``observe``: what else to report of the bed after the episode.
+    """
+    inject: object
+    heal: object
+    duration: float
+    doc: str
+    observe: object = None
+
+
+def _signal(kind, signum):
+    def send(bed):
+        os.killpg(bed.services.procs[kind].pid, signum)
+    return send
+
+
+def _kill(kind):
+    def kill(bed):
+        deployment.reap(bed.services.procs[kind])
+    return kill
+
+
+def _respawn(kind):
+    def respawn(bed):
+        bed.services.spawn(kind)
+    return respawn
+
+
+FILLER = 'filler'
+
+
+def _fill(bed):
+    """Fill the agent's state directory (a small tmpfs) to the last byte."""
+    with open(os.path.join(bed.state_dir, FILLER), 'wb') as f:
+        try:
+            while True:
+                f.write(b'\0' * 4096)
+                f.flush()
+        except OSError:
+            pass
+
+
+def _unfill(bed):
+    os.unlink(os.path.join(bed.state_dir, FILLER))
+
+
+def _state_files(bed):
+    return {'state_dir': sorted(os.listdir(bed.state_dir))}
+
+
+FAULTS = {
+    'controller-kill': Fault(
+        _kill('controller'), _respawn('controller'), 15.0,
+        'the controller SIGKILLed, started again after the duration'),
+    'controller-hang': Fault(
+        _signal('controller', signal.SIGSTOP),
+        _signal('controller', signal.SIGCONT), 15.0,
+        'the controller stopped (SIGSTOP) for longer than a lease, then '
+        'continued (SIGCONT)'),
+    'agent-kill': Fault(
+        _kill('agent'), _respawn('agent'), 5.0,
+        'the agent SIGKILLed, started again after the duration (as a '
+        'supervisor would)'),
+    'rabbit-stop': Fault(
+        lambda bed: bed.rabbit.stop(), lambda bed: bed.rabbit.start(),
+        60.0, 'the RabbitMQ node stopped, started again'),
+    'db-stop': Fault(
+        lambda bed: bed.pg.stop(), lambda bed: bed.pg.start(), 60.0,
+        'the PostgreSQL cluster (the controller\'s and the API\'s '
+        'database) stopped, started again; a tenant chooses tiers '
+        'throughout'),
+    'state-full': Fault(
+        _fill, _unfill, 30.0,
+        'the agent\'s state directory (a tmpfs of STATE_FS_SIZE) filled '
+        'up, then the filler removed', observe=_state_files),
+}
+#: The size of the tmpfs the agent's state directory is on.
+STATE_FS_SIZE = '1m'
+
+
+@dataclasses.dataclass
+class Result:
+    fault: str
+    run: int
+    #: the longest time a cap stayed in force past its lease (s)
+    past_lease: float
+    #: from the heal to the start of the first 5 s window (ending after
+    #: the heal) with every quiet guest at 0.95 of its demand (s; None:
+    #: not within the episode; 0: kept through the heal)
+    restore: float | None
+    #: the quiet guests' worst window, in share of their demand
+    worst_1s_during: float
+    worst_5s_during: float
+    worst_1s_after: float
+    worst_5s_after: float
+    #: decisions on the noisy guest written in the episode; decisions the
+    #: agent applied that the API does not list; listed twice
+    decisions: int
+    lost: int
+    duplicated: int
+    #: error lines per service log in the episode
+    errors: dict
+    #: services not running at the end (would need a restart by hand)
+    dead: list
+    #: the tenant's tier choices: status codes seen (db-stop only), and
+    #: whether the last accepted choice is the one in force
+    choices: dict
+    #: decisions written in the first decision interval after the heal
+    #: (a woken controller acting on what it saw before)
+    after_heal: list
+    #: what the fault's own observation found
+    notes: dict
+    load: str
+
+
+class Bed(fixtures.Fixture):
+    """The shared-queue bed, a noisy guest capped; see the module doc."""
+
+    def __init__(self, workdir, state_fs=False):
+        super().__init__()
+        self.dir, self.state_fs = workdir, state_fs
+        self.run_id = uuid.uuid4().hex[:8]
+
+    def _setUp(self):
+        why = sharedqueue.unavailable()
+        if why:
+            raise RuntimeError(why)
+        self.rabbit = self.useFixture(rabbit.RabbitNode())
+        self.pg = self.useFixture(database.PostgresCluster())
+        db = self.useFixture(database.Database(
+            'postgresql', admin_url=self.pg.admin_url))
+        self.queue = self.useFixture(sharedqueue.SharedQueue(
+            self.dir, iops=sq.IOPS, bytes_sec=sq.BYTES_SEC, slices=3))
+        self.quiet = [self._guest('q%d' % i, 'proj-a', sq.QUIET)
+                      for i in (1, 2)]
+        self.queue.wait_writing(self.quiet)
+        self.state_dir = os.path.join(self.dir, 'state')
+        os.makedirs(self.state_dir)
+        if self.state_fs:
+            subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=%s'
+                            % STATE_FS_SIZE, 'tmpfs', self.state_dir],
+                           check=True)
+            self.addCleanup(subprocess.run, ['umount', self.state_dir])
+        self.services = self.useFixture(sharedqueue.Services(
+            self.dir, self.rabbit.url, db.url, 'faults-' + self.run_id,
+            state_dir=self.state_dir))
+        _wait(lambda: len(self.api('GET', '/v1/instances?all_projects=true',
+                                   ADMIN)['instances']) == 2, 60,
+              'the quiet guests registered')
+        self.api('PATCH', '/v1/domains/local:' + self.services.host, ADMIN,
+                 {'iops_4k': sq.IOPS, 'bytes_sec': sq.BYTES_SEC,
+                  'form': 'max'})
+        self.tiers = ['quiet-%s-%d' % (self.run_id, i) for i in (1, 2)]
+        for tier in self.tiers:
+            self.api('POST', '/v1/tiers', ADMIN,
+                     {'name': tier, 'min_bytes_sec': sq.FLOOR,
+                      'min_iops': sq.FLOOR_IOPS})
+        for dom in self.quiet:
+            self.choose(dom, self.tiers[0])
+        before = [_written(d) for d in self.quiet]
+        time.sleep(3 * sq.WINDOW_S)
+        self.demand = np.array([(_written(d) - b) / (3 * sq.WINDOW_S)
+                                for d, b in zip(self.quiet, before)])
+        self.noisy = self._guest('noisy', 'proj-b', sq.NOISY)
+        self.static = _limits(self.noisy)
+        self.queue.wait_writing([self.noisy])
+        _wait(self.capped, 60, 'the noisy guest capped')
+
+    def _guest(self, role, project, writers):
+        return self.queue.guest('iotg-f-%s-%s' % (role, self.run_id),
+                                project, **writers)
+
+    def capped(self):
+        return _limits(self.noisy) != self.static
+
+    def choose(self, dom, tier):
+        return self.services.call(
+            'PUT', '/v1/instances/%s/tier' % dom.UUIDString(), MEMBER_A,
+            {'tier': tier}, timeout=10)
+
+    def api(self, method, path, who, body=None):
+        status, answer, _ = self.services.call(method, path, who, body)
+        if status >= 300:
+            raise RuntimeError('%s %s -> %s %s' % (method, path, status,
+                                                   answer))
+        return answer
+
+    def lease(self):
+        """The noisy disk's lease and decision in the agent's state file."""
+        try:
+            with open(self.services.state_file) as f:
+                held = json.load(f)
+        except (OSError, ValueError):
+            return None
+        cap = held.get('%s/vda' % self.noisy.UUIDString())
+        return (cap['lease_expires_at'], cap['decision_id']) if cap \
+            else None
+
+
+def _wait(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise RuntimeError('timed out after %d s waiting for %s'
+                               % (timeout, what))
+        time.sleep(0.5)
+
+
+def _written(dom):
+    return dom.blockStatsFlags('vda')['wr_bytes']
+
+
+def _limits(dom):
+    return {k: v for k, v in dom.blockIoTune('vda', 0).items()
+            if k.endswith('_sec') and v}
+
+
+class Poller(threading.Thread):
+    """Reads the bed every POLL_S: (time, noisy limits, lease, writes)."""
+
+    def __init__(self, bed):
+        super().__init__(daemon=True)
+        self.bed, self.samples = bed, []
+        self.stopping = threading.Event()
+
+    def run(self):
+        while not self.stopping.wait(POLL_S):
+            try:
+                self.samples.append((
+                    time.time(), _limits(self.bed.noisy), self.bed.lease(),
+                    [_written(d) for d in self.bed.quiet]))
+            except Exception as exc:   # libvirtd away: a gap, said so
+                self.samples.append((time.time(), None, None, None))
+                print('poll failed: %s' % exc, file=sys.stderr)
+
+
+def _windows(samples, span_s):
+    """(start times, bytes/s per quiet guest) of windows of ``span_s``.
+
+    One window from each sample to the first at least ``span_s`` later.
+    """
+    good = [(t, w) for t, _, _, w in samples if w is not None]
+    times, rates = [], []
+    j = 0
+    for i, (t, w) in enumerate(good):
+        j = max(j, i + 1)
+        while j < len(good) and good[j][0] - t < span_s - POLL_S / 2:
+            j += 1
+        if j == len(good):
+            break
+        dt = good[j][0] - t
+        times.append(t)
+        rates.append([(b - a) / dt for a, b in zip(w, good[j][1])])
+    return np.array(times), np.array(rates).reshape(-1, len(good[0][1]))
+
+
+def _worst(times, rates, demand, start, end, span_s):
+    mask = (times >= start) & (times + span_s <= end + POLL_S)
+    if not mask.any():
+        return float('nan')
+    x = rates[mask]
+    return measures.worst_window(
+        x, np.broadcast_to(demand, x.shape), np.zeros(len(x), dtype=bool))
+
+
+def past_lease(samples, static):
+    """The longest a cap stayed in force (libvirt) past its known lease.
+
+    The lease is the latest the agent's state file showed up to the next
+    reading: the agent writes it just after applying the cap.
+    """
+    worst, leases = 0.0, []
+    for _, _, held, _ in samples:
+        leases.append(held[0] if held is not None else
+                      (leases[-1] if leases else None))
+    for i, (t, limits, _, _) in enumerate(samples):
+        lease = leases[min(i + 1, len(leases) - 1)]
+        if limits is not None and limits != static and lease is not None:
+            worst = max(worst, t - lease)
+    return worst
+
+
+def _log_offsets(services):
+    out = {}
+    for kind in sharedqueue.KINDS:
+        try:
+            out[kind] = os.path.getsize(os.path.join(services.dir,
+                                                     kind + '.log'))
+        except OSError:
+            out[kind] = 0
+    return out
+
+
+def _errors(services, offsets):
+    """{kind: [error lines since offsets]} of each service's log."""
+    out = {}
+    for kind, offset in offsets.items():
+        path = os.path.join(services.dir, kind + '.log')
+        try:
+            with open(path, errors='replace') as f:
+                f.seek(offset)
+                out[kind] = [line.rstrip() for line in f
+                             if ' ERROR ' in line or ' CRITICAL ' in line]
+        except OSError:
+            out[kind] = []
+    return out
+
+
+class Chooser(threading.Thread):
+    """A tenant choosing the quiet guests' tier, alternately, every 2 s."""
+
+    def __init__(self, bed):
+        super().__init__(daemon=True)
+        self.bed, self.seen, self.last_ok = bed, [], None
+        self.stopping = threading.Event()
+
+    def run(self):
+        i = 0
+        while not self.stopping.wait(2.0):
+            i += 1
+            tier = self.bed.tiers[i % 2]
+            try:
+                status, _, headers = self.bed.choose(self.bed.quiet[0], tier)
+            except OSError as exc:
+                self.seen.append('timeout' if 'timed out' in str(exc)
+                                 else 'refused')
+                continue
+            retry = headers.get('Retry-After')
+            self.seen.append('%d%s' % (status, '+Retry-After' if retry
+                                       else ''))
+            if status == 200:
+                self.last_ok = tier
+
+
+def episode(bed, name, run, at, duration, after):
+    """One fault, injected ``at`` s in for ``duration`` s; its Result."""
+    fault = FAULTS[name]
+    offsets = _log_offsets(bed.services)
+    poller = Poller(bed)
+    chooser = Chooser(bed) if name == 'db-stop' else None
+    poller.start()
+    start = time.time()
+    if chooser:
+        chooser.start()
+    time.sleep(at)
+    injected = time.time()
+    fault.inject(bed)
+    time.sleep(max(0.0, duration - (time.time() - injected)))
+    healed = time.time()
+    fault.heal(bed)
+    time.sleep(after)
+    if chooser:
+        chooser.stopping.set()
+        chooser.join()
+    poller.stopping.set()
+    poller.join()
+    end = time.time()
+    samples = poller.samples
+
+    t1, x1 = _windows(samples, 1.0)
+    t5, x5 = _windows(samples, sq.WINDOW_S)
+    kept = (np.all(x5 >= measures.KEPT * bed.demand, axis=1)
+            & (t5 + sq.WINDOW_S > healed))
+    restore = max(0.0, float(t5[kept][0] - healed)) if kept.any() else None
+
+    decisions = bed.api('GET', '/v1/decisions?instance=%s&limit=200'
+                        % bed.noisy.UUIDString(), ADMIN)['decisions']
+    ids = [str(d['id']) for d in decisions]   # the caps carry them so
+    keys = [(d['created_at'], d['action'], json.dumps(d['new_limits'],
+                                                      sort_keys=True))
+            for d in decisions]
+    applied = {held[1] for _, _, held, _ in samples
+               if held is not None and held[1] is not None}
+    written = [d for d in decisions
+               if start <= _epoch(d['created_at']) <= end]
+    choices = {}
+    if chooser:
+        status, view, _ = bed.services.call(
+            'GET', '/v1/instances/%s' % bed.quiet[0].UUIDString(), ADMIN)
+        again = bed.choose(bed.quiet[0], chooser.last_ok or bed.tiers[0])
+        choices = {'seen': _runs(chooser.seen),
+                   'last_accepted_in_force': status == 200 and any(
+                       d.get('tier') == chooser.last_ok
+                       for d in view['instance']['disks']),
+                   'choice_after': again[0]}
+    return Result(
+        fault=name, run=run,
+        past_lease=round(past_lease(samples, bed.static), 1),
+        restore=None if restore is None else round(restore, 1),
+        worst_1s_during=_worst(t1, x1, bed.demand, injected, healed, 1.0),
+        worst_5s_during=_worst(t5, x5, bed.demand, injected, healed,
+                               sq.WINDOW_S),
+        worst_1s_after=_worst(t1, x1, bed.demand, healed, end, 1.0),
+        worst_5s_after=_worst(t5, x5, bed.demand, healed, end,
+                              sq.WINDOW_S),
+        decisions=len(written), lost=len(applied - set(ids)),
+        duplicated=(len(ids) - len(set(ids))) + (len(keys) - len(set(keys))),
+        errors=_errors(bed.services, offsets),
+        dead=[k for k, p in bed.services.procs.items()
+              if p.poll() is not None],
+        choices=choices,
+        notes=fault.observe(bed) if fault.observe else {},
+        after_heal=['%s %s %s' % (d['created_at'], d['action'],
+                                  d.get('reason'))
+                    for d in written
+                    if healed <= _epoch(d['created_at'])
+                    <= healed + INTERVAL_S],
+        load='%.1f' % os.getloadavg()[0])
+
+
+def _epoch(stamp):
+    import datetime
+    moment = datetime.datetime.fromisoformat(stamp.replace('Z', '+00:00'))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    return moment.timestamp()
+
+
+def _runs(seen):
+    """'200 x3, 503+Retry-After x5, 200 x2': consecutive answers."""
+    out = []
+    for answer in seen:
+        if out and out[-1][0] == answer:
+            out[-1][1] += 1
+        else:
+            out.append([answer, 1])
+    return ', '.join('%s x%d' % (a, n) for a, n in out)
+
+
+def own(lines):
+    """The error lines of iotguard's own loggers (not its libraries')."""
+    return [line for line in lines if ' ERROR iotguard.' in line
+            or ' CRITICAL iotguard.' in line]
+
+
+def table(results):
+    """The results as an RST table (one line per fault and run).
+
+    Error lines per service: iotguard's own / all (oslo.messaging logs an
+    ERROR at each reconnection attempt).
+    """
+    head = ('fault', 'run', 'past lease s', 'restore s', 'quiet worst '
+            'during 1s/5s', 'after 1s/5s', 'decisions lost/dup',
+            'error lines', 'dead')
+    rows = [head]
+    for r in results:
+        rows.append((
+            r.fault, str(r.run), '%.1f' % r.past_lease,
+            '-' if r.restore is None else '%.1f' % r.restore,
+            '%.2f / %.2f' % (r.worst_1s_during, r.worst_5s_during),
+            '%.2f / %.2f' % (r.worst_1s_after, r.worst_5s_after),
+            '%d %d/%d' % (r.decisions, r.lost, r.duplicated),
+            ' '.join('%s:%d/%d' % (k, len(own(v)), len(v)) for k, v in
+                     sorted(r.errors.items()) if v) or '0',
+            ','.join(r.dead) or '-'))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    rule = '  '.join('=' * w for w in widths)
+    lines = [rule, '  '.join(c.ljust(w) for c, w in zip(head, widths)),
+             rule]
+    lines += ['  '.join(c.ljust(w) for c, w in zip(row, widths))
+              for row in rows[1:]]
+    return '\n'.join(lines + [rule])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--fault', action='append', choices=sorted(FAULTS),
+                        help='repeatable; every fault unless given')
+    parser.add_argument('--runs', type=int, default=3)
+    parser.add_argument('--at', type=float, default=10.0,
+                        help='seconds of steady state before the fault')
+    parser.add_argument('--duration', type=float,
+                        help='seconds the fault lasts (default: the '
+                        'fault\'s own)')
+    parser.add_argument('--after', type=float, default=30.0,
+                        help='seconds watched after the heal')
+    parser.add_argument('--json', help='append each result to this file')
+    parser.add_argument('--keep', metavar='DIR',
+                        help='keep the bed\'s files (logs, configs) in DIR')
+    args = parser.parse_args(argv)
+    faults = args.fault or sorted(FAULTS)
+    results = []
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(dir='/var/tmp') as tmp:
+        workdir = args.keep or tmp
+        os.makedirs(workdir, exist_ok=True)
+        os.chmod(workdir, 0o755)
+        with Bed(workdir, state_fs='state-full' in faults) as bed:
+            print('bed ready in %.0f s; quiet demand (KiB/s): %s; load '
+                  '%.1f %.1f %.1f' % (
+                      time.monotonic() - started,
+                      ' '.join('%.0f' % (d / 1024) for d in bed.demand),
+                      *os.getloadavg()), flush=True)
+            for name in faults:
+                for run in range(1, args.runs + 1):
+                    _wait(bed.capped, 60, 'the noisy guest capped again')
+                    result = episode(
+                        bed, name, run, args.at,
+                        args.duration or FAULTS[name].duration, args.after)
+                    results.append(result)
+                    print(json.dumps(dataclasses.asdict(result)),
+                          flush=True)
+                    if args.json:
+                        with open(args.json, 'a') as f:
+                            f.write(json.dumps(dataclasses.asdict(result))
+                                    + '\n')
+    print(table(results))
+    print('median past lease %.1f s, restore %s s' % (
+        statistics.median(r.past_lease for r in results),
+        statistics.median(r.restore if r.restore is not None else
+                          float('inf') for r in results)))
+
+
+if __name__ == '__main__':
+    main()
