@@ -90,10 +90,34 @@ def _kill(kind):
     return kill
 
 
-def _respawn(kind):
+def _respawn(kind, env=None):
     def respawn(bed):
-        bed.services.spawn(kind)
+        bed.services.spawn(kind, env)
     return respawn
+
+
+#: libfaketime (Debian's faketime): the wall clock of one process moved,
+#: its monotonic clock left alone.
+FAKETIME_LIB = '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1'
+
+
+def _skewed(offset):
+    """Restart the agent with its wall clock ``offset`` (e.g. '+30s')."""
+    respawn = _respawn('agent', {
+        'LD_PRELOAD': FAKETIME_LIB, 'FAKETIME': offset,
+        'FAKETIME_DONT_FAKE_MONOTONIC': '1'})
+
+    def skew(bed):
+        if not os.path.exists(FAKETIME_LIB):
+            raise RuntimeError('%s missing (faketime)' % FAKETIME_LIB)
+        deployment.reap(bed.services.procs['agent'])
+        respawn(bed)
+    return skew
+
+
+def _unskew(bed):
+    deployment.reap(bed.services.procs['agent'])
+    bed.services.spawn('agent')
 
 
 FILLER = 'filler'
@@ -139,6 +163,14 @@ FAULTS = {
         'the PostgreSQL cluster (the controller\'s and the API\'s '
         'database) stopped, started again; a tenant chooses tiers '
         'throughout'),
+    'clock-ahead': Fault(
+        _skewed('+30s'), _unskew, 30.0,
+        'the agent restarted with its wall clock 30 s ahead (libfaketime), '
+        'restarted with the true clock after the duration'),
+    'clock-behind': Fault(
+        _skewed('-30s'), _unskew, 30.0,
+        'the agent restarted with its wall clock 30 s behind, restarted '
+        'with the true clock after the duration'),
     'state-full': Fault(
         _fill, _unfill, 30.0,
         'the agent\'s state directory (a tmpfs of STATE_FS_SIZE) filled '
