@@ -186,7 +186,8 @@ def _scenario(disks):
     }, '<agent-bench>')
 
 
-def measure(disks, passes=5, driver_name='simulated'):
+def measure(disks, passes=5, driver_name='simulated', urgent=False,
+            interval_s=None):
     """CPU seconds of each pass (the first two warm the series up)."""
     from iotguard.sim import world as world_mod
 
@@ -194,7 +195,9 @@ def measure(disks, passes=5, driver_name='simulated'):
     iotguard_conf.register_opts(conf)
     conf([], project='iotguard', default_config_files=[])
     conf.set_override('host', HOST)
-    conf.set_override('sample_interval', INTERVAL_S, group='agent')
+    interval_s = interval_s or INTERVAL_S
+    conf.set_override('sample_interval', interval_s, group='agent')
+    conf.set_override('urgent_samples', urgent, group='agent')
 
     world = world_mod.World(_scenario(disks), seed=0)
     driver = simulated.SimulatedDriver(conf, world=world)
@@ -221,8 +224,8 @@ def measure(disks, passes=5, driver_name='simulated'):
 
     cpu = []
     for _ in range(passes + 2):
-        world.step(INTERVAL_S)
-        sim_clock[0] += INTERVAL_S
+        world.step(interval_s)
+        sim_clock[0] += interval_s
         if record is not None:
             record()
         start = time.process_time()
@@ -244,17 +247,24 @@ def main(argv=None):
                              'and 2000)')
     parser.add_argument('--passes', type=int, default=5,
                         help='measured passes per size (default 5)')
+    parser.add_argument('--urgent-samples', action='store_true',
+                        help='mark the disks whose demand rose ([agent] '
+                             'urgent_samples)')
+    parser.add_argument('--interval', type=float, default=INTERVAL_S,
+                        help='the sample interval (default %(default)s s)')
     parser.add_argument('--driver', choices=DRIVERS, default='simulated',
                         help='the agent\'s driver (default simulated; '
                              'libvirt-replay: the libvirt driver\'s code '
                              'on recorded bulk statistics)')
     args = parser.parse_args(argv)
-    print('disks  cpu_ms_median  cpu_ms_max  core_pct_at_5s  batch_kib')
+    print('disks  cpu_ms_median  cpu_ms_max  core_pct_at_%gs  batch_kib'
+          % args.interval)
     for n in args.disks or [200, 2000]:
-        cpu, size = measure(n, args.passes, args.driver)
+        cpu, size = measure(n, args.passes, args.driver, args.urgent_samples,
+                            args.interval)
         med = statistics.median(cpu)
         print('%5d  %13.1f  %10.1f  %14.3f  %9.0f' % (
-            n, med * 1e3, max(cpu) * 1e3, 100 * med / INTERVAL_S,
+            n, med * 1e3, max(cpu) * 1e3, 100 * med / args.interval,
             size / 1024.0))
     return 0
 

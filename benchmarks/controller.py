@@ -14,7 +14,7 @@
 
     python -m benchmarks.controller --hosts 1000 --disks-per-host 50 \\
         --domains 100 [--db-url URL] [--rounds 3] [--feeder process] \\
-        [--feeder-threads N] [--pre-encode]
+        [--feeder-threads N] [--pre-encode] [--urgent]
 
 What it does, with the controller's own code and a real broker:
 
@@ -53,10 +53,21 @@ What it does, with the controller's own code and a real broker:
    the controller's process during the ingest (its capacity when the
    broker and the feeder leave it a core).
 
+With ``--urgent`` (the fast path, ``[agent] urgent_samples``), after each
+round from round 2 on, one gold disk of every domain starves again and its
+host's batch marks it urgent: the batches go through the controller's
+``report_samples`` (in this process, without the broker), and each
+domain is then decided at once as the service's urgent thread does
+(:meth:`DomainLoop.urgent`): the wall time and CPU of all of them, and per
+domain (``urgent`` line; the ``steady`` line gets their medians). Every
+domain urgent within one second is the fast path's worst case: at most
+one urgent decision per domain per ``[controller] urgent_interval``.
+
 Nothing here runs in the service; it only measures.
 """
 
 import argparse
+import dataclasses
 import itertools
 import logging
 import multiprocessing
@@ -70,6 +81,7 @@ import uuid
 
 import kombu
 from kombu.utils import json as kombu_json
+import numpy as np
 from oslo_config import cfg
 import oslo_messaging
 from oslo_messaging._drivers import impl_rabbit
@@ -153,6 +165,39 @@ class _TimedManager(manager_mod.ControllerManager):
         started = time.perf_counter()
         super().report_samples(ctxt, host, samples)
         self.busy_s += time.perf_counter() - started
+
+
+def urgent_batches(disks, timestamp, caps):
+    """Every domain's first gold disk starving again, marked urgent.
+
+    The wire form of the batches of their hosts (only those disks).
+    """
+    first = {}
+    for host, index, domain, slot in disks:
+        if NOISY <= slot < NOISY + GOLD:
+            first.setdefault(domain, (host, index, domain, slot))
+    out = []
+    for host, b in batches(sorted(first.values()), timestamp, {}):
+        b = dataclasses.replace(b, urgent=np.ones(len(b), dtype=bool))
+        out.append((host, b.to_wire()))
+    return out
+
+
+def _urgent(loop, manager, domains, disks, caps):
+    """Every domain's urgent decision; (wall s, CPU s, decided)."""
+    waiting = {}
+
+    def heard(found):
+        for name, keys in found.items():
+            waiting.setdefault(name, []).extend(keys)
+
+    manager.on_urgent = heard
+    for host, wire in urgent_batches(disks, time.time() - 0.2, caps):
+        manager.report_samples({}, host, wire)
+    cpu0, wall0 = cpu(), time.monotonic()
+    decided = sum(loop.urgent(domains[name], keys, time.time()) is not None
+                  for name, keys in waiting.items())
+    return time.monotonic() - wall0, cpu() - cpu0, decided
 
 
 def _load(host, index, domain_slot, caps=None, relieved=False):
@@ -468,7 +513,8 @@ def run(args):
     print('round  ingest_s  cast_s  samples/s  store_us  total_s  cpu_s  '
           'decisions  applied  renewed  casts')
     start = time.monotonic()
-    steady = []
+    steady, urgent = [], []
+    by_name = {d.name: d for d in domains}
     for k in range(args.rounds):
         # paced like the service: one interval per round (unless late)
         time.sleep(max(0.0, start + k * INTERVAL_S - time.monotonic()))
@@ -494,6 +540,14 @@ def run(args):
         else:
             steady.append((wall, stored / took, cpu_s, store_us, cast_s,
                            stored / max(ingest_cpu, 1e-9)))
+            if args.urgent:
+                u_wall, u_cpu, decided = _urgent(
+                    loop, manager, by_name, disks, agents.caps)
+                urgent.append((u_wall, u_cpu, decided))
+                print('       urgent: %d of %d domains decided at once in '
+                      '%.2f s (CPU %.2f s), %.1f ms each' % (
+                          decided, len(domains), u_wall, u_cpu,
+                          1e3 * u_wall / max(1, decided)))
     if steady:
         print('steady (median of rounds 2-%d): round %.2f s, ingest %.0f '
               'samples/s, round CPU %.2f s, RSS %.0f MiB, %d disks, %.1f us '
@@ -506,6 +560,14 @@ def run(args):
         print('steady ingest: %.0f samples per CPU-second of this process '
               '(with --feeder thread, the feeder\'s CPU is counted too)'
               % statistics.median(r[5] for r in steady))
+    if urgent:
+        print('steady urgent (median of rounds 2-%d): %d domains decided at '
+              'once in %.2f s, CPU %.2f s, %.1f ms a domain' % (
+                  args.rounds, statistics.median(u[2] for u in urgent),
+                  statistics.median(u[0] for u in urgent),
+                  statistics.median(u[1] for u in urgent),
+                  statistics.median(1e3 * u[0] / max(1, u[2])
+                                    for u in urgent)))
     print('controller RSS at the end: %.0f MiB (max %.0f MiB)' % (
         rss_mib(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         / 1024.0))
@@ -543,6 +605,10 @@ def main(argv=None):
                         'own CPUs, not on the controller\'s)')
     parser.add_argument('--db-url', help='an empty database (default: a '
                         'fresh SQLite file)')
+    parser.add_argument('--urgent', action='store_true',
+                        help='after each round from round 2 on, every '
+                        'domain decided at once for an urgent starving '
+                        'disk (the fast path\'s worst case)')
     bench.add_url_argument(parser)
     run(parser.parse_args(argv))
     return 0

@@ -16,12 +16,14 @@
 
     iotguard-sim list
     iotguard-sim run SCENARIO --policy P [--seed N] [--json F] [--plot F.png]
-                     [--param k=v ...]
+                     [--param k=v ...] [--sample-interval S] [--fast-path]
     iotguard-sim compare SCENARIO --policies none,ntt,guarantee [--seed N]
-                     [--json F] [--plot F.png]
+                     [--json F] [--plot F.png] [--sample-interval S]
+                     [--fast-path]
     iotguard-sim bench --disks N [--domains M]
 
-Errors (unknown scenario, bad file, unknown policy, bad parameter) print
+Errors (unknown scenario, bad file, unknown policy, bad parameter, a
+sample interval that does not divide the scenario's) print
 one line on stderr and exit with status 2.
 """
 
@@ -75,11 +77,13 @@ def parse_params(items: list[str]) -> dict[str, Any]:
 
 
 def simulate(scenario: scenario_mod.Scenario, names: list[str], seed: int,
-             params: dict[str, Any]) -> dict[str, loop.Run]:
+             params: dict[str, Any], fast: loop.FastPath | None = None
+             ) -> dict[str, loop.Run]:
     """Run each policy (and ``none`` as the reference) on one scenario.
 
     A policy's parameters are the scenario's (its ``policies`` section)
-    overridden by ``params``.
+    overridden by ``params``; ``fast``: every run samples and decides so
+    (:class:`iotguard.sim.loop.FastPath`).
     """
     policies = {name: policy_mod.load(
         name, **{**scenario.policies.get(name, {}), **params})
@@ -87,14 +91,24 @@ def simulate(scenario: scenario_mod.Scenario, names: list[str], seed: int,
     if 'none' not in policies:
         policies = {'none': policy_mod.load('none'), **policies}
     return {name: loop.run(scenario, policy, seed,
-                           Progress('%s %s' % (scenario.name, name)))
+                           Progress('%s %s' % (scenario.name, name)), fast)
             for name, policy in policies.items()}
+
+
+def fast_path(args: argparse.Namespace) -> loop.FastPath | None:
+    """The runs' sampling and urgent decisions, from the options."""
+    if args.fast_path:
+        return loop.FastPath(args.sample_interval or 1.0, 1.0)
+    if args.sample_interval:
+        return loop.FastPath(args.sample_interval, 0.0)
+    return None
 
 
 def cmd_run(args: argparse.Namespace, names: list[str]) -> int:
     scenario = scenario_mod.load(args.scenario)
     runs = simulate(scenario, names, args.seed,
-                    parse_params(getattr(args, 'param', None) or []))
+                    parse_params(getattr(args, 'param', None) or []),
+                    fast_path(args))
     results = {n: report.result(runs[n], runs['none']) for n in names}
     sys.stdout.write(report.table(scenario.name, results))
     if args.json:
@@ -140,6 +154,17 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument('--policies', default='none,ntt,guarantee',
                            help='comma-separated (default: %(default)s)')
         p.add_argument('--seed', type=int, default=0)
+        p.add_argument('--sample-interval', type=float, metavar='S',
+                       help="the agent's sample interval, a divisor of "
+                            "the scenario's interval_s (the decision "
+                            "rounds): measures per sample window "
+                            "(default: the scenario's interval_s)")
+        p.add_argument('--fast-path', action='store_true',
+                       help='samples every second (or --sample-interval) '
+                            'and a domain decided at once, at most once a '
+                            'second, when a disk whose demand rose is '
+                            'short of its floor (the agents\' '
+                            'urgent_samples)')
         p.add_argument('--json', metavar='FILE', help='write the figures')
         p.add_argument('--plot', metavar='FILE.png', help='write the plot')
     p = sub.add_parser('bench', help='CPU time of one guarantee decision')

@@ -270,15 +270,15 @@ class DomainLoop:
         """Decide ``domain`` now if one of ``keys`` is short of its floor.
 
         ``keys``: disks an agent marked urgent. None when nothing was
-        decided: not due yet (:meth:`urgent_due`), never decided here yet
-        (the first round reads the domain's state), uncalibrated, or no
-        disk of ``keys`` holds a floor it does not reach
+        decided: not due yet (:meth:`urgent_due`), no round of the domain
+        here yet (it is not known to be this controller's), uncalibrated,
+        or no disk of ``keys`` holds a floor it does not reach
         (:func:`iotguard.policy.guarantee.short`). Else the round of the
         domain alone (collect -> decide -> act -> record, written before
         this returns). The caller never runs it beside a round.
         """
         name = domain.name
-        if (self.urgent_due(name, now) > now or name not in self._states
+        if (self.urgent_due(name, now) > now or name not in self._seen
                 or not _calibrated(domain)):
             return None
         views = self._views[3] if self._views is not None else {}

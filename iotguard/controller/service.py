@@ -56,6 +56,9 @@ from iotguard.wire import rpcapi
 LOG = logging.getLogger(__name__)
 
 Server: typing.TypeAlias = oslo_messaging.MessageHandlingServer
+#: Decisions an urgent disk may bring after the first, one per
+#: ``[controller] urgent_interval``, while it stays short of its floor.
+URGENT_FOLLOW_UPS = 3
 
 
 class ControllerService:
@@ -106,8 +109,9 @@ class ControllerService:
         # One decision at a time: a round, or one domain's urgent one.
         self._deciding = threading.Lock()
         self._domains: dict[str, admission.Domain] = {}  # owned, last round
-        # urgent disks by domain, waiting for the urgent thread
-        self._urgent: dict[str, set[manager_mod.Key]] = {}
+        # urgent disks by domain, waiting for the urgent thread, and how
+        # many more decisions they may have
+        self._urgent: dict[str, tuple[set[manager_mod.Key], int]] = {}
         self._urgent_ready = threading.Condition()
         self._urgent_thread: threading.Thread | None = None
 
@@ -336,7 +340,8 @@ class ControllerService:
         """Urgent disks by domain (an RPC thread): decided soon, not here."""
         with self._urgent_ready:
             for name, keys in disks.items():
-                self._urgent.setdefault(name, set()).update(keys)
+                held = self._urgent.get(name, (set(), 0))[0]
+                self._urgent[name] = (held | set(keys), URGENT_FOLLOW_UPS)
             self._urgent_ready.notify()
 
     def _run_urgent(self) -> None:
@@ -346,6 +351,10 @@ class ControllerService:
         urgent disks until it is; one owned by no round of this
         controller, or none of whose urgent disks is short of its floor,
         drops them (:meth:`~iotguard.controller.loop.DomainLoop.urgent`).
+        A domain decided keeps them for up to ``URGENT_FOLLOW_UPS`` more
+        decisions, one per ``urgent_interval`` while one is still short:
+        a first cap may not be enough (the policy moves in steps), and the
+        disk, still short, is not marked again while nothing changes.
         """
         while not self._stop.is_set():
             with self._urgent_ready:
@@ -363,8 +372,9 @@ class ControllerService:
                 else:
                     return
                 todo = {name: self._urgent.pop(name) for name in ready}
+            again = {}
             with self._deciding:
-                for name, keys in todo.items():
+                for name, (keys, more) in todo.items():
                     domain = self._domains.get(name)
                     if domain is None:
                         continue
@@ -377,6 +387,12 @@ class ControllerService:
                         continue
                     if result is not None:
                         LOG.debug('Urgent decision of %s: %s', name, result)
+                        if more > 0:
+                            again[name] = (keys, more - 1)
+            with self._urgent_ready:
+                for name, (keys, more) in again.items():
+                    # newer urgent disks of the domain reset the count
+                    self._urgent.setdefault(name, (keys, more))
 
     def collect_metrics(self) -> list[metrics.Family]:
         """What Prometheus reads from this controller (:mod:`metrics`)."""

@@ -16,9 +16,14 @@ Every control interval the loop measures what an agent would, builds the
 domain's :class:`~iotguard.policy.base.DomainSnapshot`, asks the policy,
 plans its decisions as the controller does and applies the caps to the
 disks' throttles as the agent does (over the scenario's static limits; a
-``release`` restores them). It records the series the measures and the
-plots are computed from, and the truth the oracle needs: each disk's
-demand and the storage's capacity.
+``release`` restores them). With a :class:`FastPath` the agent samples
+more often than the controller decides (a window is one sample), and a
+domain is decided at once on a sample where a disk whose demand rose
+(:func:`iotguard.wire.rates.rising`) is short of its floor
+(:func:`iotguard.policy.guarantee.short`), as
+:meth:`iotguard.controller.loop.DomainLoop.urgent` does. It records the
+series the measures and the plots are computed from, and the truth the
+oracle needs: each disk's demand and the storage's capacity.
 """
 
 import collections.abc
@@ -31,6 +36,7 @@ from iotguard.engine import plan as plan_mod
 from iotguard.policy import base
 from iotguard.policy import costmodel
 from iotguard.policy import estimator
+from iotguard.policy import guarantee
 from iotguard.sim import learning
 from iotguard.sim import scenario as scenario_mod
 from iotguard.sim import storage
@@ -40,6 +46,34 @@ from iotguard.wire import caps
 from iotguard.wire import rates
 
 Progress = collections.abc.Callable[[float], None]
+#: :data:`iotguard.controller.service.URGENT_FOLLOW_UPS` (the simulator
+#: does not import the controller's service)
+FOLLOW_UPS = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class FastPath:
+    """Sampling between the rounds, and decisions on urgent samples.
+
+    ``sample_s`` (``[agent] sample_interval``) must divide the scenario's
+    ``interval_s`` (the rounds, ``[controller] decision_interval``);
+    ``urgent_s`` (``[controller] urgent_interval``): at most one urgent
+    decision per that many seconds, 0: none. A decision, round or urgent,
+    acts at the end of the sample it read (the real controller's comes
+    some milliseconds later).
+    """
+
+    sample_s: float = 1.0
+    urgent_s: float = 1.0
+
+    def rounds_every(self, interval_s: float) -> int:
+        """Samples per round; ValueError when they do not divide."""
+        n = interval_s / self.sample_s if self.sample_s > 0 else 0.0
+        if n < 1 or abs(n - round(n)) > 1e-6:
+            raise ValueError('the sample interval (%g s) must divide the '
+                             'decision interval (%g s)'
+                             % (self.sample_s, interval_s))
+        return int(round(n))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,7 +267,15 @@ class _Loop:
     """One run of a policy over a scenario (state of the control side)."""
 
     def __init__(self, scenario: scenario_mod.Scenario, policy: base.Policy,
-                 seed: int) -> None:
+                 seed: int, fast: FastPath | None = None) -> None:
+        self.decision_s = scenario.interval_s
+        self.fast = fast
+        self.every = fast.rounds_every(scenario.interval_s) if fast else 1
+        if fast is not None:
+            # a window is one sample
+            scenario = dataclasses.replace(scenario, interval_s=fast.sample_s,
+                                           tick_s=min(scenario.tick_s,
+                                                      fast.sample_s))
         self.scenario = scenario
         self.policy = policy
         self.state: object = None      # the policy's, between decisions
@@ -255,7 +297,7 @@ class _Loop:
         due; its disks are never stale, so no cap is dropped.
         """
         todo = plan_mod.plan(snapshot, decisions, self.in_force, now,
-                             math.inf, self.scenario.interval_s)
+                             math.inf, self.decision_s)
         for change in todo.changes:
             i, decision = change.disk, change.decision
             # The cap in force is what was sent (whole numbers), as the
@@ -285,25 +327,55 @@ class _Loop:
     def run(self, progress: Progress | None = None) -> Run:
         dt = self.scenario.interval_s
         windows = len(self.recorder.queue)
+        # the last sample's rates, for rates.rising (none: as the agent's
+        # first pass, a gap)
+        before = np.full((len(rates.RATE_FIELDS), len(self.recorder.ids)),
+                         math.nan)
+        urgent_at = -math.inf  # the last urgent decision
+        # the urgent disks the controller holds, and how many more
+        # decisions they may bring (its URGENT_FOLLOW_UPS)
+        held = np.zeros(len(self.recorder.ids), dtype=bool)
+        more = 0
         for k in range(windows):
             self.recorder.begin(k)
             self.world.step(dt)
+            samples = self.recorder.end(k)
             snapshot = base.DomainSnapshot.of_samples(
-                self.scenario.domain.name, self.recorder.profile, dt,
-                tuple(self.recorder.ids), self.recorder.tiers,
-                self.recorder.end(k), self.cap_iops.copy(),
+                self.scenario.domain.name, self.recorder.profile,
+                self.decision_s, tuple(self.recorder.ids),
+                self.recorder.tiers, samples, self.cap_iops.copy(),
                 self.cap_bytes.copy(), self.cap_set_at.copy())
             now = self.world.now
             self.learner.observe(snapshot)
-            decisions, self.state = self.policy.decide(snapshot, self.state,
-                                                       now)
-            self.apply(snapshot, decisions, now)
+            measured = np.vstack([getattr(samples, name)
+                                  for name in rates.RATE_FIELDS])
+            due = (k + 1) % self.every == 0
+            if self.fast is not None and self.fast.urgent_s > 0:
+                marked = rates.rising(before, measured)
+                if marked.any():
+                    held, more = held | marked, FOLLOW_UPS + 1
+                if (not due and more > 0
+                        and now - urgent_at >= self.fast.urgent_s - 1e-9):
+                    if (held & guarantee.short(snapshot)).any():
+                        due, urgent_at, more = True, now, more - 1
+                    else:
+                        held[:], more = False, 0
+            before = measured
+            if due:
+                decisions, self.state = self.policy.decide(
+                    snapshot, self.state, now)
+                self.apply(snapshot, decisions, now)
             if progress is not None:
                 progress((k + 1) / windows)
         return self.recorder.run(windows, self.learner.fits)
 
 
 def run(scenario: scenario_mod.Scenario, policy: base.Policy, seed: int = 0,
-        progress: Progress | None = None) -> Run:
-    """Run ``policy`` over ``scenario`` and record every window."""
-    return _Loop(scenario, policy, seed).run(progress)
+        progress: Progress | None = None, fast: FastPath | None = None
+        ) -> Run:
+    """Run ``policy`` over ``scenario`` and record every window.
+
+    ``fast``: sample (and record) every ``fast.sample_s``, decide on
+    urgent samples between the rounds (:class:`FastPath`).
+    """
+    return _Loop(scenario, policy, seed, fast).run(progress)

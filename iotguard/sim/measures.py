@@ -31,7 +31,8 @@ from iotguard.sim import storage
 KEPT = 0.95
 SETTLE_WINDOWS = 2
 KEYS = ('floor_kept', 'worst_window', 'utilisation', 'work_conservation',
-        'time_to_restore_s', 'cap_churn_per_min', 'cap_changes_per_10min',
+        'time_to_restore_s', 'reclaims', 'reclaim_p50_s', 'reclaim_p99_s',
+        'reclaim_max_s', 'cap_churn_per_min', 'cap_changes_per_10min',
         'innocent_throttle_rate',
         'fairness', 'oracle_distance', 'quiet_kept', 'quiet_worst',
         'quiet_latency_ms')
@@ -153,6 +154,45 @@ def time_to_restore(x: base.FloatArray, target: base.FloatArray,
         restored = float(times[after[0]] + window_s) if len(after) else end
         worst = max(worst, restored - c)
     return worst
+
+
+#: A floor is delivered in a window where the disk gets at least this
+#: share of ``min(floor, demand)`` (:func:`reclaim_times`).
+RECLAIMED = 0.9
+
+
+def reclaim_times(x: base.FloatArray, target: base.FloatArray,
+                  floor: base.FloatArray, times: base.FloatArray,
+                  window_s: float, change_times: list[float]
+                  ) -> base.FloatArray:
+    """How long each shortfall of a floor-holder lasted, in seconds.
+
+    A shortfall starts with a window where a disk with a floor gets less
+    than :data:`RECLAIMED` x ``min(floor, demand)`` (its demand rose above
+    what it gets: it woke, or a neighbour started) after one where it got
+    that much or asked nothing, and lasts until the start of the first
+    window where it gets that much again: the time it was short, from the
+    load change inside its first window if one falls there (else from
+    that window's start). No settling allowance; a shortfall still open at
+    the end of the run counts until then (a lower bound). With 1 s
+    windows a shortfall that lasts one window is 1 s (or less, from a
+    change inside it).
+    """
+    short = (target > 0) & (x < RECLAIMED * target) & (floor > 0)[None, :]
+    end = float(times[-1] + window_s) if len(times) else 0.0
+    changes = np.array(sorted(change_times), dtype=np.float64)
+    out = []
+    for i in np.flatnonzero(short.any(axis=0)).tolist():
+        s = short[:, i]
+        starts = np.flatnonzero(s & ~np.concatenate(([False], s[:-1])))
+        for k in starts.tolist():
+            within = changes[(changes >= times[k] - 1e-9)
+                             & (changes < times[k] + window_s - 1e-9)]
+            onset = float(within[0]) if len(within) else float(times[k])
+            ok = np.flatnonzero(~s[k:])
+            until = float(times[k + ok[0]]) if len(ok) else end
+            out.append(until - onset)
+    return np.array(out, dtype=np.float64)
 
 
 def _seen(action: loop.Action, times: base.FloatArray,
@@ -301,6 +341,12 @@ def measure(run: loop.Run, reference: loop.Run) -> dict[str, float]:
     settle = settling(run.times, run.window_s, run.change_times)
     x = run.work
     ratio = quiet_ratio(x, run.demand, alloc, settle)
+    reclaim = reclaim_times(x, target, run.floor, run.times, run.window_s,
+                            run.change_times)
+
+    def pct(q: float) -> float:
+        return float(np.percentile(reclaim, q)) if len(reclaim) else 0.0
+
     return {
         'floor_kept': floor_kept(x, target, settle),
         'worst_window': worst_window(x, target, settle),
@@ -308,6 +354,9 @@ def measure(run: loop.Run, reference: loop.Run) -> dict[str, float]:
         'work_conservation': work_conservation(x, reference.work),
         'time_to_restore_s': time_to_restore(x, target, run.times,
                                              run.window_s, run.change_times),
+        'reclaims': float(len(reclaim)),
+        'reclaim_p50_s': pct(50), 'reclaim_p99_s': pct(99),
+        'reclaim_max_s': pct(100),
         'cap_churn_per_min': cap_churn_per_min(
             run.actions, len(run.names), run.times, run.window_s, settle),
         'cap_changes_per_10min': cap_changes_per_10min(

@@ -35,6 +35,7 @@ def result(run: loop.Run, reference: loop.Run) -> dict[str, Any]:
         'vms': measures.vm_table(run),
         'measures': {k: round(v, 4)
                      for k, v in measures.measure(run, reference).items()},
+        'window_s': run.window_s,
         'aggregate_kbs': round(float(run.kbs.sum(axis=1).mean()), 1),
         'queue_max': round(float(run.queue.max()), 2),
         'response_ms_max': round(float(run.response_ms.max()), 1),
@@ -79,8 +80,10 @@ def table(scenario: str, results: dict[str, dict[str, Any]]) -> str:
     for p in policies:
         row += [_fmt(results[p]['aggregate_kbs']), '', '']
     rows.append(row)
-    out = ['%s: throughput per VM, KB/s (5 s windows)' % scenario,
-           _grid(rows), '', 'measures']
+    window_s = results[policies[0]].get('window_s', 5.0)
+    title = '%s: throughput per VM, KB/s (%g s windows)' % (
+        scenario, window_s)
+    out = [title, _grid(rows), '', 'measures']
     rows = [['measure'] + policies]
     for key in measures.KEYS + ('queue_max', 'response_ms_max', 'caps'):
         rows.append([key] + [

@@ -332,10 +332,11 @@ def rising(before: npt.NDArray[np.float64], now: npt.NDArray[np.float64]
 
     ``before`` and ``now`` are two consecutive passes' :attr:`Columns.rates`
     of the same disks, by position. A disk rose when it went from idle to
-    busy (under :data:`IDLE_IOPS` then at or above), or when its mean
-    latency per operation grew :data:`RISE_RATIO` times and by at least
-    :data:`RISE_MS` (its queue filled: a neighbour started, or it asks
-    for more than it gets). A gap on either side is never a rise. The
+    busy (under :data:`IDLE_IOPS`, or a gap: it is new, or restarted, then
+    at or above), or when its mean latency per operation grew
+    :data:`RISE_RATIO` times and by at least :data:`RISE_MS` (its queue
+    filled: a neighbour started, or it asks for more than it gets). A
+    disk with a gap now never rose. The
     agent does not know the floors: the controller decides whether an
     urgent disk is short of one (:func:`iotguard.policy.base.short`).
     """
@@ -349,10 +350,10 @@ def rising(before: npt.NDArray[np.float64], now: npt.NDArray[np.float64]
 
     ops0, lat0 = ops_latency(before)
     ops1, lat1 = ops_latency(now)
+    gap = np.isnan(before).any(axis=0)
     with np.errstate(invalid='ignore'):
-        woke = (ops0 < IDLE_IOPS) & (ops1 >= IDLE_IOPS)
-        slower = (ops0 >= IDLE_IOPS) & (lat1 >= RISE_RATIO * lat0) & (
+        woke = (gap | (ops0 < IDLE_IOPS)) & (ops1 >= IDLE_IOPS)
+        slower = ~gap & (ops0 >= IDLE_IOPS) & (lat1 >= RISE_RATIO * lat0) & (
             lat1 - lat0 >= RISE_MS)
-    out: npt.NDArray[np.bool_] = (woke | slower) & ~np.isnan(
-        before).any(axis=0) & ~np.isnan(now).any(axis=0)
+    out: npt.NDArray[np.bool_] = (woke | slower) & ~np.isnan(now).any(axis=0)
     return out

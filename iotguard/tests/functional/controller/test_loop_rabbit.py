@@ -21,6 +21,11 @@ real :class:`AgentAPI`; decisions land in PostgreSQL (SQLite when no
 server runs) and notifications on RabbitMQ. Each test has its own
 exchange, notification topic, host name and database.
 
+With urgent samples on (``[agent] urgent_samples``) and a round interval
+far longer than the test, the noisy neighbour's onset is decided between
+two rounds: the victims' samples, marked urgent, make the controller
+decide the domain at once.
+
 Forged samples (from the future, the far past, negative rates, unknown
 disks) and garbage messages are cast on the same bus first: dropped,
 survived, never acted on. Stopping the controller (no second one) leaves
@@ -228,6 +233,44 @@ class ControllerOverRabbitTest(base.TestCase):
         api.report_samples({}, self.host, batch_mod.Batch.of_rows([
             v2(now - 3600), v2(now, str(uuid.uuid4()))]))
         api.agent_heartbeat({}, self.host, 'garbage')
+
+    def test_an_urgent_sample_is_decided_long_before_the_round(self):
+        # One round at the start (nothing heard yet: it only warms up),
+        # the next one a minute later: any cap within the test comes from
+        # an urgent decision.
+        round_s = 60.0
+        self.flags(decision_interval=round_s, lease_seconds=3 * round_s,
+                   urgent_interval=1.0, group='controller')
+        self.flags(urgent_samples=True, group='agent')
+        rounds = []
+        real_tick = controller_service.ControllerService.tick
+
+        def tick(service, now=None):
+            rounds.append(time.monotonic())
+            real_tick(service, now)
+        self.useFixture(fixtures.MockPatchObject(
+            controller_service.ControllerService, 'tick', tick))
+        self.start()
+        self.assertTrue(base.wait_for(
+            lambda: (self.rate('v1') or FLOOR) < 0.9 * FLOOR, 15),
+            'the noisy neighbour never hurt v1')
+        hurt = time.monotonic()
+        self.assertTrue(base.wait_for(lambda: self.caps()['noisy'], 10),
+                        'the noisy neighbour was never capped')
+        capped_after = time.monotonic() - hurt
+        # The victims' next samples (0.5 s) are urgent, the controller
+        # decides at once: a second or two, on a loaded machine a few;
+        # the round would have taken a minute.
+        self.assertLess(capped_after, 5.0)
+        self.assertEqual(1, len(rounds))
+        self.assertLess(time.monotonic() - rounds[0], round_s)
+        audit = self.db.decision_list(limit=100, domain=self.domain)
+        self.assertIn('cap', {row['action'] for row in audit})
+        self.assertEqual({self.disks['noisy'][0]},
+                         {row['instance_uuid'] for row in audit})
+        print('capped %.2f s after v1 fell below its floor, %.1f s after '
+              'the only round' % (capped_after,
+                                  time.monotonic() - rounds[0]))
 
     def test_noisy_neighbour_capped_floors_restored_then_lapse(self):
         self.start()

@@ -679,8 +679,8 @@ class UrgentTest(LoopTestBase):
                                 at + 0.01)
 
     def test_short_of_its_floor_decides_now_at_most_once_a_second(self):
-        # nothing before the domain's first round here (its state is read
-        # at the round)
+        # nothing before the domain's first round here (not known to be
+        # this controller's)
         self.assertIsNone(self.urgent(T0 - 1, 10.0))
         self.loop.run([self.domain], T0)
         self.assertEqual(1, len(self.scripted.seen))
@@ -710,6 +710,14 @@ class UrgentTest(LoopTestBase):
         # a stale sample is not short: nothing is known of it
         self.assertIsNone(self.loop.urgent(self.domain, self.keys[:1],
                                            T0 + 60))
+
+    def test_after_a_round_that_warmed_up(self):
+        # the first round after a start hears no sample: nothing decided,
+        # the state not read yet; an urgent sample decides (and reads it)
+        self.loop.run([self.domain], T0 - 2)
+        self.assertEqual([], self.scripted.seen)
+        self.assertIsNotNone(self.urgent(T0, 10.0))
+        self.assertEqual([None], self.scripted.states)
 
     def test_off_with_urgent_interval_0(self):
         self.flags(urgent_interval=0.0, group='controller')

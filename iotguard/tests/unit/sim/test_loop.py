@@ -154,3 +154,47 @@ class TestLoop(base.TestCase):
         self.assertAlmostEqual((5 / 12) ** 0.2, run.capacity[0])
         self.assertEqual([0.0], run.change_times)
         self.assertAlmostEqual(614400 / 65536 * cost, run.floor[0])
+
+
+class TestFastPath(base.TestCase):
+    """1 s samples between 5 s rounds, urgent decisions in between."""
+
+    def run_fast(self, fast, **vms):
+        # the light VM (a 300 KB/s floor-holder) sleeps 7 s, then wakes
+        # next to a flood that took everything meanwhile
+        sc = helpers.make(duration_s=20, vms=[
+            helpers.vm('heavy', [{'rw': 'randwrite', 'bs': 65536,
+                                  'processes': 8}], role='heavy'),
+            helpers.vm('light', [{'rw': 'randwrite', 'bs': 65536,
+                                  'rate_kbs': 300, 'steps': [
+                                      {'at': 0, 'processes': 0},
+                                      {'at': 7, 'processes': 1}]}],
+                       role='light')])
+        policy = Recorder()
+        return loop.run(sc, policy, seed=0, fast=fast), policy
+
+    def test_windows_are_samples_rounds_stay_and_urgent_ones_come(self):
+        run, policy = self.run_fast(loop.FastPath(1.0, 0.0))
+        self.assertEqual(1.0, run.window_s)
+        self.assertEqual(20, len(run.times))
+        self.assertEqual([5.0, 10.0, 15.0, 20.0], [t for t, _ in policy.seen])
+        # the snapshot says the rounds' interval, its rates one sample's
+        self.assertEqual(5.0, policy.seen[0][1].interval_s)
+        run, policy = self.run_fast(loop.FastPath(1.0, 1.0))
+        seen = [t for t, _ in policy.seen]
+        # the wake-up at 7 s, seen at the end of its first sample: the
+        # light disk rose and is short of its floor next to the flood
+        self.assertIn(8.0, seen)
+        self.assertTrue({5.0, 10.0, 15.0, 20.0} <= set(seen))
+        # the first urgent decision then; at most one a second (this
+        # policy caps nothing: the light disk stays short)
+        urgent = sorted(set(seen) - {5.0, 10.0, 15.0, 20.0})
+        self.assertEqual(8.0, urgent[0])
+        self.assertTrue(all(b - a >= 1.0 for a, b in zip(urgent,
+                                                         urgent[1:])))
+
+    def test_the_sample_interval_divides_the_rounds(self):
+        for bad in (2.0, 0.0, 7.0):
+            self.assertRaises(ValueError, loop.FastPath(bad).rounds_every,
+                              5.0)
+        self.assertEqual(5, loop.FastPath(1.0).rounds_every(5.0))

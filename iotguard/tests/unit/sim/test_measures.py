@@ -75,6 +75,28 @@ class TestFloor(base.TestCase):
             x, target, times, 5.0, [0.0, 5.0]))
 
 
+class TestReclaim(base.TestCase):
+
+    def test_reclaim_times(self):
+        times = np.arange(8) * 1.0
+        floor = A([0.1, 0.1, 0.0])
+        target = A([[0.1, 0.1, 0.1]] * 8)
+        target[:2, 0] = 0.0    # the first disk asks nothing until 2 s
+        x = A([[0.0, 0.1, 0.0], [0.0, 0.05, 0.0], [0.05, 0.1, 0.0],
+               [0.08, 0.1, 0.0], [0.1, 0.1, 0.0], [0.1, 0.095, 0.0],
+               [0.1, 0.1, 0.0], [0.1, 0.0, 0.0]])
+        # disk 0 wakes at 2.5 s (a change inside its window [2, 3)): short
+        # until 4 s -> 1.5 s; disk 1: [1, 2) short -> 1 s, [7, 8) still
+        # short at the end -> 1 s (a lower bound); 0.095 >= 0.9 x 0.1 is
+        # delivered; disk 2 has no floor: never counted
+        got = measures.reclaim_times(x, target, floor, times, 1.0, [2.5])
+        self.assertEqual([1.5, 1.0, 1.0], got.tolist())
+        self.assertEqual([2.0, 1.0, 1.0], measures.reclaim_times(
+            x, target, floor, times, 1.0, []).tolist())
+        self.assertEqual(0, len(measures.reclaim_times(
+            np.maximum(x, 0.1), target, floor, times, 1.0, [])))
+
+
 class TestCapacity(base.TestCase):
 
     def test_utilisation_only_while_demand_is_unmet(self):

@@ -230,9 +230,12 @@ class RisingTest(testtools.TestCase):
         self.assertEqual([True, False, True, False, False, False, False],
                          rates.rising(before, now).tolist())
 
-    def test_a_gap_is_never_a_rise(self):
-        before = self.rates_of((0, 0, 0), (50, 0, 2))
-        now = self.rates_of((0, 50, 2), (50, 0, 20))
-        before[0, 0] = np.nan
+    def test_after_a_gap_busy_is_a_rise_a_gap_now_never(self):
+        before = self.rates_of((0, 0, 0), (50, 0, 2), (50, 0, 2),
+                               (0, 0, 0))
+        now = self.rates_of((0, 50, 2), (50, 0, 20), (0, 0.5, 2),
+                            (0, 0, 0))
+        before[:, [0, 2, 3]] = np.nan    # new, or counters reset
         now[5, 1] = np.nan
-        self.assertEqual([False, False], rates.rising(before, now).tolist())
+        self.assertEqual([True, False, False, False],
+                         rates.rising(before, now).tolist())
