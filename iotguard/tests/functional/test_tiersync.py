@@ -168,6 +168,32 @@ class TierSyncTest(_WithNovaAndCinder):
                          qos['iotguard-gold'].specs)
         self.assertEqual([], self.sync([lower]))
 
+    def test_tier_per_gib(self):
+        """Cinder keeps its capacity-based keys, Nova the flavor's price."""
+        gp = tiers.Tier('gold', min_iops=100.0, min_iops_per_gb=3.0,
+                        max_iops=16000.0, max_iops_per_gb=10.0,
+                        max_bytes_sec_per_gb=1048576.0)
+        self.sync([gp])
+        flavor, _, qos, _ = self.read_back()
+        self.assertEqual({'total_iops_sec_per_gb': '10',
+                          'total_iops_sec_per_gb_min': '100',
+                          'total_iops_sec_max': '16000',
+                          'total_bytes_sec_per_gb': '1048576',
+                          'minIOPS': '100', 'maxIOPS': '16000'},
+                         qos['iotguard-gold'].specs)
+        # The flavor's root disk is 1 GiB: the ceilings there.
+        self.assertEqual({'iotguard:tier': 'gold',
+                          'quota:disk_total_iops_sec': '100',
+                          'quota:disk_total_bytes_sec': '1048576'}, flavor)
+        self.assertEqual([], self.sync([gp]))
+        # Back to fixed ceilings: the per-GiB keys go.
+        self.sync([GOLD])
+        _, _, qos, _ = self.read_back()
+        self.assertEqual({'total_iops_sec': '5000',
+                          'total_bytes_sec': '200000000',
+                          'minIOPS': '2000', 'maxIOPS': '5000'},
+                         qos['iotguard-gold'].specs)
+
     def test_read_write_flavor_stays_valid(self):
         rw = os_fixtures.flavor(self.nova, 'm1.rw', {
             'quota:disk_read_iops_sec': '800',
