@@ -124,3 +124,63 @@ class MembershipOverRabbitTest(rabbit.RabbitTestCase):
         self.assertEqual({}, self.index())
         self.assertEqual(2, len(self.rebuilt))
         self.assertIsNone(unit.domain_of(self.membership, unit.VM1, 'vda'))
+
+    def test_a_volume_extend_admits_its_floor_per_gib_again(self):
+        """Cinder's volume.resize.end, its payload as Cinder builds it."""
+        self.db.domain_create(unit.POOL, 'cinder', iops_4k=1000.0,
+                              bytes_sec=4e8)
+        self.db.tier_create(database.tier_values('per-gib',
+                                                 min_iops_per_gb=10.0))
+        self.conn.types = {'iotguard-per-gib': {'iotguard:tier': 'per-gib'}}
+        volume = self.conn.volumes[unit.VOL1]
+        volume.volume_type = 'iotguard-per-gib'
+        notifier = unit.FakeNotifier()
+        self.membership.notifier = notifier
+        self.membership.refresh()
+
+        def disk():
+            found, = [d for d in self.db.disk_list(instance_uuid=unit.VM1)
+                      if d['dev'] == 'vdb']
+            return found
+
+        self.assertEqual((10, 100.0), (disk()['size_gib'],
+                                       disk()['tier'].min_iops))
+
+        def extended(size):
+            # cinder.volume.volume_utils._usage_from_volume's fields, the
+            # attachments as its database rows serialize.
+            volume.size = size
+            self.cinder.info({}, 'volume.resize.end', {
+                'tenant_id': 'p1', 'host': unit.POOL, 'user_id': 'u1',
+                'availability_zone': 'nova', 'volume_id': unit.VOL1,
+                'volume_type': 'iotguard-per-gib', 'display_name': 'db',
+                'launched_at': '2026-11-28T10:00:00+00:00',
+                'created_at': '2026-11-28T09:59:58+00:00',
+                'status': 'in-use', 'snapshot_id': None, 'size': size,
+                'replication_status': None,
+                'replication_extended_status': None,
+                'replication_driver_data': None, 'metadata': [],
+                'volume_attachment': [{
+                    'id': 'd1f0c0de-0000-4000-8000-000000000001',
+                    'volume_id': unit.VOL1, 'instance_uuid': unit.VM1,
+                    'attached_host': None, 'mountpoint': '/dev/vdb',
+                    'attach_status': 'attached', 'attach_mode': 'rw',
+                    'deleted': False}]})
+
+        extended(50)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and disk()['size_gib'] != 50:
+            time.sleep(0.1)
+        self.assertEqual((50, 500.0, None), (
+            disk()['size_gib'], disk()['tier'].min_iops,
+            disk()['size_refused']))
+        # 1000 IOPS would be all of the pool: refused, the 50 GiB floor
+        # kept, the refusal on the disk and notified.
+        extended(100)
+        while time.monotonic() < deadline + 15 and not disk()['size_refused']:
+            time.sleep(0.1)
+        refused = disk()['size_refused']
+        self.assertEqual((50, 500.0, 100), (
+            disk()['size_gib'], disk()['tier'].min_iops, refused['size_gib']))
+        self.assertEqual(['size_refused'], [
+            kind for kind, _ in notifier.sent if kind != 'admitted'])
