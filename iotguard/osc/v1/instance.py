@@ -56,6 +56,12 @@ class DisksColumn(common.LinesColumn):
         if disk['tier']:
             text += ' (%s), floor %s' % (disk['tier_source'],
                                          _numbers(disk['floor']))
+        if disk.get('size_gib'):
+            text += ' at %d GiB' % disk['size_gib']
+        grown = disk.get('size_refused')
+        if grown:
+            text += '; %d GiB refused: %s' % (grown['size_gib'],
+                                              grown['reason'])
         refused = disk.get('tier_refused')
         if refused:
             text += '; %s refused (from %s): %s' % (

@@ -343,6 +343,15 @@ class TestInstance(CommandTestCase):
             'vdb: no tier; domain local:c1',
             self.one(answer, human)['Disks'])
 
+    def test_a_disk_size_and_a_refused_one(self):
+        disk = dict(DISK, cap=None, size_gib=100, size_refused={
+            'size_gib': 400, 'reason': 'Tier gold does not fit',
+            'since': '2026-11-28T13:00:00'})
+        self.assertEqual(
+            'vda: gold (api), floor min_bytes_sec=0, min_iops=2000 at 100 '
+            'GiB; 400 GiB refused: Tier gold does not fit; domain local:c1',
+            instance.DisksColumn([disk]).human_readable())
+
     def test_a_tenant_sees_no_host_nor_domain_name(self):
         tenant = {k: v for k, v in DISK.items() if k not in ('host',
                                                              'domain')}
