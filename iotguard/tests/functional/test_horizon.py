@@ -25,8 +25,8 @@ the plugin from this checkout and Chromium through Selenium logs in
   the API's database agrees; the disk's page (its name in the table)
   charts its last hour from the record seeded by the minute: a bar a
   minute, the minutes capped and those whose floor was missed, the floor
-  and cap lines, the summary the API gives; Admin > Disk I/O is not the
-  member's;
+  and cap in force each minute as steps, the summary the API gives;
+  Admin > Disk I/O is not the member's;
 * as the admin: Admin > Disk I/O shows each domain's committed floors and
   utilisation as the API reports them, the caps in force and the latest
   decisions with their reasons; a tier the API refuses (floor above
@@ -67,6 +67,7 @@ REASON = ('guarantee: load 0.4000 above its fair share 0.3400, capped at '
 RECORDED = range(49, 1, -1)
 CAPPED = range(20, 35)
 MISSED = range(38, 44)
+BRONZE = range(40, 50)    # its tier then; gold since
 CAP_REASON = ('capped at 2900 IOPS and 11.9 MB/s: its storage was contended '
               'and it was doing 3200 IOPS and 13.1 MB/s, more than its fair '
               'share')
@@ -129,14 +130,27 @@ class TestHorizon(horizon.Browsing, base.TestCase):
         db.caps_set([{'instance_uuid': WEB, 'dev': 'vda', 'limits': limits,
                       'lease_expires_at': now + datetime.timedelta(hours=1),
                       'decision_id': decision}])
-        minute = now.replace(second=0, microsecond=0)
+        minute = self.recorded_at = now.replace(second=0, microsecond=0)
         db.disk_minutes_add([records.Minute(
             vda['id'], minute - datetime.timedelta(minutes=ago), 60.0, 60.0,
             40.0 if ago in MISSED else 60.0,
             60.0 if ago in CAPPED else 0.0,
             2900.0 if ago in CAPPED else 3200.0,
             (2900.0 if ago in CAPPED else 3200.0) * 4096,
-            CAP_REASON if ago in CAPPED else None) for ago in RECORDED])
+            CAP_REASON if ago in CAPPED else None,
+            **self._limits(ago)) for ago in RECORDED])
+
+    @staticmethod
+    def _limits(ago):
+        """The floor and cap in force ``ago`` minutes ago.
+
+        Bronze's floor, then gold's; the cap while capped.
+        """
+        return dict(
+            floor_iops=200.0 if ago in BRONZE else 2000.0,
+            floor_bytes_sec=None if ago in BRONZE else 20e6,
+            cap_iops=2900.0 if ago in CAPPED else None,
+            cap_bytes_sec=11878400.0 if ago in CAPPED else None)
 
     def _on_failure(self, exc_info):
         self.addDetail('api-requests', content.text_content(
@@ -236,11 +250,28 @@ class TestHorizon(horizon.Browsing, base.TestCase):
         self.assertIn('capped 60 s: ' + CAP_REASON, bars(
             'iops', 'capped')[0].get_attribute('textContent'))
 
-        # gold's floor and the cap in force, as lines on the rates
-        self.assertIn('floor now: 2000 IOPS', self.css(
-            '#chart-iops line.floor').get_attribute('textContent'))
-        self.assertIn('cap in force now: 2900 IOPS', self.css(
-            '#chart-iops line.cap').get_attribute('textContent'))
+        # The floor and the cap in force each minute, as the API recorded
+        # them: steps on the rates (bronze's floor, then gold's; the cap).
+        def steps(chart, kind):
+            return [s.get_attribute('textContent') for s in self.css(
+                '#chart-%s path.step.%s' % (chart, kind), many=True)]
+
+        def clock(ago):
+            return (self.recorded_at - datetime.timedelta(
+                minutes=ago)).strftime('%H:%M')
+
+        self.assertEqual(
+            ['%s to %s: floor 200 IOPS' % (clock(BRONZE[-1]),
+                                           clock(BRONZE[0] - 1)),
+             '%s to %s: floor 2000 IOPS' % (clock(BRONZE[0] - 1),
+                                            clock(RECORDED[-1] - 1))],
+            steps('iops', 'floor'))
+        self.assertEqual(['%s to %s: cap in force 2900 IOPS' % (
+            clock(CAPPED[-1]), clock(CAPPED[0] - 1))], steps('iops', 'cap'))
+        self.assertEqual(['%s to %s: floor 20.0 MB/s' % (
+            clock(BRONZE[0] - 1), clock(RECORDED[-1] - 1))],
+            steps('bytes_sec', 'floor'))
+        self.assertFalse(self.css('#chart-iops line.floor', many=True))
         spells = self.css('#cap-spells tbody tr', many=True)
         self.assertEqual(1, len(spells))
         self.assertIn(CAP_REASON, spells[0].text)
