@@ -14,9 +14,13 @@
 
 Each service serves its own on ``/metrics`` (:func:`serve`), read from
 what it keeps anyway when Prometheus scrapes: no work in the rounds
-beyond :meth:`Rounds.add`. Series are per domain at most (bounded by the
-domains a controller owns), never per disk. The names, units and the
-alert rules that use them: doc/source/admin/prometheus.rst.
+beyond :meth:`Rounds.add`. Series are per domain (bounded by the domains
+a controller owns); per disk only with ``[prometheus] per_disk_series``
+(labelled by the disk, ``<instance uuid>/<dev>``, bounded by the disks
+of those domains; a disk that leaves a domain leaves its series at the
+domain's next round).
+The names, units and the alert rules that use them:
+doc/source/admin/prometheus.rst.
 """
 
 import collections
@@ -110,6 +114,53 @@ class Passes:
         ]
 
 
+@dataclasses.dataclass(frozen=True)
+class DiskRound:
+    """One disk in one round, for the per-disk series.
+
+    ``disk``: ``<instance uuid>/<dev>``; None: stale (rates), no floor or
+    no cap of that kind; the seconds its floor was due and kept in the
+    round.
+    """
+
+    disk: str
+    iops: float | None
+    bytes_sec: float | None
+    floor_iops: float | None
+    floor_bytes_sec: float | None
+    cap_iops: float | None
+    cap_bytes_sec: float | None
+    checked_s: float
+    kept_s: float
+
+
+@dataclasses.dataclass
+class _Disk:
+    """One disk: its last round and its running totals."""
+
+    last: DiskRound
+    checked_s: float = 0.0
+    kept_s: float = 0.0
+
+
+#: The per-disk gauges: (name, help, DiskRound field).
+_DISK_GAUGES = (
+    ('iotguard_disk_iops', 'Operations per second of the disk, last round.',
+     'iops'),
+    ('iotguard_disk_bytes_per_second', 'Bytes per second of the disk, last '
+     'round.', 'bytes_sec'),
+    ('iotguard_disk_floor_iops', "The disk's floor in operations per "
+     'second (none: no such floor).', 'floor_iops'),
+    ('iotguard_disk_floor_bytes_per_second', "The disk's floor in bytes "
+     'per second (none: no such floor).', 'floor_bytes_sec'),
+    ('iotguard_disk_cap_iops', 'The cap on the disk in operations per '
+     'second after the last round (none: not capped so).', 'cap_iops'),
+    ('iotguard_disk_cap_bytes_per_second', 'The cap on the disk in bytes '
+     'per second after the last round (none: not capped so).',
+     'cap_bytes_sec'),
+)
+
+
 @dataclasses.dataclass
 class _Domain:
     """One domain: its last round's gauges and its running totals."""
@@ -133,6 +184,8 @@ class Rounds:
         self.rounds = 0
         self.round_s = math.nan
         self.domains: dict[str, _Domain] = collections.defaultdict(_Domain)
+        #: by domain and disk (``[prometheus] per_disk_series``)
+        self.disks: dict[str, dict[str, _Disk]] = {}
 
     def add(self, results: Iterable[Any], seconds: float) -> None:
         """One round: ``results`` are its ``effects.RoundResult``."""
@@ -150,11 +203,52 @@ class Rounds:
                 d.committed = r.committed
                 d.overcommitted = (math.nan if r.overcommitted is None
                                    else float(r.overcommitted))
+            if r.per_disk is not None:
+                self._add_disks(r.domain, r.per_disk)
+
+    def _add_disks(self, domain: str, rows: Iterable[DiskRound]) -> None:
+        """A domain's disks now: those gone from it are dropped."""
+        before = self.disks.get(domain, {})
+        now = {}
+        for row in rows:
+            disk = now[row.disk] = before.get(row.disk) or _Disk(row)
+            disk.last = row
+            disk.checked_s += row.checked_s
+            disk.kept_s += row.kept_s
+        self.disks[domain] = now
 
     def forget(self, keep: Iterable[str]) -> None:
         """Drop the domains this controller no longer owns."""
         for name in set(self.domains) - set(keep):
             del self.domains[name]
+        for name in set(self.disks) - set(keep):
+            del self.disks[name]
+
+    def _disk_families(self) -> list[Family]:
+        rows = [([domain, key], disk)
+                for domain, disks in sorted(self.disks.items())
+                for key, disk in sorted(disks.items())]
+        labels = ['domain', 'disk']
+        families: list[Family] = []
+        for name, doc, field in _DISK_GAUGES:
+            family = metrics_core.GaugeMetricFamily(name, doc, labels=labels)
+            for key, disk in rows:
+                value = getattr(disk.last, field)
+                if value is not None:
+                    family.add_metric(key, value)
+            families.append(family)
+        for name, doc, field in (
+                ('iotguard_disk_floor_checked_seconds', 'Seconds the '
+                 "disk's floor was due (fresh, with a floor).", 'checked_s'),
+                ('iotguard_disk_floor_kept_seconds', "Of those, the seconds "
+                 'its floor was kept (delivered, or its demand met).',
+                 'kept_s')):
+            counter_family = metrics_core.CounterMetricFamily(
+                name, doc, labels=labels)
+            for key, disk in rows:
+                counter_family.add_metric(key, getattr(disk, field))
+            families.append(counter_family)
+        return families
 
     def collect(self, samples: Mapping[str, int], refused: int
                 ) -> list[Family]:
@@ -206,4 +300,4 @@ class Rounds:
                   '1 when the committed floors exceed what the learned '
                   'fit serves beyond [admission] max_commit_ratio.',
                   per['overcommitted']),
-        ]
+        ] + (self._disk_families() if self.disks else [])

@@ -28,4 +28,11 @@ OPTS: list[cfg.Opt] = [
                 default=0,
                 help='Port of iotguard-agent\'s Prometheus endpoint '
                      '(/metrics). 0: none.'),
+    cfg.BoolOpt('per_disk_series',
+                default=False,
+                help='Whether iotguard-controller also serves series per '
+                     'disk (iotguard_disk_*: its rates, floor, cap and '
+                     'floor-seconds kept, labelled by domain and disk, '
+                     '<instance uuid>/<dev>): 8 series per disk of the '
+                     'domains it owns. Off: per domain only.'),
 ]

@@ -46,6 +46,7 @@ from iotguard.db import api as db_api
 from iotguard.db import caps as db_caps
 from iotguard.db import disks as db_disks
 from iotguard.engine import plan as plan_mod
+from iotguard import metrics
 from iotguard.policy import base
 from iotguard.policy import guarantee
 from iotguard.wire import caps
@@ -87,6 +88,8 @@ class RoundResult:
     committed: float | None = None
     overcommitted: bool | None = None
     skipped: str | None = None
+    #: each disk's round ([prometheus] per_disk_series), else None
+    per_disk: list[metrics.DiskRound] | None = None
 
 
 @dataclasses.dataclass
@@ -174,6 +177,7 @@ class Effects:
         self._rates_slot: dict[str, int] = {}   # rates_write_interval slot
         self.recorder = record_mod.Recorder(self.interval_s)
         self.record_keep_s = conf.controller.record_retention * 3600.0
+        self.per_disk_series: bool = conf.prometheus.per_disk_series
         self._purged_at = 0.0
 
     def forget(self, name: str) -> None:
@@ -373,6 +377,9 @@ class Effects:
         violated, load, floor = violations(snapshot,
                                            self.violation_latency_ms)
         self.recorder.add(disks, snapshot, violated, floor, *capped, now)
+        if self.per_disk_series:
+            result.per_disk = record_mod.disk_rounds(
+                snapshot, violated, floor, capped[0], self.interval_s)
         fresh = ~snapshot.stale
         result.floored = int((fresh & (floor > 0)).sum())
         result.load = float(np.nansum(load[fresh]))

@@ -29,6 +29,7 @@ import numpy as np
 
 from iotguard.db import disks as db_disks
 from iotguard.db import records
+from iotguard import metrics
 from iotguard.policy import base
 from iotguard.wire import caps
 
@@ -74,6 +75,26 @@ def cap_reason(old: dict[str, int] | None, new: dict[str, int],
                 '%d IOPS and %.1f MB/s, more than its fair share'
                 % (_limits(new), iops, bytes_sec / 1e6))
     return 'cap eased to %s: its storage had room again' % _limits(new)
+
+
+def disk_rounds(snapshot: base.DomainSnapshot, violated: base.BoolArray,
+                floor: base.FloatArray, limits: list[caps.Limits | None],
+                interval_s: float) -> list[metrics.DiskRound]:
+    """Each disk's round, for the per-disk series.
+
+    Its floor due and kept as :meth:`Recorder.add` counts them.
+    """
+    fresh = ~snapshot.stale
+    due = fresh & (floor > 0)
+    kept = due & ~violated
+    return [metrics.DiskRound(
+        key, float(snapshot.iops[i]) if fresh[i] else None,
+        float(snapshot.bytes_sec[i]) if fresh[i] else None,
+        _some(snapshot.floor_iops[i]), _some(snapshot.floor_bytes_sec[i]),
+        _some(caps.limit(limits[i], 'total_iops_sec')),
+        _some(caps.limit(limits[i], 'total_bytes_sec')),
+        interval_s * bool(due[i]), interval_s * bool(kept[i]))
+        for i, key in enumerate(snapshot.disk_ids)]
 
 
 class Recorder:

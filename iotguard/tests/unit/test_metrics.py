@@ -22,6 +22,8 @@ from iotguard import metrics
 from iotguard.tests import base
 from iotguard.tests.fixtures import ports
 
+UUIDS = {1: '6f1c3c34-5d9e-4a4f-9a43-0c5d1f1b2a01',
+         2: '6f1c3c34-5d9e-4a4f-9a43-0c5d1f1b2a02'}
 STATS = {'stored': 40, 'dropped': 2, 'foreign': 1, 'forwarded': 5,
          'registered': 3}
 
@@ -70,6 +72,49 @@ class RoundsTest(base.TestCase):
         self.assertEqual({(('domain', 'b'),)}, {
             labels for name, labels in got if name == 'iotguard_domain_disks'})
         self.assertEqual(1, got['iotguard_controller_domains', ()])
+
+    def test_per_disk_series_add_up_and_leave_with_their_disk(self):
+        rounds = metrics.Rounds(interval_s=5.0)
+
+        def disk(n, kept=5.0, cap=None, iops=300.0):
+            return metrics.DiskRound('%s/vda' % UUIDS[n], iops,
+                                     iops and iops * 4096, 100.0, None, cap,
+                                     None, 5.0, kept)
+        rounds.add([effects.RoundResult('a', per_disk=[
+            disk(1, cap=250.0), disk(2, kept=0.0)])], 0.1)
+        rounds.add([effects.RoundResult('a', per_disk=[
+            disk(1, iops=None), disk(2)])], 0.1)
+        got = samples(rounds.collect(STATS, 0))
+        one, two = ((('disk', '%s/vda' % UUIDS[i]), ('domain', 'a'))
+                    for i in (1, 2))
+        self.assertEqual((10.0, 10.0, 5.0), (
+            got['iotguard_disk_floor_checked_seconds_total', one],
+            got['iotguard_disk_floor_kept_seconds_total', one],
+            got['iotguard_disk_floor_kept_seconds_total', two]))
+        self.assertEqual(100.0, got['iotguard_disk_floor_iops', two])
+        # stale in the last round: no rate; uncapped: no cap; no floor
+        # in bytes: no such series
+        self.assertEqual({('iotguard_disk_iops', two)}, {
+            k for k in got if k[0] == 'iotguard_disk_iops'})
+        for name in ('iotguard_disk_cap_iops',
+                     'iotguard_disk_floor_bytes_per_second'):
+            self.assertNotIn(name, {k[0] for k in got})
+        # a disk gone from its domain, then the domain handed over
+        rounds.add([effects.RoundResult('a', per_disk=[disk(2)])], 0.1)
+        got = samples(rounds.collect(STATS, 0))
+        self.assertEqual({two}, {labels for name, labels in got
+                                 if name.startswith('iotguard_disk_')})
+        self.assertEqual(10.0, got['iotguard_disk_floor_kept_seconds_total',
+                                   two])
+        rounds.forget([])
+        self.assertFalse([k for k in samples(rounds.collect(STATS, 0))
+                          if k[0].startswith('iotguard_disk_')])
+
+    def test_no_per_disk_series_unless_asked(self):
+        rounds = metrics.Rounds(interval_s=5.0)
+        rounds.add([effects.RoundResult('a', disks=3)], 0.1)
+        self.assertFalse([k for k in samples(rounds.collect(STATS, 0))
+                          if k[0].startswith('iotguard_disk_')])
 
     def test_unknown_verdict_is_nan(self):
         rounds = metrics.Rounds(interval_s=5.0)

@@ -101,6 +101,28 @@ class RecorderTest(base.TestCase):
                          [reason for _minute, reason in got])
 
 
+class DiskRoundsTest(base.TestCase):
+
+    def test_each_disk_with_its_rates_floor_cap_and_seconds(self):
+        snap = fakes.snapshot(
+            fakes.disk('a', 50.0, tier=GOLD), fakes.disk('b', 400.0),
+            fakes.disk('d', 10.0, tier=GOLD, stale=True))
+        got = record.disk_rounds(
+            snap, np.array([True, False, False]),
+            np.array([0.1, 0.0, 0.1]), [None, CAP, None], 5.0)
+        a, b, d = got
+        self.assertEqual((snap.disk_ids[0], 50.0, 100.0, None, None, 5.0,
+                          0.0),
+                         (a.disk, a.iops, a.floor_iops, a.floor_bytes_sec,
+                          a.cap_iops, a.checked_s, a.kept_s))
+        self.assertEqual((400.0, None, 300.0, None, 0.0, 0.0),
+                         (b.iops, b.floor_iops, b.cap_iops, b.cap_bytes_sec,
+                          b.checked_s, b.kept_s))
+        # stale: no rates, no floor-seconds, its floor still shown
+        self.assertEqual((None, None, 100.0, 0.0),
+                         (d.iops, d.bytes_sec, d.floor_iops, d.checked_s))
+
+
 class ReasonTest(base.TestCase):
 
     def test_tightened_and_eased_in_the_disks_own_numbers(self):
