@@ -186,7 +186,8 @@ class Result:
     run: int
     #: the longest time a cap stayed in force past its lease (s)
     past_lease: float
-    #: from the heal to the start of the first 5 s window (ending after
+    #: from the heal (the broker or the database listening again, the
+    #: process started) to the start of the first 5 s window (ending after
     #: the heal) with every quiet guest at 0.95 of its demand (s; None:
     #: not within the episode; 0: kept through the heal)
     restore: float | None
@@ -448,8 +449,9 @@ def episode(bed, name, run, at, duration, after):
     injected = time.time()
     fault.inject(bed)
     time.sleep(max(0.0, duration - (time.time() - injected)))
-    healed = time.time()
     fault.heal(bed)
+    # healed: the broker or database listening again, a process started
+    healed = time.time()
     time.sleep(after)
     if chooser:
         chooser.stopping.set()
