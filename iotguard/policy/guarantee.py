@@ -371,25 +371,43 @@ class Memory:
         Only the disks it remembers something of: one never seen
         uncongested with no move pending is what :meth:`align` makes of a
         disk it does not know (most disks of a large domain; their ids
-        would be most of the text). Floats go as Python writes them
+        would be most of the text), keyed by disk id: ``"disks": {id:
+        [asked or null, wanted]}``. Floats go as Python writes them
         (``repr``): read back, they are the same numbers to the last bit.
         """
         kept = np.flatnonzero(~np.isnan(self.asked) | (self.wanted != 0))
         return {'service': self.service,
                 'cut_over_border': self.cut_over_border,
                 'border': self.border,
-                'disk_ids': [self.disk_ids[i] for i in kept.tolist()],
-                'asked': [None if math.isnan(value) else value
-                          for value in self.asked[kept].tolist()],
-                'wanted': [int(value) for value in self.wanted[kept].tolist()]}
+                'disks': {self.disk_ids[i]: [
+                    None if math.isnan(asked) else asked, int(wanted)]
+                    for i, asked, wanted in zip(
+                        kept.tolist(), self.asked[kept].tolist(),
+                        self.wanted[kept].tolist())}}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> 'Memory':
-        """What :meth:`to_dict` gave; ``ValueError`` when it is not that."""
-        disk_ids = tuple(data['disk_ids'])
+        """What :meth:`to_dict` gave; ``ValueError`` when it is not that.
+
+        Also the form before the disks were keyed by id (three lists by
+        position: ``disk_ids``, ``asked``, ``wanted``).
+        """
+        if 'disks' in data:
+            disks = data['disks']
+            if not isinstance(disks, Mapping) or not all(
+                    isinstance(v, list) and len(v) == 2
+                    for v in disks.values()):
+                raise ValueError('guarantee memory: disks must map an id '
+                                 'to [asked, wanted]')
+            disk_ids = tuple(disks)
+            pairs = list(disks.values())
+            listed = ([v[0] for v in pairs], [v[1] for v in pairs])
+        else:
+            disk_ids = tuple(data['disk_ids'])
+            listed = (data['asked'], data['wanted'])
         asked = np.array([math.nan if value is None else value
-                          for value in data['asked']], dtype=np.float64)
-        wanted = np.array(data['wanted'], dtype=np.float64)
+                          for value in listed[0]], dtype=np.float64)
+        wanted = np.array(listed[1], dtype=np.float64)
         if not len(disk_ids) == len(asked) == len(wanted):
             raise ValueError('guarantee memory: %d disks, %d asked, %d '
                              'wanted' % (len(disk_ids), len(asked),

@@ -154,8 +154,7 @@ class TakeoverTest(base.TestCase):
         self.assertEqual('guarantee', state['policy'])
         self.assertAlmostEqual(1.0, state['state']['service'], places=3)
         memory = state['state']
-        self.assertIsNotNone(memory['asked'][memory['disk_ids'].index(
-            '%s/%s' % self.writer)])
+        self.assertIsNotNone(memory['disks']['%s/%s' % self.writer][0])
         # ... without which the flood is not capped at once
         self.assertEqual([], kept[BEFORE - 1])
         self.assertEqual([(self.flood[0], 'cap')],

@@ -81,9 +81,9 @@ class TestMemory(test_base.TestCase):
     def test_round_trip_through_json_is_exact(self):
         memory = self.memory()
         data = json.loads(json.dumps(memory.to_dict(), allow_nan=False))
-        # d is left out, b's nan is null
-        self.assertEqual(['a', 'b', 'c'], data['disk_ids'])
-        self.assertEqual([None, -1], [data['asked'][1], data['wanted'][1]])
+        # d is left out, b's nan is null; keyed by disk id
+        self.assertEqual(['a', 'b', 'c'], sorted(data['disks']))
+        self.assertEqual([None, -1], data['disks']['b'])
         self.assertSame(memory, guarantee.Memory.from_dict(data))
         self.assertSame(memory, guarantee.GuaranteePolicy().restore(data))
         # the memory of a fresh domain, and none at all
@@ -100,10 +100,25 @@ class TestMemory(test_base.TestCase):
                                        1.0 / 3.0], asked)
         self.assertEqual([1.0, 0.0, -1.0, 0.0], wanted.tolist())
 
+    def test_the_form_by_position_is_read_too(self):
+        data = self.memory().to_dict()
+        disks = data.pop('disks')
+        data.update(disk_ids=list(disks),
+                    asked=[v[0] for v in disks.values()],
+                    wanted=[v[1] for v in disks.values()])
+        self.assertSame(self.memory(), guarantee.Memory.from_dict(
+            json.loads(json.dumps(data))))
+
     def test_not_a_memory(self):
         data = self.memory().to_dict()
-        data['wanted'] = [0]
+        data['disks']['a'] = [0]
         self.assertRaises(ValueError, guarantee.Memory.from_dict, data)
+        data['disks'] = [['a', 0, 0]]
+        self.assertRaises(ValueError, guarantee.Memory.from_dict, data)
+        old = dict(self.memory().to_dict(), disk_ids=['a'], asked=[None],
+                   wanted=[0, 1])
+        del old['disks']
+        self.assertRaises(ValueError, guarantee.Memory.from_dict, old)
         self.assertRaises(KeyError, guarantee.Memory.from_dict, {})
 
     def test_new_params_keep_what_still_applies(self):
