@@ -168,7 +168,8 @@ class Recorder:
         self.scenario, self.world = scenario, world
         self.ids = world.disk_ids()
         self.vms = [world.vm(d) for d in self.ids]
-        self.tiers = [scenario.tiers[vm.tier] for vm in self.vms]
+        self.tiers = [scenario.tiers[vm.tier].at(vm.size_gib)
+                      for vm in self.vms]
         self.profile = scenario.domain.profile
         statics = [world.static_iotune(d) for d in self.ids]
         self.static_iops = np.array(

@@ -127,6 +127,8 @@ class Vm:
     volume_id: str | None
     limits: dict[str, int]
     jobs: tuple[Job, ...]
+    #: GiB, what its tier's limits per GiB are priced at (None: unknown)
+    size_gib: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -281,12 +283,13 @@ def _domain(r: _Reader) -> Domain:
 
 
 def _tier(r: _Reader) -> base.Tier:
-    values = {'min_iops': r.number('min_iops', 0.0),
-              'min_bytes_sec': r.number('min_bytes_sec', 0.0),
-              'max_iops': r.number('max_iops', 0.0),
-              'max_bytes_sec': r.number('max_bytes_sec', 0.0)}
+    values = {key: r.number(key, 0.0) for key in (
+        'min_iops', 'min_bytes_sec', 'max_iops', 'max_bytes_sec',
+        *base.PER_GB)}
     for low, high in (('min_iops', 'max_iops'),
-                      ('min_bytes_sec', 'max_bytes_sec')):
+                      ('min_bytes_sec', 'max_bytes_sec'),
+                      ('min_iops_per_gb', 'max_iops_per_gb'),
+                      ('min_bytes_sec_per_gb', 'max_bytes_sec_per_gb')):
         if values[high] and values[low] > values[high]:
             r.fail(r.name(low), 'is above %s' % high)
     tier = base.Tier(name=r.string('name'),
@@ -365,11 +368,13 @@ def _vms(r: _Reader, tiers: dict[str, base.Tier],
     project = r.string('project_id', 'project-' + scenario_name)
     dev = r.string('dev', 'vda')
     volume = r.string('volume_id', None)
+    size = r.number('size_gib', None, strict=True)
     r.done()
     names = [name] if count == 1 else ['%s-%d' % (name, k + 1)
                                        for k in range(count)]
     return [Vm(name=n, role=role, host=host, tier=tier, project_id=project,
-               dev=dev, volume_id=volume, limits=limits, jobs=jobs)
+               dev=dev, volume_id=volume, limits=limits, jobs=jobs,
+               size_gib=size)
             for n in names]
 
 

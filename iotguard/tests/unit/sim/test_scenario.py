@@ -20,11 +20,12 @@ from iotguard import exception
 from iotguard.policy import costmodel
 from iotguard.sim import loop
 from iotguard.sim import scenario
+from iotguard.sim import world
 from iotguard.tests import base
 from iotguard.tests.unit.sim import helpers
 
 SHIPPED = ('paper-4vm', 'paper-20vm', 'io-size', 'on-off',
-           'idle-neighbours', 'tiers', 'token-bucket')
+           'idle-neighbours', 'tiers', 'token-bucket', 'per-gib')
 
 
 class TestShipped(base.TestCase):
@@ -43,12 +44,22 @@ class TestShipped(base.TestCase):
             profile = sc.domain.profile
             floors = 0.0
             for vm in sc.vms:
-                tier = sc.tiers[vm.tier]
+                tier = sc.tiers[vm.tier].at(vm.size_gib)
                 floors += float(costmodel.floor_load(
                     np.array([tier.min_iops]),
                     np.array([tier.min_bytes_sec]),
                     np.array([loop.nominal_io_size(vm)]), profile)[0])
             self.assertGreaterEqual(floors, 0.5, name)
+
+    def test_per_gib_floors_at_each_size(self):
+        sc = scenario.load('per-gib')
+        run = loop.Recorder(sc, world.World(sc))
+        floors = {vm.role: tier.min_bytes_sec
+                  for vm, tier in zip(run.vms, run.tiers)}
+        mib = 1048576
+        self.assertEqual({'gp-50gib': 3.125 * mib, 'gp-200gib': 12.5 * mib,
+                          'gp-600gib': 37.5 * mib, 'bronze': 6 * mib},
+                         floors)
 
     def test_paper_4vm_is_the_paper(self):
         sc = scenario.load('paper-4vm')
