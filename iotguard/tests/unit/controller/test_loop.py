@@ -494,6 +494,11 @@ class RunTest(LoopTestBase):
                         32 * KIB64)
 
     def test_the_round_goes_into_the_disks_records(self):
+        # and into the per-disk series, asked for
+        self.flags(per_disk_series=True, group='prometheus')
+        self.loop = loop.DomainLoop(self.conf, self.db, self.store,
+                                    self.agents, self.notifier,
+                                    clock=lambda: T0)
         domain = fakes.add_domain(self.db, 'paper', iops_4k=300.0,
                                   bytes_sec=3.4e6, policy='guarantee')
         tier = fakes.tier('paper', min_bytes_sec=614400.0)
@@ -501,8 +506,17 @@ class RunTest(LoopTestBase):
         light = fakes.add_disk(self.db, 'paper', 'cn2', tier)
         self.feed(heavy, iops=32.0, bytes_sec=32 * KIB64, latency_ms=300.0)
         self.feed(light, iops=4.0, bytes_sec=4 * KIB64, latency_ms=300.0)
-        self.loop.run_once(domain, T0)
+        result = self.loop.run_once(domain, T0)
         self.assertIsNotNone(self.cap_of(heavy))
+        cap = self.cap_of(heavy)['limits']['total_bytes_sec']
+        series = {row.disk: row for row in result.per_disk}
+        heavy_s = series['%s/%s' % (heavy['instance_uuid'], heavy['dev'])]
+        light_s = series['%s/%s' % (light['instance_uuid'], light['dev'])]
+        self.assertEqual((614400.0, cap, 5.0, 5.0), (
+            heavy_s.floor_bytes_sec, heavy_s.cap_bytes_sec,
+            heavy_s.checked_s, heavy_s.kept_s))
+        self.assertEqual((None, 5.0, 0.0), (
+            light_s.cap_bytes_sec, light_s.checked_s, light_s.kept_s))
         start = datetime.datetime.utcfromtimestamp(T0 // 60 * 60)
         end = start + datetime.timedelta(minutes=1)
 
@@ -515,6 +529,12 @@ class RunTest(LoopTestBase):
         light_m, = minutes(light)
         self.assertEqual((5.0, 5.0, 5.0), (
             heavy_m.seconds, heavy_m.floor_due_s, heavy_m.capped_s))
+        # the floor in force and the cap the round set
+        self.assertEqual((None, 614400.0, cap), (
+            heavy_m.floor_iops, heavy_m.floor_bytes_sec,
+            heavy_m.cap_bytes_sec))
+        self.assertEqual((614400.0, None), (light_m.floor_bytes_sec,
+                                            light_m.cap_bytes_sec))
         self.assertTrue(heavy_m.cap_reason.startswith('capped at '),
                         heavy_m.cap_reason)
         self.assertIn('doing 32 IOPS and 2.1 MB/s', heavy_m.cap_reason)
@@ -636,6 +656,27 @@ class PolicyStateTest(LoopTestBase):
         self.assertNotIn('d1', logs.output)
         self.assertEqual({'policy': 'scripted', 'state': {'count': 1}},
                          self.stored('d1'))
+
+    def test_a_state_given_back_is_not_serialised_again(self):
+        same = fakes.Counted(7)
+        to_dict = mock.Mock(wraps=same.to_dict)
+        same.to_dict = to_dict
+        self.scripted.decide = lambda snapshot, state, now: ([], same)
+        d1 = self.domains[0]
+        self.loop.run([d1], T0)
+        self.fresh(T0 + 4)
+        self.loop.run([d1], T0 + 5)
+        self.fresh(T0 + 9)
+        self.loop.run([d1], T0 + 10)
+        self.assertEqual(1, to_dict.call_count)
+        self.assertEqual({'policy': 'scripted', 'state': {'count': 7}},
+                         self.stored('d1'))
+        # another object: serialised (and, the same, not written again)
+        self.scripted.decide = lambda snapshot, state, now: (
+            [], fakes.Counted(7))
+        self.fresh(T0 + 14)
+        self.loop.run([d1], T0 + 15)
+        self.assertEqual(1, self.state_writes.call_count)
 
     def test_a_failed_write_is_logged_and_written_next_round(self):
         # (static: its state, none, does not change from round to round)
