@@ -301,8 +301,10 @@ class Membership:
                                   *ephemeral_domain(self._conf, moved_to),
                                   server.project_id)
         written = 0
+        moved = []
         for key, disk in found.items():
-            if self.index.get(key) == (disk.domain, disk.host):
+            was = self.index.get(key)
+            if was == (disk.domain, disk.host):
                 continue
             try:
                 self.index.upsert(disk.instance_uuid, disk.dev, disk.host,
@@ -312,7 +314,60 @@ class Membership:
             except Exception as e:
                 LOG.warning('Could not record disk %s/%s in %s: %s',
                             key[0], key[1], disk.domain, e)
+                continue
+            if was is not None and was[0] != disk.domain:
+                moved.append((disk, was[0]))
+        for disk, before in moved:
+            try:
+                self._readmit(disk, before)
+            except Exception as e:
+                LOG.warning('Could not admit again the floor of disk %s of '
+                            'instance %s in %s: %s', disk.dev,
+                            disk.instance_uuid, disk.domain, e)
         return written, len(self.index.delete(sorted(dead)))
+
+    def _readmit(self, disk: Disk, before: str) -> None:
+        """Admit again the floor of a disk that moved to another domain.
+
+        A move Nova's scheduler did not check against the floors (one
+        forced past it, a volume Cinder migrated, a tier Placement does
+        not hold) must not over-commit the new domain silently: a floor
+        that does not fit there is refused as its source's tier (the
+        disk falls back to weaker sources and shows the refusal), logged
+        and notified; a flavor's or a volume type's is tried again at
+        every resync (:meth:`_sync_tiers`). The default tier is left as
+        it is.
+        """
+        members = self.db.domain_disks(disk.domain)
+        mine = [m for m in members if (m.instance_uuid, m.dev)
+                == (disk.instance_uuid, disk.dev)]
+        if not mine or mine[0].tier is None \
+                or mine[0].tier_source not in tiering.TIER_SOURCES:
+            return
+        tier, source = mine[0].tier, mine[0].tier_source
+        try:
+            self._admit()(tier.name, self.db.domain_get(disk.domain),
+                          [m.tier for m in members
+                           if m.tier and m is not mine[0]], [], [tier])
+            return
+        except exception.AdmissionRejected as e:
+            refused = e
+        asked = self.db.tier_requests(source, [disk.instance_uuid])
+        dev = (disk.dev if (disk.instance_uuid, disk.dev) in asked
+               else tiering.ALL_DISKS)
+        reason = refused.for_member()
+        news = self.db.tier_refusal_set(disk.instance_uuid, dev, source,
+                                        tier.name, reason, disk.project_id)
+        LOG.warning('Disk %s of instance %s moved from domain %s to %s, '
+                    'where its floor does not fit: tier %s from its %s '
+                    'refused: %s', disk.dev, disk.instance_uuid, before,
+                    disk.domain, tier.name, source, refused)
+        if news and self.notifier is not None:
+            self.notifier.tier_refused({
+                'instance_uuid': disk.instance_uuid, 'dev': dev,
+                'tier': tier.name, 'source': source,
+                'project_id': disk.project_id, 'reason': reason,
+                'moved_from': before, 'moved_to': disk.domain})
 
     def _admit(self) -> Any:
         return functools.partial(

@@ -20,7 +20,9 @@ Event types (publisher ``iotguard-controller.<host>``):
   unmet demand, so operators can alarm;
 * ``iotguard.tier.refused`` (WARN): a tier an instance's flavor or a
   volume's type names did not fit (admission) or is not usable, so its
-  disks got a weaker source's tier; sent once per refusal;
+  disks got a weaker source's tier; also a tier (any source's) whose disk
+  moved to another domain where its floor does not fit, then with
+  ``moved_from`` and ``moved_to`` (the domains); sent once per refusal;
 * ``iotguard.tier.admitted`` (INFO): such a tier was given (at once, or
   at a later resync once capacity freed);
 * ``iotguard.disk.size_refused`` (WARN): a disk grew (a volume extended)

@@ -438,6 +438,49 @@ class TestMembership(base.TestCase):
         m.refresh()
         self.assertEqual({}, self.asked('admitted'))
 
+    def test_a_floor_moved_where_it_does_not_fit_is_refused(self):
+        """A move no scheduler checked (forced, outside Nova): flagged."""
+        self.conn.servers[VM1] = server(
+            VM1, 'cmp-1', flavor_specs={'iotguard:tier': 'platinum'})
+        self.db.tier_create(fakes.tier('platinum', min_iops=1000.0))
+        for host in ('cmp-1', 'cmp-3'):
+            fakes.add_domain(self.db, 'local:' + host, iops_4k=30000.0,
+                             bytes_sec=4e8)
+        # A floor of 1000 IOPS does not fit in 300 (4 KiB).
+        fakes.add_domain(self.db, 'local:cmp-2', iops_4k=300.0)
+        notifier = FakeNotifier()
+        m = self.membership(notifier=notifier)
+        m.refresh()
+        self.conn.servers[VM1].compute_host = 'cmp-3'    # room there
+        m.refresh_instance(VM1)
+        self.assertEqual({(VM1, '*', 'flavor'): 'platinum'},
+                         self.asked('admitted'))
+        self.conn.servers[VM1].compute_host = 'cmp-2'
+        with self.assertLogs('iotguard.controller.membership',
+                             'WARNING') as logs:
+            m.refresh_instance(VM1)
+            m.refresh()
+        self.assertEqual(1, len(logs.output), logs.output)
+        self.assertIn('moved from domain local:cmp-3 to local:cmp-2',
+                      logs.output[0])
+        self.assertEqual({(VM1, '*', 'flavor'): 'platinum'},
+                         self.asked('refused'))
+        root, = [d for d in self.db.disk_list(instance_uuid=VM1)
+                 if d['dev'] == 'vda']
+        self.assertEqual(('local:cmp-2', None, 'platinum'), (
+            root['domain'], root['tier'], root['tier_refused']['tier']))
+        self.assertEqual(['admitted', 'refused'],
+                         [kind for kind, _ in notifier.sent])
+        self.assertEqual(('local:cmp-3', 'local:cmp-2', 'flavor'), tuple(
+            notifier.sent[1][1][k] for k in ('moved_from', 'moved_to',
+                                             'source')))
+        # Back where it fits: the next resync gives it again.
+        self.conn.servers[VM1].compute_host = 'cmp-1'
+        m.refresh()
+        self.assertEqual({(VM1, '*', 'flavor'): 'platinum'},
+                         self.asked('admitted'))
+        self.assertEqual('admitted', notifier.sent[-1][0])
+
     def floor(self, uuid, dev):
         """The disk's floor (IOPS) and size as the database prices them."""
         disk, = [d for d in self.db.disk_list(instance_uuid=uuid)
