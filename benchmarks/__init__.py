@@ -20,10 +20,11 @@ off RabbitMQ, layer by layer), :mod:`benchmarks.controller` (one
 controller's rounds over RabbitMQ), :mod:`benchmarks.partition` (N
 controllers over tooz, one killed), :mod:`benchmarks.routing` (N
 controllers receiving the samples, routed),
-:mod:`benchmarks.rates` (a round's writes of the disks' rates) and
-:mod:`benchmarks.index` (the disk index's size). The decision's cost is
-the simulator's (``iotguard-sim bench``). The local check I307 keeps the
-package from importing them.
+:mod:`benchmarks.rates` (a round's writes of the disks' rates),
+:mod:`benchmarks.index` (the disk index's size) and
+:mod:`benchmarks.faults` (faults injected on the shared-queue bed).
+The decision's cost is the simulator's (``iotguard-sim bench``). The
+local check I307 keeps the package from importing them.
 """
 
 import argparse
