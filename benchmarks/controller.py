@@ -58,10 +58,11 @@ round from round 2 on, one gold disk of every domain starves again and its
 host's batch marks it urgent: the batches go through the controller's
 ``report_samples`` (in this process, without the broker), and each
 domain is then decided at once as the service's urgent thread does
-(:meth:`DomainLoop.urgent`): the wall time and CPU of all of them, and per
-domain (``urgent`` line; the ``steady`` line gets their medians). Every
-domain urgent within one second is the fast path's worst case: at most
-one urgent decision per domain per ``[controller] urgent_interval``.
+(:meth:`DomainLoop.urgent`, all of them in one call): the wall time and
+CPU of all of them, and per domain (``urgent`` line; the ``steady`` line
+gets their medians). Every domain urgent within one second is the fast
+path's worst case: at most one urgent decision per domain per
+``[controller] urgent_interval``.
 
 Nothing here runs in the service; it only measures.
 """
@@ -195,8 +196,9 @@ def _urgent(loop, manager, domains, disks, caps):
     for host, wire in urgent_batches(disks, time.time() - 0.2, caps):
         manager.report_samples({}, host, wire)
     cpu0, wall0 = cpu(), time.monotonic()
-    decided = sum(loop.urgent(domains[name], keys, time.time()) is not None
-                  for name, keys in waiting.items())
+    decided = len(loop.urgent({name: (domains[name], keys)
+                               for name, keys in waiting.items()},
+                              time.time()))
     return time.monotonic() - wall0, cpu() - cpu0, decided
 
 

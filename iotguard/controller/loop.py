@@ -265,38 +265,52 @@ class DomainLoop:
             return math.inf
         return self._urgent_at.get(name, -math.inf) + self.urgent_s
 
-    def urgent(self, domain: admission.Domain, keys: Iterable[Key],
-               now: float) -> effects.RoundResult | None:
-        """Decide ``domain`` now if one of ``keys`` is short of its floor.
+    def urgent(self, marked: Mapping[str, tuple[admission.Domain,
+                                                Iterable[Key]]],
+               now: float) -> list[effects.RoundResult]:
+        """Decide now the domains one of whose marked disks is short.
 
-        ``keys``: disks an agent marked urgent. None when nothing was
-        decided: not due yet (:meth:`urgent_due`), no round of the domain
-        here yet (it is not known to be this controller's), uncalibrated,
-        or no disk of ``keys`` holds a floor it does not reach
-        (:func:`iotguard.policy.guarantee.short`). Else the round of the
-        domain alone (collect -> decide -> act -> record, written before
-        this returns). The caller never runs it beside a round.
+        ``marked``: ``{name: (domain, disks an agent marked urgent)}``.
+        A domain is decided when it is due (:meth:`urgent_due`), had a
+        round here (it is known to be this controller's), is calibrated
+        and one of its marked disks holds a floor it does not reach
+        (:func:`iotguard.policy.guarantee.short`): the round of those
+        domains alone (collect -> decide -> act -> record), their caps in
+        force read and their writes written at once, as a round's. The
+        results of the domains decided; the caller never runs this beside
+        a round.
         """
-        name = domain.name
-        if (self.urgent_due(name, now) > now or name not in self._seen
-                or not _calibrated(domain)):
-            return None
         views = self._views[3] if self._views is not None else {}
-        disks = views.get(name)
-        if disks is None:
-            disks = self.db.domain_disks(name)
-        wanted = set(keys)
-        marked = [d for d in disks if (d.instance_uuid, d.dev) in wanted]
-        if not marked:
-            return None
-        columns = self.store.gather(
-            [(d.instance_uuid, d.dev) for d in marked], now)
-        if not guarantee.short(snapshot_of(
-                domain, self.interval_s, marked, [None] * len(marked),
-                columns)).any():
-            return None
-        self._urgent_at[name] = now
-        return self.run_once(domain, now, disks)
+        due = []
+        for name, (domain, keys) in marked.items():
+            if (self.urgent_due(name, now) > now or name not in self._seen
+                    or not _calibrated(domain)):
+                continue
+            disks = views.get(name)
+            if disks is None:
+                disks = self.db.domain_disks(name)
+            wanted = set(keys)
+            held = [d for d in disks if (d.instance_uuid, d.dev) in wanted]
+            if held and guarantee.short(snapshot_of(
+                    domain, self.interval_s, held, [None] * len(held),
+                    self.store.gather([(d.instance_uuid, d.dev)
+                                       for d in held], now))).any():
+                due.append((domain, disks))
+        if not due:
+            return []
+        in_force = self.db.domains_caps([domain.name for domain, _ in due])
+        writes = effects.Writes()
+        results = []
+        for domain, disks in due:
+            self._urgent_at[domain.name] = now
+            try:
+                results.append(self.run_once(domain, now, disks, writes,
+                                             in_force))
+            except Exception:
+                LOG.exception('Urgent decision of domain %s failed; the '
+                              'next round decides it', domain.name)
+        self._flush(writes, now)
+        return results
 
     def run_once(self, domain: admission.Domain, now: float,
                  disks: list[Member] | None = None,

@@ -372,27 +372,25 @@ class ControllerService:
                 else:
                     return
                 todo = {name: self._urgent.pop(name) for name in ready}
-            again = {}
+            marked = {name: (self._domains[name], keys)
+                      for name, (keys, _more) in todo.items()
+                      if name in self._domains}
             with self._deciding:
-                for name, (keys, more) in todo.items():
-                    domain = self._domains.get(name)
-                    if domain is None:
-                        continue
-                    try:
-                        result = self.loop.urgent(domain, keys,
-                                                  self._clock())
-                    except Exception:
-                        LOG.exception('Urgent decision of domain %s failed; '
-                                      'the next round decides it', name)
-                        continue
-                    if result is not None:
-                        LOG.debug('Urgent decision of %s: %s', name, result)
-                        if more > 0:
-                            again[name] = (keys, more - 1)
+                try:
+                    results = self.loop.urgent(marked, self._clock())
+                except Exception:
+                    LOG.exception('Urgent decisions of %d domains failed; '
+                                  'the next round decides them', len(marked))
+                    continue
+            for result in results:
+                LOG.debug('Urgent decision of %s: %s', result.domain, result)
             with self._urgent_ready:
-                for name, (keys, more) in again.items():
-                    # newer urgent disks of the domain reset the count
-                    self._urgent.setdefault(name, (keys, more))
+                for result in results:
+                    keys, more = todo[result.domain]
+                    if more > 0:
+                        # newer urgent disks of the domain reset the count
+                        self._urgent.setdefault(result.domain,
+                                                (keys, more - 1))
 
     def collect_metrics(self) -> list[metrics.Family]:
         """What Prometheus reads from this controller (:mod:`metrics`)."""

@@ -716,8 +716,13 @@ class UrgentTest(LoopTestBase):
         """The floor-holder's sample at ``at``; an urgent call just after."""
         self.feed(self.floor, at=at, iops=iops)
         self.feed(self.free, at=at)
-        return self.loop.urgent(self.domain, keys or self.keys[:1],
-                                at + 0.01)
+        return self.decided(keys or self.keys[:1], at + 0.01)
+
+    def decided(self, keys, now):
+        """The result of the domain's urgent decision, or None."""
+        results = self.loop.urgent({'pool': (self.domain, keys)}, now)
+        self.assertLessEqual(len(results), 1)
+        return results[0] if results else None
 
     def test_short_of_its_floor_decides_now_at_most_once_a_second(self):
         # nothing before the domain's first round here (not known to be
@@ -745,12 +750,28 @@ class UrgentTest(LoopTestBase):
         self.assertEqual(1, len(self.scripted.seen))
         self.assertIsNone(self.urgent(T0 + 1, 100.0))
         self.assertIsNone(self.urgent(T0 + 2.5, 10.0, keys=self.keys[1:]))
-        self.assertIsNone(self.loop.urgent(self.domain, [('unknown', 'vda')],
-                                           T0 + 4))
+        self.assertIsNone(self.decided([('unknown', 'vda')], T0 + 4))
         self.assertEqual(1, len(self.scripted.seen))
         # a stale sample is not short: nothing is known of it
-        self.assertIsNone(self.loop.urgent(self.domain, self.keys[:1],
-                                           T0 + 60))
+        self.assertIsNone(self.decided(self.keys[:1], T0 + 60))
+
+    def test_several_domains_at_once_as_a_round(self):
+        other = fakes.add_domain(self.db, 'pool2', policy='scripted')
+        floor2 = fakes.add_disk(self.db, 'pool2', 'cn2', fakes.tier(
+            'gold', min_iops=100.0))
+        self.feed(self.floor)
+        self.feed(floor2)
+        self.loop.run([self.domain, other], T0)
+        self.feed(self.floor, at=T0 + 1, iops=10.0)
+        self.feed(floor2, at=T0 + 1, iops=10.0)
+        reads = self.caps_reads.call_count
+        results = self.loop.urgent({
+            'pool': (self.domain, self.keys[:1]),
+            'pool2': (other, [(floor2['instance_uuid'], floor2['dev'])])},
+            T0 + 1.01)
+        self.assertEqual(['pool', 'pool2'], [r.domain for r in results])
+        # their caps in force read at once
+        self.assertEqual(reads + 1, self.caps_reads.call_count)
 
     def test_after_a_round_that_warmed_up(self):
         # the first round after a start hears no sample: nothing decided,
