@@ -59,6 +59,10 @@ PER_GB = {'min_iops_per_gb': 'min_iops',
           'max_bytes_sec_per_gb': 'max_bytes_sec'}
 
 
+#: A tier's burst (:mod:`iotguard.policy.burst`).
+BURST = ('burst_factor', 'burst_seconds')
+
+
 @dataclasses.dataclass(frozen=True)
 class Tier:
     """A guarantee a tenant can choose; 0 means "not set" for every limit.
@@ -77,6 +81,11 @@ class Tier:
     min_bytes_sec_per_gb: float = 0.0
     max_iops_per_gb: float = 0.0
     max_bytes_sec_per_gb: float = 0.0
+    #: A burst (:mod:`iotguard.policy.burst`): up to ``burst_factor`` x
+    #: the floor, above the ceiling, for at most ``burst_seconds`` of
+    #: credits earned below the floor (0: no burst).
+    burst_factor: float = 0.0
+    burst_seconds: float = 0.0
 
     def at(self, size_gib: float | None) -> 'Tier':
         """This tier for a disk of ``size_gib`` GiB, limits all fixed.
@@ -93,7 +102,7 @@ class Tier:
 
     def __post_init__(self) -> None:
         for field in ('min_iops', 'min_bytes_sec', 'max_iops',
-                      'max_bytes_sec', *PER_GB):
+                      'max_bytes_sec', *PER_GB, *BURST):
             value = getattr(self, field)
             if not math.isfinite(value) or value < 0:
                 raise ValueError('tier %s: %s must be a finite number >= 0, '
@@ -109,6 +118,13 @@ class Tier:
                                                                     high):
                 raise ValueError('tier %s: %s is above %s'
                                  % (self.name, low, high))
+        if self.burst_factor and (self.burst_factor <= 1
+                                  or not self.burst_seconds):
+            raise ValueError('tier %s: a burst needs burst_factor above 1 '
+                             'and burst_seconds above 0' % self.name)
+        if self.burst_seconds and not self.burst_factor:
+            raise ValueError('tier %s: burst_seconds without burst_factor'
+                             % self.name)
 
 
 @functools.lru_cache(maxsize=4096)
