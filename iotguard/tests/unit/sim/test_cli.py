@@ -51,12 +51,30 @@ class TestCli(base.TestCase):
         self.assertEqual(('unit', 0), (doc['scenario'], doc['seed']))
         self.assertEqual(['none'], list(doc['policies']))
 
+    def test_fast_path_reports_reclaim_per_second(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out_json = os.path.join(tmp, 'out.json')
+            code, out, err = self.main('compare', self.scenario_file(tmp),
+                                       '--policies', 'guarantee',
+                                       '--fast-path', '--json', out_json)
+            self.assertEqual(0, code, err)
+            with open(out_json) as f:
+                got = json.load(f)['policies']['guarantee']
+        self.assertIn('(1 s windows)', out)
+        self.assertIn('reclaim_p99_s', out)
+        self.assertEqual(1.0, got['window_s'])
+        for key in ('reclaims', 'reclaim_p50_s', 'reclaim_p99_s',
+                    'reclaim_max_s'):
+            self.assertGreaterEqual(got['measures'][key], 0.0, key)
+
     def test_errors_exit_2_without_traceback(self):
         cases = [('run', 'no-such-scenario', '--policy', 'none'),
                  ('run', '/nonexistent/s.yaml', '--policy', 'none'),
                  ('run', 'paper-4vm', '--policy', 'bogus'),
                  ('run', 'paper-4vm', '--policy', 'ntt', '--param', 'rate'),
-                 ('compare', 'paper-4vm', '--policies', 'none,none')]
+                 ('compare', 'paper-4vm', '--policies', 'none,none'),
+                 ('run', 'paper-4vm', '--policy', 'none',
+                  '--sample-interval', '2')]
         for argv in cases:
             code, out, err = self.main(*argv)
             self.assertEqual(2, code, argv)
