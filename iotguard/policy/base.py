@@ -239,6 +239,9 @@ class DomainSnapshot:
     #: holds a disk once its cap is released. ``None``: none anywhere.
     static_iops: FloatArray | None = None
     static_bytes_sec: FloatArray | None = None
+    #: The tiers' bursts (:data:`BURST`); ``None``: no tier bursts.
+    burst_factor: FloatArray | None = None
+    burst_seconds: FloatArray | None = None
 
     def __len__(self) -> int:
         return len(self.disk_ids)
@@ -274,6 +277,7 @@ class DomainSnapshot:
 
         s = samples
         ops, bytes_sec, latency = s.totals()
+        bursts = any(t.burst_factor for t in tiers)
         return cls(
             domain=domain, profile=profile, interval_s=interval_s,
             disk_ids=disk_ids, iops=ops, bytes_sec=bytes_sec,
@@ -284,7 +288,9 @@ class DomainSnapshot:
             weight=tier_col('weight'), cap_iops=cap_iops,
             cap_bytes_sec=cap_bytes_sec, cap_set_at=cap_set_at,
             stale=s.stale.copy(), static_iops=s.static_iops,
-            static_bytes_sec=s.static_bytes_sec)
+            static_bytes_sec=s.static_bytes_sec,
+            burst_factor=tier_col('burst_factor') if bursts else None,
+            burst_seconds=tier_col('burst_seconds') if bursts else None)
 
 
 def wire_value(value: float) -> int:
@@ -300,7 +306,9 @@ class Decision:
 
     ``iops``/``bytes_sec`` are the new cap (``inf`` = no limit of that
     kind); a ``release`` has both ``inf``. ``numbers`` carries what the
-    policy saw and computed, for the audit trail.
+    policy saw and computed, for the audit trail. ``lift``: the cap
+    replaces the disk's static limits while its lease lasts (a burst,
+    :mod:`iotguard.policy.burst`) instead of holding it under them.
     """
 
     disk_id: str
@@ -309,6 +317,7 @@ class Decision:
     iops: float = math.inf
     bytes_sec: float = math.inf
     numbers: dict[str, float] = dataclasses.field(default_factory=dict)
+    lift: bool = False
 
     def __post_init__(self) -> None:
         if self.action not in ACTIONS:
@@ -344,7 +353,8 @@ def make_decisions(disk_ids: list[str], actions: list[str],
             disk_ids, actions, reasons, iops, bytes_sec, numbers):
         record = new(Decision)
         record.__dict__.update(disk_id=disk_id, action=action, reason=reason,
-                               iops=ops, bytes_sec=byts, numbers=seen)
+                               iops=ops, bytes_sec=byts, numbers=seen,
+                               lift=False)
         records.append(record)
     return records
 
