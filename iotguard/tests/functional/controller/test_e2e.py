@@ -102,6 +102,7 @@ topics = %(topic)s
 [prometheus]
 controller_port = %(metrics_port)s
 agent_port = %(metrics_port)s
+per_disk_series = true
 '''
 
 MAIN = {
@@ -266,9 +267,15 @@ class EndToEndTest(base.TestCase):
         for expr in ('sum(iotguard_domain_cap_changes_total%s) >= 1',
                      'max(iotguard_domain_floor_checked_seconds_total%s) > 0',
                      'max(iotguard_domain_disks%s) == 3',
-                     'sum(iotguard_controller_domains) == 1'):
+                     'sum(iotguard_controller_domains) == 1',
+                     # per disk (opted in): each of the three, one capped
+                     'count(iotguard_disk_floor_checked_seconds_total%s) '
+                     '== 3',
+                     'max(iotguard_disk_floor_kept_seconds_total%s) > 0',
+                     'count(iotguard_disk_cap_iops%s) == 1 or '
+                     'count(iotguard_disk_cap_bytes_per_second%s) == 1'):
             self.assertTrue(base.wait_for(
-                lambda: prom.query(expr % domain if '%s' in expr else expr),
+                lambda: prom.query(expr.replace('%s', domain)),
                 5), expr)
 
         # 2. kill the owner: the other takes the domain over in time and
