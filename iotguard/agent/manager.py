@@ -224,7 +224,8 @@ class AgentManager:
                 cap = recorded.get(key)
                 if cap is not None and cap.lease_expires_at > now and \
                         compared == caps_mod.with_bursts(
-                            caps_mod.effective(cap.limits, disk.static)):
+                            caps_mod.effective(cap.limits, disk.static,
+                                               cap.lift)):
                     self._caps[key] = cap
                     LOG.info('Kept cap %s on %s/%s (lease until %.0f)',
                              cap.decision_id, key[0], key[1],
@@ -259,7 +260,8 @@ class AgentManager:
                             'is kept and applied when it shows up', *key)
                 return
         cap = self._caps.get(key)
-        limits = caps_mod.effective(cap.limits if cap else {}, disk.static)
+        limits = caps_mod.effective(cap.limits if cap else {}, disk.static,
+                                    bool(cap and cap.lift))
         wanted = caps_mod.with_bursts(limits)
         if key not in self._applied:
             self._applied[key] = caps_mod.full(self.driver.get_iotune(*key))

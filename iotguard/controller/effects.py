@@ -116,10 +116,12 @@ def to_timestamp(value: datetime.datetime) -> float:
 
 
 def cap_of(instance_uuid: str, dev: str, limits: Mapping[str, int],
-           lease_expires_at: float, decision_id: int | None) -> caps.Cap:
+           lease_expires_at: float, decision_id: int | None,
+           lift: bool = False) -> caps.Cap:
     """The :class:`iotguard.wire.caps.Cap` on a disk."""
     return caps.Cap(instance_uuid, dev, limits, lease_expires_at,
-                    str(decision_id) if decision_id is not None else None)
+                    str(decision_id) if decision_id is not None else None,
+                    lift)
 
 
 def rates_offset(name: str, interval_s: float) -> float:
@@ -242,7 +244,7 @@ class Effects:
             else:
                 sends[disk.host].append((cap_of(
                     disk.instance_uuid, disk.dev, change.limits, lease,
-                    decision_id), record))
+                    decision_id, change.decision.lift), record))
         for i in plan.renewals:
             disk, held = disks[i], in_force[i]
             assert held is not None    # renewals are of caps in force

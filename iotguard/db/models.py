@@ -74,6 +74,11 @@ class Tier(Base):
         sa.Double, default=0.0, server_default='0')
     max_bytes_sec_per_gb: Mapped[float] = mapped_column(
         sa.Double, default=0.0, server_default='0')
+    #: a burst (iotguard.policy.base.BURST)
+    burst_factor: Mapped[float] = mapped_column(
+        sa.Double, default=0.0, server_default='0')
+    burst_seconds: Mapped[float] = mapped_column(
+        sa.Double, default=0.0, server_default='0')
 
 
 class TierProject(Base):

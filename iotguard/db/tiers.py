@@ -27,7 +27,8 @@ from iotguard import exception
 from iotguard.policy import base
 
 FIELDS = ('name', 'description', 'min_iops', 'min_bytes_sec',
-          'max_iops', 'max_bytes_sec', 'weight', 'is_public', *base.PER_GB)
+          'max_iops', 'max_bytes_sec', 'weight', 'is_public', *base.PER_GB,
+          *base.BURST)
 #: The fields of the core's Tier.
 _CORE = tuple(f.name for f in dataclasses.fields(base.Tier))
 

@@ -120,8 +120,8 @@ def plan(snapshot: base.DomainSnapshot,
             dropped.append(decision)
             continue
         limits = {k: v for k, v in decision.limits.items() if v}
-        if cap is not None and limits == cap.limits:
-            continue   # unchanged: renewed below when due
+        if cap is not None and limits == cap.limits and not decision.lift:
+            continue   # unchanged: renewed below when due (never lifted)
         decided.add(i)
         changes.append(Change(i, decision, limits))
     renewals = tuple(

@@ -58,6 +58,7 @@ import numpy as np
 from iotguard import policy
 from iotguard.policy import allocation
 from iotguard.policy import base
+from iotguard.policy import burst
 from iotguard.policy import costmodel
 
 #: The domain's capacity in the cost model's unit.
@@ -335,6 +336,31 @@ class Memory:
     #: it yet (-1 down, +1 up, 0 neither)
     wanted: base.FloatArray = dataclasses.field(
         default_factory=lambda: np.zeros(0))
+    #: each disk's burst credits and burst seconds used
+    #: (:func:`iotguard.policy.burst.accrue`), and when they were counted
+    credits: base.FloatArray = dataclasses.field(
+        default_factory=lambda: np.zeros(0))
+    used: base.FloatArray = dataclasses.field(
+        default_factory=lambda: np.zeros(0))
+    at: float | None = None
+
+    def __post_init__(self) -> None:
+        # a memory made without bursts has none on any of its disks
+        for name in ('credits', 'used'):
+            if len(getattr(self, name)) != len(self.disk_ids):
+                object.__setattr__(self, name, np.zeros(len(self.disk_ids)))
+
+    def _align(self, disk_ids: tuple[str, ...],
+               columns: tuple[base.FloatArray, base.FloatArray],
+               new: tuple[float, float]
+               ) -> tuple[base.FloatArray, base.FloatArray]:
+        if disk_ids == self.disk_ids:
+            return columns
+        old = {disk_id: i for i, disk_id in enumerate(self.disk_ids)}
+        at = [old.get(disk_id, -1) for disk_id in disk_ids]
+        # -1: the new disk's value, appended
+        return (np.append(columns[0], new[0])[at],
+                np.append(columns[1], new[1])[at])
 
     def align(self, disk_ids: tuple[str, ...]
               ) -> tuple[base.FloatArray, base.FloatArray]:
@@ -342,13 +368,17 @@ class Memory:
 
         New disks: ``asked`` ``nan``, ``wanted`` 0.
         """
-        if disk_ids == self.disk_ids:
-            return self.asked, self.wanted
-        old = {disk_id: i for i, disk_id in enumerate(self.disk_ids)}
-        at = [old.get(disk_id, -1) for disk_id in disk_ids]
-        # -1: the new disk's value, appended
-        return (np.append(self.asked, math.nan)[at],
-                np.append(self.wanted, 0.0)[at])
+        return self._align(disk_ids, (self.asked, self.wanted),
+                           (math.nan, 0.0))
+
+    def bursts(self, disk_ids: tuple[str, ...]
+               ) -> tuple[base.FloatArray, base.FloatArray]:
+        """``credits`` and ``used`` in the order of ``disk_ids``.
+
+        New disks: none (a new disk, or a volume created again, starts
+        without credits).
+        """
+        return self._align(disk_ids, (self.credits, self.used), (0.0, 0.0))
 
     def unless_changed(self, new: 'Memory') -> 'Memory':
         """``self`` when ``new`` holds the same, else ``new``.
@@ -362,7 +392,10 @@ class Memory:
                 and self.border == new.border
                 and self.disk_ids == new.disk_ids
                 and np.array_equal(self.asked, new.asked, equal_nan=True)
-                and np.array_equal(self.wanted, new.wanted))
+                and np.array_equal(self.wanted, new.wanted)
+                and np.array_equal(self.credits, new.credits)
+                and np.array_equal(self.used, new.used)
+                and (self.at == new.at or not new.credits.any()))
         return self if same else new
 
     def to_dict(self) -> dict[str, Any]:
@@ -376,7 +409,12 @@ class Memory:
         (``repr``): read back, they are the same numbers to the last bit.
         """
         kept = np.flatnonzero(~np.isnan(self.asked) | (self.wanted != 0))
-        return {'service': self.service,
+        bursts = np.flatnonzero((self.credits != 0) | (self.used != 0))
+        burst_part = {'at': self.at, 'burst': {
+            self.disk_ids[i]: [c, u] for i, c, u in zip(
+                bursts.tolist(), self.credits[bursts].tolist(),
+                self.used[bursts].tolist())}} if len(bursts) else {}
+        return {**burst_part, 'service': self.service,
                 'cut_over_border': self.cut_over_border,
                 'border': self.border,
                 'disks': {self.disk_ids[i]: [
@@ -413,10 +451,28 @@ class Memory:
                              'wanted' % (len(disk_ids), len(asked),
                                          len(wanted)))
         service, border = data['service'], data['border']
-        return cls(None if service is None else float(service),
-                   bool(data['cut_over_border']),
-                   None if border is None else float(border),
-                   disk_ids, asked, wanted)
+        memory = cls(None if service is None else float(service),
+                     bool(data['cut_over_border']),
+                     None if border is None else float(border),
+                     disk_ids, asked, wanted, np.zeros(len(disk_ids)),
+                     np.zeros(len(disk_ids)))
+        bursts = data.get('burst') or {}
+        if not isinstance(bursts, Mapping) or not all(
+                isinstance(v, list) and len(v) == 2 for v in bursts.values()):
+            raise ValueError('guarantee memory: burst must map an id to '
+                             '[credits, used]')
+        if not bursts:
+            return memory
+        # the disks of both maps, in one order
+        known = set(disk_ids)
+        ids = disk_ids + tuple(i for i in bursts if i not in known)
+        asked, wanted = memory.align(ids)
+        pairs = [bursts.get(i, [0.0, 0.0]) for i in ids]
+        return dataclasses.replace(
+            memory, disk_ids=ids, asked=asked, wanted=wanted,
+            credits=np.array([p[0] for p in pairs], dtype=np.float64),
+            used=np.array([p[1] for p in pairs], dtype=np.float64),
+            at=None if data.get('at') is None else float(data['at']))
 
 
 def adapt_border(border: float, low: float, high: float, step: float,
@@ -704,6 +760,16 @@ class GuaranteePolicy(Params):
         if not len(snap):
             return [], state
         memory = state or Memory()
+        decisions, new, loads, need, domain = self._decide(snap, memory)
+        if snap.burst_seconds is None and not memory.credits.any():
+            return decisions, memory.unless_changed(new)
+        return self._bursts(snap, memory, new, decisions, loads, need,
+                            domain, now)
+
+    def _decide(self, snap: base.DomainSnapshot, memory: Memory
+                ) -> tuple[list[base.Decision], Memory, Loads, Unmet,
+                           float]:
+        """Steps 1 to 7: the decisions and memory without bursts."""
         profile = snap.profile
         capped = snap.capped
 
@@ -717,6 +783,7 @@ class GuaranteePolicy(Params):
 
         # 2. unmet demand
         asked, wanted = memory.align(snap.disk_ids)
+        credits, used = memory.bursts(snap.disk_ids)
         need = unmet_demand(snap, loads, self, domain, memory.service, asked)
         shallow, at_cap, pressure = need.shallow, need.at_cap, need.pressure
         any_starving = bool(need.starving.any())
@@ -746,9 +813,9 @@ class GuaranteePolicy(Params):
                        service_ratio=need.service or math.nan, border=border)
         if not (engaged or holding):
             return (self._relax(snap, loads, need.may_raise, numbers),
-                    memory.unless_changed(Memory(
-                        need.service, memory.cut_over_border, border,
-                        snap.disk_ids, need.asked, np.zeros(len(snap)))))
+                    Memory(need.service, memory.cut_over_border, border,
+                           snap.disk_ids, need.asked, np.zeros(len(snap)),
+                           credits, used, memory.at), loads, need, domain)
 
         # 4. demand estimate; 5. fair shares of what the domain can serve
         demand = estimate_demand(snap, loads, need, self)
@@ -771,9 +838,80 @@ class GuaranteePolicy(Params):
         return (self._decisions(snap, loads, tighten | loosen | move.release,
                                 move.release, move.new, numbers, extra,
                                 tighten, move.step),
-                memory.unless_changed(Memory(
-                    need.service, move.cut_over_border, border,
-                    snap.disk_ids, need.asked, wanted)))
+                Memory(need.service, move.cut_over_border, border,
+                       snap.disk_ids, need.asked, wanted, credits, used,
+                       memory.at), loads, need, domain)
+
+    def _bursts(self, snap: base.DomainSnapshot, memory: Memory, new: Memory,
+                decisions: list[base.Decision], loads: Loads, need: Unmet,
+                domain: float, now: float
+                ) -> tuple[list[base.Decision], Memory]:
+        """Bursts (:mod:`iotguard.policy.burst`): credits, grants, take-backs.
+
+        A granted disk's decision is a cap above its ceiling that lifts
+        its static limits (``lift``); a disk whose lifted cap is not
+        granted again is taken back: the decision of steps 1 to 7 (never
+        a lift) or, without one, a cap at its ceiling.
+        """
+        n = len(snap)
+        zero = np.zeros(n)
+        factor = zero if snap.burst_factor is None else snap.burst_factor
+        most = zero if snap.burst_seconds is None else snap.burst_seconds
+        dt = 0.0 if memory.at is None else min(max(0.0, now - memory.at),
+                                               2.0 * snap.interval_s)
+        credits, used = burst.accrue(new.credits, new.used, loads.u,
+                                     loads.floor, loads.ceil, most, dt,
+                                     self.tolerance)
+        memory_out = memory.unless_changed(dataclasses.replace(
+            new, credits=credits, used=used, at=now))
+        # N x the floor at the disk's I/O size (loads.floor is held under
+        # the ceiling), as both keys: the kind without a floor is lifted
+        # alike
+        b_load = factor * costmodel.floor_load(
+            snap.floor_iops, snap.floor_bytes_sec, loads.size, snap.profile)
+        with np.errstate(invalid='ignore'):
+            lifted = ((snap.cap_iops > snap.ceil_iops * (1.0 + 1e-6))
+                      & np.isfinite(snap.cap_iops)) | (
+                (snap.cap_bytes_sec > snap.ceil_bytes_sec * (1.0 + 1e-6))
+                & np.isfinite(snap.cap_bytes_sec))
+        given = burst.grant(
+            loads.u, loads.ceil, b_load, credits,
+            ~snap.stale & (loads.u >= self.at_cap_ratio * loads.ceil),
+            spare=self.high_watermark - domain,
+            short=bool(need.starving.any()) or need.pressure > 1.0,
+            least=snap.interval_s)
+        index = np.flatnonzero(given.granted | lifted)
+        if not len(index):
+            return decisions, memory_out
+        mine = {snap.disk_ids[i] for i in index.tolist()}
+        kept = {d.disk_id: d for d in decisions if d.disk_id in mine}
+        out = [d for d in decisions if d.disk_id not in mine]
+        for i in index.tolist():
+            numbers = base.audit_numbers(
+                load=loads.u[i], ceiling=loads.ceil[i], burst=b_load[i],
+                credits=credits[i], burst_used=used[i],
+                domain_load=domain)
+            disk_id = snap.disk_ids[i]
+            if given.granted[i]:
+                ops = given.load[i] / loads.cost[i]
+                out.append(base.Decision(
+                    disk_id, base.CAP, 'guarantee: burst to %.4f above its '
+                    'ceiling %.4f (%.0f s of credits)' % (
+                        given.load[i], loads.ceil[i], credits[i]),
+                    float(ops), float(ops * loads.size[i]),
+                    dict(numbers, new_cap=float(given.load[i])), lift=True))
+            elif disk_id in kept:
+                out.append(kept[disk_id])
+            else:
+                out.append(base.Decision(
+                    disk_id, base.CAP, 'guarantee: burst taken back to its '
+                    'ceiling %.4f (%s)' % (loads.ceil[i], 'no credits'
+                                           if credits[i] < snap.interval_s
+                                           else 'a floor or the domain '
+                                           'needs it'),
+                    float(snap.ceil_iops[i]), float(snap.ceil_bytes_sec[i]),
+                    numbers))
+        return out, memory_out
 
     def _relax(self, snap: base.DomainSnapshot, loads: Loads,
                may_raise: base.BoolArray,

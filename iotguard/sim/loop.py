@@ -310,7 +310,8 @@ class _Loop:
                 iops < self.cap_iops[i] or bytes_sec < self.cap_bytes[i])
             # What the agent would set: the one rule (caps.effective).
             target = caps.effective(change.limits or {},
-                                    self.recorder.vms[i].limits)
+                                    self.recorder.vms[i].limits,
+                                    decision.lift)
             self.cap_iops[i], self.cap_bytes[i] = iops, bytes_sec
             if change.limits is None:
                 self.cap_set_at[i] = np.nan

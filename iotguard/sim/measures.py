@@ -27,6 +27,7 @@ from iotguard.policy import base
 from iotguard.sim import loop
 from iotguard.sim import scenario as scenario_mod
 from iotguard.sim import storage
+from iotguard.wire import caps
 
 KEPT = 0.95
 SETTLE_WINDOWS = 2
@@ -35,7 +36,11 @@ KEYS = ('floor_kept', 'worst_window', 'utilisation', 'work_conservation',
         'reclaim_max_s', 'cap_churn_per_min', 'cap_changes_per_10min',
         'innocent_throttle_rate',
         'fairness', 'oracle_distance', 'quiet_kept', 'quiet_worst',
-        'quiet_latency_ms')
+        'quiet_latency_ms', 'burst_s', 'burst_floor_kept')
+
+#: A floor-holder beside a burst is judged at this share of its target
+#: (:func:`bursts`).
+BURST_KEPT = 0.9
 
 
 def oracle(capacity: base.FloatArray, floors: base.FloatArray,
@@ -98,12 +103,36 @@ def _judged(target: base.FloatArray, settle: base.BoolArray
 
 
 def floor_kept(x: base.FloatArray, target: base.FloatArray,
-               settle: base.BoolArray) -> float:
-    """Share of judged (disk, window) pairs at >= 0.95 x target."""
+               settle: base.BoolArray, kept: float = KEPT) -> float:
+    """Share of judged (disk, window) pairs at >= ``kept`` x target."""
     judged = _judged(target, settle)
     if not judged.any():
         return 1.0
-    return float(np.mean(x[judged] >= KEPT * target[judged]))
+    return float(np.mean(x[judged] >= kept * target[judged]))
+
+
+def bursts(run: loop.Run, target: base.FloatArray, settle: base.BoolArray
+           ) -> tuple[float, float]:
+    """Burst seconds delivered, and the floors kept beside them.
+
+    A disk of a tier with a burst bursts in a window where it moves more
+    than 5 % above its bytes/s ceiling (its tier's, or the static limit
+    the scenario gives it): the seconds of such windows, summed. The
+    other disks with a floor: the share of judged windows at
+    :data:`BURST_KEPT` x ``min(floor, demand)`` (:func:`floor_kept`).
+    """
+    ceiling = []
+    bursting = []
+    for vm in run.scenario.vms:
+        tier = run.scenario.tiers[vm.tier].at(vm.size_gib)
+        ceiling.append(min(tier.max_bytes_sec or np.inf, caps.ceiling(
+            vm.limits, 'bytes_sec')) / 1024.0)
+        bursting.append(tier.burst_factor > 0)
+    over = run.kbs > 1.05 * np.array(ceiling)[None, :]
+    burst = np.array(bursting, dtype=bool)
+    seconds = float(over[:, burst].sum()) * run.window_s
+    return seconds, floor_kept(run.work[:, ~burst], target[:, ~burst],
+                               settle, BURST_KEPT)
 
 
 def worst_window(x: base.FloatArray, target: base.FloatArray,
@@ -344,6 +373,8 @@ def measure(run: loop.Run, reference: loop.Run) -> dict[str, float]:
     reclaim = reclaim_times(x, target, run.floor, run.times, run.window_s,
                             run.change_times)
 
+    burst_s, burst_floor = bursts(run, target, settle)
+
     def pct(q: float) -> float:
         return float(np.percentile(reclaim, q)) if len(reclaim) else 0.0
 
@@ -370,6 +401,7 @@ def measure(run: loop.Run, reference: loop.Run) -> dict[str, float]:
         'quiet_worst': float(ratio.min()) if len(ratio) else 1.0,
         'quiet_latency_ms': quiet_latency(run.latency_ms, x, run.demand,
                                           alloc, settle),
+        'burst_s': burst_s, 'burst_floor_kept': burst_floor,
     }
 
 

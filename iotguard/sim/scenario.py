@@ -285,15 +285,19 @@ def _domain(r: _Reader) -> Domain:
 def _tier(r: _Reader) -> base.Tier:
     values = {key: r.number(key, 0.0) for key in (
         'min_iops', 'min_bytes_sec', 'max_iops', 'max_bytes_sec',
-        *base.PER_GB)}
+        *base.PER_GB, *base.BURST)}
     for low, high in (('min_iops', 'max_iops'),
                       ('min_bytes_sec', 'max_bytes_sec'),
                       ('min_iops_per_gb', 'max_iops_per_gb'),
                       ('min_bytes_sec_per_gb', 'max_bytes_sec_per_gb')):
         if values[high] and values[low] > values[high]:
             r.fail(r.name(low), 'is above %s' % high)
-    tier = base.Tier(name=r.string('name'),
-                     weight=r.number('weight', 1.0, strict=True), **values)
+    name = r.string('name')
+    try:
+        weight = r.number('weight', 1.0, strict=True)
+        tier = base.Tier(name=name, weight=weight, **values)
+    except ValueError as e:
+        r.fail(r.name('burst_factor'), str(e))
     r.done()
     return tier
 

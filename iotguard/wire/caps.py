@@ -138,6 +138,9 @@ class Cap:
         {'type': 'number', 'exclusiveMinimum': 0})
     decision_id: str | None = _field(
         {'type': ['string', 'null'], 'maxLength': 255})
+    #: the limits replace the disk's static ones while the lease lasts (a
+    #: burst above the tier's ceiling); lapsed, the static limits are back
+    lift: bool = _field({'type': 'boolean'}, required=False, default=False)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -156,7 +159,7 @@ class Cap:
         check_limits(valid['limits'])
         return cls(valid['instance_uuid'], valid['dev'],
                    full(valid['limits']), float(valid['lease_expires_at']),
-                   valid['decision_id'])
+                   valid['decision_id'], bool(valid.get('lift', False)))
 
 
 DISK_SCHEMA: Schema = record_schema(Disk, closed=False)
@@ -267,7 +270,8 @@ def _mode(limits: Limits, kind: str) -> str | None:
     return None
 
 
-def effective(cap: Limits, static: Limits) -> dict[str, int]:
+def effective(cap: Limits, static: Limits, lift: bool = False
+              ) -> dict[str, int]:
     """The iotune set to apply for a cap over a disk's static limits.
 
     Both are iotune dicts (0: no limit); the result has all twelve keys
@@ -289,8 +293,12 @@ def effective(cap: Limits, static: Limits) -> dict[str, int]:
       ``total = min(static total, read cap + write cap)``.
 
     A burst (``*_max``) is the smaller of the two given bursts of its key,
-    never below the base value.
+    never below the base value. A ``lift`` cap (:attr:`Cap.lift`) replaces
+    the static limits of each kind it sets.
     """
+    if lift:
+        static = {k: v for k, v in static.items()
+                  if not any(kind in k and _mode(cap, kind) for kind in KINDS)}
     out = dict.fromkeys(IOTUNE_KEYS, 0)
     for kind in KINDS:
         keys = total, read, write = ['%s_%s' % (d, kind) for d in DIRECTIONS]

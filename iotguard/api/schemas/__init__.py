@@ -28,6 +28,9 @@ _TIER_PROPERTIES = {
     'max_iops': common.RATE,
     'max_bytes_sec': common.RATE,
     **dict.fromkeys(base.PER_GB, common.RATE),
+    # 0: no burst; else above 1 with burst_seconds (base.Tier checks)
+    'burst_factor': {'type': 'number', 'minimum': 0, 'maximum': 1000},
+    'burst_seconds': {'type': 'number', 'minimum': 0, 'maximum': 604800},
     'weight': {'type': 'number', 'exclusiveMinimum': 0, 'maximum': 1e6},
     'is_public': {'type': 'boolean'},
     'projects': {'type': 'array', 'items': common.PROJECT_ID,

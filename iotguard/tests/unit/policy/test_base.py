@@ -113,9 +113,10 @@ class TestMakeDecisions(test_base.TestCase):
                 [{'load': float(v)} for v in rng.random(size)])
 
     def test_fields_are_decisions(self):
-        # make_decisions sets every field of a Decision
+        # make_decisions sets every field of a Decision (lift: False)
         self.assertEqual(
-            ('disk_id', 'action', 'reason', 'iops', 'bytes_sec', 'numbers'),
+            ('disk_id', 'action', 'reason', 'iops', 'bytes_sec', 'numbers',
+             'lift'),
             tuple(f.name for f in dataclasses.fields(base.Decision)))
 
     def test_random_against_decision(self):

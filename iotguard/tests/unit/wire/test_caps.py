@@ -74,8 +74,12 @@ class ValidateTest(testtools.TestCase):
     def test_good_cap_passes(self):
         good = cap(total_iops_sec=500, total_iops_sec_max=1000,
                    read_bytes_sec=1 << 20, write_bytes_sec=2 << 20)
-        self.assertEqual(dict(good, limits=caps.full(good['limits'])),
+        self.assertEqual(dict(good, limits=caps.full(good['limits']),
+                              lift=False),
                          caps.Cap.from_wire(good).to_wire())
+        lifted = dict(good, lift=True)
+        self.assertTrue(caps.Cap.from_wire(lifted).lift)
+        self.assertInvalid(dict(good, lift='yes'), 'lift')
 
     def test_all_zero_limits_are_valid(self):
         caps.Cap.from_wire(cap(total_iops_sec=0))
@@ -178,10 +182,12 @@ class RecordTest(testtools.TestCase):
                                (caps.Disk, caps.DISK_SCHEMA)):
             names = [f.name for f in dataclasses.fields(record)]
             self.assertEqual(names, list(schema['properties']))
-            self.assertEqual(names, schema['required'])
+            # lift is optional: a controller of the last release omits it
+            self.assertEqual([n for n in names if n != 'lift'],
+                             schema['required'])
         self.assertFalse(caps.CAP_SCHEMA['additionalProperties'])
         self.assertNotIn('additionalProperties', caps.DISK_SCHEMA)
-        self.assertEqual(sorted(cap()),
+        self.assertEqual(sorted([*cap(), 'lift']),
                          sorted(caps.CAP_SCHEMA['properties']))
 
 
@@ -197,6 +203,23 @@ class EffectiveTest(testtools.TestCase):
                             'total_bytes_sec': 1 << 20}, static)
         self.assertEqual(200, e['total_iops_sec'])
         self.assertEqual(1 << 20, e['total_bytes_sec'])
+
+    def test_lift_replaces_the_static_kinds_it_sets(self):
+        static = {'total_iops_sec': 200, 'read_bytes_sec': 4 << 20,
+                  'write_bytes_sec': 4 << 20, 'read_bytes_sec_max': 8 << 20}
+        burst = {'total_bytes_sec': 16 << 20}
+        # held under the static limits without lift
+        self.assertEqual(8 << 20, caps.effective(burst, static)[
+            'read_bytes_sec'] + caps.effective(burst, static)[
+            'write_bytes_sec'])
+        # lifted: the bytes/s the cap sets, the IOPS ceiling it does not
+        e = caps.effective(burst, static, lift=True)
+        self.assertEqual(caps.full({'total_iops_sec': 200,
+                                    'total_bytes_sec': 16 << 20}), e)
+        caps.check_limits(e)
+        # lapsed (no cap): the static limits again
+        self.assertEqual(caps.full(static),
+                         caps.effective({}, static, lift=True))
 
     def test_empty_cap_restores_static(self):
         static = {'read_iops_sec': 200, 'write_iops_sec': 100,
