@@ -483,7 +483,8 @@ def episode(bed, name, run, at, duration, after):
             'GET', '/v1/instances/%s' % bed.quiet[0].UUIDString(), ADMIN)
         again = bed.choose(bed.quiet[0], chooser.last_ok or bed.tiers[0])
         choices = {'seen': _runs(chooser.seen),
-                   'last_accepted_in_force': status == 200 and any(
+                   'last_accepted_in_force': None if chooser.last_ok is None
+                   else status == 200 and any(
                        d.get('tier') == chooser.last_ok
                        for d in view['instance']['disks']),
                    'choice_after': again[0]}
