@@ -138,6 +138,22 @@ def _unfill(bed):
     os.unlink(os.path.join(bed.state_dir, FILLER))
 
 
+def _cut_rule(bed):
+    # the agent's packets to the broker's second port dropped, as a link
+    # taken down: its connections hang (no reset), the guests run on
+    return ['INPUT', '-i', 'lo', '-p', 'tcp', '--dport',
+            str(bed.rabbit.port2), '-j', 'DROP']
+
+
+def _cut(bed):
+    subprocess.run(['iptables', '-I'] + _cut_rule(bed), check=True)
+
+
+def _uncut(bed):
+    subprocess.run(['iptables', '-D'] + _cut_rule(bed), check=False,
+                   capture_output=True)
+
+
 def _state_files(bed):
     return {'state_dir': sorted(os.listdir(bed.state_dir))}
 
@@ -171,6 +187,11 @@ FAULTS = {
         _skewed('-30s'), _unskew, 30.0,
         'the agent restarted with its wall clock 30 s behind, restarted '
         'with the true clock after the duration'),
+    'agent-cut': Fault(
+        _cut, _uncut, 30.0,
+        'the agent cut off from RabbitMQ (its packets to the broker '
+        'dropped: iptables on the port only it uses), its guests running; '
+        'the rule removed after the duration'),
     'state-full': Fault(
         _fill, _unfill, 30.0,
         'the agent\'s state directory (a tmpfs of STATE_FS_SIZE) filled '
@@ -228,7 +249,7 @@ class Bed(fixtures.Fixture):
         why = sharedqueue.unavailable()
         if why:
             raise RuntimeError(why)
-        self.rabbit = self.useFixture(rabbit.RabbitNode())
+        self.rabbit = self.useFixture(rabbit.RabbitNode(second_port=True))
         self.pg = self.useFixture(database.PostgresCluster())
         db = self.useFixture(database.Database(
             'postgresql', admin_url=self.pg.admin_url))
@@ -246,7 +267,8 @@ class Bed(fixtures.Fixture):
             self.addCleanup(subprocess.run, ['umount', self.state_dir])
         self.services = self.useFixture(sharedqueue.Services(
             self.dir, self.rabbit.url, db.url, 'faults-' + self.run_id,
-            state_dir=self.state_dir))
+            state_dir=self.state_dir, agent_rabbit=self.rabbit.url2))
+        self.addCleanup(_uncut, self)
         _wait(lambda: len(self.api('GET', '/v1/instances?all_projects=true',
                                    ADMIN)['instances']) == 2, 60,
               'the quiet guests registered')
