@@ -21,10 +21,13 @@
                      [--json F] [--plot F.png] [--sample-interval S]
                      [--fast-path]
     iotguard-sim bench --disks N [--domains M]
+    iotguard-sim targets [--seeds N] [--first-seed S] [--fast-path]
+                     [--scenarios a,b] [--jobs J] [--json F]
 
 Errors (unknown scenario, bad file, unknown policy, bad parameter, a
 sample interval that does not divide the scenario's) print
-one line on stderr and exit with status 2.
+one line on stderr and exit with status 2. ``targets`` exits with 1 when
+a seed misses a target.
 """
 
 import argparse
@@ -40,6 +43,7 @@ from iotguard.sim import bench
 from iotguard.sim import loop
 from iotguard.sim import report
 from iotguard.sim import scenario as scenario_mod
+from iotguard.sim import targets
 
 USAGE_ERROR = 2
 
@@ -127,6 +131,24 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_targets(args: argparse.Namespace) -> int:
+    names = ([n.strip() for n in args.scenarios.split(',') if n.strip()]
+             if args.scenarios else list(targets.SCENARIOS))
+    if args.seeds < 1 or args.jobs < 1 or not names:
+        raise ValueError('--seeds and --jobs must be >= 1, --scenarios '
+                         'not empty')
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    rows = targets.summary(targets.run(names, seeds, args.fast_path,
+                                       args.jobs))
+    sys.stdout.write(targets.table(rows, len(seeds)))
+    if args.json:
+        with open(args.json, 'w', encoding='utf-8') as f:
+            json.dump({'seeds': seeds, 'fast_path': args.fast_path,
+                       'rows': rows}, f, indent=2)
+            f.write('\n')
+    return 0 if all(r['met'] for r in rows) else 1
+
+
 def cmd_list() -> int:
     for name in scenario_mod.names():
         sc = scenario_mod.load(name)
@@ -170,6 +192,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser('bench', help='CPU time of one guarantee decision')
     p.add_argument('--disks', type=int, required=True)
     p.add_argument('--domains', type=int, default=1)
+    p = sub.add_parser('targets', help='guarantee against the targets '
+                       'to the second, over many seeds')
+    p.add_argument('--seeds', type=int, default=3,
+                   help='how many seeds (default: %(default)s)')
+    p.add_argument('--first-seed', type=int, default=0)
+    p.add_argument('--fast-path', action='store_true',
+                   help="urgent decisions between the rounds (samples "
+                        "are every second either way)")
+    p.add_argument('--scenarios', metavar='A,B',
+                   help='comma-separated (default: %s)'
+                        % ','.join(targets.SCENARIOS))
+    p.add_argument('--jobs', type=int, default=1,
+                   help='processes (default: %(default)s)')
+    p.add_argument('--json', metavar='FILE', help='write the rows')
     return parser
 
 
@@ -178,6 +214,8 @@ def dispatch(args: argparse.Namespace) -> int:
         return cmd_list()
     if args.command == 'bench':
         return cmd_bench(args)
+    if args.command == 'targets':
+        return cmd_targets(args)
     names = ([args.policy] if args.command == 'run'
              else [n.strip() for n in args.policies.split(',') if n.strip()])
     if not names or len(set(names)) != len(names):

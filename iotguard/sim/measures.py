@@ -33,7 +33,8 @@ KEPT = 0.95
 SETTLE_WINDOWS = 2
 KEYS = ('floor_kept', 'worst_window', 'utilisation', 'work_conservation',
         'time_to_restore_s', 'reclaims', 'reclaim_p50_s', 'reclaim_p99_s',
-        'reclaim_max_s', 'cap_churn_per_min', 'cap_changes_per_10min',
+        'reclaim_max_s', 'compliance', 'compliance_worst', 'min_max_ratio',
+        'cap_churn_per_min', 'cap_changes_per_10min',
         'innocent_throttle_rate',
         'fairness', 'oracle_distance', 'quiet_kept', 'quiet_worst',
         'quiet_latency_ms', 'burst_s', 'burst_floor_kept')
@@ -224,6 +225,37 @@ def reclaim_times(x: base.FloatArray, target: base.FloatArray,
     return np.array(out, dtype=np.float64)
 
 
+def compliance(x: base.FloatArray, target: base.FloatArray
+               ) -> tuple[float, float]:
+    """Every window of the floor-holders judged, no settling allowance.
+
+    ``(share of (disk, window) pairs with a target at >=``
+    :data:`RECLAIMED` ``x target, the smallest throughput / target)``:
+    onsets, wake-ups and tier changes count. With one-second windows the
+    issue's one-second compliance and worst one-second window.
+    """
+    every = np.zeros(len(x), dtype=bool)
+    return (floor_kept(x, target, every, RECLAIMED),
+            worst_window(x, target, every))
+
+
+def min_max_ratio(x: base.FloatArray, demand: base.FloatArray,
+                  floor: base.FloatArray, weight: base.FloatArray) -> float:
+    """How evenly the spare goes to the backlogged best-effort disks.
+
+    In each window with at least two best-effort disks (no floor) that
+    are backlogged (:func:`unmet`), the smallest throughput / weight over
+    the largest; the mean over those windows, 1 without any (Pisces'
+    Min-Max ratio).
+    """
+    share = x / weight[None, :]
+    backlogged = unmet(x, demand) & (floor <= 0)[None, :]
+    ratios = [float(share[k, b].min() / share[k, b].max())
+              for k, b in enumerate(backlogged)
+              if b.sum() >= 2 and share[k, b].max() > 0]
+    return float(np.mean(ratios)) if ratios else 1.0
+
+
 def _seen(action: loop.Action, times: base.FloatArray,
           window_s: float) -> int:
     """The window that ended when ``action`` was decided (the policy saw)."""
@@ -372,6 +404,7 @@ def measure(run: loop.Run, reference: loop.Run) -> dict[str, float]:
     ratio = quiet_ratio(x, run.demand, alloc, settle)
     reclaim = reclaim_times(x, target, run.floor, run.times, run.window_s,
                             run.change_times)
+    kept, worst = compliance(x, target)
 
     burst_s, burst_floor = bursts(run, target, settle)
 
@@ -388,6 +421,9 @@ def measure(run: loop.Run, reference: loop.Run) -> dict[str, float]:
         'reclaims': float(len(reclaim)),
         'reclaim_p50_s': pct(50), 'reclaim_p99_s': pct(99),
         'reclaim_max_s': pct(100),
+        'compliance': kept, 'compliance_worst': worst,
+        'min_max_ratio': min_max_ratio(x, run.demand, run.floor,
+                                       run.weight),
         'cap_churn_per_min': cap_churn_per_min(
             run.actions, len(run.names), run.times, run.window_s, settle),
         'cap_changes_per_10min': cap_changes_per_10min(

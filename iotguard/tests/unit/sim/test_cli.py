@@ -20,6 +20,7 @@ import yaml
 
 from iotguard.cmd import sim
 from iotguard import policy as policy_mod
+from iotguard.sim import targets
 from iotguard.tests import base
 from iotguard.tests.unit.sim import helpers
 
@@ -66,6 +67,51 @@ class TestCli(base.TestCase):
         for key in ('reclaims', 'reclaim_p50_s', 'reclaim_p99_s',
                     'reclaim_max_s'):
             self.assertGreaterEqual(got['measures'][key], 0.0, key)
+
+    def test_targets_over_seeds(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = self.scenario_file(tmp)
+            out_json = os.path.join(tmp, 'out.json')
+            code, out, err = self.main('targets', '--scenarios', path,
+                                       '--seeds', '2', '--first-seed', '3',
+                                       '--fast-path', '--json', out_json)
+            with open(out_json) as f:
+                doc = json.load(f)
+        self.assertIn(code, (0, 1), err)
+        self.assertEqual([3, 4], doc['seeds'])
+        self.assertTrue(doc['fast_path'])
+        rows = doc['rows']
+        self.assertEqual(list(targets.TARGETS),
+                         [r['measure'] for r in rows])
+        self.assertEqual(0 if all(r['met'] for r in rows) else 1, code)
+        for r in rows:
+            self.assertLessEqual(r['min'], r['median'])
+            self.assertLessEqual(r['median'], r['max'])
+            self.assertIn(r['measure'], out)
+        self.assertIn('2 seeds, 1 s windows', out)
+
+    def test_targets_summary_needs_every_seed(self):
+        per_seed = [{k: 1.0 for k in targets.TARGETS},
+                    {k: 1.0 for k in targets.TARGETS}]
+        per_seed[1]['compliance'] = 0.99
+        per_seed[0]['reclaim_max_s'] = 3.0
+        rows = {r['measure']: r for r in targets.summary({'s': per_seed})}
+        self.assertFalse(rows['compliance']['met'])
+        self.assertEqual((0.99, 0.995, 1.0), (
+            rows['compliance']['min'], rows['compliance']['median'],
+            rows['compliance']['max']))
+        self.assertTrue(rows['compliance_worst']['met'])
+        # lower is better: one seed reclaimed in 3 s, over the 2 s
+        self.assertFalse(rows['reclaim_max_s']['met'])
+        self.assertTrue(rows['reclaim_p99_s']['met'])
+
+    def test_targets_refuses_bad_options(self):
+        for argv in (('--seeds', '0'), ('--jobs', '0'),
+                     ('--scenarios', 'no-such-scenario')):
+            code, out, err = self.main('targets', *argv)
+            self.assertEqual(2, code, argv)
+            self.assertIn('iotguard-sim: error:', err)
+            self.assertEqual('', out)
 
     def test_errors_exit_2_without_traceback(self):
         cases = [('run', 'no-such-scenario', '--policy', 'none'),

@@ -97,6 +97,46 @@ class TestReclaim(base.TestCase):
             np.maximum(x, 0.1), target, floor, times, 1.0, [])))
 
 
+class TestToTheSecond(base.TestCase):
+
+    def test_compliance_counts_the_settling_windows(self):
+        # judged at 0.9 x target: .19/.2 and .1/.1 pass, .15/.2 (0.75)
+        # and .05/.1 (0.5) do not, whatever the load changes
+        kept, worst = measures.compliance(X, TARGET)
+        self.assertEqual(0.75, kept)
+        self.assertEqual(0.5, worst)
+        x = A([[0.181, 0.1], [0.179, 0.0], [0.0, 0.1]])
+        target = A([[0.2, 0.1], [0.2, 0.0], [0.0, 0.1]])
+        # 0.181/0.2 passes, 0.179/0.2 (0.895) does not; zero targets are
+        # not judged (4 pairs)
+        kept, worst = measures.compliance(x, target)
+        self.assertEqual(0.75, kept)
+        self.assertAlmostEqual(0.895, worst)
+
+    def test_compliance_without_a_floor_holder(self):
+        self.assertEqual((1.0, 1.0), measures.compliance(
+            A([[0.5, 0.5]]), A([[0.0, 0.0]])))
+
+    def test_min_max_ratio_of_backlogged_best_effort_disks(self):
+        floor = A([0.0, 0.0, 0.0, 0.2])
+        weight = A([1.0, 1.0, 2.0, 1.0])
+        demand = A([[1.0, 1.0, 1.0, 1.0],     # all backlogged
+                    [1.0, 0.2, 1.0, 1.0],     # disk 1 has what it asks
+                    [1.0, 0.1, 0.1, 1.0]])    # one backlogged: skipped
+        x = A([[0.2, 0.1, 0.4, 0.3],
+               [0.2, 0.2, 0.3, 0.3],
+               [0.2, 0.1, 0.1, 0.3]])
+        # window 0: .2, .1, .4/2 -> .1/.2; window 1: .2 and .3/2 -> .15/.2;
+        # the floor-holder (disk 3) is never counted
+        self.assertAlmostEqual((0.5 + 0.75) / 2, measures.min_max_ratio(
+            x, demand, floor, weight))
+
+    def test_min_max_ratio_without_two_backlogged(self):
+        self.assertEqual(1.0, measures.min_max_ratio(
+            A([[0.2, 0.1]]), A([[1.0, 1.0]]), A([0.0, 0.2]),
+            A([1.0, 1.0])))
+
+
 class TestCapacity(base.TestCase):
 
     def test_utilisation_only_while_demand_is_unmet(self):

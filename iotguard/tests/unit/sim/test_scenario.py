@@ -25,7 +25,8 @@ from iotguard.tests import base
 from iotguard.tests.unit.sim import helpers
 
 SHIPPED = ('paper-4vm', 'paper-20vm', 'io-size', 'on-off',
-           'idle-neighbours', 'tiers', 'token-bucket', 'per-gib')
+           'idle-neighbours', 'tiers', 'token-bucket', 'per-gib',
+           'paper-16', 'iops-4k', 'sleeper')
 
 
 class TestShipped(base.TestCase):
