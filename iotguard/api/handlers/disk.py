@@ -59,9 +59,36 @@ def placed(item: dict[str, Any], topology: bool,
     return item
 
 
-def view(disk: dict[str, Any], topology: bool = True) -> dict[str, Any]:
-    """One disk, placed (:func:`placed`) as ``topology`` says."""
+def bursts(db: Any, disks: list[dict[str, Any]]
+           ) -> dict[str, list[float]]:
+    """``[credits, seconds used]`` of the disks whose tier bursts.
+
+    By disk id (``instance_uuid/dev``), from their domains' policy state
+    (:meth:`iotguard.policy.guarantee.Memory.to_dict`: none there, none
+    earned yet).
+    """
+    out: dict[str, list[float]] = {}
+    for name in {d['domain'] for d in disks
+                 if d['tier'] and d['tier'].burst_factor}:
+        burst = (db.domain_policy_state(name) or {}).get('burst')
+        if isinstance(burst, dict):
+            out.update(burst)
+    return out
+
+
+def view(disk: dict[str, Any], topology: bool = True,
+         credits: dict[str, list[float]] | None = None) -> dict[str, Any]:
+    """One disk, placed (:func:`placed`) as ``topology`` says.
+
+    ``credits``: :func:`bursts` (the disk's burst is shown when its tier
+    has one).
+    """
     tier = disk['tier']
+    burst = None
+    if tier and tier.burst_factor:
+        held, used = (credits or {}).get(
+            '%s/%s' % (disk['instance_uuid'], disk['dev']), (0.0, 0.0))
+        burst = {'credits_s': float(held), 'used_s': float(used)}
     rates = None
     if disk['sampled_at'] is not None:
         rates = {k: disk[k] for k in _RATES}
@@ -80,6 +107,7 @@ def view(disk: dict[str, Any], topology: bool = True) -> dict[str, Any]:
         'ceiling': {'max_iops': tier.max_iops if tier else 0.0,
                     'max_bytes_sec': (tier.max_bytes_sec
                                       if tier else 0.0)},
+        'burst': burst,
         'rates': rates,
         'cap': disk['cap'],
     }, topology)

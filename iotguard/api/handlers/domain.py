@@ -67,8 +67,9 @@ def profile_view(domain: admission.Domain,
 
 
 def _full_view(domain: admission.Domain, disks: list[dict[str, Any]],
-               conf: cfg.ConfigOpts) -> dict[str, Any]:
+               conf: cfg.ConfigOpts, db: Any) -> dict[str, Any]:
     max_ratio = conf.admission.max_commit_ratio
+    credits = disk.bursts(db, disks)
     profile = admission.profile_of(domain)
     # None when only the margined fit is in PROFILE_RANGES.
     raw = admission.profile_of(domain, margined=False)
@@ -87,7 +88,7 @@ def _full_view(domain: admission.Domain, disks: list[dict[str, Any]],
         'beyond_capacity': verdict.beyond_capacity,
         'utilisation': (disk.load(disks, raw, conf)
                         if profile and raw else None),
-        'disks': [disk.view(d) for d in disks],
+        'disks': [disk.view(d, credits=credits) for d in disks],
         'created_at': domain.created_at,
         'updated_at': domain.updated_at,
     }
@@ -148,7 +149,7 @@ def show_domain(req: webob.Request, name: str) -> webob.Response:
         domain = st.db.domain_get(name)
         return util.json_response({'domain': _full_view(
             domain, st.db.disk_list(domain=name),
-            st.conf)})
+            st.conf, st.db)})
     # An unknown domain is the same NotFound as one without the caller's
     # disks, and one named by a name the caller may not see is unknown.
     project_id = common.context(req).project_id or ''
@@ -157,10 +158,11 @@ def show_domain(req: webob.Request, name: str) -> webob.Response:
     if not disks:
         raise exception.NotFound(what='domain %s' % name)
     topology = common.topology(req)
+    credits = disk.bursts(st.db, disks)
     return util.json_response({'domain': dict(
         _member_view(st.db.domain_get(disks[0]['domain']), project_id,
                      topology),
-        disks=[disk.view(d, topology) for d in disks])})
+        disks=[disk.view(d, topology, credits) for d in disks])})
 
 
 def update_domain(req: webob.Request, name: str) -> webob.Response:
@@ -182,4 +184,4 @@ def update_domain(req: webob.Request, name: str) -> webob.Response:
             body[key] = float(body[key])
     domain = st.db.domain_update(name, body)
     return util.json_response({'domain': _full_view(
-        domain, st.db.disk_list(domain=name), st.conf)})
+        domain, st.db.disk_list(domain=name), st.conf, st.db)})

@@ -39,8 +39,9 @@ def _view(req: webob.Request, uuid: str,
           disks: list[dict[str, Any]]) -> dict[str, Any]:
     """An instance: its project and its disks (sorted by dev)."""
     topology = common.topology(req)
+    credits = disk.bursts(common.state(req).db, disks)
     return {'uuid': uuid, 'project_id': disks[0]['project_id'],
-            'disks': [disk.view(d, topology) for d in disks]}
+            'disks': [disk.view(d, topology, credits) for d in disks]}
 
 
 def _listed_project(req: webob.Request, query: dict[str, str]) -> str | None:
