@@ -31,6 +31,8 @@ LONG_COLUMNS = COLUMNS + (('min_iops_per_gb', 'Min IOPS/GiB'),
                           ('min_bytes_sec_per_gb', 'Min Bytes/s/GiB'),
                           ('max_iops_per_gb', 'Max IOPS/GiB'),
                           ('max_bytes_sec_per_gb', 'Max Bytes/s/GiB'),
+                          ('burst_factor', 'Burst Factor'),
+                          ('burst_seconds', 'Burst Seconds'),
                           ('description', 'Description'),
                           ('projects', 'Projects'))
 SHOW_COLUMNS = LONG_COLUMNS + (('created_at', 'Created At'),
@@ -49,6 +51,11 @@ NUMBERS = (('min_iops', 'Floor: I/O operations per second'),
             'below the floor'),
            ('max_bytes_sec_per_gb', 'Ceiling per GiB of the disk: bytes '
             'per second (0: none), as --max-iops-per-gb'),
+           ('burst_factor', 'Burst: how far above its ceilings a disk may '
+            'run, in multiples of its floor (0: none; else above 1, with '
+            '--burst-seconds)'),
+           ('burst_seconds', 'Burst: the most seconds of it a disk saves '
+            'up, a second per second idle below its floor (0: none)'),
            ('weight', 'Share of the spare capacity, relative (> 0)'))
 
 
@@ -70,14 +77,17 @@ UNSET: dict[str, str | float] = {
     'description': '', 'min_iops': 0.0, 'min_bytes_sec': 0.0,
     'max_iops': 0.0, 'max_bytes_sec': 0.0, 'weight': 1.0,
     'min_iops_per_gb': 0.0, 'min_bytes_sec_per_gb': 0.0,
-    'max_iops_per_gb': 0.0, 'max_bytes_sec_per_gb': 0.0}
+    'max_iops_per_gb': 0.0, 'max_bytes_sec_per_gb': 0.0,
+    'burst_factor': 0.0, 'burst_seconds': 0.0}
 #: Flags of ``tier unset`` that stand for several fields.
 UNSET_GROUPS = (('floor', ('min_iops', 'min_bytes_sec', 'min_iops_per_gb',
                            'min_bytes_sec_per_gb'),
                  'Every floor, per GiB too (no guaranteed rate)'),
                 ('ceiling', ('max_iops', 'max_bytes_sec', 'max_iops_per_gb',
                              'max_bytes_sec_per_gb'),
-                 'Every ceiling, per GiB too (no limit)'))
+                 'Every ceiling, per GiB too (no limit)'),
+                ('burst', ('burst_factor', 'burst_seconds'),
+                 'The burst (--burst-factor and --burst-seconds)'))
 
 
 def _projects(command: command.Command, args: argparse.Namespace) -> list[str]:

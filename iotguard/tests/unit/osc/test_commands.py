@@ -252,6 +252,19 @@ class TestTier(CommandTestCase):
             'min_iops': 100.0, 'min_iops_per_gb': 3.0,
             'max_bytes_sec_per_gb': 1048576.0}), fake.calls[0][1:])
 
+    def test_create_and_unset_a_burst(self):
+        fake, _ = self.run_command(
+            tier.CreateTier, ['gp', '--min-iops', '100', '--burst-factor',
+                              '4', '--burst-seconds', '1800'],
+            tier_create=[TIER])
+        self.assertEqual((('gp',), {
+            'min_iops': 100.0, 'burst_factor': 4.0,
+            'burst_seconds': 1800.0}), fake.calls[0][1:])
+        fake, _ = self.run_command(tier.UnsetTier, ['gold', '--burst'],
+                                   tier_update=[TIER])
+        self.assertEqual({'burst_factor': 0.0, 'burst_seconds': 0.0},
+                         fake.calls[0][2])
+
     def test_unset_projects(self):
         sdk = FakeSDK(projects={'demo': 'p1', 'p3': 'p3'})
         fake, _ = self.run_command(
