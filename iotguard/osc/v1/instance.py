@@ -58,6 +58,10 @@ class DisksColumn(common.LinesColumn):
                                          _numbers(disk['floor']))
         if disk.get('size_gib'):
             text += ' at %d GiB' % disk['size_gib']
+        burst = disk.get('burst')
+        if burst:
+            text += '; burst credits %gs, used %gs' % (burst['credits_s'],
+                                                       burst['used_s'])
         grown = disk.get('size_refused')
         if grown:
             text += '; %d GiB refused: %s' % (grown['size_gib'],

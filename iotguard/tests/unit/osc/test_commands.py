@@ -365,6 +365,14 @@ class TestInstance(CommandTestCase):
             'GiB; 400 GiB refused: Tier gold does not fit; domain local:c1',
             instance.DisksColumn([disk]).human_readable())
 
+    def test_a_burst_shows_its_credits(self):
+        disk = dict(DISK, cap=None, burst={'credits_s': 42.5,
+                                           'used_s': 12.0})
+        self.assertEqual(
+            'vda: gold (api), floor min_bytes_sec=0, min_iops=2000; burst '
+            'credits 42.5s, used 12s; domain local:c1',
+            instance.DisksColumn([disk]).human_readable())
+
     def test_a_tenant_sees_no_host_nor_domain_name(self):
         tenant = {k: v for k, v in DISK.items() if k not in ('host',
                                                              'domain')}
