@@ -589,9 +589,21 @@ class CloudTest(horizon_fixture.Browsing, base.TestCase):
 
         # Extend the attached volume (Cinder tells Nova, which resizes the
         # disk in the running guest): still capped, the QoS still static.
+        # Cinder's volume.resize.end tells membership too: the disk is
+        # admitted again at its new size, well before the resync.
+        self.assertEqual(1, self.disks(noisy)['vdb']['size_gib'])
         storage.extend_volume(noisy_volume, 2)
         self.assertTrue(wait_for(
             lambda: storage.get_volume(noisy_volume).size == 2, 60))
+        began = time.monotonic()
+        self.assertTrue(wait_for(
+            lambda: self.disks(noisy)['vdb']['size_gib'] == 2, 15),
+            self.disks(noisy))
+        self.addDetail('seconds from extended to the new size',
+                       _text('%.1f' % (time.monotonic() - began)))
+        with open(os.path.join(self.dir, 'controller.log')) as log:
+            self.assertIn('volume.resize.end: instance %s re-read'
+                          % noisy.id, log.read())
         storage.wait_for_status(storage.get_volume(noisy_volume),
                                 'in-use', wait=120)
         self.assertTrue(wait_for(capped, 4 * INTERVAL + SAMPLE, step=0.2),
