@@ -26,7 +26,7 @@ from iotguard.tests.unit.sim import helpers
 
 SHIPPED = ('paper-4vm', 'paper-20vm', 'io-size', 'on-off',
            'idle-neighbours', 'tiers', 'token-bucket', 'per-gib',
-           'paper-16', 'iops-4k', 'sleeper')
+           'paper-16', 'iops-4k', 'sleeper', 'on-off-x5')
 
 
 class TestShipped(base.TestCase):
