@@ -185,3 +185,30 @@ class AgentOverRabbitTest(test_base.TestCase):
         self.assertIsNone(vda_state()['cap'])
         tune = self.dom.blockIoTune('vda', libvirt.VIR_DOMAIN_AFFECT_LIVE)
         self.assertEqual(1000, tune['total_iops_sec'])
+
+    def test_a_lifted_cap_replaces_the_static_limit_until_its_lease(self):
+        # a burst: 3000 IOPS above the domain's static 1000, for 8 s (a
+        # loaded machine serves the casts within it)
+        lifted = {'instance_uuid': self.uuid, 'dev': 'vda',
+                  'limits': {'total_iops_sec': 3000},
+                  'lease_expires_at': time.time() + 8, 'decision_id': 'b-1',
+                  'lift': True}
+        self.api.apply_caps({}, self.host, [lifted])
+        self.api.get_state({}, self.host)   # served after the cast
+
+        def iops():
+            return self.dom.blockIoTune(
+                'vda', libvirt.VIR_DOMAIN_AFFECT_LIVE)['total_iops_sec']
+        self.assertEqual(3000, iops())
+        # the same cap without lift stays under the static limit
+        self.api.apply_caps({}, self.host, [dict(
+            lifted, lift=False, lease_expires_at=time.time() + 60)])
+        self.api.get_state({}, self.host)
+        self.assertEqual(1000, iops())
+        self.api.apply_caps({}, self.host, [dict(
+            lifted, lease_expires_at=time.time() + 8)])
+        self.api.get_state({}, self.host)
+        self.assertEqual(3000, iops())
+        # lapsed: the static limit is back (fail safe)
+        self.assertEqual(1000, self.controller.wait_for(
+            lambda: iops() == 1000 and 1000, timeout=40))
