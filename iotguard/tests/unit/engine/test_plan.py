@@ -101,6 +101,17 @@ class PlanTest(base.TestCase):
                            now=T0 + INTERVAL_S)
         self.assertEqual(((), (0,)), (result.changes, result.renewals))
 
+    def test_a_lift_is_sent_every_round_never_renewed(self):
+        # a burst lasts only while the policy grants it again: a renewal
+        # would send the limits without lift (back under the static ones)
+        snap = fakes.snapshot(fakes.disk('a', 10.0, cap_iops=50.0))
+        caps = [in_force(total_iops_sec=50)]
+        lifted = cap('a', iops=50.3, lift=True)
+        result = self.plan(snap, [lifted], caps, now=T0 + INTERVAL_S)
+        self.assertEqual(((0,), ()), (tuple(c.disk for c in result.changes),
+                                      result.renewals))
+        self.assertTrue(result.changes[0].decision.lift)
+
     def test_release_only_when_a_cap_is_in_force(self):
         snap = fakes.snapshot(fakes.disk('a', 10.0, cap_iops=50.0),
                               fakes.disk('b', 10.0))
