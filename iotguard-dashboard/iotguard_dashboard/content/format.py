@@ -31,6 +31,33 @@ def iops_and_bytes(iops, bytes_sec, zero=NONE):
     return ', '.join(str(p) for p in parts) or zero
 
 
+def tier_limit(tier, kind, zero):
+    """A tier's floor (``kind`` min) or ceiling (max), per GiB if any.
+
+    ``3 IOPS per GiB, at least 100 IOPS``.
+    """
+    fixed = iops_and_bytes(tier.get(kind + '_iops', 0),
+                           tier.get(kind + '_bytes_sec', 0), '')
+    per_gb = iops_and_bytes(tier.get(kind + '_iops_per_gb', 0),
+                            tier.get(kind + '_bytes_sec_per_gb', 0), '')
+    if not per_gb:
+        return fixed or zero
+    text = _('%s per GiB') % per_gb
+    if not fixed:
+        return text
+    bound = _('%(rate)s, at least %(fixed)s') if kind == 'min' else _(
+        '%(rate)s, at most %(fixed)s')
+    return bound % {'rate': text, 'fixed': fixed}
+
+
+def burst(tier):
+    """``bursts to 3x for 60 s``; none without a burst."""
+    if not tier.get('burst_factor'):
+        return _('none')
+    return _('bursts to %(factor)gx for %(seconds)g s') % {
+        'factor': tier['burst_factor'], 'seconds': tier['burst_seconds']}
+
+
 def floor(disk):
     return iops_and_bytes(disk['floor']['min_iops'],
                           disk['floor']['min_bytes_sec'], _('none'))

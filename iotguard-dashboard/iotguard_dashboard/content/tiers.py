@@ -21,13 +21,12 @@ from iotguard_dashboard.content import format as fmt
 class TiersTable(tables.DataTable):
     name = tables.Column('name', verbose_name=_('Tier'))
     description = tables.Column('description', verbose_name=_('Description'))
-    floor = tables.Column(
-        lambda t: fmt.iops_and_bytes(t.min_iops, t.min_bytes_sec, _('none')),
-        verbose_name=_('Guaranteed floor'))
+    floor = tables.Column(lambda t: fmt.tier_limit(t, 'min', _('none')),
+                          verbose_name=_('Guaranteed floor'))
     ceiling = tables.Column(
-        lambda t: fmt.iops_and_bytes(t.max_iops, t.max_bytes_sec,
-                                     _('unlimited')),
+        lambda t: fmt.tier_limit(t, 'max', _('unlimited')),
         verbose_name=_('Ceiling'))
+    burst = tables.Column(fmt.burst, verbose_name=_('Burst'))
     weight = tables.Column('weight', verbose_name=_('Weight'))
 
     def get_object_id(self, datum):

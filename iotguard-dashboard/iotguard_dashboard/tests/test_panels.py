@@ -54,7 +54,16 @@ TIERS = [
      'max_bytes_sec': 200000000.0, 'weight': 4.0, 'is_public': True},
     {'name': 'platinum', 'description': 'reserved for billing',
      'min_iops': 9000.0, 'min_bytes_sec': 0.0, 'max_iops': 0.0,
-     'max_bytes_sec': 0.0, 'weight': 8.0, 'is_public': False}]
+     'max_bytes_sec': 0.0, 'weight': 8.0, 'is_public': False},
+    {'name': 'sized', 'description': 'grows with the disk',
+     'min_iops': 100.0, 'min_bytes_sec': 0.0, 'max_iops': 0.0,
+     'max_bytes_sec': 0.0, 'min_iops_per_gb': 3.0,
+     'min_bytes_sec_per_gb': 0.0, 'max_iops_per_gb': 0.0,
+     'max_bytes_sec_per_gb': 1e6, 'burst_factor': 3.0,
+     'burst_seconds': 60.0, 'weight': 1.0, 'is_public': True}]
+NO_PER_GB_NOR_BURST = dict.fromkeys(
+    ('min_iops_per_gb', 'min_bytes_sec_per_gb', 'max_iops_per_gb',
+     'max_bytes_sec_per_gb', 'burst_factor', 'burst_seconds'), 0.0)
 DOMAIN = {
     'name': 'local:compute1', 'kind': 'local', 'policy': 'guarantee',
     'params': {},
@@ -143,11 +152,18 @@ class ProjectPanelTests(StubbedAPIMixin, helpers.TestCase):
         self.assertEqual(UUID, response.context['disks_table'].data[0]
                          ['server'])
 
+    def test_tiers_per_gb_and_burst(self):
+        response = self.client.get(INDEX)
+        for text in ('3 IOPS per GiB, at least 100 IOPS',
+                     '1.0 MB/s per GiB', 'bursts to 3x for 60 s',
+                     '2000 IOPS'):
+            self.assertContains(response, text)
+
     def test_tier_form_offers_the_tiers(self):
         response = self.client.get(TIER)
         self.assertEqual(200, response.status_code)
         form = response.context['form']
-        self.assertEqual(['', 'gold', 'platinum'],
+        self.assertEqual(['', 'gold', 'platinum', 'sized'],
                          [value for value, _ in form.fields['tier'].choices])
         self.assertEqual('gold', form.initial['tier'])
 
@@ -271,7 +287,37 @@ class AdminTierTests(CatalogMixin, helpers.BaseAdminViewTests):
         create.assert_called_once_with(
             mock.ANY, name='silver', description='web', min_iops=500.0,
             min_bytes_sec=0.0, max_iops=1000.0, max_bytes_sec=0.0,
-            weight=2.0, is_public=True, projects=[])
+            weight=2.0, is_public=True, projects=[], **NO_PER_GB_NOR_BURST)
+
+    @mock.patch.object(iotguard, 'tier_create',
+                       return_value=iotguard.Record(name='silver'))
+    def test_create_per_gb_with_burst(self, create):
+        response = self.client.post(self.CREATE, dict(
+            self.FORM, min_iops_per_gb='3', max_bytes_sec_per_gb='1000000',
+            burst_factor='3', burst_seconds='60'))
+        self.assertNoFormErrors(response)
+        self.assertRedirectsNoFollow(response, ADMIN)
+        kwargs = create.call_args.kwargs
+        self.assertEqual(dict(NO_PER_GB_NOR_BURST, min_iops_per_gb=3.0,
+                              max_bytes_sec_per_gb=1e6, burst_factor=3.0,
+                              burst_seconds=60.0),
+                         {k: kwargs[k] for k in NO_PER_GB_NOR_BURST})
+
+    @mock.patch.object(iotguard, 'tier_create', side_effect=iotguard.APIError(
+        400, 'Invalid input: tier silver: a burst needs burst_factor above 1 '
+        'and burst_seconds'))
+    def test_burst_refused_by_the_api(self, create):
+        response = self.client.post(self.CREATE, dict(
+            self.FORM, burst_factor='0.5'))
+        self.assertContains(response, 'a burst needs burst_factor above 1')
+        self.assertEqual(0.5, create.call_args.kwargs['burst_factor'])
+
+    def test_negative_per_gb_is_refused_by_the_form(self):
+        with mock.patch.object(iotguard, 'tier_create') as create:
+            response = self.client.post(self.CREATE, dict(
+                self.FORM, min_iops_per_gb='-1'))
+        self.assertFormErrors(response, 1)
+        create.assert_not_called()
 
     @mock.patch.object(iotguard, 'tier_create', side_effect=iotguard.APIError(
         400, 'Invalid input: min_iops 2000 is above max_iops 1000'))
@@ -300,7 +346,28 @@ class AdminTierTests(CatalogMixin, helpers.BaseAdminViewTests):
         update.assert_called_once_with(
             mock.ANY, 'platinum', description='web', min_iops=500.0,
             min_bytes_sec=0.0, max_iops=1000.0, max_bytes_sec=0.0,
-            weight=2.0, is_public=False, projects=['p1'])
+            weight=2.0, is_public=False, projects=['p1'],
+            **NO_PER_GB_NOR_BURST)
+
+    @mock.patch.object(iotguard, 'tier_update',
+                       return_value=iotguard.Record(name='sized'))
+    @mock.patch.object(iotguard, 'tier_show',
+                       return_value=iotguard.Record(TIERS[2]))
+    def test_update_per_gb_and_burst(self, show, update):
+        url = reverse('horizon:admin:iotguard:update_tier', args=['sized'])
+        form = self.client.get(url).context['form']
+        self.assertEqual((3.0, 1e6, 3.0, 60.0), tuple(
+            form.initial[k] for k in ('min_iops_per_gb',
+                                      'max_bytes_sec_per_gb', 'burst_factor',
+                                      'burst_seconds')))
+        # Emptied fields are sent as 0: the burst is taken away.
+        response = self.client.post(url, dict(
+            self.FORM, name='sized', min_iops_per_gb='4', burst_factor='',
+            burst_seconds=''))
+        self.assertRedirectsNoFollow(response, ADMIN)
+        kwargs = update.call_args.kwargs
+        self.assertEqual(dict(NO_PER_GB_NOR_BURST, min_iops_per_gb=4.0),
+                         {k: kwargs[k] for k in NO_PER_GB_NOR_BURST})
 
     @mock.patch.object(iotguard, 'tier_delete')
     @mock.patch.object(iotguard, 'tier_list', return_value=records(TIERS))

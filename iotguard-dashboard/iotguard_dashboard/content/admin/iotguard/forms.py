@@ -21,11 +21,18 @@ from iotguard_dashboard.api import iotguard
 
 NUMBERS = ('min_iops', 'min_bytes_sec', 'max_iops', 'max_bytes_sec',
            'weight')
+#: Optional: empty is 0 (none), and an API without them is shown 0.
+OPTIONAL = ('min_iops_per_gb', 'min_bytes_sec_per_gb', 'max_iops_per_gb',
+            'max_bytes_sec_per_gb', 'burst_factor', 'burst_seconds')
 
 
-def _rate(label, help_text):
+def _rate(label, help_text, required=True):
     return forms.FloatField(label=label, min_value=0, initial=0,
-                            help_text=help_text)
+                            help_text=help_text, required=required)
+
+
+def _optional(label, help_text):
+    return _rate(label, help_text, required=False)
 
 
 class TierForm(forms.SelfHandlingForm):
@@ -36,6 +43,27 @@ class TierForm(forms.SelfHandlingForm):
     min_bytes_sec = _rate(_('Floor, bytes/s'), _('0: none.'))
     max_iops = _rate(_('Ceiling, IOPS'), _('0: unlimited.'))
     max_bytes_sec = _rate(_('Ceiling, bytes/s'), _('0: unlimited.'))
+    min_iops_per_gb = _optional(
+        _('Floor, IOPS per GiB'),
+        _('A disk\'s floor grows with its size: this many IOPS for each '
+          'GiB, never below the fixed floor above; 0: none.'))
+    min_bytes_sec_per_gb = _optional(_('Floor, bytes/s per GiB'),
+                                     _('As above, in bytes/s; 0: none.'))
+    max_iops_per_gb = _optional(
+        _('Ceiling, IOPS per GiB'),
+        _('A disk\'s ceiling grows with its size: this many IOPS for each '
+          'GiB, never above the fixed ceiling above; 0: none.'))
+    max_bytes_sec_per_gb = _optional(_('Ceiling, bytes/s per GiB'),
+                                     _('As above, in bytes/s; 0: none.'))
+    burst_factor = _optional(
+        _('Burst factor'),
+        _('A disk that stayed below its floor may then go up to this many '
+          'times its floor, above its ceiling, for a while. Above 1; '
+          '0: no burst.'))
+    burst_seconds = _optional(
+        _('Burst seconds'),
+        _('The longest a disk may burst, in seconds of credit it earns '
+          'while below its floor. Needed with a burst factor.'))
     weight = forms.FloatField(label=_('Weight'), initial=1.0,
                               help_text=_('Share of spare capacity '
                                           'relative to other tiers.'))
@@ -48,6 +76,7 @@ class TierForm(forms.SelfHandlingForm):
 
     def values(self, data):
         values = {k: data[k] for k in NUMBERS + ('description', 'is_public')}
+        values.update((k, data[k] or 0.0) for k in OPTIONAL)
         values['projects'] = [p.strip() for p in data['projects'].split(',')
                               if p.strip()]
         return values
@@ -85,5 +114,6 @@ def initial(tier):
     """The form's values for ``tier`` as the API shows it."""
     values = {k: tier[k] for k in NUMBERS + ('name', 'description',
                                              'is_public')}
+    values.update((k, tier.get(k, 0.0)) for k in OPTIONAL)
     values['projects'] = ', '.join(tier.get('projects') or ())
     return values
