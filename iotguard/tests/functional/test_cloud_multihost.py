@@ -391,6 +391,72 @@ class MultiHostCloudTest(base.TestCase):
         self.assertIn('No valid host', second.fault['message'])
         self.assertEqual({RESOURCE_CLASS: units}, self.placement(
             '/resource_providers/%s/usages' % provider)['usages'])
+        self._moves_into_the_full_domain(first, provider, units)
+
+    def _moves_into_the_full_domain(self, first, provider, units):
+        """Resize and moves while the domain is full: all refused.
+
+        A floorless server resized to mh-floor; ``first`` live-migrated
+        to the other host, the scheduler asked (on a sharing provider the
+        move would hold the floor twice until it ends), and forced there
+        (``force``, compute API 2.30 to 2.67), which Nova refuses for an
+        allocation on more than one provider. Each time the server stays
+        where and as it was, and Placement's usage is the units of the
+        floors iotguard committed in the domain.
+        """
+        other = self.boot('floor-resized', self.flavors['bronze'])
+        compute = self.cloud.conn.compute
+        target = next(h.name for h in self.cloud.hosts
+                      if h.name != first.compute_host)
+        for server, body in (
+                (other, {'resize': {'flavorRef': self.floor_flavor.id}}),
+                (first, {'os-migrateLive': {
+                    'host': target, 'block_migration': False}}),
+                (first, {'os-migrateLive': {
+                    'host': target, 'block_migration': False,
+                    'force': True}})):
+            response = compute.post('/servers/%s/action' % server.id,
+                                    json=body, microversion='2.30')
+            refusal = self.refusal(server, response)
+            self.assertIn('No valid host', refusal)
+            if 'force' in body.get('os-migrateLive', {}):
+                self.assertIn('complex allocations', refusal)
+            after = self.cloud.settle(server, lambda s: True)
+            self.assertEqual(
+                ('ACTIVE', server.compute_host, server.flavor.name),
+                (after.status, after.compute_host, after.flavor.name))
+
+            def tiers():
+                return [((self.iotguard.disks(s) or {}).get('vda') or {})
+                        .get('tier') for s in (first, other)]
+            self.assertTrue(base.wait_for(
+                lambda: tiers() == ['mh-silver', 'mh-bronze'], 60, 0.5),
+                tiers())
+            self.assertEqual({RESOURCE_CLASS: units}, self.placement(
+                '/resource_providers/%s/usages' % provider)['usages'])
+
+    def refusal(self, server, response):
+        """Why Nova refused a server action, once it did.
+
+        nova-api answers at once (400) what it waits for (a live
+        migration before compute API 2.34); what it casts to the
+        conductor (a resize) is accepted (202) and refused in the
+        instance action's failed event (compute API 2.84 shows its
+        details). None if there is no refusal within two minutes.
+        """
+        if response.status_code == 400:
+            return response.text
+        self.assertEqual(202, response.status_code, response.text)
+        path = '/servers/%s/os-instance-actions/%s' % (
+            server.id, response.headers['x-openstack-request-id'])
+
+        def failed():
+            action = self.cloud.conn.compute.get(
+                path, microversion='2.84').json()['instanceAction']
+            return ' '.join(e.get('details') or e['event']
+                            for e in action['events']
+                            if e['result'] == 'Error') or None
+        return base.wait_for(failed, 120, 1.0)
 
     # -- iotguard across the hosts ------------------------------------
     def assertCapped(self, host, server, timeout=60, dev='vda'):
