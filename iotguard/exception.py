@@ -60,6 +60,12 @@ class Conflict(IotguardException):
     code = 409
 
 
+class Unavailable(IotguardException):
+    """A service iotguard needs for this request is away (503)."""
+    msg_fmt = '%(service)s is unreachable; try again later.'
+    code = 503
+
+
 class AdmissionRejected(Conflict):
     msg_fmt = ('Tier %(tier)s refused on domain %(domain)s: committed floors '
                'would be %(committed).3f of capacity, above the allowed '

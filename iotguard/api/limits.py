@@ -31,14 +31,25 @@ import collections
 from collections.abc import Collection
 from typing import Any
 
+from keystoneauth1 import exceptions as ksa_exc
+from openstack import exceptions as sdk_exc
 from oslo_config import cfg
 from oslo_limit import exception as limit_exc
 from oslo_limit import limit
+from oslo_log import log as logging
 
 from iotguard.controller import membership
 from iotguard.controller import placement
 from iotguard.db import api as db_api
 from iotguard import exception
+
+LOG = logging.getLogger(__name__)
+
+#: What oslo.limit raises when Keystone cannot answer: away, refusing
+#: iotguard's credentials, or without the endpoint and limits configured
+#: (``ValueError``, oslo.limit's own for those).
+_AWAY = (limit_exc.SessionInitError, ksa_exc.ClientException,
+         sdk_exc.SDKException, ValueError)
 
 LOCAL = 'iotguard_floor_units_local'
 SHARED = 'iotguard_floor_units_shared'
@@ -106,3 +117,8 @@ def enforce(conf: cfg.ConfigOpts, db: db_api.Connection, instance_uuid: str,
                                              o.resource_name, o.limit,
                                              o.current_usage, o.delta)
                                          for o in exc.over_limit_info_list)))
+    except _AWAY as exc:
+        LOG.error('Unified limits of project %s unreadable, tier choice '
+                  'refused: %s', owner, exc)
+        raise exception.Unavailable(
+            service='The identity service (project limits)') from exc

@@ -120,6 +120,8 @@ class Router:
         except exception.IotguardException as exc:
             if exc.code >= 500:
                 LOG.error('Request %s failed: %s', request_id, exc.message)
+            if isinstance(exc, exception.Unavailable):
+                return util.retry_later(exc.message, request_id)
             return util.exception_response(exc, request_id)
         except (db_exc.DBError, sa_exc.SQLAlchemyError) as exc:
             return _database_error(exc, request_id)

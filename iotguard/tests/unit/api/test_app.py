@@ -24,6 +24,7 @@ import webob
 from iotguard.api import app
 from iotguard.api import router
 from iotguard.api import util
+from iotguard import exception
 from iotguard import service
 from iotguard.tests import base
 
@@ -126,6 +127,18 @@ class AppTest(base.TestCase):
         self.assertEqual(503, response.status_code)
         self.assertEqual(503, response.json['error']['code'])
         self.assertEqual('10', response.headers['Retry-After'])
+
+    def test_a_service_away_is_503_with_retry_after(self):
+        self.flags(group='api', auth_strategy='noauth')
+        away = FailingDatabase(exception.Unavailable(service='Keystone'))
+        req = webob.Request.blank('/v1/tiers', headers={
+            'X-Project-Id': 'p', 'X-User-Id': 'u', 'X-Roles': 'reader'})
+        response = req.get_response(app.deploy(self.conf, db=away))
+        self.assertEqual(503, response.status_code)
+        self.assertEqual('Keystone is unreachable; try again later.',
+                         response.json['error']['message'])
+        self.assertEqual(str(util.RETRY_AFTER_S),
+                         response.headers['Retry-After'])
 
     def test_failure_in_auth_middleware_is_503_in_json(self):
         application = self.deploy('keystone')

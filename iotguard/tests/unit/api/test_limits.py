@@ -12,9 +12,12 @@
 
 """Per-project limits on floor units, with oslo.limit's fixture."""
 
+from keystoneauth1 import exceptions as ksa_exc
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
+from oslo_limit import exception as limit_exc
 from oslo_limit import fixture as limit_fixture
+from oslo_limit import limit
 
 from iotguard.api import limits
 from iotguard.controller import placement
@@ -101,6 +104,19 @@ class EnforceTest(base.TestCase):
         self.limits.reglimits.update({limits.LOCAL: 0, limits.SHARED: 0})
         self.enforce('bronze')          # lower
         self.enforce('gold')            # the same
+
+    def test_keystone_away_is_unavailable_not_an_error(self):
+        for error in (ksa_exc.ConnectFailure('refused'),
+                      limit_exc.SessionInitError(Exception('no auth')),
+                      ValueError("Can't find endpoint for iotguard")):
+            def away(*args, **kwargs):
+                raise error
+            self.patch(limit.Enforcer, 'enforce', away)
+            failed = self.assertRaises(exception.Unavailable, self.enforce,
+                                       'gold')
+            self.assertEqual(503, failed.code)
+        self.db.disks[0]['tier'] = self.db.disks[1]['tier'] = GOLD
+        self.enforce('bronze')      # adds nothing: Keystone not asked
 
     def test_another_projects_instance_is_left_to_the_choice(self):
         self.limits.reglimits.update({limits.LOCAL: 0, limits.SHARED: 0})
