@@ -40,7 +40,7 @@ from iotguard.sim import world
 HEADERS = {'X-User-Id': 'admin', 'X-Project-Id': 'admin',
            'X-Roles': 'admin'}
 RESULT_KEYS = {'vms', 'measures', 'aggregate_kbs', 'queue_max',
-               'response_ms_max', 'caps'}
+               'response_ms_max', 'caps', 'window_s'}
 TIMEOUT_S = 90
 
 
