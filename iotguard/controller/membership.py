@@ -397,7 +397,7 @@ class Membership:
                 self.db.disk_size_set(disk.instance_uuid, disk.dev,
                                       disk.size_gib, self._admit())
             except exception.AdmissionRejected as e:
-                self._size_refused(disk, known[key], e)
+                self._size_refused(disk, disk.size_gib, known[key], e)
                 continue
             except Exception as e:
                 LOG.warning('Could not record the size of disk %s of '
@@ -408,11 +408,11 @@ class Membership:
                      disk.dev, disk.instance_uuid, disk.size_gib,
                      known[key])
 
-    def _size_refused(self, disk: Disk, admitted: int | None,
+    def _size_refused(self, disk: Disk, size: int, admitted: int | None,
                       e: exception.AdmissionRejected) -> None:
         reason = e.for_member()
         if not self.db.disk_size_refusal_set(
-                disk.instance_uuid, disk.dev, disk.size_gib, reason):
+                disk.instance_uuid, disk.dev, size, reason):
             return
         LOG.warning('Disk %s of instance %s grew to %d GiB: its floor at '
                     'that size not given, it keeps the floor of %s GiB: %s',

@@ -34,8 +34,10 @@ import functools
 import math
 import operator
 from typing import Any
+from typing import cast
 from typing import NamedTuple
 from typing import Protocol
+from typing import Self
 from typing import Sequence
 
 import numpy as np
@@ -87,7 +89,7 @@ class Tier:
     burst_factor: float = 0.0
     burst_seconds: float = 0.0
 
-    def at(self, size_gib: float | None) -> 'Tier':
+    def at(self, size_gib: float | None) -> Self:
         """This tier for a disk of ``size_gib`` GiB, limits all fixed.
 
         Per kind (IOPS, bytes/s), as Cinder prices ``*_per_gb`` keys: the
@@ -98,7 +100,9 @@ class Tier:
         """
         if not any(getattr(self, f) for f in PER_GB):
             return self
-        return _priced(self, max(1.0, float(size_gib or 0)))
+        # _priced keeps the class (dataclasses.replace): a database tier
+        # stays one
+        return cast(Self, _priced(self, max(1.0, float(size_gib or 0))))
 
     def __post_init__(self) -> None:
         for field in ('min_iops', 'min_bytes_sec', 'max_iops',
@@ -133,7 +137,7 @@ def _priced(tier: Tier, size: float) -> Tier:
 
     A domain's disks share a few sizes: 0.65 us a disk instead of 6.4.
     """
-    fixed: dict[str, float] = {}
+    fixed: dict[str, Any] = dict.fromkeys(PER_GB, 0.0)
     for kind in ('iops', 'bytes_sec'):
         low, high = 'min_' + kind, 'max_' + kind
         most = getattr(tier, high) or math.inf
@@ -143,7 +147,7 @@ def _priced(tier: Tier, size: float) -> Tier:
         fixed[low] = floor
         fixed[high] = (max(floor, min(ceiling, most)) if ceiling
                        else getattr(tier, high))
-    return dataclasses.replace(tier, **fixed, **dict.fromkeys(PER_GB, 0.0))
+    return dataclasses.replace(tier, **fixed)
 
 
 #: The cost model's forms (:mod:`iotguard.policy.costmodel`): ``additive``
