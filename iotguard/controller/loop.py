@@ -76,7 +76,6 @@ from iotguard import policy as policy_mod
 from iotguard.policy import admission
 from iotguard.policy import base
 from iotguard.policy import estimator
-from iotguard.policy import guarantee
 from iotguard.wire import caps
 from iotguard.wire import rpcapi
 
@@ -274,7 +273,7 @@ class DomainLoop:
         A domain is decided when it is due (:meth:`urgent_due`), had a
         round here (it is known to be this controller's), is calibrated
         and one of its marked disks holds a floor it does not reach
-        (:func:`iotguard.policy.guarantee.short`): the round of those
+        (:func:`iotguard.policy.base.short`): the round of those
         domains alone (collect -> decide -> act -> record), their caps in
         force read and their writes written at once, as a round's. The
         results of the domains decided; the caller never runs this beside
@@ -291,7 +290,7 @@ class DomainLoop:
                 disks = self.db.domain_disks(name)
             wanted = set(keys)
             held = [d for d in disks if (d.instance_uuid, d.dev) in wanted]
-            if held and guarantee.short(snapshot_of(
+            if held and base.short(snapshot_of(
                     domain, self.interval_s, held, [None] * len(held),
                     self.store.gather([(d.instance_uuid, d.dev)
                                        for d in held], now))).any():

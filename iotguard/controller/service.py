@@ -49,6 +49,7 @@ from iotguard.controller.sources import prometheus as prometheus_mod
 from iotguard.db import api as db_api
 from iotguard import metrics
 from iotguard.policy import admission
+from iotguard.policy import base
 from iotguard import service
 from iotguard.wire import rpc
 from iotguard.wire import rpcapi
@@ -56,9 +57,6 @@ from iotguard.wire import rpcapi
 LOG = logging.getLogger(__name__)
 
 Server: typing.TypeAlias = oslo_messaging.MessageHandlingServer
-#: Decisions an urgent disk may bring after the first, one per
-#: ``[controller] urgent_interval``, while it stays short of its floor.
-URGENT_FOLLOW_UPS = 3
 
 
 class ControllerService:
@@ -341,7 +339,8 @@ class ControllerService:
         with self._urgent_ready:
             for name, keys in disks.items():
                 held = self._urgent.get(name, (set(), 0))[0]
-                self._urgent[name] = (held | set(keys), URGENT_FOLLOW_UPS)
+                self._urgent[name] = (held | set(keys),
+                                      base.URGENT_FOLLOW_UPS)
             self._urgent_ready.notify()
 
     def _run_urgent(self) -> None:
@@ -351,8 +350,9 @@ class ControllerService:
         urgent disks until it is; one owned by no round of this
         controller, or none of whose urgent disks is short of its floor,
         drops them (:meth:`~iotguard.controller.loop.DomainLoop.urgent`).
-        A domain decided keeps them for up to ``URGENT_FOLLOW_UPS`` more
-        decisions, one per ``urgent_interval`` while one is still short:
+        A domain decided keeps them for up to
+        :data:`~iotguard.policy.base.URGENT_FOLLOW_UPS` more decisions,
+        one per ``urgent_interval`` while one is still short:
         a first cap may not be enough (the policy moves in steps), and the
         disk, still short, is not marked again while nothing changes.
         """

@@ -297,6 +297,29 @@ class DomainSnapshot:
             burst_seconds=tier_col('burst_seconds') if bursts else None)
 
 
+#: Decisions an urgent disk may bring after the first, one per
+#: ``[controller] urgent_interval``, while it stays short of its floor
+#: (the controller's and the simulator's fast path).
+URGENT_FOLLOW_UPS = 3
+
+
+def short(snapshot: DomainSnapshot) -> BoolArray:
+    """The disks that hold a floor and reach none of its figures.
+
+    A fresh sample under every floor its tier sets (IOPS, bytes/s; 0 is
+    none): what makes a disk whose demand rose worth a decision of its
+    domain before the round, whatever the domain's policy (the
+    controller's :meth:`~iotguard.controller.loop.DomainLoop.urgent` and
+    the simulator's fast path).
+    """
+    s = snapshot
+    iops, size = s.floor_iops > 0, s.floor_bytes_sec > 0
+    reached = (iops & (s.iops >= s.floor_iops)) | (
+        size & (s.bytes_sec >= s.floor_bytes_sec))
+    out: BoolArray = (iops | size) & ~reached & ~s.stale
+    return out
+
+
 def wire_value(value: float) -> int:
     """A limit as libvirt wants it: a whole number, 0 for "no limit"."""
     if not math.isfinite(value):

@@ -65,23 +65,6 @@ from iotguard.policy import costmodel
 CAPACITY = 1.0
 
 
-def short(snapshot: base.DomainSnapshot) -> base.BoolArray:
-    """The disks that hold a floor and reach none of its figures.
-
-    A fresh sample under every floor its tier sets (IOPS, bytes/s; 0 is
-    none): what makes a disk whose demand rose worth a decision of its
-    domain before the round, whatever the domain's policy (the
-    controller's :meth:`~iotguard.controller.loop.DomainLoop.urgent` and
-    the simulator's fast path).
-    """
-    s = snapshot
-    iops, size = s.floor_iops > 0, s.floor_bytes_sec > 0
-    reached = (iops & (s.iops >= s.floor_iops)) | (
-        size & (s.bytes_sec >= s.floor_bytes_sec))
-    out: base.BoolArray = (iops | size) & ~reached & ~s.stale
-    return out
-
-
 @dataclasses.dataclass(eq=False)
 class Params:
     """The policy's parameters: default, bounds and meaning of each.

@@ -20,7 +20,7 @@ disks' throttles as the agent does (over the scenario's static limits; a
 more often than the controller decides (a window is one sample), and a
 domain is decided at once on a sample where a disk whose demand rose
 (:func:`iotguard.wire.rates.rising`) is short of its floor
-(:func:`iotguard.policy.guarantee.short`), as
+(:func:`iotguard.policy.base.short`), as
 :meth:`iotguard.controller.loop.DomainLoop.urgent` does. It records the
 series the measures and the plots are computed from, and the truth the
 oracle needs: each disk's demand and the storage's capacity.
@@ -36,7 +36,6 @@ from iotguard.engine import plan as plan_mod
 from iotguard.policy import base
 from iotguard.policy import costmodel
 from iotguard.policy import estimator
-from iotguard.policy import guarantee
 from iotguard.sim import learning
 from iotguard.sim import scenario as scenario_mod
 from iotguard.sim import storage
@@ -46,9 +45,6 @@ from iotguard.wire import caps
 from iotguard.wire import rates
 
 Progress = collections.abc.Callable[[float], None]
-#: :data:`iotguard.controller.service.URGENT_FOLLOW_UPS` (the simulator
-#: does not import the controller's service)
-FOLLOW_UPS = 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -335,7 +331,7 @@ class _Loop:
                          math.nan)
         urgent_at = -math.inf  # the last urgent decision
         # the urgent disks the controller holds, and how many more
-        # decisions they may bring (its URGENT_FOLLOW_UPS)
+        # decisions they may bring (base.URGENT_FOLLOW_UPS)
         held = np.zeros(len(self.recorder.ids), dtype=bool)
         more = 0
         for k in range(windows):
@@ -355,10 +351,10 @@ class _Loop:
             if self.fast is not None and self.fast.urgent_s > 0:
                 marked = rates.rising(before, measured)
                 if marked.any():
-                    held, more = held | marked, FOLLOW_UPS + 1
+                    held, more = held | marked, base.URGENT_FOLLOW_UPS + 1
                 if (not due and more > 0
                         and now - urgent_at >= self.fast.urgent_s - 1e-9):
-                    if (held & guarantee.short(snapshot)).any():
+                    if (held & base.short(snapshot)).any():
                         due, urgent_at, more = True, now, more - 1
                     else:
                         held[:], more = False, 0

@@ -17,6 +17,7 @@ import numpy as np
 
 from iotguard.policy import base
 from iotguard.tests import base as test_base
+from iotguard.tests.unit.policy import fakes
 
 
 def reference_rows(names, values, common=None):
@@ -203,3 +204,21 @@ class TestTierPerGiB(test_base.TestCase):
                     {'min_iops_per_gb': math.nan},
                     {'min_iops_per_gb': 5.0, 'max_iops_per_gb': 4.0}):
             self.assertRaises(ValueError, base.Tier, 't', **bad)
+
+
+class TestShort(test_base.TestCase):
+    """base.short: a fresh disk under every floor its tier sets."""
+
+    def test_short_of_every_floor_it_has(self):
+        both = base.Tier('both', min_iops=100.0, min_bytes_sec=1e6)
+        iops_only = base.Tier('iops', min_iops=100.0)
+        snap = fakes.snapshot(
+            fakes.disk('under-both', 50, 4096, both),
+            fakes.disk('one-reached', 50, 64 * fakes.KIB, both),
+            fakes.disk('iops-under', 99, 4096, iops_only),
+            fakes.disk('iops-at', 100, 4096, iops_only),
+            fakes.disk('no-floor', 0),
+            fakes.disk('stale', 0, 4096, both, stale=True))
+        self.assertEqual(
+            [True, False, True, False, False, False],
+            base.short(snap).tolist())
