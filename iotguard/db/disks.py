@@ -140,12 +140,21 @@ def upsert(session: orm.Session, instance_uuid: str, dev: str, host: str,
         disk.size_gib = size_gib
 
 
+def _the(instance_uuid: str, dev: str) -> sa.ColumnElement[bool]:
+    """The condition that picks one disk."""
+    return sa.and_(models.Disk.instance_uuid == instance_uuid,
+                   models.Disk.dev == dev)
+
+
+def _missing(instance_uuid: str, dev: str) -> exception.NotFound:
+    return exception.NotFound(
+        what='disk %s of instance %s' % (dev, instance_uuid))
+
+
 def delete(session: orm.Session, instance_uuid: str, dev: str) -> None:
     if not models.rowcount(session, sa.delete(models.Disk).where(
-            models.Disk.instance_uuid == instance_uuid,
-            models.Disk.dev == dev)):
-        raise exception.NotFound(
-            what='disk %s of instance %s' % (dev, instance_uuid))
+            _the(instance_uuid, dev))):
+        raise _missing(instance_uuid, dev)
 
 
 def tier_set(session: orm.Session, instance_uuid: str, dev: str, tier: str,
@@ -364,13 +373,11 @@ def size_set(session: orm.Session, default_tier: str | None,
     Returns its numbers (None when no floor moved), or raises and nothing
     is written. Written, the size drops the disk's size refusal.
     """
-    where = sa.and_(models.Disk.instance_uuid == instance_uuid,
-                    models.Disk.dev == dev)
-    locked = _lock_domains(session, where)
-    disk = session.scalars(sa.select(models.Disk).where(where)).first()
+    locked = _lock_domains(session, _the(instance_uuid, dev))
+    disk = session.scalars(sa.select(models.Disk).where(
+        _the(instance_uuid, dev))).first()
     if disk is None or disk.domain_id not in locked:
-        raise exception.NotFound(
-            what='disk %s of instance %s' % (dev, instance_uuid))
+        raise _missing(instance_uuid, dev)
     members, choices, default = _members(session, disk.domain_id,
                                          default_tier)
     tier = tiering.resolve(choices, default, disk)[0]
@@ -394,11 +401,9 @@ def size_refusal_set(session: orm.Session, instance_uuid: str, dev: str,
     news (no refusal of that size was recorded), to notify once.
     """
     disk = session.scalars(sa.select(models.Disk).where(
-        models.Disk.instance_uuid == instance_uuid,
-        models.Disk.dev == dev)).first()
+        _the(instance_uuid, dev))).first()
     if disk is None:
-        raise exception.NotFound(
-            what='disk %s of instance %s' % (dev, instance_uuid))
+        raise _missing(instance_uuid, dev)
     refused = disk.size_refused or {}
     if refused.get('size_gib') == size_gib:
         return False
