@@ -59,6 +59,8 @@ import dataclasses
 import datetime
 import functools
 import os
+import threading
+import time
 from typing import Any
 
 from openstack import exceptions as sdk_exc
@@ -83,6 +85,14 @@ KIND_SHARED = 'ceph'
 KIND_CINDER = 'cinder'
 
 Key = tuple[str, str]
+
+#: A volume's ``migration_status`` while Cinder migrates it: the source's
+#: (its copy's is ``target:<source id>``).
+MIGRATING = ('starting', 'migrating', 'completing')
+TARGET_PREFIX = 'target:'
+#: A migrating volume is read this often (seconds), for this long at most.
+MIGRATION_POLL_S = 5.0
+MIGRATION_TIMEOUT_S = 600.0
 
 
 def ephemeral_domain(conf: cfg.ConfigOpts, host: str) -> tuple[str, str]:
@@ -170,6 +180,10 @@ class Membership:
         self.db = index.db
         self.on_rebuilt = on_rebuilt
         self.notifier = notifier
+        #: volume id -> the thread following its migration
+        self.following: dict[str, threading.Thread] = {}
+        self._following_lock = threading.Lock()
+        self._stopped = threading.Event()
 
     @property
     def connection(self) -> Any:
@@ -266,6 +280,99 @@ class Membership:
             self._sync_sizes(list(disks.values()))
             self._sync_tiers([server], list(disks.values()))
         return list(disks.values())
+
+    # -- volume migrations ---------------------------------------------
+
+    def follow_migration(self, volume_id: str) -> None:
+        """Follow Cinder's migration of ``volume_id``, if one runs.
+
+        Cinder says nothing when a migration ends: an attached volume's
+        last notifications (its copy's attach, the source's detach) come
+        before Cinder swaps the two volumes' records, and no
+        ``volume.migrate.*`` is sent. So a volume that Cinder shows
+        migrating (or its copy, ``target:<source>``) is read every
+        :data:`MIGRATION_POLL_S` until the migration ends or
+        :data:`MIGRATION_TIMEOUT_S` pass, one thread per volume; then the
+        instances with a disk on it are resynced as any move is (its new
+        back end's domain, the floor admitted again there).
+        """
+        volume = self._volume(volume_id)
+        if volume is None:
+            return
+        status = getattr(volume, 'migration_status', None) or ''
+        if status.startswith(TARGET_PREFIX):
+            volume_id = status[len(TARGET_PREFIX):]
+        elif status not in MIGRATING:
+            return
+        before = {(d['instance_uuid'], d['dev']): d['domain']
+                  for d in self.db.disk_list(volume_id=volume_id)}
+        if not before:
+            return      # not attached: no disk of iotguard's on it
+        with self._following_lock:
+            if volume_id in self.following or self._stopped.is_set():
+                return
+            thread = threading.Thread(
+                target=self._follow, args=(volume_id, before),
+                name='migration-' + volume_id, daemon=True)
+            self.following[volume_id] = thread
+        LOG.info('Volume %s is migrating (Cinder: %s): followed every '
+                 '%.0f s', volume_id, status, MIGRATION_POLL_S)
+        thread.start()
+
+    def stop(self) -> None:
+        """End the migrations followed (their disks left to the resync)."""
+        self._stopped.set()
+        with self._following_lock:
+            threads = list(self.following.values())
+        for thread in threads:
+            thread.join(timeout=10)
+
+    def _volume(self, volume_id: str) -> Any:
+        try:
+            return self.connection.block_storage.get_volume(volume_id)
+        except sdk_exc.NotFoundException:
+            return None
+
+    def _follow(self, volume_id: str, before: Mapping[Key, str]) -> None:
+        deadline = time.monotonic() + MIGRATION_TIMEOUT_S
+        try:
+            while True:
+                if self._stopped.wait(MIGRATION_POLL_S):
+                    return
+                try:
+                    volume = self._volume(volume_id)
+                except Exception as e:
+                    LOG.debug('Could not read migrating volume %s: %s',
+                              volume_id, e)
+                    ended = 'unread'
+                else:
+                    if volume is None:
+                        ended = 'deleted'
+                        break
+                    ended = volume.migration_status
+                    if not _migrating(volume):
+                        break
+                if time.monotonic() >= deadline:
+                    LOG.warning('Volume %s still migrating after %.0f s '
+                                '(Cinder: %s): its disks resynced now and '
+                                'at every resync', volume_id,
+                                MIGRATION_TIMEOUT_S, ended)
+                    break
+            for uuid in sorted({key[0] for key in before}):
+                self.refresh_instance(uuid)
+                for key in sorted(k for k in before if k[0] == uuid):
+                    now = self.index.get(key)
+                    LOG.info('Volume %s migration followed: domain %s -> %s '
+                             '(disk %s of instance %s; Cinder: %s)',
+                             volume_id, before[key],
+                             now[0] if now else '(no disk)', key[1], uuid,
+                             ended)
+        except Exception:
+            LOG.exception('Following the migration of volume %s failed; '
+                          'the resync places its disks', volume_id)
+        finally:
+            with self._following_lock:
+                self.following.pop(volume_id, None)
 
     def forget_instance(self, instance_uuid: str) -> None:
         """A deleted instance: drop its disks."""
@@ -569,7 +676,25 @@ NOVA_EVENTS = {
 }
 #: Cinder events: the instances they name are resynced.
 CINDER_EVENTS = ('volume.attach', 'volume.detach', 'volume.retype',
-                 'volume.migrate', 'volume.delete', 'volume.resize')
+                 'volume.delete', 'volume.resize')
+#: Cinder events that come while a volume migrates (a retype that
+#: migrates, the copy's attach by Nova, the source's detach): the volume
+#: is read, and followed while it migrates
+#: (:meth:`Membership.follow_migration`).
+MIGRATION_EVENTS = ('volume.retype', 'volume.attach.start',
+                    'volume.detach.end')
+
+
+def _migrating(volume: Any) -> bool:
+    """Whether Cinder is still migrating ``volume`` (the source).
+
+    Cinder's completion writes ``success`` and the in-use status on the
+    swapped record a moment before it moves the copy's attachment onto
+    it: an in-use volume without attachments is still migrating.
+    """
+    if (getattr(volume, 'migration_status', None) or '') in MIGRATING:
+        return True
+    return volume.status == 'in-use' and not volume.attachments
 
 
 def _event(event_type: str) -> tuple[str, str] | None:
@@ -626,9 +751,16 @@ class NotificationEndpoint:
         return oslo_messaging.NotificationResult.HANDLED
 
     def _handle(self, event_type: object, payload: object) -> None:
-        event = _event(event_type if isinstance(event_type, str) else '')
-        if event is None:
-            return
+        event_type = event_type if isinstance(event_type, str) else ''
+        event = _event(event_type)
+        if event is not None:
+            self._resync(event_type, event, payload)
+        if event_type in MIGRATION_EVENTS and isinstance(payload, dict) \
+                and isinstance(payload.get('volume_id'), str):
+            self.membership.follow_migration(payload['volume_id'])
+
+    def _resync(self, event_type: str, event: tuple[str, str],
+                payload: object) -> None:
         service, action = event
         uuids = _instances(payload)
         if not uuids:

@@ -409,6 +409,8 @@ class ControllerService:
             if server is not None:
                 server.stop()
                 server.wait()
+        if self.membership is not None:
+            self.membership.stop()
         if self._thread is not None:
             self._thread.join(timeout=60)
         if self._flusher is not None:

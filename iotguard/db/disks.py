@@ -214,12 +214,15 @@ def effective_tiers(session: orm.Session,
 
 def list_(session: orm.Session, default_tier: str | None,
           instance_uuid: str | None = None, domain: str | None = None,
-          project_id: str | None = None) -> list[dict[str, Any]]:
+          project_id: str | None = None, volume_id: str | None = None
+          ) -> list[dict[str, Any]]:
     """Disks as dicts, filtered: where, tier (and its source), rates, cap."""
     query = sa.select(models.Disk).order_by(
         models.Disk.instance_uuid, models.Disk.dev)
     if instance_uuid is not None:
         query = query.where(models.Disk.instance_uuid == instance_uuid)
+    if volume_id is not None:
+        query = query.where(models.Disk.volume_id == volume_id)
     if domain is not None:
         query = query.where(models.Disk.domain_id
                             == domains.domain_row(session, domain).id)

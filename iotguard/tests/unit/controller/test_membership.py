@@ -10,8 +10,10 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import threading
 import types
 
+import fixtures
 from openstack import exceptions as sdk_exc
 import oslo_messaging
 
@@ -45,11 +47,41 @@ def server(uuid, host, volumes=(), root='/dev/vda', project='p1',
                           for v in volumes])
 
 
-def volume(uuid, pool, attachments=(), volume_type='standard', size=10):
+def volume(uuid, pool, attachments=(), volume_type='standard', size=10,
+           migration_status=None, status=None):
     return types.SimpleNamespace(
         id=uuid, host=pool, volume_type=volume_type, size=size,
+        status=status or ('in-use' if attachments else 'available'),
+        migration_status=migration_status,
         attachments=[{'server_id': s, 'device': d, 'volume_id': uuid}
                      for s, d in attachments])
+
+
+def cinder_usage(volume_id, pool, attachments=(), size=10,
+                 volume_type='standard', status='in-use'):
+    """A ``volume.*`` payload as Cinder builds it.
+
+    ``cinder.volume.volume_utils._usage_from_volume``'s fields (no
+    ``migration_status``), the attachments as its database rows
+    serialize: ``(instance_uuid, mountpoint, attach_status)``.
+    """
+    return {
+        'tenant_id': 'p1', 'host': pool, 'user_id': 'u1',
+        'availability_zone': 'nova', 'volume_id': volume_id,
+        'volume_type': volume_type, 'display_name': 'db',
+        'launched_at': '2026-11-28T10:00:00+00:00',
+        'created_at': '2026-11-28T09:59:58+00:00',
+        'status': status, 'snapshot_id': None, 'size': size,
+        'replication_status': None, 'replication_extended_status': None,
+        'replication_driver_data': None, 'metadata': [],
+        'volume_attachment': [{
+            'id': 'd1f0c0de-0000-4000-8000-%012d' % n,
+            'volume_id': volume_id, 'instance_uuid': uuid,
+            'attached_host': None, 'mountpoint': mountpoint,
+            'attach_status': attach_status, 'attach_mode': 'rw',
+            'deleted': False}
+            for n, (uuid, mountpoint, attach_status) in enumerate(
+                attachments)]}
 
 
 class FakeConnection:
@@ -671,3 +703,184 @@ class TestNotifications(base.TestCase):
                          self.notify('compute.instance.rebuild.end',
                                      {'instance_id': VM1}))
         self.assertEqual(POOL, domain_of(self.m, VM1, 'vdb'))
+
+
+COPY = 'cccccccc-cccc-4ccc-8ccc-cccccccccccc'
+POOL2 = 'cinder-1@lvm2#pool-b'
+
+
+class TestMigrations(base.TestCase):
+    """A volume Cinder migrates: followed until it ends, then re-placed.
+
+    The events and payloads of an attached volume's migration as Cinder
+    29 and Nova send them (``cinder migrate``: the copy created with
+    ``migration_status`` ``target:<source>``, Nova's swap attaching it
+    (``attach.start``, ``attach.end``) and detaching the source
+    (``detach.end``, no attachment left in the payload), then
+    ``migrate_volume_completion`` swapping the records, unannounced).
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.MockPatchObject(
+            membership, 'MIGRATION_POLL_S', 0.001))
+        self.conn = FakeConnection()
+        self.conn.servers = {VM1: server(VM1, 'cmp-1', volumes=[VOL1])}
+        self.conn.volumes = {VOL1: volume(VOL1, POOL, [(VM1, '/dev/vdb')])}
+        self.db = fakes.real_db(self)
+        self.m = membership.Membership(
+            self.conf, disk_index.DiskIndex(self.db), connection=self.conn)
+        self.addCleanup(self.m.stop)
+        self.endpoint = membership.NotificationEndpoint(self.m)
+        self.m.refresh()
+        self.reads = []
+        self.test_thread = threading.get_ident()
+        #: a follower's reads wait for it
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def notify(self, event_type, payload):
+        self.endpoint.info({}, 'volume.cinder-1@lvm', event_type, payload,
+                           {})
+
+    def cinder_shows(self, *states):
+        """VOL1 as Cinder shows it at each read from now on, the last kept.
+
+        ``(pool, migration_status, attached)``.
+        """
+        states = list(states)
+        real = self.conn.block_storage.get_volume
+
+        def get_volume(uuid):
+            if threading.get_ident() != self.test_thread:
+                self.gate.wait(10)
+            if uuid == VOL1:
+                pool, status, attached = (states.pop(0) if len(states) > 1
+                                          else states[0])
+                self.reads.append(status)
+                self.conn.volumes[VOL1] = volume(
+                    VOL1, pool, [(VM1, '/dev/vdb')] if attached else [],
+                    self.conn.volumes[VOL1].volume_type,
+                    migration_status=status, status='in-use')
+            return real(uuid)
+        self.conn.block_storage.get_volume = get_volume
+
+    def wait_followed(self):
+        for thread in list(self.m.following.values()):
+            thread.join(10)
+        self.assertEqual({}, self.m.following)
+
+    def test_an_attached_volume_migration_is_followed(self):
+        # A floor from the volume's type, admitted in POOL; POOL2 has no
+        # capacity profile: the move is admitted again there, as any move.
+        self.db.domain_update(POOL, {'iops_4k': 1000.0, 'bytes_sec': 4e8})
+        self.conn.types = {'iotguard-floor': {'iotguard:tier': 'floor'}}
+        self.db.tier_create(fakes.tier('floor', min_iops=100.0))
+        self.conn.volumes[VOL1].volume_type = 'iotguard-floor'
+        notifier = FakeNotifier()
+        self.m.notifier = notifier
+        self.m.refresh()
+        self.assertEqual(('floor', 'admitted'), self.db.tier_requests(
+            'volume_type', [VM1])[(VM1, 'vdb')])
+        self.conn.volumes[COPY] = volume(
+            COPY, POOL2, migration_status='target:' + VOL1,
+            status='reserved')
+        self.cinder_shows((POOL, 'migrating', True),
+                          (POOL, 'migrating', True),
+                          (POOL, 'completing', False),
+                          # Records swapped, attachment not yet moved.
+                          (POOL2, 'success', False),
+                          (POOL2, 'success', True))
+        self.gate.clear()
+        with self.assertLogs('iotguard.controller.membership',
+                             'INFO') as logs:
+            # Nova attaches the copy (Cinder's attachment_update)...
+            self.notify('volume.attach.start', cinder_usage(
+                COPY, POOL2, [(VM1, None, 'reserved')], status='reserved'))
+            self.assertEqual([VOL1], list(self.m.following))
+            # ... and detaches the source: one follower still.
+            self.notify('volume.detach.end', cinder_usage(
+                VOL1, POOL, [], status='available'))
+            self.assertEqual([VOL1], list(self.m.following))
+            self.gate.set()
+            self.wait_followed()
+        self.assertEqual(['migrating', 'migrating', 'completing', 'success',
+                          'success', 'success'], self.reads)
+        self.assertEqual(POOL2, domain_of(self.m, VM1, 'vdb'))
+        followed = [line for line in logs.output if 'followed:' in line]
+        self.assertEqual(1, len(followed), logs.output)
+        self.assertIn('Volume %s migration followed: domain %s -> %s '
+                      '(disk vdb of instance %s; Cinder: success)'
+                      % (VOL1, POOL, POOL2, VM1), followed[0])
+        self.assertEqual(1, sum('is migrating' in line
+                                for line in logs.output))
+        # Admission ran in the new domain: the floor is refused there.
+        self.assertEqual(('floor', 'refused'), self.db.tier_requests(
+            'volume_type', [VM1])[(VM1, 'vdb')])
+        self.assertEqual((POOL, POOL2), tuple(
+            notifier.sent[-1][1][k] for k in ('moved_from', 'moved_to')))
+
+    def test_a_retype_that_migrates_is_followed(self):
+        self.cinder_shows((POOL, 'starting', True), (POOL, 'migrating', True),
+                          (POOL2, 'success', True))
+        self.notify('volume.retype', cinder_usage(
+            VOL1, POOL, [(VM1, '/dev/vdb', 'attached')]))
+        self.wait_followed()
+        self.assertEqual(POOL2, domain_of(self.m, VM1, 'vdb'))
+
+    def test_a_migration_that_fails_leaves_the_disk(self):
+        self.cinder_shows((POOL, 'migrating', True), (POOL, 'error', True))
+        with self.assertLogs('iotguard.controller.membership',
+                             'INFO') as logs:
+            self.notify('volume.detach.end', cinder_usage(VOL1, POOL))
+            self.wait_followed()
+        self.assertEqual(POOL, domain_of(self.m, VM1, 'vdb'))
+        self.assertIn('domain %s -> %s (disk vdb of instance %s; Cinder: '
+                      'error)' % (POOL, POOL, VM1), logs.output[-1])
+
+    def test_nothing_followed_without_a_migration_or_a_disk(self):
+        # A detach, an attach, a retype without migration; a copy whose
+        # source no disk of iotguard's is on; a volume already deleted.
+        self.notify('volume.detach.end', cinder_usage(VOL1, POOL))
+        self.notify('volume.retype', cinder_usage(VOL1, POOL))
+        self.conn.volumes[VOL2] = volume(VOL2, POOL)
+        self.notify('volume.attach.start', cinder_usage(VOL2, POOL))
+        self.conn.volumes[COPY] = volume(COPY, POOL2,
+                                         migration_status='target:' + VOL2)
+        self.notify('volume.attach.start', cinder_usage(COPY, POOL2))
+        self.notify('volume.detach.end', cinder_usage(VM3, POOL))
+        # The other phases are not read.
+        self.notify('volume.attach.end', cinder_usage(VOL2, POOL))
+        self.notify('volume.detach.start', cinder_usage(VOL2, POOL))
+        self.assertEqual({}, self.m.following)
+        self.assertEqual([VOL1, VOL1, VOL2, COPY, VM3], [
+            uuid for call, uuid in self.conn.calls if call == 'get_volume'])
+
+    def test_a_migration_that_never_ends_is_given_up(self):
+        self.useFixture(fixtures.MockPatchObject(
+            membership, 'MIGRATION_TIMEOUT_S', 0.05))
+        self.cinder_shows((POOL2, 'migrating', True))
+        with self.assertLogs('iotguard.controller.membership',
+                             'WARNING') as logs:
+            self.notify('volume.detach.end', cinder_usage(VOL1, POOL))
+            self.wait_followed()
+        self.assertIn('still migrating', logs.output[0])
+        self.assertEqual(POOL2, domain_of(self.m, VM1, 'vdb'))
+
+    def test_cinder_unreadable_meanwhile_and_stop(self):
+        self.useFixture(fixtures.MockPatchObject(
+            membership, 'MIGRATION_POLL_S', 0.05))
+        self.cinder_shows((POOL, 'migrating', True))
+        self.notify('volume.detach.end', cinder_usage(VOL1, POOL))
+
+        def down(uuid):
+            raise sdk_exc.HttpException('cinder down')
+        self.conn.block_storage.get_volume = down
+        thread = self.m.following[VOL1]
+        self.m.stop()
+        self.assertFalse(thread.is_alive())
+        self.assertEqual(POOL, domain_of(self.m, VM1, 'vdb'))
+        # Stopped: nothing more is followed.
+        self.cinder_shows((POOL, 'migrating', True))
+        self.notify('volume.detach.end', cinder_usage(VOL1, POOL))
+        self.assertEqual({}, self.m.following)
