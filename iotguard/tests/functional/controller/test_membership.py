@@ -23,8 +23,12 @@ Cinder themselves are the fake openstacksdk connection of the unit tests.
 import threading
 import time
 
+import fixtures
+from testtools import content
+
 from iotguard.controller import disk_index
 from iotguard.controller import membership
+from iotguard.tests import base
 from iotguard.tests.fixtures import database
 from iotguard.tests.functional.controller import test_ceilometer as rabbit
 from iotguard.tests.unit.controller import test_membership as unit
@@ -54,6 +58,7 @@ class MembershipOverRabbitTest(rabbit.RabbitTestCase):
         self.membership = membership.Membership(
             self.conf, disk_index.DiskIndex(self.db), connection=self.conn,
             on_rebuilt=self.on_rebuilt)
+        self.addCleanup(self.membership.stop)
         self.start(membership.get_listener(self.conf, self.transport,
                                            self.membership))
         # Nova and Cinder publish on their own exchanges, not iotguard's.
@@ -147,25 +152,10 @@ class MembershipOverRabbitTest(rabbit.RabbitTestCase):
                                        disk()['tier'].min_iops))
 
         def extended(size):
-            # cinder.volume.volume_utils._usage_from_volume's fields, the
-            # attachments as its database rows serialize.
             volume.size = size
-            self.cinder.info({}, 'volume.resize.end', {
-                'tenant_id': 'p1', 'host': unit.POOL, 'user_id': 'u1',
-                'availability_zone': 'nova', 'volume_id': unit.VOL1,
-                'volume_type': 'iotguard-per-gib', 'display_name': 'db',
-                'launched_at': '2026-11-28T10:00:00+00:00',
-                'created_at': '2026-11-28T09:59:58+00:00',
-                'status': 'in-use', 'snapshot_id': None, 'size': size,
-                'replication_status': None,
-                'replication_extended_status': None,
-                'replication_driver_data': None, 'metadata': [],
-                'volume_attachment': [{
-                    'id': 'd1f0c0de-0000-4000-8000-000000000001',
-                    'volume_id': unit.VOL1, 'instance_uuid': unit.VM1,
-                    'attached_host': None, 'mountpoint': '/dev/vdb',
-                    'attach_status': 'attached', 'attach_mode': 'rw',
-                    'deleted': False}]})
+            self.cinder.info({}, 'volume.resize.end', unit.cinder_usage(
+                unit.VOL1, unit.POOL, [(unit.VM1, '/dev/vdb', 'attached')],
+                size=size, volume_type='iotguard-per-gib'))
 
         extended(50)
         deadline = time.monotonic() + 15
@@ -184,3 +174,53 @@ class MembershipOverRabbitTest(rabbit.RabbitTestCase):
             disk()['size_gib'], disk()['tier'].min_iops, refused['size_gib']))
         self.assertEqual(['size_refused'], [
             kind for kind, _ in notifier.sent if kind != 'admitted'])
+
+    def test_a_volume_migration_is_followed_within_seconds(self):
+        """Cinder migrates the attached volume: no event tells the end.
+
+        The events of ``cinder migrate`` of an attached volume, as Cinder
+        sends them (:class:`test_membership.TestMigrations`): the copy's
+        attach.start, the source's detach.end; then Cinder swaps the
+        records unannounced. Membership reads the volume until its
+        migration ends and moves the disk to the new pool's domain.
+        """
+        self.useFixture(fixtures.MockPatchObject(
+            membership, 'MIGRATION_POLL_S', 0.2))
+        self.membership.refresh()
+        self.assertEqual((unit.POOL, 'cmp-1'), self.index()[(unit.VM1,
+                                                             'vdb')])
+        self.conn.volumes[unit.VOL1].migration_status = 'migrating'
+        self.conn.volumes[unit.COPY] = unit.volume(
+            unit.COPY, unit.POOL2, migration_status='target:' + unit.VOL1,
+            status='reserved')
+        with self.assertLogs('iotguard.controller.membership',
+                             'INFO') as logs:
+            self.cinder.info({}, 'volume.attach.start', unit.cinder_usage(
+                unit.COPY, unit.POOL2, [(unit.VM1, None, 'reserved')],
+                status='reserved'))
+            self.cinder.info({}, 'volume.detach.end', unit.cinder_usage(
+                unit.VOL1, unit.POOL, status='available'))
+            self.assertTrue(base.wait_for(
+                lambda: unit.VOL1 in self.membership.following, 15))
+            time.sleep(0.5)
+            self.assertEqual((unit.POOL, 'cmp-1'),
+                             self.index()[(unit.VM1, 'vdb')])
+            # migrate_volume_completion: the source's record is the
+            # copy's now, on POOL2.
+            self.conn.volumes[unit.VOL1] = unit.volume(
+                unit.VOL1, unit.POOL2, [(unit.VM1, '/dev/vdb')],
+                migration_status='success')
+            began = time.monotonic()
+            self.assertTrue(base.wait_for(
+                lambda: self.index()[(unit.VM1, 'vdb')][0] == unit.POOL2,
+                15), self.index())
+            self.addDetail('seconds from swapped to followed',
+                           content.text_content('%.1f' % (
+                               time.monotonic() - began)))
+            self.assertTrue(base.wait_for(
+                lambda: not self.membership.following, 5))
+        self.assertEqual(1, sum(
+            'Volume %s migration followed: domain %s -> %s' % (
+                unit.VOL1, unit.POOL, unit.POOL2) in line
+            for line in logs.output), logs.output)
+        self.assertEqual('cinder', self.db.domain_get(unit.POOL2).kind)
