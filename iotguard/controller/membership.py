@@ -327,6 +327,18 @@ class Membership:
         for thread in threads:
             thread.join(timeout=10)
 
+    def _migrating_disks(self) -> set[Key]:
+        """The disks on the volumes whose migration is followed.
+
+        Cinder shows such a volume without attachment a moment before the
+        end (after Nova detached the source): they are neither removed
+        nor lose their volume type's tier meanwhile.
+        """
+        with self._following_lock:
+            volumes = sorted(self.following)
+        return {(d['instance_uuid'], d['dev']) for volume_id in volumes
+                for d in self.db.disk_list(volume_id=volume_id)}
+
     def _volume(self, volume_id: str) -> Any:
         try:
             return self.connection.block_storage.get_volume(volume_id)
@@ -358,6 +370,8 @@ class Membership:
                                 'at every resync', volume_id,
                                 MIGRATION_TIMEOUT_S, ended)
                     break
+            with self._following_lock:
+                del self.following[volume_id]
             for uuid in sorted({key[0] for key in before}):
                 self.refresh_instance(uuid)
                 for key in sorted(k for k in before if k[0] == uuid):
@@ -372,7 +386,8 @@ class Membership:
                           'the resync places its disks', volume_id)
         finally:
             with self._following_lock:
-                self.following.pop(volume_id, None)
+                if self.following.get(volume_id) is threading.current_thread():
+                    del self.following[volume_id]
 
     def forget_instance(self, instance_uuid: str) -> None:
         """A deleted instance: drop its disks."""
@@ -391,12 +406,15 @@ class Membership:
         removed unless it is in its host's ephemeral domain and its
         instance runs: one an agent reported (the index drops it when the
         agent stops listing it), which follows its instance to its new
-        host. How many disks were written and removed.
+        host, or it is on a volume whose migration is followed
+        (:meth:`_migrating_disks`). How many disks were written and
+        removed.
         """
         found = dict(found)
         dead = []
+        moving = self._migrating_disks()
         for key, (domain, host) in placed.items():
-            if key in found:
+            if key in found or key in moving:
                 continue
             server: Any = servers.get(key[0])
             moved_to = server.compute_host if server is not None else None
@@ -560,7 +578,8 @@ class Membership:
         domain, does not exist or is not the project's to use is recorded
         as refused (the disk keeps what weaker sources give it), notified
         once, and tried again at every resync; a source that no longer
-        names a tier (resize, retype, detach) drops what it asked before.
+        names a tier (resize, retype, detach) drops what it asked before,
+        unless its volume is migrating (:meth:`_migrating_disks`).
         """
         if not servers:
             return
@@ -573,7 +592,7 @@ class Membership:
             (d.instance_uuid, d.dev): types[d.volume_type]
             for d in volume_disks if d.volume_type in types}
         unknown = {(d.instance_uuid, d.dev) for d in volume_disks
-                   if d.volume_type not in types}
+                   if d.volume_type not in types} | self._migrating_disks()
         for source, asked in wanted.items():
             try:
                 have = self.db.tier_requests(source, list(owners))

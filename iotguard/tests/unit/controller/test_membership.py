@@ -786,7 +786,7 @@ class TestMigrations(base.TestCase):
             COPY, POOL2, migration_status='target:' + VOL1,
             status='reserved')
         self.cinder_shows((POOL, 'migrating', True),
-                          (POOL, 'migrating', True),
+                          # Nova detached the source.
                           (POOL, 'completing', False),
                           # Records swapped, attachment not yet moved.
                           (POOL2, 'success', False),
@@ -802,10 +802,17 @@ class TestMigrations(base.TestCase):
             self.notify('volume.detach.end', cinder_usage(
                 VOL1, POOL, [], status='available'))
             self.assertEqual([VOL1], list(self.m.following))
+            # The copy's attach.end names the instance: re-read while the
+            # source shows no attachment, its disk and tier are kept.
+            self.notify('volume.attach.end', cinder_usage(
+                COPY, POOL2, [(VM1, '/dev/vdb', 'attached')]))
+            self.assertEqual(POOL, domain_of(self.m, VM1, 'vdb'))
+            self.assertEqual(('floor', 'admitted'), self.db.tier_requests(
+                'volume_type', [VM1])[(VM1, 'vdb')])
             self.gate.set()
             self.wait_followed()
-        self.assertEqual(['migrating', 'migrating', 'completing', 'success',
-                          'success', 'success'], self.reads)
+        self.assertEqual(['migrating', 'completing', 'success', 'success',
+                          'success'], self.reads)
         self.assertEqual(POOL2, domain_of(self.m, VM1, 'vdb'))
         followed = [line for line in logs.output if 'followed:' in line]
         self.assertEqual(1, len(followed), logs.output)
