@@ -315,9 +315,9 @@ class Membership:
                 target=self._follow, args=(volume_id, before),
                 name='migration-' + volume_id, daemon=True)
             self.following[volume_id] = thread
+            thread.start()
         LOG.info('Volume %s is migrating (Cinder: %s): followed every '
                  '%.0f s', volume_id, status, MIGRATION_POLL_S)
-        thread.start()
 
     def stop(self) -> None:
         """End the migrations followed (their disks left to the resync)."""
