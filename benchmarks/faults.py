@@ -40,19 +40,15 @@ import os
 import signal
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-import uuid
 
-import fixtures
 import numpy as np
 
+from benchmarks import bed as bed_mod
 from iotguard.sim import measures
-from iotguard.tests.fixtures import database
 from iotguard.tests.fixtures import deployment
-from iotguard.tests.fixtures import rabbit
 from iotguard.tests.fixtures import sharedqueue
 from iotguard.tests.functional import test_shared_queue as sq
 
@@ -61,8 +57,7 @@ POLL_S = 0.5
 #: iotguard's decision interval and lease on the bed (sharedqueue.CONFIG).
 INTERVAL_S = 2.0
 LEASE_S = 10.0
-ADMIN = {'X-Project-Id': 'admin-proj', 'X-Roles': 'admin,member,reader'}
-MEMBER_A = {'X-Project-Id': 'proj-a', 'X-Roles': 'member,reader'}
+ADMIN = bed_mod.ADMIN
 
 
 @dataclasses.dataclass
@@ -194,11 +189,9 @@ FAULTS = {
         'the rule removed after the duration'),
     'state-full': Fault(
         _fill, _unfill, 30.0,
-        'the agent\'s state directory (a tmpfs of STATE_FS_SIZE) filled '
+        'the agent\'s state directory (a tmpfs of bed.STATE_FS_SIZE) filled '
         'up, then the filler removed', observe=_state_files),
 }
-#: The size of the tmpfs the agent's state directory is on.
-STATE_FS_SIZE = '1m'
 
 
 @dataclasses.dataclass
@@ -237,155 +230,33 @@ class Result:
     load: str
 
 
-class Bed(fixtures.Fixture):
-    """The shared-queue bed, a noisy guest capped; see the module doc."""
+class Bed(bed_mod.Bed):
+    """The bed of :mod:`benchmarks.bed`, a noisy guest capped.
 
-    def __init__(self, workdir, state_fs=False):
-        super().__init__()
-        self.dir, self.state_fs = workdir, state_fs
-        self.run_id = uuid.uuid4().hex[:8]
+    The agent's link to RabbitMQ is restored (``agent-cut``) at the end.
+    """
 
     def _setUp(self):
-        why = sharedqueue.unavailable()
-        if why:
-            raise RuntimeError(why)
-        self.rabbit = self.useFixture(rabbit.RabbitNode(second_port=True))
-        self.pg = self.useFixture(database.PostgresCluster())
-        db = self.useFixture(database.Database(
-            'postgresql', admin_url=self.pg.admin_url))
-        self.queue = self.useFixture(sharedqueue.SharedQueue(
-            self.dir, iops=sq.IOPS, bytes_sec=sq.BYTES_SEC, slices=3))
-        self.quiet = [self._guest('q%d' % i, 'proj-a', sq.QUIET)
-                      for i in (1, 2)]
-        self.queue.wait_writing(self.quiet)
-        self.state_dir = os.path.join(self.dir, 'state')
-        os.makedirs(self.state_dir)
-        if self.state_fs:
-            subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=%s'
-                            % STATE_FS_SIZE, 'tmpfs', self.state_dir],
-                           check=True)
-            self.addCleanup(subprocess.run, ['umount', self.state_dir])
-        self.services = self.useFixture(sharedqueue.Services(
-            self.dir, self.rabbit.url, db.url, 'faults-' + self.run_id,
-            state_dir=self.state_dir, agent_rabbit=self.rabbit.url2))
+        super()._setUp()
         self.addCleanup(_uncut, self)
-        _wait(lambda: len(self.api('GET', '/v1/instances?all_projects=true',
-                                   ADMIN)['instances']) == 2, 60,
-              'the quiet guests registered')
-        self.api('PATCH', '/v1/domains/local:' + self.services.host, ADMIN,
-                 {'iops_4k': sq.IOPS, 'bytes_sec': sq.BYTES_SEC,
-                  'form': 'max'})
-        self.tiers = ['quiet-%s-%d' % (self.run_id, i) for i in (1, 2)]
-        for tier in self.tiers:
-            self.api('POST', '/v1/tiers', ADMIN,
-                     {'name': tier, 'min_bytes_sec': sq.FLOOR,
-                      'min_iops': sq.FLOOR_IOPS})
-        for dom in self.quiet:
-            self.choose(dom, self.tiers[0])
-        before = [_written(d) for d in self.quiet]
-        time.sleep(3 * sq.WINDOW_S)
-        self.demand = np.array([(_written(d) - b) / (3 * sq.WINDOW_S)
-                                for d, b in zip(self.quiet, before)])
-        self.noisy = self._guest('noisy', 'proj-b', sq.NOISY)
-        self.static = _limits(self.noisy)
-        self.queue.wait_writing([self.noisy])
-        _wait(self.capped, 60, 'the noisy guest capped')
-
-    def _guest(self, role, project, writers):
-        return self.queue.guest('iotg-f-%s-%s' % (role, self.run_id),
-                                project, **writers)
-
-    def capped(self):
-        return _limits(self.noisy) != self.static
-
-    def choose(self, dom, tier):
-        return self.services.call(
-            'PUT', '/v1/instances/%s/tier' % dom.UUIDString(), MEMBER_A,
-            {'tier': tier}, timeout=10)
-
-    def api(self, method, path, who, body=None):
-        status, answer, _ = self.services.call(method, path, who, body)
-        if status >= 300:
-            raise RuntimeError('%s %s -> %s %s' % (method, path, status,
-                                                   answer))
-        return answer
-
-    def lease(self):
-        """The noisy disk's lease and decision in the agent's state file."""
-        try:
-            with open(self.services.state_file) as f:
-                held = json.load(f)
-        except (OSError, ValueError):
-            return None
-        cap = held.get('%s/vda' % self.noisy.UUIDString())
-        return (cap['lease_expires_at'], cap['decision_id']) if cap \
-            else None
 
 
-def _wait(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise RuntimeError('timed out after %d s waiting for %s'
-                               % (timeout, what))
-        time.sleep(0.5)
-
-
-def _written(dom):
-    return dom.blockStatsFlags('vda')['wr_bytes']
-
-
-def _limits(dom):
-    return {k: v for k, v in dom.blockIoTune('vda', 0).items()
-            if k.endswith('_sec') and v}
-
-
-class Poller(threading.Thread):
+def Poller(bed):
     """Reads the bed every POLL_S: (time, noisy limits, lease, writes)."""
-
-    def __init__(self, bed):
-        super().__init__(daemon=True)
-        self.bed, self.samples = bed, []
-        self.stopping = threading.Event()
-
-    def run(self):
-        while not self.stopping.wait(POLL_S):
-            try:
-                self.samples.append((
-                    time.time(), _limits(self.bed.noisy), self.bed.lease(),
-                    [_written(d) for d in self.bed.quiet]))
-            except Exception as exc:   # libvirtd away: a gap, said so
-                self.samples.append((time.time(), None, None, None))
-                print('poll failed: %s' % exc, file=sys.stderr)
+    return bed_mod.Poller(lambda: (
+        bed_mod.limits(bed.noisy), bed.lease(),
+        [bed_mod.written(d) for d in bed.quiet]), 3, POLL_S)
 
 
 def _windows(samples, span_s):
-    """(start times, bytes/s per quiet guest) of windows of ``span_s``.
-
-    One window from each sample to the first at least ``span_s`` later.
-    """
-    good = [(t, w) for t, _, _, w in samples if w is not None]
-    times, rates = [], []
-    j = 0
-    for i, (t, w) in enumerate(good):
-        j = max(j, i + 1)
-        while j < len(good) and good[j][0] - t < span_s - POLL_S / 2:
-            j += 1
-        if j == len(good):
-            break
-        dt = good[j][0] - t
-        times.append(t)
-        rates.append([(b - a) / dt for a, b in zip(w, good[j][1])])
-    return np.array(times), np.array(rates).reshape(-1, len(good[0][1]))
+    return bed_mod.windows(samples, span_s, POLL_S)
 
 
 def _worst(times, rates, demand, start, end, span_s):
-    mask = (times >= start) & (times + span_s <= end + POLL_S)
-    if not mask.any():
-        return float('nan')
-    x = rates[mask]
-    return measures.worst_window(
-        x, np.broadcast_to(demand, x.shape), np.zeros(len(x), dtype=bool))
+    return bed_mod.worst(times, rates, demand, start, end, span_s, POLL_S)
+
+
+_wait = bed_mod.wait
 
 
 def past_lease(samples, static):
@@ -478,10 +349,8 @@ def episode(bed, name, run, at, duration, after):
     if chooser:
         chooser.stopping.set()
         chooser.join()
-    poller.stopping.set()
-    poller.join()
+    samples = poller.stop()
     end = time.time()
-    samples = poller.samples
 
     t1, x1 = _windows(samples, 1.0)
     t5, x5 = _windows(samples, sq.WINDOW_S)

@@ -87,7 +87,9 @@ while true; do dd if=/dev/zero of=/dev/vda bs=$BS count=$COUNT oflag=direct \
 # 64k), ``count`` (blocks per dd, default 16), ``par`` (writers in
 # parallel, default 1), ``pause`` (seconds a writer thinks after each dd,
 # default 0), ``start`` (seconds before writing, default 0), ``oflag``
-# (dd's, default direct; ``direct,dsync`` for synchronous writes).
+# (dd's, default direct; ``direct,dsync`` for synchronous writes),
+# ``ramp`` (writer i starts i x this many seconds after the first, default
+# 0: all at once; the paper's 1 -> N writers).
 WRITERS_INIT = r"""#!/bin/sh
 export PATH=/bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
@@ -100,13 +102,14 @@ arg() {
 }
 BS=$(arg bs 64k); COUNT=$(arg count 16); PAR=$(arg par 1)
 PAUSE=$(arg pause 0); START=$(arg start 0); OFLAG=$(arg oflag direct)
+RAMP=$(arg ramp 0)
 echo "IOTG: boot-done $(cat /proc/uptime) bs=$BS count=$COUNT par=$PAR \
-pause=$PAUSE start=$START oflag=$OFLAG"
+pause=$PAUSE start=$START oflag=$OFLAG ramp=$RAMP"
 sleep $START
 echo "IOTG: writing $(cat /proc/uptime)"
 i=0
 while [ $i -lt $PAR ]; do
-    (while true; do
+    (sleep $((i * RAMP)); while true; do
         dd if=/dev/zero of=/dev/vda bs=$BS count=$COUNT \
             seek=$((i * COUNT)) oflag=$OFLAG 2>/dev/null
         [ "$PAUSE" = 0 ] || sleep $PAUSE
