@@ -1,0 +1,95 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The guarantee runner's one-second series and measures, on readings."""
+
+import types
+
+import numpy as np
+
+from benchmarks import guarantee
+from iotguard.tests import base
+from iotguard.tests.functional import test_shared_queue as sq
+
+QUIET_BS = 768 << 10     # a quiet guest's demand, bytes/s
+BLOCK = 64 << 10
+STATIC = {'total_bytes_sec': 64 << 20}
+CAP = {'total_bytes_sec': 2 << 20}
+
+
+def player(steps):
+    bed = types.SimpleNamespace(demand=np.array([QUIET_BS, QUIET_BS]),
+                                quiet=[None, None])
+    return guarantee.Player(bed, steps, 10.0, 'x')
+
+
+def readings(rates, limits=None):
+    """Samples a second apart of disks writing ``rates[k]`` bytes/s."""
+    counters = np.zeros(3 * len(rates[0]))
+    out = [(100.0, [STATIC] * len(rates[0]), list(counters))]
+    for k, row in enumerate(rates):
+        for i, r in enumerate(row):
+            counters[3 * i:3 * i + 3] += (r, r / BLOCK, 5e6 * r / BLOCK)
+        out.append((101.0 + k, (limits or {}).get(k, [STATIC] * len(row)),
+                    list(counters)))
+    return out
+
+
+class SeriesTest(base.TestCase):
+
+    def test_an_aggressor_starting_is_an_onset_and_a_reclaim(self):
+        p = player([guarantee.Step(0, 'boot', 'a1', {})])
+        rates = [[QUIET_BS, QUIET_BS, 0]] * 3 + \
+            [[QUIET_BS / 2, QUIET_BS, 3e6]] * 2 + \
+            [[QUIET_BS, QUIET_BS, 2e6]] * 5
+        limits = {k: [STATIC, STATIC, CAP] for k in range(5, 10)}
+        s = guarantee.series(p, 100.0, readings(rates, limits),
+                             [(0.5, p.steps[0])])
+        self.assertEqual([3.0], s.changes)          # its first write
+        self.assertEqual([0.0, 0.0, 0.0, 1.0], s.demand[:4, 2].tolist())
+        self.assertEqual(1, len(s.actions))         # the cap, once
+        self.assertAlmostEqual(5.0, s.latency_ms[0, 0])
+        r = guarantee.judge(s, s)
+        self.assertAlmostEqual(18 / 20, r['compliance'])
+        self.assertAlmostEqual(0.5, r['worst_1s'])
+        self.assertEqual(1, r['reclaims'])
+        self.assertAlmostEqual(2.0, r['reclaim_max_s'])
+        self.assertAlmostEqual(1.0, r['work_conservation'])
+
+    def test_a_paused_guest_asks_nothing_for_the_time_it_slept(self):
+        p = player([guarantee.Step(0, 'boot', 'a1', {}),
+                    guarantee.Step(2, 'pause', 'q2'),
+                    guarantee.Step(5, 'resume', 'q2')])
+        rates = [[QUIET_BS, QUIET_BS, 1e6]] * 2 + \
+            [[QUIET_BS, 0, 1e6]] * 3 + [[QUIET_BS, QUIET_BS, 1e6]] * 3
+        s = guarantee.series(p, 100.0, readings(rates), [
+            (0.1, p.steps[0]), (2.0, p.steps[1]), (5.5, p.steps[2])])
+        alone = QUIET_BS / sq.BYTES_SEC
+        self.assertEqual([alone, alone, 0, 0, 0, alone / 2, alone, alone],
+                         s.demand[:, 1].tolist())
+        self.assertEqual([0.0, 2.0, 5.5], s.changes)
+
+    def test_cost_is_the_bucket_that_binds(self):
+        # 64 KiB writes: the bytes bind; 4 KiB ones: the operations
+        rates = np.array([[sq.BYTES_SEC / 2, sq.BYTES_SEC / 2 / BLOCK,
+                           50 * 4096, 50]])
+        self.assertEqual([[0.5, 0.5]], guarantee.cost(rates).tolist())
+
+    def test_the_table_has_a_line_per_run_and_the_spread(self):
+        p = player([guarantee.Step(0, 'boot', 'a1', {})])
+        s = guarantee.series(p, 100.0, readings(
+            [[QUIET_BS, QUIET_BS, 1e6]] * 4), [(0.0, p.steps[0])])
+        runs = [dict(guarantee.judge(s, s), scenario='paper', run=i,
+                     load='1.0') for i in (1, 2, 3)]
+        lines = guarantee.table(runs).splitlines()
+        self.assertEqual(3 + 3 + 4, len(lines))
+        self.assertIn('median', lines[7])
