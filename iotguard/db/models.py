@@ -79,6 +79,9 @@ class Tier(Base):
         sa.Double, default=0.0, server_default='0')
     burst_seconds: Mapped[float] = mapped_column(
         sa.Double, default=0.0, server_default='0')
+    #: the latency objective (iotguard.policy.base.Tier.latency_p99_ms)
+    latency_p99_ms: Mapped[float] = mapped_column(
+        sa.Double, default=0.0, server_default='0')
 
 
 class TierProject(Base):

@@ -28,7 +28,7 @@ from iotguard.policy import base
 
 FIELDS = ('name', 'description', 'min_iops', 'min_bytes_sec',
           'max_iops', 'max_bytes_sec', 'weight', 'is_public', *base.PER_GB,
-          *base.BURST)
+          *base.BURST, 'latency_p99_ms')
 #: The fields of the core's Tier.
 _CORE = tuple(f.name for f in dataclasses.fields(base.Tier))
 

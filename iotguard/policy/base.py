@@ -88,6 +88,11 @@ class Tier:
     #: credits earned below the floor (0: no burst).
     burst_factor: float = 0.0
     burst_seconds: float = 0.0
+    #: The latency objective: the 99th percentile of the disk's
+    #: operations, reads and writes alike, in ms (0: none), kept by
+    #: capping the disks that fill the queue
+    #: (:func:`iotguard.policy.guarantee.unmet_demand`).
+    latency_p99_ms: float = 0.0
 
     def at(self, size_gib: float | None) -> Self:
         """This tier for a disk of ``size_gib`` GiB, limits all fixed.
@@ -106,7 +111,7 @@ class Tier:
 
     def __post_init__(self) -> None:
         for field in ('min_iops', 'min_bytes_sec', 'max_iops',
-                      'max_bytes_sec', *PER_GB, *BURST):
+                      'max_bytes_sec', *PER_GB, *BURST, 'latency_p99_ms'):
             value = getattr(self, field)
             if not math.isfinite(value) or value < 0:
                 raise ValueError('tier %s: %s must be a finite number >= 0, '

@@ -29,7 +29,7 @@ from iotguard.policy import base
 DEFAULTS = {'description': '', 'min_iops': 0.0, 'min_bytes_sec': 0.0,
             'max_iops': 0.0, 'max_bytes_sec': 0.0, 'weight': 1.0,
             'is_public': True, **dict.fromkeys(base.PER_GB, 0.0),
-            **dict.fromkeys(base.BURST, 0.0)}
+            **dict.fromkeys(base.BURST, 0.0), 'latency_p99_ms': 0.0}
 
 
 def view(tier: tiers.Tier, show_projects: bool) -> dict[str, Any]:
@@ -47,7 +47,7 @@ def _check(values: dict[str, Any]) -> None:
     except ValueError as exc:
         raise exception.Invalid(reason=str(exc))
     values.update({f: float(values[f]) for f in tiers.FIELDS
-                   if f.startswith(('min_', 'max_', 'burst_'))
+                   if f.startswith(('min_', 'max_', 'burst_', 'latency_'))
                    or f == 'weight'})
 
 

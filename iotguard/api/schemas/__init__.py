@@ -31,6 +31,8 @@ _TIER_PROPERTIES = {
     # 0: no burst; else above 1 with burst_seconds (base.Tier checks)
     'burst_factor': {'type': 'number', 'minimum': 0, 'maximum': 1000},
     'burst_seconds': {'type': 'number', 'minimum': 0, 'maximum': 604800},
+    # 0: no objective; else the p99 in ms, at most a minute
+    'latency_p99_ms': {'type': 'number', 'minimum': 0, 'maximum': 60000},
     'weight': {'type': 'number', 'exclusiveMinimum': 0, 'maximum': 1e6},
     'is_public': {'type': 'boolean'},
     'projects': {'type': 'array', 'items': common.PROJECT_ID,

@@ -33,6 +33,7 @@ LONG_COLUMNS = COLUMNS + (('min_iops_per_gb', 'Min IOPS/GiB'),
                           ('max_bytes_sec_per_gb', 'Max Bytes/s/GiB'),
                           ('burst_factor', 'Burst Factor'),
                           ('burst_seconds', 'Burst Seconds'),
+                          ('latency_p99_ms', 'Latency p99 ms'),
                           ('description', 'Description'),
                           ('projects', 'Projects'))
 SHOW_COLUMNS = LONG_COLUMNS + (('created_at', 'Created At'),
@@ -56,6 +57,8 @@ NUMBERS = (('min_iops', 'Floor: I/O operations per second'),
             '--burst-seconds)'),
            ('burst_seconds', 'Burst: the most seconds of it a disk saves '
             'up, a second per second idle below its floor (0: none)'),
+           ('latency_p99_ms', 'Latency objective: the 99th percentile of '
+            'a disk\'s reads and writes, in ms (0: none)'),
            ('weight', 'Share of the spare capacity, relative (> 0)'))
 
 
@@ -78,7 +81,7 @@ UNSET: dict[str, str | float] = {
     'max_iops': 0.0, 'max_bytes_sec': 0.0, 'weight': 1.0,
     'min_iops_per_gb': 0.0, 'min_bytes_sec_per_gb': 0.0,
     'max_iops_per_gb': 0.0, 'max_bytes_sec_per_gb': 0.0,
-    'burst_factor': 0.0, 'burst_seconds': 0.0}
+    'burst_factor': 0.0, 'burst_seconds': 0.0, 'latency_p99_ms': 0.0}
 #: Flags of ``tier unset`` that stand for several fields.
 UNSET_GROUPS = (('floor', ('min_iops', 'min_bytes_sec', 'min_iops_per_gb',
                            'min_bytes_sec_per_gb'),

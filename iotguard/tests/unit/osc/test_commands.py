@@ -265,6 +265,17 @@ class TestTier(CommandTestCase):
         self.assertEqual({'burst_factor': 0.0, 'burst_seconds': 0.0},
                          fake.calls[0][2])
 
+    def test_create_and_unset_a_latency_objective(self):
+        fake, _ = self.run_command(
+            tier.CreateTier, ['gold', '--latency-p99-ms', '5'],
+            tier_create=[TIER])
+        self.assertEqual((('gold',), {'latency_p99_ms': 5.0}),
+                         fake.calls[0][1:])
+        fake, _ = self.run_command(tier.UnsetTier,
+                                   ['gold', '--latency-p99-ms'],
+                                   tier_update=[TIER])
+        self.assertEqual({'latency_p99_ms': 0.0}, fake.calls[0][2])
+
     def test_unset_projects(self):
         sdk = FakeSDK(projects={'demo': 'p1', 'p3': 'p3'})
         fake, _ = self.run_command(
