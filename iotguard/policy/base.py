@@ -251,6 +251,9 @@ class DomainSnapshot:
     #: The tiers' bursts (:data:`BURST`); ``None``: no tier bursts.
     burst_factor: FloatArray | None = None
     burst_seconds: FloatArray | None = None
+    #: The tiers' latency objectives (:attr:`Tier.latency_p99_ms`, 0:
+    #: none); ``None``: no tier has one.
+    objective_ms: FloatArray | None = None
 
     def __len__(self) -> int:
         return len(self.disk_ids)
@@ -287,6 +290,7 @@ class DomainSnapshot:
         s = samples
         ops, bytes_sec, latency = s.totals()
         bursts = any(t.burst_factor for t in tiers)
+        objectives = any(t.latency_p99_ms for t in tiers)
         return cls(
             domain=domain, profile=profile, interval_s=interval_s,
             disk_ids=disk_ids, iops=ops, bytes_sec=bytes_sec,
@@ -299,7 +303,9 @@ class DomainSnapshot:
             stale=s.stale.copy(), static_iops=s.static_iops,
             static_bytes_sec=s.static_bytes_sec,
             burst_factor=tier_col('burst_factor') if bursts else None,
-            burst_seconds=tier_col('burst_seconds') if bursts else None)
+            burst_seconds=tier_col('burst_seconds') if bursts else None,
+            objective_ms=(tier_col('latency_p99_ms') if objectives
+                          else None))
 
 
 #: Decisions an urgent disk may bring after the first, one per

@@ -26,14 +26,17 @@ per domain), in pure stages :meth:`GuaranteePolicy.decide` chains:
    service time (:func:`closed_loop_demand`, bounded by
    :func:`remembered_demand`). A disk at its own ceiling has none.
    *Starving*: unmet demand below the floor. The latency objective's
-   ``pressure``: the shallow disks' latency over the congestion threshold.
+   ``pressure``: the shallow disks' latency over the congestion threshold,
+   or a disk's over its tier's ``latency_p99_ms`` (*late*: never capped
+   for the queue, it keeps what it does while the others share the rest).
 3. **Engage** above ``high_watermark``, on a starving disk or a pressure
    above 1; stay engaged down to ``low_watermark`` while caps are in force.
 4. **Estimate demand** (:func:`estimate_demand`), never above the ceiling.
 5. **Allocate** (:func:`allocate`) by weighted max-min fairness
    (:func:`iotguard.policy.allocation.fair_shares`) over what the domain
    serves, at least ``min_capacity`` or the *border* (a token bucket: the
-   border); cut when the pressure is above 1 with every deep disk capped.
+   border); cut when the pressure is above 1 with every deep disk capped
+   or a disk late.
    The border follows the latency objective (:func:`adapt_border`).
 6. **Cap** (:func:`moves`) only the deep disks above their share, at it
    (:func:`spread` apart), within floor and ceiling, as both
@@ -530,8 +533,11 @@ class Unmet(NamedTuple):
     starving: base.BoolArray
     at_cap: base.BoolArray
     may_raise: base.BoolArray
-    #: the shallow disks' latency over the congestion threshold
+    #: the shallow disks' latency over the congestion threshold, or a
+    #: disk's over its tier's objective (the larger)
     pressure: float
+    #: over its tier's latency objective: not capped for the queue
+    late: base.BoolArray
     #: the learned service time (:func:`learn_service`) and each disk's
     #: load when last uncongested, for the :class:`Memory`
     service: float | None
@@ -573,11 +579,19 @@ def unmet_demand(snap: base.DomainSnapshot, loads: Loads, p: Params,
     closed = np.where(shallow, remembered_demand(asked, closed_loop_demand(
         snap.iops, snap.latency_ms, service_ms) * cost, u), u)
     wants = shallow & (closed > u * (1.0 + p.tolerance))
-    # The latency objective (below the low watermark there is no queue
-    # to keep short: a slow disk there is slow for another reason).
-    pressure = float(np.max(np.where(
-        shallow, snap.latency_ms / threshold_ms, 0.0))) if domain > (
-            p.low_watermark) else 0.0
+    # The latency objective: the shallow disks' under the threshold and
+    # each disk's under its tier's (late: over it, never capped for it;
+    # below the low watermark there is no queue to keep short: a slow
+    # disk there is slow for another reason).
+    ratio = np.where(shallow, snap.latency_ms / threshold_ms, 0.0)
+    late = np.zeros(len(snap), dtype=bool)
+    if snap.objective_ms is not None:
+        held = active & (snap.objective_ms > 0)
+        with np.errstate(invalid='ignore', divide='ignore'):
+            ratio = np.where(held, np.maximum(
+                ratio, snap.latency_ms / snap.objective_ms), ratio)
+        late = held & (snap.latency_ms > snap.objective_ms)
+    pressure = float(np.max(ratio)) if domain > p.low_watermark else 0.0
     # A cap a disk runs at is raised (a probe for spare capacity) only
     # while no uncapped disk has unmet demand and the objective is met
     # with room: otherwise the raise pushes the neighbours back down,
@@ -590,7 +604,7 @@ def unmet_demand(snap: base.DomainSnapshot, loads: Loads, p: Params,
     starving = (slow | wants) & (u < loads.floor * (1.0 - p.tolerance))
     return Unmet(slow, active, shallow, wants, closed,
                  (slow | wants) & ~capped, starving, at_cap, may_raise,
-                 pressure, learned, asked, service_ms, threshold_ms)
+                 pressure, late, learned, asked, service_ms, threshold_ms)
 
 
 def estimate_demand(snap: base.DomainSnapshot, loads: Loads, unmet: Unmet,
@@ -633,20 +647,28 @@ def allocate(snap: base.DomainSnapshot, loads: Loads, unmet: Unmet,
         capacity = max(total, p.min_capacity)
     else:
         capacity = max(total, p.min_capacity, border)
+    # (a disk over its tier's objective names the queue at once)
     queue_cut = unmet.pressure > 1.0 and (
-        (total > border and bool(snap.capped.any())) or not deep_uncapped)
+        (total > border and bool(snap.capped.any())) or not deep_uncapped
+        or bool(unmet.late.any()))
     if queue_cut:
         # The shallow disks queue past the threshold with every deep queue
         # capped (the caps fill the array), or above the border with caps
         # in force (a new flood joins a controlled domain): share out less
         # (above the border, the border: a raise would bring the caps back
         # there).
+        # A disk over its tier's objective keeps what it does (it is not
+        # capped for the queue): the others share out the rest, less
+        # each interval until it is met or they are at their floors.
+        late = bool(unmet.late.any())
         if total > border:
             capacity = min(capacity, border)
-        else:
+        if late or total <= border:
             capacity = min(capacity,
                            total * max(0.85, unmet.pressure ** -0.5))
-    share, level = allocation.fair_shares(capacity, loads.floor, demand,
+    reserved = np.where(unmet.late, np.maximum(loads.floor, np.minimum(
+        loads.u, demand)), loads.floor)
+    share, level = allocation.fair_shares(capacity, reserved, demand,
                                           snap.weight)
     at_level = share < demand * (1.0 - 1e-9)
     target = np.minimum(np.maximum(share * spread(at_level), loads.floor),
@@ -682,7 +704,8 @@ def moves(snap: base.DomainSnapshot, loads: Loads, need: Unmet, p: Params,
     # of a big neighbour's share: then any disk above its share gives
     # way.
     slack = 0.0 if bool(need.wants.any()) else p.tolerance
-    over = ~snap.stale & ~need.shallow & (u > share * (1.0 + slack))
+    over = (~snap.stale & ~need.shallow & ~need.late
+            & (u > share * (1.0 + slack)))
     # A cut to the border is sent from raise_change on: the evidence is
     # the queue itself, not a noisy measurement. So is a token bucket's
     # above its border: its one queue grows without bound whatever its
@@ -781,7 +804,8 @@ class GuaranteePolicy(Params):
         # objective whatever the border (its first window may even read
         # under the border, straddling its start).
         border = memory.border or self.border_max
-        deep_uncapped = bool((need.active & ~capped & ~shallow).any())
+        deep_uncapped = bool((need.active & ~capped & ~shallow
+                              & ~need.late).any())
         border = adapt_border(
             border, self.high_watermark, self.border_max, self.border_step,
             held=bool(at_cap.any()) and domain >= border * (
