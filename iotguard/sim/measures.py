@@ -37,7 +37,11 @@ KEYS = ('floor_kept', 'worst_window', 'utilisation', 'work_conservation',
         'cap_churn_per_min', 'cap_changes_per_10min',
         'innocent_throttle_rate',
         'fairness', 'oracle_distance', 'quiet_kept', 'quiet_worst',
-        'quiet_latency_ms', 'burst_s', 'burst_floor_kept')
+        'quiet_latency_ms', 'burst_s', 'burst_floor_kept', 'latency_kept',
+        'latency_p99_worst_ms')
+
+#: The windows a latency objective is judged over (:func:`latency_kept`).
+LATENCY_WINDOW_S = 10.0
 
 #: A floor-holder beside a burst is judged at this share of its target
 #: (:func:`bursts`).
@@ -134,6 +138,33 @@ def bursts(run: loop.Run, target: base.FloatArray, settle: base.BoolArray
     seconds = float(over[:, burst].sum()) * run.window_s
     return seconds, floor_kept(run.work[:, ~burst], target[:, ~burst],
                                settle, BURST_KEPT)
+
+
+def latency_kept(run: loop.Run) -> tuple[float, float]:
+    """Latency objectives kept, and the worst 10 s p99 of their disks.
+
+    Each disk of a tier with ``latency_p99_ms``, over consecutive
+    :data:`LATENCY_WINDOW_S` windows: the 99th percentile of its latency
+    per operation in the run's windows inside (the simulator knows each
+    window's mean, not each operation's: with 1 s windows, about the
+    slowest second of the ten). The share of such windows (with I/O) at
+    or under the objective (1.0 without objectives), and the highest
+    percentile (ms; 0.0 without objectives).
+    """
+    objective = np.array([run.scenario.tiers[vm.tier].latency_p99_ms
+                          for vm in run.scenario.vms])
+    held = np.flatnonzero(objective > 0)
+    per = max(1, int(round(LATENCY_WINDOW_S / run.window_s)))
+    chunks = len(run.times) // per
+    if not len(held) or not chunks:
+        return 1.0, 0.0
+    latency = run.latency_ms[:chunks * per, held].reshape(
+        chunks, per, len(held))
+    busy = (latency > 0).any(axis=1)
+    p99 = np.percentile(latency, 99, axis=1)
+    kept = (p99 <= objective[held][None, :])[busy]
+    return (float(kept.mean()) if len(kept) else 1.0,
+            float(p99[busy].max()) if busy.any() else 0.0)
 
 
 def worst_window(x: base.FloatArray, target: base.FloatArray,
@@ -407,6 +438,7 @@ def measure(run: loop.Run, reference: loop.Run) -> dict[str, float]:
     kept, worst = compliance(x, target)
 
     burst_s, burst_floor = bursts(run, target, settle)
+    kept_ms, worst_ms = latency_kept(run)
 
     def pct(q: float) -> float:
         return float(np.percentile(reclaim, q)) if len(reclaim) else 0.0
@@ -438,6 +470,7 @@ def measure(run: loop.Run, reference: loop.Run) -> dict[str, float]:
         'quiet_latency_ms': quiet_latency(run.latency_ms, x, run.demand,
                                           alloc, settle),
         'burst_s': burst_s, 'burst_floor_kept': burst_floor,
+        'latency_kept': kept_ms, 'latency_p99_worst_ms': worst_ms,
     }
 
 

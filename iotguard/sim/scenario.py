@@ -285,7 +285,7 @@ def _domain(r: _Reader) -> Domain:
 def _tier(r: _Reader) -> base.Tier:
     values = {key: r.number(key, 0.0) for key in (
         'min_iops', 'min_bytes_sec', 'max_iops', 'max_bytes_sec',
-        *base.PER_GB, *base.BURST)}
+        *base.PER_GB, *base.BURST, 'latency_p99_ms')}
     for low, high in (('min_iops', 'max_iops'),
                       ('min_bytes_sec', 'max_bytes_sec'),
                       ('min_iops_per_gb', 'max_iops_per_gb'),

@@ -12,6 +12,8 @@
 
 """The measures on hand-made series, answers worked out by hand."""
 
+import types
+
 import numpy as np
 
 from iotguard.sim import loop
@@ -289,3 +291,35 @@ class TestQuiet(base.TestCase):
             latency, x, self.demand, self.alloc, np.array([False, False])))
         self.assertEqual(0.0, measures.quiet_latency(
             latency, x, self.demand, self.alloc, np.array([True, True])))
+
+
+class TestLatencyKept(base.TestCase):
+
+    def run_of(self, gold_ms, window_s=1.0):
+        # latency-tier: gold (3 ms objective) and two best-effort disks
+        sc = scenario.load('latency-tier')
+        latency = np.zeros((len(gold_ms), 3))
+        latency[:, 0] = gold_ms
+        latency[:, 1:] = 50.0
+        return types.SimpleNamespace(
+            scenario=sc, window_s=window_s, latency_ms=latency,
+            times=np.arange(len(gold_ms)) * window_s)
+
+    def test_share_of_10s_windows_at_the_objective(self):
+        # three 10 s windows: one slow second in the first (its p99 is
+        # about it), none in the second, idle the third (not judged)
+        gold = [2.0] * 9 + [9.0] + [2.5] * 10 + [0.0] * 10
+        kept, worst = measures.latency_kept(self.run_of(gold))
+        self.assertEqual(0.5, kept)
+        self.assertGreater(worst, 8.0)
+        self.assertLessEqual(worst, 9.0)
+        # 5 s windows: two per 10 s; a trailing part window is left out
+        kept, _ = measures.latency_kept(self.run_of([2.0, 3.0, 4.0],
+                                                    window_s=5.0))
+        self.assertEqual(1.0, kept)
+
+    def test_without_objectives(self):
+        run = self.run_of([9.0] * 10)
+        run.scenario = scenario.load('burst')
+        run.latency_ms = np.full((10, 5), 9.0)
+        self.assertEqual((1.0, 0.0), measures.latency_kept(run))

@@ -17,8 +17,10 @@ import numpy as np
 import yaml
 
 from iotguard import exception
+from iotguard import policy
 from iotguard.policy import costmodel
 from iotguard.sim import loop
+from iotguard.sim import measures
 from iotguard.sim import scenario
 from iotguard.sim import world
 from iotguard.tests import base
@@ -61,6 +63,17 @@ class TestShipped(base.TestCase):
         self.assertEqual({'gp-50gib': 3.125 * mib, 'gp-200gib': 12.5 * mib,
                           'gp-600gib': 37.5 * mib, 'bronze': 6 * mib},
                          floors)
+
+    def test_latency_tier_objective_kept_by_guarantee_only(self):
+        sc = scenario.load('latency-tier')
+        self.assertEqual(3.0, sc.tiers['gold'].latency_p99_ms)
+        fast = loop.FastPath(1.0, 0.0)
+        kept = {name: measures.latency_kept(loop.run(
+            sc, policy.load(name), 0, fast=fast))[0]
+            for name in ('none', 'guarantee')}
+        # 30 windows of 10 s: guarantee misses the first flood's first
+        self.assertGreaterEqual(kept['guarantee'], 29 / 30)
+        self.assertLess(kept['none'], 0.5)
 
     def test_paper_4vm_is_the_paper(self):
         sc = scenario.load('paper-4vm')
