@@ -91,22 +91,30 @@ def _respawn(kind, env=None):
     return respawn
 
 
-#: libfaketime (Debian's faketime): the wall clock of one process moved,
-#: its monotonic clock left alone.
-FAKETIME_LIB = '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1'
+#: Loaded by a skewed agent's interpreter (``PYTHONPATH``): its wall clock
+#: (``time.time``, what leases and samples are read against) moved by
+#: ``IOTGUARD_SKEW_S`` seconds, its monotonic clock true. libfaketime does
+#: not serve: with the monotonic clock true Python's ``time.sleep`` fails
+#: with EINVAL (0.9.10), with it faked ``threading.Event.wait`` never
+#: returns, and the agent died at start in either case.
+SKEW = """import os, time
+_true = time.time
+_skew = float(os.environ['IOTGUARD_SKEW_S'])
+time.time = lambda: _true() + _skew
+time.time_ns = lambda: int((_true() + _skew) * 1e9)
+"""
 
 
 def _skewed(offset):
-    """Restart the agent with its wall clock ``offset`` (e.g. '+30s')."""
-    respawn = _respawn('agent', {
-        'LD_PRELOAD': FAKETIME_LIB, 'FAKETIME': offset,
-        'FAKETIME_DONT_FAKE_MONOTONIC': '1'})
-
+    """Restart the agent with its wall clock ``offset`` seconds off."""
     def skew(bed):
-        if not os.path.exists(FAKETIME_LIB):
-            raise RuntimeError('%s missing (faketime)' % FAKETIME_LIB)
+        path = os.path.join(bed.dir, 'skew')
+        os.makedirs(path, exist_ok=True)
+        with open(os.path.join(path, 'sitecustomize.py'), 'w') as f:
+            f.write(SKEW)
         deployment.reap(bed.services.procs['agent'])
-        respawn(bed)
+        _respawn('agent', {'PYTHONPATH': path,
+                           'IOTGUARD_SKEW_S': str(offset)})(bed)
     return skew
 
 
@@ -175,11 +183,11 @@ FAULTS = {
         'database) stopped, started again; a tenant chooses tiers '
         'throughout'),
     'clock-ahead': Fault(
-        _skewed('+30s'), _unskew, 30.0,
-        'the agent restarted with its wall clock 30 s ahead (libfaketime), '
+        _skewed(30.0), _unskew, 30.0,
+        'the agent restarted with its wall clock 30 s ahead, '
         'restarted with the true clock after the duration'),
     'clock-behind': Fault(
-        _skewed('-30s'), _unskew, 30.0,
+        _skewed(-30.0), _unskew, 30.0,
         'the agent restarted with its wall clock 30 s behind, restarted '
         'with the true clock after the duration'),
     'agent-cut': Fault(
