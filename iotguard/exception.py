@@ -86,6 +86,21 @@ class AdmissionRejected(Conflict):
                 % (self.kwargs.get('tier'), self.kwargs.get('domain')))
 
 
+class LatencyRejected(AdmissionRejected):
+    msg_fmt = ('Tier %(tier)s refused on domain %(domain)s: its latency '
+               'objective of %(objective).4g ms would be missed, the '
+               'predicted p99 at the committed floors (%(committed).3f of '
+               'capacity) being %(predicted_p99_ms).4g ms.')
+
+    def for_member(self) -> str:
+        """The refusal with the predicted p99, not the domain's load."""
+        return ('Tier %s cannot keep its latency objective of %.4g ms in '
+                'domain %s now: the predicted p99 there is %.4g ms. Choose '
+                'another tier or ask the cloud operator.'
+                % (self.kwargs['tier'], self.kwargs['objective'],
+                   self.kwargs['domain'], self.kwargs['predicted_p99_ms']))
+
+
 class AllInOneFailed(IotguardException):
     msg_fmt = 'The all-in-one failed: %(reason)s'
 

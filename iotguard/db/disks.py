@@ -353,8 +353,12 @@ def instance_tier_set(session: orm.Session, default_tier: str | None,
                 after.append(_tier_of(changed, default, member)[0])
             else:
                 others.append(current)
+        record = domains.record(domain)
+        if any(t and t.latency_p99_ms for t in after):
+            record = dataclasses.replace(record, service_ratio=(
+                domains.service_ratio(session, domain.name)))
         numbers.append(admit(
-            tier, domains.record(domain),
+            tier, record,
             [t for t in others if t], [t for t in before if t],
             [t for t in after if t]))
     tier_choice_unset(session, instance_uuid, source, dev)

@@ -15,6 +15,7 @@
 from collections.abc import Mapping
 from collections.abc import Sequence
 import dataclasses
+import math
 from typing import Any
 
 from oslo_db import exception as db_exc
@@ -119,6 +120,23 @@ def policy_state(session: orm.Session, name: str) -> dict[str, Any] | None:
     if row is None:
         raise exception.NotFound(what='domain %s' % name)
     return row[0] or None
+
+
+def service_ratio(session: orm.Session, name: str) -> float | None:
+    """The service time the domain's policy learned (its ``service``).
+
+    Per device-second of cost (the ``guarantee`` policy's
+    :func:`~iotguard.policy.guarantee.learn_service`); None when it has
+    learned none, or another policy runs.
+    """
+    stored = policy_state(session, name) or {}
+    # the controller's {'policy': ..., 'state': ...}, or a state alone
+    state = stored.get('state', stored)
+    value = state.get('service') if isinstance(state, dict) else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and (
+            math.isfinite(value) and value >= 1.0):
+        return float(value)
+    return None
 
 
 def policy_states_update(session: orm.Session,

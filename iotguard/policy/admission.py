@@ -29,12 +29,20 @@ nothing is refused retroactively. The verdict is None (unknown) unless
 the evidence identified both of the fit's parameters (every floor is
 priced with both) with a confidence of at least
 :data:`OVERCOMMIT_CONFIDENCE`.
+
+**Latency objectives** (:func:`predicted_p99_ms`): a tier with
+``latency_p99_ms`` is refused when the 99th percentile the domain would
+give a 4 KiB operation at the committed load after the choice is above
+it, unless the choice raises neither the load nor the objectives.
 """
 
 import collections.abc
 import dataclasses
 import datetime
+import math
 from typing import Any
+
+import numpy as np
 
 from iotguard import exception
 from iotguard.policy import base
@@ -77,6 +85,9 @@ class Domain:
     params: collections.abc.Mapping[str, Any] = dataclasses.field(
         default_factory=dict)
     fit: estimator.Fit | None = None
+    #: the uncongested service time per device-second of cost the
+    #: ``guarantee`` policy learned (its state's ``service``); None: 1
+    service_ratio: float | None = None
     learned_at: datetime.datetime | None = None
     created_at: datetime.datetime | None = None
     updated_at: datetime.datetime | None = None
@@ -136,6 +147,34 @@ def committed(tiers: Tiers, profile: base.Profile) -> float:
                 for t in tiers), 0.0)
 
 
+#: The 99th percentile of an exponential response time, in means.
+P99_MEANS = math.log(100.0)
+
+
+def predicted_p99_ms(load: float, profile: base.Profile,
+                     service_ratio: float | None = None) -> float:
+    """The 99th percentile latency (ms) of a 4 KiB operation at ``load``.
+
+    An M/M/1 queue's response time is exponential, of mean ``s / (1 -
+    load)``: its 99th percentile is ``ln(100)`` times that, ``s`` the
+    operation's cost at ``profile`` times ``service_ratio`` (the service
+    time the domain's policy learned per device-second of cost; None: 1).
+    ``inf`` at a load of 1 or more.
+    """
+    if load >= 1.0:
+        return math.inf
+    service_ms = 1000.0 * float(costmodel.op_cost(
+        np.array([costmodel.FLOOR_IO_SIZE]), profile)[0]) * max(
+            1.0, service_ratio or 1.0)
+    return P99_MEANS * service_ms / (1.0 - max(0.0, load))
+
+
+def _objective(tiers: Tiers) -> float:
+    """The tightest latency objective of ``tiers`` (``inf``: none)."""
+    return min((t.latency_p99_ms for t in tiers if t.latency_p99_ms),
+               default=math.inf)
+
+
 def check(tier: str, domain: Domain, others: Tiers, before: Tiers,
           after: Tiers, max_ratio: float) -> dict[str, Any]:
     """Admit or refuse moving some disks of ``domain`` to ``tier``.
@@ -152,7 +191,8 @@ def check(tier: str, domain: Domain, others: Tiers, before: Tiers,
         'committed_before': None, 'committed_after': None}
     profile = profile_of(domain)
     if profile is None:
-        if not any(t.min_iops > 0 or t.min_bytes_sec > 0 for t in after):
+        if not any(t.min_iops > 0 or t.min_bytes_sec > 0
+                   or t.latency_p99_ms > 0 for t in after):
             return numbers
         raise exception.AdmissionRejected(
             'Tier %s refused on domain %s: the domain has no capacity '
@@ -171,6 +211,19 @@ def check(tier: str, domain: Domain, others: Tiers, before: Tiers,
             tier=tier, domain=domain.name,
             committed=numbers['committed_after'], max_ratio=max_ratio,
             numbers=numbers)
+    objective = _objective(after)
+    if math.isfinite(objective):
+        p99 = predicted_p99_ms(numbers['committed_after'], profile,
+                               domain.service_ratio)
+        numbers.update(latency_objective_ms=objective,
+                       predicted_p99_ms=p99 if math.isfinite(p99) else None)
+        if p99 > objective and (
+                numbers['committed_after'] > numbers['committed_before']
+                + EPSILON or objective < _objective(before)):
+            raise exception.LatencyRejected(
+                tier=tier, domain=domain.name, objective=objective,
+                predicted_p99_ms=p99, committed=numbers['committed_after'],
+                numbers=numbers)
     return numbers
 
 

@@ -14,7 +14,9 @@
 
 from iotguard.tests.functional.api import base
 
-ADMIN, READER_A = base.ADMIN, base.READER_A
+ADMIN, MEMBER_A, READER_A = base.ADMIN, base.MEMBER_A, base.READER_A
+A1 = 'aaaaaaaa-0000-4000-8000-000000000031'
+A2 = 'aaaaaaaa-0000-4000-8000-000000000032'
 
 GOLD = {'name': 'gold', 'min_iops': 100, 'latency_p99_ms': 5}
 
@@ -50,6 +52,39 @@ class LatencyTests:
                              400, 'latency_p99_ms')
         self.assertEqual(['gold'], [t.name for t in self.db.tier_list()])
         self.assertEqual(5.0, self.db.tier_get('gold').latency_p99_ms)
+
+    def test_admission_refuses_an_objective_it_cannot_keep(self):
+        # 10000 IOPS (4 KiB), 409.6e6 bytes/s: a 4 KiB operation costs
+        # 0.11 ms, a 1000-IOPS floor 0.11 of the domain
+        self.db.domain_create('local:cn1', 'local', iops_4k=10000.0,
+                              bytes_sec=409.6e6)
+        for uuid in (A1, A2):
+            self.db.disk_upsert(uuid, 'vda', 'cn1', 'local:cn1', 'proj-a')
+        self.create({'name': 'fast', 'min_iops': 1000,
+                     'latency_p99_ms': 1.0})
+        response = self.call('PUT', '/v1/instances/%s/tier' % A1,
+                             who=ADMIN, body={'tier': 'fast'})
+        self.assertEqual(200, response.status_code, response.text)
+        numbers = response.json['instance']['admission'][0]
+        # ln(100) x 0.11 ms / (1 - 0.11)
+        self.assertAlmostEqual(0.5692, numbers['predicted_p99_ms'], 4)
+        # the guarantee policy learned a service time 3 x the cost: a
+        # second disk (0.22 committed) would see 1.948 ms
+        self.db.domain_policy_states_update({'local:cn1': {
+            'policy': 'guarantee', 'state': {'service': 3.0}}})
+        error = self.assertError(self.call(
+            'PUT', '/v1/instances/%s/tier' % A2, who=ADMIN,
+            body={'tier': 'fast'}), 409, 'predicted p99')
+        self.assertAlmostEqual(1.948, error['numbers']['predicted_p99_ms'],
+                               3)
+        self.assertEqual(1.0, error['numbers']['latency_objective_ms'])
+        # a member reads the predicted p99, not the domain's load
+        error = self.assertError(self.call(
+            'PUT', '/v1/instances/%s/tier' % A2, who=MEMBER_A,
+            body={'tier': 'fast'}), 409, '1.948 ms')
+        self.assertNotIn('numbers', error)
+        self.assertEqual([None], [d['tier'] for d in self.db.disk_list(
+            instance_uuid=A2)])
 
 
 class LatencyTestsSqlite(LatencyTests, base.APITestCase):

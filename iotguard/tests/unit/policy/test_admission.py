@@ -220,3 +220,66 @@ class OvercommitTest(base.TestCase):
         self.assertEqual({'committed', 'committed_learned',
                           'max_commit_ratio', 'confidence',
                           'overcommitted', 'beyond_capacity'}, set(v))
+
+
+class LatencyObjectiveTest(base.TestCase):
+    """A 2 ms objective on DOMAIN: a 4 KiB op costs 0.11024 ms."""
+
+    GOLD = base_policy.Tier('gold', min_iops=1000, latency_p99_ms=2.0)
+
+    def test_the_m_m_1_percentile(self):
+        profile = admission.profile_of(DOMAIN)
+        service = 1e3 / 10000.0 + 1e3 * 4096.0 / 400e6
+        self.assertAlmostEqual(4.60517 * service * 2,
+                               admission.predicted_p99_ms(0.5, profile),
+                               places=4)
+        # the learned service time scales it; never below the cost
+        self.assertAlmostEqual(
+            3 * admission.predicted_p99_ms(0.5, profile),
+            admission.predicted_p99_ms(0.5, profile, 3.0))
+        self.assertEqual(admission.predicted_p99_ms(0.5, profile),
+                         admission.predicted_p99_ms(0.5, profile, 0.2))
+        self.assertEqual(float('inf'),
+                         admission.predicted_p99_ms(1.0, profile))
+
+    def test_admitted_where_it_is_kept(self):
+        numbers = admission.check('gold', DOMAIN, [], [], [self.GOLD],
+                                  max_ratio=0.9)
+        self.assertEqual(2.0, numbers['latency_objective_ms'])
+        self.assertLess(numbers['predicted_p99_ms'], 0.6)
+
+    def test_refused_with_the_predicted_p99(self):
+        others = [_tier(2000)] * 3      # 0.66 committed; 0.77 after
+        exc = self.assertRaises(exception.LatencyRejected,
+                                admission.check, 'gold', DOMAIN, others,
+                                [], [self.GOLD], max_ratio=0.9)
+        self.assertEqual(409, exc.code)
+        p99 = exc.kwargs['numbers']['predicted_p99_ms']
+        self.assertAlmostEqual(2.224, p99, places=3)
+        self.assertIn('2.224 ms', exc.message)
+        self.assertIn('2.224 ms', exc.for_member())
+        self.assertNotIn('capacity', exc.for_member())
+        # with a learned service time twice the cost, even alone
+        slow = dataclasses.replace(DOMAIN, service_ratio=4.0)
+        self.assertRaises(exception.LatencyRejected, admission.check,
+                          'gold', slow, [], [], [self.GOLD], max_ratio=0.9)
+
+    def test_neither_more_load_nor_a_tighter_objective_is_admitted(self):
+        others = [_tier(2000)] * 3
+        # the same tier again
+        admission.check('gold', DOMAIN, others, [self.GOLD], [self.GOLD],
+                        max_ratio=0.9)
+        # a looser objective at the same floor (still missed) ...
+        loose = dataclasses.replace(self.GOLD, latency_p99_ms=2.1)
+        admission.check('gold', DOMAIN, others, [self.GOLD], [loose],
+                        max_ratio=0.9)
+        # ... but not a tighter one
+        self.assertRaises(exception.LatencyRejected, admission.check,
+                          'gold', DOMAIN, others, [loose], [self.GOLD],
+                          max_ratio=0.9)
+
+    def test_uncalibrated_domain_refuses_an_objective(self):
+        bare = admission.Domain('local:cn2', 'local')
+        self.assertRaises(exception.AdmissionRejected, admission.check,
+                          'fast', bare, [], [], [base_policy.Tier(
+                              'fast', latency_p99_ms=5.0)], max_ratio=0.9)
