@@ -310,7 +310,15 @@ def _iotguard_off(bed):
 
 
 def _iotguard_on(bed):
-    bed.services.spawn('agent')
+    """The agent started again, and connected to libvirt."""
+    pid = bed.services.spawn('agent').pid
+    log = os.path.join(bed.services.dir, 'agent.log')
+
+    def connected():
+        with open(log, errors='replace') as f:
+            return any(' %d ' % pid in line and 'Connected to libvirt'
+                       in line for line in f)
+    bed_mod.wait(connected, 60, 'the agent started again')
 
 
 def one(bed, scenario, run, short):
