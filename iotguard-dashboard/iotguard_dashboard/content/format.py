@@ -58,6 +58,13 @@ def burst(tier):
         'factor': tier['burst_factor'], 'seconds': tier['burst_seconds']}
 
 
+def latency(tier):
+    """``5 ms``; none without a latency objective."""
+    if not tier.get('latency_p99_ms'):
+        return _('none')
+    return _('%g ms') % tier['latency_p99_ms']
+
+
 def floor(disk):
     return iops_and_bytes(disk['floor']['min_iops'],
                           disk['floor']['min_bytes_sec'], _('none'))

@@ -27,6 +27,7 @@ class TiersTable(tables.DataTable):
         lambda t: fmt.tier_limit(t, 'max', _('unlimited')),
         verbose_name=_('Ceiling'))
     burst = tables.Column(fmt.burst, verbose_name=_('Burst'))
+    latency = tables.Column(fmt.latency, verbose_name=_('Latency p99'))
     weight = tables.Column('weight', verbose_name=_('Weight'))
 
     def get_object_id(self, datum):

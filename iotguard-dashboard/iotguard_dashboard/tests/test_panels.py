@@ -60,10 +60,12 @@ TIERS = [
      'max_bytes_sec': 0.0, 'min_iops_per_gb': 3.0,
      'min_bytes_sec_per_gb': 0.0, 'max_iops_per_gb': 0.0,
      'max_bytes_sec_per_gb': 1e6, 'burst_factor': 3.0,
-     'burst_seconds': 60.0, 'weight': 1.0, 'is_public': True}]
+     'burst_seconds': 60.0, 'latency_p99_ms': 5.0, 'weight': 1.0,
+     'is_public': True}]
 NO_PER_GB_NOR_BURST = dict.fromkeys(
     ('min_iops_per_gb', 'min_bytes_sec_per_gb', 'max_iops_per_gb',
-     'max_bytes_sec_per_gb', 'burst_factor', 'burst_seconds'), 0.0)
+     'max_bytes_sec_per_gb', 'burst_factor', 'burst_seconds',
+     'latency_p99_ms'), 0.0)
 DOMAIN = {
     'name': 'local:compute1', 'kind': 'local', 'policy': 'guarantee',
     'params': {},
@@ -156,7 +158,7 @@ class ProjectPanelTests(StubbedAPIMixin, helpers.TestCase):
         response = self.client.get(INDEX)
         for text in ('3 IOPS per GiB, at least 100 IOPS',
                      '1.0 MB/s per GiB', 'bursts to 3x for 60 s',
-                     '2000 IOPS'):
+                     '2000 IOPS', '5 ms'):
             self.assertContains(response, text)
 
     def test_tier_form_offers_the_tiers(self):
@@ -294,13 +296,13 @@ class AdminTierTests(CatalogMixin, helpers.BaseAdminViewTests):
     def test_create_per_gb_with_burst(self, create):
         response = self.client.post(self.CREATE, dict(
             self.FORM, min_iops_per_gb='3', max_bytes_sec_per_gb='1000000',
-            burst_factor='3', burst_seconds='60'))
+            burst_factor='3', burst_seconds='60', latency_p99_ms='5'))
         self.assertNoFormErrors(response)
         self.assertRedirectsNoFollow(response, ADMIN)
         kwargs = create.call_args.kwargs
         self.assertEqual(dict(NO_PER_GB_NOR_BURST, min_iops_per_gb=3.0,
                               max_bytes_sec_per_gb=1e6, burst_factor=3.0,
-                              burst_seconds=60.0),
+                              burst_seconds=60.0, latency_p99_ms=5.0),
                          {k: kwargs[k] for k in NO_PER_GB_NOR_BURST})
 
     @mock.patch.object(iotguard, 'tier_create', side_effect=iotguard.APIError(
@@ -356,14 +358,14 @@ class AdminTierTests(CatalogMixin, helpers.BaseAdminViewTests):
     def test_update_per_gb_and_burst(self, show, update):
         url = reverse('horizon:admin:iotguard:update_tier', args=['sized'])
         form = self.client.get(url).context['form']
-        self.assertEqual((3.0, 1e6, 3.0, 60.0), tuple(
+        self.assertEqual((3.0, 1e6, 3.0, 60.0, 5.0), tuple(
             form.initial[k] for k in ('min_iops_per_gb',
                                       'max_bytes_sec_per_gb', 'burst_factor',
-                                      'burst_seconds')))
+                                      'burst_seconds', 'latency_p99_ms')))
         # Emptied fields are sent as 0: the burst is taken away.
         response = self.client.post(url, dict(
             self.FORM, name='sized', min_iops_per_gb='4', burst_factor='',
-            burst_seconds=''))
+            burst_seconds='', latency_p99_ms=''))
         self.assertRedirectsNoFollow(response, ADMIN)
         kwargs = update.call_args.kwargs
         self.assertEqual(dict(NO_PER_GB_NOR_BURST, min_iops_per_gb=4.0),

@@ -23,7 +23,8 @@ NUMBERS = ('min_iops', 'min_bytes_sec', 'max_iops', 'max_bytes_sec',
            'weight')
 #: Optional: empty is 0 (none), and an API without them is shown 0.
 OPTIONAL = ('min_iops_per_gb', 'min_bytes_sec_per_gb', 'max_iops_per_gb',
-            'max_bytes_sec_per_gb', 'burst_factor', 'burst_seconds')
+            'max_bytes_sec_per_gb', 'burst_factor', 'burst_seconds',
+            'latency_p99_ms')
 
 
 def _rate(label, help_text, required=True):
@@ -64,6 +65,10 @@ class TierForm(forms.SelfHandlingForm):
         _('Burst seconds'),
         _('The longest a disk may burst, in seconds of credit it earns '
           'while below its floor. Needed with a burst factor.'))
+    latency_p99_ms = _optional(
+        _('Latency objective, ms'),
+        _('The 99th percentile of a disk\'s reads and writes the tier '
+          'promises, in milliseconds; 0: none.'))
     weight = forms.FloatField(label=_('Weight'), initial=1.0,
                               help_text=_('Share of spare capacity '
                                           'relative to other tiers.'))
