@@ -68,6 +68,9 @@ class LatencyTests:
         numbers = response.json['instance']['admission'][0]
         # ln(100) x 0.11 ms / (1 - 0.11)
         self.assertAlmostEqual(0.5692, numbers['predicted_p99_ms'], 4)
+        # what the controller's round reads: the objective with the tier
+        member, _ = self.db.domain_disks('local:cn1')
+        self.assertEqual(1.0, member.tier.latency_p99_ms)
         # the guarantee policy learned a service time 3 x the cost: a
         # second disk (0.22 committed) would see 1.948 ms
         self.db.domain_policy_states_update({'local:cn1': {
