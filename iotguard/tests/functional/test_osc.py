@@ -134,6 +134,17 @@ class TestOpenstackCLI(base.TestCase):
             shown['Min IOPS/GiB'], shown['Max IOPS'],
             shown['Max Bytes/s/GiB']))
 
+    def test_tier_latency_objective(self):
+        created = self.json('tier', 'create', 'db', '--min-iops', '100',
+                            '--latency-p99-ms', '5')
+        self.assertEqual(5.0, created['Latency p99 ms'])
+        _, err = self.cli('tier', 'set', 'db', '--latency-p99-ms', '-1',
+                          ok=False)
+        self.assertIn('latency_p99_ms', err)
+        self.cli('tier', 'unset', 'db', '--latency-p99-ms')
+        self.assertEqual(0.0, self.json('tier', 'show', 'db')[
+            'Latency p99 ms'])
+
     def test_tiers_instances_and_decisions(self):
         # Tier CRUD as the admin.
         created = self.json('tier', 'create', 'gold', '--min-iops', '2000',
