@@ -88,21 +88,25 @@ class AgentManager:
         """Apply (or renew) caps; malformed ones are logged and refused."""
         now = self._clock()
         with self._lock:
-            changed = False
+            changed, late = False, []
             for cap in _records('apply_caps', 'cap', caps,
                                 caps_mod.Cap.from_wire):
-                key = cap.key
                 if cap.lease_expires_at <= now:
-                    LOG.warning('Refusing cap %s on %s/%s: its lease '
-                                'expired at %.0f (now %.0f)',
-                                cap.decision_id, key[0], key[1],
-                                cap.lease_expires_at, now)
+                    late.append(cap)
                     continue
-                self._caps[key] = cap
+                self._caps[cap.key] = cap
                 self._next_expiry = min(self._next_expiry,
                                         cap.lease_expires_at)
                 changed = True
-                self._enforce(key)
+                self._enforce(cap.key)
+            if late:
+                cap = min(late, key=lambda c: c.lease_expires_at)
+                LOG.warning('Refusing %d cap(s), their leases expired by '
+                            'this host\'s clock (the oldest, cap %s on '
+                            '%s/%s, %.1f s ago): sent long ago, or this '
+                            'clock ahead of the controller\'s (NTP?)',
+                            len(late), cap.decision_id, *cap.key,
+                            now - cap.lease_expires_at)
             if changed:
                 self._store.save(self._caps)
 

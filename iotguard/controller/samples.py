@@ -100,10 +100,15 @@ class SampleStore:
 
     # -- adding -------------------------------------------------------------
 
-    def _refuse(self, key: Key, why: str, *args: object) -> None:
-        self.rejected += 1
-        LOG.warning('Sample of %s/%s refused: ' + why, key[0], key[1],
-                    *args)
+    def _refuse(self, keys: list[Key], why: str, *args: object) -> None:
+        """Count ``keys`` refused; one line for them all.
+
+        ``why`` is the first's. Not a line a disk: a host whose clock is
+        off sends every disk of every pass from the future or the past.
+        """
+        self.rejected += len(keys)
+        LOG.warning('%d sample(s) refused (first %s/%s): ' + why, len(keys),
+                    keys[0][0], keys[0][1], *args)
 
     def add_batch(self, batch: batch_mod.Batch,
                   received_at: float | None = None) -> int:
@@ -117,16 +122,19 @@ class SampleStore:
             future = stamp > now + self.max_skew_s
             stale = now - stamp > self._limit_s(batch.interval_s)
         bad = future | stale
+        for which, why in ((future, 'timestamp %.3f is %.1f s in the '
+                            'future: is the clock of the host that sent it '
+                            'synchronised with this one\'s (NTP)?'),
+                           (stale & ~future, 'timestamp %.3f is %.1f s old, '
+                            'stale (delayed, or the sending host\'s clock '
+                            'behind)')):
+            refused = np.flatnonzero(which).tolist()
+            if refused:
+                i = refused[0]
+                self._refuse([(batch.instance_uuid[j], batch.dev[j])
+                              for j in refused], why, stamp[i],
+                             abs(stamp[i] - now))
         if bad.any():
-            keys = batch.instance_uuid, batch.dev
-            for i in np.flatnonzero(bad).tolist():
-                key = keys[0][i], keys[1][i]
-                if future[i]:
-                    self._refuse(key, 'timestamp %.3f is %.1f s in the '
-                                 'future', stamp[i], stamp[i] - now)
-                else:
-                    self._refuse(key, 'timestamp %.3f is %.1f s old, '
-                                 'stale', stamp[i], now - stamp[i])
             batch = batch.take(np.flatnonzero(~bad))
         if not len(batch):
             return 0
@@ -168,12 +176,15 @@ class SampleStore:
         stamp = values[0, index]
         latest = self._cols[0, rows]
         newer = np.isnan(latest) | (stamp > latest)
-        for i in np.flatnonzero(~newer).tolist():
-            self._refuse((batch.instance_uuid[index[i]],
-                          batch.dev[index[i]]),
-                         '%s (timestamp %.3f, latest %.3f)',
-                         'duplicate' if stamp[i] == latest[i]
-                         else 'older than the latest', stamp[i], latest[i])
+        for same in (True, False):
+            refused = np.flatnonzero(~newer & ((stamp == latest) == same))
+            if len(refused):
+                i = refused[0]
+                self._refuse([(batch.instance_uuid[index[j]],
+                               batch.dev[index[j]]) for j in refused],
+                             '%s (timestamp %.3f, latest %.3f)',
+                             'duplicate' if same else 'older than the latest',
+                             stamp[i], latest[i])
         rows, index = rows[newer], index[newer]
         self._cols[:, rows] = values[:, index]
         return len(rows)

@@ -138,8 +138,18 @@ class ApplyTest(ManagerTestCase):
         self.assertIn('apply_caps refused: not a list', log.output)
 
     def test_expired_on_arrival_refused(self):
-        self.mgr.apply_caps({}, [cap(total_iops_sec=200, lease=999.0)])
-        self.assertEqual([], self.driver.set_calls)
+        log = self.useFixture(fixtures.FakeLogger())
+        self.mgr.apply_caps({}, [cap(total_iops_sec=200, lease=999.0),
+                                 cap(B, total_iops_sec=200, lease=970.0),
+                                 cap(B, total_iops_sec=300)])
+        # the two late ones in one line, naming the oldest; the third taken
+        self.assertEqual([(B, caps.full({'total_iops_sec': 300}))],
+                         self.driver.set_calls)
+        lines = [x for x in log.output.splitlines() if 'Refusing' in x]
+        self.assertEqual(1, len(lines), log.output)
+        self.assertIn("Refusing 2 cap(s)", lines[0])
+        self.assertIn('%s/vdb, 30.0 s ago' % B[0], lines[0])
+        self.assertIn('NTP', lines[0])
 
     def test_driver_failure_does_not_raise_and_retries(self):
         self.driver.fail_set = True

@@ -13,6 +13,7 @@
 import math
 import threading
 
+import fixtures
 import numpy as np
 
 from iotguard.controller import samples
@@ -76,6 +77,20 @@ class SampleStoreTest(StoreTestCase):
     def test_future_beyond_skew_refused(self):
         self.assertFalse(self.add(fakes.sample(UUID, timestamp=1010.0)))
         self.assertTrue(self.add(fakes.sample(UUID, timestamp=1001.5)))
+
+    def test_a_skewed_host_is_one_line_a_batch(self):
+        # a host 30 s ahead: every disk of its pass from the future
+        log = self.useFixture(fixtures.FakeLogger())
+        rows = [fakes.sample('%s%d' % (UUID[:-1], i), timestamp=1030.0)
+                for i in range(3)]
+        self.assertEqual(0, self.store.add_batch(fakes.batch(*rows)))
+        self.assertEqual(3, self.store.rejected)
+        lines = [x for x in log.output.splitlines() if 'refused' in x]
+        self.assertEqual(1, len(lines), log.output)
+        self.assertIn('3 sample(s) refused (first %s/vda)'
+                      % rows[0].instance_uuid, lines[0])
+        self.assertIn('30.0 s in the future', lines[0])
+        self.assertIn('NTP', lines[0])
 
     def test_received_at_overrides_clock(self):
         s = fakes.sample(UUID, timestamp=2000.0)
