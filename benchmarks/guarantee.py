@@ -310,15 +310,29 @@ def _iotguard_off(bed):
 
 
 def _iotguard_on(bed):
-    """The agent started again, and connected to libvirt."""
-    pid = bed.services.spawn('agent').pid
+    bed.services.spawn('agent')
+
+
+def _agent_ready(bed, timeout=120):
+    """Wait until the running agent has connected to libvirt."""
+    proc = bed.services.procs['agent']
     log = os.path.join(bed.services.dir, 'agent.log')
 
     def connected():
+        if proc.poll() is not None:
+            return True     # said below
         with open(log, errors='replace') as f:
-            return any(' %d ' % pid in line and 'Connected to libvirt'
+            return any(' %d ' % proc.pid in line and 'Connected to libvirt'
                        in line for line in f)
-    bed_mod.wait(connected, 60, 'the agent started again')
+    try:
+        bed_mod.wait(connected, timeout, 'the agent (pid %d) connected to '
+                     'libvirt' % proc.pid)
+    finally:
+        if proc.poll() is not None:
+            with open(os.path.join(bed.services.dir, 'agent.err'),
+                      errors='replace') as f:
+                raise RuntimeError('the agent exited (%s): %s' % (
+                    proc.returncode, f.read()[-2000:]))
 
 
 def one(bed, scenario, run, short):
@@ -326,7 +340,9 @@ def one(bed, scenario, run, short):
     steps, seconds = SCENARIOS[scenario][0](short)
     played = {}
     for on in (True, False):
-        if not on:
+        if on:
+            _agent_ready(bed)
+        else:
             _iotguard_off(bed)
         player = Player(bed, steps, seconds, '%s%d%s' % (
             scenario[:2], run, 'w' if on else 'o'))
