@@ -309,24 +309,31 @@ def _iotguard_off(bed):
                                        set(now) | set(static)}, 0)
 
 
+CONNECTED = 'Connected to libvirt'
+
+
+def _connections(bed):
+    """How many times the bed's agents logged their libvirt connection."""
+    with open(os.path.join(bed.services.dir, 'agent.log'),
+              errors='replace') as f:
+        return sum(CONNECTED in line for line in f)
+
+
 def _iotguard_on(bed):
+    # the agent's service runs in a process oslo.service forks: its log
+    # lines carry that one's pid, not the spawned one's
+    bed.connections = _connections(bed)
     bed.services.spawn('agent')
 
 
 def _agent_ready(bed, timeout=120):
-    """Wait until the running agent has connected to libvirt."""
+    """Wait until the agent started last has connected to libvirt."""
     proc = bed.services.procs['agent']
-    log = os.path.join(bed.services.dir, 'agent.log')
-
-    def connected():
-        if proc.poll() is not None:
-            return True     # said below
-        with open(log, errors='replace') as f:
-            return any(' %d ' % proc.pid in line and 'Connected to libvirt'
-                       in line for line in f)
+    before = getattr(bed, 'connections', 0)
     try:
-        bed_mod.wait(connected, timeout, 'the agent (pid %d) connected to '
-                     'libvirt' % proc.pid)
+        bed_mod.wait(lambda: proc.poll() is not None
+                     or _connections(bed) > before, timeout,
+                     'the agent connected to libvirt')
     finally:
         if proc.poll() is not None:
             with open(os.path.join(bed.services.dir, 'agent.err'),
