@@ -12,8 +12,10 @@
 
 """The guarantee runner's one-second series and measures, on readings."""
 
+import os
 import types
 
+import fixtures
 import numpy as np
 
 from benchmarks import guarantee
@@ -93,3 +95,33 @@ class SeriesTest(base.TestCase):
         lines = guarantee.table(runs).splitlines()
         self.assertEqual(3 + 3 + 4, len(lines))
         self.assertIn('median', lines[7])
+
+
+class AgentReadyTest(base.TestCase):
+
+    def bed(self, lines, running=True):
+        workdir = self.useFixture(fixtures.TempDir()).path
+        with open(os.path.join(workdir, 'agent.log'), 'w') as f:
+            f.writelines(line + '\n' for line in lines)
+        with open(os.path.join(workdir, 'agent.err'), 'w') as f:
+            f.write('Traceback: boom')
+        proc = types.SimpleNamespace(poll=lambda: None if running else 1,
+                                     returncode=None if running else 1)
+        return types.SimpleNamespace(services=types.SimpleNamespace(
+            dir=workdir, procs={'agent': proc}))
+
+    def test_a_new_connection_line_of_any_pid_is_the_new_agent(self):
+        bed = self.bed(['1 INFO x Connected to libvirt at qemu:///system'])
+        bed.connections = 0
+        guarantee._agent_ready(bed, timeout=1)
+
+    def test_the_old_agent_line_is_not_the_new_one(self):
+        bed = self.bed(['1 INFO x Connected to libvirt at qemu:///system'])
+        bed.connections = 1
+        self.assertRaises(RuntimeError, guarantee._agent_ready, bed, 0.1)
+
+    def test_an_agent_that_exited_is_said_with_its_stderr(self):
+        bed = self.bed([], running=False)
+        error = self.assertRaises(RuntimeError, guarantee._agent_ready, bed,
+                                  1)
+        self.assertIn('boom', str(error))
