@@ -167,6 +167,10 @@ class NoisyNeighbourTest(base.BaseIotguardTest):
         noisy = self._boot('noisy', NOISY, group['id'])
         for server in (quiet, noisy):
             self.wait_for_instance(self.client, server['id'])
+            # vdb, the ephemeral disk, once the agent has reported it.
+            self.poll(lambda: 'vdb' in self._disk(server['id']),
+                      'iotguard did not learn about disk vdb of %s'
+                      % server['id'])
         # The project sees one opaque domain for both; the admin its name.
         self.assertEqual(self._disk(noisy['id'])['vdb']['domain_id'],
                          self._disk(quiet['id'])['vdb']['domain_id'])
