@@ -18,8 +18,9 @@ host-local domains) and :data:`SHARED` (on any other domain) is the floor
 units (:func:`iotguard.controller.placement.units`, the units the flavors
 ask Placement for) of the tiers its disks have now; a tier choice through
 the API that raises them is enforced against the project's limits (its own
-or the registered default of iotguard's service and region) before
-admission, and refused with 409 naming the limit. A choice that raises
+or the registered default of iotguard's service and region) in the choice's
+transaction, under the locks of the project's domains, before admission,
+and refused with 409 naming the limit. A choice that raises
 nothing (the same or a lower tier) is never refused.
 
 oslo.limit reads the process' global ``cfg.CONF`` (iotguard has none of
@@ -40,8 +41,9 @@ from oslo_log import log as logging
 
 from iotguard.controller import membership
 from iotguard.controller import placement
-from iotguard.db import api as db_api
+from iotguard.db import disks as disks_db
 from iotguard import exception
+from iotguard.policy import base
 
 LOG = logging.getLogger(__name__)
 
@@ -71,7 +73,7 @@ def configure(conf: cfg.ConfigOpts) -> None:
 
 def usage(disks: Collection[dict[str, Any]],
           ref: Any) -> collections.Counter[str]:
-    """Floor units of ``disks`` (:meth:`db_api.Connection.disk_list`)."""
+    """Floor units of ``disks`` (as ``Connection.disk_list`` gives them)."""
     out: collections.Counter[str] = collections.Counter(
         dict.fromkeys((LOCAL, SHARED), 0))
     for disk in disks:
@@ -81,44 +83,47 @@ def usage(disks: Collection[dict[str, Any]],
     return out
 
 
-def enforce(conf: cfg.ConfigOpts, db: db_api.Connection, instance_uuid: str,
-            tier: str, project_id: str | None) -> None:
-    """Conflict if choosing ``tier`` takes the owner beyond its limits.
+def enforcer(conf: cfg.ConfigOpts) -> disks_db.Limit:
+    """The check :meth:`db_api.Connection.instance_tier_set` runs.
 
-    ``project_id``: the caller's, when it may only touch its own
-    instances. An unknown instance or tier is left to the tier choice
-    itself (its 404).
+    It runs in the tier choice's transaction, under the locks of the
+    owner's domains (the Keystone call included): two choices of one
+    project at once are checked one after the other, the second against
+    the floors the first committed.
     """
-    disks = db.disk_list(instance_uuid=instance_uuid, project_id=project_id)
-    if not disks:
-        return
-    owner = disks[0]['project_id']
     ref = placement.reference(conf.placement.unit_bytes_sec)
-    new = db.tier_get(tier, owner)
-    chosen = usage([dict(d, tier=new.at(d['size_gib'])) for d in disks],
-                   ref)
-    raised = chosen - usage(disks, ref)    # keeps the positive ones
-    deltas = dict(raised)
-    if not deltas:
-        return
 
-    def used(project: str | None, names: Collection[str]) -> dict[str, int]:
-        now = usage(db.disk_list(project_id=project), ref)
-        return {name: now[name] for name in names}
+    def enforce(instance_uuid: str, owner: str, new: base.Tier,
+                disks: list[dict[str, Any]]) -> None:
+        mine = [d for d in disks if d['instance_uuid'] == instance_uuid]
+        chosen = usage([dict(d, tier=new.at(d['size_gib'])) for d in mine],
+                       ref)
+        raised = chosen - usage(mine, ref)    # keeps the positive ones
+        deltas = dict(raised)
+        if not deltas:
+            return
+        now = usage(disks, ref)
 
-    try:
-        limit.Enforcer(used, cache=False).enforce(owner, deltas)
-    except limit_exc.ProjectOverLimit as exc:
-        raise exception.Conflict(reason='tier %s would take project %s '
-                                 'beyond its limit: %s' % (
-                                     tier, owner, '; '.join(
-                                         '%s: limit %d, committed %d, this '
-                                         'choice %d more' % (
-                                             o.resource_name, o.limit,
-                                             o.current_usage, o.delta)
-                                         for o in exc.over_limit_info_list)))
-    except _AWAY as exc:
-        LOG.error('Unified limits of project %s unreadable, tier choice '
-                  'refused: %s', owner, exc)
-        raise exception.Unavailable(
-            service='The identity service (project limits)') from exc
+        def used(project: str | None,
+                 names: Collection[str]) -> dict[str, int]:
+            return {name: now[name] for name in names}
+
+        try:
+            limit.Enforcer(used, cache=False).enforce(owner, deltas)
+        except limit_exc.ProjectOverLimit as exc:
+            raise exception.Conflict(reason='tier %s would take project %s '
+                                     'beyond its limit: %s' % (
+                                         new.name, owner, '; '.join(
+                                             '%s: limit %d, committed %d, '
+                                             'this choice %d more' % (
+                                                 o.resource_name, o.limit,
+                                                 o.current_usage, o.delta)
+                                             for o in
+                                             exc.over_limit_info_list)))
+        except _AWAY as exc:
+            LOG.error('Unified limits of project %s unreadable, tier choice '
+                      'refused: %s', owner, exc)
+            raise exception.Unavailable(
+                service='The identity service (project limits)') from exc
+
+    return enforce

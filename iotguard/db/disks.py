@@ -51,6 +51,9 @@ Rows = Sequence[Mapping[str, Any]]
 #: ``admit(tier, domain, others, before, after)`` of :func:`instance_tier_set`
 Admit = Callable[[str, admission.Domain, list[base.Tier], list[base.Tier],
                   list[base.Tier]], dict[str, Any]]
+#: A project's limits on its floors: (instance, owner, the chosen tier, the
+#: owner's disks as :func:`list_` gives them); raises to refuse.
+Limit = Callable[[str, str, base.Tier, list[dict[str, Any]]], None]
 
 
 def _rates_executemany(session: orm.Session, fields: Sequence[str],
@@ -304,7 +307,8 @@ def _members(session: orm.Session, domain_id: int, default_tier: str | None
 def instance_tier_set(session: orm.Session, default_tier: str | None,
                       instance_uuid: str, tier: str, admit: Admit,
                       project_id: str | None = None, source: str = 'api',
-                      dev: str = tiering.ALL_DISKS) -> dict[str, Any]:
+                      dev: str = tiering.ALL_DISKS,
+                      limit: Limit | None = None) -> dict[str, Any]:
     """A tier choice for an instance's disks, admission first.
 
     ``source``: ``api`` (a tenant's, for every disk), ``flavor`` or
@@ -317,9 +321,20 @@ def instance_tier_set(session: orm.Session, default_tier: str | None,
     choice applies to, before and after) and returns the numbers to
     report, or raises and nothing is written. ``project_id`` (when given)
     must own the instance and be allowed the tier, else NotFound.
+
+    ``limit(instance_uuid, owner, tier, disks)`` (the project's unified
+    limits, :mod:`iotguard.api.limits`) gets the owner's disks as
+    :func:`list_` reads them and raises to refuse, before admission and
+    under the same locks: with it, every domain holding a disk of the
+    owner is locked, so that two choices of one project, in one domain or
+    in two, are checked against its limits one after the other.
     """
     _check_source(source)
-    locked = _lock_domains(session, models.Disk.instance_uuid == instance_uuid)
+    mine = models.Disk.instance_uuid == instance_uuid
+    if limit is not None:
+        mine = models.Disk.project_id.in_(sa.select(
+            models.Disk.project_id).where(mine))
+    locked = _lock_domains(session, mine)
     disks = session.scalars(sa.select(models.Disk).where(
         models.Disk.instance_uuid == instance_uuid).order_by(
             models.Disk.dev)).all()
@@ -327,6 +342,9 @@ def instance_tier_set(session: orm.Session, default_tier: str | None,
                    project_id)
     new = tiers.tier_row(session, tier, owner)
     new_tier = tiers.record(new)
+    if limit is not None:
+        limit(instance_uuid, owner, new_tier,
+              list_(session, default_tier, project_id=owner))
 
     def concerned(disk: models.Disk | sa.Row[str, str, str | None]) -> bool:
         return (disk.instance_uuid == instance_uuid

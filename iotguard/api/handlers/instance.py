@@ -91,12 +91,12 @@ def set_instance_tier(req: webob.Request, uuid: str) -> webob.Response:
     # domain: an admin's to see, not a member's.
     numbers = common.allowed(req, 'iotguard:domain:all_projects')
     topology = common.topology(req)
-    if st.conf.admission.unified_limits:
-        limits.enforce(st.conf, st.db, uuid, body['tier'],
-                       _owner_filter(req))
+    limit = (limits.enforcer(st.conf) if st.conf.admission.unified_limits
+             else None)
     try:
         result = st.db.instance_tier_set(uuid, body['tier'], admit,
-                                         project_id=_owner_filter(req))
+                                         project_id=_owner_filter(req),
+                                         limit=limit)
     except exception.AdmissionRejected as exc:
         if numbers:
             raise

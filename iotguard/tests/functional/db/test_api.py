@@ -17,8 +17,12 @@ import functools
 import threading
 import time
 
+from oslo_config import cfg
+from oslo_config import fixture as config_fixture
+from oslo_limit import fixture as limit_fixture
 import sqlalchemy as sa
 
+from iotguard.api import limits
 from iotguard.db import api as db_api
 from iotguard import exception
 from iotguard.policy import admission
@@ -610,6 +614,57 @@ class ConcurrentAdmissionTests:
         first.join(60)
         second.join(60)
         self.assertEqual({UUID_A: 'admitted', UUID_B: 'refused'}, outcomes)
+        self.assertEqual({UUID_A: 'big', UUID_B: None}, {
+            d['instance_uuid']: d['tier'] and d['tier'].name
+            for d in self.db.disk_list()})
+
+    def test_concurrent_choices_within_unified_limits(self):
+        """Two choices of one project in two domains, its limit for one.
+
+        The limit is checked under the locks of the project's domains:
+        the second waits for the first and sees its floor (before, both
+        passed: the check ran outside the lock).
+        """
+        global_conf = self.useFixture(config_fixture.Config(cfg.CONF))
+        global_conf.config(group='oslo_limit', endpoint_id='iotguard')
+        # 2500 IOPS of 4 KiB: 2657 units (a floor unit is 1 IOPS or
+        # 64 KiB/s); the project's limit holds one.
+        self.useFixture(limit_fixture.LimitFixture(
+            {limits.LOCAL: 3000, limits.SHARED: 0}, {}))
+        for host in ('cn1', 'cn2'):
+            self.db.domain_create('local:' + host, 'local', iops_4k=10000.0,
+                                  bytes_sec=400e6)
+        self.db.disk_upsert(UUID_A, 'vda', 'cn1', 'local:cn1', 'proj-a')
+        self.db.disk_upsert(UUID_B, 'vda', 'cn2', 'local:cn2', 'proj-a')
+        self.db.tier_create(database.tier_values('big', min_iops=2500.0))
+        check = functools.partial(admission.check, max_ratio=0.5)
+        enforce = limits.enforcer(self.conf)
+        inside = threading.Event()
+
+        def slow_limit(*args):
+            enforce(*args)
+            inside.set()
+            time.sleep(1.0)     # hold the locks while the other one tries
+        outcomes = {}
+
+        def choose(instance, limit):
+            try:
+                self.db.instance_tier_set(instance, 'big', check,
+                                          limit=limit)
+                outcomes[instance] = 'admitted'
+            except exception.Conflict as exc:
+                outcomes[instance] = str(exc)
+
+        first = threading.Thread(target=choose, args=(UUID_A, slow_limit))
+        first.start()
+        self.assertTrue(inside.wait(30))
+        second = threading.Thread(target=choose, args=(UUID_B, enforce))
+        second.start()
+        first.join(60)
+        second.join(60)
+        self.assertEqual('admitted', outcomes[UUID_A])
+        self.assertIn('iotguard_floor_units_local: limit 3000, committed '
+                      '2657, this choice 2657 more', outcomes[UUID_B])
         self.assertEqual({UUID_A: 'big', UUID_B: None}, {
             d['instance_uuid']: d['tier'] and d['tier'].name
             for d in self.db.disk_list()})

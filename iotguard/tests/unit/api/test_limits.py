@@ -32,7 +32,11 @@ UUID = '11111111-0000-4000-8000-000000000001'
 
 
 class FakeDB:
-    """disk_list and tier_get over a list of disks (dicts)."""
+    """disk_list and tier_get over a list of disks (dicts).
+
+    (The owner and the tier are the database's to check, before the
+    limit: see ``test_concurrent_choices_within_unified_limits``.)
+    """
 
     def __init__(self, disks):
         self.disks = disks
@@ -69,8 +73,10 @@ class EnforceTest(base.TestCase):
             disk('other', 'vdc', 'ceph:c', BRONZE),
             disk('more', 'vda', 'local:cn1', GOLD, project='p2')])
 
-    def enforce(self, tier, project_id=None):
-        limits.enforce(self.conf, self.db, UUID, tier, project_id)
+    def enforce(self, tier):
+        """As the tier choice's transaction runs it: the owner's disks."""
+        limits.enforcer(self.conf)(UUID, 'p1', self.db.tier_get(tier),
+                                   self.db.disk_list(project_id='p1'))
 
     def test_units_per_kind(self):
         self.assertEqual({limits.LOCAL: 2200, limits.SHARED: 200},
@@ -117,8 +123,3 @@ class EnforceTest(base.TestCase):
             self.assertEqual(503, failed.code)
         self.db.disks[0]['tier'] = self.db.disks[1]['tier'] = GOLD
         self.enforce('bronze')      # adds nothing: Keystone not asked
-
-    def test_another_projects_instance_is_left_to_the_choice(self):
-        self.limits.reglimits.update({limits.LOCAL: 0, limits.SHARED: 0})
-        self.enforce('gold', project_id='p2')     # its 404 comes later
-        self.assertRaises(exception.Conflict, self.enforce, 'gold')
