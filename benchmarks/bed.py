@@ -142,6 +142,23 @@ class Bed(fixtures.Fixture):
             else None
 
 
+def missing():
+    """Why the bed cannot run here (a test skips), or None."""
+    for why in (sharedqueue.unavailable(), rabbit.RabbitNode.missing(),
+                database.PostgresCluster.missing()):
+        if why:
+            return why
+    return None
+
+
+def ready_line(bed, started):
+    """The line a runner prints once its bed is up (since ``started``)."""
+    return 'bed ready in %.0f s; quiet demand (KiB/s): %s; load %.1f %.1f ' \
+        '%.1f' % (time.monotonic() - started,
+                  ' '.join('%.0f' % (d / 1024) for d in bed.demand),
+                  *os.getloadavg())
+
+
 def wait(predicate, timeout, what):
     deadline = time.monotonic() + timeout
     while not predicate():

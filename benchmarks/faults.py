@@ -490,11 +490,7 @@ def main(argv=None):
         os.makedirs(workdir, exist_ok=True)
         os.chmod(workdir, 0o755)
         with Bed(workdir, state_fs='state-full' in faults) as bed:
-            print('bed ready in %.0f s; quiet demand (KiB/s): %s; load '
-                  '%.1f %.1f %.1f' % (
-                      time.monotonic() - started,
-                      ' '.join('%.0f' % (d / 1024) for d in bed.demand),
-                      *os.getloadavg()), flush=True)
+            print(bed_mod.ready_line(bed, started), flush=True)
             for name in faults:
                 for run in range(1, args.runs + 1):
                     _wait(bed.capped, 60, 'the noisy guest capped again')

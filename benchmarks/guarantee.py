@@ -457,11 +457,8 @@ def main(argv=None):
                       not args.no_urgent) as bed:
             ready(bed)
             if not args.json:
-                print('bed ready in %.0f s; quiet demand (KiB/s): %s; '
-                      'load %.1f %.1f %.1f; %s' % (
-                          time.monotonic() - started,
-                          ' '.join('%.0f' % (d / 1024) for d in bed.demand),
-                          *os.getloadavg(), model()), flush=True)
+                print('%s; %s' % (bed_mod.ready_line(bed, started),
+                                  model()), flush=True)
             for name in names:
                 for run in range(1, args.runs + 1):
                     result = one(bed, name, run, args.short)

@@ -28,11 +28,9 @@ import os
 
 import fixtures
 
+from benchmarks import bed
 from benchmarks import faults
 from iotguard.tests import base
-from iotguard.tests.fixtures import database
-from iotguard.tests.fixtures import rabbit
-from iotguard.tests.fixtures import sharedqueue
 
 SMOKE = ('controller-kill', 'controller-hang', 'agent-kill')
 #: Steady seconds before each fault and watched after its heal.
@@ -51,10 +49,9 @@ class FaultsSmokeTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        for why in (sharedqueue.unavailable(), rabbit.RabbitNode.missing(),
-                    database.PostgresCluster.missing()):
-            if why:
-                self.skipTest(why)
+        why = bed.missing()
+        if why:
+            self.skipTest(why)
         self.useFixture(fixtures.Timeout(400, gentle=True))
         workdir = self.useFixture(fixtures.TempDir(rootdir='/var/tmp')).path
         os.chmod(workdir, 0o755)

@@ -28,11 +28,9 @@ import os
 
 import fixtures
 
+from benchmarks import bed
 from benchmarks import guarantee
 from iotguard.tests import base
-from iotguard.tests.fixtures import database
-from iotguard.tests.fixtures import rabbit
-from iotguard.tests.fixtures import sharedqueue
 
 SCENARIO = 'paper'
 #: What the short paper run keeps with iotguard (see the guide's figures).
@@ -48,10 +46,9 @@ class GuaranteeSmokeTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        for why in (sharedqueue.unavailable(), rabbit.RabbitNode.missing(),
-                    database.PostgresCluster.missing()):
-            if why:
-                self.skipTest(why)
+        why = bed.missing()
+        if why:
+            self.skipTest(why)
         self.useFixture(fixtures.Timeout(300, gentle=True))
         workdir = self.useFixture(fixtures.TempDir(rootdir='/var/tmp')).path
         os.chmod(workdir, 0o755)
