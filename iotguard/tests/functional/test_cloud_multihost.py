@@ -68,6 +68,7 @@ CEILING = 2 * MIB           # mh-bronze's ceiling
 INTERVAL, LEASE, SAMPLE = 2.0, 8.0, 1.0
 WINDOW = 5.0
 DOMAIN = 'ceph:cluster'
+LOCAL = 'local:'
 RESOURCE_CLASS = 'CUSTOM_IOTGUARD_FLOOR'
 #: The noisy guest: four writers of 64 KiB blocks side by side, as fast as
 #: the storage lets them (the quiet one has one, and pauses).
@@ -110,7 +111,57 @@ flavor_tiers = mh-floor:mh-silver
 UNIT = CAPACITY['bytes_sec'] / CAPACITY['iops']
 
 
-class MultiHostCloudTest(base.TestCase):
+class TwoHosts(base.TestCase):
+    """What the tests on a two-host cloud ask Nova and Placement."""
+
+    def _delete(self, server):
+        compute = self.cloud.conn.compute
+        compute.delete_server(server, ignore_missing=True)
+        compute.wait_for_delete(server, wait=120)
+
+    def placement(self, path):
+        return self.cloud.conn.placement.get(
+            path, microversion='1.39').json()
+
+    def floor_provider(self, name='iotguard:' + DOMAIN):
+        """Provider ``name`` once it has its floor inventory.
+
+        A shared domain's is ``iotguard:<domain>``, a host-local one's
+        ``<host>:iotguard`` (a child of the compute node).
+        """
+        found = self.placement('/resource_providers?name='
+                               + name)['resource_providers']
+        if not found:
+            return None
+        inventories = self.placement('/resource_providers/%s/inventories'
+                                     % found[0]['uuid'])['inventories']
+        return found[0]['uuid'] if RESOURCE_CLASS in inventories else None
+
+    def refusal(self, server, response):
+        """Why Nova refused a server action, once it did.
+
+        nova-api answers at once (400) what it waits for (a live
+        migration before compute API 2.34); what it casts to the
+        conductor (a resize) is accepted (202) and refused in the
+        instance action's failed event (compute API 2.84 shows its
+        details). None if there is no refusal within two minutes.
+        """
+        if response.status_code == 400:
+            return response.text
+        self.assertEqual(202, response.status_code, response.text)
+        path = '/servers/%s/os-instance-actions/%s' % (
+            server.id, response.headers['x-openstack-request-id'])
+
+        def failed():
+            action = self.cloud.conn.compute.get(
+                path, microversion='2.84').json()['instanceAction']
+            return ' '.join(e.get('details') or e['event']
+                            for e in action['events']
+                            if e['result'] == 'Error') or None
+        return base.wait_for(failed, 120, 1.0)
+
+
+class MultiHostCloudTest(TwoHosts):
 
     @classmethod
     def setUpClass(cls):
@@ -232,11 +283,6 @@ class MultiHostCloudTest(base.TestCase):
         cap = disk.get('cap') or {}
         return (cap.get('limits') or {}).get('total_bytes_sec')
 
-    def _delete(self, server):
-        compute = self.cloud.conn.compute
-        compute.delete_server(server, ignore_missing=True)
-        compute.wait_for_delete(server, wait=120)
-
     def assertRunsOn(self, host, server):
         """``server`` runs in ``host``'s libvirtd and in no other's."""
         for other in self.cloud.hosts:
@@ -330,20 +376,6 @@ class MultiHostCloudTest(base.TestCase):
         self.assertRunsOn(self.host2, server)
         self.assertCapFollows(server, self.host2)
 
-    def placement(self, path):
-        return self.cloud.conn.placement.get(
-            path, microversion='1.39').json()
-
-    def floor_provider(self):
-        """The domain's provider once it has its floor inventory."""
-        found = self.placement('/resource_providers?name=iotguard:'
-                               + DOMAIN)['resource_providers']
-        if not found:
-            return None
-        inventories = self.placement('/resource_providers/%s/inventories'
-                                     % found[0]['uuid'])['inventories']
-        return found[0]['uuid'] if RESOURCE_CLASS in inventories else None
-
     def test_floors_fill_the_domain(self):
         """The domain holds one mh-silver floor: the next one fits nowhere.
 
@@ -434,29 +466,6 @@ class MultiHostCloudTest(base.TestCase):
                 tiers())
             self.assertEqual({RESOURCE_CLASS: units}, self.placement(
                 '/resource_providers/%s/usages' % provider)['usages'])
-
-    def refusal(self, server, response):
-        """Why Nova refused a server action, once it did.
-
-        nova-api answers at once (400) what it waits for (a live
-        migration before compute API 2.34); what it casts to the
-        conductor (a resize) is accepted (202) and refused in the
-        instance action's failed event (compute API 2.84 shows its
-        details). None if there is no refusal within two minutes.
-        """
-        if response.status_code == 400:
-            return response.text
-        self.assertEqual(202, response.status_code, response.text)
-        path = '/servers/%s/os-instance-actions/%s' % (
-            server.id, response.headers['x-openstack-request-id'])
-
-        def failed():
-            action = self.cloud.conn.compute.get(
-                path, microversion='2.84').json()['instanceAction']
-            return ' '.join(e.get('details') or e['event']
-                            for e in action['events']
-                            if e['result'] == 'Error') or None
-        return base.wait_for(failed, 120, 1.0)
 
     # -- iotguard across the hosts ------------------------------------
     def assertCapped(self, host, server, timeout=60, dev='vda'):
@@ -629,6 +638,168 @@ class MultiHostCloudTest(base.TestCase):
             self.iotguard.spawn(name, 'controller',
                                 'iotguard-controller-' + n)
             time.sleep(2 * INTERVAL)
+
+
+#: The host-local cloud's iotguard: no shared domain, each host's disks in
+#: its own ``local:<host>``, both in Placement under the compute nodes.
+LOCAL_EXTRA = '''
+[placement]
+enabled = true
+unit_bytes_sec = %(unit)s
+[tiers]
+flavor_tiers = lc-floor:lc-silver
+'''
+
+
+class LocalDisksCloudTest(TwoHosts):
+    """Two hosts on local disks: a host-local domain each, in Placement.
+
+    The cloud without Ceph (Nova's disks are files on each host, moved by
+    block live migration); each host's domain is calibrated as the Ceph
+    domain of :class:`MultiHostCloudTest` is, so one lc-silver floor
+    (267 of 360 units) fills it.
+    """
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        for why in (cloud_fixture.unavailable(),
+                    hosts_fixture.unavailable(),
+                    None if libvirt else 'libvirt-python not installed',
+                    database.unavailable('mysql')):
+            if why:
+                raise unittest.SkipTest(why)
+        try:
+            cls.cloud = cls.class_fixture(cloud_fixture.Cloud(
+                os.environ.get('IOTGUARD_CLOUD_DIR'), hosts=2))
+            cls._start_iotguard()
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def _start_iotguard(cls):
+        cloud = cls.cloud
+        cls.flavor = cloud.flavor('iotguard-local', {
+            'quota:disk_total_bytes_sec': str(STATIC)})
+        db = cls.class_fixture(database.Database('mysql'))
+        cls.iotguard = cls.class_fixture(deployment.Deployment(
+            cloud, db.url, INTERVAL, LEASE, SAMPLE,
+            extra=LOCAL_EXTRA % {'unit': UNIT}))
+        for host in cloud.hosts:
+            proc = cls.iotguard.manage(
+                'domain', 'calibrate', LOCAL + host.name, '--iops-4k',
+                str(CAPACITY['iops']), '--bytes-sec',
+                str(CAPACITY['bytes_sec']), '--form', 'max', '--create',
+                '--kind', 'local')
+            if proc.returncode:
+                raise RuntimeError(proc.stderr)
+        cls.iotguard.spawn('controller', 'controller', 'iotguard-controller')
+        for host in cloud.hosts:
+            cls.iotguard.spawn('agent-' + host.name, 'agent', host.name,
+                               popen=host.popen)
+        cls.floor_flavor = cloud.flavor('lc-floor')
+        resp = cls.iotguard.request('POST', '/v1/tiers', {
+            'name': 'lc-silver', 'min_bytes_sec': FLOOR})
+        if resp.status_code != 201:
+            raise RuntimeError('tier lc-silver: %s' % resp.text)
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.Timeout(600, gentle=True))
+
+    def boot(self, name, flavor, host=None):
+        server = self.cloud.boot(name, flavor, host=host)
+        self.addCleanup(self._delete, server)
+        self.assertEqual('ACTIVE', server.status)
+        return server
+
+    def usages(self, providers):
+        """``{host: floor units Placement counts in its domain}``."""
+        return {host: self.placement('/resource_providers/%s/usages' % p)[
+            'usages'].get(RESOURCE_CLASS, 0)
+            for host, p in providers.items()}
+
+    def disk(self, server):
+        return ((self.iotguard.disks(server) or {}).get('vda') or {})
+
+    def test_each_host_holds_one_floor(self):
+        """Full host -> the other; both full -> no host; moves refused.
+
+        The first lc-floor server fills one host's domain, the second goes
+        to the other host, the third fits nowhere. A block live migration
+        of the first into the other (full) host is refused by the
+        scheduler. A server whose tier was chosen through iotguard's API
+        (its flavor asks Placement for nothing) is moved into a full host
+        anyway: membership admits it there again, refuses, and says so on
+        the disk. Placement's usage is the committed floors throughout.
+        """
+        providers = {}
+        for host in self.cloud.hosts:
+            providers[host.name] = base.wait_for(
+                lambda: self.floor_provider(host.name + ':iotguard'), 90,
+                1.0)
+            self.assertTrue(providers[host.name],
+                            '%s never reached Placement' % host.name)
+        units = int(self.cloud.conn.compute.fetch_flavor_extra_specs(
+            self.floor_flavor).extra_specs['resources:' + RESOURCE_CLASS])
+        self.assertEqual(267, units)
+
+        first = self.boot('lc-1', self.floor_flavor)
+        a = self.cloud.host(first)
+        b = next(h for h in self.cloud.hosts if h is not a)
+        self.assertEqual({a.name: units, b.name: 0}, self.usages(providers))
+        second = self.boot('lc-2', self.floor_flavor)
+        self.assertEqual(b.name, second.compute_host)
+        self.assertEqual({a.name: units, b.name: units},
+                         self.usages(providers))
+        compute = self.cloud.conn.compute
+        third = compute.create_server(
+            name='lc-3', flavor_id=self.floor_flavor.id,
+            image_id=self.cloud.images['disk'], networks='none')
+        self.addCleanup(self._delete, third)
+        third = self.cloud.settle(third, lambda s: s.status != 'BUILD')
+        self.assertEqual('ERROR', third.status)
+        self.assertIn('No valid host', third.fault['message'])
+        for server, host in ((first, a), (second, b)):
+            self.assertTrue(base.wait_for(
+                lambda: self.disk(server).get('tier') == 'lc-silver', 60,
+                0.5), self.iotguard.disks(server))
+            self.assertEqual(LOCAL + host.name, self.disk(server)['domain'])
+
+        response = compute.post('/servers/%s/action' % first.id, json={
+            'os-migrateLive': {'host': b.name, 'block_migration': True}},
+            microversion='2.30')
+        self.assertIn('No valid host', self.refusal(first, response))
+        first = self.cloud.settle(first, lambda s: True)
+        self.assertEqual((a.name, 'ACTIVE'),
+                         (first.compute_host, first.status))
+        self.assertEqual({a.name: units, b.name: units},
+                         self.usages(providers))
+
+        # Room on b again; a server there takes lc-silver through the API.
+        self._delete(second)
+        self.assertTrue(base.wait_for(
+            lambda: self.iotguard.disks(second) is None, 60, 0.5),
+            'iotguard still has %s' % second.id)
+        chosen = self.boot('lc-api', self.flavor, host=b)
+        resp = self.iotguard.request('PUT', '/v1/instances/%s/tier'
+                                     % chosen.id, {'tier': 'lc-silver'})
+        self.assertEqual(200, resp.status_code, resp.text)
+        self.assertIsNone(self.disk(chosen).get('tier_refused'))
+        # Its flavor asks Placement for nothing: Nova moves it into a.
+        compute.live_migrate_server(chosen, host=a.name,
+                                    block_migration=True)
+        chosen = self.cloud.settle(chosen,
+                                   lambda s: s.compute_host == a.name)
+        self.assertEqual((a.name, 'ACTIVE'),
+                         (chosen.compute_host, chosen.status))
+        moved = base.wait_for(
+            lambda: self.disk(chosen).get('tier_refused') and
+            self.disk(chosen), 60, 0.5)
+        self.assertTrue(moved, self.iotguard.disks(chosen))
+        self.assertEqual(LOCAL + a.name, moved['domain'])
+        self.assertEqual({a.name: units, b.name: 0}, self.usages(providers))
 
 
 def _text(value):
