@@ -730,9 +730,9 @@ class LocalDisksCloudTest(TwoHosts):
         to the other host, the third fits nowhere. A block live migration
         of the first into the other (full) host is refused by the
         scheduler. A server whose tier was chosen through iotguard's API
-        (its flavor asks Placement for nothing) is moved into a full host
-        anyway: membership admits it there again, refuses, and says so on
-        the disk. Placement's usage is the committed floors throughout.
+        (its flavor asks Placement for nothing) is forced into a full host
+        by an admin: membership admits it there again, refuses, and says
+        so on the disk. Placement's usage is the committed floors throughout.
         """
         providers = {}
         for host in self.cloud.hosts:
@@ -787,9 +787,12 @@ class LocalDisksCloudTest(TwoHosts):
                                      % chosen.id, {'tier': 'lc-silver'})
         self.assertEqual(200, resp.status_code, resp.text)
         self.assertIsNone(self.disk(chosen).get('tier_refused'))
-        # Its flavor asks Placement for nothing: Nova moves it into a.
-        compute.live_migrate_server(chosen, host=a.name,
-                                    block_migration=True)
+        # An admin forces it into a (the scheduler skipped; its flavor asks
+        # Placement for nothing, so Nova copies its allocation there).
+        response = compute.post('/servers/%s/action' % chosen.id, json={
+            'os-migrateLive': {'host': a.name, 'block_migration': True,
+                               'force': True}}, microversion='2.30')
+        self.assertEqual(202, response.status_code, response.text)
         chosen = self.cloud.settle(chosen,
                                    lambda s: s.compute_host == a.name)
         self.assertEqual((a.name, 'ACTIVE'),
