@@ -22,10 +22,12 @@ rates per window. Used by :mod:`benchmarks.faults` and
 :mod:`benchmarks.guarantee`.
 """
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -149,6 +151,16 @@ def missing():
         if why:
             return why
     return None
+
+
+@contextlib.contextmanager
+def workdir(keep=None):
+    """The bed's directory: ``keep`` (left behind) or a temporary one."""
+    with tempfile.TemporaryDirectory(dir='/var/tmp') as tmp:
+        path = keep or tmp
+        os.makedirs(path, exist_ok=True)
+        os.chmod(path, 0o755)
+        yield path
 
 
 def ready_line(bed, started):

@@ -40,7 +40,6 @@ import os
 import signal
 import statistics
 import subprocess
-import tempfile
 import threading
 import time
 
@@ -485,10 +484,7 @@ def main(argv=None):
     faults = args.fault or sorted(FAULTS)
     results = []
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(dir='/var/tmp') as tmp:
-        workdir = args.keep or tmp
-        os.makedirs(workdir, exist_ok=True)
-        os.chmod(workdir, 0o755)
+    with bed_mod.workdir(args.keep) as workdir:
         with Bed(workdir, state_fs='state-full' in faults) as bed:
             print(bed_mod.ready_line(bed, started), flush=True)
             for name in faults:

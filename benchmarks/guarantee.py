@@ -34,7 +34,6 @@ import json
 import os
 import statistics
 import subprocess
-import tempfile
 import time
 
 import numpy as np
@@ -449,10 +448,7 @@ def main(argv=None):
     libvirt.registerErrorHandler(lambda *_: None, None)
     results = []
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(dir='/var/tmp') as tmp:
-        workdir = args.keep or tmp
-        os.makedirs(workdir, exist_ok=True)
-        os.chmod(workdir, 0o755)
+    with bed_mod.workdir(args.keep) as workdir:
         with make_bed(workdir, names, args.runs,
                       not args.no_urgent) as bed:
             ready(bed)
