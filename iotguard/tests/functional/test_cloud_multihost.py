@@ -114,6 +114,25 @@ UNIT = CAPACITY['bytes_sec'] / CAPACITY['iops']
 class TwoHosts(base.TestCase):
     """What the tests on a two-host cloud ask Nova and Placement."""
 
+    @classmethod
+    def start(cls, cloud, flavor, extra):
+        """``cloud`` started, then iotguard beside it (``_start_iotguard``).
+
+        ``flavor``: the name of the static flavor (``cls.flavor``);
+        ``extra``: iotguard's config beyond the deployment's.
+        """
+        try:
+            cls.cloud = cls.class_fixture(cloud)
+            cls.flavor = cls.cloud.flavor(flavor, {
+                'quota:disk_total_bytes_sec': str(STATIC)})
+            db = cls.class_fixture(database.Database('mysql'))
+            cls.iotguard = cls.class_fixture(deployment.Deployment(
+                cls.cloud, db.url, INTERVAL, LEASE, SAMPLE, extra=extra))
+            cls._start_iotguard()
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
     def _delete(self, server):
         compute = self.cloud.conn.compute
         compute.delete_server(server, ignore_missing=True)
@@ -176,26 +195,16 @@ class MultiHostCloudTest(TwoHosts):
                     database.unavailable('mysql')):
             if why:
                 raise unittest.SkipTest(why)
-        try:
-            cls.cloud = cls.class_fixture(cloud_fixture.Cloud(
-                os.environ.get('IOTGUARD_CLOUD_DIR'), cinder=True, hosts=2,
-                ephemeral_rbd=True, ceph_options=dict(
-                    CAPACITY, store='bluestore')))
-            cls._start_iotguard()
-        except BaseException:
-            cls.tearDownClass()
-            raise
+        cls.start(cloud_fixture.Cloud(
+            os.environ.get('IOTGUARD_CLOUD_DIR'), cinder=True, hosts=2,
+            ephemeral_rbd=True, ceph_options=dict(
+                CAPACITY, store='bluestore')), 'iotguard-multihost',
+            EXTRA % {'domain': DOMAIN, 'redis': REDIS, 'unit': UNIT,
+                     'group': 'iotguard-mh-' + uuid.uuid4().hex[:8]})
 
     @classmethod
     def _start_iotguard(cls):
         cloud = cls.cloud
-        cls.flavor = cloud.flavor('iotguard-multihost', {
-            'quota:disk_total_bytes_sec': str(STATIC)})
-        db = cls.class_fixture(database.Database('mysql'))
-        cls.iotguard = cls.class_fixture(deployment.Deployment(
-            cloud, db.url, INTERVAL, LEASE, SAMPLE, extra=EXTRA % {
-                'domain': DOMAIN, 'redis': REDIS, 'unit': UNIT,
-                'group': 'iotguard-mh-' + uuid.uuid4().hex[:8]}))
         # The operator calibrates the cluster's domain with what it serves.
         proc = cls.iotguard.manage(
             'domain', 'calibrate', DOMAIN, '--iops-4k',
@@ -669,23 +678,13 @@ class LocalDisksCloudTest(TwoHosts):
                     database.unavailable('mysql')):
             if why:
                 raise unittest.SkipTest(why)
-        try:
-            cls.cloud = cls.class_fixture(cloud_fixture.Cloud(
-                os.environ.get('IOTGUARD_CLOUD_DIR'), hosts=2))
-            cls._start_iotguard()
-        except BaseException:
-            cls.tearDownClass()
-            raise
+        cls.start(cloud_fixture.Cloud(
+            os.environ.get('IOTGUARD_CLOUD_DIR'), hosts=2), 'iotguard-local',
+            LOCAL_EXTRA % {'unit': UNIT})
 
     @classmethod
     def _start_iotguard(cls):
         cloud = cls.cloud
-        cls.flavor = cloud.flavor('iotguard-local', {
-            'quota:disk_total_bytes_sec': str(STATIC)})
-        db = cls.class_fixture(database.Database('mysql'))
-        cls.iotguard = cls.class_fixture(deployment.Deployment(
-            cloud, db.url, INTERVAL, LEASE, SAMPLE,
-            extra=LOCAL_EXTRA % {'unit': UNIT}))
         for host in cloud.hosts:
             proc = cls.iotguard.manage(
                 'domain', 'calibrate', LOCAL + host.name, '--iops-4k',
