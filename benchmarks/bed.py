@@ -34,12 +34,15 @@ import uuid
 
 import fixtures
 import numpy as np
+from oslo_config import cfg
 
 from iotguard.sim import measures
 from iotguard.tests.fixtures import database
 from iotguard.tests.fixtures import rabbit
 from iotguard.tests.fixtures import sharedqueue
 from iotguard.tests.functional import test_shared_queue as sq
+from iotguard.wire import rpc
+from iotguard.wire import rpcapi
 
 ADMIN = {'X-Project-Id': 'admin-proj', 'X-Roles': 'admin,member,reader'}
 MEMBER_A = {'X-Project-Id': 'proj-a', 'X-Roles': 'member,reader'}
@@ -132,16 +135,59 @@ class Bed(fixtures.Fixture):
                                                    answer))
         return answer
 
+    def reconnect(self):
+        """The bed on a new libvirt connection (libvirtd was restarted).
+
+        The connection and the guests' domain objects keep their identity
+        (the queue's cleanups hold them): each takes the new connection's
+        handle, and the dead one goes with the object it is swapped into.
+        """
+        import libvirt
+        fresh = libvirt.open(sharedqueue.LIBVIRT_URI)
+        doms = [(d, fresh.lookupByUUIDString(d.UUIDString()))
+                for d in self.quiet + [self.noisy]]
+        for old, new in [(self.queue.conn, fresh)] + doms:
+            old._o, new._o = new._o, old._o
+
+    def agent_lease(self):
+        """The noisy disk's lease and decision in the agent's memory.
+
+        Asked over RPC (``get_state``, through the controllers' port of
+        the broker), for when its state file cannot be written; None when
+        the agent holds no cap on it.
+        """
+        if getattr(self, '_agent_api', None) is None:
+            conf = cfg.ConfigOpts()
+            conf(['--config-file', os.path.join(self.dir, 'controller.conf')])
+            transport = rpc.get_transport(conf)
+            self.addCleanup(transport.cleanup)
+            self._agent_api = rpcapi.AgentAPI(transport, timeout=5)
+        state = self._agent_api.get_state({}, self.services.host)
+        for disk in state['disks']:
+            if (disk['instance_uuid'], disk['dev']) == (
+                    self.noisy.UUIDString(), 'vda') and disk['cap']:
+                return disk['lease_expires_at'], disk['decision_id']
+        return None
+
     def lease(self):
-        """The noisy disk's lease and decision in the agent's state file."""
+        """The noisy disk's lease and decision in the agent's state file.
+
+        On the true clock: an agent whose wall clock is off (the clock
+        faults) writes its leases on its own, and says when it wrote the
+        file by it (``@clock``); the file's modification time is the
+        kernel's, the true one.
+        """
         try:
             with open(self.services.state_file) as f:
                 held = json.load(f)
+                written = os.fstat(f.fileno()).st_mtime
         except (OSError, ValueError):
             return None
         cap = held.get('%s/vda' % self.noisy.UUIDString())
-        return (cap['lease_expires_at'], cap['decision_id']) if cap \
-            else None
+        if not cap:
+            return None
+        skew = held.get('@clock', {}).get('wall', written) - written
+        return cap['lease_expires_at'] - skew, cap['decision_id']
 
 
 def missing():

@@ -63,13 +63,17 @@ ADMIN = bed_mod.ADMIN
 class Fault:
     """How to break one part of the bed and heal it.
 
-    ``observe``: what else to report of the bed after the episode.
+    ``observe``: what else to report of the bed after the episode;
+    ``lease``: where the runner reads the agent's lease (``bed.lease``:
+    its state file; ``bed.agent_lease``: its memory, over RPC, where the
+    fault keeps the file from being written).
     """
     inject: object
     heal: object
     duration: float
     doc: str
     observe: object = None
+    lease: str = 'lease'
 
 
 def _signal(kind, signum):
@@ -156,6 +160,44 @@ def _uncut(bed):
                    capture_output=True)
 
 
+#: Where ``libvirtd -d`` (tools/test-setup.sh: no systemd) writes its pid.
+LIBVIRTD_PID = '/run/libvirtd.pid'
+
+
+def _qemu_pids(bed):
+    """{guest name: its QEMU's pid} of the bed's guests."""
+    out = {}
+    for dom in bed.quiet + [bed.noisy]:
+        name = dom.name()
+        with open('/run/libvirt/qemu/%s.pid' % name) as f:
+            out[name] = int(f.read())
+    return out
+
+
+def _libvirtd_stop(bed):
+    """libvirtd stopped (SIGTERM), its guests' QEMU processes noted."""
+    bed.qemu_before = _qemu_pids(bed)
+    with open(LIBVIRTD_PID) as f:
+        pid = int(f.read())
+    os.kill(pid, signal.SIGTERM)
+    _wait(lambda: not os.path.exists('/proc/%d' % pid), 30,
+          'libvirtd to exit')
+
+
+def _libvirtd_start(bed):
+    """libvirtd started as tools/test-setup.sh starts it, answering."""
+    subprocess.run(['timeout', '20', 'libvirtd', '-d'], check=True)
+    _wait(lambda: subprocess.run(
+        ['timeout', '5', 'virsh', '-c', 'qemu:///system', 'version'],
+        capture_output=True).returncode == 0, 30, 'libvirtd to answer')
+    bed.reconnect()
+
+
+def _qemu_survived(bed):
+    """Whether every guest's QEMU is the process it was before."""
+    return {'qemu_survived': _qemu_pids(bed) == bed.qemu_before}
+
+
 def _state_files(bed):
     return {'state_dir': sorted(os.listdir(bed.state_dir))}
 
@@ -194,10 +236,16 @@ FAULTS = {
         'the agent cut off from RabbitMQ (its packets to the broker '
         'dropped: iptables on the port only it uses), its guests running; '
         'the rule removed after the duration'),
+    'libvirtd-restart': Fault(
+        _libvirtd_stop, _libvirtd_start, 5.0,
+        'libvirtd stopped (SIGTERM), started again (``libvirtd -d``) after '
+        'the duration; the guests run on (their QEMU processes are '
+        'checked to be the same)', observe=_qemu_survived),
     'state-full': Fault(
         _fill, _unfill, 30.0,
         'the agent\'s state directory (a tmpfs of bed.STATE_FS_SIZE) filled '
-        'up, then the filler removed', observe=_state_files),
+        'up, then the filler removed', observe=_state_files,
+        lease='agent_lease'),
 }
 
 
@@ -248,10 +296,14 @@ class Bed(bed_mod.Bed):
         self.addCleanup(_uncut, self)
 
 
-def Poller(bed):
-    """Reads the bed every POLL_S: (time, noisy limits, lease, writes)."""
+def Poller(bed, lease='lease'):
+    """Reads the bed every POLL_S: (time, noisy limits, lease, writes).
+
+    ``lease``: the bed's method that reads the lease (:class:`Fault`).
+    """
+    read_lease = getattr(bed, lease)
     return bed_mod.Poller(lambda: (
-        bed_mod.limits(bed.noisy), bed.lease(),
+        bed_mod.limits(bed.noisy), read_lease(),
         [bed_mod.written(d) for d in bed.quiet]), 3, POLL_S)
 
 
@@ -339,7 +391,7 @@ def episode(bed, name, run, at, duration, after):
     """One fault, injected ``at`` s in for ``duration`` s; its Result."""
     fault = FAULTS[name]
     offsets = _log_offsets(bed.services)
-    poller = Poller(bed)
+    poller = Poller(bed, fault.lease)
     chooser = Chooser(bed) if name == 'db-stop' else None
     poller.start()
     start = time.time()

@@ -206,6 +206,14 @@ class Rounds:
             if r.per_disk is not None:
                 self._add_disks(r.domain, r.per_disk)
 
+    def urgent(self, results: Iterable[Any]) -> None:
+        """Urgent decisions (between rounds): their cap changes.
+
+        The gauges and the floors' seconds stay the rounds'.
+        """
+        for r in results:
+            self.domains[r.domain].cap_changes += r.applied + r.released
+
     def _add_disks(self, domain: str, rows: Iterable[DiskRound]) -> None:
         """A domain's disks now: those gone from it are dropped."""
         before = self.disks.get(domain, {})

@@ -35,6 +35,7 @@ Semantics (doc/source/reference/architecture.rst, "Fail safe"):
 """
 
 import collections.abc
+import dataclasses
 import json
 import os
 import tempfile
@@ -56,6 +57,9 @@ LOG = logging.getLogger(__name__)
 #: A cap in force: (effective limits, lease_expires_at, decision_id).
 InForce = tuple[dict[str, int], float, str | None]
 R = TypeVar('R')
+#: A wall clock that moved less than this (s) against the monotonic one
+#: between a save and a load of the state file did not step.
+STEP_S = 1.0
 
 
 class AgentManager:
@@ -69,7 +73,7 @@ class AgentManager:
         self.host = conf.host
         self.driver = driver
         self._clock = clock
-        self._store = store or StateFile(conf.agent.state_file)
+        self._store = store or StateFile(conf.agent.state_file, clock)
         self._lock = threading.RLock()
         self._caps: dict[base.Key, caps_mod.Cap] = {}  # all twelve keys
         #: leases that lapsed (their caps released here), since start
@@ -104,7 +108,8 @@ class AgentManager:
                 LOG.warning('Refusing %d cap(s), their leases expired by '
                             'this host\'s clock (the oldest, cap %s on '
                             '%s/%s, %.1f s ago): sent long ago, or this '
-                            'clock ahead of the controller\'s (NTP?)',
+                            'clock stepped forward since the controller '
+                            'last learned it from the samples (NTP?)',
                             len(late), cap.decision_id, *cap.key,
                             now - cap.lease_expires_at)
             if changed:
@@ -122,7 +127,10 @@ class AgentManager:
             self._store.save(self._caps)
 
     def get_state(self, ctxt: rpcapi.Context) -> rpcapi.Payload:
-        """Every known disk: static, cap, lease and what is applied."""
+        """Every known disk: static, cap, lease and what is applied.
+
+        Leases and ``time`` are on this host's clock.
+        """
         with self._lock:
             keys = set(self._disks) | set(self._caps)
             disks = []
@@ -288,16 +296,65 @@ class AgentManager:
                  else 'static limits')
 
 
-class StateFile:
-    """The caps this agent applied, in one JSON file (this host only)."""
+def boot_id() -> str | None:
+    """This boot's id (Linux), None where there is none."""
+    try:
+        with open('/proc/sys/kernel/random/boot_id') as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
 
-    def __init__(self, path: str | None) -> None:
+
+class StateFile:
+    """The caps this agent applied, in one JSON file (this host only).
+
+    The file also holds when it was written, by the wall clock and by the
+    monotonic clock of this boot (:data:`CLOCK`). Read back in the same
+    boot, its leases move with the wall clock if that stepped meanwhile
+    (NTP, an agent restarted with its clock set): a cap is kept as long as
+    its lease had left, by the monotonic clock, never longer.
+    """
+
+    #: The entry of the file that says when it was written.
+    CLOCK = '@clock'
+
+    def __init__(self, path: str | None,
+                 clock: collections.abc.Callable[[], float] = time.time,
+                 monotonic: collections.abc.Callable[[], float] = (
+                     time.monotonic),
+                 boot: collections.abc.Callable[[], str | None] = boot_id
+                 ) -> None:
         self.path = path
+        self._clock, self._monotonic, self._boot = clock, monotonic, boot
+
+    def _written(self) -> dict[str, object]:
+        return {'wall': self._clock(), 'monotonic': self._monotonic(),
+                'boot': self._boot()}
+
+    def _step(self, written: object) -> float:
+        """How far the wall clock stepped since ``written`` (0: unknown)."""
+        if not isinstance(written, dict):
+            return 0.0
+        wall, mono = written.get('wall'), written.get('monotonic')
+        boot = self._boot()
+        if boot is None or written.get('boot') != boot \
+                or not isinstance(wall, (int, float)) \
+                or not isinstance(mono, (int, float)):
+            return 0.0
+        step = (self._clock() - wall) - (self._monotonic() - mono)
+        if abs(step) <= STEP_S:
+            return 0.0
+        LOG.warning('This host\'s clock moved %+.1f s since %s was written '
+                    '(against its monotonic clock): the leases recorded '
+                    'move with it', step, self.path)
+        return step
 
     def save(self, held: dict[base.Key, caps_mod.Cap]) -> None:
         if not self.path:
             return
-        data = {'%s/%s' % key: cap.to_wire() for key, cap in held.items()}
+        data: dict[str, object] = {
+            '%s/%s' % key: cap.to_wire() for key, cap in held.items()}
+        data[self.CLOCK] = self._written()
         directory = os.path.dirname(os.path.abspath(self.path))
         written = None
         try:
@@ -323,13 +380,16 @@ class StateFile:
         try:
             with open(self.path) as f:
                 data = json.load(f)
+            step = self._step(data.pop(self.CLOCK, None))
             out = {}
             for name, cap in data.items():
                 uuid, dev = name.rsplit('/', 1)
                 # Older agents' files name the disk by the key alone.
-                out[(uuid, dev)] = caps_mod.Cap.from_wire(
+                held = caps_mod.Cap.from_wire(
                     {'decision_id': None, **cap, 'instance_uuid': uuid,
                      'dev': dev})
+                out[(uuid, dev)] = dataclasses.replace(
+                    held, lease_expires_at=held.lease_expires_at + step)
             return out
         except FileNotFoundError:
             return {}

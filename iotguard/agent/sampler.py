@@ -19,7 +19,9 @@ that went backwards (reboot, re-attach) is reported as a gap and also
 marks the instance for a re-check of its cap, since the domain was
 likely rebuilt. With ``[agent] urgent_samples`` the batch marks the disks
 whose demand rose since the last pass (:func:`iotguard.wire.rates.rising`)
-so that the controller may act on them before its next round.
+so that the controller may act on them before its next round. With
+``[agent] latency_histograms`` the driver's percentiles
+(:attr:`iotguard.wire.rates.Readings.p99_ms`) go into the batch too.
 """
 
 import collections.abc
@@ -94,7 +96,7 @@ class Sampler:
                 urgent = rates.rising(self._before[1], measured.rates)
             self._before = (listed.keys, measured.rates)
         return batch_mod.Batch.of_pass(timestamp, self._layout[1], measured,
-                                       urgent)
+                                       urgent, listed.p99_ms)
 
     def _listed(self, readings: rates.Readings,
                 disks: dict[base.Key, base.Disk]) -> rates.Readings:

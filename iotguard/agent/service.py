@@ -111,6 +111,12 @@ class AgentService:
             disks = self.driver.list_disks()
             self.manager.periodic(disks)
             batch = self.sampler.collect(disks)
+        except base.Unavailable as e:
+            # libvirtd restarting: its caps stay in QEMU meanwhile
+            LOG.warning('Agent interval skipped: %s; retrying next '
+                        'interval', e)
+            self.passes.failed += 1
+            return
         except Exception:
             LOG.exception('Agent interval failed; retrying next interval')
             self.passes.failed += 1

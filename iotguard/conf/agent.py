@@ -48,6 +48,21 @@ OPTS: list[cfg.Opt] = [
                      'about a second. Needs controllers of controller RPC '
                      'API 1.1 (this release): an older one refuses a '
                      'batch that marks a disk urgent.'),
+    cfg.BoolOpt('latency_histograms',
+                default=False,
+                help='Read each virtio disk\'s 99th percentile latency from '
+                     'QEMU\'s latency histograms, so that the latency '
+                     'objectives of tiers (``latency_p99_ms``) are judged on '
+                     'it instead of the interval\'s mean latency. Costs one '
+                     'QEMU monitor call per domain per sampling pass (and '
+                     'one when the agent first reads a domain, to set the '
+                     'histogram on its disks); libvirt has no API for it, '
+                     'so the calls go through its QEMU monitor passthrough '
+                     'and libvirt marks each such domain tainted '
+                     '(``custom-monitor``). Disks on other buses keep the '
+                     'mean. Needs controllers of controller RPC API 1.2 '
+                     '(this release): an older one refuses a batch that '
+                     'carries a percentile.'),
     cfg.StrOpt('state_file',
                default='/var/lib/iotguard/agent-caps.json',
                help='Where the agent keeps the caps it applied (one small '

@@ -29,9 +29,12 @@ OPTS: list[cfg.Opt] = [
                       'does not get, its domain is decided at once rather '
                       'than at the next round: at most once per this many '
                       'seconds per domain (a later urgent sample waits for '
-                      'the rest), never while a round runs. 0: urgent '
-                      'samples are stored like any other and wait for the '
-                      'round.'),
+                      'the rest), never while a round runs. The same holds, '
+                      'with no agent option, for a disk short of its floor '
+                      'whose samples resume (the first fresh one after '
+                      'none: this controller started, the broker or the '
+                      'agent is back, the disk is new). 0: such samples '
+                      'are stored like any other and wait for the round.'),
     cfg.StrOpt('default_policy',
                default='guarantee',
                choices=[('none', 'never cap (best effort)'),
@@ -88,6 +91,17 @@ OPTS: list[cfg.Opt] = [
                     'kept; one row per disk with a floor or a cap per '
                     'minute, 1,440 rows per such disk and day, about '
                     '280 kB with their indexes on PostgreSQL.'),
+    cfg.FloatOpt('clock_offset_warning',
+                 default=2.0, min=0.1,
+                 help='Seconds a compute host\'s clock may be off this '
+                      'controller\'s before a warning names the host (one '
+                      'line, and one more when it is back within). The '
+                      'offset is learned from the host\'s samples; its '
+                      'samples are judged and its caps\' leases sent on its '
+                      'own clock either way, so a host off by seconds or '
+                      'minutes keeps its floors, but keep the hosts '
+                      'synchronised (NTP): the offset is only as good as '
+                      'the least delayed of its recent samples.'),
     cfg.FloatOpt('violation_latency_ms',
                  default=20.0, min=0.0,
                  help='A disk below its floor whose mean latency per '

@@ -14,7 +14,9 @@
 
 * **act**: per host one ``apply_caps`` cast with the new or changed caps
   and the renewals due (:func:`iotguard.engine.plan.renew_due`), each
-  leased until ``now + [controller] lease_seconds``, and one
+  leased until ``now + [controller] lease_seconds`` (this controller's
+  clock; :class:`~iotguard.wire.rpcapi.AgentAPI` sends it on the host's,
+  :meth:`iotguard.controller.samples.Clocks.lease_offset`), and one
   ``release_caps`` cast with the releases; which decisions are carried out
   is :func:`iotguard.engine.plan.plan`'s (the simulator's too).
 * **record**: every cap and release carried out is one row of the
@@ -334,7 +336,10 @@ class Effects:
                 'write_iops': _value(c.write_iops[i]),
                 'read_bytes_sec': _value(c.read_bytes_sec[i]),
                 'write_bytes_sec': _value(c.write_bytes_sec[i]),
-                'latency_ms': float(snapshot.latency_ms[i])})
+                'latency_ms': float(snapshot.latency_ms[i]),
+                # NULL where the agent measured none: never the mean
+                'latency_p99_ms': (None if c.p99_ms is None
+                                   else _value(c.p99_ms[i]))})
 
     def flush(self, writes: Writes, now: float) -> None:
         """Write a round's renewals and rates (each logged on failure)."""

@@ -43,9 +43,12 @@ controller can take over a domain at any round:
   changed, nothing refused).
 
 Between rounds, a domain is decided at once when a disk an agent marked
-urgent (its demand rose) holds a floor it does not get
-(:meth:`DomainLoop.urgent`): the same collect -> decide -> act -> record,
-at most once per ``[controller] urgent_interval`` per domain.
+urgent (its demand rose) or whose samples resumed (the first fresh one
+after none: this controller's start, the broker's or the agent's return)
+holds a floor it does not get (:meth:`DomainLoop.urgent`): the same
+collect -> decide -> act -> record, at most once per ``[controller]
+urgent_interval`` per domain. So the floors a lapsed cap left unkept are
+decided on the first fresh samples, not at the next round.
 
 One domain failing (DB, policy, messaging) is logged and the others go on;
 its caps are then not renewed and lapse at their lease, back to the
@@ -269,7 +272,8 @@ class DomainLoop:
                now: float) -> list[effects.RoundResult]:
         """Decide now the domains one of whose marked disks is short.
 
-        ``marked``: ``{name: (domain, disks an agent marked urgent)}``.
+        ``marked``: ``{name: (domain, disks an agent marked urgent or
+        whose samples resumed)}``.
         A domain is decided when it is due (:meth:`urgent_due`), had a
         round here (it is known to be this controller's), is calibrated
         and one of its marked disks holds a floor it does not reach

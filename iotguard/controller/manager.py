@@ -45,7 +45,13 @@ rest goes to the :class:`~iotguard.controller.samples.SampleStore`.
 Nothing a message holds can stop the service: every error is logged and
 the message dropped. The disks a stored batch marks urgent (RPC API 1.1)
 go, by domain, to ``on_urgent`` (the service decides those domains at
-once, :meth:`iotguard.controller.service.ControllerService.urgent`).
+once when one of them is short of its floor,
+:meth:`iotguard.controller.service.ControllerService.urgent`), and so do
+the disks whose samples resume: a fresh sample with rates where the
+store held none to act on (this controller just started, the broker or
+the agent is back after an outage, a disk restarted). The floors a
+lapsed cap left unkept are then decided on the first fresh samples, not
+at the next round.
 """
 
 from collections.abc import Callable
@@ -199,9 +205,10 @@ class ControllerManager:
                 return
             if not self.owns('agent:' + host):
                 return
-            self.db.agent_heartbeat(host[:255],
-                                    str(info.get('driver', 'unknown'))[:64],
-                                    **heartbeat_report(info))
+            self.db.agent_heartbeat(
+                host[:255], str(info.get('driver', 'unknown'))[:64],
+                clock_offset_s=self.store.clocks.offset(host),
+                **heartbeat_report(info))
         except Exception as exc:
             away = db_api.unreachable(exc)
             if away is None:
@@ -303,6 +310,9 @@ class ControllerManager:
             LOG.error('Dropped the samples of host %.255r: %s', host, e)
             self._count('dropped')
             return
+        if listing and host:
+            # from the agent itself: on this controller's clock from here
+            batch = self.store.clocks.correct(host, batch, received)
         keys = batch.keys()
         if route and host:
             mine = self._route_away(host, batch, keys)
@@ -332,13 +342,19 @@ class ControllerManager:
                                batch.project_id[i], owned)]
         if len(keep) < len(batch):
             batch = batch.take(np.array(keep, dtype=np.intp))
+        keys = batch.keys()
+        now = self._clock() if received is None else received
+        # had a sample to act on before this batch (the urgent check)
+        fresh = (self.store.fresh(keys, now) if keep and self.on_urgent
+                 is not None else None)
         stored = self.store.add_batch(batch, received) if keep else 0
         self._count('stored', stored)
         self._count('dropped', len(keep) - stored)
-        if stored and self.on_urgent is not None and batch.urgent_rows():
-            keys = batch.keys()
+        if stored and fresh is not None and self.on_urgent is not None:
+            rows = set(batch.urgent_rows()) | set(np.flatnonzero(
+                ~fresh & self.store.fresh(keys, now)).tolist())
             urgent: dict[str, list[Key]] = {}
-            for i in batch.urgent_rows():
+            for i in sorted(rows):
                 found = self.index.get(keys[i])
                 if found is not None:
                     urgent.setdefault(found[0], []).append(keys[i])

@@ -37,11 +37,20 @@ rates: it is stored, so it replaces older rates that no longer describe
 the disk, and ``gather``'s ``stale`` tells the loop it says nothing
 about the load.
 
+**Clocks.** An agent's timestamps are read on its host's clock. The
+controller learns each host's offset from its batches (:class:`Clocks`)
+and corrects them to its own clock as they arrive, before they are routed
+or judged (:meth:`Clocks.correct`); the leases it sends are put back on
+the host's clock (:meth:`Clocks.lease_offset`). Ceilometer's and
+Gnocchi's samples are taken as they are.
+
 Thread-safe: the RPC server's threads add while the loop reads.
 """
 
+import collections
 from collections.abc import Callable
 from collections.abc import Sequence
+import dataclasses
 import math
 import threading
 import time
@@ -58,16 +67,118 @@ LOG = logging.getLogger(__name__)
 
 #: Default tolerated clock skew between a source and the controller.
 MAX_SKEW_S = 2.0
+#: A host's clock offset is the best of its last this many batches.
+CLOCK_WINDOW = 8
+#: Two batches agree on a host's clock within this many seconds: more
+#: than a working broker's jitter, less than any sampling interval.
+CLOCK_AGREE_S = 0.5
 
 RATES = batch_mod.RATES
 
 #: The float columns of the store, by row of ``SampleStore._cols``.
 _FLOAT_COLUMNS = ('timestamp', 'interval_s') + RATES + (
-    'static_iops', 'static_bytes_sec', 'rated')
+    'static_iops', 'static_bytes_sec', 'rated', batch_mod.P99)
 _NAN = math.nan
 
 Key = tuple[str, str]
 Rows = npt.NDArray[np.intp]
+
+
+class Clocks:
+    """Each agent host's clock offset, learned from its batches.
+
+    A batch read at ``stamp`` by the host's clock and received at
+    ``received`` by this controller's shows ``stamp - received``: the
+    host's offset less the batch's delay (at least 0). The offset taken
+    is the highest of the host's last :data:`CLOCK_WINDOW` batches (the
+    least delayed: NTP's minimum-delay filter), once two of them agree on
+    it within :data:`CLOCK_AGREE_S`; until then the one taken before
+    stays (0 for a new host: its samples are judged as they are). So:
+
+    * batches delayed (queued during a network cut, a backlog after a
+      restart) are lower and change nothing; still late on the corrected
+      clock, they are refused as stale;
+    * a clock stepped forward is taken from the second batch after the
+      step; a clock stepped back as well, its window emptied at once by
+      the first batch older than the one before (the offset of a step
+      shorter than a sampling interval ages out of the window);
+    * a batch's own delay jitter is what the estimate is short of;
+    * an offset within :data:`CLOCK_AGREE_S` is no offset: the host's
+      clock is synchronised, what shows is its batches' delay (its
+      samples and leases are taken as they are).
+
+    Leases go back on the host's clock with :meth:`lease_offset`: what
+    the host's newest batch shows, a stepped clock followed at once; a
+    delay only shortens a lease.
+    """
+
+    def __init__(self, warn_s: float = MAX_SKEW_S) -> None:
+        self.warn_s = float(warn_s)
+        self._lock = threading.Lock()
+        self._seen: dict[str, collections.deque[float]] = {}
+        self._newest: dict[str, float] = {}    # the host's newest stamp
+        self._offset: dict[str, float] = {}    # agreed on
+
+    def observe(self, host: str, stamp: float, received: float) -> float:
+        """Take a batch of ``host``; its offset now (0: none agreed yet)."""
+        with self._lock:
+            seen = self._seen.get(host)
+            if seen is None or not stamp > self._newest[host]:
+                seen = self._seen[host] = collections.deque(
+                    maxlen=CLOCK_WINDOW)
+            self._newest[host] = stamp
+            seen.append(stamp - received)
+            top = max(seen)
+            if sum(shown >= top - CLOCK_AGREE_S for shown in seen) >= 2:
+                self._agree(host, top)
+            return self._offset.get(host, 0.0)
+
+    def _agree(self, host: str, offset: float) -> None:
+        """Take ``offset``; one warning when it crosses ``warn_s``."""
+        def side(value: float) -> int:
+            return 0 if abs(value) <= self.warn_s else (
+                1 if value > 0 else -1)
+        before = self._offset.get(host, 0.0)
+        self._offset[host] = offset
+        if side(offset) == side(before):
+            return
+        if side(offset):
+            LOG.warning('The clock of host %s is %.1f s %s this '
+                        'controller\'s (learned from its samples; '
+                        '[controller] clock_offset_warning is %.1f s): its '
+                        'samples are judged and its leases sent on its own '
+                        'clock; synchronise it (NTP)', host, abs(offset),
+                        'ahead of' if offset > 0 else 'behind', self.warn_s)
+        else:
+            LOG.warning('The clock of host %s is back within %.1f s of '
+                        'this controller\'s (%+.1f s)', host, self.warn_s,
+                        offset)
+
+    def offset(self, host: str) -> float | None:
+        """The host's clock less this controller's (s; None: not known)."""
+        with self._lock:
+            return self._offset.get(host)
+
+    def lease_offset(self, host: str) -> float:
+        """What to add to a lease to put it on the host's clock (0: none).
+
+        What the newest batch showed: the host's offset less that batch's
+        delay, a lower bound (a delay only shortens a lease), taken at
+        once whether the clock stepped forward or back.
+        """
+        with self._lock:
+            seen = self._seen.get(host)
+            return seen[-1] if seen and abs(seen[-1]) > CLOCK_AGREE_S \
+                else 0.0
+
+    def correct(self, host: str, batch: batch_mod.Batch,
+                received: float) -> batch_mod.Batch:
+        """An agent's batch, its timestamps on this controller's clock."""
+        offset = self.observe(host, batch.read_at, received)
+        if abs(offset) <= CLOCK_AGREE_S:
+            return batch
+        return dataclasses.replace(batch, timestamp=batch.timestamp - offset,
+                                   read_at=batch.read_at - offset)
 
 
 class SampleStore:
@@ -78,7 +189,8 @@ class SampleStore:
 
     def __init__(self, interval_s: float,
                  clock: Callable[[], float] = time.time,
-                 max_skew_s: float = MAX_SKEW_S, capacity: int = 1024) -> None:
+                 max_skew_s: float = MAX_SKEW_S, capacity: int = 1024,
+                 clock_warning_s: float = MAX_SKEW_S) -> None:
         if not interval_s > 0:
             raise ValueError('interval_s must be > 0, not %r' % interval_s)
         self.interval_s = float(interval_s)
@@ -91,6 +203,8 @@ class SampleStore:
         capacity = max(1, capacity)
         self._cols = np.full((len(_FLOAT_COLUMNS), capacity), _NAN)
         self.rejected = 0
+        #: the agent hosts' clocks (corrected by the RPC endpoint)
+        self.clocks = Clocks(clock_warning_s)
 
     # -- staleness ----------------------------------------------------------
 
@@ -141,7 +255,9 @@ class SampleStore:
         values = np.vstack((
             batch.timestamp, batch.interval_s, batch.rates, batch.static,
             np.fromiter((g is None for g in batch.gap), bool, len(batch))
-            & ~np.isnan(batch.rates[0])))
+            & ~np.isnan(batch.rates[0]),
+            np.full(len(batch), _NAN) if batch.p99_ms is None
+            else batch.p99_ms))
         stored = 0
         with self._lock:
             rows = self._rows_of(batch.keys())
@@ -243,7 +359,12 @@ class SampleStore:
             static_iops=np.where(known, col['static_iops'], math.inf),
             static_bytes_sec=np.where(known, col['static_bytes_sec'],
                                       math.inf),
-            stale=stale)
+            stale=stale, p99_ms=col[batch_mod.P99])
+
+    def fresh(self, keys: Sequence[Key], now: float) -> base.BoolArray:
+        """Whether each of ``keys`` has a sample to act on (rates, fresh)."""
+        result: base.BoolArray = ~self.gather(keys, now).stale
+        return result
 
     def prune(self, now: float) -> int:
         """Drop every stale sample; returns how many (bounds memory)."""

@@ -21,7 +21,10 @@ coordination a thread sends the samples routed from here every
 ``[controller] decision_interval``. A failing round is logged and the
 next one runs on time. With ``[controller] urgent_interval`` above 0, one
 more thread decides at once the domains whose disks the agents marked
-urgent (:meth:`ControllerService.urgent`), never beside a round.
+urgent or whose samples resumed (after this controller's start, the
+broker's or an agent's return: :mod:`~iotguard.controller.manager`),
+when one of them is short of its floor
+(:meth:`ControllerService.urgent`), never beside a round.
 """
 
 from collections.abc import Callable
@@ -80,7 +83,9 @@ class ControllerService:
         self.transport = transport
         self.notification_transport = notification_transport
         self.db = db if db is not None else db_api.Connection(conf)
-        self.store = samples_mod.SampleStore(self.interval_s, clock=clock)
+        self.store = samples_mod.SampleStore(
+            self.interval_s, clock=clock,
+            clock_warning_s=conf.controller.clock_offset_warning)
         self.partition = partition_mod.Partition(conf, member_id=member_id,
                                                  group=group)
         self.manager: manager_mod.ControllerManager   # by start()
@@ -136,7 +141,8 @@ class ControllerService:
             on_urgent=(self.urgent if self._timer
                        and conf.controller.urgent_interval > 0 else None))
         self.loop = loop_mod.DomainLoop(
-            conf, self.db, self.store, rpcapi.AgentAPI(self.transport),
+            conf, self.db, self.store, rpcapi.AgentAPI(
+                self.transport, host_offset=self.store.clocks.lease_offset),
             self.notifier, clock=self._clock)
         try:
             self.manager.index.refresh()
@@ -382,6 +388,7 @@ class ControllerService:
                     LOG.exception('Urgent decisions of %d domains failed; '
                                   'the next round decides them', len(marked))
                     continue
+            self.rounds.urgent(results)
             for result in results:
                 LOG.debug('Urgent decision of %s: %s', result.domain, result)
             with self._urgent_ready:

@@ -22,19 +22,25 @@ from iotguard.db import models
 from iotguard.wire import rates
 
 FIELDS = ('host', 'driver', 'version', 'last_heartbeat', 'interval_s',
-          'disks', 'caps', 'created_at')
+          'disks', 'caps', 'clock_offset_s', 'created_at')
 
 
 def heartbeat(session: orm.Session, host: str, driver: str,
               now: datetime.datetime | None = None, version: str | None = None,
               interval_s: float | None = None, disks: int | None = None,
-              caps: int | None = None) -> None:
-    """Record that the agent on ``host`` is alive, and what it said."""
+              caps: int | None = None,
+              clock_offset_s: float | None = None) -> None:
+    """Record that the agent on ``host`` is alive, and what it said.
+
+    ``clock_offset_s``: its host's clock offset as the recording
+    controller learned it (:attr:`models.Agent.clock_offset_s`).
+    """
     now = now or models.utcnow()
     agent = models.find_or_add(session, models.Agent, now, host=host)
     agent.driver, agent.last_heartbeat = driver, now
     agent.version, agent.interval_s = version, interval_s
     agent.disks, agent.caps = disks, caps
+    agent.clock_offset_s = clock_offset_s
 
 
 def alive(agent: dict[str, Any], now: datetime.datetime,

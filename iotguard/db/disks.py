@@ -38,9 +38,9 @@ from iotguard.db import tiers
 from iotguard import exception
 from iotguard.policy import admission
 from iotguard.policy import base
+from iotguard.wire import rates as rates_mod
 
-_RATE_FIELDS = ('read_iops', 'write_iops', 'read_bytes_sec',
-                'write_bytes_sec', 'latency_ms')
+_RATE_FIELDS = rates_mod.DISK_FIELDS
 
 
 #: Disks' rates per statement of :func:`rates_update`

@@ -207,6 +207,9 @@ class Disk(Base):
     read_bytes_sec: Mapped[float | None] = mapped_column(sa.Double)
     write_bytes_sec: Mapped[float | None] = mapped_column(sa.Double)
     latency_ms: Mapped[float | None] = mapped_column(sa.Double)
+    #: The 99th percentile latency (ms) where the agent measures it
+    #: (``[agent] latency_histograms``); None: not measured.
+    latency_p99_ms: Mapped[float | None] = mapped_column(sa.Double)
     sampled_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
     created_at, updated_at = _timestamps()
     #: the size (GiB) its tier is priced at (admitted), None: unknown
@@ -302,6 +305,10 @@ class Agent(Base):
     interval_s: Mapped[float | None] = mapped_column(sa.Float)
     disks: Mapped[int | None] = mapped_column()
     caps: Mapped[int | None] = mapped_column()
+    #: The host's clock less the recording controller's (s), as that
+    #: controller learned it from the host's samples
+    #: (:class:`iotguard.controller.samples.Clocks`); None: not known.
+    clock_offset_s: Mapped[float | None] = mapped_column(sa.Float)
     created_at, updated_at = _timestamps()
 
 

@@ -203,6 +203,9 @@ class SampleColumns(NamedTuple):
     static_iops: FloatArray
     static_bytes_sec: FloatArray
     stale: BoolArray
+    #: The 99th percentile latency (ms) where the agent measures it
+    #: (``[agent] latency_histograms``; ``nan``: not measured).
+    p99_ms: FloatArray | None = None
 
     def totals(self) -> tuple[FloatArray, FloatArray, FloatArray]:
         """Each disk's (IOPS, bytes/s, mean latency per operation in ms).
@@ -254,9 +257,25 @@ class DomainSnapshot:
     #: The tiers' latency objectives (:attr:`Tier.latency_p99_ms`, 0:
     #: none); ``None``: no tier has one.
     objective_ms: FloatArray | None = None
+    #: The 99th percentile latency per disk (``nan``: not measured);
+    #: ``None``: none measured.
+    p99_ms: FloatArray | None = None
 
     def __len__(self) -> int:
         return len(self.disk_ids)
+
+    @property
+    def judged_latency_ms(self) -> FloatArray:
+        """The latency a latency objective is judged on, per disk.
+
+        The measured 99th percentile where there is one, else the
+        interval's mean latency per operation.
+        """
+        if self.p99_ms is None:
+            return self.latency_ms
+        out: FloatArray = np.where(np.isnan(self.p99_ms), self.latency_ms,
+                                   self.p99_ms)
+        return out
 
     @property
     def capped(self) -> BoolArray:
@@ -305,7 +324,9 @@ class DomainSnapshot:
             burst_factor=tier_col('burst_factor') if bursts else None,
             burst_seconds=tier_col('burst_seconds') if bursts else None,
             objective_ms=(tier_col('latency_p99_ms') if objectives
-                          else None))
+                          else None),
+            p99_ms=(s.p99_ms if s.p99_ms is not None
+                    and not np.isnan(s.p99_ms).all() else None))
 
 
 #: Decisions an urgent disk may bring after the first, one per

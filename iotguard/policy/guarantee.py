@@ -28,7 +28,9 @@ per domain), in pure stages :meth:`GuaranteePolicy.decide` chains:
    *Starving*: unmet demand below the floor. The latency objective's
    ``pressure``: the shallow disks' latency over the congestion threshold,
    or a disk's over its tier's ``latency_p99_ms`` (*late*: never capped
-   for the queue, it keeps what it does while the others share the rest).
+   for the queue, it keeps what it does while the others share the rest);
+   a disk's latency there is its 99th percentile where the agent measures
+   it (``[agent] latency_histograms``), else its mean.
 3. **Engage** above ``high_watermark``, on a starving disk or a pressure
    above 1; stay engaged down to ``low_watermark`` while caps are in force.
 4. **Estimate demand** (:func:`estimate_demand`), never above the ceiling.
@@ -195,6 +197,15 @@ IDLE_SHARE = 0.1
 #: lets at most a burst of a tenth of its rate through, QEMU's default).
 UNHELD = 1.1
 
+#: A lapsed cap comes back where it was held (:attr:`Memory.held`) when it
+#: was in force at most this many seconds ago (an outage of the controller,
+#: the broker or the database, a failover); a disk whose cap lapsed longer
+#: ago is decided afresh, from its fair share.
+HELD_S = 300.0
+#: When a held cap was last in force is refreshed in the memory this often
+#: (s): a capped domain's memory is not written every round for it.
+HELD_REFRESH_S = 60.0
+
 #: How far, either side, the caps of disks held at the same fair share
 #: are spread apart (:func:`spread`).
 SPREAD = 0.005
@@ -329,24 +340,34 @@ class Memory:
     used: base.FloatArray = dataclasses.field(
         default_factory=lambda: np.zeros(0))
     at: float | None = None
+    #: each disk's cap when last in force, unless the policy released it
+    #: (``nan``: none), and when it was last seen in force (to within
+    #: :data:`HELD_REFRESH_S`): a cap that lapsed (its lease not renewed
+    #: while the controller, the broker or the database was away) comes
+    #: back at once at most there (:func:`moves`) for :data:`HELD_S`
+    held: base.FloatArray = dataclasses.field(
+        default_factory=lambda: np.zeros(0))
+    held_at: base.FloatArray = dataclasses.field(
+        default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
-        # a memory made without bursts has none on any of its disks
-        for name in ('credits', 'used'):
+        # a memory made without bursts or held caps has none on any disk
+        for name, value in (('credits', 0.0), ('used', 0.0),
+                            ('held', math.nan), ('held_at', math.nan)):
             if len(getattr(self, name)) != len(self.disk_ids):
-                object.__setattr__(self, name, np.zeros(len(self.disk_ids)))
+                object.__setattr__(self, name, np.full(len(self.disk_ids),
+                                                       value))
 
     def _align(self, disk_ids: tuple[str, ...],
-               columns: tuple[base.FloatArray, base.FloatArray],
-               new: tuple[float, float]
-               ) -> tuple[base.FloatArray, base.FloatArray]:
+               columns: tuple[base.FloatArray, ...],
+               new: tuple[float, ...]) -> tuple[base.FloatArray, ...]:
         if disk_ids == self.disk_ids:
             return columns
         old = {disk_id: i for i, disk_id in enumerate(self.disk_ids)}
         at = [old.get(disk_id, -1) for disk_id in disk_ids]
         # -1: the new disk's value, appended
-        return (np.append(columns[0], new[0])[at],
-                np.append(columns[1], new[1])[at])
+        return tuple(np.append(column, value)[at]
+                     for column, value in zip(columns, new))
 
     def align(self, disk_ids: tuple[str, ...]
               ) -> tuple[base.FloatArray, base.FloatArray]:
@@ -354,8 +375,9 @@ class Memory:
 
         New disks: ``asked`` ``nan``, ``wanted`` 0.
         """
-        return self._align(disk_ids, (self.asked, self.wanted),
-                           (math.nan, 0.0))
+        asked, wanted = self._align(disk_ids, (self.asked, self.wanted),
+                                    (math.nan, 0.0))
+        return asked, wanted
 
     def bursts(self, disk_ids: tuple[str, ...]
                ) -> tuple[base.FloatArray, base.FloatArray]:
@@ -364,7 +386,19 @@ class Memory:
         New disks: none (a new disk, or a volume created again, starts
         without credits).
         """
-        return self._align(disk_ids, (self.credits, self.used), (0.0, 0.0))
+        credits, used = self._align(disk_ids, (self.credits, self.used),
+                                    (0.0, 0.0))
+        return credits, used
+
+    def held_caps(self, disk_ids: tuple[str, ...]
+                  ) -> tuple[base.FloatArray, base.FloatArray]:
+        """``held`` and ``held_at`` in the order of ``disk_ids``.
+
+        New disks: ``nan``.
+        """
+        held, at = self._align(disk_ids, (self.held, self.held_at),
+                               (math.nan, math.nan))
+        return held, at
 
     def unless_changed(self, new: 'Memory') -> 'Memory':
         """``self`` when ``new`` holds the same, else ``new``.
@@ -381,6 +415,9 @@ class Memory:
                 and np.array_equal(self.wanted, new.wanted)
                 and np.array_equal(self.credits, new.credits)
                 and np.array_equal(self.used, new.used)
+                and np.array_equal(self.held, new.held, equal_nan=True)
+                and np.array_equal(self.held_at, new.held_at,
+                                   equal_nan=True)
                 and (self.at == new.at or not new.credits.any()))
         return self if same else new
 
@@ -391,16 +428,24 @@ class Memory:
         uncongested with no move pending is what :meth:`align` makes of a
         disk it does not know (most disks of a large domain; their ids
         would be most of the text), keyed by disk id: ``"disks": {id:
-        [asked or null, wanted]}``. Floats go as Python writes them
-        (``repr``): read back, they are the same numbers to the last bit.
+        [asked or null, wanted]}``; the disks with burst credits
+        (``"burst": {id: [credits, used]}`` and ``"at"``) and with a held
+        cap (``"held": {id: [cap, when last in force]}``) likewise. Floats
+        go as Python writes them (``repr``): read back, they are the same
+        numbers to the last bit.
         """
         kept = np.flatnonzero(~np.isnan(self.asked) | (self.wanted != 0))
         bursts = np.flatnonzero((self.credits != 0) | (self.used != 0))
-        burst_part = {'at': self.at, 'burst': {
+        extra: dict[str, Any] = {'at': self.at, 'burst': {
             self.disk_ids[i]: [c, u] for i, c, u in zip(
                 bursts.tolist(), self.credits[bursts].tolist(),
                 self.used[bursts].tolist())}} if len(bursts) else {}
-        return {**burst_part, 'service': self.service,
+        held = np.flatnonzero(np.isfinite(self.held))
+        if len(held):
+            extra['held'] = {self.disk_ids[i]: [cap, at] for i, cap, at in zip(
+                held.tolist(), self.held[held].tolist(),
+                self.held_at[held].tolist())}
+        return {**extra, 'service': self.service,
                 'cut_over_border': self.cut_over_border,
                 'border': self.border,
                 'disks': {self.disk_ids[i]: [
@@ -447,18 +492,28 @@ class Memory:
                 isinstance(v, list) and len(v) == 2 for v in bursts.values()):
             raise ValueError('guarantee memory: burst must map an id to '
                              '[credits, used]')
-        if not bursts:
+        held = data.get('held') or {}
+        if not isinstance(held, Mapping) or not all(
+                isinstance(v, list) and len(v) == 2
+                and all(type(x) in (int, float) for x in v)
+                for v in held.values()):
+            raise ValueError('guarantee memory: held must map an id to '
+                             '[cap, when]')
+        if not bursts and not held:
             return memory
-        # the disks of both maps, in one order
-        known = set(disk_ids)
-        ids = disk_ids + tuple(i for i in bursts if i not in known)
+        # the disks of the three maps, in one order
+        ids = tuple(dict.fromkeys(disk_ids + tuple(bursts) + tuple(held)))
         asked, wanted = memory.align(ids)
         pairs = [bursts.get(i, [0.0, 0.0]) for i in ids]
         return dataclasses.replace(
             memory, disk_ids=ids, asked=asked, wanted=wanted,
             credits=np.array([p[0] for p in pairs], dtype=np.float64),
             used=np.array([p[1] for p in pairs], dtype=np.float64),
-            at=None if data.get('at') is None else float(data['at']))
+            at=None if data.get('at') is None else float(data['at']),
+            held=np.array([held.get(i, [math.nan])[0] for i in ids],
+                          dtype=np.float64),
+            held_at=np.array([held.get(i, [0.0, math.nan])[1] for i in ids],
+                             dtype=np.float64))
 
 
 def adapt_border(border: float, low: float, high: float, step: float,
@@ -587,10 +642,11 @@ def unmet_demand(snap: base.DomainSnapshot, loads: Loads, p: Params,
     late = np.zeros(len(snap), dtype=bool)
     if snap.objective_ms is not None:
         held = active & (snap.objective_ms > 0)
+        judged = snap.judged_latency_ms    # the p99 where measured
         with np.errstate(invalid='ignore', divide='ignore'):
             ratio = np.where(held, np.maximum(
-                ratio, snap.latency_ms / snap.objective_ms), ratio)
-        late = held & (snap.latency_ms > snap.objective_ms)
+                ratio, judged / snap.objective_ms), ratio)
+        late = held & (judged > snap.objective_ms)
     pressure = float(np.max(ratio)) if domain > p.low_watermark else 0.0
     # A cap a disk runs at is raised (a probe for spare capacity) only
     # while no uncapped disk has unmet demand and the objective is met
@@ -695,9 +751,23 @@ class Moves(NamedTuple):
 
 def moves(snap: base.DomainSnapshot, loads: Loads, need: Unmet, p: Params,
           shares: Allocation, domain: float, border: float, engaged: bool,
-          cut_over_border: bool) -> Moves:
-    """Steps 6 and 7: which caps to cut, raise or release, and to what."""
+          cut_over_border: bool, held: base.FloatArray | None = None
+          ) -> Moves:
+    """Steps 6 and 7: which caps to cut, raise or release, and to what.
+
+    ``held``: each disk's cap when last in force (:attr:`Memory.held`;
+    None: none known).
+    """
     u, cap, share, target = loads.u, loads.cap, shares.share, shares.target
+    if held is not None:
+        # A disk whose cap lapsed (not released by a decision: the
+        # controller, the broker or the database was away) is cut at once
+        # at most to that cap again (never under its floor), not from its
+        # fair share down in cuts a cap's hold apart: the floors come back
+        # in one decision.
+        lapsed = ~snap.capped & np.isfinite(held)
+        target = np.where(lapsed, np.maximum(np.minimum(target, held),
+                                             loads.floor), target)
     # 6. tighten the disks above their share (not a shallow one: it
     # adds at most one request to the queue); 7. loosen gradually.
     # A shallow disk that wants more may lose less than the tolerance
@@ -737,6 +807,34 @@ def moves(snap: base.DomainSnapshot, loads: Loads, need: Unmet, p: Params,
                  cut_over_border)
 
 
+def held_caps(memory: Memory, snap: base.DomainSnapshot, cap: base.FloatArray,
+              now: float) -> tuple[base.FloatArray, base.FloatArray]:
+    """Each disk's cap when last in force, and when (:class:`Memory`).
+
+    A capped disk's is its cap now, its time refreshed every
+    :data:`HELD_REFRESH_S`; a lapsed cap is kept for :data:`HELD_S`.
+    """
+    held, at = memory.held_caps(snap.disk_ids)
+    with np.errstate(invalid='ignore'):
+        at = np.where(snap.capped & ~(now - at < HELD_REFRESH_S), now, at)
+        recent = snap.capped | (now - at <= HELD_S)
+    return (np.where(snap.capped, cap, np.where(recent, held, math.nan)),
+            np.where(recent, at, math.nan))
+
+
+def unless_released(held: tuple[base.FloatArray, base.FloatArray],
+                    snap: base.DomainSnapshot, decisions: list[base.Decision]
+                    ) -> dict[str, base.FloatArray]:
+    """``held`` (:func:`held_caps`) without the caps ``decisions`` release.
+
+    As :class:`Memory`'s ``held`` and ``held_at``.
+    """
+    released = {d.disk_id for d in decisions if d.action == base.RELEASE}
+    gone = [disk_id in released for disk_id in snap.disk_ids]
+    return {'held': np.where(gone, math.nan, held[0]),
+            'held_at': np.where(gone, math.nan, held[1])}
+
+
 class GuaranteePolicy(Params):
     """Floors first, fair shares above them, caps only on the culprits."""
 
@@ -766,13 +864,14 @@ class GuaranteePolicy(Params):
         if not len(snap):
             return [], state
         memory = state or Memory()
-        decisions, new, loads, need, domain = self._decide(snap, memory)
+        decisions, new, loads, need, domain = self._decide(snap, memory,
+                                                           now)
         if snap.burst_seconds is None and not memory.credits.any():
             return decisions, memory.unless_changed(new)
         return self._bursts(snap, memory, new, decisions, loads, need,
                             domain, now)
 
-    def _decide(self, snap: base.DomainSnapshot, memory: Memory
+    def _decide(self, snap: base.DomainSnapshot, memory: Memory, now: float
                 ) -> tuple[list[base.Decision], Memory, Loads, Unmet,
                            float]:
         """Steps 1 to 7: the decisions and memory without bursts."""
@@ -790,6 +889,7 @@ class GuaranteePolicy(Params):
         # 2. unmet demand
         asked, wanted = memory.align(snap.disk_ids)
         credits, used = memory.bursts(snap.disk_ids)
+        held = held_caps(memory, snap, loads.cap, now)
         need = unmet_demand(snap, loads, self, domain, memory.service, asked)
         shallow, at_cap, pressure = need.shallow, need.at_cap, need.pressure
         any_starving = bool(need.starving.any())
@@ -819,10 +919,13 @@ class GuaranteePolicy(Params):
                        waiting=float(need.unmet.sum()), pressure=pressure,
                        service_ratio=need.service or math.nan, border=border)
         if not (engaged or holding):
-            return (self._relax(snap, loads, need.may_raise, numbers),
+            decisions = self._relax(snap, loads, need.may_raise, numbers)
+            return (decisions,
                     Memory(need.service, memory.cut_over_border, border,
                            snap.disk_ids, need.asked, np.zeros(len(snap)),
-                           credits, used, memory.at), loads, need, domain)
+                           credits, used, memory.at,
+                           **unless_released(held, snap, decisions)),
+                    loads, need, domain)
 
         # 4. demand estimate; 5. fair shares of what the domain can serve
         demand = estimate_demand(snap, loads, need, self)
@@ -832,7 +935,7 @@ class GuaranteePolicy(Params):
 
         # 6. tighten the disks above their share; 7. loosen gradually
         move = moves(snap, loads, need, self, shares, domain, border,
-                     engaged, memory.cut_over_border)
+                     engaged, memory.cut_over_border, held[0])
         numbers.update(raise_step=move.step, cut_step=move.cut_step,
                        queue_cut=float(shares.queue_cut),
                        cut_over_border=float(move.cut_over_border))
@@ -842,12 +945,15 @@ class GuaranteePolicy(Params):
         extra = dict(share=shares.share, target=shares.target, demand=demand,
                      asked=need.asked, service_ms=need.service_ms,
                      threshold_ms=need.threshold_ms)
-        return (self._decisions(snap, loads, tighten | loosen | move.release,
-                                move.release, move.new, numbers, extra,
-                                tighten, move.step),
+        decisions = self._decisions(snap, loads,
+                                    tighten | loosen | move.release,
+                                    move.release, move.new, numbers, extra,
+                                    tighten, move.step)
+        return (decisions,
                 Memory(need.service, move.cut_over_border, border,
                        snap.disk_ids, need.asked, wanted, credits, used,
-                       memory.at), loads, need, domain)
+                       memory.at, **unless_released(held, snap, decisions)),
+                loads, need, domain)
 
     def _bursts(self, snap: base.DomainSnapshot, memory: Memory, new: Memory,
                 decisions: list[base.Decision], loads: Loads, need: Unmet,

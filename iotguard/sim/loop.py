@@ -164,8 +164,8 @@ class Recorder:
         self.scenario, self.world = scenario, world
         self.ids = world.disk_ids()
         self.vms = [world.vm(d) for d in self.ids]
-        self.tiers = [scenario.tiers[vm.tier].at(vm.size_gib)
-                      for vm in self.vms]
+        self.tiers = self._tiers(0.0)
+        self._tier_changes = any(vm.tier_changes for vm in self.vms)
         self.profile = scenario.domain.profile
         statics = [world.static_iotune(d) for d in self.ids]
         self.static_iops = np.array(
@@ -181,9 +181,16 @@ class Recorder:
         self.queue = np.zeros(windows)
         self.response_ms = np.zeros(windows)
         self.latency_ms = np.zeros(shape)
+        #: each window's floors and weights (the disks' tiers then)
+        self.floor_iops, self.floor_bytes = np.zeros(shape), np.zeros(shape)
+        self.weight = np.zeros(shape)
         self.actions: list[Action] = []
         self._rates = rates.Table()
         self._queue_before = 0.0
+
+    def _tiers(self, t: float) -> list[base.Tier]:
+        return [self.scenario.tiers[vm.tier_at(t)].at(vm.size_gib)
+                for vm in self.vms]
 
     def _read(self, at: float) -> rates.Columns:
         return self._rates.update(at, rates.Readings(
@@ -195,6 +202,14 @@ class Recorder:
         t = world.now
         if not len(self._rates):
             self._read(k * sc.interval_s)
+        if self._tier_changes:
+            # the tiers at the window's end: a change inside the window is
+            # judged from it on, and seen by the decision that ends it
+            self.tiers = self._tiers(t + sc.interval_s - 1e-6)
+        for i, tier in enumerate(self.tiers):
+            self.floor_iops[k, i] = tier.min_iops
+            self.floor_bytes[k, i] = tier.min_bytes_sec
+            self.weight[k, i] = tier.weight
         for i, vm in enumerate(self.vms):
             self.demand[k, i], self.slots[k, i] = demand(vm, sc.domain, t)
             tune = world.get_iotune(self.ids[i])
@@ -235,8 +250,8 @@ class Recorder:
         sc = dataclasses.replace(
             self.scenario, duration_s=windows * self.scenario.interval_s)
         sizes = np.array([nominal_io_size(vm) for vm in self.vms])
-        floor_iops = np.array([t.min_iops for t in self.tiers])
-        floor_bytes = np.array([t.min_bytes_sec for t in self.tiers])
+        floor_iops = self.floor_iops[:windows]
+        floor_bytes = self.floor_bytes[:windows]
         floor_ops = costmodel.floor_ops(floor_iops, floor_bytes, sizes)
         return Run(
             scenario=sc, window_s=sc.interval_s,
@@ -248,7 +263,7 @@ class Recorder:
             floor=costmodel.floor_load(floor_iops, floor_bytes, sizes,
                                        self.profile),
             floor_kbs=floor_ops * sizes / workload.KIB,
-            weight=np.array([t.weight for t in self.tiers]),
+            weight=self.weight[:windows],
             slots=self.slots[:windows], capacity=self.capacity[:windows],
             queue=self.queue[:windows],
             response_ms=self.response_ms[:windows],

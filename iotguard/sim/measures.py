@@ -15,9 +15,11 @@
 Plain functions over ``(windows, disks)`` arrays of throughput, demand and
 oracle allocation, all in device-seconds per second (the cost model's
 unit), so a 4 KiB and a 64 KiB disk are compared by what they cost the
-storage. Windows are one control interval. ``target = min(floor, demand)``.
-A load change excludes the window it falls in and the next one (the "two
-windows after each load change") from the steady-state measures.
+storage. Windows are one control interval. ``target = min(floor, demand)``;
+floors and weights are ``(windows, disks)`` (a disk's tier may change) or
+one per disk for the whole run. A load change excludes the window it falls
+in and the next one (the "two windows after each load change") from the
+steady-state measures.
 """
 
 import numpy as np
@@ -53,9 +55,11 @@ def oracle(capacity: base.FloatArray, floors: base.FloatArray,
            weights: base.FloatArray) -> base.FloatArray:
     """The weighted max-min fair allocation of each window, true demands."""
     result = np.zeros_like(demands)
+    floors = np.broadcast_to(floors, demands.shape)
+    weights = np.broadcast_to(weights, demands.shape)
     for k in range(len(capacity)):
-        result[k], _ = allocation.fair_shares(float(capacity[k]), floors,
-                                              demands[k], weights)
+        result[k], _ = allocation.fair_shares(float(capacity[k]), floors[k],
+                                              demands[k], weights[k])
     return result
 
 
@@ -239,7 +243,8 @@ def reclaim_times(x: base.FloatArray, target: base.FloatArray,
     windows a shortfall that lasts one window is 1 s (or less, from a
     change inside it).
     """
-    short = (target > 0) & (x < RECLAIMED * target) & (floor > 0)[None, :]
+    short = (target > 0) & (x < RECLAIMED * target) & (
+        np.broadcast_to(floor, x.shape) > 0)
     end = float(times[-1] + window_s) if len(times) else 0.0
     changes = np.array(sorted(change_times), dtype=np.float64)
     out = []
@@ -279,8 +284,8 @@ def min_max_ratio(x: base.FloatArray, demand: base.FloatArray,
     the largest; the mean over those windows, 1 without any (Pisces'
     Min-Max ratio).
     """
-    share = x / weight[None, :]
-    backlogged = unmet(x, demand) & (floor <= 0)[None, :]
+    share = x / weight
+    backlogged = unmet(x, demand) & (np.broadcast_to(floor, x.shape) <= 0)
     ratios = [float(share[k, b].min() / share[k, b].max())
               for k, b in enumerate(backlogged)
               if b.sum() >= 2 and share[k, b].max() > 0]
@@ -425,11 +430,12 @@ def quiet_latency(latency_ms: base.FloatArray, x: base.FloatArray,
 
 def measure(run: loop.Run, reference: loop.Run) -> dict[str, float]:
     """Every measure of ``run``; ``reference`` is the ``none`` run."""
-    fair = np.array([fair_capacity(run.floor, run.demand[k], run.slots[k],
-                                   run.weight, run.scenario.domain)
+    fair = np.array([fair_capacity(run.floor[k], run.demand[k],
+                                   run.slots[k], run.weight[k],
+                                   run.scenario.domain)
                      for k in range(len(run.times))])
     alloc = oracle(fair, run.floor, run.demand, run.weight)
-    target = np.minimum(run.floor[None, :], run.demand)
+    target = np.minimum(run.floor, run.demand)
     settle = settling(run.times, run.window_s, run.change_times)
     x = run.work
     ratio = quiet_ratio(x, run.demand, alloc, settle)
@@ -475,7 +481,10 @@ def measure(run: loop.Run, reference: loop.Run) -> dict[str, float]:
 
 
 def vm_table(run: loop.Run) -> list[dict[str, object]]:
-    """Per-VM max/min/avg KB/s over the windows (the paper's Table 2)."""
+    """Per-VM max/min/avg KB/s over the windows (the paper's Table 2).
+
+    ``floor_kbs``: the floor at the run's end (its last tier's).
+    """
     rows: list[dict[str, object]] = []
     for i, vm in enumerate(run.scenario.vms):
         rates = [s.rate_kbs for j in vm.jobs for s in j.steps]
@@ -484,7 +493,7 @@ def vm_table(run: loop.Run) -> list[dict[str, object]]:
         series = run.kbs[:, i]
         rows.append({'name': vm.name, 'role': vm.role,
                      'demand_kbs': demand_kbs,
-                     'floor_kbs': round(float(run.floor_kbs[i]), 1),
+                     'floor_kbs': round(float(run.floor_kbs[-1, i]), 1),
                      'avg_kbs': round(float(series.mean()), 1),
                      'min_kbs': round(float(series.min()), 1),
                      'max_kbs': round(float(series.max()), 1)})

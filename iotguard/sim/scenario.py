@@ -129,6 +129,17 @@ class Vm:
     jobs: tuple[Job, ...]
     #: GiB, what its tier's limits per GiB are priced at (None: unknown)
     size_gib: float | None = None
+    #: ``(at, tier)``: from ``at`` seconds on, the disk is of that tier
+    #: (its tenant chose another); before the first, of ``tier``
+    tier_changes: tuple[tuple[float, str], ...] = ()
+
+    def tier_at(self, t: float) -> str:
+        """The tier of the disk at time ``t``."""
+        current = self.tier
+        for at, tier in self.tier_changes:
+            if at <= t + 1e-9:
+                current = tier
+        return current
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,11 +156,13 @@ class Scenario:
         default_factory=dict)
 
     def change_times(self) -> list[float]:
-        """Every load change of every job (0, the start, included)."""
+        """Every load and tier change (0, the start, included)."""
         times = {0.0}
         for vm in self.vms:
             for job in vm.jobs:
                 times.update(job.change_times(self.duration_s))
+            times.update(at for at, _tier in vm.tier_changes
+                         if at < self.duration_s)
         return sorted(times)
 
 
@@ -373,12 +386,26 @@ def _vms(r: _Reader, tiers: dict[str, base.Tier],
     dev = r.string('dev', 'vda')
     volume = r.string('volume_id', None)
     size = r.number('size_gib', None, strict=True)
+    changes: list[tuple[float, str]] = []
+    listed = r.get('tier_changes', [])
+    if not isinstance(listed, list):
+        r.fail(r.name('tier_changes'), 'must be a list')
+    for c in r.each('tier_changes', listed):
+        at, to = c.number('at'), c.string('tier')
+        if to not in tiers:
+            c.fail(c.name('tier'), 'unknown tier %r; known: %s'
+                   % (to, ', '.join(sorted(tiers))))
+        if changes and at <= changes[-1][0]:
+            c.fail(c.name('at'), 'the "at" times must be strictly '
+                   'increasing')
+        c.done()
+        changes.append((at, to))
     r.done()
     names = [name] if count == 1 else ['%s-%d' % (name, k + 1)
                                        for k in range(count)]
     return [Vm(name=n, role=role, host=host, tier=tier, project_id=project,
                dev=dev, volume_id=volume, limits=limits, jobs=jobs,
-               size_gib=size)
+               size_gib=size, tier_changes=tuple(changes))
             for n in names]
 
 

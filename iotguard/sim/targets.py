@@ -31,8 +31,9 @@ from iotguard.sim import scenario as scenario_mod
 
 #: the paper's run with 1 -> 16 writers, two aggressors (and an on/off
 #: third), IOPS-bound 4 KiB writes, an on/off aggressor (sized for 1 s
-#: windows), a sleeper
-SCENARIOS = ('paper-16', 'aggressors', 'iops-4k', 'on-off-x5', 'sleeper')
+#: windows), a sleeper, a tier raised mid-run
+SCENARIOS = ('paper-16', 'aggressors', 'iops-4k', 'on-off-x5', 'sleeper',
+             'tier-raised')
 #: measure -> (is it better when higher, the target); every seed must
 #: meet it (measures.py defines the measures)
 TARGETS = {

@@ -30,12 +30,16 @@ field, by position (:meth:`Batch.to_wire`)::
         "static_iops_sec": [500, ...],   # the static ceilings, 0: none
         "static_bytes_sec": [0, ...],
         "timestamp": [...],          # only when the disks' times differ
-        "urgent": [3, ...]}}         # only when some disk's demand rose
+        "urgent": [3, ...],          # only when some disk's demand rose
+        "p99_ms": [4.2, null, ...]}} # only when some disk has one
 
 Every list has one entry per disk but ``urgent``: the positions, in
 increasing order, of the disks whose demand rose since the host's last
 pass (:func:`iotguard.wire.rates.rising`; controller RPC API 1.1), on
-which the controller may decide their domain at once.
+which the controller may decide their domain at once. ``p99_ms``: each
+disk's 99th percentile latency over the interval, from QEMU's latency
+histograms (``[agent] latency_histograms``; null: not measured;
+controller RPC API 1.2).
 
 :func:`decode` is the one check of a
 sample: it checks a whole batch at once (lengths, types, patterns, finite
@@ -80,6 +84,10 @@ WIRE_LISTS = STRINGS + ('interval_s',) + RATES + CEILINGS
 STAMPS = 'timestamp'
 #: The positions of the urgent disks (RPC API 1.1), when there are some.
 URGENT = 'urgent'
+#: Each disk's 99th percentile latency (RPC API 1.2), when some have one.
+P99 = 'p99_ms'
+#: The largest percentile taken (ms): an hour.
+MAX_P99_MS = 3.6e6
 
 _PATTERNS = {
     'instance_uuid': caps.DISK_SCHEMA['properties']['instance_uuid'][
@@ -94,7 +102,7 @@ MAX_CEILING = caps.LIMITS_SCHEMA['properties']['total_iops_sec']['maximum']
 #: beyond are noise; without them a batch is about a third smaller.
 RATE_DECIMALS = {'read_iops': 3, 'write_iops': 3, 'read_bytes_sec': 0,
                  'write_bytes_sec': 0, 'read_latency_ms': 3,
-                 'write_latency_ms': 3}
+                 'write_latency_ms': 3, P99: 3}
 #: Decimals of each disk's measured interval (a microsecond).
 INTERVAL_DECIMALS = 6
 
@@ -187,6 +195,9 @@ class Batch:
     read_at: float = math.nan
     #: Which disks are urgent (:data:`URGENT`); None: none.
     urgent: npt.NDArray[np.bool_] | None = None
+    #: Each disk's p99 latency (:data:`P99`, ``nan``: not measured);
+    #: None: none measured.
+    p99_ms: FloatArray | None = None
 
     def __len__(self) -> int:
         return len(self.instance_uuid)
@@ -204,7 +215,8 @@ class Batch:
             self.interval_s[index], pick(self.gap), self.rates[:, index],
             self.static[:, index], pick(self.volume_id),
             pick(self.project_id), self.read_at,
-            None if self.urgent is None else self.urgent[index])
+            None if self.urgent is None else self.urgent[index],
+            None if self.p99_ms is None else self.p99_ms[index])
 
     def urgent_rows(self) -> list[int]:
         """The positions of the urgent disks."""
@@ -214,14 +226,16 @@ class Batch:
     @classmethod
     def of_pass(cls, timestamp: float, disks: Disks,
                 measured: RateColumns,
-                urgent: npt.NDArray[np.bool_] | None = None) -> 'Batch':
+                urgent: npt.NDArray[np.bool_] | None = None,
+                p99_ms: FloatArray | None = None) -> 'Batch':
         """An agent's pass: its disks and rates, read at ``timestamp``."""
         n = len(disks)
         return cls(disks.instance_uuid, disks.dev, np.full(n, timestamp),
                    measured.interval_s, measured.gap_names(),
                    measured.rates, disks.static, disks.volume_id,
                    disks.project_id, timestamp,
-                   urgent if urgent is not None and urgent.any() else None)
+                   urgent if urgent is not None and urgent.any() else None,
+                   _measured(p99_ms))
 
     @classmethod
     def of_rows(cls, rows: collections.abc.Sequence[Row]) -> 'Batch':
@@ -263,7 +277,15 @@ class Batch:
             out[STAMPS] = self.timestamp.tolist()
         if self.urgent_rows():
             out[URGENT] = self.urgent_rows()
+        if self.p99_ms is not None:
+            out[P99] = _rounded(self.p99_ms, RATE_DECIMALS[P99])
         return {'timestamp': self.read_at, 'disks': out}
+
+
+def _measured(p99_ms: FloatArray | None) -> FloatArray | None:
+    """``p99_ms``, or None when it has no value."""
+    return (p99_ms if p99_ms is not None and not np.isnan(p99_ms).all()
+            else None)
 
 
 def _rounded(values: FloatArray, decimals: int) -> list[float | None]:
@@ -293,12 +315,16 @@ def merge(batches: collections.abc.Sequence[Batch]) -> Batch:
         np.zeros(len(b), dtype=bool) if b.urgent is None else b.urgent
         for b in batches]) if any(b.urgent is not None for b in batches)
         else None)
+    p99 = (np.concatenate([np.zeros(0)] + [
+        np.full(len(b), math.nan) if b.p99_ms is None else b.p99_ms
+        for b in batches]) if any(b.p99_ms is not None for b in batches)
+        else None)
     return Batch(
         joined('instance_uuid'), joined('dev'), stacked('timestamp'),
         stacked('interval_s'), joined('gap'), stacked('rates', len(RATES)),
         stacked('static', len(CEILINGS)), joined('volume_id'),
         joined('project_id'),
-        max((b.read_at for b in batches), default=math.nan), urgent)
+        max((b.read_at for b in batches), default=math.nan), urgent, p99)
 
 
 # -- decoding ---------------------------------------------------------------
@@ -388,7 +414,7 @@ def decode(wire: object) -> Batch:
     if type(stamp) not in (int, float) or not math.isfinite(stamp):
         raise _invalid('timestamp', 'not a finite number')
     disks = wire['disks']
-    unknown = set(disks) - set(WIRE_LISTS + (STAMPS, URGENT))
+    unknown = set(disks) - set(WIRE_LISTS + (STAMPS, URGENT, P99))
     if unknown:
         raise _invalid('disks', 'unknown fields: %s' % ', '.join(
             sorted(map(str, unknown))))
@@ -410,7 +436,9 @@ def decode(wire: object) -> Batch:
         strings['instance_uuid'], strings['dev'], stamps, interval,
         strings['gap'], measured, _ceilings(disks, n),
         strings['volume_id'], strings['project_id'], float(stamp),
-        _urgent(disks, n))
+        _urgent(disks, n), None if disks.get(P99) is None else _measured(
+            _numbers([P99], [_list(disks, P99, n)], True, 0.0,
+                     MAX_P99_MS)[0]))
 
 
 def _urgent(disks: dict[str, Any], n: int) -> npt.NDArray[np.bool_] | None:

@@ -84,6 +84,10 @@ class Rates:
 #: interval, in order.
 RATE_FIELDS = tuple(f.name for f in dataclasses.fields(Rates)
                     if f.name != 'interval_s')
+#: What a disk's record keeps of its latest rates: the database's columns
+#: and the API's ``rates`` view (the latencies of a round's snapshot).
+DISK_FIELDS = ('read_iops', 'write_iops', 'read_bytes_sec',
+               'write_bytes_sec', 'latency_ms', 'latency_p99_ms')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,10 +195,13 @@ class Readings:
     the order of :data:`COUNTER_KEYS`; a counter the driver cannot read
     is 0). Unsigned 64-bit, as libvirt reports them, so a counter that
     wrapped is a reset like any counter that went backwards.
+    ``p99_ms``: each disk's 99th percentile latency since the last read
+    (``nan``: not measured); None: the driver measures none.
     """
 
     keys: list[Any]
     counters: npt.NDArray[np.uint64]
+    p99_ms: npt.NDArray[np.float64] | None = None
 
     def as_dict(self) -> dict[Any, dict[str, int]]:
         """``{key: {counter: value}}``, every counter present."""
@@ -204,7 +211,8 @@ class Readings:
     def take(self, index: npt.NDArray[np.intp]) -> 'Readings':
         """The disks at ``index`` (positions), in that order."""
         return Readings([self.keys[i] for i in index.tolist()],
-                        self.counters[index])
+                        self.counters[index],
+                        None if self.p99_ms is None else self.p99_ms[index])
 
 
 @dataclasses.dataclass(frozen=True)

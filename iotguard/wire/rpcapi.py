@@ -35,8 +35,12 @@ Controller API (topic ``iotguard-controller``), version history:
 * 1.1 - A batch may mark some disks ``urgent`` (their demand rose): the
   owner of their domain may decide it at once. An agent sends such a
   batch as 1.1 (an older controller refuses it), any other as 1.0.
+* 1.2 - A batch may carry each disk's 99th percentile latency
+  (``p99_ms``, ``[agent] latency_histograms``). Such a batch is sent as
+  1.2, else as 1.1 or 1.0 as before.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 import oslo_messaging
@@ -45,7 +49,7 @@ from iotguard.wire import batch as batch_mod
 from iotguard.wire import rpc
 
 AGENT_RPC_API_VERSION = '1.0'
-CONTROLLER_RPC_API_VERSION = '1.1'
+CONTROLLER_RPC_API_VERSION = '1.2'
 
 #: An RPC request context (a plain dict) and a payload (plain dicts).
 Context = dict[str, Any]
@@ -57,16 +61,26 @@ class AgentAPI:
 
     A cap is the wire dict of :class:`iotguard.wire.caps.Cap`, a disk in
     ``release_caps`` that of :class:`iotguard.wire.caps.Disk`.
+    ``host_offset(host)``: seconds the host's clock is ahead of the
+    caller's (:meth:`iotguard.controller.samples.Clocks.lease_offset`);
+    the leases go out on the host's clock, for its agent to check them
+    on its own.
     """
 
     def __init__(self, transport: oslo_messaging.Transport,
                  version_cap: str = AGENT_RPC_API_VERSION,
-                 timeout: float | None = None) -> None:
+                 timeout: float | None = None,
+                 host_offset: Callable[[str], float] | None = None) -> None:
         self.client = rpc.get_client(transport, rpc.TOPIC_AGENT,
                                      version_cap, timeout=timeout)
+        self.host_offset = host_offset
 
     def apply_caps(self, ctxt: Context, host: str,
                    caps: list[Payload]) -> None:
+        offset = self.host_offset(host) if self.host_offset else 0.0
+        if offset:
+            caps = [dict(cap, lease_expires_at=cap['lease_expires_at']
+                         + offset) for cap in caps]
         self.client.prepare(server=host, version='1.0').cast(
             ctxt, 'apply_caps', caps=caps)
 
@@ -82,6 +96,13 @@ class AgentAPI:
         return state
 
 
+def _version(batches: list[batch_mod.Batch]) -> str:
+    """The oldest controller RPC API version that takes ``batches``."""
+    if any(b.p99_ms is not None for b in batches):
+        return '1.2'
+    return '1.1' if any(b.urgent is not None for b in batches) else '1.0'
+
+
 class ControllerAPI:
     """Casts to the controllers on topic ``iotguard-controller``."""
 
@@ -92,8 +113,7 @@ class ControllerAPI:
     def report_samples(self, ctxt: Context, host: str,
                        samples: batch_mod.Batch) -> None:
         """One batch per host per interval, to one controller (routed)."""
-        version = '1.1' if samples.urgent is not None else '1.0'
-        self.client.prepare(version=version).cast(
+        self.client.prepare(version=_version([samples])).cast(
             ctxt, 'report_samples', host=host, samples=samples.to_wire())
 
     def store_samples(self, ctxt: Context, server: str,
@@ -105,9 +125,9 @@ class ControllerAPI:
         ``server`` owns (controller to controller); ``host`` is None for
         the known disks of several hosts in one batch.
         """
-        version = '1.1' if any(b.urgent is not None
-                               for _host, b in batches) else '1.0'
-        self.client.prepare(server=server, version=version).cast(
+        self.client.prepare(
+            server=server, version=_version([b for _host, b in batches])
+        ).cast(
             ctxt, 'store_samples', batches=[
                 (host, batch.to_wire()) for host, batch in batches])
 

@@ -71,7 +71,11 @@ def floor(disk):
 
 
 def rates(disk):
-    """The latest sampled rates (read + write) and latency."""
+    """The latest sampled rates (read + write) and latency.
+
+    The latency: the mean, and the 99th percentile where the agent
+    measured one (``[agent] latency_histograms``).
+    """
     r = disk.get('rates')
     if not r:
         return _('not sampled yet')
@@ -82,6 +86,9 @@ def rates(disk):
     if r.get('latency_ms') is not None:
         text = _('%(rates)s, %(latency).1f ms') % {
             'rates': text, 'latency': r['latency_ms']}
+    if r.get('latency_p99_ms') is not None:
+        text = _('%(rates)s (p99 %(p99).1f ms)') % {
+            'rates': text, 'p99': r['latency_p99_ms']}
     return text
 
 

@@ -459,3 +459,12 @@ class FormatTests(helpers.TestCase):
             {'rates': dict(rates, read_iops=7.0)})))
         self.assertEqual('0 IOPS', str(fmt.rates(
             {'rates': dict(rates, read_iops=None)})))
+
+    def test_rates_show_the_p99_where_measured(self):
+        from iotguard_dashboard.content import format as fmt
+        rates = dict(read_iops=1.0, write_iops=9.0, read_bytes_sec=0.0,
+                     write_bytes_sec=0.0, latency_ms=2.25)
+        self.assertEqual('10 IOPS, 2.2 ms', str(fmt.rates(
+            {'rates': dict(rates, latency_p99_ms=None)})))
+        self.assertEqual('10 IOPS, 2.2 ms (p99 31.5 ms)', str(fmt.rates(
+            {'rates': dict(rates, latency_p99_ms=31.5)})))

@@ -39,6 +39,13 @@ Key = tuple[str, str]
 Callback = collections.abc.Callable[[str, str], None]
 
 
+class Unavailable(Exception):
+    """The hypervisor cannot be reached now (its daemon restarting).
+
+    The agent says so in one line and tries again the next interval.
+    """
+
+
 @dataclasses.dataclass(frozen=True)
 class Disk:
     """One instance disk as the hypervisor shows it.

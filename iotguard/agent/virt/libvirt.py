@@ -27,8 +27,9 @@
   driver records in the domain's live metadata (:data:`METADATA_NS`) each
   disk's static ceiling and the limits it applied. A live migration
   carries that record to the destination, where Nova defines the live XML
-  as the persistent domain, whose ``<iotune>`` is then our cap. A disk
-  whose persistent ``<iotune>`` is what the record says was applied gets
+  as the persistent domain, whose ``<iotune>`` is then our cap (and whose
+  metadata the record as it stood then). A disk whose persistent
+  ``<iotune>`` is what either record says was applied gets
   the recorded ceiling instead (the cap still lapses at its lease, a
   release restores what Nova set), also written back into the persistent
   definition. A rebuilt domain (hard reboot, resize, rebuild...) has no
@@ -39,14 +40,24 @@
   its ``*_max``, 0 included (QEMU reads 0 as "no burst"); once it refuses
   a set for that reason, the driver sends ``*_max`` >= each value on that
   connection (:func:`iotguard.wire.caps.with_bursts`).
-* A lost connection (daemon restart) is reopened once per failed call;
-  lifecycle and device events come through libvirt's default event loop,
-  run in a daemon thread.
+* Latency percentiles (``[agent] latency_histograms``): when the driver
+  first reads a domain it sets QEMU's latency histogram on each virtio
+  disk (by its ``<alias>`` in the live XML; other buses are skipped), and
+  each pass reads every such domain's bins once and gives each disk's
+  99th percentile since the last pass (:mod:`.histogram`), through the
+  QEMU monitor (libvirt marks the domain tainted, ``custom-monitor``).
+* A lost connection (daemon restart) is reopened once per failed call,
+  its event callbacks registered again on the new one and the old one
+  closed; while the daemon does not answer, calls raise
+  :class:`~iotguard.agent.virt.base.Unavailable`. Lifecycle and device
+  events come through libvirt's default event loop, run in a daemon
+  thread.
 """
 
 import collections.abc
 import dataclasses
 import functools
+import math
 import operator
 import threading
 from typing import Any
@@ -58,6 +69,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from iotguard.agent.virt import base
+from iotguard.agent.virt import histogram
 from iotguard.wire import caps
 from iotguard.wire import rates
 
@@ -133,6 +145,18 @@ def parse_domain_xml(uuid: str, xml: str) -> dict[str, base.Disk]:
                                volume_id=disk.findtext('serial') or None,
                                project_id=project_id, static=static)
     return disks
+
+
+def parse_disk_buses(xml: str) -> dict[str, tuple[str | None, str | None]]:
+    """``{dev: (bus, alias)}`` of a live domain XML's disks."""
+    out = {}
+    for disk in ElementTree.fromstring(xml).findall('./devices/disk'):
+        target, alias = disk.find('target'), disk.find('alias')
+        if target is not None and target.get('dev'):
+            out[target.get('dev', '')] = (
+                target.get('bus'), None if alias is None
+                else alias.get('name'))
+    return out
 
 
 def _limits_of(elem: ElementTree.Element) -> dict[str, int]:
@@ -230,6 +254,10 @@ class LibvirtDriver(base.Driver):
         self._needs_bursts = False
         # by uuid; refreshed when the domain id changes.
         self._domains: dict[str, Entry] = {}
+        self._histograms: bool = conf.agent.latency_histograms
+        # by uuid: the domain id the histograms were set on, {dev: alias}
+        self._aliases: dict[str, tuple[int, dict[str, str]]] = {}
+        self._intervals = histogram.Intervals()
 
     # -- connection ------------------------------------------------------
     def start(self, lifecycle_callback: base.Callback | None = None) -> None:
@@ -253,6 +281,12 @@ class LibvirtDriver(base.Driver):
 
     def _connect(self) -> None:
         with self._lock:
+            old, self._conn = self._conn, None
+            if old is not None:
+                try:
+                    old.close()   # what is left of it
+                except libvirt.libvirtError:
+                    pass
             conn = libvirt.open(self.uri)
             if self._callback is not None:
                 conn.domainEventRegisterAny(
@@ -265,6 +299,7 @@ class LibvirtDriver(base.Driver):
                         self._on_device, None)
             self._conn = conn
             self._domains.clear()
+            self._aliases.clear()
             LOG.info('Connected to libvirt at %s', self.uri)
 
     def _call(self, fn: collections.abc.Callable[[Any], T]) -> T:
@@ -275,7 +310,7 @@ class LibvirtDriver(base.Driver):
         """
         with self._lock:
             if self._conn is None:
-                self._connect()
+                self._reconnect()
             conn = self._conn
         try:
             return fn(conn)
@@ -286,9 +321,15 @@ class LibvirtDriver(base.Driver):
                         e)
         with self._lock:
             if self._conn is conn:
-                self._connect()
+                self._reconnect()
             conn = self._conn
         return fn(conn)
+
+    def _reconnect(self) -> None:
+        try:
+            self._connect()
+        except libvirt.libvirtError as e:
+            raise base.Unavailable('libvirt at %s: %s' % (self.uri, e))
 
     # -- events -----------------------------------------------------------
     def _notify(self, dom: Any, event: str) -> None:
@@ -316,6 +357,7 @@ class LibvirtDriver(base.Driver):
     def forget(self, instance_uuid: str) -> None:
         with self._lock:
             self._domains.pop(instance_uuid, None)
+            self._aliases.pop(instance_uuid, None)
 
     # -- disks --------------------------------------------------------------
     def _domain(self, dom: Any) -> Entry:
@@ -328,7 +370,8 @@ class LibvirtDriver(base.Driver):
             return cached
         flags = (libvirt.VIR_DOMAIN_XML_INACTIVE if dom.isPersistent()
                  else 0)
-        disks = parse_domain_xml(uuid, dom.XMLDesc(flags))
+        defined = dom.XMLDesc(flags)
+        disks = parse_domain_xml(uuid, defined)
         live = dom.XMLDesc(0)
         live_disks = parse_domain_xml(uuid, live) if flags else disks
         if flags:
@@ -337,19 +380,26 @@ class LibvirtDriver(base.Driver):
             for dev, disk in live_disks.items():
                 disks.setdefault(dev, disk)
         # Where <iotune> is our cap, the recorded static ceiling: the
-        # iotune is the one the record says was applied, or (a cap changed
-        # while the guest migrated) the live one persisted as it was. A
-        # write-back libvirt refused (the migration's job still running)
-        # leaves the domain unread, to be tried again next pass.
+        # iotune is the one a record says was applied (the live record, or
+        # the one the persisted live definition carried: the cap may have
+        # changed here since), or (a cap changed while the guest migrated)
+        # the live one persisted as it was. A write-back libvirt refused
+        # (the migration's job still running) leaves the domain unread, to
+        # be tried again next pass.
         restored = True
-        for dev, (static, applied) in parse_cap_record(live).items():
+        recorded = parse_cap_record(live)
+        carried = parse_cap_record(defined) if flags else {}
+        for dev in recorded.keys() | carried.keys():
             capped = disks.get(dev)
             if capped is None:
                 continue
             found = caps.full(capped.static)
-            if found == applied or (found != static and dev in live_disks
-                                    and found == caps.full(
-                                        live_disks[dev].static)):
+            records = [r for r in (recorded.get(dev), carried.get(dev)) if r]
+            static = records[0][0]
+            live_iotune = (caps.full(live_disks[dev].static)
+                           if dev in live_disks else None)
+            if (found in [applied for _static, applied in records]
+                    or found != static and found == live_iotune):
                 LOG.info('The iotune of %s/%s is a cap iotguard applied (the '
                          'domain came with it, e.g. a live migration); its '
                          'static ceiling is the recorded one', uuid, dev)
@@ -364,7 +414,53 @@ class LibvirtDriver(base.Driver):
         if restored:
             with self._lock:
                 self._domains[uuid] = entry
+        if self._histograms:
+            self._set_histograms(dom, uuid, dom_id, live, disks)
         return entry
+
+    def _set_histograms(self, dom: Any, uuid: str, dom_id: int, live: str,
+                        disks: dict[str, base.Disk]) -> None:
+        """QEMU's latency histogram on each virtio disk, once per domain id.
+
+        Setting it starts its counts from 0: the disk's last reading is
+        dropped, its next pass gives no percentile.
+        """
+        with self._lock:
+            if self._aliases.get(uuid, (None,))[0] == dom_id:
+                return
+        aliases = {}
+        for dev, (bus, alias) in parse_disk_buses(live).items():
+            if dev not in disks:
+                continue
+            if bus != 'virtio' or not alias:
+                LOG.debug('No latency histogram for %s/%s (bus %s, alias '
+                          '%s): virtio disks only; its mean latency is '
+                          'judged', uuid, dev, bus, alias)
+                continue
+            try:
+                histogram.set_bounds(dom, alias)
+            except (libvirt.libvirtError, histogram.Error) as e:
+                LOG.warning('Could not set the latency histogram of %s/%s '
+                            '(its mean latency is judged): %s', uuid, dev, e)
+                continue
+            self._intervals.reset((uuid, dev))
+            aliases[dev] = alias
+        with self._lock:
+            self._aliases[uuid] = (dom_id, aliases)
+
+    def _p99_ms(self, dom: Any, uuid: str,
+                devs: collections.abc.Iterable[str]) -> list[float]:
+        """Each disk's p99 since the last pass (``nan``: none)."""
+        with self._lock:
+            aliases = self._aliases.get(uuid, (None, {}))[1]
+        bins: dict[str, Any] = {}
+        if aliases:
+            try:
+                bins = histogram.read(dom)
+            except (libvirt.libvirtError, histogram.Error) as e:
+                LOG.debug('No latency histograms for %s: %s', uuid, e)
+        return [self._intervals.p99_ms((uuid, dev), bins[aliases[dev]])
+                if aliases.get(dev) in bins else math.nan for dev in devs]
 
     def list_disks(self) -> dict[base.Key, base.Disk]:
         out: dict[base.Key, base.Disk] = {}
@@ -384,6 +480,7 @@ class LibvirtDriver(base.Driver):
         """One bulk read, parsed straight into one array: no dict per disk."""
         keys: list[base.Key] = []
         flat: list[int] = []
+        p99: list[float] | None = [] if self._histograms else None
         for dom, stats in self._call(lambda conn: conn.getAllDomainStats(
                 libvirt.VIR_DOMAIN_STATS_BLOCK,
                 libvirt.VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE)):
@@ -405,8 +502,13 @@ class LibvirtDriver(base.Driver):
             keys.extend(dom_keys)
             for row in rows:
                 flat.extend(row)
+            if p99 is not None:
+                p99.extend(self._p99_ms(dom, dom.UUIDString(), disks))
+        if p99 is not None:
+            self._intervals.forget(keys)
         return rates.Readings(keys, np.array(flat, dtype=np.uint64).reshape(
-            len(keys), len(rates.COUNTER_KEYS)))
+            len(keys), len(rates.COUNTER_KEYS)),
+            None if p99 is None else np.array(p99, dtype=np.float64))
 
     # -- iotune -------------------------------------------------------------
     def get_iotune(self, instance_uuid: str, dev: str) -> dict[str, int]:

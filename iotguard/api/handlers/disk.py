@@ -27,9 +27,6 @@ from iotguard.wire import rates as rates_mod
 
 LOG = log.getLogger(__name__)
 
-_RATES = ('read_iops', 'write_iops', 'read_bytes_sec', 'write_bytes_sec',
-          'latency_ms')
-
 
 def domain_id(project_id: str, domain: str) -> str:
     """The domain as a project sees it: opaque, the same for its disks.
@@ -91,7 +88,7 @@ def view(disk: dict[str, Any], topology: bool = True,
         burst = {'credits_s': float(held), 'used_s': float(used)}
     rates = None
     if disk['sampled_at'] is not None:
-        rates = {k: disk[k] for k in _RATES}
+        rates = {k: disk[k] for k in rates_mod.DISK_FIELDS}
         rates['sampled_at'] = disk['sampled_at']
     return placed({
         'instance_uuid': disk['instance_uuid'], 'dev': disk['dev'],

@@ -20,7 +20,7 @@ from iotguard.osc.v1 import common
 
 COLUMNS = (('host', 'Host'), ('driver', 'Driver'), ('alive', 'Alive'),
            ('last_heartbeat', 'Last Heartbeat'), ('disks', 'Disks'),
-           ('caps', 'Caps'))
+           ('caps', 'Caps'), ('clock_offset_s', 'Clock Offset (s)'))
 LONG_COLUMNS = COLUMNS + (('version', 'Version'),
                           ('interval_s', 'Interval (s)'),
                           ('created_at', 'Created At'))

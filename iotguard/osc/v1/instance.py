@@ -32,16 +32,24 @@ LIST_COLUMNS = (('instance_uuid', 'Instance'), ('dev', 'Disk'),
 LONG_COLUMNS = LIST_COLUMNS + (('domain_id', 'Domain ID'),
                                ('domain', 'Domain'), ('host', 'Host'),
                                ('ceiling', 'Ceiling'),
-                               ('reason', 'Cap Reason'))
+                               ('reason', 'Cap Reason'),
+                               ('latency_p99_ms', 'Latency p99 (ms)'))
 PROJECT_COLUMN = ('project_id', 'Project')
 SHOW_COLUMNS = (('uuid', 'UUID'), ('project_id', 'Project'),
                 ('disks', 'Disks'))
 
 
 def disk_row(disk: osc_client.Body) -> osc_client.Body:
-    """One disk of the API's view, its cap flattened into columns."""
+    """One disk of the API's view, its cap and p99 flattened into columns."""
     cap = disk.get('cap') or {}
-    return dict(disk, cap=cap.get('limits'), reason=cap.get('reason'))
+    return dict(disk, cap=cap.get('limits'), reason=cap.get('reason'),
+                latency_p99_ms=_p99(disk))
+
+
+def _p99(disk: osc_client.Body) -> float | None:
+    """The disk's measured p99 latency (ms); None: not measured."""
+    p99: float | None = (disk.get('rates') or {}).get('latency_p99_ms')
+    return p99
 
 
 def _numbers(values: dict[str, float]) -> str:
@@ -49,7 +57,7 @@ def _numbers(values: dict[str, float]) -> str:
 
 
 class DisksColumn(common.LinesColumn):
-    """One line per disk: tier, floor, cap; the API's disk views in JSON."""
+    """One line per disk: tier, floor, p99, cap; the API's views in JSON."""
 
     def line(self, disk: osc_client.Body) -> str:
         text = '%s: %s' % (disk['dev'], disk['tier'] or 'no tier')
@@ -62,6 +70,9 @@ class DisksColumn(common.LinesColumn):
         if burst:
             text += '; burst credits %gs, used %gs' % (burst['credits_s'],
                                                        burst['used_s'])
+        p99 = _p99(disk)
+        if p99 is not None:
+            text += '; latency p99 %g ms' % p99
         grown = disk.get('size_refused')
         if grown:
             text += '; %d GiB refused: %s' % (grown['size_gib'],

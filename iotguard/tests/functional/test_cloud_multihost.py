@@ -506,10 +506,12 @@ class MultiHostCloudTest(TwoHosts):
         self.assertEqual(DOMAIN, self.iotguard.disks(server)[dev]['domain'])
         # The agent of ``dest`` writes the static back when it first reads
         # the arrived domain (its next sampling pass), or at the next ones
-        # while libvirt refuses it (the migration's job still running).
+        # while libvirt refuses it (the migration's job still running):
+        # within a lease more on a loaded machine (the CI-equivalent run
+        # once missed 10 s; it matters at the guest's next cold boot).
         persistent = base.wait_for(lambda: self.iotune(
             dest, server, dev, persistent=True)['total_bytes_sec'] == static,
-            2 * SAMPLE + 4 * INTERVAL, 0.2)
+            2 * SAMPLE + 4 * INTERVAL + LEASE, 0.2)
         self.assertTrue(persistent, self.iotune(dest, server, dev,
                                                 persistent=True))
 
@@ -579,7 +581,7 @@ class MultiHostCloudTest(TwoHosts):
                 noisy))
         time.sleep(2 * INTERVAL + SAMPLE)
         with_ = []
-        for _ in range(6):
+        for _ in range(8):
             row, = self.windows(guests, 1)
             row['cap'] = self.caps(noisy, dev)
             with_.append(row)
@@ -597,10 +599,15 @@ class MultiHostCloudTest(TwoHosts):
         for row in with_:
             self.assertGreaterEqual(row['quiet'], 0.9 * kept, report)
         # Beyond the floor (the contract, above), the quiet guest near its
-        # demand: the array runs full beside it and its QEMU shares 2 cores
-        # with the noisy one's and the suite's (0.79 in one CI run).
+        # demand once the cap settled: the policy finds what the quiet
+        # guest asks beyond its floor in steps, from its rate under the
+        # flood (an idle run, the noisy disk a volume: 0.56 of its demand
+        # in the first window, 0.91 and 1.26 in the fifth and sixth; a
+        # loaded CI run: a median of 0.56 over the first six), the array
+        # runs full beside it and its QEMU shares 2 cores with the noisy
+        # one's and the suite's.
         self.assertGreaterEqual(statistics.median(
-            r['quiet'] for r in with_), 0.7 * demand, report)
+            r['quiet'] for r in with_[-4:]), 0.7 * demand, report)
         self.assertIsNone(self.capped_on(self.host2, quiet), report)
         decisions = self.iotguard.request(
             'GET', '/v1/decisions?instance=%s&limit=5' % noisy.id).json()

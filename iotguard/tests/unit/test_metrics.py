@@ -64,6 +64,19 @@ class RoundsTest(base.TestCase):
         self.assertEqual(7, got['iotguard_controller_samples_refused_total',
                                 ()])
 
+    def test_urgent_decisions_count_their_cap_changes_alone(self):
+        rounds = metrics.Rounds(interval_s=5.0)
+        rounds.add([effects.RoundResult('ceph', disks=4, floored=3)], 0.2)
+        rounds.urgent([effects.RoundResult('ceph', disks=4, applied=1,
+                                           floored=3, violations=2)])
+        got = samples(rounds.collect(STATS, refused=0))
+        ceph = (('domain', 'ceph'),)
+        self.assertEqual(1, got['iotguard_domain_cap_changes_total', ceph])
+        self.assertEqual(1, got['iotguard_controller_rounds_total', ()])
+        self.assertEqual(15.0, got['iotguard_domain_floor_checked_seconds_'
+                                   'total', ceph])
+        self.assertEqual(0, got['iotguard_domain_floor_violations', ceph])
+
     def test_a_domain_handed_over_is_no_longer_served(self):
         rounds = metrics.Rounds(interval_s=5.0)
         rounds.add([effects.RoundResult('a'), effects.RoundResult('b')], 0.1)

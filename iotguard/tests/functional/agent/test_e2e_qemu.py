@@ -24,15 +24,18 @@ starts it), or the guest kernel or busybox is missing. KVM does not work in
 this sandbox; the guest is ``type='qemu'`` (TCG). About 30-50 s.
 """
 
+import math
 import os
 import time
 import uuid
 
 import fixtures
+from oslo_log import log as logging
 import testtools
 
 from iotguard.agent import manager as manager_mod
 from iotguard.agent import sampler as sampler_mod
+from iotguard.agent.virt import histogram
 from iotguard.agent.virt import libvirt as lv
 from iotguard.tests import base as test_base
 from iotguard.tests.fixtures import ceph as ceph_fixture
@@ -44,6 +47,7 @@ try:
 except ImportError:
     libvirt = None
 
+LOG = logging.getLogger(__name__)
 URI = os.environ.get('IOTGUARD_TEST_LIBVIRT_URI', 'qemu:///system')
 MIB = 1 << 20
 STATIC = 40 * MIB      # the static ceiling, Nova-style, in the domain XML
@@ -104,15 +108,19 @@ class QemuGuestEndToEndTest(test_base.TestCase):
 
         self.flags(host='e2e-host')
         self.flags(sample_interval=INTERVAL, group='agent')
-        self.driver = lv.LibvirtDriver(self.conf, uri=URI)
         self.events = []
-        self.driver.start(lifecycle_callback=self._on_event)
-        self.addCleanup(self.driver.stop)
         self.wall = [time.time()]
+        self.api = Recorder()
+        self.new_agent(lifecycle_callback=self._on_event)
+
+    def new_agent(self, **start):
+        """An agent started afresh: driver, manager (no state), sampler."""
+        self.driver = lv.LibvirtDriver(self.conf, uri=URI)
+        self.driver.start(**start)
+        self.addCleanup(self.driver.stop)
         self.mgr = manager_mod.AgentManager(
             self.conf, self.driver, clock=lambda: self.wall[0],
             store=NoStore())
-        self.api = Recorder()
         self.sampler = sampler_mod.Sampler(self.conf, self.driver, self.mgr,
                                            self.api)
 
@@ -193,6 +201,59 @@ class QemuGuestEndToEndTest(test_base.TestCase):
         self.assertIsNone(back['cap'])
         self.assertGreater(back['write_bytes_sec'], 0.5 * STATIC, back)
 
+    def test_latency_histograms_a_p99_of_the_writes_and_a_restart(self):
+        """``[agent] latency_histograms``: QEMU's bins of the real writes.
+
+        The driver sets the histogram on vda when it first reads the
+        domain (no value for that pass), gives the interval's p99 from
+        the next; a restart (new QEMU, counts from 0) gives no value for
+        the interval it happens in, then values again.
+        """
+        self.flags(latency_histograms=True, group='agent')
+        self.driver.stop()
+        self.new_agent()
+
+        def p99():
+            """vda's p99 (nan: none), its sample; after one interval."""
+            time.sleep(INTERVAL)
+            sample = self.tick()
+            got = self.api.batches[-1].p99_ms
+            i = self.api.batches[-1].keys().index((self.uuid, 'vda'))
+            return (math.nan if got is None else got[i]), sample
+
+        self.tick()     # the histogram set on the first read, no value
+        self.assertIsNone(self.api.batches[-1].p99_ms)
+        seen = [p99() for _ in range(2)]
+        for value, sample in seen:
+            # dd's 1 MiB direct writes at the 40 MiB/s ceiling: tens of
+            # ms each, throttle included; the tail at least the mean's
+            # order, under the last bound
+            self.assertGreater(sample['write_iops'], 0, sample)
+            self.assertGreater(value, 0.5 * sample['write_latency_ms'],
+                               (value, sample))
+            self.assertLess(value, histogram.BOUNDS_MS[-1], sample)
+        # QEMU counted the writes in its bins: no more than libvirt's
+        # counters saw since the guest booted
+        counted = int(histogram.read(self.dom)['virtio-disk0'].sum())
+        stats = self.dom.blockStatsFlags('vda')
+        self.assertGreater(counted, 0)
+        self.assertLessEqual(
+            counted, stats['wr_operations'] + stats['rd_operations'])
+        LOG.info('p99 %s ms, mean write latency %s ms; %d operations in '
+                 'the bins', [round(v, 2) for v, _s in seen],
+                 [round(s['write_latency_ms'], 2) for _v, s in seen],
+                 counted)
+
+        # A restart: a new QEMU, its bins set again from 0
+        self.dom.destroy()
+        self.dom.create()
+        self._wait_for_boot()
+        after, _sample = p99()
+        self.assertTrue(math.isnan(after))
+        again, sample = p99()
+        self.assertGreater(again, 0.5 * sample['write_latency_ms'],
+                           (again, sample))
+
     def test_cap_reapplied_after_hard_reboot_event(self):
         self.tick()
         self.mgr.apply_caps({}, [{
@@ -246,14 +307,7 @@ class QemuGuestEndToEndTest(test_base.TestCase):
         self.assertEqual(CAP, persistent['total_bytes_sec'])
         self._wait_for_boot()
         # The destination's agent: new driver and manager, no state.
-        self.driver = lv.LibvirtDriver(self.conf, uri=URI)
-        self.driver.start()
-        self.addCleanup(self.driver.stop)
-        self.mgr = manager_mod.AgentManager(
-            self.conf, self.driver, clock=lambda: self.wall[0],
-            store=NoStore())
-        self.sampler = sampler_mod.Sampler(self.conf, self.driver, self.mgr,
-                                           self.api)
+        self.new_agent()
         self.mgr.recover()
         sample = self.tick()
         self.assertEqual(STATIC, sample['static_bytes_sec'])

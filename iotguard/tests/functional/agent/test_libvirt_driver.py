@@ -208,6 +208,38 @@ class LibvirtTestDriverTest(test_base.TestCase):
         self.keeper.defineXML(self.dom.XMLDesc(0))
         self.assertStaticWrittenBack()
 
+    def test_cap_changed_after_the_definition_was_persisted(self):
+        """The persisted cap is ours by the record the definition carries.
+
+        Nova persisted the live XML (cap 200 and its record); this host's
+        agent then changed the cap (150, the live record with it) before
+        it read the definition: the live record no longer says 200. The
+        multi-host cloud's live migration met this.
+        """
+        self.persist_then(lambda: self.mgr.apply_caps({}, [self.cap(
+            lease_in=5.0, total_iops_sec=150)]))
+        (_static, applied), = lv.parse_cap_record(
+            self.dom.XMLDesc(0)).values()
+        self.assertEqual(150, applied['total_iops_sec'])
+        self.assertStaticWrittenBack()
+
+    def test_cap_released_after_the_definition_was_persisted(self):
+        """The same with the cap released: no live record at all."""
+        self.persist_then(lambda: self.mgr.release_caps({}, [{
+            'instance_uuid': self.uuid, 'dev': 'vda'}]))
+        self.assertEqual({}, lv.parse_cap_record(self.dom.XMLDesc(0)))
+        self.assertStaticWrittenBack()
+
+    def persist_then(self, change):
+        """Cap 200 persisted as Nova does after a migration, then change."""
+        self.mgr.apply_caps({}, [self.cap(lease_in=5.0,
+                                          total_iops_sec=200)])
+        self.keeper.defineXML(self.dom.XMLDesc(0))
+        change()
+        persistent = lv.parse_domain_xml(self.uuid, self.dom.XMLDesc(
+            libvirt.VIR_DOMAIN_XML_INACTIVE))
+        self.assertEqual(200, persistent['vda'].static['total_iops_sec'])
+
     def test_refused_write_back_is_tried_again(self):
         """A write-back libvirt refuses (the migration's job) is retried."""
         self.mgr.apply_caps({}, [self.cap(lease_in=5.0,
@@ -341,6 +373,38 @@ class LibvirtTestDriverTest(test_base.TestCase):
         self.driver._conn.close()
         self.mgr.apply_caps({}, [self.cap(total_iops_sec=123)])
         self.assertEqual(123, self.live()['total_iops_sec'])
+
+    def wait_event(self, event):
+        deadline = time.monotonic() + 5
+        while (event not in self.events and time.monotonic() < deadline):
+            time.sleep(0.05)
+        self.assertIn(event, self.events)
+
+    def test_events_come_again_after_a_reconnect(self):
+        # libvirtd restarted: the callbacks were on the lost connection;
+        # the new one must have them, else a hard reboot after a restart
+        # of libvirtd leaves its disk without its cap until the lease
+        # lapses.
+        lost = self.driver._conn
+        for callback_id in list(lost.domainEventCallbackID):
+            lost.domainEventDeregisterAny(callback_id)  # gone with it
+        lost.close()
+        self.driver.list_disks()
+        self.assertIsNot(lost, self.driver._conn)
+        del self.events[:]
+        self.dom.destroy()
+        self.wait_event((self.uuid, base.EVENT_STOPPED))
+        self.dom.create()
+        self.wait_event((self.uuid, base.EVENT_STARTED))
+
+    def test_unreachable_libvirt_is_unavailable(self):
+        self.driver._conn.close()
+        with mock.patch.object(lv.libvirt, 'open', side_effect=(
+                libvirt.libvirtError('Failed to connect socket'))):
+            self.assertRaises(base.Unavailable, self.driver.list_disks)
+            self.assertRaises(base.Unavailable, self.driver.list_disks)
+        # the daemon back: the next call connects
+        self.assertIn(self.vda, self.driver.list_disks())
 
     def test_lifecycle_event_reapplies_within_one_interval(self):
         self.mgr.apply_caps({}, [self.cap(total_iops_sec=200)])

@@ -1070,7 +1070,8 @@ class APITests:
 
     def test_agents_for_the_admin(self):
         self.db.agent_heartbeat('cn2', 'libvirt', version='2.0',
-                                interval_s=5.0, disks=3, caps=1)
+                                interval_s=5.0, disks=3, caps=1,
+                                clock_offset_s=-30.25)
         self.db.agent_heartbeat('cn1', 'simulated', now=T0)
         response = self.call('GET', '/v1/agents', who=ADMIN)
         self.assertEqual(200, response.status_code, response.text)
@@ -1078,11 +1079,12 @@ class APITests:
         self.assertEqual({
             'host': 'cn1', 'driver': 'simulated', 'version': None,
             'last_heartbeat': '2026-11-22T03:00:00Z', 'interval_s': None,
-            'disks': None, 'caps': None, 'alive': False,
-            'created_at': '2026-11-22T03:00:00Z'}, cn1)
-        self.assertEqual(('cn2', '2.0', 5.0, 3, 1, True),
+            'disks': None, 'caps': None, 'clock_offset_s': None,
+            'alive': False, 'created_at': '2026-11-22T03:00:00Z'}, cn1)
+        self.assertEqual(('cn2', '2.0', 5.0, 3, 1, -30.25, True),
                          (cn2['host'], cn2['version'], cn2['interval_s'],
-                          cn2['disks'], cn2['caps'], cn2['alive']))
+                          cn2['disks'], cn2['caps'], cn2['clock_offset_s'],
+                          cn2['alive']))
         for query, hosts in (('?alive=true', ['cn2']),
                              ('?alive=0', ['cn1']),
                              ('?host=cn1', ['cn1']),

@@ -10,8 +10,11 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Tiers' latency objectives through /v1, over a real database."""
+"""Tiers' latency objectives and disks' measured p99 through /v1."""
 
+import datetime
+
+from iotguard.tests import dbrows
 from iotguard.tests.functional.api import base
 
 ADMIN, MEMBER_A, READER_A = base.ADMIN, base.MEMBER_A, base.READER_A
@@ -88,6 +91,39 @@ class LatencyTests:
         self.assertNotIn('numbers', error)
         self.assertEqual([None], [d['tier'] for d in self.db.disk_list(
             instance_uuid=A2)])
+
+    def test_a_disk_shows_its_measured_p99_beside_the_mean(self):
+        self.db.domain_create('local:cn1', 'local', iops_4k=10000.0,
+                              bytes_sec=409.6e6)
+        for dev in ('vda', 'vdb'):
+            self.db.disk_upsert(A1, dev, 'cn1', 'local:cn1', 'proj-a')
+        self.create()
+        response = self.call('PUT', '/v1/instances/%s/tier' % A1,
+                             who=ADMIN, body={'tier': 'gold'})
+        self.assertEqual(200, response.status_code, response.text)
+        sampled_at = datetime.datetime(2026, 11, 22, 3, 40, 5)
+        # vda's agent measures a p99 over gold's 5 ms; vdb's none
+        dbrows.disk_update_rates(self.db, A1, 'vda', sampled_at,
+                                 read_iops=100.0, latency_ms=2.5,
+                                 latency_p99_ms=7.75)
+        dbrows.disk_update_rates(self.db, A1, 'vdb', sampled_at,
+                                 read_iops=100.0, latency_ms=2.5)
+        for who in (ADMIN, READER_A):
+            vda, vdb = self.call('GET', '/v1/instances/' + A1,
+                                 who=who).json['instance']['disks']
+            self.assertEqual(
+                [('vda', 2.5, 7.75), ('vdb', 2.5, None)],
+                [(d['dev'], d['rates']['latency_ms'],
+                  d['rates']['latency_p99_ms']) for d in (vda, vdb)])
+        # the tier's objective is as it was
+        self.assertEqual(5.0, self.call(
+            'GET', '/v1/tiers/gold',
+            who=READER_A).json['tier']['latency_p99_ms'])
+        disks = self.call('GET', '/v1/domains/local:cn1',
+                          who=ADMIN).json['domain']['disks']
+        self.assertEqual({'vda': 7.75, 'vdb': None},
+                         {d['dev']: d['rates']['latency_p99_ms']
+                          for d in disks})
 
 
 class LatencyTestsSqlite(LatencyTests, base.APITestCase):

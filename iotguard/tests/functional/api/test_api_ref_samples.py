@@ -236,7 +236,7 @@ class SamplesMatchTheAPI:
         dbrows.disk_update_rates(
             db, INSTANCE, 'vda', SAMPLED_AT, read_iops=2400.0,
             write_iops=800.0, read_bytes_sec=9.8e6, write_bytes_sec=3.2e6,
-            latency_ms=4.2)
+            latency_ms=4.2, latency_p99_ms=9.6)
         limits = {'total_iops_sec': 2900, 'total_bytes_sec': 11878400}
         self.decision_id = dbrows.decision_create(
             db, DOMAIN, 'guarantee', INSTANCE, 'vda', PROJECT, 'cap', {},
@@ -266,8 +266,8 @@ class SamplesMatchTheAPI:
                 cap_iops=cap.get('total_iops_sec'),
                 cap_bytes_sec=cap.get('total_bytes_sec'))
         # Heard of now, so alive.
-        db.agent_heartbeat('compute1', 'libvirt', version='1.0.0',
-                           interval_s=5.0, disks=2, caps=1)
+        db.agent_heartbeat('compute1', 'libvirt', version='1.0.0', caps=1,
+                           interval_s=5.0, disks=2, clock_offset_s=0.12)
 
     def test_samples_match_the_live_api(self):
         # The samples' rates are fresh: the API reads them a second later.

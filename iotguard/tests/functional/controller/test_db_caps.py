@@ -241,7 +241,8 @@ class ControllerDbTests:
         # what GET /v1/disks shows of them
         self.assertEqual(
             {'read_iops': 1.125, 'write_iops': None, 'read_bytes_sec': 4096.0,
-             'write_bytes_sec': 1e12 / 3, 'latency_ms': 0.1, 'sampled_at': t1},
+             'write_bytes_sec': 1e12 / 3, 'latency_ms': 0.1,
+             'latency_p99_ms': None, 'sampled_at': t1},
             disk_handlers.view(got[uuids[1]])['rates'])
         self.assertIsNone(disk_handlers.view(got[UUID_A])['rates'])
         # a column NULL in a whole statement, and one disk alone

@@ -465,6 +465,32 @@ class DbApiTests:
         self.assertRaises(exception.NotFound, self.db.disk_list,
                           domain='nope')
 
+    def test_p99_written_beside_the_mean_null_when_not_measured(self):
+        self._domain_with_disks()
+        ids = {(d['instance_uuid'], d['dev']): d['id']
+               for d in self.db.disk_list()}
+
+        def write(p99_vda, at):
+            # one statement: the mixed rows go through each back end's
+            # bulk form (arrays, JSON_TABLE, executemany)
+            self.db.disk_rates_bulk_update([
+                {'id': ids[UUID_A, 'vda'], 'sampled_at': at,
+                 'latency_ms': 1.5, 'latency_p99_ms': p99_vda},
+                {'id': ids[UUID_A, 'vdb'], 'sampled_at': at,
+                 'latency_ms': 2.5},
+                {'id': ids[UUID_B, 'vda'], 'sampled_at': at,
+                 'latency_ms': 3.5, 'latency_p99_ms': 40.25}])
+            return {(d['instance_uuid'], d['dev']): (d['latency_ms'],
+                                                     d['latency_p99_ms'])
+                    for d in self.db.disk_list()}
+
+        self.assertEqual({(UUID_A, 'vda'): (1.5, 9.625),
+                          (UUID_A, 'vdb'): (2.5, None),
+                          (UUID_B, 'vda'): (3.5, 40.25)}, write(9.625, T0))
+        # a p99 no longer measured is not kept from before
+        later = T0 + datetime.timedelta(seconds=30)
+        self.assertEqual((1.5, None), write(None, later)[UUID_A, 'vda'])
+
     def test_disk_upsert_moves_and_delete(self):
         self._domain_with_disks()
         self.db.domain_create('local:cn2', 'local')
@@ -561,14 +587,15 @@ class DbApiTests:
         self.db.agent_heartbeat('cn1', 'libvirt',
                                 now=T0 + datetime.timedelta(seconds=5),
                                 version='1.1', interval_s=2.5, disks=4,
-                                caps=0)
+                                caps=0, clock_offset_s=1.5)
         self.db.agent_heartbeat('cn0', 'simulated', now=T0)
         cn0 = {'host': 'cn0', 'driver': 'simulated', 'version': None,
                'last_heartbeat': T0, 'interval_s': None, 'disks': None,
-               'caps': None, 'created_at': T0}
+               'caps': None, 'clock_offset_s': None, 'created_at': T0}
         cn1 = {'host': 'cn1', 'driver': 'libvirt', 'version': '1.1',
                'last_heartbeat': T0 + datetime.timedelta(seconds=5),
-               'interval_s': 2.5, 'disks': 4, 'caps': 0, 'created_at': T0}
+               'interval_s': 2.5, 'disks': 4, 'caps': 0,
+               'clock_offset_s': 1.5, 'created_at': T0}
         self.assertEqual([cn0, cn1], self.db.agent_list())
         self.assertEqual([cn1], self.db.agent_list(host='cn1'))
         self.assertEqual([], self.db.agent_list(host='cn2'))

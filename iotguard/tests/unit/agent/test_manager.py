@@ -304,6 +304,51 @@ class StateTest(ManagerTestCase):
         self.assertEqual(['state.json'], os.listdir(path))
         self.assertEqual({}, store.load())
 
+    def stepped(self, wall, mono, boot='b1'):
+        """A cap leased to 1010 saved at 1000 (monotonic 50), read back."""
+        path = self.useFixture(fixtures.TempDir()).path + '/state.json'
+        self.clock.now = 1000.0
+        manager.StateFile(path, self.clock, lambda: 50.0,
+                          lambda: 'b1').save(
+            {A: caps.Cap.from_wire(cap(total_iops_sec=200, lease=1010.0))})
+        self.clock.now = wall
+        return manager.StateFile(path, self.clock, lambda: mono,
+                                 lambda: boot).load()[A].lease_expires_at
+
+    def test_leases_move_with_a_clock_stepped_between_two_agents(self):
+        log = self.useFixture(fixtures.FakeLogger())
+        # 4 s later, the wall clock true: as written
+        self.assertEqual(1010.0, self.stepped(1004.0, 54.0))
+        self.assertNotIn('moved', log.output)
+        # the agent restarted with its clock 30 s ahead, 2 s later: the
+        # 8 s its lease had left, on that clock
+        self.assertEqual(1040.0, self.stepped(1032.0, 52.0))
+        self.assertIn('clock moved +30.0 s', log.output)
+        # ... or 30 s behind: never longer than its lease
+        self.assertEqual(980.0, self.stepped(972.0, 52.0))
+        # another boot (the monotonic clock restarted), no boot id: as is
+        self.assertEqual(1010.0, self.stepped(1032.0, 52.0, boot='b2'))
+        self.assertEqual(1010.0, self.stepped(1032.0, 52.0, boot=None))
+
+    def test_a_cap_kept_across_a_clock_stepped_forward(self):
+        path = self.useFixture(fixtures.TempDir()).path + '/state.json'
+        mono = [50.0]
+        store = manager.StateFile(path, self.clock, lambda: mono[0],
+                                  lambda: 'b1')
+        mgr = manager.AgentManager(self.conf, self.driver, clock=self.clock,
+                                   store=store)
+        mgr.periodic()
+        mgr.apply_caps({}, [cap(total_iops_sec=200, lease=1010.0)])
+        # restarted 2 s later with its clock 30 s ahead
+        self.clock.now, mono[0] = 1032.0, 52.0
+        m2 = manager.AgentManager(self.conf, self.driver, clock=self.clock,
+                                  store=manager.StateFile(
+                                      path, self.clock, lambda: mono[0],
+                                      lambda: 'b1'))
+        m2.recover()
+        self.assertEqual(200, self.live()['total_iops_sec'])
+        self.assertEqual(1040.0, m2.cap_in_force(A)[1])
+
     def test_get_state(self):
         self.mgr.apply_caps({}, [cap(total_iops_sec=200)])
         state = self.mgr.get_state({})

@@ -14,6 +14,7 @@ import math
 from unittest import mock
 
 import fixtures
+import numpy as np
 
 from iotguard.agent import manager
 from iotguard.agent import sampler
@@ -143,6 +144,31 @@ class SamplerTest(test_base.TestCase):
                           wr_times=times + 50 * 100 * 10 ** 6)
         sent = self.sampler.run_once()
         self.assertEqual([0], batch_mod.decode(sent.to_wire()).urgent_rows())
+
+    def test_the_driver_s_percentiles_go_into_the_batch(self):
+        self.set_counters(A)
+        self.set_counters(B)
+        self.set_counters(('c' * 8 + A[0][8:], 'vda'))   # not listed
+        listed = {key: self.driver.disks[key] for key in (A, B)}
+        read = self.driver.get_block_stats
+
+        def with_p99():
+            got = read()
+            return rates.Readings(got.keys, got.counters, np.array(
+                [{A: 4.5, B: math.nan}.get(k, 9.0) for k in got.keys]))
+        self.useFixture(fixtures.MockPatchObject(
+            self.driver, 'get_block_stats', with_p99))
+        sent = self.sampler.run_once(listed)
+        self.assertEqual([A, B], sent.keys())
+        self.assertEqual([4.5, None], sent.to_wire()['disks']['p99_ms'])
+        got = batch_mod.decode(sent.to_wire()).p99_ms
+        self.assertEqual(4.5, got[0])
+        self.assertTrue(math.isnan(got[1]))
+        # a driver that measures none: no column
+        self.useFixture(fixtures.MockPatchObject(
+            self.driver, 'get_block_stats', read))
+        self.advance(5.0)
+        self.assertIsNone(self.sampler.run_once(listed).p99_ms)
 
     def test_no_urgent_disk_unless_asked(self):
         self.assertEqual([[], [], []],

@@ -10,6 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import logging
 import threading
 from unittest import mock
 
@@ -84,6 +85,20 @@ class AgentServiceTest(test_base.TestCase):
                                side_effect=RuntimeError('boom')):
             agent.tick()
         self.assertIn('Agent interval failed', log.output)
+
+    def test_unavailable_hypervisor_is_one_warning(self):
+        # libvirtd restarting: one line an interval, not a traceback
+        log = self.useFixture(fixtures.FakeLogger(level=logging.WARNING))
+        agent = service.AgentService(self.conf, driver=self.driver,
+                                     transport=self.transport)
+        agent.sampler = mock.Mock()
+        with mock.patch.object(self.driver, 'list_disks', side_effect=(
+                base.Unavailable('libvirt at qemu:///system: refused'))):
+            agent.tick()
+        self.assertEqual(
+            ['Agent interval skipped: libvirt at qemu:///system: refused; '
+             'retrying next interval'], log.output.splitlines())
+        self.assertEqual(1, agent.passes.failed)
 
     def test_report_outage_does_not_stop_lease_expiry(self):
         log = self.useFixture(fixtures.FakeLogger())

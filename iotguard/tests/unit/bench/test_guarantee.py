@@ -35,14 +35,18 @@ def player(steps):
 
 
 def readings(rates, limits=None):
-    """Samples a second apart of disks writing ``rates[k]`` bytes/s."""
+    """Samples a second apart of disks writing ``rates[k]`` bytes/s.
+
+    As the runner reads them: (time, limits, histogram, counters), no
+    histogram read.
+    """
     counters = np.zeros(3 * len(rates[0]))
-    out = [(100.0, [STATIC] * len(rates[0]), list(counters))]
+    out = [(100.0, [STATIC] * len(rates[0]), None, list(counters))]
     for k, row in enumerate(rates):
         for i, r in enumerate(row):
             counters[3 * i:3 * i + 3] += (r, r / BLOCK, 5e6 * r / BLOCK)
         out.append((101.0 + k, (limits or {}).get(k, [STATIC] * len(row)),
-                    list(counters)))
+                    None, list(counters)))
     return out
 
 
@@ -79,6 +83,34 @@ class SeriesTest(base.TestCase):
         self.assertEqual([alone, alone, 0, 0, 0, alone / 2, alone, alone],
                          s.demand[:, 1].tolist())
         self.assertEqual([0.0, 2.0, 5.5], s.changes)
+
+    def test_a_raised_tier_is_judged_from_the_window_it_falls_in(self):
+        # r1 writes as a quiet guest on bronze (its floor under its
+        # demand), an aggressor beside it; its tier is raised at 3.5 s
+        p = player([guarantee.Step(0, 'boot', 'r1', {}, 'bronze',
+                                   demand=QUIET_BS),
+                    guarantee.Step(0, 'boot', 'a1', {}),
+                    guarantee.Step(3.5, 'tier', 'r1', tier='raised')])
+        self.assertEqual({'r1': 'bronze'}, p.tiers)
+        rates = [[QUIET_BS, QUIET_BS, QUIET_BS / 2, 2e6]] * 5 + \
+            [[QUIET_BS, QUIET_BS, QUIET_BS, 2e6]] * 3
+        s = guarantee.series(p, 100.0, readings(rates), [
+            (0.0, p.steps[0]), (0.0, p.steps[1]), (3.5, p.steps[2])])
+        bronze = (256 << 10) / sq.BYTES_SEC
+        self.assertEqual([bronze] * 3 + [sq.FLOOR / sq.BYTES_SEC] * 5,
+                         s.floor[:, 2].tolist())
+        self.assertEqual([sq.FLOOR / sq.BYTES_SEC] * 8,
+                         s.floor[:, 0].tolist())
+        self.assertEqual([0.0] * 8, s.floor[:, 3].tolist())
+        self.assertEqual([0.0, 0.0, 3.5], s.changes)   # first writes
+        self.assertEqual([QUIET_BS / sq.BYTES_SEC] * 8,
+                         s.demand[:, 2].tolist())
+        r = guarantee.judge(s, s)
+        # short at half its demand from the raise to the sixth window:
+        # windows 3 and 4 (from 3.5 s: 1.5 s), its bronze ones kept
+        self.assertEqual(1, r['reclaims'])
+        self.assertAlmostEqual(1.5, r['reclaim_max_s'])
+        self.assertAlmostEqual(1 - 2 / 24, r['compliance'])
 
     def test_cost_is_the_bucket_that_binds(self):
         # 64 KiB writes: the bytes bind; 4 KiB ones: the operations

@@ -17,6 +17,7 @@ import math
 from unittest import mock
 
 import fixtures
+import numpy as np
 
 from iotguard.controller import effects
 from iotguard.controller import loop
@@ -295,7 +296,8 @@ class ScriptedRoundTest(LoopTestBase):
             'id': self.a['id'], 'sampled_at': effects.to_datetime(first - 1),
             'read_iops': 20.0, 'write_iops': 20.0,
             'read_bytes_sec': 20 * KIB64, 'write_bytes_sec': 20 * KIB64,
-            'latency_ms': 8.0}]], self.rates_written())   # b: no sample
+            'latency_ms': 8.0, 'latency_p99_ms': None}]],
+            self.rates_written())   # b: no sample; no p99 measured
         self.loop.run_once(self.domain, first + 5)
         self.assertEqual(1, len(self.rates_written()))
         self.feed(self.b, at=first + 29)
@@ -303,6 +305,26 @@ class ScriptedRoundTest(LoopTestBase):
         # a's sample is stale by now: only b's rates are written
         self.assertEqual([self.b['id']],
                          [r['id'] for r in self.rates_written()[-1]])
+
+    def test_the_measured_p99_written_beside_the_mean(self):
+        first = T0 + effects.rates_offset('pool', 30.0)
+        sent = fakes.batch(*[
+            fakes.sample(disk['instance_uuid'], disk['dev'],
+                         timestamp=first - 1, latency_ms=8.0)
+            for disk in (self.a, self.b)])
+        self.store.add_batch(dataclasses.replace(
+            sent, p99_ms=np.array([21.5, math.nan])), first - 1)
+        self.loop.run_once(self.domain, first - 0.5)   # not due yet
+        self.loop.run_once(self.domain, first)
+        written = {r['id']: r for r in self.rates_written()[-1]}
+        # b's agent measured no p99: NULL, not its mean
+        self.assertEqual(
+            {self.a['id']: (8.0, 21.5), self.b['id']: (8.0, None)},
+            {k: (r['latency_ms'], r['latency_p99_ms'])
+             for k, r in written.items()})
+        stored = {d['id']: d['latency_p99_ms'] for d in self.db.disk_list()}
+        self.assertEqual((21.5, None),
+                         (stored[self.a['id']], stored[self.b['id']]))
 
     def test_rates_writes_are_spread_over_the_interval(self):
         offsets = {effects.rates_offset('pool-%d' % i, 30.0)

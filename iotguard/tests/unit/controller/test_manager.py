@@ -80,13 +80,16 @@ class ManagerTest(ManagerFixture):
 
     def test_urgent_disks_of_owned_domains_go_to_on_urgent(self):
         seen = []
-        self.manager.on_urgent = seen.append
         other = fakes.add_disk(self.db, 'mine', 'cn1')
         self.manager.index.refresh()
         wire = self.batch(*[self.sample(d)
                             for d in (self.mine, self.theirs, other)])
         self.manager.report_samples({}, 'cn1', wire)
-        self.assertEqual([], seen)      # none marked
+        self.manager.on_urgent = seen.append
+        wire = self.batch(*[self.sample(d, timestamp=T0 - 0.3)
+                            for d in (self.mine, self.theirs, other)])
+        self.manager.report_samples({}, 'cn1', wire)
+        self.assertEqual([], seen)      # none marked, none resumed
         wire = self.batch(*[self.sample(d, timestamp=T0 - 0.2)
                             for d in (self.mine, self.theirs, other)])
         wire['disks']['urgent'] = [0, 1]
@@ -94,6 +97,34 @@ class ManagerTest(ManagerFixture):
         # theirs is not kept here: its owner hears of it
         self.assertEqual([{'mine': [(self.mine['instance_uuid'], 'vda')]}],
                          seen)
+
+    def test_disks_whose_samples_resume_go_to_on_urgent(self):
+        # The first fresh sample with rates where the store holds none to
+        # act on: this controller just started, the broker or the agent
+        # is back, the disk restarted (a gap before).
+        seen = []
+        self.manager.on_urgent = seen.append
+        other = fakes.add_disk(self.db, 'mine', 'cn1')
+        self.manager.index.refresh()
+        mine = (self.mine['instance_uuid'], 'vda')
+        self.manager.report_samples({}, 'cn1', self.batch(
+            self.sample(self.mine, timestamp=T0 - 20.0),   # stale: refused
+            self.sample(self.theirs), self.sample(other, gap='reset')))
+        self.assertEqual([], seen)
+        self.manager.report_samples({}, 'cn1', self.batch(
+            self.sample(self.mine, timestamp=T0 - 0.4),
+            self.sample(other, timestamp=T0 - 0.4)))
+        self.assertEqual([{'mine': [mine, (other['instance_uuid'], 'vda')]}],
+                         seen)
+        # fresh before: nothing more
+        self.manager.report_samples({}, 'cn1', self.batch(
+            self.sample(self.mine, timestamp=T0 - 0.3)))
+        self.assertEqual(1, len(seen))
+        # stale since (the agent or the broker away 15 s): resumed again
+        self.store._clock = self.manager._clock = lambda: T0 + 15.0
+        self.manager.report_samples({}, 'cn1', self.batch(
+            self.sample(self.mine, timestamp=T0 + 14.5)))
+        self.assertEqual({'mine': [mine]}, seen[-1])
 
     def test_ownership_change_is_followed(self):
         self.owned.add('theirs')
@@ -539,3 +570,41 @@ class RoutingTest(ManagerFixture):
         self.assertEqual((1, 1), (self.manager.stats['stored'],
                                   self.manager.stats['foreign']))
         self.assertEqual([], self.sent)
+
+
+class SkewedHostTest(ManagerFixture):
+    """An agent's host 30 s ahead: its samples judged on its clock."""
+
+    def test_samples_of_a_host_ahead_are_kept_from_the_second_batch(self):
+        ahead = self.sample(self.mine, timestamp=T0 + 29.5)
+        self.manager.report_samples({}, 'cn1', self.batch(ahead))
+        self.assertEqual(0, self.manager.stats['stored'])   # future
+        later = self.sample(self.mine, timestamp=T0 + 30.0)
+        self.manager.report_samples({}, 'cn1', self.batch(later))
+        self.assertEqual(1, self.manager.stats['stored'])
+        self.assertAlmostEqual(30.0, self.store.clocks.offset('cn1'))
+        got = self.store.latest(self.mine['instance_uuid'],
+                                self.mine['dev'])
+        self.assertEqual(T0, got['timestamp'])   # on this clock
+        self.assertFalse(self.store.gather(
+            [(self.mine['instance_uuid'], self.mine['dev'])], T0).stale[0])
+
+    def test_the_agents_table_shows_the_offset_learned(self):
+        self.manager.agent_heartbeat({}, 'cn1', {'driver': 'x'})
+        self.assertIsNone(self.db.agent_list('cn1')[0]['clock_offset_s'])
+        for ahead in (29.5, 30.0):
+            self.manager.report_samples({}, 'cn1', self.batch(self.sample(
+                self.mine, timestamp=T0 + ahead)))
+        self.manager.agent_heartbeat({}, 'cn1', {'driver': 'x'})
+        self.assertAlmostEqual(
+            30.0, self.db.agent_list('cn1')[0]['clock_offset_s'])
+
+    def test_a_source_is_not_corrected(self):
+        for stamp in (T0 + 29.5, T0 + 30.0):
+            self.manager.report_samples({}, 'cn1', self.batch(
+                self.sample(self.theirs, timestamp=stamp)))
+        # Ceilometer, Gnocchi: no host, taken as they are
+        self.assertEqual(0, self.manager.add_batch(batch_mod.decode(
+            self.batch(self.sample(self.mine, timestamp=T0 + 30.0)))))
+        self.assertEqual(1, self.manager.add_batch(batch_mod.decode(
+            self.batch(self.sample(self.mine, timestamp=T0 - 1.0)))))

@@ -10,6 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import dataclasses
 import math
 import threading
 
@@ -17,8 +18,11 @@ import fixtures
 import numpy as np
 
 from iotguard.controller import samples
+from iotguard.policy import base as policy_base
 from iotguard.tests import base
 from iotguard.tests.unit.controller import fakes
+from iotguard.tests.unit.policy import fakes as policy_fakes
+from iotguard.wire import batch as batch_mod
 from iotguard.wire import caps
 
 UUID = '11111111-2222-3333-4444-555555555555'
@@ -226,3 +230,182 @@ class ColumnarStoreTest(StoreTestCase):
         self.assertEqual(3, len(self.store._free))
         self.assertIsNone(self.store.latest(self.uuids[0], 'vda'))
         self.assertIsNotNone(self.store.latest(self.uuids[5], 'vda'))
+
+
+class PercentileCase(StoreTestCase):
+    """Samples with the agent's p99 into the snapshot.
+
+    Three disks (``[agent] latency_histograms``) through the wire, the
+    store and the snapshot: gold, with a 20 ms objective, mean 10 ms; two
+    others, mean 60 ms.
+    """
+
+    TIERS = [policy_base.Tier('gold', min_iops=20, latency_p99_ms=20),
+             policy_base.Tier('silver', min_iops=25),
+             policy_base.Tier('best-effort')]
+
+    def setUp(self):
+        super().setUp()
+        self.store = samples.SampleStore(5.0, clock=lambda: 1000.0)
+        self.keys = [('%08d-2222-3333-4444-555555555555' % i, 'vda')
+                     for i in range(3)]
+
+    def snapshot(self, p99_ms, timestamp=999.0):
+        """The domain's snapshot after a batch with ``p99_ms`` (or None)."""
+        sent = fakes.batch(*[
+            fakes.sample(uuid, timestamp=timestamp, iops=30.0,
+                         bytes_sec=30.0 * 64 * 1024, latency_ms=latency)
+            for (uuid, _dev), latency in zip(self.keys, (10.0, 60.0, 60.0))])
+        if p99_ms is not None:
+            sent = dataclasses.replace(sent, p99_ms=np.array(p99_ms))
+        self.store.add_batch(batch_mod.decode(sent.to_wire()))
+        return policy_base.DomainSnapshot.of_samples(
+            'pool', policy_fakes.PROFILE, 5.0, ('gold', 'silver', 'be'),
+            self.TIERS, self.store.gather(self.keys, 1000.0),
+            np.full(3, math.inf), np.full(3, math.inf),
+            np.full(3, math.nan))
+
+
+class PercentileTest(PercentileCase):
+
+    def test_through_the_store_into_the_snapshot(self):
+        snap = self.snapshot([60.0, math.nan, 5.0])
+        np.testing.assert_array_equal([60.0, math.nan, 5.0], snap.p99_ms)
+        self.assertEqual(60.0, self.store.latest(*self.keys[0])['p99_ms'])
+        self.assertIsNone(self.store.latest(*self.keys[1])['p99_ms'])
+        # judged on its p99 where measured, else the mean
+        self.assertEqual([60.0, 60.0, 5.0],
+                         snap.judged_latency_ms.tolist())
+        np.testing.assert_array_equal([10.0, 60.0, 60.0], snap.latency_ms)
+        # the next batch measures none (the agent runs without): the mean
+        snap = self.snapshot(None, timestamp=999.5)
+        self.assertIsNone(snap.p99_ms)
+        self.assertIsNone(self.store.latest(*self.keys[0])['p99_ms'])
+        self.assertEqual([10.0, 60.0, 60.0],
+                         snap.judged_latency_ms.tolist())
+
+
+class ClocksTest(base.TestCase):
+    """A host's clock offset from its batches (samples.Clocks)."""
+
+    def setUp(self):
+        super().setUp()
+        self.log = self.useFixture(fixtures.FakeLogger())
+        self.clocks = samples.Clocks(warn_s=2.0)
+        self.t = 1000.0   # the controller's (true) time of the next pass
+
+    def send(self, offset, delay=0.01, host='cn1', every=5.0):
+        """A pass read at true time t, ``offset`` ahead; the offset taken.
+
+        Received ``delay`` after it was read.
+        """
+        taken = self.clocks.observe(host, self.t + offset,
+                                    self.t + delay)
+        self.t += every
+        return taken
+
+    def warnings(self):
+        return [x for x in self.log.output.splitlines() if 'clock of' in x]
+
+    def test_a_synchronised_host(self):
+        self.assertEqual(0.0, self.send(0.0))
+        self.assertAlmostEqual(-0.01, self.send(0.0))
+        self.assertEqual(0.0, self.clocks.lease_offset('cn1'))
+        self.assertEqual([], self.warnings())
+
+    def test_a_new_host_is_taken_from_its_second_batch(self):
+        # unknown: nothing added to its leases, its samples as they are
+        self.assertIsNone(self.clocks.offset('cn9'))
+        self.assertEqual(0.0, self.clocks.lease_offset('cn9'))
+        self.assertEqual(0.0, self.send(30.0))
+        # its leases follow what its batch shows at once
+        self.assertAlmostEqual(29.99, self.clocks.lease_offset('cn1'))
+        self.assertAlmostEqual(29.99, self.send(30.0))
+        self.assertAlmostEqual(29.99, self.clocks.offset('cn1'))
+        self.assertIsNone(self.clocks.offset('cn2'))
+
+    def test_ahead_and_behind_one_warning_each_way(self):
+        for _ in range(6):
+            self.send(30.0)
+        self.assertAlmostEqual(29.99, self.clocks.offset('cn1'))
+        [ahead] = self.warnings()
+        self.assertIn('host cn1 is 30.0 s ahead of', ahead)
+        self.assertIn('NTP', ahead)
+        for _ in range(6):   # stepped back beyond: behind
+            self.send(-30.0)
+        self.assertAlmostEqual(-30.01, self.clocks.offset('cn1'))
+        self.assertIn('host cn1 is 30.0 s behind', self.warnings()[1])
+        for _ in range(6):
+            self.send(0.5)
+        self.assertAlmostEqual(0.49, self.clocks.offset('cn1'))
+        self.assertEqual(3, len(self.warnings()))
+        self.assertIn('host cn1 is back within 2.0 s', self.warnings()[2])
+
+    def test_jitter_takes_the_least_delayed(self):
+        for delay in (0.3, 0.05, 0.4, 0.02, 0.2, 0.6):
+            taken = self.send(10.0, delay)
+        self.assertAlmostEqual(9.98, taken)
+        self.assertAlmostEqual(9.4, self.clocks.lease_offset('cn1'))
+
+    def test_batches_late_after_a_cut_change_nothing(self):
+        for _ in range(4):
+            self.send(10.0)
+        # a 40 s cut: the passes read meanwhile arrive together after it
+        cut_end = self.t + 40.0
+        for _ in range(8):
+            taken = self.clocks.observe('cn1', self.t + 10.0, cut_end)
+            self.assertAlmostEqual(9.99, taken)
+            self.t += 5.0
+        self.assertAlmostEqual(9.99, self.send(10.0))
+
+    def test_a_backlog_of_a_new_host_is_not_taken_for_its_clock(self):
+        # a controller started on 12 queued passes of a synchronised host
+        start = self.t + 60.0
+        for _ in range(12):
+            taken = self.clocks.observe('cn1', self.t, start)
+            self.assertEqual(0.0, taken)   # judged as they are: stale
+            self.t += 5.0
+
+    def test_a_clock_stepped_back_is_followed(self):
+        for _ in range(8):
+            self.send(30.0)
+        # NTP steps it back: its leases follow at once, its samples
+        # from the second batch (the first one, judged 30 s old, refused)
+        self.assertAlmostEqual(29.99, self.send(0.0))
+        self.assertEqual(0.0, self.clocks.lease_offset('cn1'))
+        self.assertAlmostEqual(-0.01, self.send(0.0))
+
+    def test_a_step_shorter_than_a_pass_ages_out(self):
+        for _ in range(8):
+            self.send(3.0)
+        taken = [self.send(0.0) for _ in range(samples.CLOCK_WINDOW)]
+        # a lower bound for the leases from the first batch on
+        self.assertEqual(0.0, self.clocks.lease_offset('cn1'))
+        self.assertAlmostEqual(2.99, taken[0])
+        self.assertAlmostEqual(-0.01, taken[-1])
+
+    def test_a_clock_stepped_forward_from_the_second_batch(self):
+        for _ in range(8):
+            self.send(0.0)
+        self.assertAlmostEqual(-0.01, self.send(30.0))
+        # its leases on its new clock at once (a lower bound of it)
+        self.assertAlmostEqual(29.99, self.clocks.lease_offset('cn1'))
+        self.assertAlmostEqual(29.99, self.send(30.0))
+
+    def test_correct_puts_a_batch_on_this_clock(self):
+        for _ in range(2):
+            self.send(30.0)
+        batch = fakes.batch(fakes.sample(UUID, timestamp=self.t + 30.0))
+        got = self.clocks.correct('cn1', batch, self.t + 0.01)
+        self.assertAlmostEqual(self.t + 0.01, got.read_at)
+        self.assertAlmostEqual(self.t + 0.01, float(got.timestamp[0]))
+        self.assertEqual(self.t + 30.0, batch.read_at)   # a new batch
+
+    def test_a_delay_is_no_offset(self):
+        # a synchronised host whose batches arrive 0.2 s after they are
+        # read: its samples keep their own times, its leases are unchanged
+        for _ in range(3):
+            self.send(0.0, delay=0.2)
+        batch = fakes.batch(fakes.sample(UUID, timestamp=self.t))
+        self.assertIs(batch, self.clocks.correct('cn1', batch, self.t + 0.2))
+        self.assertEqual(0.0, self.clocks.lease_offset('cn1'))

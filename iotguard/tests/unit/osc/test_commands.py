@@ -384,6 +384,29 @@ class TestInstance(CommandTestCase):
             'credits 42.5s, used 12s; domain local:c1',
             instance.DisksColumn([disk]).human_readable())
 
+    def test_a_measured_p99_is_shown_never_the_mean(self):
+        rates = {'read_iops': 20.0, 'write_iops': 0.0, 'read_bytes_sec': 0.0,
+                 'write_bytes_sec': 0.0, 'latency_ms': 4.2,
+                 'sampled_at': '2026-11-22T03:40:05Z'}
+        measured = dict(DISK, cap=None,
+                        rates=dict(rates, latency_p99_ms=9.6))
+        mean_only = dict(DISK, dev='vdb', cap=None,
+                         rates=dict(rates, latency_p99_ms=None))
+        self.assertEqual(
+            'vda: gold (api), floor min_bytes_sec=0, min_iops=2000; latency '
+            'p99 9.6 ms; domain local:c1\n'
+            'vdb: gold (api), floor min_bytes_sec=0, min_iops=2000; domain '
+            'local:c1',
+            instance.DisksColumn([measured, mean_only]).human_readable())
+        shown = dict(self.INSTANCE, disks=[measured, mean_only, DISK])
+        _, answer = self.run_command(instance.ListInstance, ['--long'],
+                                     instance_list=[[shown]])
+        self.assertEqual([9.6, None, None], [
+            row['Latency p99 (ms)'] for row in self.rows(answer)])
+        _, answer = self.run_command(instance.ListInstance, [],
+                                     instance_list=[[shown]])
+        self.assertNotIn('Latency p99 (ms)', answer[0])
+
     def test_a_tenant_sees_no_host_nor_domain_name(self):
         tenant = {k: v for k, v in DISK.items() if k not in ('host',
                                                              'domain')}
@@ -540,8 +563,8 @@ class TestAgent(CommandTestCase):
 
     AGENT = {'host': 'cn1', 'driver': 'libvirt', 'version': '1.0',
              'last_heartbeat': '2026-11-22T03:40:05Z', 'interval_s': 5.0,
-             'disks': 12, 'caps': 3, 'alive': True,
-             'created_at': '2026-11-22T01:00:00Z'}
+             'disks': 12, 'caps': 3, 'clock_offset_s': -30.02,
+             'alive': True, 'created_at': '2026-11-22T01:00:00Z'}
 
     def test_list(self):
         fake, answer = self.run_command(agent.ListAgent, [],
@@ -551,7 +574,8 @@ class TestAgent(CommandTestCase):
         self.assertEqual([{'Host': 'cn1', 'Driver': 'libvirt',
                            'Alive': True,
                            'Last Heartbeat': '2026-11-22T03:40:05Z',
-                           'Disks': 12, 'Caps': 3}], self.rows(answer))
+                           'Disks': 12, 'Caps': 3,
+                           'Clock Offset (s)': -30.02}], self.rows(answer))
 
     def test_list_long_and_filters(self):
         for argv, filters in ((['--host', 'cn1', '--long'],

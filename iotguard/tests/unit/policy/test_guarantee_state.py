@@ -189,3 +189,97 @@ class TestTakeoverAtEveryStep(test_base.TestCase):
         # the border moves
         states = self.runs('io-size')
         self.assertGreater(len({s.border for s in states}), 1)
+
+
+class TestLapsedCap(test_base.TestCase):
+    """A cap that lapsed comes back at once where it was held.
+
+    ``a`` floods beside two floor-holders (the noisy-neighbour case of
+    test_guarantee: its fair share is 0.462, 42 IOPS); it was held at 30
+    IOPS when the controller went away and its lease lapsed.
+    """
+
+    SILVER = base.Tier('silver', min_iops=20)
+
+    def flood(self, **kw):
+        return fakes.snapshot(
+            fakes.disk('a', ops=70, latency_ms=200.0, **kw),
+            fakes.disk('b', ops=10, tier=self.SILVER, latency_ms=200.0),
+            fakes.disk('c', ops=10, tier=self.SILVER, latency_ms=200.0))
+
+    def held_at(self, ops):
+        """The memory of a round with ``a`` capped at ``ops``."""
+        policy = guarantee.GuaranteePolicy()
+        _decisions, state = policy.decide(self.flood(
+            cap_iops=ops, cap_bytes_sec=ops * 65536.0, cap_set_at=0.0),
+            None, 100.0)
+        self.assertAlmostEqual(ops * 0.011, state.held_caps(('a',))[0][0])
+        return policy, through_json(policy, state)
+
+    def test_cut_at_once_to_the_cap_it_had(self):
+        policy, state = self.held_at(30.0)
+        cap = fakes.by_disk(policy.decide(self.flood(), state, 130.0)[0])
+        self.assertAlmostEqual(30.0, cap['a'].iops)
+        # without it, at its fair share: a cut the next ones tighten
+        fresh = fakes.by_disk(policy.decide(self.flood(), None, 130.0)[0])
+        self.assertAlmostEqual(0.462 / 0.011, fresh['a'].iops)
+
+    def test_only_when_it_lapsed_recently(self):
+        # in force at 100 (held_at), lapsed since
+        policy, state = self.held_at(30.0)
+        late = 100.0 + guarantee.HELD_S
+        cap = fakes.by_disk(policy.decide(self.flood(), state, late)[0])
+        self.assertAlmostEqual(30.0, cap['a'].iops)
+        # longer ago: decided afresh, from its fair share, and forgotten
+        decisions, later = policy.decide(self.flood(), state, late + 1.0)
+        self.assertAlmostEqual(0.462 / 0.011, fakes.by_disk(decisions)[
+            'a'].iops)
+        self.assertNotIn('held', later.to_dict())
+
+    def test_in_force_it_is_written_once_a_refresh(self):
+        # a cap renewed as it stands: the memory given back unchanged (not
+        # written again) within HELD_REFRESH_S, its time refreshed after
+        policy, state = self.held_at(30.0)
+        capped = self.flood(cap_iops=30.0, cap_bytes_sec=30.0 * 65536.0,
+                            cap_set_at=0.0)
+        _d, state = policy.decide(capped, state, 101.0)
+        for now in (102.0, 100.0 + guarantee.HELD_REFRESH_S - 1.0):
+            _d, again = policy.decide(capped, state, now)
+            self.assertIs(state, again)
+        _d, again = policy.decide(capped, state,
+                                  100.0 + guarantee.HELD_REFRESH_S)
+        self.assertIsNot(state, again)
+        self.assertEqual(100.0 + guarantee.HELD_REFRESH_S,
+                         again.held_caps(('a',))[1][0])
+
+    def test_never_tighter_than_its_share_allows_nor_its_floor(self):
+        # held above its share now: the share
+        policy, state = self.held_at(60.0)
+        cap = fakes.by_disk(policy.decide(self.flood(), state, 130.0)[0])
+        self.assertAlmostEqual(0.462 / 0.011, cap['a'].iops)
+        # held under its tier's floor (raised since): the floor
+        gold = base.Tier('gold', min_iops=35)
+        policy, state = self.held_at(30.0)
+        cap = fakes.by_disk(policy.decide(self.flood(tier=gold), state,
+                                          130.0)[0])
+        self.assertAlmostEqual(35.0, cap['a'].iops)
+
+    def test_a_release_forgets_it(self):
+        policy, state = self.held_at(30.0)
+        # the flood calms down: its cap raised round after round, then
+        # released; held follows the cap in force, then is forgotten
+        cap, now = 30.0, 130.0
+        for _ in range(10):
+            calm = fakes.snapshot(
+                fakes.disk('a', ops=20, latency_ms=1.0, cap_iops=cap,
+                           cap_bytes_sec=cap * 65536.0, cap_set_at=0.0),
+                fakes.disk('b', ops=1, latency_ms=1.0))
+            [decision], state = policy.decide(calm, state, now)
+            if decision.action == base.RELEASE:
+                break
+            self.assertGreater(decision.iops, cap)
+            self.assertAlmostEqual(cap * 0.011, state.held_caps(('a',))[0][0])
+            cap, now = decision.iops, now + 5.0
+        self.assertEqual(base.RELEASE, decision.action)
+        self.assertTrue(np.isnan(state.held_caps(('a',))[0][0]))
+        self.assertNotIn('held', state.to_dict())

@@ -153,7 +153,29 @@ class TestLoop(base.TestCase):
         self.assertEqual([4.0, 1.0], run.slots[0].tolist())
         self.assertAlmostEqual((5 / 12) ** 0.2, run.capacity[0])
         self.assertEqual([0.0], run.change_times)
-        self.assertAlmostEqual(614400 / 65536 * cost, run.floor[0])
+        self.assertEqual((6, 2), run.floor.shape)
+        for floor in run.floor[:, 0]:
+            self.assertAlmostEqual(614400 / 65536 * cost, floor)
+
+    def test_a_tier_changed_mid_run(self):
+        """The policy sees the new tier from then on; so do the measures."""
+        tiers = [{'name': 'std', 'min_bytes_sec': 614400, 'weight': 1},
+                 {'name': 'gold', 'min_bytes_sec': 1228800, 'weight': 4}]
+        vms = [helpers.vm('heavy', [{'bs': 65536, 'processes': 4}]),
+               helpers.vm('light', [{'bs': 65536, 'processes': 1}],
+                          tier_changes=[{'at': 12, 'tier': 'gold'}])]
+        policy = Recorder()
+        run = self.run_loop(policy, tiers=tiers, vms=vms)
+        floors = [snap.floor_bytes_sec[1] for _t, snap in policy.seen]
+        # the change at 12 s: from the window [10, 15) on, seen by the
+        # decision at its end
+        self.assertEqual([614400.0, 614400.0, 1228800.0, 1228800.0,
+                          1228800.0, 1228800.0], floors)
+        self.assertEqual([0.0, 12.0], run.change_times)
+        self.assertEqual([1.0, 1.0, 4.0, 4.0, 4.0, 4.0],
+                         run.weight[:, 1].tolist())
+        self.assertEqual(run.floor[0, 0], run.floor[-1, 0])
+        self.assertAlmostEqual(2 * run.floor[0, 1], run.floor[-1, 1])
 
 
 class TestFastPath(base.TestCase):

@@ -103,8 +103,34 @@ class TestShipped(base.TestCase):
                 yaml.safe_dump(helpers.data(), f)
             self.assertEqual('unit', scenario.load(path).name)
 
+    def test_tier_changes(self):
+        data = helpers.data()
+        data['tiers'].append({'name': 'gold', 'min_bytes_sec': 1 << 20})
+        data['vms'][1]['tier_changes'] = [{'at': 10, 'tier': 'gold'},
+                                          {'at': 15, 'tier': 'std'}]
+        light = scenario.parse(data).vms[1]
+        self.assertEqual(['std', 'gold', 'gold', 'std'],
+                         [light.tier_at(t) for t in (9.9, 10, 14.9, 15)])
+        self.assertEqual([0.0, 10.0, 15.0],
+                         scenario.parse(data).change_times())
+
 
 class TestInvalid(base.TestCase):
+
+    def test_bad_tier_changes(self):
+        for changes, field, reason in (
+                ({'at': 1}, 'vms[0].tier_changes', 'list'),
+                ([{'at': 1, 'tier': 'gold'}], 'vms[0].tier_changes[0].tier',
+                 'unknown tier'),
+                ([{'at': 5, 'tier': 'std'}, {'at': 5, 'tier': 'std'}],
+                 'vms[0].tier_changes[1].at', 'increasing'),
+                ([{'at': -1, 'tier': 'std'}], 'vms[0].tier_changes[0].at',
+                 '>= 0'),
+                ([{'at': 1, 'tier': 'std', 'why': 'x'}],
+                 'vms[0].tier_changes[0].why', 'unknown key')):
+            data = helpers.data()
+            data['vms'][0]['tier_changes'] = changes
+            self.assertInvalid(field, data, reason)
 
     def assertInvalid(self, field, data, reason=''):
         e = self.assertRaises(exception.InvalidScenario, scenario.parse,

@@ -280,6 +280,47 @@ class UrgentTest(base.TestCase):
             self.assertRaises(exception.Invalid, batch.decode, w)
 
 
+class P99Test(base.TestCase):
+    """Each disk's p99 latency (API 1.2): a column, null where none."""
+
+    def measured(self, *p99):
+        return batch.Batch.of_pass(1000.0, batch.Disks.of([
+            (UUIDS[i], 'vda', None, 'p1', {}) for i in range(3)]),
+            rates.Columns(np.full(3, 1.0), np.zeros(3, np.int8),
+                          np.ones((len(batch.RATES), 3))), None,
+            np.array(p99, dtype=np.float64))
+
+    def test_through_the_wire_take_and_merge(self):
+        sent = self.measured(12.3456, math.nan, 0.5)
+        self.assertEqual([12.346, None, 0.5],
+                         sent.to_wire()['disks']['p99_ms'])
+        got = batch.decode(json.loads(json.dumps(sent.to_wire())))
+        np.testing.assert_array_equal([12.346, math.nan, 0.5], got.p99_ms)
+        np.testing.assert_array_equal(
+            [0.5, math.nan], got.take(np.array([2, 1])).p99_ms)
+        plain = batch.decode(wire())
+        self.assertIsNone(plain.p99_ms)
+        np.testing.assert_array_equal(
+            [math.nan] * 3 + [12.346, math.nan, 0.5],
+            batch.merge([plain, got]).p99_ms)
+        self.assertIsNone(batch.merge([plain, plain]).p99_ms)
+        # none measured: nothing on the wire, an older controller reads it
+        for none in (self.measured(math.nan, math.nan, math.nan),
+                     batch.Batch.of_pass(
+                         1000.0, batch.Disks.of([]), rates.Columns(
+                             np.zeros(0), np.zeros(0, np.int8),
+                             np.ones((len(batch.RATES), 0))))):
+            self.assertIsNone(none.p99_ms)
+            self.assertNotIn('p99_ms', none.to_wire()['disks'])
+
+    def test_bad_values_refuse_the_batch(self):
+        for bad in ([1.0, 2.0], [-1.0, 0, 0], [1e9, 0, 0], ['1', 0, 0],
+                    [math.inf, 0, 0], 1):
+            w = self.measured(1.0, 2.0, 3.0).to_wire()
+            w['disks']['p99_ms'] = bad
+            self.assertRaises(exception.Invalid, batch.decode, w)
+
+
 class RouteTest(base.TestCase):
     """What a routing controller cuts and sends on."""
 

@@ -71,7 +71,7 @@ class ControllerAPITest(base.TestCase):
         return kw, args[1], cast_kw
 
     def test_report_samples_casts_the_wire_form_to_one_controller(self):
-        self.assertEqual('1.1', rpcapi.CONTROLLER_RPC_API_VERSION)
+        self.assertEqual('1.2', rpcapi.CONTROLLER_RPC_API_VERSION)
         kw, method, cast_kw = self.sent(self.api.report_samples, 'cn1',
                                         self.batch)
         # a batch that marks no disk urgent is 1.0 (older controllers)
@@ -96,6 +96,21 @@ class ControllerAPITest(base.TestCase):
                                      [(None, self.batch), ('cn1', urgent)])
         self.assertEqual('1.1', kw['version'])
 
+    def test_a_batch_with_percentiles_is_sent_as_1_2(self):
+        p99 = dataclasses.replace(self.batch, p99_ms=np.full(1, 7.5))
+        kw, method, cast_kw = self.sent(self.api.report_samples, 'cn1',
+                                        p99)
+        self.assertEqual(({'version': '1.2'}, 'report_samples'),
+                         (kw, method))
+        self.assertEqual([7.5], list(batch_mod.decode(
+            cast_kw['samples']).p99_ms))
+        both = dataclasses.replace(p99, urgent=np.ones(1, bool))
+        for batches in ([(None, self.batch), ('cn1', p99)],
+                        [('cn1', both)]):
+            kw, _method, _kw = self.sent(self.api.store_samples,
+                                         'member-2', batches)
+            self.assertEqual('1.2', kw['version'])
+
     def test_store_samples_casts_the_shares_to_their_owner(self):
         kw, method, cast_kw = self.sent(self.api.store_samples, 'member-2',
                                         [(None, self.batch),
@@ -110,3 +125,34 @@ class ControllerAPITest(base.TestCase):
         kw, method, cast_kw = self.sent(self.api.agent_heartbeat, 'cn1',
                                         {'disks': 1})
         self.assertEqual(({'fanout': True}, 'agent_heartbeat'), (kw, method))
+
+
+class AgentAPITest(base.TestCase):
+    """Leases go out on the host's clock."""
+
+    def setUp(self):
+        super().setUp()
+        self.transport = rpc.get_transport(self.conf, url='fake://')
+        self.addCleanup(self.transport.cleanup)
+
+    def cast(self, api, host, caps):
+        with mock.patch.object(api.client, 'prepare') as prepare:
+            api.apply_caps({}, host, caps)
+        prepare.assert_called_once_with(server=host, version='1.0')
+        [(args, kw)] = prepare.return_value.cast.call_args_list
+        self.assertEqual('apply_caps', args[1])
+        return kw['caps']
+
+    def test_leases_are_put_on_the_host_clock(self):
+        cap = {'instance_uuid': 'u', 'dev': 'vda', 'limits': {},
+               'lease_expires_at': 1000.0, 'decision_id': '1'}
+        api = rpcapi.AgentAPI(self.transport, host_offset={
+            'cn1': 30.0, 'cn2': -30.0, 'cn3': 0.0}.__getitem__)
+        self.assertEqual(1030.0, self.cast(api, 'cn1', [cap])[0][
+            'lease_expires_at'])
+        self.assertEqual(dict(cap, lease_expires_at=970.0),
+                         self.cast(api, 'cn2', [cap])[0])
+        self.assertEqual([cap], self.cast(api, 'cn3', [cap]))
+        self.assertEqual(1000.0, cap['lease_expires_at'])   # not changed
+        self.assertEqual([cap], self.cast(rpcapi.AgentAPI(self.transport),
+                                          'cn1', [cap]))

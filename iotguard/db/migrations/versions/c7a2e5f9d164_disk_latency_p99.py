@@ -1,0 +1,30 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The disk's measured 99th percentile latency (disks.latency_p99_ms).
+
+Revision ID: c7a2e5f9d164
+Revises: b4e8c1d7a325
+Create Date: 2026-11-29
+"""
+
+from alembic import op
+import sqlalchemy as sa
+
+revision = 'c7a2e5f9d164'
+down_revision = 'b4e8c1d7a325'
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.add_column('disks', sa.Column('latency_p99_ms', sa.Double))
