@@ -613,17 +613,34 @@ def one(bed, scenario, run, short):
     return result
 
 
-def make_bed(workdir, scenarios, runs, urgent=True, histograms=False):
-    """The bed, with slices for every aggressor of every run.
+def agent_config(urgent=True, histograms=False, watch_s=0.0):
+    """The controller's and agent's options the runs add to the bed's.
 
-    ``histograms``: the agent measures each disk's p99 (it sets QEMU's
-    histograms on every disk; the timed guest's, set again by
-    :meth:`Player.play` with the same bounds, restart from 0 before the
-    aggressors come).
+    ``histograms``: the agent measures each disk's p99. ``watch_s``: the
+    agent reads the disks that often between its samples (``[agent]
+    watch_interval``) and the controller may decide a domain as often on
+    urgent samples (``[controller] urgent_interval``).
     """
     extra = URGENT if urgent else NOT_URGENT
+    if urgent and watch_s:
+        extra = extra.replace('urgent_interval = 1.0',
+                              'urgent_interval = %g' % watch_s)
+        extra += 'watch_interval = %g\n' % watch_s
     if histograms:
         extra += 'latency_histograms = true\n'
+    return extra
+
+
+def make_bed(workdir, scenarios, runs, urgent=True, histograms=False,
+             watch_s=0.0):
+    """The bed, with slices for every aggressor of every run.
+
+    The options of :func:`agent_config`. With ``histograms`` the agent
+    sets QEMU's histograms on every disk; the timed guest's, set again by
+    :meth:`Player.play` with the same bounds, restart from 0 before the
+    aggressors come.
+    """
+    extra = agent_config(urgent, histograms, watch_s)
     aggressors = max(sum(1 for s in SCENARIOS[n][0](True)[0]
                          if s.what == 'boot') for n in scenarios)
     bed = bed_mod.Bed(workdir, noisy=False, prefix='g',
@@ -720,6 +737,12 @@ def main(argv=None):
     parser.add_argument('--no-urgent', action='store_true',
                         help='urgent samples off: floors wait for the '
                         'round (every second)')
+    parser.add_argument('--watch-interval', type=float, default=0.0,
+                        metavar='S',
+                        help='[agent] watch_interval (and [controller] '
+                        'urgent_interval) S: the agent reads the disks every '
+                        'S seconds between samples and sends one at once '
+                        'when a disk rose (0: off)')
     parser.add_argument('--latency-histograms', action='store_true',
                         help='[agent] latency_histograms on: the policy '
                         'judges a disk\'s latency on its p99, not its mean')
@@ -737,7 +760,8 @@ def main(argv=None):
     started = time.monotonic()
     with bed_mod.workdir(args.keep) as workdir:
         with make_bed(workdir, names, args.runs,
-                      not args.no_urgent, args.latency_histograms) as bed:
+                      not args.no_urgent, args.latency_histograms,
+                      args.watch_interval) as bed:
             ready(bed)
             if not args.json:
                 print('%s; %s' % (bed_mod.ready_line(bed, started),
@@ -751,7 +775,9 @@ def main(argv=None):
         print(table(results))
         print('load %.1f %.1f %.1f; %s; %s%s' % (
             *os.getloadavg(), model(),
-            'urgent path off' if args.no_urgent else 'urgent path on',
+            'urgent path off' if args.no_urgent else 'urgent path on' + (
+                ', watch every %g s' % args.watch_interval
+                if args.watch_interval else ''),
             '; agent p99 on' if args.latency_histograms else ''))
 
 

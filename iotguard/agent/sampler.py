@@ -68,17 +68,43 @@ class Sampler:
                             npt.NDArray[np.intp] | None] = (
             [], batch_mod.Disks.of([]), {}, None)
         self.urgent: bool = conf.agent.urgent_samples
+        # the reads between passes ([agent] watch_interval), for watch()
+        self._watch = rates.Table(max_gap_s=self.interval_s)
         # the last pass's read keys and rates, for rates.rising
         self._before: tuple[list[base.Key], npt.NDArray[np.float64]] = (
             [], np.zeros((len(rates.RATE_FIELDS), 0)))
         self._started_at = wall_clock()
         self._outage_since: float | None = None  # first failed report
 
-    def collect(self, disks: dict[base.Key, base.Disk]) -> batch_mod.Batch:
+    def watch(self) -> frozenset[base.Key]:
+        """The disks whose demand rose since the last pass, read now.
+
+        One bulk read between two passes (``[agent] watch_interval``):
+        each listed disk's rates since the last such read against its
+        rates of the last pass (:func:`iotguard.wire.rates.rising`), so
+        that a neighbour filling the queue is seen within one watch
+        interval rather than one sample interval. Nothing when urgent
+        samples are off or the disks changed since the last pass.
+        """
+        if not self.urgent:
+            return frozenset()
+        at = self._clock()
+        listed = self._listed(self.driver.get_block_stats(), self._layout[2])
+        step = self._watch.update(at, listed)
+        self._watch.prune(listed.keys)
+        keys, before = self._before
+        if listed.keys != keys:
+            return frozenset()
+        rose = np.flatnonzero(rates.rising(before, step.rates))
+        return frozenset(keys[i] for i in rose.tolist())
+
+    def collect(self, disks: dict[base.Key, base.Disk],
+                rose: frozenset[base.Key] = frozenset()) -> batch_mod.Batch:
         """Read the counters once and build the batch, in columns.
 
         In the steady state (the same disks as the last pass) nothing is
-        done per disk in Python but for the disks with a gap.
+        done per disk in Python but for the disks with a gap. ``rose``:
+        disks :meth:`watch` found rising, marked urgent too.
         """
         at = self._clock()
         readings = self.driver.get_block_stats()
@@ -94,6 +120,8 @@ class Sampler:
             # row by row; after a change of the listing, from the next one.
             if listed.keys == self._before[0]:
                 urgent = rates.rising(self._before[1], measured.rates)
+                if rose:
+                    urgent |= np.array([key in rose for key in listed.keys])
             self._before = (listed.keys, measured.rates)
         return batch_mod.Batch.of_pass(timestamp, self._layout[1], measured,
                                        urgent, listed.p99_ms)
@@ -119,12 +147,13 @@ class Sampler:
             index = self._layout[3]
         return readings if index is None else readings.take(index)
 
-    def run_once(self, disks: dict[base.Key, base.Disk] | None = None
+    def run_once(self, disks: dict[base.Key, base.Disk] | None = None,
+                 rose: frozenset[base.Key] = frozenset()
                  ) -> batch_mod.Batch:
         """Sample and report; returns the batch (for tests and the bench)."""
         if disks is None:
             disks = self.driver.list_disks()
-        batch = self.collect(disks)
+        batch = self.collect(disks, rose)
         self.report(batch)
         return batch
 

@@ -22,6 +22,7 @@ runs.
 """
 
 import collections.abc
+import math
 import threading
 import time
 from wsgiref import simple_server
@@ -56,6 +57,9 @@ class AgentService:
         self._timer = timer
         self.host = conf.host
         self.interval_s = conf.agent.sample_interval
+        self.watch_s = (conf.agent.watch_interval
+                        if conf.agent.urgent_samples else 0.0)
+        self._next_pass = -math.inf     # watch(): when a pass is due
         self.driver = driver or virt.load(conf.agent.virt_driver, conf)
         self.transport = transport
         self.manager = manager_mod.AgentManager(conf, self.driver,
@@ -91,15 +95,36 @@ class AgentService:
                                               name='iotguard-agent-report',
                                               daemon=True)
             self._reporter.start()
+            interval_s, step = ((self.watch_s, self.watch)
+                                if 0 < self.watch_s < self.interval_s
+                                else (self.interval_s, self.tick))
             self._thread = threading.Thread(
-                target=service.run_every,
-                args=(self.interval_s, self._stop, self.tick),
+                target=service.run_every, args=(interval_s, self._stop, step),
                 name='iotguard-agent-interval', daemon=True)
             self._thread.start()
         LOG.info('iotguard-agent on %s started (driver %s, every %.1f s)',
                  self.host, type(self.driver).__name__, self.interval_s)
 
-    def tick(self) -> None:
+    def watch(self) -> None:
+        """One ``[agent] watch_interval``: the pass when it is due, or now.
+
+        A pass comes early when a disk's demand rose since the last one
+        (:meth:`iotguard.agent.sampler.Sampler.watch`); the next is then
+        due a whole sample interval later.
+        """
+        now = time.monotonic()
+        rose: frozenset[base.Key] = frozenset()
+        if now < self._next_pass:
+            try:
+                rose = self.sampler.watch()
+            except Exception as e:
+                LOG.debug('Watch read failed (%s); the pass reads again', e)
+            if not rose:
+                return
+        self._next_pass = now + self.interval_s
+        self.tick(rose)
+
+    def tick(self, rose: frozenset[base.Key] = frozenset()) -> None:
         """One interval: caps first, then statistics.
 
         With the timer, the batch goes to the report thread: a cast that
@@ -110,7 +135,7 @@ class AgentService:
         try:
             disks = self.driver.list_disks()
             self.manager.periodic(disks)
-            batch = self.sampler.collect(disks)
+            batch = self.sampler.collect(disks, rose)
         except base.Unavailable as e:
             # libvirtd restarting: its caps stay in QEMU meanwhile
             LOG.warning('Agent interval skipped: %s; retrying next '

@@ -48,6 +48,18 @@ OPTS: list[cfg.Opt] = [
                      'about a second. Needs controllers of controller RPC '
                      'API 1.1 (this release): an older one refuses a '
                      'batch that marks a disk urgent.'),
+    cfg.FloatOpt('watch_interval',
+                 default=0.0, min=0.0,
+                 help='With ``urgent_samples``: seconds between two reads '
+                      'of the block statistics between samples (one bulk '
+                      'libvirt call each, nothing sent). When a disk\'s '
+                      'demand rose since the last sample (its rates since '
+                      'the last read against those of the last sample, as '
+                      'urgent_samples judges them), the sample is taken and '
+                      'sent at once instead of at its interval, so that a '
+                      'neighbour that fills the queue is seen within this '
+                      'many seconds. 0, or not less than sample_interval: '
+                      'no reads between samples.'),
     cfg.BoolOpt('latency_histograms',
                 default=False,
                 help='Read each virtio disk\'s 99th percentile latency from '

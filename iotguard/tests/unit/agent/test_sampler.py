@@ -145,6 +145,44 @@ class SamplerTest(test_base.TestCase):
         sent = self.sampler.run_once()
         self.assertEqual([0], batch_mod.decode(sent.to_wire()).urgent_rows())
 
+    def test_watch_sees_a_queue_filling_between_passes(self):
+        self.flags(urgent_samples=True, group='agent')
+        self.sampler = sampler.Sampler(self.conf, self.driver, self.mgr,
+                                       self.api, clock=self.clock,
+                                       wall_clock=self.wall)
+        # (the second pass woke from the first's gap)
+        self.assertEqual([[], ['vda'], []],
+                         self.urgent_passes([50, 50, 50], [2, 2, 2]))
+
+        def step(n, ms):
+            # a quarter of a second more of A's writes, then a watch read
+            reqs, times = self.a_counters
+            self.a_counters = (reqs + n, times + n * ms * 10 ** 6)
+            self.set_counters(A, wr_reqs=self.a_counters[0],
+                              wr_bytes=self.a_counters[0] * 4096,
+                              wr_times=self.a_counters[1])
+            self.advance(0.25)
+            return self.sampler.watch()
+        self.assertEqual(frozenset(), step(12, 2))     # the first read
+        self.assertEqual(frozenset(), step(13, 2))     # steady
+        # a neighbour filled the queue: 2 -> 9 ms in a quarter second,
+        # seen before the pass (whose own rates since the last pass, 2.7
+        # ms, are not twice the last pass's)
+        rose = step(2, 9)
+        self.assertEqual({A}, rose)
+        sent = self.sampler.run_once(rose=rose)
+        self.assertEqual(['vda'], [sent.dev[i] for i in sent.urgent_rows()])
+        self.assertLess(sent.rates[rates.RATE_FIELDS.index(
+            'write_latency_ms')][0], 4.0)
+        # the disks changed since the pass: nothing until the next one
+        self.driver.counters.pop(B)
+        self.assertEqual(frozenset(), step(2, 90))
+
+    def test_no_watch_unless_urgent_samples(self):
+        self.driver.get_block_stats = mock.Mock()
+        self.assertEqual(frozenset(), self.sampler.watch())
+        self.driver.get_block_stats.assert_not_called()
+
     def test_the_driver_s_percentiles_go_into_the_batch(self):
         self.set_counters(A)
         self.set_counters(B)

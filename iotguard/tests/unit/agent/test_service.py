@@ -76,6 +76,30 @@ class AgentServiceTest(test_base.TestCase):
         self.assertEqual([fakes.UUID_A],
                          sent[0][1].instance_uuid)
 
+    def test_watch_passes_when_due_or_when_a_disk_rose(self):
+        self.flags(sample_interval=1.0, watch_interval=0.25,
+                   urgent_samples=True, group='agent')
+        agent = service.AgentService(self.conf, driver=self.driver,
+                                     transport=self.transport, timer=False)
+        self.assertEqual(0.25, agent.watch_s)
+        agent.sampler = mock.Mock()
+        agent.sampler.watch.return_value = frozenset()
+        with mock.patch.object(agent, 'tick') as tick:
+            agent.watch()        # the first: a pass is due
+            agent.watch()        # nothing rose: no pass
+            agent.sampler.watch.return_value = frozenset({'x'})
+            agent.watch()        # one rose: the pass now, marking it
+            agent.sampler.watch.side_effect = RuntimeError('libvirt away')
+            agent.watch()        # a failed read waits for the pass
+        self.assertEqual([mock.call(frozenset()), mock.call(frozenset({'x'}))],
+                         tick.call_args_list)
+        self.assertEqual(3, agent.sampler.watch.call_count)
+        # without urgent samples, no watch
+        self.flags(urgent_samples=False, group='agent')
+        self.assertEqual(0.0, service.AgentService(
+            self.conf, driver=self.driver, transport=self.transport,
+            timer=False).watch_s)
+
     def test_failed_interval_is_logged_not_raised(self):
         log = self.useFixture(fixtures.FakeLogger())
         agent = service.AgentService(self.conf, driver=self.driver,

@@ -12,6 +12,7 @@
 
 """The guarantee runner's one-second series and measures, on readings."""
 
+import configparser
 import os
 import types
 
@@ -157,3 +158,24 @@ class AgentReadyTest(base.TestCase):
         error = self.assertRaises(RuntimeError, guarantee._agent_ready, bed,
                                   1)
         self.assertIn('boom', str(error))
+
+
+class AgentConfigTest(base.TestCase):
+
+    def options(self, text):
+        conf = configparser.ConfigParser()
+        conf.read_string(text)
+        return {(g, k): v for g in conf.sections() for k, v in conf[g].items()}
+
+    def test_watch_sets_both_intervals_only_with_urgent_samples(self):
+        watched = self.options(guarantee.agent_config(watch_s=0.25))
+        self.assertEqual('0.25', watched['agent', 'watch_interval'])
+        self.assertEqual('0.25', watched['controller', 'urgent_interval'])
+        self.assertEqual('true', watched['agent', 'urgent_samples'])
+        plain = self.options(guarantee.agent_config())
+        self.assertNotIn(('agent', 'watch_interval'), plain)
+        self.assertEqual('1.0', plain['controller', 'urgent_interval'])
+        off = self.options(guarantee.agent_config(False, True, 0.25))
+        self.assertNotIn(('agent', 'watch_interval'), off)
+        self.assertEqual('0', off['controller', 'urgent_interval'])
+        self.assertEqual('true', off['agent', 'latency_histograms'])
