@@ -21,7 +21,9 @@ more often than the controller decides (a window is one sample), and a
 domain is decided at once on a sample where a disk whose demand rose
 (:func:`iotguard.wire.rates.rising`) is short of its floor
 (:func:`iotguard.policy.base.short`), as
-:meth:`iotguard.controller.loop.DomainLoop.urgent` does. It records the
+:meth:`iotguard.controller.loop.DomainLoop.urgent` does; with its
+``watch_s`` also on an early sample between two, as the agent's
+``[agent] watch_interval`` takes one. It records the
 series the measures and the plots are computed from, and the truth the
 oracle needs: each disk's demand and the storage's capacity.
 """
@@ -57,10 +59,35 @@ class FastPath:
     decision per that many seconds, 0: none. A decision, round or urgent,
     acts at the end of the sample it read (the real controller's comes
     some milliseconds later).
+
+    ``watch_s`` (``[agent] watch_interval``; 0: off) must divide
+    ``sample_s``: the world is stepped that often inside each sample, and
+    a disk whose rates over the last step rose against those of the
+    last sample has an early sample taken then (the rates since the
+    sample began), judged as any urgent one. The windows stay one sample
+    long: unlike the agent, whose next sample is then due a whole
+    ``sample_s`` later, the simulator keeps its samples' times. Only
+    with urgent decisions (``urgent_s`` > 0), as the agent watches only
+    with ``urgent_samples``.
     """
 
     sample_s: float = 1.0
     urgent_s: float = 1.0
+    watch_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.watch_steps()
+
+    def watch_steps(self) -> int:
+        """Steps per sample (1: no watch); ValueError when not dividing."""
+        if not self.watch_s:
+            return 1
+        n = self.sample_s / self.watch_s if self.watch_s > 0 else 0.0
+        if n < 1 or abs(n - round(n)) > 1e-6:
+            raise ValueError('the watch interval (%g s) must divide the '
+                             'sample interval (%g s)'
+                             % (self.watch_s, self.sample_s))
+        return int(round(n))
 
     def rounds_every(self, interval_s: float) -> int:
         """Samples per round; ValueError when they do not divide."""
@@ -192,9 +219,12 @@ class Recorder:
         return [self.scenario.tiers[vm.tier_at(t)].at(vm.size_gib)
                 for vm in self.vms]
 
+    def reading(self) -> rates.Readings:
+        """The disks' counters now, as the agent's bulk read."""
+        return rates.Readings(self.ids, self.world.counter_array(self.ids))
+
     def _read(self, at: float) -> rates.Columns:
-        return self._rates.update(at, rates.Readings(
-            self.ids, self.world.counter_array(self.ids)))
+        return self._rates.update(at, self.reading())
 
     def begin(self, k: int) -> None:
         """Before window ``k``: demand, requests in flight, caps in force."""
@@ -227,22 +257,25 @@ class Recorder:
         self.queue[k] = (self.world.storage.queue_seconds
                          - self._queue_before) / dt
         at = (k + 1) * dt
-        columns = self._read(at)
-        r = columns.rates
-        n = len(self.ids)
-        samples = base.SampleColumns(
-            timestamp=np.full(n, at), read_iops=r[0], write_iops=r[1],
-            read_bytes_sec=r[2], write_bytes_sec=r[3],
-            read_latency_ms=r[4], write_latency_ms=r[5],
-            static_iops=self.static_iops,
-            static_bytes_sec=self.static_bytes_sec,
-            stale=columns.gap != 0)
+        samples = self.samples(at, self._read(at))
         iops, bytes_sec, self.latency_ms[k] = samples.totals()
         self.work[k] = costmodel.load(iops, bytes_sec, self.profile)
         self.kbs[k] = bytes_sec / workload.KIB
         ops = float(iops.sum())
         self.response_ms[k] = self.queue[k] / ops * 1e3 if ops else 0.0
         return samples
+
+    def samples(self, at: float, columns: rates.Columns
+                ) -> base.SampleColumns:
+        """The disks' samples of ``columns`` (rates read at ``at``)."""
+        r = columns.rates
+        return base.SampleColumns(
+            timestamp=np.full(len(self.ids), at), read_iops=r[0],
+            write_iops=r[1], read_bytes_sec=r[2], write_bytes_sec=r[3],
+            read_latency_ms=r[4], write_latency_ms=r[5],
+            static_iops=self.static_iops,
+            static_bytes_sec=self.static_bytes_sec,
+            stale=columns.gap != 0)
 
     def run(self, windows: int,
             fits: list[estimator.Fit | None] | None = None) -> Run:
@@ -283,6 +316,9 @@ class _Loop:
         self.decision_s = scenario.interval_s
         self.fast = fast
         self.every = fast.rounds_every(scenario.interval_s) if fast else 1
+        # steps per window: the watch's, with urgent decisions only
+        self.steps = (fast.watch_steps() if fast and fast.urgent_s > 0
+                      else 1)
         if fast is not None:
             # a window is one sample
             scenario = dataclasses.replace(scenario, interval_s=fast.sample_s,
@@ -299,6 +335,14 @@ class _Loop:
         self.cap_bytes = np.full(n, np.inf)
         self.cap_set_at = np.full(n, np.nan)
         self.in_force: list[plan_mod.InForce | None] = [None] * n
+        # the last sample's rates, for rates.rising (none: as the agent's
+        # first pass, a gap)
+        self.before = np.full((len(rates.RATE_FIELDS), n), math.nan)
+        self.urgent_at = -math.inf  # the last urgent decision
+        # the urgent disks the controller holds, and how many more
+        # decisions they may bring (base.URGENT_FOLLOW_UPS)
+        self.held = np.zeros(n, dtype=bool)
+        self.more = 0
 
     def apply(self, snapshot: base.DomainSnapshot,
               decisions: list[base.Decision], now: float) -> None:
@@ -337,50 +381,108 @@ class _Loop:
                 changed=self.world.get_iotune(decision.disk_id) != before,
                 reason=decision.reason, tightened=tightened))
 
-    def run(self, progress: Progress | None = None) -> Run:
+    def snapshot(self, samples: base.SampleColumns) -> base.DomainSnapshot:
+        """The domain's snapshot of ``samples``, with the caps in force."""
+        return base.DomainSnapshot.of_samples(
+            self.scenario.domain.name, self.recorder.profile,
+            self.decision_s, tuple(self.recorder.ids), self.recorder.tiers,
+            samples, self.cap_iops.copy(), self.cap_bytes.copy(),
+            self.cap_set_at.copy())
+
+    def urgent(self, snapshot: base.DomainSnapshot,
+               marked: base.BoolArray, now: float, due: bool) -> bool:
+        """Whether a sample is decided: a round (``due``), or urgent.
+
+        As :meth:`iotguard.controller.loop.DomainLoop.urgent`: the
+        ``marked`` disks (their demand rose) are held with
+        :data:`~iotguard.policy.base.URGENT_FOLLOW_UPS` more decisions;
+        between the rounds one is due, at most once per ``urgent_s``,
+        while a held disk is short of its floor
+        (:func:`~iotguard.policy.base.short`).
+        """
+        assert self.fast is not None
+        if marked.any():
+            self.held = self.held | marked
+            self.more = base.URGENT_FOLLOW_UPS + 1
+        if (due or self.more <= 0
+                or now - self.urgent_at < self.fast.urgent_s - 1e-9):
+            return due
+        if (self.held & base.short(snapshot)).any():
+            self.urgent_at, self.more = now, self.more - 1
+            return True
+        self.held[:], self.more = False, 0
+        return False
+
+    def sample(self, samples: base.SampleColumns, now: float, due: bool,
+               rose: base.BoolArray | None = None, learn: bool = False
+               ) -> None:
+        """One sample as the controller takes it; decided when due.
+
+        ``due``: a round; else an urgent decision may be (:meth:`urgent`),
+        the disks that rose since the last sample marked, and those of
+        ``rose`` (the watch's) too. ``learn``: the estimator observes it
+        (the windows' samples).
+        """
+        snapshot = self.snapshot(samples)
+        if learn:
+            self.learner.observe(snapshot)
+        measured = np.vstack([getattr(samples, name)
+                              for name in rates.RATE_FIELDS])
+        if self.fast is not None and self.fast.urgent_s > 0:
+            marked = rates.rising(self.before, measured)
+            if rose is not None:
+                marked |= rose
+            due = self.urgent(snapshot, marked, now, due)
+        self.before = measured
+        if due:
+            decisions, self.state = self.policy.decide(snapshot, self.state,
+                                                       now)
+            self.apply(snapshot, decisions, now)
+
+    def step(self, k: int) -> None:
+        """Window ``k`` of the world, and the early samples in it.
+
+        With the watch (:attr:`FastPath.watch_s`) in steps, but for the
+        first window (no sample yet to compare with, as the agent's): a
+        disk whose rates over a step rose against the last sample's has
+        the sample taken at once, from the rates since the window began.
+        """
         dt = self.scenario.interval_s
+        if self.steps == 1 or k == 0:
+            self.world.step(dt)
+            return
+        h = dt / self.steps
+        t0 = t = self.world.now
+        start = last = self.recorder.reading()
+        for _ in range(self.steps - 1):
+            self.world.step(h)
+            now, cur = self.world.now, self.recorder.reading()
+            rose = rates.rising(self.before,
+                                _rates(t, last, now, cur).rates)
+            t, last = now, cur
+            if rose.any():
+                self.sample(self.recorder.samples(
+                    now, _rates(t0, start, now, cur)), now, False, rose)
+        self.world.step(h)
+
+    def run(self, progress: Progress | None = None) -> Run:
         windows = len(self.recorder.queue)
-        # the last sample's rates, for rates.rising (none: as the agent's
-        # first pass, a gap)
-        before = np.full((len(rates.RATE_FIELDS), len(self.recorder.ids)),
-                         math.nan)
-        urgent_at = -math.inf  # the last urgent decision
-        # the urgent disks the controller holds, and how many more
-        # decisions they may bring (base.URGENT_FOLLOW_UPS)
-        held = np.zeros(len(self.recorder.ids), dtype=bool)
-        more = 0
         for k in range(windows):
             self.recorder.begin(k)
-            self.world.step(dt)
-            samples = self.recorder.end(k)
-            snapshot = base.DomainSnapshot.of_samples(
-                self.scenario.domain.name, self.recorder.profile,
-                self.decision_s, tuple(self.recorder.ids),
-                self.recorder.tiers, samples, self.cap_iops.copy(),
-                self.cap_bytes.copy(), self.cap_set_at.copy())
-            now = self.world.now
-            self.learner.observe(snapshot)
-            measured = np.vstack([getattr(samples, name)
-                                  for name in rates.RATE_FIELDS])
-            due = (k + 1) % self.every == 0
-            if self.fast is not None and self.fast.urgent_s > 0:
-                marked = rates.rising(before, measured)
-                if marked.any():
-                    held, more = held | marked, base.URGENT_FOLLOW_UPS + 1
-                if (not due and more > 0
-                        and now - urgent_at >= self.fast.urgent_s - 1e-9):
-                    if (held & base.short(snapshot)).any():
-                        due, urgent_at, more = True, now, more - 1
-                    else:
-                        held[:], more = False, 0
-            before = measured
-            if due:
-                decisions, self.state = self.policy.decide(
-                    snapshot, self.state, now)
-                self.apply(snapshot, decisions, now)
+            self.step(k)
+            self.sample(self.recorder.end(k), self.world.now,
+                        (k + 1) % self.every == 0, learn=True)
             if progress is not None:
                 progress((k + 1) / windows)
         return self.recorder.run(windows, self.learner.fits)
+
+
+def _rates(t0: float, r0: rates.Readings, t1: float, r1: rates.Readings
+           ) -> rates.Columns:
+    """The rates between two readings, as the recorder's."""
+    table = rates.Table()
+    table.update(t0, r0)
+    return table.update(t1, r1)
 
 
 def run(scenario: scenario_mod.Scenario, policy: base.Policy, seed: int = 0,

@@ -220,3 +220,67 @@ class TestFastPath(base.TestCase):
             self.assertRaises(ValueError, loop.FastPath(bad).rounds_every,
                               5.0)
         self.assertEqual(5, loop.FastPath(1.0).rounds_every(5.0))
+
+    def test_no_watch_is_as_before(self):
+        # the figures of this run before the watch was modelled
+        run, policy = self.run_fast(loop.FastPath(1.0, 1.0))
+        self.assertEqual([5.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0,
+                          16.0, 20.0], [t for t, _ in policy.seen])
+        self.assertEqual([0.0] * 7 + [64.0, 128.0, 128.0, 576.0, 256.0,
+                                      320.0, 320.0, 320.0, 256.0, 320.0,
+                                      320.0, 256.0, 320.0],
+                         run.kbs[:, 1].round(3).tolist())
+        again, _ = self.run_fast(loop.FastPath(1.0, 1.0, watch_s=0.0))
+        self.assertEqual(run.kbs.tolist(), again.kbs.tolist())
+        self.assertEqual(run.actions, again.actions)
+
+
+class Capper:
+    """Caps the first disk (128 KB/s) whenever it is busy."""
+
+    name = 'capper'
+
+    def decide(self, snapshot, state, now):
+        if snapshot.iops[0] > 0:
+            return [policy_base.Decision(snapshot.disk_ids[0],
+                                         policy_base.CAP, 'test',
+                                         bytes_sec=131072.0)], None
+        return [], None
+
+
+class TestWatch(base.TestCase):
+    """Watch steps inside 1 s samples: early samples, early caps."""
+
+    def run_watch(self, fast):
+        # a flood starts at 7.5 s, inside the sample [7, 8), next to a
+        # floor-holder
+        sc = helpers.make(duration_s=10, vms=[
+            helpers.vm('heavy', [{'rw': 'randwrite', 'bs': 65536,
+                                  'steps': [{'at': 0, 'processes': 0},
+                                            {'at': 7.5, 'processes': 8}]}],
+                       role='heavy'),
+            helpers.vm('light', [{'rw': 'randwrite', 'bs': 65536,
+                                  'processes': 1, 'rate_kbs': 300}],
+                       role='light')])
+        return loop.run(sc, Capper(), seed=0, fast=fast)
+
+    def test_the_first_cap_lands_inside_the_window(self):
+        without = self.run_watch(loop.FastPath(1.0, 0.25))
+        self.assertEqual([8.0], [a.time for a in without.actions
+                                 if a.action == policy_base.CAP])
+        run = self.run_watch(loop.FastPath(1.0, 0.25, watch_s=0.25))
+        # seen after the step [7.5, 7.75) and capped then
+        self.assertEqual(7.75, run.actions[0].time)
+        self.assertEqual(policy_base.CAP, run.actions[0].action)
+        # the windows stay one sample long
+        self.assertEqual(1.0, run.window_s)
+        self.assertEqual(10, len(run.times))
+        # the rest of the window ran under the cap
+        self.assertLess(run.kbs[7, 0], without.kbs[7, 0])
+
+    def test_the_watch_divides_the_sample(self):
+        for bad in (0.3, 2.0, -0.25):
+            self.assertRaisesRegex(ValueError, 'must divide the sample',
+                                   loop.FastPath, 1.0, 1.0, bad)
+        self.assertEqual(4, loop.FastPath(1.0, 1.0, 0.25).watch_steps())
+        self.assertEqual(1, loop.FastPath(1.0, 1.0).watch_steps())
