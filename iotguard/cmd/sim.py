@@ -17,15 +17,19 @@
     iotguard-sim list
     iotguard-sim run SCENARIO --policy P [--seed N] [--json F] [--plot F.png]
                      [--param k=v ...] [--sample-interval S] [--fast-path]
+                     [--watch-interval S]
     iotguard-sim compare SCENARIO --policies none,ntt,guarantee [--seed N]
                      [--json F] [--plot F.png] [--sample-interval S]
-                     [--fast-path]
+                     [--fast-path] [--watch-interval S]
     iotguard-sim bench --disks N [--domains M]
     iotguard-sim targets [--seeds N] [--first-seed S] [--fast-path]
-                     [--scenarios a,b] [--jobs J] [--json F]
+                     [--watch-interval S] [--scenarios a,b] [--jobs J]
+                     [--json F]
 
 Errors (unknown scenario, bad file, unknown policy, bad parameter, a
-sample interval that does not divide the scenario's) print
+sample interval that does not divide the scenario's, a watch interval
+that does not divide the sample interval or comes without
+``--fast-path``) print
 one line on stderr and exit with status 2. ``targets`` exits with 1 when
 a seed misses a target.
 """
@@ -46,6 +50,11 @@ from iotguard.sim import scenario as scenario_mod
 from iotguard.sim import targets
 
 USAGE_ERROR = 2
+WATCH_HELP = ("with --fast-path: the agents also read every S seconds "
+              "between their samples and send a sample at once when a "
+              "disk's demand rose (their watch_interval); urgent "
+              "decisions then at most one per S seconds (a divisor of "
+              "the sample interval)")
 
 
 class Progress:
@@ -100,12 +109,29 @@ def simulate(scenario: scenario_mod.Scenario, names: list[str], seed: int,
 
 
 def fast_path(args: argparse.Namespace) -> loop.FastPath | None:
-    """The runs' sampling and urgent decisions, from the options."""
+    """The runs' sampling and urgent decisions, from the options.
+
+    ``--watch-interval`` (with ``--fast-path``): the watch and the
+    urgent decisions' spacing, as the agent's ``watch_interval`` and the
+    controller's ``urgent_interval`` set alike.
+    """
+    watch = _watch(args)
     if args.fast_path:
-        return loop.FastPath(args.sample_interval or 1.0, 1.0)
+        return loop.FastPath(args.sample_interval or 1.0, watch or 1.0,
+                             watch)
     if args.sample_interval:
         return loop.FastPath(args.sample_interval, 0.0)
     return None
+
+
+def _watch(args: argparse.Namespace) -> float:
+    """``--watch-interval`` (0.0: none); ValueError without the fast path."""
+    if args.watch_interval is None:
+        return 0.0
+    if not args.fast_path or args.watch_interval <= 0:
+        raise ValueError('--watch-interval wants --fast-path and a number '
+                         'of seconds > 0')
+    return float(args.watch_interval)
 
 
 def cmd_run(args: argparse.Namespace, names: list[str]) -> int:
@@ -138,13 +164,14 @@ def cmd_targets(args: argparse.Namespace) -> int:
         raise ValueError('--seeds and --jobs must be >= 1, --scenarios '
                          'not empty')
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    watch = _watch(args)
     rows = targets.summary(targets.run(names, seeds, args.fast_path,
-                                       args.jobs))
+                                       args.jobs, watch))
     sys.stdout.write(targets.table(rows, len(seeds)))
     if args.json:
         with open(args.json, 'w', encoding='utf-8') as f:
             json.dump({'seeds': seeds, 'fast_path': args.fast_path,
-                       'rows': rows}, f, indent=2)
+                       'watch_interval': watch, 'rows': rows}, f, indent=2)
             f.write('\n')
     return 0 if all(r['met'] for r in rows) else 1
 
@@ -187,6 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
                             'second, when a disk whose demand rose is '
                             'short of its floor (the agents\' '
                             'urgent_samples)')
+        p.add_argument('--watch-interval', type=float, metavar='S',
+                       help=WATCH_HELP)
         p.add_argument('--json', metavar='FILE', help='write the figures')
         p.add_argument('--plot', metavar='FILE.png', help='write the plot')
     p = sub.add_parser('bench', help='CPU time of one guarantee decision')
@@ -200,6 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--fast-path', action='store_true',
                    help="urgent decisions between the rounds (samples "
                         "are every second either way)")
+    p.add_argument('--watch-interval', type=float, metavar='S',
+                   help=WATCH_HELP)
     p.add_argument('--scenarios', metavar='A,B',
                    help='comma-separated (default: %s)'
                         % ','.join(targets.SCENARIOS))

@@ -54,29 +54,39 @@ def met(key: str, value: float) -> bool:
     return bool((operator.ge if higher else operator.le)(value, target))
 
 
-def measure(name: str, seed: int, urgent: bool) -> dict[str, float]:
+def measure(name: str, seed: int, urgent: bool,
+            watch_s: float = 0.0) -> dict[str, float]:
     """The measures of ``guarantee`` on one scenario at one seed.
 
-    ``urgent``: the fast path's urgent decisions (else the rounds only).
+    ``urgent``: the fast path's urgent decisions (else the rounds only);
+    ``watch_s``: with them, the agents' watch, and urgent decisions at
+    most that often (:class:`~iotguard.sim.loop.FastPath`).
     """
     scenario = scenario_mod.load(name)
-    fast = loop.FastPath(SAMPLE_S, SAMPLE_S if urgent else 0.0)
+    fast = loop.FastPath(SAMPLE_S, (watch_s or SAMPLE_S) if urgent else 0.0,
+                         watch_s if urgent else 0.0)
     runs = {p: loop.run(scenario, policy_mod.load(
         p, **scenario.policies.get(p, {})), seed, None, fast)
         for p in ('none', 'guarantee')}
     return measures.measure(runs['guarantee'], runs['none'])
 
 
-def _measure(args: tuple[str, int, bool]) -> dict[str, float]:
+def _measure(args: tuple[str, int, bool, float]) -> dict[str, float]:
     return measure(*args)
 
 
 def run(names: list[str], seeds: list[int], urgent: bool,
-        jobs: int = 1) -> dict[str, list[dict[str, float]]]:
-    """Each scenario's measures, one dict a seed (in ``jobs`` processes)."""
+        jobs: int = 1, watch_s: float = 0.0
+        ) -> dict[str, list[dict[str, float]]]:
+    """Each scenario's measures, one dict a seed (in ``jobs`` processes).
+
+    ``watch_s``: as :func:`measure`'s.
+    """
     for name in names:
         scenario_mod.load(name)     # a bad name fails before any run
-    work = [(n, s, urgent) for n in names for s in seeds]
+    if urgent:
+        loop.FastPath(SAMPLE_S, watch_s=watch_s)   # refused before any run
+    work = [(n, s, urgent, watch_s) for n in names for s in seeds]
     if jobs > 1:
         with multiprocessing.Pool(jobs) as pool:
             figures = pool.map(_measure, work, chunksize=1)

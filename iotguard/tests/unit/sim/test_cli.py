@@ -20,6 +20,7 @@ import yaml
 
 from iotguard.cmd import sim
 from iotguard import policy as policy_mod
+from iotguard.sim import loop
 from iotguard.sim import targets
 from iotguard.tests import base
 from iotguard.tests.unit.sim import helpers
@@ -67,6 +68,28 @@ class TestCli(base.TestCase):
         for key in ('reclaims', 'reclaim_p50_s', 'reclaim_p99_s',
                     'reclaim_max_s'):
             self.assertGreaterEqual(got['measures'][key], 0.0, key)
+
+    def test_watch_interval_with_the_fast_path(self):
+        args = sim.build_parser().parse_args(
+            ['compare', 'unit', '--fast-path', '--watch-interval', '0.25'])
+        self.assertEqual(loop.FastPath(1.0, 0.25, 0.25), sim.fast_path(args))
+        args = sim.build_parser().parse_args(['compare', 'unit',
+                                              '--fast-path'])
+        self.assertEqual(loop.FastPath(1.0, 1.0, 0.0), sim.fast_path(args))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = self.scenario_file(tmp)
+            for argv in (['--watch-interval', '0.25'],
+                         ['--fast-path', '--watch-interval', '0.3'],
+                         ['--fast-path', '--watch-interval', '0']):
+                code, out, err = self.main('compare', path, *argv)
+                self.assertEqual(2, code, argv)
+                self.assertIn('watch', err)
+                self.assertNotIn('Traceback', err)
+            code, _out, err = self.main('targets', '--scenarios', path,
+                                        '--fast-path', '--watch-interval',
+                                        '0.3')
+            self.assertEqual(2, code)
+            self.assertIn('must divide the sample interval', err)
 
     def test_targets_over_seeds(self):
         with tempfile.TemporaryDirectory() as tmp:
