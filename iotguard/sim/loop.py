@@ -442,25 +442,28 @@ class _Loop:
     def step(self, k: int) -> None:
         """Window ``k`` of the world, and the early samples in it.
 
-        With the watch (:attr:`FastPath.watch_s`) in steps, but for the
-        first window (no sample yet to compare with, as the agent's): a
-        disk whose rates over a step rose against the last sample's has
-        the sample taken at once, from the rates since the window began.
+        With the watch (:attr:`FastPath.watch_s`) in steps: a disk whose
+        rates over a step rose against the last sample's has the sample
+        taken at once, from the rates since the window began. As the
+        agent's, the watch's first read (the run's first step) has no
+        rates, and the last sample before the run's first is a gap.
         """
         dt = self.scenario.interval_s
-        if self.steps == 1 or k == 0:
+        if self.steps == 1:
             self.world.step(dt)
             return
         h = dt / self.steps
         t0 = t = self.world.now
-        start = last = self.recorder.reading()
+        start = self.recorder.reading()
+        last = start if k else None
         for _ in range(self.steps - 1):
             self.world.step(h)
             now, cur = self.world.now, self.recorder.reading()
-            rose = rates.rising(self.before,
-                                _rates(t, last, now, cur).rates)
+            rose = (rates.rising(self.before,
+                                 _rates(t, last, now, cur).rates)
+                    if last is not None else None)
             t, last = now, cur
-            if rose.any():
+            if rose is not None and rose.any():
                 self.sample(self.recorder.samples(
                     now, _rates(t0, start, now, cur)), now, False, rose)
         self.world.step(h)

@@ -240,7 +240,11 @@ class Capper:
 
     name = 'capper'
 
+    def __init__(self):
+        self.seen = []
+
     def decide(self, snapshot, state, now):
+        self.seen.append(now)
         if snapshot.iops[0] > 0:
             return [policy_base.Decision(snapshot.disk_ids[0],
                                          policy_base.CAP, 'test',
@@ -262,13 +266,18 @@ class TestWatch(base.TestCase):
             helpers.vm('light', [{'rw': 'randwrite', 'bs': 65536,
                                   'processes': 1, 'rate_kbs': 300}],
                        role='light')])
-        return loop.run(sc, Capper(), seed=0, fast=fast)
+        policy = Capper()
+        return loop.run(sc, policy, seed=0, fast=fast), policy.seen
 
     def test_the_first_cap_lands_inside_the_window(self):
-        without = self.run_watch(loop.FastPath(1.0, 0.25))
+        without, seen = self.run_watch(loop.FastPath(1.0, 0.25))
         self.assertEqual([8.0], [a.time for a in without.actions
                                  if a.action == policy_base.CAP])
-        run = self.run_watch(loop.FastPath(1.0, 0.25, watch_s=0.25))
+        self.assertEqual(1.0, seen[0])
+        run, seen = self.run_watch(loop.FastPath(1.0, 0.25, watch_s=0.25))
+        # at the start the light disk woke from the first pass's gap:
+        # seen at the watch's second read (its first has no rates)
+        self.assertEqual(0.5, seen[0])
         # seen after the step [7.5, 7.75) and capped then
         self.assertEqual(7.75, run.actions[0].time)
         self.assertEqual(policy_base.CAP, run.actions[0].action)
