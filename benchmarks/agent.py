@@ -30,6 +30,17 @@ cannot hold thousands of disks with statistics, so the records are made
 from the world between passes and handed out as fresh dicts at each call
 (libvirt-python builds a dict per domain too); setting caps goes to the
 world, as with the simulated driver.
+
+``--watch-interval S`` (with ``--urgent-samples``) also measures one
+watch read, what the agent does every ``[agent] watch_interval`` between
+its passes (``Sampler.watch``: one bulk read, the rates since the last
+watch read, ``rates.rising`` against the last pass's): the world is
+advanced by S before each read, outside the measurement, and each
+interval holds one pass and ``interval / S - 1`` watch reads, as in the
+agent. The cost per second is then the pass's over the interval plus
+those reads' (the early passes a rising disk brings are not counted:
+the steady world here rarely has one, and the output says how many
+reads found one).
 """
 
 import argparse
@@ -186,16 +197,35 @@ def _scenario(disks):
     }, '<agent-bench>')
 
 
+def _steps(interval_s, watch_s, urgent):
+    """The reads per interval: the pass, then the watch reads."""
+    if watch_s is None:
+        return 1
+    steps = round(interval_s / watch_s) if watch_s > 0 else 0
+    if not (urgent and steps > 1 and
+            abs(steps * watch_s - interval_s) < 1e-9):
+        raise ValueError('the watch needs urgent samples and an interval '
+                         'that is a multiple of it, longer')
+    return steps
+
+
 def measure(disks, passes=5, driver_name='simulated', urgent=False,
-            interval_s=None):
-    """CPU seconds of each pass (the first two warm the series up)."""
+            interval_s=None, watch_s=None):
+    """The figures of ``passes`` intervals (two more warm the series up).
+
+    ``pass_cpu_s``: CPU seconds of each pass; ``batch_bytes``: the last
+    batch serialised. With ``watch_s``: ``watch_cpu_s``, of each watch
+    read; ``watch_reads``, how many; ``watch_rose``, how many found a
+    disk rising; ``cpu_s_per_s``: the medians' CPU per second.
+    """
     from iotguard.sim import world as world_mod
 
+    interval_s = interval_s or INTERVAL_S
+    steps = _steps(interval_s, watch_s, urgent)
     conf = cfg.ConfigOpts()
     iotguard_conf.register_opts(conf)
     conf([], project='iotguard', default_config_files=[])
     conf.set_override('host', HOST)
-    interval_s = interval_s or INTERVAL_S
     conf.set_override('sample_interval', interval_s, group='agent')
     conf.set_override('urgent_samples', urgent, group='agent')
 
@@ -222,20 +252,40 @@ def measure(disks, passes=5, driver_name='simulated', urgent=False,
          'lease_expires_at': sim_clock[0] + 3600}
         for key in sorted(listing)[::10]])
 
-    cpu = []
-    for _ in range(passes + 2):
-        world.step(interval_s)
-        sim_clock[0] += interval_s
+    def timed(work):
+        """The world a step on (not measured), then ``work``'s CPU."""
+        world.step(interval_s / steps)
+        sim_clock[0] += interval_s / steps
         if record is not None:
             record()
         start = time.process_time()
+        out = work()
+        return time.process_time() - start, out
+
+    def one_pass():
         listing = driver.list_disks()
         manager.periodic(listing)
-        batch = sampler.run_once(listing)
-        cpu.append(time.process_time() - start)
+        return sampler.run_once(listing)
+
+    cpu, watch_cpu, rose = [], [], []
+    for _ in range(passes + 2):
+        spent, batch = timed(one_pass)
+        cpu.append(spent)
+        for _ in range(steps - 1):
+            spent, found = timed(sampler.watch)
+            watch_cpu.append(spent)
+            rose.append(bool(found))
     assert len(batch) == disks, 'the pass missed disks'
     assert batch.gap == [None] * disks, 'gaps in steady'
-    return cpu[2:], api.last_bytes
+    figures = {'pass_cpu_s': cpu[2:], 'batch_bytes': api.last_bytes}
+    if steps > 1:
+        watch_cpu = watch_cpu[2 * (steps - 1):]
+        figures.update(
+            watch_cpu_s=watch_cpu, watch_reads=len(watch_cpu),
+            watch_rose=sum(rose[2 * (steps - 1):]), cpu_s_per_s=(
+                statistics.median(cpu[2:]) +
+                (steps - 1) * statistics.median(watch_cpu)) / interval_s)
+    return figures
 
 
 def main(argv=None):
@@ -256,16 +306,36 @@ def main(argv=None):
                         help='the agent\'s driver (default simulated; '
                              'libvirt-replay: the libvirt driver\'s code '
                              'on recorded bulk statistics)')
+    parser.add_argument('--watch-interval', type=float, metavar='S',
+                        help='also measure a watch read every S seconds '
+                             'between the passes ([agent] watch_interval; '
+                             'needs --urgent-samples and an interval that '
+                             'is a multiple of S)')
     args = parser.parse_args(argv)
+    watch = args.watch_interval
+    try:
+        _steps(args.interval, watch, args.urgent_samples)
+    except ValueError as e:
+        parser.error('--watch-interval: %s' % e)
     print('disks  cpu_ms_median  cpu_ms_max  core_pct_at_%gs  batch_kib'
-          % args.interval)
+          % args.interval + ('  watch_ms_median  watch_ms_max  rose  '
+                             'core_pct_with_watch_%gs' % watch
+                             if watch else ''))
     for n in args.disks or [200, 2000]:
-        cpu, size = measure(n, args.passes, args.driver, args.urgent_samples,
-                            args.interval)
+        figures = measure(n, args.passes, args.driver, args.urgent_samples,
+                          args.interval, watch)
+        cpu = figures['pass_cpu_s']
         med = statistics.median(cpu)
-        print('%5d  %13.1f  %10.1f  %14.3f  %9.0f' % (
+        line = '%5d  %13.1f  %10.1f  %14.3f  %9.0f' % (
             n, med * 1e3, max(cpu) * 1e3, 100 * med / args.interval,
-            size / 1024.0))
+            figures['batch_bytes'] / 1024.0)
+        if watch:
+            wcpu = figures['watch_cpu_s']
+            line += '  %15.2f  %12.2f  %4s  %22.3f' % (
+                statistics.median(wcpu) * 1e3, max(wcpu) * 1e3,
+                '%d/%d' % (figures['watch_rose'], figures['watch_reads']),
+                100 * figures['cpu_s_per_s'])
+        print(line)
     return 0
 
 
