@@ -618,13 +618,11 @@ def agent_config(urgent=True, histograms=False, watch_s=0.0):
 
     ``histograms``: the agent measures each disk's p99. ``watch_s``: the
     agent reads the disks that often between its samples (``[agent]
-    watch_interval``) and the controller may decide a domain as often on
-    urgent samples (``[controller] urgent_interval``).
+    watch_interval``); the controller still decides a domain at most
+    once a second on urgent samples (``[controller] urgent_interval``).
     """
     extra = URGENT if urgent else NOT_URGENT
     if urgent and watch_s:
-        extra = extra.replace('urgent_interval = 1.0',
-                              'urgent_interval = %g' % watch_s)
         extra += 'watch_interval = %g\n' % watch_s
     if histograms:
         extra += 'latency_histograms = true\n'
@@ -739,10 +737,9 @@ def main(argv=None):
                         'round (every second)')
     parser.add_argument('--watch-interval', type=float, default=0.0,
                         metavar='S',
-                        help='[agent] watch_interval (and [controller] '
-                        'urgent_interval) S: the agent reads the disks every '
-                        'S seconds between samples and sends one at once '
-                        'when a disk rose (0: off)')
+                        help='[agent] watch_interval S: the agent reads '
+                        'the disks every S seconds between samples and '
+                        'sends one at once when a disk rose (0: off)')
     parser.add_argument('--latency-histograms', action='store_true',
                         help='[agent] latency_histograms on: the policy '
                         'judges a disk\'s latency on its p99, not its mean')

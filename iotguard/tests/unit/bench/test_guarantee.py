@@ -167,10 +167,10 @@ class AgentConfigTest(base.TestCase):
         conf.read_string(text)
         return {(g, k): v for g in conf.sections() for k, v in conf[g].items()}
 
-    def test_watch_sets_both_intervals_only_with_urgent_samples(self):
+    def test_watch_only_with_urgent_samples(self):
         watched = self.options(guarantee.agent_config(watch_s=0.25))
         self.assertEqual('0.25', watched['agent', 'watch_interval'])
-        self.assertEqual('0.25', watched['controller', 'urgent_interval'])
+        self.assertEqual('1.0', watched['controller', 'urgent_interval'])
         self.assertEqual('true', watched['agent', 'urgent_samples'])
         plain = self.options(guarantee.agent_config())
         self.assertNotIn(('agent', 'watch_interval'), plain)
