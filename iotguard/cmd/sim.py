@@ -111,14 +111,13 @@ def simulate(scenario: scenario_mod.Scenario, names: list[str], seed: int,
 def fast_path(args: argparse.Namespace) -> loop.FastPath | None:
     """The runs' sampling and urgent decisions, from the options.
 
-    ``--watch-interval`` (with ``--fast-path``): the watch and the
-    urgent decisions' spacing, as the agent's ``watch_interval`` and the
-    controller's ``urgent_interval`` set alike.
+    ``--watch-interval`` (with ``--fast-path``): the agents' watch
+    (``watch_interval``); urgent decisions stay at most one a second
+    (``urgent_interval``'s default).
     """
     watch = _watch(args)
     if args.fast_path:
-        return loop.FastPath(args.sample_interval or 1.0, watch or 1.0,
-                             watch)
+        return loop.FastPath(args.sample_interval or 1.0, 1.0, watch)
     if args.sample_interval:
         return loop.FastPath(args.sample_interval, 0.0)
     return None

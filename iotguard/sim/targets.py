@@ -59,11 +59,11 @@ def measure(name: str, seed: int, urgent: bool,
     """The measures of ``guarantee`` on one scenario at one seed.
 
     ``urgent``: the fast path's urgent decisions (else the rounds only);
-    ``watch_s``: with them, the agents' watch, and urgent decisions at
-    most that often (:class:`~iotguard.sim.loop.FastPath`).
+    ``watch_s``: with them, the agents' watch; urgent decisions stay at
+    most one a second (:class:`~iotguard.sim.loop.FastPath`).
     """
     scenario = scenario_mod.load(name)
-    fast = loop.FastPath(SAMPLE_S, (watch_s or SAMPLE_S) if urgent else 0.0,
+    fast = loop.FastPath(SAMPLE_S, SAMPLE_S if urgent else 0.0,
                          watch_s if urgent else 0.0)
     runs = {p: loop.run(scenario, policy_mod.load(
         p, **scenario.policies.get(p, {})), seed, None, fast)

@@ -72,7 +72,7 @@ class TestCli(base.TestCase):
     def test_watch_interval_with_the_fast_path(self):
         args = sim.build_parser().parse_args(
             ['compare', 'unit', '--fast-path', '--watch-interval', '0.25'])
-        self.assertEqual(loop.FastPath(1.0, 0.25, 0.25), sim.fast_path(args))
+        self.assertEqual(loop.FastPath(1.0, 1.0, 0.25), sim.fast_path(args))
         args = sim.build_parser().parse_args(['compare', 'unit',
                                               '--fast-path'])
         self.assertEqual(loop.FastPath(1.0, 1.0, 0.0), sim.fast_path(args))
