@@ -282,6 +282,27 @@ class ControllerOverRabbitTest(base.TestCase):
               'the only round' % (capped_after,
                                   time.monotonic() - rounds[0]))
 
+    def test_the_watch_sends_a_sample_before_its_interval(self):
+        # Samples every 10 s: the first after the onset (t = 4 s) would
+        # come at t = 10 s. The agent's watch (reads every 0.25 s) sees the
+        # victims' queue fill and sends the sample at once; the round
+        # (a minute) never comes within the test. (Without the watch this
+        # fails: capped at about 10 s.)
+        round_s = 60.0
+        self.flags(decision_interval=round_s, lease_seconds=3 * round_s,
+                   urgent_interval=1.0, group='controller')
+        self.flags(urgent_samples=True, sample_interval=10.0,
+                   watch_interval=0.25, group='agent')
+        self.start()
+        self.assertTrue(base.wait_for(lambda: self.caps()['noisy'], 15),
+                        'the noisy neighbour was never capped')
+        capped_at = time.monotonic() - self.started
+        self.assertLess(capped_at, NOISY_AT + 4.0)
+        self.assertIn('cap', {row['action'] for row in self.db.decision_list(
+            limit=100, domain=self.domain)})
+        print('capped %.2f s after the start (the onset at %.0f s, samples '
+              'every 10 s)' % (capped_at, NOISY_AT))
+
     def test_a_controller_started_into_a_flood_decides_on_its_samples(self):
         # As after a restart (or the broker's return): the noisy neighbour
         # floods, no cap in force. The round at the start hears nothing yet
