@@ -144,16 +144,62 @@ def bursts(run: loop.Run, target: base.FloatArray, settle: base.BoolArray
                                settle, BURST_KEPT)
 
 
+#: The tail a 99th percentile leaves (:func:`mixture_p99_ms`).
+P99_TAIL = 0.01
+
+#: Bisection steps of :func:`mixture_p99_ms` (the bracket, at most
+#: ``ln(100)`` times the spread of the means, halved each step).
+P99_STEPS = 60
+
+
+def mixture_p99_ms(mean_ms: base.FloatArray,
+                   share: base.FloatArray) -> base.FloatArray:
+    """The 99th percentile of a mixture of exponentials, over axis 1.
+
+    ``mean_ms`` and ``share`` are ``(groups, members, columns)``: member
+    ``k`` of a group has exponential response times of mean ``m_k`` and
+    the share ``w_k`` of the group's operations. The percentile is the
+    ``x`` with ``sum_k w_k exp(-x / m_k) = 0.01`` (shares normalised;
+    members of mean or share 0 leave nothing in the tail), found for every
+    ``(group, column)`` at once by bisection between ``ln(100)`` times the
+    smallest and the largest mean of the members with a share. One member
+    of mean ``m``: ``m ln(100)``, as admission predicts a p99
+    (:data:`iotguard.policy.admission.P99_MEANS`). ``(groups, columns)``;
+    0 where no member has both a mean and a share.
+    """
+    held = (mean_ms > 0) & (share > 0)
+    w = np.where(held, share, 0.0)
+    total = w.sum(axis=1, keepdims=True)
+    w = np.divide(w, total, out=np.zeros_like(w), where=total > 0)
+    m = np.where(held, mean_ms, 1.0)
+    lo = np.log(1 / P99_TAIL) * np.where(held, mean_ms, np.inf).min(axis=1)
+    hi = np.log(1 / P99_TAIL) * np.where(held, mean_ms, 0.0).max(axis=1)
+    lo = np.where(held.any(axis=1), lo, 0.0)
+    for _ in range(P99_STEPS):
+        mid = (lo + hi) / 2
+        tail = (w * np.exp(-mid[:, None, :] / m)).sum(axis=1)
+        above = tail > P99_TAIL
+        lo = np.where(above, mid, lo)
+        hi = np.where(above, hi, mid)
+    result: base.FloatArray = (lo + hi) / 2
+    return result
+
+
 def latency_kept(run: loop.Run) -> tuple[float, float]:
     """Latency objectives kept, and the worst 10 s p99 of their disks.
 
     Each disk of a tier with ``latency_p99_ms``, over consecutive
-    :data:`LATENCY_WINDOW_S` windows: the 99th percentile of its latency
-    per operation in the run's windows inside (the simulator knows each
-    window's mean, not each operation's: with 1 s windows, about the
-    slowest second of the ten). The share of such windows (with I/O) at
-    or under the objective (1.0 without objectives), and the highest
-    percentile (ms; 0.0 without objectives).
+    :data:`LATENCY_WINDOW_S` windows: the simulator knows each run window's
+    mean latency per operation, not each operation's, so the 99th
+    percentile is modelled as admission's (exponential response times,
+    ``ln(100)`` x the mean): the disk's operations in the 10 s window are
+    a mixture over the run's windows inside, each exponential with that
+    window's mean, weighted by the window's share of the disk's bytes
+    (of its operations at a fixed I/O size), and the p99 is that
+    mixture's (:func:`mixture_p99_ms`). The share of such windows with
+    I/O at or under the objective (1.0 without objectives), and the
+    highest p99 (ms; 0.0 without objectives). A trailing part window is
+    left out.
     """
     objective = np.array([run.scenario.tiers[vm.tier].latency_p99_ms
                           for vm in run.scenario.vms])
@@ -162,10 +208,14 @@ def latency_kept(run: loop.Run) -> tuple[float, float]:
     chunks = len(run.times) // per
     if not len(held) or not chunks:
         return 1.0, 0.0
-    latency = run.latency_ms[:chunks * per, held].reshape(
-        chunks, per, len(held))
+    shape = (chunks, per, len(held))
+    latency = run.latency_ms[:chunks * per, held].reshape(shape)
+    served = run.kbs[:chunks * per, held].reshape(shape)
     busy = (latency > 0).any(axis=1)
-    p99 = np.percentile(latency, 99, axis=1)
+    # a window with a latency but no bytes recorded still counts (evenly)
+    share = np.where((served > 0).any(axis=1, keepdims=True), served,
+                     (latency > 0).astype(float))
+    p99 = mixture_p99_ms(latency, share)
     kept = (p99 <= objective[held][None, :])[busy]
     return (float(kept.mean()) if len(kept) else 1.0,
             float(p99[busy].max()) if busy.any() else 0.0)

@@ -12,6 +12,7 @@
 
 """The measures on hand-made series, answers worked out by hand."""
 
+import math
 import types
 
 import numpy as np
@@ -295,28 +296,71 @@ class TestQuiet(base.TestCase):
 
 class TestLatencyKept(base.TestCase):
 
-    def run_of(self, gold_ms, window_s=1.0):
+    def run_of(self, gold_ms, window_s=1.0, gold_kbs=None):
         # latency-tier: gold (3 ms objective) and two best-effort disks
         sc = scenario.load('latency-tier')
         latency = np.zeros((len(gold_ms), 3))
         latency[:, 0] = gold_ms
         latency[:, 1:] = 50.0
+        kbs = np.full((len(gold_ms), 3), 60000.0)
+        kbs[:, 0] = (gold_kbs if gold_kbs is not None
+                     else np.where(np.asarray(gold_ms) > 0, 2048.0, 0.0))
         return types.SimpleNamespace(
-            scenario=sc, window_s=window_s, latency_ms=latency,
+            scenario=sc, window_s=window_s, latency_ms=latency, kbs=kbs,
             times=np.arange(len(gold_ms)) * window_s)
 
+    def tail(self, x, mean_ms, kbs):
+        # the mixture's share of operations slower than x
+        w = np.asarray(kbs, dtype=float) / np.sum(kbs)
+        return float(np.sum(w * np.exp(-x / np.asarray(mean_ms))))
+
+    def test_one_window_is_its_mean_times_ln_100(self):
+        kept, worst = measures.latency_kept(self.run_of([0.5] * 10))
+        self.assertAlmostEqual(0.5 * math.log(100), worst, places=9)
+        self.assertEqual(1.0, kept)        # 2.30 ms <= 3 ms
+        kept, worst = measures.latency_kept(self.run_of([0.7], 10.0))
+        self.assertAlmostEqual(0.7 * math.log(100), worst, places=9)
+        self.assertEqual(0.0, kept)        # 3.22 ms > 3 ms
+
+    def test_one_slow_second_among_fast_ones(self):
+        # a 10 s window of 1 s windows: nine at 0.4 ms, one at 2 ms with
+        # as many operations
+        gold = [0.4] * 9 + [2.0]
+        _, worst = measures.latency_kept(self.run_of(gold))
+        self.assertAlmostEqual(0.01, self.tail(worst, gold, [1.0] * 10),
+                               places=12)
+        # between the fast seconds' p99 and the slow second's own
+        self.assertGreater(worst, 0.4 * math.log(100))
+        self.assertLess(worst, 2.0 * math.log(100))
+        # the slow second's share counts: with a tenth of the operations
+        kbs = [2048.0] * 9 + [204.8]
+        _, light = measures.latency_kept(self.run_of(gold, gold_kbs=kbs))
+        self.assertAlmostEqual(0.01, self.tail(light, gold, kbs),
+                               places=12)
+        self.assertLess(light, worst)
+
     def test_share_of_10s_windows_at_the_objective(self):
-        # three 10 s windows: one slow second in the first (its p99 is
-        # about it), none in the second, idle the third (not judged)
-        gold = [2.0] * 9 + [9.0] + [2.5] * 10 + [0.0] * 10
+        # three 10 s windows: one slow second in the first, none in the
+        # second, idle the third (not judged)
+        gold = [0.4] * 9 + [3.0] + [0.5] * 10 + [0.0] * 10
         kept, worst = measures.latency_kept(self.run_of(gold))
         self.assertEqual(0.5, kept)
-        self.assertGreater(worst, 8.0)
-        self.assertLessEqual(worst, 9.0)
+        self.assertAlmostEqual(0.01, self.tail(worst, gold[:10],
+                                               [1.0] * 10), places=12)
         # 5 s windows: two per 10 s; a trailing part window is left out
-        kept, _ = measures.latency_kept(self.run_of([2.0, 3.0, 4.0],
+        kept, _ = measures.latency_kept(self.run_of([0.5, 0.6, 4.0],
                                                     window_s=5.0))
         self.assertEqual(1.0, kept)
+
+    def test_windows_without_io_are_not_judged(self):
+        # a 10 s window with one busy second: judged on that second alone;
+        # an idle one not at all
+        gold = [0.0] * 9 + [0.7] + [0.0] * 10
+        kept, worst = measures.latency_kept(self.run_of(gold))
+        self.assertEqual(0.0, kept)
+        self.assertAlmostEqual(0.7 * math.log(100), worst, places=9)
+        self.assertEqual((1.0, 0.0),
+                         measures.latency_kept(self.run_of([0.0] * 20)))
 
     def test_without_objectives(self):
         run = self.run_of([9.0] * 10)

@@ -64,16 +64,19 @@ class TestShipped(base.TestCase):
                           'gp-600gib': 37.5 * mib, 'bronze': 6 * mib},
                          floors)
 
-    def test_latency_tier_objective_kept_by_guarantee_only(self):
+    def test_latency_tier_guarantee_shortens_the_p99(self):
         sc = scenario.load('latency-tier')
         self.assertEqual(3.0, sc.tiers['gold'].latency_p99_ms)
         fast = loop.FastPath(1.0, 0.0)
-        kept = {name: measures.latency_kept(loop.run(
-            sc, policy.load(name), 0, fast=fast))[0]
+        judged = {name: measures.latency_kept(loop.run(
+            sc, policy.load(name), 0, fast=fast))
             for name in ('none', 'guarantee')}
-        # 30 windows of 10 s: guarantee misses the first flood's first
-        self.assertGreaterEqual(kept['guarantee'], 29 / 30)
-        self.assertLess(kept['none'], 0.5)
+        # with the p99 modelled (ln(100) x the mean) no policy keeps 3 ms:
+        # gold alone has a p99 of 3.1 ms (doc/source/reference/simulator)
+        self.assertEqual(0.0, judged['none'][0])
+        self.assertEqual(0.0, judged['guarantee'][0])
+        # the worst 10 s p99 (the first flood's onset) is still shorter
+        self.assertLess(judged['guarantee'][1], 0.6 * judged['none'][1])
 
     def test_paper_4vm_is_the_paper(self):
         sc = scenario.load('paper-4vm')
