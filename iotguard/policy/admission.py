@@ -147,10 +147,6 @@ def committed(tiers: Tiers, profile: base.Profile) -> float:
                 for t in tiers), 0.0)
 
 
-#: The 99th percentile of an exponential response time, in means.
-P99_MEANS = math.log(100.0)
-
-
 def predicted_p99_ms(load: float, profile: base.Profile,
                      service_ratio: float | None = None) -> float:
     """The 99th percentile latency (ms) of a 4 KiB operation at ``load``.
@@ -166,7 +162,7 @@ def predicted_p99_ms(load: float, profile: base.Profile,
     service_ms = 1000.0 * float(costmodel.op_cost(
         np.array([costmodel.FLOOR_IO_SIZE]), profile)[0]) * max(
             1.0, service_ratio or 1.0)
-    return P99_MEANS * service_ms / (1.0 - max(0.0, load))
+    return base.P99_MEANS * service_ms / (1.0 - max(0.0, load))
 
 
 def _objective(tiers: Tiers) -> float:

@@ -268,12 +268,14 @@ class DomainSnapshot:
     def judged_latency_ms(self) -> FloatArray:
         """The latency a latency objective is judged on, per disk.
 
-        The measured 99th percentile where there is one, else the
-        interval's mean latency per operation.
+        The measured 99th percentile where there is one, else the one
+        the interval's mean latency per operation models
+        (:data:`P99_MEANS` times it, as admission prices objectives).
         """
+        modelled = P99_MEANS * self.latency_ms
         if self.p99_ms is None:
-            return self.latency_ms
-        out: FloatArray = np.where(np.isnan(self.p99_ms), self.latency_ms,
+            return modelled
+        out: FloatArray = np.where(np.isnan(self.p99_ms), modelled,
                                    self.p99_ms)
         return out
 
@@ -328,6 +330,12 @@ class DomainSnapshot:
             p99_ms=(s.p99_ms if s.p99_ms is not None
                     and not np.isnan(s.p99_ms).all() else None))
 
+
+#: The 99th percentile of an exponential response time, in means: the
+#: p99 admission prices an objective with, and the one a mean latency
+#: stands for where none is measured
+#: (:attr:`DomainSnapshot.judged_latency_ms`).
+P99_MEANS = math.log(100.0)
 
 #: Decisions an urgent disk may bring after the first, one per
 #: ``[controller] urgent_interval``, while it stays short of its floor

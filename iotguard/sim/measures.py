@@ -164,7 +164,7 @@ def mixture_p99_ms(mean_ms: base.FloatArray,
     ``(group, column)`` at once by bisection between ``ln(100)`` times the
     smallest and the largest mean of the members with a share. One member
     of mean ``m``: ``m ln(100)``, as admission predicts a p99
-    (:data:`iotguard.policy.admission.P99_MEANS`). ``(groups, columns)``;
+    (:data:`iotguard.policy.base.P99_MEANS`). ``(groups, columns)``;
     0 where no member has both a mean and a share.
     """
     held = (mean_ms > 0) & (share > 0)

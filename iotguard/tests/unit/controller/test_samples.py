@@ -273,16 +273,19 @@ class PercentileTest(PercentileCase):
         np.testing.assert_array_equal([60.0, math.nan, 5.0], snap.p99_ms)
         self.assertEqual(60.0, self.store.latest(*self.keys[0])['p99_ms'])
         self.assertIsNone(self.store.latest(*self.keys[1])['p99_ms'])
-        # judged on its p99 where measured, else the mean
-        self.assertEqual([60.0, 60.0, 5.0],
-                         snap.judged_latency_ms.tolist())
+        # judged on its p99 where measured, else the p99 the mean
+        # models (exponential response times: the mean x ln(100))
+        modelled = 60.0 * math.log(100.0)
+        np.testing.assert_allclose([60.0, modelled, 5.0],
+                                   snap.judged_latency_ms)
         np.testing.assert_array_equal([10.0, 60.0, 60.0], snap.latency_ms)
-        # the next batch measures none (the agent runs without): the mean
+        # the next batch measures none (the agent runs without): modelled
         snap = self.snapshot(None, timestamp=999.5)
         self.assertIsNone(snap.p99_ms)
         self.assertIsNone(self.store.latest(*self.keys[0])['p99_ms'])
-        self.assertEqual([10.0, 60.0, 60.0],
-                         snap.judged_latency_ms.tolist())
+        np.testing.assert_allclose(
+            [10.0 * math.log(100.0), modelled, modelled],
+            snap.judged_latency_ms)
 
 
 class ClocksTest(base.TestCase):

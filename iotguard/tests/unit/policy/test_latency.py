@@ -78,14 +78,23 @@ class TestObjective(test_base.TestCase):
         self.assertLess(caps['be']['cap_iops'], 15.0)
 
     def test_met_objective_changes_nothing(self):
+        # without a measured p99 the mean stands for one of ln(100) x it
+        # (2 and 4 ms: 9.2 and 18.4 ms, under the 20 ms objective)
         plain = base.Tier('gold', min_iops=20)
-        for gold_ms in (10.0, 60.0):
-            kept, _, _ = self.decide(10.0)
-            without, _, _ = self.decide(10.0, tier=plain)
+        for gold_ms in (2.0, 4.0):
+            kept, _, _ = self.decide(gold_ms)
+            without, _, _ = self.decide(gold_ms, tier=plain)
             self.assertEqual({k: (d.iops, d.bytes_sec)
                               for k, d in without.items()},
                              {k: (d.iops, d.bytes_sec)
                               for k, d in kept.items()})
+
+    def test_a_mean_is_judged_as_the_p99_it_models(self):
+        # 5 ms mean: a modelled p99 of 23 ms, over the 20 ms objective
+        got, snap, _ = self.decide(5.0)
+        self.assertAlmostEqual(5.0 * math.log(100.0),
+                               snap.judged_latency_ms[0])
+        self.assertEqual({'silver', 'be'}, set(got))
 
     def test_no_pressure_below_the_low_watermark(self):
         snap = fakes.snapshot(

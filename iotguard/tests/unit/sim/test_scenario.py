@@ -64,17 +64,18 @@ class TestShipped(base.TestCase):
                           'gp-600gib': 37.5 * mib, 'bronze': 6 * mib},
                          floors)
 
-    def test_latency_tier_guarantee_shortens_the_p99(self):
+    def test_latency_tier_guarantee_keeps_the_p99(self):
         sc = scenario.load('latency-tier')
-        self.assertEqual(3.0, sc.tiers['gold'].latency_p99_ms)
+        self.assertEqual(10.0, sc.tiers['gold'].latency_p99_ms)
         fast = loop.FastPath(1.0, 0.0)
         judged = {name: measures.latency_kept(loop.run(
             sc, policy.load(name), 0, fast=fast))
             for name in ('none', 'guarantee')}
-        # with the p99 modelled (ln(100) x the mean) no policy keeps 3 ms:
-        # gold alone has a p99 of 3.1 ms (doc/source/reference/simulator)
-        self.assertEqual(0.0, judged['none'][0])
-        self.assertEqual(0.0, judged['guarantee'][0])
+        # the p99 modelled (ln(100) x the mean): without control only the
+        # windows without a flood keep 10 ms; guarantee misses the first
+        # flood's first window (doc/source/reference/simulator)
+        self.assertLess(judged['none'][0], 0.3)
+        self.assertGreater(judged['guarantee'][0], 0.95)
         # the worst 10 s p99 (the first flood's onset) is still shorter
         self.assertLess(judged['guarantee'][1], 0.6 * judged['none'][1])
 
