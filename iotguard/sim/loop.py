@@ -343,6 +343,8 @@ class _Loop:
         # decisions they may bring (base.URGENT_FOLLOW_UPS)
         self.held = np.zeros(n, dtype=bool)
         self.more = 0
+        # the watch's reads: each step's rates since the last one
+        self.watch = rates.Table()
 
     def apply(self, snapshot: base.DomainSnapshot,
               decisions: list[base.Decision], now: float) -> None:
@@ -453,17 +455,15 @@ class _Loop:
             self.world.step(dt)
             return
         h = dt / self.steps
-        t0 = t = self.world.now
+        t0 = self.world.now
         start = self.recorder.reading()
-        last = start if k else None
+        if k:
+            self.watch.update(t0, start)
         for _ in range(self.steps - 1):
             self.world.step(h)
             now, cur = self.world.now, self.recorder.reading()
-            rose = (rates.rising(self.before,
-                                 _rates(t, last, now, cur).rates)
-                    if last is not None else None)
-            t, last = now, cur
-            if rose is not None and rose.any():
+            rose = rates.rising(self.before, self.watch.update(now, cur).rates)
+            if rose.any():
                 self.sample(self.recorder.samples(
                     now, _rates(t0, start, now, cur)), now, False, rose)
         self.world.step(h)
