@@ -55,6 +55,7 @@ at the next round.
 """
 
 from collections.abc import Callable
+import math
 import threading
 import time
 from typing import Any
@@ -196,13 +197,23 @@ class ControllerManager:
 
     def agent_heartbeat(self, ctxt: dict[str, Any], host: object,
                         info: object) -> None:
-        """Record that the agent on ``host`` is alive."""
+        """Record that the agent on ``host`` is alive.
+
+        Its stamp (its batch's reading) tells this controller the host's
+        clock, whichever controller its batch went to
+        (:class:`~iotguard.controller.samples.Clocks`).
+        """
         try:
             if not isinstance(host, str) or not host or \
                     not isinstance(info, dict):
                 LOG.error('Malformed agent_heartbeat from %.255r dropped',
                           host)
                 return
+            stamp = info.get('timestamp')
+            if isinstance(stamp, (int, float)) and not isinstance(
+                    stamp, bool) and math.isfinite(stamp):
+                # its batch's reading: the host's clock heard here too
+                self.store.clocks.observe(host, float(stamp), self._clock())
             if not self.owns('agent:' + host):
                 return
             self.db.agent_heartbeat(

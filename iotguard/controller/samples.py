@@ -38,10 +38,11 @@ the disk, and ``gather``'s ``stale`` tells the loop it says nothing
 about the load.
 
 **Clocks.** An agent's timestamps are read on its host's clock. The
-controller learns each host's offset from its batches (:class:`Clocks`)
-and corrects them to its own clock as they arrive, before they are routed
-or judged (:meth:`Clocks.correct`); the leases it sends are put back on
-the host's clock (:meth:`Clocks.lease_offset`). Ceilometer's and
+controller learns each host's offset from its batches and heartbeats
+(:class:`Clocks`) and corrects the batches to its own clock as they
+arrive, before they are routed or judged (:meth:`Clocks.correct`); the
+leases it sends are put back on the host's clock
+(:meth:`Clocks.lease_offset`). Ceilometer's and
 Gnocchi's samples are taken as they are.
 
 Thread-safe: the RPC server's threads add while the loop reads.
@@ -109,24 +110,38 @@ class Clocks:
 
     Leases go back on the host's clock with :meth:`lease_offset`: what
     the host's newest batch shows, a stepped clock followed at once; a
-    delay only shortens a lease.
+    delay only shortens a lease. A batch received more than ``fresh_s``
+    ago is no longer the newest word: the host's batches go to another
+    controller (several share the agents' queue) or are held up, and the
+    one last heard may be a backlog's. The leases then take the least
+    delayed batch of the window (a lease no longer than it should be:
+    the window is emptied by a step back beyond a batch's interval).
+    A heartbeat's stamp is its batch's: the same reading twice is taken
+    once.
     """
 
-    def __init__(self, warn_s: float = MAX_SKEW_S) -> None:
+    def __init__(self, warn_s: float = MAX_SKEW_S,
+                 fresh_s: float = math.inf,
+                 clock: Callable[[], float] = time.time) -> None:
         self.warn_s = float(warn_s)
+        self.fresh_s = float(fresh_s)
+        self._clock = clock
         self._lock = threading.Lock()
         self._seen: dict[str, collections.deque[float]] = {}
         self._newest: dict[str, float] = {}    # the host's newest stamp
+        self._heard: dict[str, float] = {}     # ... received then
         self._offset: dict[str, float] = {}    # agreed on
 
     def observe(self, host: str, stamp: float, received: float) -> float:
         """Take a batch of ``host``; its offset now (0: none agreed yet)."""
         with self._lock:
             seen = self._seen.get(host)
+            if seen is not None and stamp == self._newest[host]:
+                return self._offset.get(host, 0.0)   # its heartbeat
             if seen is None or not stamp > self._newest[host]:
                 seen = self._seen[host] = collections.deque(
                     maxlen=CLOCK_WINDOW)
-            self._newest[host] = stamp
+            self._newest[host], self._heard[host] = stamp, received
             seen.append(stamp - received)
             top = max(seen)
             if sum(shown >= top - CLOCK_AGREE_S for shown in seen) >= 2:
@@ -164,12 +179,16 @@ class Clocks:
 
         What the newest batch showed: the host's offset less that batch's
         delay, a lower bound (a delay only shortens a lease), taken at
-        once whether the clock stepped forward or back.
+        once whether the clock stepped forward or back; the window's least
+        delayed once the newest was received over ``fresh_s`` ago.
         """
         with self._lock:
             seen = self._seen.get(host)
-            return seen[-1] if seen and abs(seen[-1]) > CLOCK_AGREE_S \
-                else 0.0
+            if not seen:
+                return 0.0
+            shown = (seen[-1] if self._clock() - self._heard[host]
+                     <= self.fresh_s else max(seen))
+            return shown if abs(shown) > CLOCK_AGREE_S else 0.0
 
     def correct(self, host: str, batch: batch_mod.Batch,
                 received: float) -> batch_mod.Batch:
@@ -204,7 +223,8 @@ class SampleStore:
         self._cols = np.full((len(_FLOAT_COLUMNS), capacity), _NAN)
         self.rejected = 0
         #: the agent hosts' clocks (corrected by the RPC endpoint)
-        self.clocks = Clocks(clock_warning_s)
+        self.clocks = Clocks(clock_warning_s, fresh_s=rates.STALE_INTERVALS
+                             * self.interval_s, clock=clock)
 
     # -- staleness ----------------------------------------------------------
 

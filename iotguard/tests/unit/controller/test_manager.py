@@ -358,6 +358,21 @@ class ManagerTest(ManagerFixture):
         self.manager.agent_heartbeat({}, 'cn1', {'version': 'v' * 100})
         self.assertEqual('v' * 64, self.report('cn1')['version'])
 
+    def test_a_heartbeat_tells_the_hosts_clock(self):
+        # cn9's agent is another controller's, its batches too: its
+        # heartbeats heard here still put the leases sent here on its clock
+        clocks = self.store.clocks
+        for stamp in (T0 + 30.0, T0 + 30.0, T0 + 30.2):
+            self.manager.agent_heartbeat({}, 'cn9', {
+                'driver': 'x', 'timestamp': stamp})
+        self.assertAlmostEqual(30.2, clocks.lease_offset('cn9'))
+        self.assertAlmostEqual(30.2, clocks.offset('cn9'))
+        for bad in (float('nan'), float('inf'), True, '1e9', None):
+            self.manager.agent_heartbeat({}, 'cn8', {
+                'driver': 'x', 'timestamp': bad})
+        self.assertIsNone(clocks.offset('cn8'))
+        self.assertEqual(0.0, clocks.lease_offset('cn8'))
+
     def test_heartbeat_db_failure_is_survived(self):
         def broken(*args, **kw):
             raise RuntimeError('db down')

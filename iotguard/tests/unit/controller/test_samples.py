@@ -361,6 +361,37 @@ class ClocksTest(base.TestCase):
             self.t += 5.0
         self.assertAlmostEqual(9.99, self.send(10.0))
 
+    def test_a_backlog_batch_last_heard_long_ago_is_not_the_leases(self):
+        # A controller hears a host's batches, then (the agents' queue
+        # shared with another controller) only one of them, 34 s late
+        clocks = self.clocks = samples.Clocks(
+            warn_s=2.0, fresh_s=6.0, clock=lambda: self.now)
+        for _ in range(4):
+            self.send(0.0, every=1.0)
+        late = self.t + 34.0
+        clocks.observe('cn1', self.t, late)
+        self.now = late + 1.0
+        # heard just now: the newest word, a lower bound (a lease refused)
+        self.assertAlmostEqual(-34.0, clocks.lease_offset('cn1'))
+        self.now = late + 7.0
+        # no word since: the window's least delayed
+        self.assertEqual(0.0, clocks.lease_offset('cn1'))
+        # and a clock stepped back beyond a batch's interval still followed
+        for _ in range(2):
+            self.t += 1.0
+            clocks.observe('cn1', self.t - 30.0, self.t + 0.01)
+        self.now = self.t + 7.0
+        self.assertAlmostEqual(-30.01, clocks.lease_offset('cn1'))
+
+    def test_a_reading_heard_twice_is_taken_once(self):
+        # a batch and its heartbeat (the same stamp) to one controller
+        for _ in range(3):
+            self.clocks.observe('cn1', self.t + 30.0, self.t + 0.01)
+            self.clocks.observe('cn1', self.t + 30.0, self.t + 0.02)
+            self.t += 5.0
+        self.assertAlmostEqual(29.99, self.clocks.offset('cn1'))
+        self.assertAlmostEqual(29.99, self.clocks.lease_offset('cn1'))
+
     def test_a_backlog_of_a_new_host_is_not_taken_for_its_clock(self):
         # a controller started on 12 queued passes of a synchronised host
         start = self.t + 60.0
