@@ -170,24 +170,33 @@ class Bed(fixtures.Fixture):
         return None
 
     def lease(self):
-        """The noisy disk's lease and decision in the agent's state file.
+        """The noisy disk's lease and decision in the agent's state file."""
+        return state_lease(self.services.state_file, self.noisy)
 
-        On the true clock: an agent whose wall clock is off (the clock
-        faults) writes its leases on its own, and says when it wrote the
-        file by it (``@clock``); the file's modification time is the
-        kernel's, the true one.
-        """
-        try:
-            with open(self.services.state_file) as f:
-                held = json.load(f)
-                written = os.fstat(f.fileno()).st_mtime
-        except (OSError, ValueError):
-            return None
-        cap = held.get('%s/vda' % self.noisy.UUIDString())
-        if not cap:
-            return None
-        skew = held.get('@clock', {}).get('wall', written) - written
-        return cap['lease_expires_at'] - skew, cap['decision_id']
+    def ready(self):
+        """Before an episode: the noisy guest capped (again)."""
+        wait(self.capped, 60, 'the noisy guest capped again')
+
+
+def state_lease(path, dom):
+    """``dom``'s vda lease and decision in the agent state file ``path``.
+
+    On the true clock: an agent whose wall clock is off (the clock
+    faults) writes its leases on its own, and says when it wrote the file
+    by it (``@clock``); the file's modification time is the kernel's, the
+    true one. None when the file holds no cap on the disk.
+    """
+    try:
+        with open(path) as f:
+            held = json.load(f)
+            mtime = os.fstat(f.fileno()).st_mtime
+    except (OSError, ValueError):
+        return None
+    cap = held.get('%s/vda' % dom.UUIDString())
+    if not cap:
+        return None
+    skew = held.get('@clock', {}).get('wall', mtime) - mtime
+    return cap['lease_expires_at'] - skew, cap['decision_id']
 
 
 def missing():

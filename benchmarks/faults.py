@@ -48,7 +48,6 @@ import numpy as np
 from benchmarks import bed as bed_mod
 from iotguard.sim import measures
 from iotguard.tests.fixtures import deployment
-from iotguard.tests.fixtures import sharedqueue
 from iotguard.tests.functional import test_shared_queue as sq
 
 #: How often what the agent applied and the guests wrote are read.
@@ -144,22 +143,6 @@ def _unfill(bed):
     os.unlink(os.path.join(bed.state_dir, FILLER))
 
 
-def _cut_rule(bed):
-    # the agent's packets to the broker's second port dropped, as a link
-    # taken down: its connections hang (no reset), the guests run on
-    return ['INPUT', '-i', 'lo', '-p', 'tcp', '--dport',
-            str(bed.rabbit.port2), '-j', 'DROP']
-
-
-def _cut(bed):
-    subprocess.run(['iptables', '-I'] + _cut_rule(bed), check=True)
-
-
-def _uncut(bed):
-    subprocess.run(['iptables', '-D'] + _cut_rule(bed), check=False,
-                   capture_output=True)
-
-
 #: Where ``libvirtd -d`` (tools/test-setup.sh: no systemd) writes its pid.
 LIBVIRTD_PID = '/run/libvirtd.pid'
 
@@ -232,10 +215,11 @@ FAULTS = {
         'the agent restarted with its wall clock 30 s behind, restarted '
         'with the true clock after the duration'),
     'agent-cut': Fault(
-        _cut, _uncut, 30.0,
+        lambda bed: bed.cut(), lambda bed: bed.uncut(), 30.0,
         'the agent cut off from RabbitMQ (its packets to the broker '
-        'dropped: iptables on the port only it uses), its guests running; '
-        'the rule removed after the duration'),
+        'dropped: iptables on the port only it uses; on the cloud, in its '
+        'host\'s network namespace), its guests running; the rule removed '
+        'after the duration'),
     'libvirtd-restart': Fault(
         _libvirtd_stop, _libvirtd_start, 5.0,
         'libvirtd stopped (SIGTERM), started again (``libvirtd -d``) after '
@@ -247,6 +231,13 @@ FAULTS = {
         'up, then the filler removed', observe=_state_files,
         lease='agent_lease'),
 }
+
+
+#: The faults the two-host cloud (``--cloud``) plays: its broker and
+#: libvirtds are not the runner's to stop, its agents' clocks and state
+#: directories not yet its own.
+CLOUD_FAULTS = ('controller-kill', 'controller-hang', 'agent-kill',
+                'agent-cut')
 
 
 @dataclasses.dataclass
@@ -293,7 +284,20 @@ class Bed(bed_mod.Bed):
 
     def _setUp(self):
         super()._setUp()
-        self.addCleanup(_uncut, self)
+        self.addCleanup(self.uncut)
+
+    def _cut_rule(self):
+        # the agent's packets to the broker's second port dropped, as a
+        # link taken down: its connections hang (no reset), the guests run
+        return ['INPUT', '-i', 'lo', '-p', 'tcp', '--dport',
+                str(self.rabbit.port2), '-j', 'DROP']
+
+    def cut(self):
+        subprocess.run(['iptables', '-I'] + self._cut_rule(), check=True)
+
+    def uncut(self):
+        subprocess.run(['iptables', '-D'] + self._cut_rule(), check=False,
+                       capture_output=True)
 
 
 def Poller(bed, lease='lease'):
@@ -337,7 +341,7 @@ def past_lease(samples, static):
 
 def _log_offsets(services):
     out = {}
-    for kind in sharedqueue.KINDS:
+    for kind in services.procs:
         try:
             out[kind] = os.path.getsize(os.path.join(services.dir,
                                                      kind + '.log'))
@@ -532,16 +536,28 @@ def main(argv=None):
     parser.add_argument('--json', help='append each result to this file')
     parser.add_argument('--keep', metavar='DIR',
                         help='keep the bed\'s files (logs, configs) in DIR')
+    parser.add_argument('--cloud', action='store_true',
+                        help='on the two-host Ceph cloud (benchmarks.'
+                        'cloudbed) instead of the shared-queue bed: the '
+                        'faults %s' % ', '.join(CLOUD_FAULTS))
     args = parser.parse_args(argv)
-    faults = args.fault or sorted(FAULTS)
+    faults = args.fault or sorted(CLOUD_FAULTS if args.cloud else FAULTS)
+    if args.cloud and set(faults) - set(CLOUD_FAULTS):
+        parser.error('not on the cloud: %s' % ', '.join(
+            sorted(set(faults) - set(CLOUD_FAULTS))))
     results = []
     started = time.monotonic()
     with bed_mod.workdir(args.keep) as workdir:
-        with Bed(workdir, state_fs='state-full' in faults) as bed:
+        if args.cloud:
+            from benchmarks import cloudbed
+            the_bed = cloudbed.CloudBed(workdir)
+        else:
+            the_bed = Bed(workdir, state_fs='state-full' in faults)
+        with the_bed as bed:
             print(bed_mod.ready_line(bed, started), flush=True)
             for name in faults:
                 for run in range(1, args.runs + 1):
-                    _wait(bed.capped, 60, 'the noisy guest capped again')
+                    bed.ready()
                     result = episode(
                         bed, name, run, args.at,
                         args.duration or FAULTS[name].duration, args.after)

@@ -180,56 +180,82 @@ class TwoHosts(base.TestCase):
         return base.wait_for(failed, 120, 1.0)
 
 
+def unavailable():
+    """Why the two-host Ceph cloud cannot run here; None if it can."""
+    for why in (cloud_fixture.unavailable(),
+                hosts_fixture.unavailable(ssh=True),
+                ceph_fixture.unavailable(),
+                None if shutil.which('ceph-mgr') else
+                'ceph-mgr not installed (bindep.txt)',
+                ceph_fixture.unavailable('bluestore'),
+                None if libvirt else 'libvirt-python not installed',
+                database.unavailable('mysql')):
+        if why:
+            return why
+    return None
+
+
+def ceph_cloud(workdir=None):
+    """The two-host cloud on one throttled Ceph cluster (a fixture)."""
+    return cloud_fixture.Cloud(
+        workdir, cinder=True, hosts=2, ephemeral_rbd=True,
+        ceph_options=dict(CAPACITY, store='bluestore'))
+
+
+def ceph_extra(group):
+    """iotguard's config on that cloud, its controllers in tooz ``group``."""
+    return EXTRA % {'domain': DOMAIN, 'redis': REDIS, 'unit': UNIT,
+                    'group': group}
+
+
+def start_iotguard(cloud, iotguard):
+    """The operator's steps on the Ceph cloud; its tier flavors.
+
+    The cluster's domain calibrated with what it serves, two controllers
+    (``controller-1``, ``controller-2``), an agent in each compute host
+    (``agent-<host>``), the tiers mh-silver and mh-bronze. Returns the
+    mh-floor flavor (its floor written by the API's tier sync, ``[tiers]
+    flavor_tiers``) and ``{'silver': flavor, 'bronze': flavor}``.
+    """
+    proc = iotguard.manage(
+        'domain', 'calibrate', DOMAIN, '--iops-4k',
+        str(CAPACITY['iops']), '--bytes-sec', str(CAPACITY['bytes_sec']),
+        '--form', 'max', '--create', '--kind', 'ceph')
+    if proc.returncode:
+        raise RuntimeError(proc.stderr)
+    for n in (1, 2):
+        iotguard.spawn('controller-%d' % n, 'controller',
+                       'iotguard-controller-%d' % n)
+    for host in cloud.hosts:
+        iotguard.spawn('agent-' + host.name, 'agent', host.name,
+                       popen=host.popen)
+    floor_flavor = cloud.flavor('mh-floor')
+    for name, body in (('mh-silver', {'min_bytes_sec': FLOOR}),
+                       ('mh-bronze', {'max_bytes_sec': CEILING})):
+        resp = iotguard.request('POST', '/v1/tiers', dict(body, name=name))
+        if resp.status_code != 201:
+            raise RuntimeError('tier %s: %s' % (name, resp.text))
+    return floor_flavor, {tier: cloud.flavor('mh-' + tier, {
+        'quota:disk_total_bytes_sec': str(STATIC),
+        'iotguard:tier': 'mh-' + tier}) for tier in ('silver', 'bronze')}
+
+
 class MultiHostCloudTest(TwoHosts):
 
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        for why in (cloud_fixture.unavailable(),
-                    hosts_fixture.unavailable(ssh=True),
-                    ceph_fixture.unavailable(),
-                    None if shutil.which('ceph-mgr') else
-                    'ceph-mgr not installed (bindep.txt)',
-                    ceph_fixture.unavailable('bluestore'),
-                    None if libvirt else 'libvirt-python not installed',
-                    database.unavailable('mysql')):
-            if why:
-                raise unittest.SkipTest(why)
-        cls.start(cloud_fixture.Cloud(
-            os.environ.get('IOTGUARD_CLOUD_DIR'), cinder=True, hosts=2,
-            ephemeral_rbd=True, ceph_options=dict(
-                CAPACITY, store='bluestore')), 'iotguard-multihost',
-            EXTRA % {'domain': DOMAIN, 'redis': REDIS, 'unit': UNIT,
-                     'group': 'iotguard-mh-' + uuid.uuid4().hex[:8]})
+        why = unavailable()
+        if why:
+            raise unittest.SkipTest(why)
+        cls.group = 'iotguard-mh-' + uuid.uuid4().hex[:8]
+        cls.start(ceph_cloud(os.environ.get('IOTGUARD_CLOUD_DIR')),
+                  'iotguard-multihost', ceph_extra(cls.group))
 
     @classmethod
     def _start_iotguard(cls):
-        cloud = cls.cloud
-        # The operator calibrates the cluster's domain with what it serves.
-        proc = cls.iotguard.manage(
-            'domain', 'calibrate', DOMAIN, '--iops-4k',
-            str(CAPACITY['iops']), '--bytes-sec', str(CAPACITY['bytes_sec']),
-            '--form', 'max', '--create', '--kind', 'ceph')
-        if proc.returncode:
-            raise RuntimeError(proc.stderr)
-        for n in (1, 2):
-            cls.iotguard.spawn('controller-%d' % n, 'controller',
-                               'iotguard-controller-%d' % n)
-        for host in cloud.hosts:
-            cls.iotguard.spawn('agent-' + host.name, 'agent', host.name,
-                               popen=host.popen)
-        # Its floor is written by the API's tier sync ([tiers]
-        # flavor_tiers) when the tiers are created.
-        cls.floor_flavor = cloud.flavor('mh-floor')
-        for name, body in (('mh-silver', {'min_bytes_sec': FLOOR}),
-                           ('mh-bronze', {'max_bytes_sec': CEILING})):
-            resp = cls.iotguard.request('POST', '/v1/tiers',
-                                        dict(body, name=name))
-            if resp.status_code != 201:
-                raise RuntimeError('tier %s: %s' % (name, resp.text))
-        cls.flavors = {tier: cloud.flavor('mh-' + tier, {
-            'quota:disk_total_bytes_sec': str(STATIC),
-            'iotguard:tier': 'mh-' + tier}) for tier in ('silver', 'bronze')}
+        cls.floor_flavor, cls.flavors = start_iotguard(cls.cloud,
+                                                       cls.iotguard)
 
     def setUp(self):
         super().setUp()

@@ -60,7 +60,7 @@ class FaultsSmokeTest(base.TestCase):
     def test_three_faults(self):
         results = []
         for name in SMOKE:
-            faults._wait(self.bed.capped, 60, 'the noisy guest capped')
+            self.bed.ready()
             results.append(faults.episode(
                 self.bed, name, 1, AT_S, faults.FAULTS[name].duration,
                 AFTER_S))
