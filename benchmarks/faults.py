@@ -251,6 +251,9 @@ class Result:
     #: the heal) with every quiet guest at 0.95 of its demand (s; None:
     #: not within the episode; 0: kept through the heal)
     restore: float | None
+    #: from the heal to the noisy guest's cap in force again (s; None: not
+    #: within the episode; 0: in force at the heal)
+    recapped: float | None
     #: the quiet guests' worst window, in share of their demand
     worst_1s_during: float
     worst_5s_during: float
@@ -271,6 +274,8 @@ class Result:
     #: decisions written in the first decision interval after the heal
     #: (a woken controller acting on what it saw before)
     after_heal: list
+    #: every decision on the noisy guest written in the episode
+    written: list
     #: what the fault's own observation found
     notes: dict
     load: str
@@ -420,6 +425,9 @@ def episode(bed, name, run, at, duration, after):
     kept = (np.all(x5 >= measures.KEPT * bed.demand, axis=1)
             & (t5 + sq.WINDOW_S > healed))
     restore = max(0.0, float(t5[kept][0] - healed)) if kept.any() else None
+    recapped = next((max(0.0, t - healed) for t, limits, _, _ in samples
+                     if t >= healed - POLL_S and limits is not None
+                     and limits != bed.static), None)
 
     decisions = bed.api('GET', '/v1/decisions?instance=%s&limit=200'
                         % bed.noisy.UUIDString(), ADMIN)['decisions']
@@ -446,6 +454,7 @@ def episode(bed, name, run, at, duration, after):
         fault=name, run=run,
         past_lease=round(past_lease(samples, bed.static), 1),
         restore=None if restore is None else round(restore, 1),
+        recapped=None if recapped is None else round(recapped, 1),
         worst_1s_during=_worst(t1, x1, bed.demand, injected, healed, 1.0),
         worst_5s_during=_worst(t5, x5, bed.demand, injected, healed,
                                sq.WINDOW_S),
@@ -464,6 +473,8 @@ def episode(bed, name, run, at, duration, after):
                     for d in written
                     if healed <= _epoch(d['created_at'])
                     <= healed + INTERVAL_S],
+        written=['%s %s %s %s' % (d['created_at'], d['action'], d.get(
+            'new_limits'), d.get('reason')) for d in written],
         load='%.1f' % os.getloadavg()[0])
 
 
@@ -498,7 +509,8 @@ def table(results):
     Error lines per service: iotguard's own / all (oslo.messaging logs an
     ERROR at each reconnection attempt).
     """
-    head = ('fault', 'run', 'past lease s', 'restore s', 'quiet worst '
+    head = ('fault', 'run', 'past lease s', 'restore s', 'recapped s',
+            'quiet worst '
             'during 1s/5s', 'after 1s/5s', 'decisions lost/dup',
             'error lines', 'dead')
     rows = [head]
@@ -506,6 +518,7 @@ def table(results):
         rows.append((
             r.fault, str(r.run), '%.1f' % r.past_lease,
             '-' if r.restore is None else '%.1f' % r.restore,
+            '-' if r.recapped is None else '%.1f' % r.recapped,
             '%.2f / %.2f' % (r.worst_1s_during, r.worst_5s_during),
             '%.2f / %.2f' % (r.worst_1s_after, r.worst_5s_after),
             '%d %d/%d' % (r.decisions, r.lost, r.duplicated),

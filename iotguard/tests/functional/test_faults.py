@@ -72,6 +72,8 @@ class FaultsSmokeTest(base.TestCase):
             self.assertLessEqual(r.past_lease, PAST_LEASE_S, shown)
             self.assertIsNotNone(r.restore, shown)
             self.assertLessEqual(r.restore, RESTORE_S, shown)
+            self.assertIsNotNone(r.recapped, shown)
+            self.assertLessEqual(r.recapped, RESTORE_S, shown)
             self.assertEqual((0, 0), (r.lost, r.duplicated), shown)
             self.assertEqual([], [k for k, v in r.errors.items() if v],
                              shown)
