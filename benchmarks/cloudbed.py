@@ -169,10 +169,19 @@ class CloudBed(fixtures.Fixture):
 
     def domain(self, host, server):
         """``server``'s libvirt domain, from ``host``'s libvirtd."""
+        if not self.conns:
+            self.addCleanup(self._close)
         if host.name not in self.conns:
             self.conns[host.name] = libvirt.open(host.libvirt_uri)
-            self.addCleanup(self.conns[host.name].close)
         return self.conns[host.name].lookupByUUIDString(server.id)
+
+    def _close(self):
+        # The domains first, while the hosts' libvirtds still answer: one
+        # freed after them hangs the process in its connection's close.
+        self.quiet, self.noisy = [], None
+        for conn in self.conns.values():
+            conn.close()
+        self.conns = {}
 
     def _tier(self, server):
         return ((self.iotguard.disks(server) or {}).get('vda') or {}).get(

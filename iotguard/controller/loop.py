@@ -30,8 +30,9 @@ controller can take over a domain at any round:
   domains in one statement, and read at a domain's first decision on this
   controller (after a start or a takeover) and after a change of its
   policy's parameters (the policy keeps what still applies). Not in the
-  first round after a start or a takeover when every disk is still stale
-  (no sample heard yet): that round only renews the caps in force.
+  first decision interval after a start or a takeover while a disk is
+  still stale (not heard yet): those rounds, and urgent decisions, only
+  renew the caps in force.
 * **act and record**: the caps cast to the agents, the audit trail, the
   caps in force, the rates for the API and the notifications
   (:mod:`~iotguard.controller.effects`).
@@ -345,11 +346,14 @@ class DomainLoop:
         first_seen = self._seen.setdefault(name, now)
         alone = writes is None
         writes = writes or effects.Writes()
-        if disks and snapshot.stale.all() and \
+        if disks and snapshot.stale.any() and \
                 now - first_seen < self.interval_s:
-            # Just started or taken over: this controller has heard no
-            # sample of the domain yet. Renew what is in force, decide
-            # from the next round on (nothing is loosened blindly).
+            # Just started or taken over: this controller has not heard
+            # every disk of the domain yet (its hosts' batches come one
+            # by one). Renew what is in force until it has, for an
+            # interval at most: a disk not heard has no demand to lend
+            # (a floor-holder's would be lent away, a noisy disk's cap
+            # loosened on its silence).
             decisions: list[base.Decision] = []
             result.skipped = 'warming up'
         else:

@@ -66,6 +66,13 @@ class LoopTestBase(base.TestCase):
     def cap_of(self, disk):
         return fakes.cap_of(self.db, disk)
 
+    def owned_a_while(self, name='pool'):
+        """This controller has decided ``name`` for a while: warmed up.
+
+        Its disks unheard or stale no longer hold its decisions back.
+        """
+        self.loop._seen[name] = T0 - 10.0
+
     def renewals(self):
         return [sorted(c.args[0]) for c in self.renews.call_args_list]
 
@@ -181,6 +188,7 @@ class ScriptedRoundTest(LoopTestBase):
         return '%s/%s' % (disk['instance_uuid'], disk['dev'])
 
     def test_snapshot_built_from_db_and_samples(self):
+        self.owned_a_while()
         self.feed(self.a, iops=40.0, bytes_sec=40 * KIB64, latency_ms=8.0,
                   static={'total_iops_sec': 900})
         self.loop.run_once(self.domain, T0)
@@ -198,6 +206,7 @@ class ScriptedRoundTest(LoopTestBase):
         self.assertEqual(300.0, snap.profile.iops_4k)
 
     def test_gap_and_old_samples_are_stale(self):
+        self.owned_a_while()
         self.feed(self.a, at=T0 - 1, gap='reset')
         self.feed(self.b, at=T0 - 14)
         self.loop.run_once(self.domain, T0)
@@ -206,6 +215,7 @@ class ScriptedRoundTest(LoopTestBase):
         self.assertEqual([True, True], list(self.scripted.seen[-1][0].stale))
 
     def test_never_tightens_on_stale_data(self):
+        self.owned_a_while()
         self.feed(self.a)
         self.scripted.answer = [
             policy_base.Decision(self.id_of(self.a), 'cap', 'fresh',
@@ -226,6 +236,7 @@ class ScriptedRoundTest(LoopTestBase):
                          self.cap_of(self.b)['limits'])
 
     def test_release(self):
+        self.owned_a_while()
         self.feed(self.a)
         self.scripted.answer = [policy_base.Decision(
             self.id_of(self.a), 'cap', 'noisy', iops=100.0,
@@ -273,7 +284,32 @@ class ScriptedRoundTest(LoopTestBase):
         self.assertEqual('warming up',
                          self.loop.run_once(self.domain, T0 + 10).skipped)
 
+    def test_takeover_waits_for_every_disk_an_interval_at_most(self):
+        # a heard, b's host not yet: what b asks is unknown, not nothing
+        fakes.cap_set(self.db, self.b, {'total_iops_sec': 50},
+                      effects.to_datetime(T0 + 4), None)
+        self.feed(self.a, at=T0)
+        self.scripted.answer = [policy_base.Decision(
+            self.id_of(self.b), 'cap', 'loosened', iops=80.0)]
+        result = self.loop.run_once(self.domain, T0 + 0.5)
+        self.assertEqual(([], 'warming up', 1),
+                         (self.scripted.seen, result.skipped,
+                          result.renewed))
+        self.feed(self.b, at=T0 + 1)
+        result = self.loop.run_once(self.domain, T0 + 1.5)
+        self.assertEqual((1, None), (len(self.scripted.seen),
+                                     result.skipped))
+        # b silent since: decided an interval after the takeover all the same
+        self.loop.forget(['pool'])
+        self.scripted.seen.clear()
+        self.feed(self.a, at=T0 + 20)
+        self.assertEqual('warming up',
+                         self.loop.run_once(self.domain, T0 + 30).skipped)
+        self.loop.run_once(self.domain, T0 + 35)
+        self.assertEqual(1, len(self.scripted.seen))
+
     def test_cap_set_at_comes_from_the_decision(self):
+        self.owned_a_while()
         self.feed(self.a)
         self.scripted.answer = [policy_base.Decision(
             self.id_of(self.a), 'cap', 'noisy', iops=100.0)]
@@ -767,6 +803,7 @@ class UrgentTest(LoopTestBase):
         self.assertEqual(3, len(self.scripted.seen))
 
     def test_not_for_a_floor_reached_or_a_disk_without_one(self):
+        self.owned_a_while()
         self.feed(self.floor)
         self.loop.run([self.domain], T0)
         self.assertEqual(1, len(self.scripted.seen))
@@ -808,6 +845,7 @@ class UrgentTest(LoopTestBase):
         self.loop = loop.DomainLoop(
             self.conf, self.db, self.store, self.agents, self.notifier,
             clock=lambda: T0, load_policy=lambda name, **p: self.scripted)
+        self.owned_a_while()
         self.feed(self.floor)
         self.loop.run([self.domain], T0)
         self.assertEqual(1, len(self.scripted.seen))
