@@ -681,6 +681,38 @@ class MultiHostCloudTest(TwoHosts):
                                 'iotguard-controller-' + n)
             time.sleep(2 * INTERVAL)
 
+    def test_a_host_cut_off_from_the_broker(self):
+        """The noisy guest's host cut from RabbitMQ for 30 s, then back.
+
+        One episode of ``python -m benchmarks.faults --cloud --fault
+        agent-cut`` on this class's cloud (:mod:`benchmarks.cloudbed`: a
+        quiet mh-silver guest on host 2, a noisy one on host 1): the cap
+        lapses at its lease during the cut, not later; after the heal it
+        is in force again within a few intervals (the owner sends leases
+        on host 1's clock, whichever controller its batches reach), the
+        quiet guest's floor kept, every decision applied read back once,
+        no error line of iotguard's own, no process dead.
+        """
+        from benchmarks import cloudbed
+        from benchmarks import faults
+        workdir = self.useFixture(fixtures.TempDir()).path
+        bed = self.useFixture(cloudbed.CloudBed(workdir, (
+            self.cloud, self.iotguard, self.group, self.flavor,
+            self.flavors)))
+        bed.ready()
+        result = faults.episode(bed, 'agent-cut', 1, 5.0, 30.0, 20.0)
+        shown = faults.table([result]) + '\n%s' % result
+        base.bed_report(self, shown)
+        self.assertLessEqual(result.past_lease, INTERVAL + faults.POLL_S,
+                             shown)
+        self.assertIsNotNone(result.recapped, shown)
+        self.assertLessEqual(result.recapped, 4 * INTERVAL, shown)
+        self.assertIsNotNone(result.restore, shown)
+        self.assertEqual((0, 0), (result.lost, result.duplicated), shown)
+        self.assertEqual({}, {k: faults.own(v) for k, v in
+                              result.errors.items() if faults.own(v)}, shown)
+        self.assertEqual([], result.dead, shown)
+
 
 #: The host-local cloud's iotguard: no shared domain, each host's disks in
 #: its own ``local:<host>``, both in Placement under the compute nodes.
