@@ -32,7 +32,8 @@ controller can take over a domain at any round:
   policy's parameters (the policy keeps what still applies). Not in the
   first decision interval after a start or a takeover while a disk is
   still stale (not heard yet): those rounds, and urgent decisions, only
-  renew the caps in force.
+  renew the caps in force. For two leases after it, no cap is loosened
+  while a floor-holder is still stale (:func:`unless_blind`).
 * **act and record**: the caps cast to the agents, the audit trail, the
   caps in force, the rates for the API and the notifications
   (:mod:`~iotguard.controller.effects`).
@@ -129,6 +130,35 @@ def snapshot_of(domain: admission.Domain, interval_s: float,
 
 def _calibrated(domain: admission.Domain) -> bool:
     return admission.profile_of(domain) is not None
+
+
+def unless_blind(snapshot: base.DomainSnapshot,
+                 decisions: list[base.Decision]) -> list[base.Decision]:
+    """``decisions`` without those loosening a cap, while a floor is unheard.
+
+    For two leases after this controller started or took the domain
+    over: a floor-holder not heard yet (stale) may be the victim whose
+    samples are still on their way (a hung controller holds its share of
+    the agents' batches until the broker drops its connection); what it
+    asks is unknown, and a cap raised or released on its silence lends its
+    floor away. Cuts and new caps stand.
+    """
+    floors = (snapshot.floor_iops > 0) | (snapshot.floor_bytes_sec > 0)
+    if not (snapshot.stale & floors).any():
+        return decisions
+    index = {disk_id: i for i, disk_id in enumerate(snapshot.disk_ids)}
+    kept = []
+    for decision in decisions:
+        i = index.get(decision.disk_id)
+        if i is not None and snapshot.capped[i] and (
+                decision.action == base.RELEASE
+                or decision.iops > snapshot.cap_iops[i]
+                or decision.bytes_sec > snapshot.cap_bytes_sec[i]):
+            LOG.info('Held back %s on %s: a floor-holder of the domain is '
+                     'not heard yet', decision.reason, decision.disk_id)
+            continue
+        kept.append(decision)
+    return kept
 
 
 class DomainLoop:
@@ -359,6 +389,8 @@ class DomainLoop:
         else:
             decisions = self._decide(name, policy_name, policy, snapshot,
                                      now, writes) if disks else []
+            if disks and now - first_seen < 2 * self.effects.lease_s:
+                decisions = unless_blind(snapshot, decisions)
             if disks:
                 self._learn(domain, snapshot, disks, result)
         result.decisions = len(decisions)
