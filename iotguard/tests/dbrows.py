@@ -52,15 +52,20 @@ def disk_update_rates(db, instance_uuid, dev, sampled_at, **rates):
                                     sampled_at=sampled_at)])
 
 
-def minute_add(db, instance_uuid, dev, minute, seconds=60.0,
-               floor_due_s=60.0, floor_kept_s=60.0, capped_s=0.0,
-               iops=0.0, bytes_sec=0.0, cap_reason=None, **limits):
-    """Store one minute of one disk's record (``limits``: its floor, cap)."""
+def minute(db, instance_uuid, dev, minute, seconds=60.0, floor_due_s=60.0,
+           floor_kept_s=60.0, capped_s=0.0, iops=0.0, bytes_sec=0.0,
+           cap_reason=None, **limits):
+    """One minute of one disk's record (``limits``: its floor, cap)."""
     found = [d for d in db.disk_list(instance_uuid=instance_uuid)
              if d['dev'] == dev]
     if not found:
         raise exception.NotFound(what='disk %s of instance %s'
                                  % (dev, instance_uuid))
-    db.disk_minutes_add([records.Minute(
-        found[0]['id'], minute, seconds, floor_due_s, floor_kept_s,
-        capped_s, iops, bytes_sec, cap_reason, **limits)])
+    return records.Minute(found[0]['id'], minute, seconds, floor_due_s,
+                          floor_kept_s, capped_s, iops, bytes_sec,
+                          cap_reason, **limits)
+
+
+def minute_add(db, *args, **kwargs):
+    """Store one :func:`minute`."""
+    db.disk_minutes_add([minute(db, *args, **kwargs)])

@@ -19,6 +19,7 @@ import time
 
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
+from oslo_db import exception as db_exc
 from oslo_limit import fixture as limit_fixture
 import sqlalchemy as sa
 
@@ -121,6 +122,31 @@ class DbApiTests:
                                                           t0 + 9 * minute)])
         self.db.disk_delete(UUID_A, 'vda')
         self.assertEqual(0, self.db.disk_minutes_purge(t0 + 9 * minute))
+
+    def test_a_minute_stored_by_another_controller_meanwhile(self):
+        # The handover's race: this controller read no row for the minute,
+        # the one handing over inserted it, this one's insert is refused
+        # as a duplicate (forced here): its share is added in a second pass
+        self._domain_with_disks()
+        t0 = datetime.datetime(2026, 11, 28, 6, 0)
+        ours = dbrows.minute(self.db, UUID_A, 'vda', t0, seconds=20.0,
+                             floor_kept_s=20.0)
+        real = self.db._minutes_add
+        calls = []
+
+        def racing(minutes):
+            calls.append(minutes)
+            if len(calls) == 1:
+                real([dbrows.minute(self.db, UUID_A, 'vda', t0,
+                                    seconds=40.0, floor_kept_s=30.0)])
+                raise db_exc.DBDuplicateEntry(['disk_id', 'minute'])
+            return real(minutes)
+        self.db._minutes_add = racing
+        self.db.disk_minutes_add([ours])
+        got, = self.db.disk_minutes(UUID_A, 'vda', t0, t0 + datetime.
+                                    timedelta(minutes=1))
+        self.assertEqual((2, 60.0, 50.0),
+                         (len(calls), got.seconds, got.floor_kept_s))
 
     def test_tier_crud(self):
         made = self.db.tier_create(database.tier_values(
