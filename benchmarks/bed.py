@@ -105,10 +105,7 @@ class Bed(fixtures.Fixture):
                       'min_iops': sq.FLOOR_IOPS})
         for dom in self.quiet:
             self.choose(dom, self.tiers[0])
-        before = [written(d) for d in self.quiet]
-        time.sleep(3 * sq.WINDOW_S)
-        self.demand = np.array([(written(d) - b) / (3 * sq.WINDOW_S)
-                                for d, b in zip(self.quiet, before)])
+        self.demand = rates_alone(self.quiet)
         if self.with_noisy:
             self.noisy = self.guest('noisy', 'proj-b', sq.NOISY)
             self.static = limits(self.noisy)
@@ -233,6 +230,14 @@ def wait(predicate, timeout, what):
             raise RuntimeError('timed out after %d s waiting for %s'
                                % (timeout, what))
         time.sleep(0.5)
+
+
+def rates_alone(doms, seconds=3 * sq.WINDOW_S):
+    """Bytes/s each of ``doms`` writes over ``seconds`` (its demand)."""
+    before = [written(d) for d in doms]
+    time.sleep(seconds)
+    return np.array([(written(d) - b) / seconds
+                     for d, b in zip(doms, before)])
 
 
 def written(dom):

@@ -27,7 +27,6 @@ the API.
 
 import os
 import subprocess
-import time
 import urllib.parse
 import uuid
 
@@ -45,8 +44,6 @@ from iotguard.tests.functional import test_cloud_multihost as mh
 #: The quiet guest's writes (the image's paced writer): 64 KiB blocks,
 #: 16 at a time, then half a second's pause.
 QUIET = {'iotg_bs': '64k', 'iotg_count': '16', 'iotg_pause': '0.5'}
-#: Seconds the quiet guest's demand is measured alone.
-DEMAND_S = 15.0
 
 
 class Roles:
@@ -142,12 +139,8 @@ class CloudBed(fixtures.Fixture):
                      'the quiet guest on its tier')
         bed_mod.wait(lambda: bed_mod.written(self.quiet[0]) > 0, 60,
                      'the quiet guest writing')
-        before = bed_mod.written(self.quiet[0])
-        time.sleep(DEMAND_S)
-        alone = (bed_mod.written(self.quiet[0]) - before) / DEMAND_S
         # what its floor promises it: at most the floor, at most its demand
-        self.demand = np.array([min(mh.FLOOR, alone)])
-        self.alone = alone
+        self.demand = np.minimum(mh.FLOOR, bed_mod.rates_alone(self.quiet))
         noisy = self.boot('faults-noisy', static, self.noisy_host,
                           user_data=mh.NOISY % {'dev': 'vda'})
         self.noisy = self.domain(self.noisy_host, noisy)

@@ -209,9 +209,8 @@ class ControllerManager:
                 LOG.error('Malformed agent_heartbeat from %.255r dropped',
                           host)
                 return
-            stamp = info.get('timestamp')
-            if isinstance(stamp, (int, float)) and not isinstance(
-                    stamp, bool) and math.isfinite(stamp):
+            stamp: Any = info.get('timestamp')
+            if type(stamp) in (int, float) and math.isfinite(stamp):
                 # its batch's reading: the host's clock heard here too
                 self.store.clocks.observe(host, float(stamp), self._clock())
             if not self.owns('agent:' + host):
