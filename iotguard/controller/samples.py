@@ -129,7 +129,6 @@ class Clocks:
         self._lock = threading.Lock()
         self._seen: dict[str, collections.deque[float]] = {}
         self._newest: dict[str, float] = {}    # the host's newest stamp
-        self._heard: dict[str, float] = {}     # ... received then
         self._offset: dict[str, float] = {}    # agreed on
 
     def observe(self, host: str, stamp: float, received: float) -> float:
@@ -141,7 +140,7 @@ class Clocks:
             if seen is None or not stamp > self._newest[host]:
                 seen = self._seen[host] = collections.deque(
                     maxlen=CLOCK_WINDOW)
-            self._newest[host], self._heard[host] = stamp, received
+            self._newest[host] = stamp
             seen.append(stamp - received)
             top = max(seen)
             if sum(shown >= top - CLOCK_AGREE_S for shown in seen) >= 2:
@@ -186,8 +185,10 @@ class Clocks:
             seen = self._seen.get(host)
             if not seen:
                 return 0.0
-            shown = (seen[-1] if self._clock() - self._heard[host]
-                     <= self.fresh_s else max(seen))
+            # the newest was received at its stamp less what it showed
+            heard = self._newest[host] - seen[-1]
+            shown = (seen[-1] if self._clock() - heard <= self.fresh_s
+                     else max(seen))
             return shown if abs(shown) > CLOCK_AGREE_S else 0.0
 
     def correct(self, host: str, batch: batch_mod.Batch,
