@@ -902,10 +902,11 @@ class GuaranteePolicy(Params):
         # The border (adapt_border) is missed by the caps alone only with
         # every deep disk capped: a new flood, still uncapped, misses the
         # objective whatever the border (its first window may even read
-        # under the border, straddling its start).
+        # under the border, straddling its start). A floor-holder short
+        # of its floor is the caps' victim, not a flood.
         border = memory.border or self.border_max
         deep_uncapped = bool((need.active & ~capped & ~shallow
-                              & ~need.late).any())
+                              & ~need.late & ~need.starving).any())
         border = adapt_border(
             border, self.high_watermark, self.border_max, self.border_step,
             held=bool(at_cap.any()) and domain >= border * (

@@ -1006,6 +1006,27 @@ class TestGuaranteeMaxForm(test_base.TestCase):
         self.assertAlmostEqual(0.91, held_at())
         self.assertAlmostEqual(0.91, d.numbers['border'])
 
+    def test_a_floor_holder_starving_under_the_caps_is_no_flood(self):
+        # m, a deep silver disk (8 x 64 KiB at 400 ms: 3.2 in flight),
+        # short of its floor under n's cap with the bucket under the
+        # border: the caps alone miss its floor, so the border falls. A
+        # starving floor-holder is the caps' victim, not a new flood
+        # (taken for one, the border stayed at border_max and the cap
+        # went up and down each round).
+        pol = remembering()
+        pol.decide(fakes.snapshot(self.thinker(16.0), profile=self.BUCKET),
+                   0.0)
+        self.assertEqual({}, self.held(pol, 55, 16.0, 5.0))
+        self.assertEqual(0.94, pol.states['pool'].border)
+        d = fakes.by_disk(pol.decide(fakes.snapshot(
+            capped('n', 50, 50, latency_ms=SLOW),
+            fakes.disk('m', ops=8, size=64 * KIB, tier=SILVER,
+                       latency_ms=400.0),
+            profile=self.BUCKET), 10.0))['n']
+        self.assertGreater(d.numbers['starving'], 0.0)
+        self.assertEqual(0.9, pol.states['pool'].border)
+        self.assertEqual(0.9, d.numbers['border'])
+
     def test_border_fixed_at_high_watermark(self):
         # border_max = high_watermark: the border of before, whatever
         # the latency objective shows
