@@ -46,7 +46,10 @@ per domain), in pure stages :meth:`GuaranteePolicy.decide` chains:
 7. **Release gradually**: at most ``release_factor`` per interval, not
    while neighbours wait, not on an idle disk; changes under
    ``min_change`` (``raise_change`` in the cases that need it) are not
-   sent, and small moves wait for a second decision (:func:`confirmed`).
+   sent, and small moves wait for a second decision (:func:`confirmed`);
+   for :data:`CROWDED_S` after the caps alone missed a floor or the
+   objective twice in a row, only into the room under that load
+   (:func:`crowding`, :func:`within_room`).
 
 Disks whose samples are ``stale`` are never tightened (their caps may be
 raised or released).
@@ -206,6 +209,13 @@ HELD_S = 300.0
 #: (s): a capped domain's memory is not written every round for it.
 HELD_REFRESH_S = 60.0
 
+#: After the caps alone missed a floor or the latency objective at some
+#: domain load, caps are raised only into the room under that load (less
+#: the tolerance) for this many seconds (:func:`within_room`): the share
+#: the cost model promises above it is what the domain did not serve. Then
+#: the policy may try again: one raise and one cut in five minutes at most.
+CROWDED_S = 300.0
+
 #: How far, either side, the caps of disks held at the same fair share
 #: are spread apart (:func:`spread`).
 SPREAD = 0.005
@@ -349,6 +359,12 @@ class Memory:
         default_factory=lambda: np.zeros(0))
     held_at: base.FloatArray = dataclasses.field(
         default_factory=lambda: np.zeros(0))
+    #: the domain load at which the caps alone last missed a floor or the
+    #: latency objective two decisions in a row, and when
+    #: (:data:`CROWDED_S`); None: not lately
+    crowded: tuple[float, float] | None = None
+    #: whether the last decision saw such a miss
+    missing: bool = False
 
     def __post_init__(self) -> None:
         # a memory made without bursts or held caps has none on any disk
@@ -418,6 +434,8 @@ class Memory:
                 and np.array_equal(self.held, new.held, equal_nan=True)
                 and np.array_equal(self.held_at, new.held_at,
                                    equal_nan=True)
+                and self.crowded == new.crowded
+                and self.missing == new.missing
                 and (self.at == new.at or not new.credits.any()))
         return self if same else new
 
@@ -440,6 +458,10 @@ class Memory:
             self.disk_ids[i]: [c, u] for i, c, u in zip(
                 bursts.tolist(), self.credits[bursts].tolist(),
                 self.used[bursts].tolist())}} if len(bursts) else {}
+        if self.crowded is not None:
+            extra['crowded'] = list(self.crowded)
+        if self.missing:
+            extra['missing'] = True
         held = np.flatnonzero(np.isfinite(self.held))
         if len(held):
             extra['held'] = {self.disk_ids[i]: [cap, at] for i, cap, at in zip(
@@ -482,11 +504,22 @@ class Memory:
                              'wanted' % (len(disk_ids), len(asked),
                                          len(wanted)))
         service, border = data['service'], data['border']
+        crowded, missing = data.get('crowded'), data.get('missing', False)
+        if crowded is not None and not (
+                isinstance(crowded, list) and len(crowded) == 2
+                and all(type(x) in (int, float) for x in crowded)):
+            raise ValueError('guarantee memory: crowded must be [load, '
+                             'when]')
+        if type(missing) is not bool:
+            raise ValueError('guarantee memory: missing must be a boolean')
         memory = cls(None if service is None else float(service),
                      bool(data['cut_over_border']),
                      None if border is None else float(border),
                      disk_ids, asked, wanted, np.zeros(len(disk_ids)),
-                     np.zeros(len(disk_ids)))
+                     np.zeros(len(disk_ids)),
+                     crowded=None if crowded is None else (
+                         float(crowded[0]), float(crowded[1])),
+                     missing=missing)
         bursts = data.get('burst') or {}
         if not isinstance(bursts, Mapping) or not all(
                 isinstance(v, list) and len(v) == 2 for v in bursts.values()):
@@ -751,12 +784,13 @@ class Moves(NamedTuple):
 
 def moves(snap: base.DomainSnapshot, loads: Loads, need: Unmet, p: Params,
           shares: Allocation, domain: float, border: float, engaged: bool,
-          cut_over_border: bool, held: base.FloatArray | None = None
-          ) -> Moves:
+          cut_over_border: bool, held: base.FloatArray | None = None,
+          room: float = math.inf) -> Moves:
     """Steps 6 and 7: which caps to cut, raise or release, and to what.
 
     ``held``: each disk's cap when last in force (:attr:`Memory.held`;
-    None: none known).
+    None: none known); ``room``: the most the raises may add to the
+    domain's load (:func:`within_room`).
     """
     u, cap, share, target = loads.u, loads.cap, shares.share, shares.target
     if held is not None:
@@ -799,12 +833,50 @@ def moves(snap: base.DomainSnapshot, loads: Loads, need: Unmet, p: Params,
     step = (p.raise_change if domain < border
             and cut_over_border else p.min_change)
     loosen = need.may_raise & ~tighten & (target > cap * (1.0 + step))
-    new = np.where(tighten, target, np.minimum(target, cap * p.release_factor))
+    new = within_room(cap, np.where(tighten, target, np.minimum(
+        target, cap * p.release_factor)), loosen, room)
+    loosen &= new > cap * (1.0 + step)
     release = loosen & (new >= loads.hold)
     with np.errstate(invalid='ignore', divide='ignore'):
         small = snap.capped & (np.abs(new / cap - 1.0) < p.confirm_change)
     return Moves(tighten, loosen, release, new, small, cut_step, step,
                  cut_over_border)
+
+
+def crowding(memory: Memory, domain: float, missed: bool, now: float
+             ) -> tuple[float, float] | None:
+    """:attr:`Memory.crowded` after this decision.
+
+    ``missed``: the caps alone miss a floor or the latency objective now;
+    the load is kept when the decision before missed too (one sample's
+    noise is no evidence). A miss at a load no lower is written once per
+    :data:`HELD_REFRESH_S` (the memory is stored when it changes).
+    """
+    last = memory.crowded
+    if missed and memory.missing:
+        if (last is not None and last[0] <= domain
+                and now - last[1] < HELD_REFRESH_S):
+            return last
+        return (domain, now)
+    if last is not None and now - last[1] <= CROWDED_S:
+        return last
+    return None
+
+
+def within_room(cap: base.FloatArray, new: base.FloatArray,
+                raised: base.BoolArray, room: float) -> base.FloatArray:
+    """``new`` with the ``raised`` caps' raises fitted into ``room``.
+
+    Each raise shrinks in proportion, as if every raised disk took all of
+    its raise (a capped disk wanting more does).
+    """
+    with np.errstate(invalid='ignore'):     # uncapped: inf - inf
+        more = np.where(raised, new - cap, 0.0)
+    total = float(more.sum())
+    room = max(room, 0.0)
+    if total <= room:
+        return new
+    return np.where(raised, cap + more * (room / total), new)
 
 
 def held_caps(memory: Memory, snap: base.DomainSnapshot, cap: base.FloatArray,
@@ -907,24 +979,34 @@ class GuaranteePolicy(Params):
         border = memory.border or self.border_max
         deep_uncapped = bool((need.active & ~capped & ~shallow
                               & ~need.late & ~need.starving).any())
+        missed = any_capped and not deep_uncapped and (
+            pressure > 1.0 or any_starving)
         border = adapt_border(
             border, self.high_watermark, self.border_max, self.border_step,
             held=bool(at_cap.any()) and domain >= border * (
                 1.0 - self.tolerance),
             met=(pressure <= self.congestion_release
                  and not bool(need.unmet.any()) and not any_starving),
-            missed=(any_capped and not deep_uncapped and domain <= border
-                    and (pressure > 1.0 or any_starving)))
+            missed=missed and domain <= border)
+        # (where the caps hold the domain's load: not an idle capped
+        # disk's, nor a floor missed with the domain under low_watermark)
+        missing = (missed and bool(at_cap.any())
+                   and domain > self.low_watermark)
+        crowded = crowding(memory, domain, missing, now)
+        room = (math.inf if crowded is None
+                else crowded[0] * (1.0 - self.tolerance) - domain)
         numbers = dict(domain_load=domain, charged=total,
                        starving=float(need.starving.sum()),
                        waiting=float(need.unmet.sum()), pressure=pressure,
                        service_ratio=need.service or math.nan, border=border)
         if not (engaged or holding):
-            decisions = self._relax(snap, loads, need.may_raise, numbers)
+            decisions = self._relax(snap, loads, need.may_raise, numbers,
+                                    room)
             return (decisions,
                     Memory(need.service, memory.cut_over_border, border,
                            snap.disk_ids, need.asked, np.zeros(len(snap)),
-                           credits, used, memory.at,
+                           credits, used, memory.at, crowded=crowded,
+                           missing=missing,
                            **unless_released(held, snap, decisions)),
                     loads, need, domain)
 
@@ -936,7 +1018,7 @@ class GuaranteePolicy(Params):
 
         # 6. tighten the disks above their share; 7. loosen gradually
         move = moves(snap, loads, need, self, shares, domain, border,
-                     engaged, memory.cut_over_border, held[0])
+                     engaged, memory.cut_over_border, held[0], room)
         numbers.update(raise_step=move.step, cut_step=move.cut_step,
                        queue_cut=float(shares.queue_cut),
                        cut_over_border=float(move.cut_over_border))
@@ -953,7 +1035,8 @@ class GuaranteePolicy(Params):
         return (decisions,
                 Memory(need.service, move.cut_over_border, border,
                        snap.disk_ids, need.asked, wanted, credits, used,
-                       memory.at, **unless_released(held, snap, decisions)),
+                       memory.at, crowded=crowded, missing=missing,
+                       **unless_released(held, snap, decisions)),
                 loads, need, domain)
 
     def _bursts(self, snap: base.DomainSnapshot, memory: Memory, new: Memory,
@@ -1028,16 +1111,18 @@ class GuaranteePolicy(Params):
         return out, memory_out
 
     def _relax(self, snap: base.DomainSnapshot, loads: Loads,
-               may_raise: base.BoolArray,
-               numbers: dict[str, float]) -> list[base.Decision]:
+               may_raise: base.BoolArray, numbers: dict[str, float],
+               room: float) -> list[base.Decision]:
         """Calm domain: raise caps one step, release the loose ones.
 
         A cap already at a ceiling it must hold (the tier's, below the
-        static limits) stays as it is.
+        static limits) stays as it is; the raises fit in ``room``
+        (:func:`within_room`).
         """
         cap = loads.cap
-        new = np.minimum(cap * self.release_factor,
-                         np.maximum(loads.ceil, cap))
+        new = within_room(cap, np.minimum(cap * self.release_factor,
+                                          np.maximum(loads.ceil, cap)),
+                          may_raise, room)
         release = may_raise & (new >= loads.hold)
         change = may_raise & (release | (new > cap * (1.0 + self.min_change)))
         if not change.any():

@@ -12,6 +12,7 @@
 
 import dataclasses
 import functools
+import json
 import math
 
 from hypothesis import given
@@ -290,6 +291,38 @@ class TestGuaranteePolicy(test_base.TestCase):
         self.assertEqual({}, self.decide(capped('a', 50, 50),
                                          fakes.disk('b', ops=29),
                                          policy=policy))
+
+    def test_raised_only_into_the_room_under_a_crowded_load(self):
+        # a at its cap of 60 IOPS (0.66) while b, silver, starves at 10
+        # (0.11): U = 0.77, the caps alone miss b's floor; a is cut to
+        # 46 IOPS. Then b gets its floor (20 IOPS, fast): U = 0.726, and
+        # the share at the border would raise a x1.5. After one miss it
+        # is; after two in a row there is no room under 0.77 less the
+        # tolerance: a stays at 46 until CROWDED_S has passed.
+        starved = fakes.snapshot(capped('a', 60, 60, latency_ms=SLOW),
+                                 fakes.disk('b', ops=10, tier=SILVER,
+                                            latency_ms=SLOW))
+        fed = fakes.snapshot(capped('a', 46, 46, latency_ms=SLOW),
+                             fakes.disk('b', ops=20, tier=SILVER,
+                                        latency_ms=FAST))
+        once = remembering()
+        cut = fakes.by_disk(once.decide(starved, 100.0))['a']
+        self.assertAlmostEqual(0.506 / C64, cut.iops)
+        raised = fakes.by_disk(once.decide(fed, 105.0))['a']
+        self.assertAlmostEqual(0.68 / C64, raised.iops)
+        twice = remembering()
+        for now in (100.0, 105.0):
+            twice.decide(starved, now)
+        self.assertAlmostEqual(0.77, twice.states['pool'].crowded[0])
+        # (what the controller stores, read back by the next owner)
+        twice.states['pool'] = guarantee.GuaranteePolicy().restore(
+            json.loads(json.dumps(twice.states['pool'].to_dict())))
+        for now in (110.0, 105.0 + guarantee.CROWDED_S):
+            self.assertEqual([], twice.decide(fed, now))
+        again = fakes.by_disk(twice.decide(
+            fed, 106.0 + guarantee.CROWDED_S))['a']
+        self.assertAlmostEqual(0.68 / C64, again.iops)
+        self.assertIsNone(twice.states['pool'].crowded)
 
     def test_equal_shares_capped_a_fraction_apart(self):
         # Three floods at their caps of 35 IOPS (0.385 each), b starving

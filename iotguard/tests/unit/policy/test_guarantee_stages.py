@@ -156,10 +156,10 @@ class MovesTest(test_base.TestCase):
         self.shares = guarantee.Allocation(0.8, False, share, 0.3, share)
 
     def moves(self, loads=None, shares=None, domain=0.95, engaged=True,
-              cut_over_border=True):
+              cut_over_border=True, room=math.inf):
         return guarantee.moves(self.snap, loads or self.loads, self.need, P,
                                shares or self.shares, domain, 0.9, engaged,
-                               cut_over_border)
+                               cut_over_border, room=room)
 
     def test_the_deep_disk_above_its_share_is_cut(self):
         move = self.moves()
@@ -182,6 +182,20 @@ class MovesTest(test_base.TestCase):
         small = self.moves(shares=self.shares._replace(target=near))
         self.assertTrue(small.loosen[3] and small.small[3])
 
+    def test_raised_only_into_the_room_left(self):
+        cap = self.loads.cap[3]
+        wide = self.moves(room=cap)                 # x1.5 fits
+        self.assertAlmostEqual(cap * P.release_factor, wide.new[3])
+        narrow = self.moves(room=cap * 0.2)
+        self.assertAlmostEqual(cap * 1.2, narrow.new[3])
+        self.assertTrue(narrow.loosen[3])
+        # less than a step's worth of room: no raise; the cut is as it was
+        none = self.moves(room=-0.1)
+        self.assertFalse(none.loosen.any())
+        self.assertEqual(self.loads.cap[3], none.new[3])
+        self.assertEqual([True, False, False, False], none.tighten.tolist())
+        self.assertEqual(0.3, none.new[0])
+
     def test_the_raise_step_follows_the_side_of_the_last_cut(self):
         above = self.moves(domain=0.95, cut_over_border=False)
         self.assertTrue(above.cut_over_border)
@@ -195,3 +209,35 @@ class MovesTest(test_base.TestCase):
         self.assertEqual(P.min_change, no_cut.cut_step)
         queue = self.moves(shares=self.shares._replace(queue_cut=True))
         self.assertEqual(P.raise_change, queue.cut_step)
+
+
+class RoomTest(test_base.TestCase):
+
+    def test_raises_shrink_in_proportion(self):
+        cap = np.array([0.2, 0.3, math.inf, 0.5])
+        new = np.array([0.3, 0.45, math.inf, 0.4])
+        raised = np.array([True, True, False, False])
+        fit = guarantee.within_room(cap, new, raised, 0.1)
+        np.testing.assert_allclose([0.24, 0.36, math.inf, 0.4], fit)
+        self.assertIs(new, guarantee.within_room(cap, new, raised, 0.25))
+        np.testing.assert_allclose(
+            [0.2, 0.3, math.inf, 0.4],
+            guarantee.within_room(cap, new, raised, -0.05))
+
+    def test_a_miss_is_kept_when_the_one_before_missed_too(self):
+        crowding = guarantee.crowding
+        first = guarantee.Memory()
+        self.assertIsNone(crowding(first, 0.8, True, 100.0))
+        again = guarantee.Memory(missing=True)
+        self.assertEqual((0.8, 100.0), crowding(again, 0.8, True, 100.0))
+        # kept as it is within a refresh at no lower load; lower at once
+        last = guarantee.Memory(crowded=(0.8, 100.0), missing=True)
+        refresh = 100.0 + guarantee.HELD_REFRESH_S
+        self.assertEqual((0.8, 100.0), crowding(last, 0.85, True, 130.0))
+        self.assertEqual((0.75, 130.0), crowding(last, 0.75, True, 130.0))
+        self.assertEqual((0.85, refresh),
+                         crowding(last, 0.85, True, refresh))
+        # no miss: kept for CROWDED_S, then forgotten
+        held = 100.0 + guarantee.CROWDED_S
+        self.assertEqual((0.8, 100.0), crowding(last, 0.5, False, held))
+        self.assertIsNone(crowding(last, 0.5, False, held + 1.0))

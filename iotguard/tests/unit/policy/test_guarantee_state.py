@@ -67,12 +67,15 @@ class TestMemory(test_base.TestCase):
             service=0.1 + 0.2, cut_over_border=False, border=0.92 + 1e-17,
             disk_ids=('a', 'b', 'c', 'd'),
             asked=np.array([1.0 / 3.0, math.nan, 5e-324, math.nan]),
-            wanted=np.array([0.0, -1.0, 1.0, 0.0]))
+            wanted=np.array([0.0, -1.0, 1.0, 0.0]),
+            crowded=(0.8 + 1e-16, 100.25), missing=True)
 
     def assertSame(self, expected, got):
         self.assertEqual(
-            (expected.service, expected.cut_over_border, expected.border),
-            (got.service, got.cut_over_border, got.border))
+            (expected.service, expected.cut_over_border, expected.border,
+             expected.crowded, expected.missing),
+            (got.service, got.cut_over_border, got.border, got.crowded,
+             got.missing))
         # for the disks of the expected, bit for bit, nan where nan
         asked, wanted = got.align(expected.disk_ids)
         self.assertEqual(expected.asked.tobytes(), asked.tobytes())
@@ -120,6 +123,10 @@ class TestMemory(test_base.TestCase):
         del old['disks']
         self.assertRaises(ValueError, guarantee.Memory.from_dict, old)
         self.assertRaises(KeyError, guarantee.Memory.from_dict, {})
+        for bad in ({'crowded': [0.8]}, {'crowded': ['0.8', 1.0]},
+                    {'missing': 1}):
+            self.assertRaises(ValueError, guarantee.Memory.from_dict,
+                              dict(self.memory().to_dict(), **bad))
 
     def test_new_params_keep_what_still_applies(self):
         data = self.memory().to_dict()
