@@ -998,7 +998,8 @@ class GuaranteePolicy(Params):
         numbers = dict(domain_load=domain, charged=total,
                        starving=float(need.starving.sum()),
                        waiting=float(need.unmet.sum()), pressure=pressure,
-                       service_ratio=need.service or math.nan, border=border)
+                       service_ratio=need.service or math.nan, border=border,
+                       crowded=math.nan if crowded is None else crowded[0])
         if not (engaged or holding):
             decisions = self._relax(snap, loads, need.may_raise, numbers,
                                     room)

@@ -310,10 +310,12 @@ class TestGuaranteePolicy(test_base.TestCase):
         self.assertAlmostEqual(0.506 / C64, cut.iops)
         raised = fakes.by_disk(once.decide(fed, 105.0))['a']
         self.assertAlmostEqual(0.68 / C64, raised.iops)
+        self.assertNotIn('crowded', cut.numbers)
         twice = remembering()
         for now in (100.0, 105.0):
-            twice.decide(starved, now)
+            d = fakes.by_disk(twice.decide(starved, now))['a']
         self.assertAlmostEqual(0.77, twice.states['pool'].crowded[0])
+        self.assertAlmostEqual(0.77, d.numbers['crowded'])    # audited
         # (what the controller stores, read back by the next owner)
         twice.states['pool'] = guarantee.GuaranteePolicy().restore(
             json.loads(json.dumps(twice.states['pool'].to_dict())))
