@@ -485,9 +485,7 @@ class Memory:
         """
         if 'disks' in data:
             disks = data['disks']
-            if not isinstance(disks, Mapping) or not all(
-                    isinstance(v, list) and len(v) == 2
-                    for v in disks.values()):
+            if not _pairs(disks):
                 raise ValueError('guarantee memory: disks must map an id '
                                  'to [asked, wanted]')
             disk_ids = tuple(disks)
@@ -505,9 +503,7 @@ class Memory:
                                          len(wanted)))
         service, border = data['service'], data['border']
         crowded, missing = data.get('crowded'), data.get('missing', False)
-        if crowded is not None and not (
-                isinstance(crowded, list) and len(crowded) == 2
-                and all(type(x) in (int, float) for x in crowded)):
+        if crowded is not None and not _pairs({0: crowded}, True):
             raise ValueError('guarantee memory: crowded must be [load, '
                              'when]')
         if type(missing) is not bool:
@@ -521,15 +517,11 @@ class Memory:
                          float(crowded[0]), float(crowded[1])),
                      missing=missing)
         bursts = data.get('burst') or {}
-        if not isinstance(bursts, Mapping) or not all(
-                isinstance(v, list) and len(v) == 2 for v in bursts.values()):
+        if not _pairs(bursts):
             raise ValueError('guarantee memory: burst must map an id to '
                              '[credits, used]')
         held = data.get('held') or {}
-        if not isinstance(held, Mapping) or not all(
-                isinstance(v, list) and len(v) == 2
-                and all(type(x) in (int, float) for x in v)
-                for v in held.values()):
+        if not _pairs(held, numbers=True):
             raise ValueError('guarantee memory: held must map an id to '
                              '[cap, when]')
         if not bursts and not held:
@@ -547,6 +539,14 @@ class Memory:
                           dtype=np.float64),
             held_at=np.array([held.get(i, [0.0, math.nan])[1] for i in ids],
                              dtype=np.float64))
+
+
+def _pairs(value: Any, numbers: bool = False) -> bool:
+    """``value`` maps ids to JSON pairs ``[x, y]`` (of numbers: no bool)."""
+    return isinstance(value, Mapping) and all(
+        isinstance(v, list) and len(v) == 2 and (
+            not numbers or all(type(x) in (int, float) for x in v))
+        for v in value.values())
 
 
 def adapt_border(border: float, low: float, high: float, step: float,
@@ -870,6 +870,8 @@ def within_room(cap: base.FloatArray, new: base.FloatArray,
     Each raise shrinks in proportion, as if every raised disk took all of
     its raise (a capped disk wanting more does).
     """
+    if room == math.inf:            # nothing remembered: most decisions
+        return new
     with np.errstate(invalid='ignore'):     # uncapped: inf - inf
         more = np.where(raised, new - cap, 0.0)
     total = float(more.sum())
